@@ -1,0 +1,29 @@
+// Each cocoon subcommand lives in its own cli/*_command.cc and registers
+// itself here at static-initialisation time, so commands can be added without
+// editing a central list. The registry runs them in name order, which keeps
+// `cocoon --help` stable.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace cocoon::cli {
+
+// The exit code a command's callback wants: commands set it, main returns it.
+struct CommandResult {
+  int exit_code = 0;
+};
+
+using CommandSetup = std::function<void(CLI::App& app, CommandResult& result)>;
+
+bool RegisterCommand(std::string name, CommandSetup setup);
+void SetUpAllCommands(CLI::App& app, CommandResult& result);
+
+}  // namespace cocoon::cli
+
+// Usage (at namespace scope in a .cc file):
+//   COCOON_REGISTER_COMMAND(check, SetUpCheckCommand);
+#define COCOON_REGISTER_COMMAND(name, setup) \
+  static const bool cocoon_registered_##name = ::cocoon::cli::RegisterCommand(#name, setup)

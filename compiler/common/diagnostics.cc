@@ -1,0 +1,166 @@
+#include "compiler/common/diagnostics.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace cocoon {
+namespace {
+
+std::string_view SeverityLabel(Severity severity) {
+  switch (severity) {
+    case Severity::kError: return "ERROR";
+    case Severity::kWarning: return "WARNING";
+    case Severity::kNote: return "NOTE";
+  }
+  return "ERROR";
+}
+
+std::string_view SeverityJson(Severity severity) {
+  switch (severity) {
+    case Severity::kError: return "error";
+    case Severity::kWarning: return "warning";
+    case Severity::kNote: return "note";
+  }
+  return "error";
+}
+
+// Control characters in hostile input would garble a terminal; show them as
+// spaces in the echoed source line (columns stay aligned since both are 1 byte).
+std::string Printable(std::string_view line) {
+  std::string out(line);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderDiagnostic(const Diagnostic& d) {
+  std::string out(SeverityLabel(d.severity));
+  out += ": ";
+  if (d.source) {
+    LineCol at = d.source->Locate(d.span.begin);
+    out += d.source->name() + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
+    out += d.message;
+    std::string_view line = d.source->Line(at.line);
+    out += "\n | ";
+    out += Printable(line);
+    out += "\n | ";
+    out += std::string(at.column - 1, ' ');
+    out += '^';
+    // Underline the rest of the span, but never past the end of this line.
+    uint32_t line_left = static_cast<uint32_t>(line.size()) >= at.column
+                             ? static_cast<uint32_t>(line.size()) - at.column
+                             : 0;
+    uint32_t tildes = d.span.size() > 1 ? std::min(d.span.size() - 1, line_left) : 0;
+    out += std::string(tildes, '~');
+  } else {
+    out += d.message;
+  }
+  if (!d.hint.empty()) {
+    out += "\n = help: ";
+    out += d.hint;
+  }
+  return out;
+}
+
+void Diagnostics::Add(Diagnostic diagnostic) {
+  if (diagnostic.severity == Severity::kError) {
+    if (error_count_ >= options_.max_errors) {
+      ++suppressed_;
+      return;
+    }
+    ++error_count_;
+  } else if (diagnostic.severity == Severity::kWarning) {
+    ++warning_count_;
+  }
+  items_.push_back(std::move(diagnostic));
+}
+
+void Diagnostics::Error(SourcePtr source, Span span, std::string message, std::string hint) {
+  Add({Severity::kError, std::move(source), span, std::move(message), std::move(hint)});
+}
+
+void Diagnostics::Warning(SourcePtr source, Span span, std::string message, std::string hint) {
+  Add({Severity::kWarning, std::move(source), span, std::move(message), std::move(hint)});
+}
+
+void Diagnostics::Note(SourcePtr source, Span span, std::string message) {
+  Add({Severity::kNote, std::move(source), span, std::move(message), {}});
+}
+
+void Diagnostics::Append(const Diagnostics& other) {
+  for (const Diagnostic& d : other.items_) Add(d);
+  suppressed_ += other.suppressed_;
+}
+
+std::string Diagnostics::Render() const {
+  std::string out;
+  for (const Diagnostic& d : items_) {
+    out += RenderDiagnostic(d);
+    out += '\n';
+  }
+  if (suppressed_ > 0) {
+    out += "NOTE: " + std::to_string(suppressed_) + " more error(s) not shown (limit " +
+           std::to_string(options_.max_errors) + ")\n";
+  }
+  return out;
+}
+
+std::string Diagnostics::RenderJson() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Diagnostic& d : items_) {
+    nlohmann::json item;
+    item["severity"] = SeverityJson(d.severity);
+    item["message"] = d.message;
+    if (!d.hint.empty()) item["hint"] = d.hint;
+    if (d.source) {
+      LineCol begin = d.source->Locate(d.span.begin);
+      LineCol end = d.source->Locate(d.span.end);
+      item["file"] = d.source->name();
+      item["line"] = begin.line;
+      item["column"] = begin.column;
+      item["end_line"] = end.line;
+      item["end_column"] = end.column;
+    }
+    list.push_back(std::move(item));
+  }
+  nlohmann::json doc;
+  doc["diagnostics"] = std::move(list);
+  doc["errors"] = error_count_;
+  doc["warnings"] = warning_count_;
+  doc["suppressed"] = suppressed_;
+  // Replace invalid UTF-8 from hostile input rather than throwing.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  if (word.size() > 64) return {};
+  size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;
+  std::string best;
+  for (const std::string& candidate : candidates) {
+    size_t d = distance(word, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+}  // namespace cocoon

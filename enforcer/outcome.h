@@ -1,0 +1,103 @@
+// The Outcome of one sandboxed run: what happened, what was measured, and
+// what was enforced by which mechanism. `cocoon enforce --json`, `cocoon run
+// --json`, the MCP tools and the audit log all report this one structure.
+//
+// The JSON keeps the field names existing sandbox callers already parse
+// (exit_code, stdout, stderr, duration_ms, wall_ms, timed_out, oom_killed,
+// termination_reason, stdout_truncated, stderr_truncated, peak_memory_mb,
+// peak_mem_kib) and adds Cocoon's own.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace cocoon::enforcer {
+
+enum class TerminationReason {
+  kExited,       // the command exited on its own
+  kSignaled,     // killed by a signal it did not get from Cocoon
+  kTimeout,      // wall-clock or CPU timeout; Cocoon killed the sandbox
+  kOomKilled,    // memory limit
+  kSeccompKill,  // a syscall rule with action kill
+  kCancelled,    // SIGINT/SIGTERM to cocoon, or an MCP cancellation
+};
+
+// How a limit was actually enforced on this run.
+enum class LimitMechanism {
+  kCgroupV2,
+  kCgroupV1,
+  kRlimit,
+  kTmpfsSize,     // disk quota as the size of the staging tmpfs
+  kSupervisor,    // wall time and output caps, enforced by the parent
+  kNotEnforced,   // best-effort limit that no mechanism could apply
+};
+
+struct LimitEnforcement {
+  std::string limit;        // "memory", "processes", "wall_time", ...
+  uint64_t requested = 0;   // in `unit`
+  std::string unit;         // "bytes", "ms", "count", "percent"
+  LimitMechanism mechanism = LimitMechanism::kNotEnforced;
+  bool required = true;
+  std::string note;         // e.g. "RLIMIT_NPROC counts every process of the uid"
+};
+
+struct DeniedSyscall {
+  std::string name;
+  int number = -1;
+  std::array<uint64_t, 6> args{};
+  std::string action;       // "errno(EPERM)", "kill", "log", ...
+  uint64_t count = 1;       // identical denials are coalesced
+};
+
+struct BreakoutFinding {
+  std::string path;         // relative to the work dir
+  std::string kind;         // "symlink-escape", "hardlink", "device", "fifo", "socket", "setuid", "setgid"
+  std::string target;       // link target, or "" when not a link
+};
+
+struct Outcome {
+  int exit_code = -1;
+  int signal = 0;
+  TerminationReason termination_reason = TerminationReason::kExited;
+  bool timed_out = false;
+  bool oom_killed = false;
+
+  std::string stdout_data;
+  std::string stderr_data;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  uint64_t stdout_bytes = 0;  // total the command wrote, captured or not
+  uint64_t stderr_bytes = 0;
+
+  uint64_t wall_ms = 0;
+  uint64_t user_cpu_ms = 0;
+  uint64_t system_cpu_ms = 0;
+  uint64_t peak_memory_kib = 0;
+  std::string peak_memory_source;  // "cgroup-v2 memory.peak", "cgroup-v1 max_usage_in_bytes", "rusage maxrss"
+
+  std::vector<LimitEnforcement> limits;
+  std::string policy_name;
+  std::string policy_sha256;
+  std::vector<std::string> namespaces;  // "user", "mnt", "pid", "net", "uts", "ipc", "cgroup"
+  int landlock_abi = 0;                 // 0: Landlock not applied
+  std::vector<DeniedSyscall> denied_syscalls;
+
+  bool breakout_clean = true;
+  std::vector<BreakoutFinding> breakout_findings;
+  bool committed = false;               // staged work dir results copied back to the host
+};
+
+std::string_view TerminationReasonName(TerminationReason reason);
+std::string_view LimitMechanismName(LimitMechanism mechanism);
+
+// The exit status `cocoon enforce` returns without --json: the command's exit
+// code, 128+signal when signalled, 124 on timeout (like timeout(1)).
+int ShellExitStatus(const Outcome& outcome);
+
+nlohmann::json OutcomeToJson(const Outcome& outcome);
+
+}  // namespace cocoon::enforcer

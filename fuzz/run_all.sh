@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target in BUILD_DIR/fuzz for SECONDS each.
+#   fuzz/run_all.sh BUILD_DIR [SECONDS]
+# Seeds: fuzz/<name>.seeds lists folders (relative to the repo root) whose
+# files seed the corpus, and fuzz/corpus/<name>/ holds hand-written seeds.
+# Dictionary: fuzz/<name>.dict when present. The working corpus lives in a
+# temporary folder, so the repo is never written. A crash fails the script.
+set -euo pipefail
+build_dir=$1
+seconds=${2:-60}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+status=0
+shopt -s nullglob
+for fuzzer in "$build_dir"/fuzz/*_fuzzer; do
+  name=$(basename "$fuzzer")
+  work=$(mktemp -d)
+  mkdir -p "$work/corpus" "$work/artifacts"
+  if [[ -f "$repo/fuzz/$name.seeds" ]]; then
+    while read -r dir; do
+      [[ -z "$dir" || "$dir" == \#* ]] && continue
+      find "$repo/$dir" -type f -exec cp -t "$work/corpus" {} + 2>/dev/null || true
+    done < "$repo/fuzz/$name.seeds"
+  fi
+  if [[ -d "$repo/fuzz/corpus/$name" ]]; then cp -r "$repo/fuzz/corpus/$name/." "$work/corpus/"; fi
+  args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+        -artifact_prefix="$work/artifacts/")
+  if [[ -f "$repo/fuzz/$name.dict" ]]; then args+=(-dict="$repo/fuzz/$name.dict"); fi
+  echo "== fuzzing $name for ${seconds}s (seeds: $(ls "$work/corpus" | wc -l))"
+  if ! "$fuzzer" "${args[@]}" "$work/corpus" > "$work/log" 2>&1; then
+    echo "FUZZER FAILED: $name"; tail -n 60 "$work/log"; status=1
+    ls -la "$work/artifacts"
+  else
+    grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$work/log" | tail -n 2 || true
+  fi
+  rm -rf "$work"
+done
+exit $status

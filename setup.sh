@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Cocoon's one setup script for a fresh Debian 12 machine (run as root, or with
+# sudo available). It is idempotent: packages already present are not
+# reinstalled, and an existing build directory is reused.
+#
+#   ./setup.sh demo    install, build, and run a real sandboxed command,
+#                      print its Outcome and verify its signed audit log
+#   ./setup.sh test    install, build, and run every test: ctest, the unit
+#                      tests under ASan+UBSan, every fuzzer for a bounded time,
+#                      and a smoke run of the benchmarks
+#   ./setup.sh build   install and build only
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")" && pwd)
+build=${COCOON_BUILD_DIR:-$repo/build}
+jobs=$(nproc)
+fuzz_seconds=${COCOON_FUZZ_SECONDS:-60}
+
+packages=(
+  build-essential cmake pkg-config git ca-certificates
+  antlr4 default-jre-headless libantlr4-runtime-dev
+  nlohmann-json3-dev libseccomp-dev libssl-dev libspdlog-dev libcap-dev libcli11-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  clang libclang-rt-14-dev
+  # Used by tests and benchmarks: real peers and real SIEM ingestion.
+  crun bubblewrap rsyslog iproute2 hyperfine passwd uidmap
+  python3 nodejs npm perl ruby php-cli lua5.4 golang-go
+)
+
+log() { printf '\n== %s\n' "$*"; }
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+install_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+configure_and_build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > "$dir.configure.log" 2>&1 \
+    || { cat "$dir.configure.log"; exit 1; }
+  cmake --build "$dir" -j "$jobs"
+}
+
+run_demo() {
+  local cocoon=$build/cli/cocoon
+  local demo=$build/demo
+  rm -rf "$demo" && mkdir -p "$demo/work"
+  log "cocoon check policies/*.cocoon"
+  "$cocoon" check "$repo"/policies/*.cocoon "$repo"/policies/runtimes/*.cocoon
+  log "cocoon explain policies/strict.cocoon"
+  "$cocoon" explain "$repo/policies/strict.cocoon"
+  if "$cocoon" --help | grep -q enforce; then
+    log "cocoon audit keygen"
+    "$cocoon" audit keygen --out "$demo/audit-key"
+    log "cocoon enforce policies/strict.cocoon -- sh -c 'echo hello from the sandbox; id; ls /'"
+    "$cocoon" enforce "$repo/policies/strict.cocoon" --work "$demo/work" --json \
+      --audit-log "$demo/audit.ndjson" --audit-key "$demo/audit-key" \
+      -- /bin/sh -c 'echo hello from the sandbox; id; ls /; echo result > /work/out.txt'
+    log "cocoon audit verify"
+    "$cocoon" audit verify "$demo/audit.ndjson" --trust "$demo/audit-key.pub"
+  fi
+}
+
+run_tests() {
+  log "unit, integration and security tests (ctest)"
+  (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600)
+
+  log "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
+  CC=clang CXX=clang++ configure_and_build "$build-asan" -DCOCOON_SANITIZE=ON -DCOCOON_BUILD_BENCH=OFF
+  (cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     ctest --output-on-failure -j "$jobs" --timeout 900 -L unit)
+
+  log "fuzzers, ${fuzz_seconds}s each"
+  CC=clang CXX=clang++ configure_and_build "$build-fuzz" -DCOCOON_FUZZ=ON -DCOCOON_BUILD_TESTS=OFF -DCOCOON_BUILD_BENCH=OFF
+  "$repo/fuzz/run_all.sh" "$build-fuzz" "$fuzz_seconds"
+
+  if [[ -x "$repo/bench/run" ]]; then
+    log "benchmark smoke run (no timing gate)"
+    COCOON_BENCH_SMOKE=1 "$repo/bench/run" --smoke
+  fi
+}
+
+mode=${1:-}
+case "$mode" in
+  demo|test|build) ;;
+  *) echo "usage: $0 demo|test|build" >&2; exit 2 ;;
+esac
+install_packages
+log "building in $build"
+configure_and_build "$build"
+case "$mode" in
+  demo) run_demo ;;
+  test) run_tests ;;
+  build) ;;
+esac
