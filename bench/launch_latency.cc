@@ -1,0 +1,154 @@
+// launch_latency: measures process-launch latency of several launchers,
+// interleaved round by round so that machine noise hits every case alike.
+//
+//   launch_latency --iterations 200 [--warmup 10] [--private-cgroup-ns]
+//                  --case NAME=CMD [ARG...] --case ...   (args split on spaces)
+//
+// Each sample is the wall time from just before fork() to the return of
+// waitpid() for a child that execs the case's command with stdout/stderr on
+// /dev/null. Prints one JSON object: per case, the samples' median, p90, p99,
+// min, max, mean (microseconds) and failures.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::vector<std::string> argv;
+  std::vector<double> samples_us;
+  int failures = 0;
+  long max_rss_kib = 0;  // largest ru_maxrss wait4 reported for the launcher
+};
+
+double NowUs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+// Runs the command once; returns the elapsed microseconds, or -1 on failure.
+double RunOnce(Case& c) {
+  std::vector<char*> argv;
+  for (const std::string& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  double start = NowUs();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  if (pid < 0) return -1;
+  int status = 0;
+  rusage usage{};
+  // wait4's rusage covers the launcher and the descendants it waited for; for
+  // a small command (/bin/true, head) that is the launcher's own peak RSS.
+  wait4(pid, &status, 0, &usage);
+  double elapsed = NowUs() - start;
+  c.max_rss_kib = std::max(c.max_rss_kib, usage.ru_maxrss);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  return elapsed;
+}
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t index = static_cast<size_t>(p * (values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+// crun 1.8 refuses this machine's mixed cgroup v1 + empty v2 layout. Hiding
+// /sys/fs/cgroup/unified in a private mount namespace (ours alone) lets it run;
+// the host's mounts are untouched because propagation is made private first.
+void HideUnifiedCgroupMount() {
+  if (unshare(CLONE_NEWNS) != 0) {
+    perror("unshare(CLONE_NEWNS)");
+    return;
+  }
+  mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
+  umount2("/sys/fs/cgroup/unified", MNT_DETACH);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iterations = 200;
+  int warmup = 10;
+  std::vector<Case> cases;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--iterations" && i + 1 < argc) {
+      iterations = std::atoi(argv[++i]);
+    } else if (arg == "--warmup" && i + 1 < argc) {
+      warmup = std::atoi(argv[++i]);
+    } else if (arg == "--private-cgroup-ns") {
+      HideUnifiedCgroupMount();
+    } else if (arg == "--case" && i + 1 < argc) {
+      std::string spec = argv[++i];
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "launch_latency: --case wants NAME=CMD, got '%s'\n", spec.c_str());
+        return 2;
+      }
+      Case c;
+      c.name = spec.substr(0, eq);
+      std::istringstream words(spec.substr(eq + 1));
+      for (std::string w; words >> w;) c.argv.push_back(w);
+      cases.push_back(std::move(c));
+    } else {
+      std::fprintf(stderr, "usage: launch_latency --iterations N [--warmup N] --case NAME=CMD...\n");
+      return 2;
+    }
+  }
+  for (int round = 0; round < warmup + iterations; ++round) {
+    for (Case& c : cases) {
+      double us = RunOnce(c);
+      if (round < warmup) continue;
+      if (us < 0) {
+        ++c.failures;
+      } else {
+        c.samples_us.push_back(us);
+      }
+    }
+  }
+  nlohmann::json out;
+  out["iterations"] = iterations;
+  for (const Case& c : cases) {
+    double sum = 0;
+    for (double v : c.samples_us) sum += v;
+    std::string command;
+    for (const std::string& a : c.argv) command += (command.empty() ? "" : " ") + a;
+    out["cases"].push_back({{"name", c.name},
+                            {"command", command},
+                            {"samples", c.samples_us.size()},
+                            {"failures", c.failures},
+                            {"median_us", Percentile(c.samples_us, 0.5)},
+                            {"p90_us", Percentile(c.samples_us, 0.9)},
+                            {"p99_us", Percentile(c.samples_us, 0.99)},
+                            {"min_us", Percentile(c.samples_us, 0.0)},
+                            {"max_us", Percentile(c.samples_us, 1.0)},
+                            {"mean_us", c.samples_us.empty() ? 0 : sum / c.samples_us.size()},
+                            {"max_rss_kib", c.max_rss_kib}});
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
