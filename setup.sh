@@ -85,7 +85,7 @@ run_tests() {
 
   if [[ -x "$repo/bench/run" ]]; then
     log "benchmark smoke run (no timing gate)"
-    COCOON_BENCH_SMOKE=1 "$repo/bench/run" --smoke
+    COCOON_BENCH_BUILD_DIR=$build "$repo/bench/run" --smoke
   fi
 }
 
