@@ -1,0 +1,104 @@
+// The sandbox's cgroup(s): created before the child runs untrusted code,
+// measured after, killed and removed at the end.
+//
+// v2: one directory under our own cgroup in the unified hierarchy, with the
+//     needed controllers enabled in our cgroup.subtree_control. The child can
+//     be born inside it: pass clone_into_fd() to clone3 with
+//     CLONE_INTO_CGROUP (no window where it runs outside the group), or call
+//     AddProcess(pid) before letting the child continue.
+// v1: one directory per controller (memory, pids, cpu, freezer), each under
+//     our own group in that controller's hierarchy (from /proc/self/cgroup;
+//     here memory:/process_api/<id>). No CLONE_INTO_CGROUP on v1: the parent
+//     calls AddProcess(pid) while the child is blocked on the sync pipe,
+//     BEFORE it execs (so no process of the sandbox ever runs unconfined, and
+//     memory charged before the move stays with us: v1 does not move charges
+//     unless memory.move_charge_at_immigrate is set).
+//
+// Usage in the core sequence:
+//   COCOON_ASSIGN_OR_RETURN(auto cg, Cgroup::Create(plan.cgroup, host, "run-<id>"));
+//   clone ... ; cg->AddProcess(child_pid) (v1)  |  clone3 into cg->clone_into_fd() (v2)
+//   ... wait ...
+//   outcome.oom_killed = cg->OomKillCount().value_or(0) > 0;
+//   peak = cg->PeakMemoryBytes();
+//   cg->KillAll();            // every straggler, including daemonized ones
+//   cg.reset();               // rmdir (the destructor kills and removes too)
+//
+// Not thread-safe; one owner (the supervisor).
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/common/status.h"
+#include "enforcer/limits/host_caps.h"
+#include "enforcer/limits/limit_plan.h"
+
+namespace cocoon::enforcer {
+
+class Cgroup {
+ public:
+  // Creates the group(s) named `name` (a single path component, no '/') and
+  // writes the limits. On any failure everything created so far is removed
+  // and the Status says which file refused which value.
+  static Result<std::unique_ptr<Cgroup>> Create(const CgroupSpec& spec, const HostCapabilities& host,
+                                                const std::string& name);
+
+  Cgroup(const Cgroup&) = delete;
+  Cgroup& operator=(const Cgroup&) = delete;
+  // Kills every process left in the group(s), then removes the directories.
+  ~Cgroup();
+
+  CgroupVersion version() const { return version_; }
+
+  // Moves `pid` (and only it: a fresh child has no threads yet) into every
+  // group. v1: writes cgroup.procs in each controller; v2: the one group.
+  Status AddProcess(pid_t pid);
+
+  // v2 only: an O_DIRECTORY fd of the group for clone3's cgroup field
+  // (CLONE_INTO_CGROUP, Linux 5.7). -1 on v1.
+  int clone_into_fd() const { return v2_dir_fd_; }
+
+  // Peak memory of the group in bytes: v2 memory.peak (Linux 5.19),
+  // v1 memory.max_usage_in_bytes. NotFound when there is no memory group.
+  Result<uint64_t> PeakMemoryBytes() const;
+  // "cgroup-v2 memory.peak" / "cgroup-v1 max_usage_in_bytes", for the Outcome.
+  std::string PeakMemorySource() const;
+
+  // Processes the kernel OOM-killed in this group: v2 memory.events
+  // "oom_kill", v1 memory.oom_control "oom_kill" (Linux 4.13).
+  Result<uint64_t> OomKillCount() const;
+
+  // Number of processes in the group right now (pids.current where it exists,
+  // else the lines of cgroup.procs).
+  Result<uint64_t> ProcessCount() const;
+
+  // Kills every process in the group and waits (bounded, ~2 s) until it is
+  // empty. v2: cgroup.kill (Linux 5.14). v1: freeze (if a freezer group
+  // exists) so nothing can fork, SIGKILL every pid in cgroup.procs, thaw,
+  // repeat until empty. Returns an error if processes remain.
+  Status KillAll();
+
+  // KillAll, then rmdir every directory (children first). Idempotent; the
+  // destructor calls it and ignores the result.
+  Status Destroy();
+
+  // The directories created, for logs and tests.
+  const std::vector<std::string>& dirs() const { return dirs_; }
+
+ private:
+  Cgroup() = default;
+
+  CgroupVersion version_ = CgroupVersion::kNone;
+  std::vector<std::string> dirs_;  // every directory we created
+  std::string memory_dir_;         // where the memory files live ("" if none)
+  std::string pids_dir_;
+  std::string freezer_dir_;        // v1 only
+  std::string procs_dir_;          // a dir whose cgroup.procs lists every sandbox process
+  int v2_dir_fd_ = -1;
+  bool destroyed_ = false;
+};
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,71 @@
+// What the host offers for enforcing resource limits: the cgroup layout
+// (v2 unified, v1 per-controller hierarchies, or both, as on this machine),
+// where the calling process sits in each hierarchy, and whether it may create
+// child groups there.
+//
+// Detection reads /proc/self/mountinfo and /proc/self/cgroup once, in the
+// parent, before clone. The planner (limit_plan.h) is a pure function of the
+// result, so tests can describe any host (pure v2, delegated v2, v1 as root,
+// rootless without cgroups) with a hand-built HostCapabilities.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "compiler/common/status.h"
+
+namespace cocoon::enforcer {
+
+enum class Privilege {
+  kRoot,          // effective uid 0 in the initial user namespace
+  kUnprivileged,
+};
+
+// One cgroup hierarchy we might create a group in.
+struct CgroupHierarchy {
+  bool mounted = false;   // the hierarchy (or v1 controller) is mounted
+  std::string mount;      // e.g. "/sys/fs/cgroup/memory" or "/sys/fs/cgroup"
+  std::string own_path;   // our cgroup inside it, from /proc/self/cgroup, e.g. "/process_api/af03"
+  bool writable = false;  // we may mkdir under mount+own_path (root, or delegated to us)
+
+  // mount + own_path, the directory child groups are created in.
+  std::string Dir() const;
+};
+
+struct HostCapabilities {
+  Privilege privilege = Privilege::kUnprivileged;
+  // The host uid the sandbox's processes will run as (the uid the user
+  // namespace maps the sandbox user to). RLIMIT_NPROC is never enforced for
+  // host uid 0 (kernel/fork.c copy_process: INIT_USER is exempt), so the
+  // planner needs it.
+  uid_t sandbox_host_uid = 0;
+
+  // cgroup v2 (the unified hierarchy). `v2_*` say which controllers are
+  // usable *for a child group of ours*: listed in our cgroup.controllers and
+  // (or enable-able in) our cgroup.subtree_control.
+  CgroupHierarchy v2;
+  bool v2_memory = false;
+  bool v2_pids = false;
+  bool v2_cpu = false;
+
+  // cgroup v1, one hierarchy per controller. On this machine all four are
+  // mounted at /sys/fs/cgroup/<controller>.
+  CgroupHierarchy v1_memory;
+  CgroupHierarchy v1_pids;
+  CgroupHierarchy v1_cpu;
+  CgroupHierarchy v1_freezer;  // used by Cgroup::KillAll to stop fork races
+  bool v1_memsw = false;       // memory.memsw.limit_in_bytes exists (swap accounting on)
+};
+
+// Reads /proc/self/mountinfo and /proc/self/cgroup. Never fails because a
+// cgroup feature is missing (that is a fact about the host, recorded as
+// `mounted = false` / `writable = false`); fails only when /proc is unreadable.
+Result<HostCapabilities> DetectHostCapabilities();
+
+// Parsers behind DetectHostCapabilities, exposed for tests.
+// `mountinfo` is the text of /proc/self/mountinfo, `proc_cgroup` of
+// /proc/self/cgroup. Writability and controller files are not probed here.
+HostCapabilities ParseCgroupLayout(std::string_view mountinfo, std::string_view proc_cgroup);
+
+}  // namespace cocoon::enforcer

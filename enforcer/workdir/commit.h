@@ -1,0 +1,79 @@
+// Committing a verified staged tree back to the host work dir, atomically.
+//
+// How (staged copy mode):
+//  1. Build the complete new contents in a fresh directory next to the host
+//     work dir (same parent, same filesystem): "<parent>/.cocoon-commit-XXXXXX".
+//     Every file is created with openat(O_CREAT|O_EXCL|O_NOFOLLOW|O_WRONLY)
+//     relative to its parent dir fd and written through fds (sendfile), so a
+//     link planted anywhere cannot redirect a write. Permissions are copied
+//     masked to 0777 (setuid/setgid/sticky never reach the host); ownership
+//     is the committer's. Symlinks that passed the scan are recreated;
+//     devices, FIFOs, sockets, escaping links and flagged files are left out.
+//     Hardlinks inside the tree become independent copies.
+//  2. renameat2(RENAME_EXCHANGE) swaps the new directory with the host work
+//     dir in one step (Linux 3.15; man 2 rename), so a reader sees either the
+//     old contents or the new, never a mixture.
+//  3. The old contents (now at the temporary name) are removed.
+// An interruption (error, SIGINT/SIGTERM via the cancel flag) before step 2
+// removes the temporary directory and leaves the host work dir exactly as it
+// was: an interrupted run commits nothing.
+//
+// Overlay mode (upper dir of an overlayfs whose lower is the host work dir):
+// step 1 instead hardlinks every original file of the host dir into the new
+// directory (no data copied, originals never opened for writing), then applies
+// the upper layer: whiteouts (char 0:0) delete, opaque directories replace,
+// files and symlinks from the upper replace by rename. Steps 2-3 are the same.
+//
+// Caveat, documented: the host work dir's inode changes (it is replaced, not
+// edited); its mode and, as root, owner are copied to the new directory. A
+// work dir that is itself a mount point cannot be exchanged: CommitStagedTree
+// then fails with kFailedPrecondition and commits nothing.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "compiler/common/status.h"
+#include "enforcer/outcome.h"
+#include "enforcer/workdir/breakout_scan.h"
+
+namespace cocoon::enforcer {
+
+enum class CommitSource {
+  kStagedTree,    // the tree is the complete new contents
+  kOverlayUpper,  // the tree is an overlayfs upper layer over host_dir
+};
+
+struct CommitOptions {
+  CommitSource source = CommitSource::kStagedTree;
+  // Checked between entries; when it becomes true the commit stops, removes
+  // its temporary directory and returns kUnavailable ("commit cancelled").
+  const std::atomic<bool>* cancel = nullptr;
+  // Test hook: fail (as if interrupted) after this many entries are written.
+  // 0 = never.
+  uint64_t fail_after_entries = 0;
+};
+
+struct CommitReport {
+  uint64_t files = 0;        // regular files written or linked
+  uint64_t directories = 0;
+  uint64_t symlinks = 0;
+  uint64_t bytes = 0;
+  std::vector<BreakoutFinding> left_out;  // every entry not committed, with its reason
+};
+
+// Commits the tree at `tree_fd` (scanned into `scan`; entries it flagged are
+// left out) to `host_dir` (absolute path of an existing directory).
+Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,
+                                      const CommitOptions& options = {});
+
+// Direct mode: the sandbox wrote into the host dir itself. There is nothing to
+// leave out, so escaping symlinks, device nodes, FIFOs and sockets are REMOVED
+// (unlinkat, never followed), setuid/setgid bits are cleared, and hardlinks to
+// outside files are unlinked (the outside file itself is untouched). Every
+// action is reported. This is the documented direct-mode policy: after the
+// fact, the host dir must still not hold a way out.
+Result<CommitReport> RemediateDirectTree(const std::string& host_dir, const ScanReport& scan);
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,154 @@
+// The sandbox's work dir: what the parent prepares, what the child mounts,
+// and what the parent verifies and commits after the run.
+//
+// Strategies (ir::WorkMode + size of the host dir):
+//  kCopy     (staged, default for small dirs): a tmpfs of size=quota holds a
+//            copy of the host work dir plus the --copy files. Writes land on
+//            the tmpfs; the quota is a hard limit (ENOSPC). The host dir is
+//            never mounted at all.
+//  kOverlay  (staged, picked when the host dir holds more than
+//            StagingOptions::overlay_threshold_bytes): overlayfs with the host
+//            dir as read-only lowerdir and upper/work dirs on the quota tmpfs,
+//            so nothing is copied in; only changed files use quota. Overlayfs
+//            mounts inside a user namespace since Linux 5.11.
+//  kDirect   (ir::WorkMode::kDirect, only when the policy asks): the host dir
+//            bind-mounted writable, nosuid,nodev. Quota = RLIMIT_FSIZE only;
+//            breakout verification runs after the fact (RemediateDirectTree).
+//
+// Who does what (the tmpfs must live in the CHILD's mount namespace, so that
+// rootless runs work and nothing is mounted on the host; the parent keeps it
+// alive after the child exits by holding an fd to it):
+//
+//  parent, before clone:   Staging::Prepare(options)  -> plan, child_spec()
+//  child, in its private mount namespace, after the new root's tmpfs is
+//  mounted at NEW_ROOT and BEFORE pivot_root (async-signal-safe):
+//      MountWorkDirInChild(staging.child_spec(), "<NEW_ROOT><work path>", sock, &step)
+//        - mounts the tmpfs (and the overlay), or the direct bind, at target
+//          (target must exist: the core mount code mkdirs it);
+//        - sends the parent two O_DIRECTORY fds over `sock` (SCM_RIGHTS):
+//          [0] the tree to scan later (staged tree / overlay upper),
+//          [1] the view to populate (the mounted target);
+//        - blocks until the parent writes one byte 'G' on `sock` (population
+//          finished) -- any other byte or EOF is an error (returns EPIPE).
+//  parent, while the child waits:
+//      staging.ReceiveAndPopulate(sock)  -- receives the fds, copies the host
+//        dir (kCopy) and the --copy files in, writes 'G'.
+//  parent, after every sandbox process is dead:
+//      staging.VerifyAndCommit(cancel) -> {ScanReport, CommitReport}
+//  The Staging destructor closes the fds; the tmpfs disappears with the last
+//  reference (the child's mount namespace is gone by then).
+//
+// `sock` is one end of socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC) made by
+// the core engineer before clone; kDirect sends nothing and does not block.
+// Ownership: the parent's fsuid must be mapped in the child's user namespace
+// (it is with the usual "sandbox uid -> caller uid" map), otherwise the
+// kernel refuses to create files on the child-owned tmpfs (EOVERFLOW).
+#pragma once
+
+#include <limits.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/common/status.h"
+#include "compiler/ir/policy_ir.h"
+#include "enforcer/workdir/breakout_scan.h"
+#include "enforcer/workdir/commit.h"
+
+namespace cocoon::enforcer {
+
+enum class StagingStrategy { kAuto, kCopy, kOverlay, kDirect };
+
+struct StagingOptions {
+  std::string host_dir;            // existing host directory (made absolute and canonical)
+  ir::WorkMode mode = ir::WorkMode::kStaged;
+  uint64_t quota_bytes = 0;        // tmpfs size; 0 = default_quota_bytes
+  uint64_t default_quota_bytes = 1ull << 30;  // 1 GiB
+  std::vector<ir::Copy> copies;    // host source -> relative destination
+  StagingStrategy strategy = StagingStrategy::kAuto;
+  // kAuto picks kOverlay when the host dir's regular files exceed this.
+  uint64_t overlay_threshold_bytes = 64ull << 20;  // 64 MiB
+  // An empty directory is created here as the private mount point of the
+  // staging tmpfs inside the child's mount namespace.
+  std::string state_dir = "/tmp";
+};
+
+// Fixed buffers the child reads; filled by the parent. No pointers to heap
+// memory the child would need to follow besides this struct itself.
+struct WorkMountChildSpec {
+  StagingStrategy strategy = StagingStrategy::kCopy;  // never kAuto
+  char stage_dir[PATH_MAX] = {};      // empty host dir; the tmpfs goes here (child ns only)
+  char tmpfs_data[64] = {};           // "size=<bytes>,mode=0755"
+  char host_dir[PATH_MAX] = {};       // lowerdir (overlay) / bind source (direct)
+  char overlay_data[3 * PATH_MAX + 64] = {};  // "lowerdir=..,upperdir=..,workdir=..,userxattr"
+  char upper_dir[PATH_MAX] = {};      // stage_dir + "/upper" (overlay)
+  char overlay_work_dir[PATH_MAX] = {};  // stage_dir + "/work" (overlay)
+  char tree_dir[PATH_MAX] = {};       // stage_dir + "/tree" (copy)
+};
+
+// Steps MountWorkDirInChild reports in *failed_step (for the {step, errno}
+// message the parent prints).
+enum class WorkMountStep : int {
+  kNone = 0,
+  kMountTmpfs,
+  kMkdir,
+  kMountOverlay,
+  kBindTree,
+  kBindDirect,
+  kRemountDirect,
+  kOpenFds,
+  kSendFds,
+  kWaitParent,
+};
+const char* WorkMountStepName(WorkMountStep step);
+
+// Child side. Returns 0 or an errno. Async-signal-safe: mount(2), mkdir(2),
+// open(2), sendmsg(2), read(2) only.
+int MountWorkDirInChild(const WorkMountChildSpec& spec, const char* target, int sock,
+                        WorkMountStep* failed_step) noexcept;
+
+struct StagingResult {
+  ScanReport scan;
+  CommitReport commit;
+  bool committed = false;
+};
+
+class Staging {
+ public:
+  static Result<std::unique_ptr<Staging>> Prepare(const StagingOptions& options);
+  ~Staging();
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  StagingStrategy strategy() const { return spec_.strategy; }
+  const WorkMountChildSpec& child_spec() const { return spec_; }
+  uint64_t quota_bytes() const { return quota_bytes_; }
+  // The enforcement row for the "disk" limit (kTmpfsSize, or kRlimit for direct).
+  LimitEnforcement DiskLimitRow(bool required) const;
+
+  // Parent side of the handshake (see above). Blocks until the child sends.
+  Status ReceiveAndPopulate(int sock);
+
+  // After the run: scan, then commit what passed (staged/overlay), or scan and
+  // remediate (direct). Refuses (kFailedPrecondition) before ReceiveAndPopulate.
+  Result<StagingResult> VerifyAndCommit(const std::atomic<bool>* cancel = nullptr);
+
+  // For tests and for a parent that populates by itself: adopt already-open fds.
+  void AdoptFds(int tree_fd, int view_fd);
+
+ private:
+  Staging() = default;
+  Status Populate();
+
+  StagingOptions options_;
+  WorkMountChildSpec spec_;
+  uint64_t quota_bytes_ = 0;
+  std::string stage_dir_;  // created by Prepare, removed by the destructor
+  int tree_fd_ = -1;
+  int view_fd_ = -1;
+};
+
+}  // namespace cocoon::enforcer
