@@ -5,6 +5,7 @@
 // docs/language.md reproduces this table; a test keeps the two in sync.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,5 +35,25 @@ bool IsKnownSyscall(std::string_view name, const std::vector<ir::Arch>& arches);
 
 // Every syscall name libseccomp knows for x86_64 (for did-you-mean).
 const std::vector<std::string>& KnownSyscallNames();
+
+// Syscalls the compiler's hardening prologue denies (errno EPERM) unless the
+// policy deliberately reopens them: setns, io_uring_*, userfaultfd, bpf,
+// perf_event_open, kexec_*, the module calls, open_by_handle_at and the
+// keyring calls. Sorted. The checker puts a policy `allow`/`log`/`notify` of
+// one of these into ir::Syscalls::reopened (and warns); the back ends keep the
+// denial for any name not listed there.
+const std::vector<std::string_view>& PrologueDeniedSyscalls();
+bool IsPrologueDenied(std::string_view name);
+
+// libseccomp's architecture token (SCMP_ARCH_*) and the AUDIT_ARCH_* value the
+// kernel puts in seccomp_data.arch, for one IR architecture.
+uint32_t ScmpArchToken(ir::Arch arch);
+// "x86_64", "x32", "x86", "aarch64" (the names policies and JSON use).
+std::string_view ArchName(ir::Arch arch);
+
+// The syscall number of `name` on `arch`, or a negative value when libseccomp
+// does not know it there (libseccomp uses values below -1 for multiplexed
+// calls such as socket() on x86, which go through socketcall).
+int ResolveSyscall(std::string_view name, ir::Arch arch);
 
 }  // namespace cocoon::syscalls

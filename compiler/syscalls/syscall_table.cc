@@ -1,0 +1,66 @@
+// Syscall name lookups against libseccomp's own tables, so that the names a
+// policy may use are exactly the names the back end can compile.
+#include <seccomp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "compiler/syscalls/syscall_groups.h"
+
+namespace cocoon::syscalls {
+
+uint32_t ScmpArchToken(ir::Arch arch) {
+  switch (arch) {
+    case ir::Arch::kX86_64: return SCMP_ARCH_X86_64;
+    case ir::Arch::kX32: return SCMP_ARCH_X32;
+    case ir::Arch::kX86: return SCMP_ARCH_X86;
+    case ir::Arch::kAarch64: return SCMP_ARCH_AARCH64;
+  }
+  return SCMP_ARCH_X86_64;
+}
+
+std::string_view ArchName(ir::Arch arch) {
+  switch (arch) {
+    case ir::Arch::kX86_64: return "x86_64";
+    case ir::Arch::kX32: return "x32";
+    case ir::Arch::kX86: return "x86";
+    case ir::Arch::kAarch64: return "aarch64";
+  }
+  return "unknown";
+}
+
+int ResolveSyscall(std::string_view name, ir::Arch arch) {
+  const std::string copy(name);  // libseccomp wants a NUL-terminated string
+  return seccomp_syscall_resolve_name_arch(ScmpArchToken(arch), copy.c_str());
+}
+
+bool IsKnownSyscall(std::string_view name, const std::vector<ir::Arch>& arches) {
+  if (name.empty() || name.front() == '@') return false;
+  for (ir::Arch arch : arches) {
+    // __NR_SCMP_ERROR (-1) means unknown; other negative values are
+    // libseccomp's pseudo numbers for multiplexed calls (socket on x86 goes
+    // through socketcall), which it can still filter.
+    if (ResolveSyscall(name, arch) != __NR_SCMP_ERROR) return true;
+  }
+  return false;
+}
+
+const std::vector<std::string>& KnownSyscallNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    // x86_64 numbers are dense from 0; 1024 covers the table with margin.
+    for (int nr = 0; nr < 1024; ++nr) {
+      char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
+      if (name == nullptr) continue;
+      out.emplace_back(name);
+      free(name);  // NOLINT: libseccomp allocates with malloc
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }();
+  return names;
+}
+
+}  // namespace cocoon::syscalls
