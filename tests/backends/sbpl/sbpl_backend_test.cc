@@ -1,0 +1,224 @@
+// The macOS back end: the profile must be a well-formed deny-default SBPL
+// program that uses only known operations and filters, and no string from the
+// policy may ever appear in its text (paths travel as parameters).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "compiler/backends/artifact.h"
+#include "compiler/backends/sbpl/macos_applier.h"
+#include "compiler/backends/sbpl/sbpl_params.h"
+#include "tests/backends/driver/test_policy.h"
+#include "tests/backends/sbpl/sexpr.h"
+
+namespace cocoon {
+namespace {
+
+using backends::sbpl::ParamRole;
+using testing::SExpr;
+
+const std::set<std::string> kOperations = {
+    "default",         "process-exec",     "process-fork",  "signal",      "process-info*",
+    "sysctl-read",     "mach-lookup",      "file-read*",    "file-write*", "file-write-data",
+    "file-ioctl",      "network-outbound", "network-bind",  "network-inbound", "system-socket"};
+const std::set<std::string> kFilters = {"literal", "subpath",    "require-all", "require-not", "target",
+                                        "remote",  "local",      "global-name", "with",        "param"};
+
+struct Compiled {
+  std::string sb;
+  backends::sbpl::SbplParams params;
+  std::vector<std::string> warnings;
+};
+
+Compiled Compile(const ir::Policy& policy) {
+  auto artifacts = backends::CompileSbpl(policy);
+  EXPECT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  Compiled out;
+  EXPECT_EQ(artifacts->size(), 2u);
+  out.sb = (*artifacts)[0].bytes;
+  EXPECT_EQ((*artifacts)[0].path, "macos.sb");
+  EXPECT_EQ((*artifacts)[1].path, "macos.params.json");
+  auto params = backends::sbpl::ParseSbplParams((*artifacts)[1].bytes);
+  EXPECT_TRUE(params.ok()) << params.status().ToString();
+  out.params = *params;
+  out.warnings = (*artifacts)[0].warnings;
+  return out;
+}
+
+// Checks a filter subtree; collects every string it contains.
+void CheckFilter(const SExpr& filter, const std::set<std::string>& param_names) {
+  ASSERT_EQ(filter.kind, SExpr::Kind::kList);
+  ASSERT_FALSE(filter.items.empty());
+  const std::string& head = filter.items[0].text;
+  ASSERT_TRUE(kFilters.count(head)) << "unknown filter " << head;
+  if (head == "param") {
+    ASSERT_EQ(filter.items.size(), 2u);
+    EXPECT_TRUE(param_names.count(filter.items[1].text)) << "undeclared param " << filter.items[1].text;
+    return;
+  }
+  for (size_t i = 1; i < filter.items.size(); ++i) {
+    const SExpr& item = filter.items[i];
+    if (item.kind == SExpr::Kind::kList) {
+      CheckFilter(item, param_names);
+    } else if (item.kind == SExpr::Kind::kString) {
+      // Literal strings are back-end constants only: absolute system paths,
+      // mach service names, localhost endpoints or the denial message tag.
+      const std::string& s = item.text;
+      bool ok = s.rfind("/", 0) == 0 || s.rfind("com.apple.", 0) == 0 || s.rfind("localhost:", 0) == 0 ||
+                s.rfind("cocoon:", 0) == 0;
+      EXPECT_TRUE(ok) << "unexpected string literal " << s;
+      for (char c : s) EXPECT_TRUE(c != '"' && c != '\\' && c != '\n') << s;
+    } else {
+      EXPECT_TRUE(item.text == "same-sandbox" || item.text == "ip" || item.text == "message") << item.text;
+    }
+  }
+}
+
+void ValidateProfile(const Compiled& compiled) {
+  std::string error;
+  std::vector<SExpr> forms = testing::SExprReader(compiled.sb).ReadAll(error);
+  ASSERT_TRUE(error.empty()) << error << "\n" << compiled.sb;
+  ASSERT_GE(forms.size(), 3u);
+  ASSERT_EQ(forms[0].items.size(), 2u);
+  EXPECT_EQ(forms[0].items[0].text, "version");
+  EXPECT_EQ(forms[0].items[1].text, "1");
+  EXPECT_EQ(forms[1].items[0].text, "deny");
+  EXPECT_EQ(forms[1].items[1].text, "default");
+  std::set<std::string> params;
+  for (const auto& p : compiled.params.params) params.insert(p.name);
+  for (size_t i = 1; i < forms.size(); ++i) {
+    const SExpr& form = forms[i];
+    ASSERT_EQ(form.kind, SExpr::Kind::kList);
+    ASSERT_TRUE(form.items[0].text == "allow" || form.items[0].text == "deny") << form.items[0].text;
+    size_t j = 1;
+    for (; j < form.items.size() && form.items[j].kind == SExpr::Kind::kAtom; ++j) {
+      EXPECT_TRUE(kOperations.count(form.items[j].text)) << "unknown operation " << form.items[j].text;
+    }
+    EXPECT_GT(j, 1u) << "rule without an operation";
+    for (; j < form.items.size(); ++j) CheckFilter(form.items[j], params);
+  }
+  // Only one (allow default) would make the profile allow-default: never.
+  EXPECT_EQ(compiled.sb.find("(allow default"), std::string::npos);
+}
+
+const backends::sbpl::SbplParam* FindParam(const Compiled& c, std::string_view name) {
+  for (const auto& p : c.params.params) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+TEST(SbplBackend, StrictIsWellFormedDenyDefault) {
+  Compiled c = Compile(testing::StrictPolicy());
+  ValidateProfile(c);
+  EXPECT_EQ(c.sb.find("network-outbound"), std::string::npos) << "network off must not allow outbound";
+  ASSERT_NE(FindParam(c, "WORK_DIR"), nullptr);
+  EXPECT_EQ(FindParam(c, "WORK_DIR")->value, "/work");
+  EXPECT_EQ(FindParam(c, "TMP_DIR_0")->value, "/private/tmp");
+  EXPECT_EQ(FindParam(c, "READ_ROOT_1")->value, "/private/etc/ssl/certs");
+  EXPECT_EQ(FindParam(c, "HIDDEN_0")->value, "/private/etc/shadow");
+  EXPECT_EQ(c.params.wall_time_ms, 5000u);
+}
+
+TEST(SbplBackend, ProtectedSubpathsGetLiteralAndSubpath) {
+  Compiled c = Compile(testing::StrictPolicy());
+  const auto* hooks = FindParam(c, "WORK_DIR_PROTECTED_1");
+  ASSERT_NE(hooks, nullptr);
+  EXPECT_EQ(hooks->value, "/work/.git/hooks");
+  EXPECT_EQ(hooks->role, ParamRole::kProtected);
+  EXPECT_NE(c.sb.find("(require-not (literal (param \"WORK_DIR_PROTECTED_1\")))"), std::string::npos);
+  EXPECT_NE(c.sb.find("(require-not (subpath (param \"WORK_DIR_PROTECTED_1\")))"), std::string::npos);
+}
+
+TEST(SbplBackend, HostilePathsNeverReachTheProfileText) {
+  ir::Policy policy = testing::HostilePolicy();
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_EQ(c.sb.find("evil"), std::string::npos);
+  EXPECT_EQ(c.sb.find("a\\\"b"), std::string::npos);
+  EXPECT_EQ(c.sb.find("example.com"), std::string::npos);
+  EXPECT_NE(c.sb.find("cocoon:ev_il__profile_"), std::string::npos);
+  // The hostile values survive verbatim in the JSON sidecar instead.
+  bool found = false;
+  for (const auto& p : c.params.params) found |= p.value == "/data/a\"b)(allow default)(c;d\\e\nf";
+  EXPECT_TRUE(found);
+  EXPECT_EQ(FindParam(c, "WORK_DIR")->value, policy.filesystem.work.path);
+}
+
+TEST(SbplBackend, AllowListOnlyOpensLoopbackAndWarnsForTheRest) {
+  Compiled c = Compile(testing::HostilePolicy());
+  EXPECT_NE(c.sb.find("(allow network-outbound (remote ip \"localhost:8080\"))"), std::string::npos);
+  EXPECT_EQ(c.sb.find(":443"), std::string::npos);
+  bool warned = false;
+  for (const auto& w : c.warnings) warned |= w.find("cannot filter by remote host") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST(SbplBackend, NetworkOnAllowsOutbound) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.network.mode = ir::NetworkMode::kOn;
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_NE(c.sb.find("(allow network-outbound)"), std::string::npos);
+}
+
+TEST(SbplBackend, HiddenRulesComeLast) {
+  Compiled c = Compile(testing::StrictPolicy());
+  // Seatbelt: the last matching rule wins, so the hidden deny must follow every allow.
+  EXPECT_GT(c.sb.rfind("(deny file-read* file-write*"), c.sb.rfind("(allow "));
+}
+
+TEST(SbplParams, OverrideRecomputesDerivedParams) {
+  Compiled c = Compile(testing::StrictPolicy());
+  auto resolved = backends::sbpl::ResolveParams(c.params, {{"WORK_DIR", "/tmp/run-1"}});
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  std::map<std::string, std::string> values(resolved->begin(), resolved->end());
+  EXPECT_EQ(values["WORK_DIR"], "/private/tmp/run-1");
+  EXPECT_EQ(values["WORK_DIR_PROTECTED_1"], "/private/tmp/run-1/.git/hooks");
+  EXPECT_FALSE(backends::sbpl::ResolveParams(c.params, {{"NOPE", "/x"}}).ok());
+  EXPECT_FALSE(backends::sbpl::ResolveParams(c.params, {{"WORK_DIR", "relative"}}).ok());
+  EXPECT_FALSE(backends::sbpl::ResolveParams(c.params, {{"WORK_DIR_PROTECTED_1", "/x"}}).ok());
+}
+
+TEST(SbplParams, CanonicalisesPrivateSymlinks) {
+  EXPECT_EQ(backends::sbpl::CanonicalMacosPath("/tmp"), "/private/tmp");
+  EXPECT_EQ(backends::sbpl::CanonicalMacosPath("/var/folders/x"), "/private/var/folders/x");
+  EXPECT_EQ(backends::sbpl::CanonicalMacosPath("/tmpx"), "/tmpx");
+  EXPECT_EQ(backends::sbpl::CanonicalMacosPath("/usr/lib"), "/usr/lib");
+}
+
+TEST(MacosApplier, FailsClearlyOffMacos) {
+#ifndef __APPLE__
+  auto artifacts = backends::CompileSbpl(testing::StrictPolicy());
+  ASSERT_TRUE(artifacts.ok());
+  Status status = backends::sbpl::ApplyMacosSandbox({(*artifacts)[0].bytes, (*artifacts)[1].bytes, {}});
+  EXPECT_EQ(status.code(), ErrorCode::kUnimplemented);
+  status = backends::sbpl::ApplyMacosSandbox({(*artifacts)[0].bytes, "{", {}});
+  EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument);
+#endif
+}
+
+}  // namespace
+}  // namespace cocoon
+
+namespace cocoon {
+namespace {
+
+TEST(SExprReader, RejectsUnbalancedAndUnterminatedInput) {
+  std::string error;
+  testing::SExprReader("(version 1)(allow file-read* (subpath \"/x\")").ReadAll(error);
+  EXPECT_NE(error.find("missing ')'"), std::string::npos);
+  error.clear();
+  testing::SExprReader("(allow))").ReadAll(error);
+  EXPECT_NE(error.find("unbalanced ')'"), std::string::npos);
+  error.clear();
+  testing::SExprReader("(literal \"/a)").ReadAll(error);
+  EXPECT_NE(error.find("unterminated string"), std::string::npos);
+  error.clear();
+  auto forms = testing::SExprReader("(literal \"a\\\"b\") ; comment\n").ReadAll(error);
+  ASSERT_TRUE(error.empty());
+  EXPECT_EQ(forms[0].items[1].text, "a\"b");
+}
+
+}  // namespace
+}  // namespace cocoon
