@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,8 +72,8 @@ class Cgroup {
   // "oom_kill", v1 memory.oom_control "oom_kill" (Linux 4.13).
   Result<uint64_t> OomKillCount() const;
 
-  // Number of processes in the group right now (pids.current where it exists,
-  // else the lines of cgroup.procs).
+  // Number of live processes in the group right now (cgroup.procs; zombies
+  // awaiting their reaper are not counted).
   Result<uint64_t> ProcessCount() const;
 
   // Kills every process in the group and waits (bounded, ~2 s) until it is
@@ -90,6 +91,11 @@ class Cgroup {
 
  private:
   Cgroup() = default;
+  using MakeDir = std::function<Result<std::string>(const CgroupHierarchy&)>;
+  Status SetUpV1(const CgroupSpec& spec, const HostCapabilities& host, const MakeDir& make);
+  Status SetUpV2(const CgroupSpec& spec, const HostCapabilities& host, const MakeDir& make);
+  bool Empty() const;
+  void KillRoundV1();
 
   CgroupVersion version_ = CgroupVersion::kNone;
   std::vector<std::string> dirs_;  // every directory we created

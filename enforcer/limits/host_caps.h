@@ -36,10 +36,14 @@ struct CgroupHierarchy {
 struct HostCapabilities {
   Privilege privilege = Privilege::kUnprivileged;
   // The host uid the sandbox's processes will run as (the uid the user
-  // namespace maps the sandbox user to). RLIMIT_NPROC is never enforced for
-  // host uid 0 (kernel/fork.c copy_process: INIT_USER is exempt), so the
-  // planner needs it.
+  // namespace maps the sandbox user to), and whether they run in a fresh user
+  // namespace. RLIMIT_NPROC is not enforced for processes charged to
+  // init_ucounts (host uid 0 in the initial user namespace; kernel/fork.c
+  // copy_process), so without a user namespace it is useless for root. In a
+  // fresh user namespace (Linux >= 5.14 ucounts) it counts the (namespace,
+  // uid) pair: exactly the sandbox's processes.
   uid_t sandbox_host_uid = 0;
+  bool sandbox_in_user_namespace = true;
 
   // cgroup v2 (the unified hierarchy). `v2_*` say which controllers are
   // usable *for a child group of ours*: listed in our cgroup.controllers and

@@ -1,0 +1,208 @@
+// Real cgroups and rlimits on this machine (root, cgroup v1): a memory bomb is
+// OOM-killed at 32 MiB and reported, a fork bomb is capped by pids.max, and
+// KillAll leaves nothing behind.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "enforcer/limits/cgroup.h"
+#include "enforcer/limits/host_caps.h"
+#include "enforcer/limits/limit_plan.h"
+#include "enforcer/limits/rlimits.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+ir::Limit Req(uint64_t value) { return ir::Limit{true, value, ir::Enforcement::kRequired}; }
+
+std::string UniqueName(const char* what) { return std::string("cocoon-test-") + what + "-" + std::to_string(getpid()); }
+
+// Skips loudly unless this host can do v1 cgroups as root (this machine can).
+#define REQUIRE_ROOT_V1(host)                                                                  \
+  do {                                                                                         \
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to create cgroup v1 groups";      \
+    if (!(host).v1_memory.writable || !(host).v1_pids.writable)                                \
+      GTEST_SKIP() << "SKIPPED: no writable cgroup v1 memory+pids hierarchy on this host";      \
+  } while (0)
+
+// Forks a child that waits on a pipe until it is in the cgroup, then runs
+// `body` and _exits with its return value.
+template <typename Body>
+pid_t ForkIntoCgroup(Cgroup& cg, Body body) {
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(go[1]);
+    char byte;
+    if (read(go[0], &byte, 1) != 1) _exit(100);
+    _exit(body());
+  }
+  close(go[0]);
+  Status added = cg.AddProcess(pid);
+  EXPECT_TRUE(added.ok()) << added.ToString();
+  (void)!write(go[1], "g", 1);
+  close(go[1]);
+  return pid;
+}
+
+TEST(CgroupV1Test, MemoryBombIsOomKilledAndReported) {
+  auto host = DetectHostCapabilities();
+  ASSERT_TRUE(host.ok());
+  REQUIRE_ROOT_V1(*host);
+  ir::Limits limits;
+  limits.memory_bytes = Req(32 << 20);
+  auto plan = PlanLimits(limits, *host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->cgroup.version, CgroupVersion::kV1);
+  auto cg = Cgroup::Create(plan->cgroup, *host, UniqueName("oom"));
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+
+  pid_t pid = ForkIntoCgroup(**cg, [] {
+    const size_t size = 256u << 20;  // 8x the limit
+    // volatile: the compiler may otherwise drop the stores and the malloc.
+    volatile char* p = static_cast<volatile char*>(malloc(size));
+    if (!p) return 3;
+    for (size_t i = 0; i < size; i += 4096) p[i] = 1;  // touch every page
+    return 0;
+  });
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the memory bomb exited normally with " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  auto ooms = (*cg)->OomKillCount();
+  ASSERT_TRUE(ooms.ok()) << ooms.status().ToString();
+  EXPECT_GE(*ooms, 1u);
+  auto peak = (*cg)->PeakMemoryBytes();
+  ASSERT_TRUE(peak.ok());
+  EXPECT_LE(*peak, 32u << 20);
+  EXPECT_GE(*peak, 16u << 20);
+  EXPECT_EQ((*cg)->PeakMemorySource(), "cgroup-v1 max_usage_in_bytes");
+  auto dirs = (*cg)->dirs();
+  EXPECT_TRUE((*cg)->Destroy().ok());
+  for (const auto& dir : dirs) EXPECT_NE(access(dir.c_str(), F_OK), 0) << dir << " still exists";
+}
+
+TEST(CgroupV1Test, ForkBombIsCappedByPidsMaxAndKillAllEmptiesTheGroup) {
+  auto host = DetectHostCapabilities();
+  ASSERT_TRUE(host.ok());
+  REQUIRE_ROOT_V1(*host);
+  ir::Limits limits;
+  limits.processes = Req(16);
+  auto plan = PlanLimits(limits, *host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  auto cg = Cgroup::Create(plan->cgroup, *host, UniqueName("pids"));
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  pid_t pid = ForkIntoCgroup(**cg, [&] {
+    close(report[0]);
+    int forked = 0;
+    for (int i = 0; i < 200; ++i) {
+      pid_t child = fork();
+      if (child == 0) {
+        setsid();  // daemonize: only the cgroup still knows it
+        pause();
+        _exit(0);
+      }
+      if (child > 0) ++forked;
+    }
+    (void)!write(report[1], &forked, sizeof forked);
+    pause();
+    return 0;
+  });
+  close(report[1]);
+  int forked = -1;
+  ASSERT_EQ(read(report[0], &forked, sizeof forked), static_cast<ssize_t>(sizeof forked));
+  close(report[0]);
+  EXPECT_EQ(forked, 15) << "pids.max=16 counts the bomb itself";
+  auto count = (*cg)->ProcessCount();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 16u);
+
+  Status killed = (*cg)->KillAll();
+  EXPECT_TRUE(killed.ok()) << killed.ToString();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  count = (*cg)->ProcessCount();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 0u);
+  EXPECT_TRUE((*cg)->Destroy().ok());
+}
+
+TEST(CgroupV1Test, CpuQuotaIsWritten) {
+  auto host = DetectHostCapabilities();
+  ASSERT_TRUE(host.ok());
+  REQUIRE_ROOT_V1(*host);
+  if (!host->v1_cpu.writable) GTEST_SKIP() << "SKIPPED: no writable v1 cpu hierarchy";
+  ir::Limits limits;
+  limits.cpu_percent = Req(25);
+  auto plan = PlanLimits(limits, *host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  auto cg = Cgroup::Create(plan->cgroup, *host, UniqueName("cpu"));
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  std::string cpu_dir = host->v1_cpu.Dir() + "/" + UniqueName("cpu");
+  FILE* f = fopen((cpu_dir + "/cpu.cfs_quota_us").c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  long quota = 0;
+  ASSERT_EQ(fscanf(f, "%ld", &quota), 1);
+  fclose(f);
+  EXPECT_EQ(quota, 25000);
+}
+
+TEST(CgroupTest, BadNameIsRefused) {
+  CgroupSpec spec;
+  spec.version = CgroupVersion::kV1;
+  HostCapabilities host;
+  EXPECT_FALSE(Cgroup::Create(spec, host, "../escape").ok());
+  EXPECT_FALSE(Cgroup::Create(spec, host, "").ok());
+}
+
+TEST(RlimitTest, AppliedInChildAfterFork) {
+  ir::Limits limits;
+  limits.open_files = Req(16);
+  HostCapabilities host;  // no cgroups at all
+  auto plan = PlanLimits(limits, host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  RlimitSet set = plan->rlimits;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int failed = 0;
+    if (ApplyRlimits(set, &failed) != 0) _exit(10);
+    struct rlimit core {};
+    getrlimit(RLIMIT_CORE, &core);
+    if (core.rlim_cur != 0 || core.rlim_max != 0) _exit(11);
+    struct rlimit rtprio {};
+    getrlimit(RLIMIT_RTPRIO, &rtprio);
+    if (rtprio.rlim_max != 0) _exit(12);
+    for (int i = 0; i < 32; ++i) {
+      if (open("/dev/null", O_RDONLY) < 0) _exit(errno == EMFILE ? 0 : 13);
+    }
+    _exit(14);  // NOFILE not enforced
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(RlimitTest, ReportsTheFailingResource) {
+  RlimitSet set;
+  set.count = 1;
+  set.entries[0].resource = 9999;  // not a resource: EINVAL
+  int failed = 0;
+  EXPECT_EQ(ApplyRlimits(set, &failed), EINVAL);
+  EXPECT_EQ(failed, 9999);
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer

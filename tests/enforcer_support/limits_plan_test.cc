@@ -1,0 +1,289 @@
+// Planner decision tables over fake hosts, and the cgroup layout parser.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "enforcer/limits/host_caps.h"
+#include "enforcer/limits/limit_plan.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+CgroupHierarchy Hierarchy(std::string mount, bool writable) {
+  CgroupHierarchy h;
+  h.mounted = true;
+  h.mount = std::move(mount);
+  h.own_path = "/me";
+  h.writable = writable;
+  return h;
+}
+
+// This machine: root, v1 memory/pids/cpu/freezer, a controller-less v2.
+HostCapabilities RootV1Host() {
+  HostCapabilities host;
+  host.privilege = Privilege::kRoot;
+  host.v2 = Hierarchy("/sys/fs/cgroup/unified", true);
+  host.v1_memory = Hierarchy("/sys/fs/cgroup/memory", true);
+  host.v1_pids = Hierarchy("/sys/fs/cgroup/pids", true);
+  host.v1_cpu = Hierarchy("/sys/fs/cgroup/cpu", true);
+  host.v1_freezer = Hierarchy("/sys/fs/cgroup/freezer", true);
+  host.v1_memsw = true;
+  return host;
+}
+
+// A systemd host with a delegated v2 subtree (user@.service Delegate=yes).
+HostCapabilities DelegatedV2Host() {
+  HostCapabilities host;
+  host.privilege = Privilege::kUnprivileged;
+  host.sandbox_host_uid = 1000;
+  host.v2 = Hierarchy("/sys/fs/cgroup", true);
+  host.v2_memory = host.v2_pids = host.v2_cpu = true;
+  return host;
+}
+
+// Rootless on this machine: v1 exists but is not ours, v2 has no controllers.
+HostCapabilities RootlessV1Host() {
+  HostCapabilities host;
+  host.privilege = Privilege::kUnprivileged;
+  host.sandbox_host_uid = 1000;
+  host.v1_memory = Hierarchy("/sys/fs/cgroup/memory", false);
+  host.v1_pids = Hierarchy("/sys/fs/cgroup/pids", false);
+  return host;
+}
+
+ir::Limit Req(uint64_t value) { return ir::Limit{true, value, ir::Enforcement::kRequired}; }
+ir::Limit Best(uint64_t value) { return ir::Limit{true, value, ir::Enforcement::kBestEffort}; }
+
+const LimitEnforcement* Row(const LimitPlan& plan, const std::string& name) {
+  for (const auto& row : plan.table) {
+    if (row.limit == name) return &row;
+  }
+  return nullptr;
+}
+
+const RlimitEntry* Rlimit(const LimitPlan& plan, int resource) {
+  for (size_t i = 0; i < plan.rlimits.count; ++i) {
+    if (plan.rlimits.entries[i].resource == resource) return &plan.rlimits.entries[i];
+  }
+  return nullptr;
+}
+
+ir::Limits MemPidsCpu() {
+  ir::Limits limits;
+  limits.memory_bytes = Req(32 << 20);
+  limits.processes = Req(64);
+  limits.cpu_percent = Best(50);
+  return limits;
+}
+
+struct MechanismCase {
+  const char* host_name;
+  HostCapabilities (*host)();
+  CgroupVersion version;
+  LimitMechanism memory;
+  LimitMechanism processes;
+  LimitMechanism cpu_percent;
+};
+
+class PlannerMechanismTest : public ::testing::TestWithParam<MechanismCase> {};
+
+TEST_P(PlannerMechanismTest, ChoosesMechanismPerLimit) {
+  const MechanismCase& c = GetParam();
+  auto plan = PlanLimits(MemPidsCpu(), c.host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->cgroup.version, c.version);
+  EXPECT_EQ(Row(*plan, "memory")->mechanism, c.memory);
+  EXPECT_EQ(Row(*plan, "processes")->mechanism, c.processes);
+  EXPECT_EQ(Row(*plan, "cpu_percent")->mechanism, c.cpu_percent);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Hosts, PlannerMechanismTest,
+    ::testing::Values(
+        MechanismCase{"root_v1", RootV1Host, CgroupVersion::kV1, LimitMechanism::kCgroupV1,
+                      LimitMechanism::kCgroupV1, LimitMechanism::kCgroupV1},
+        MechanismCase{"delegated_v2", DelegatedV2Host, CgroupVersion::kV2, LimitMechanism::kCgroupV2,
+                      LimitMechanism::kCgroupV2, LimitMechanism::kCgroupV2},
+        MechanismCase{"rootless_v1", RootlessV1Host, CgroupVersion::kNone, LimitMechanism::kRlimit,
+                      LimitMechanism::kRlimit, LimitMechanism::kNotEnforced}),
+    [](const auto& info) { return std::string(info.param.host_name); });
+
+TEST(PlannerTest, RootV1WritesCgroupValues) {
+  auto plan = PlanLimits(MemPidsCpu(), RootV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->cgroup.memory);
+  EXPECT_TRUE(plan->cgroup.pids);
+  EXPECT_TRUE(plan->cgroup.cpu);
+  EXPECT_TRUE(plan->cgroup.freezer);
+  EXPECT_EQ(plan->cgroup.limits.memory_bytes, 32u << 20);
+  EXPECT_EQ(plan->cgroup.limits.pids_max, 64u);
+  EXPECT_EQ(plan->cgroup.limits.cpu_quota_us, 50000u);
+  EXPECT_EQ(plan->cgroup.limits.cpu_period_us, 100000u);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_AS), nullptr);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_NPROC), nullptr);
+}
+
+TEST(PlannerTest, V2PreferredOverV1WhenItCoversEverything) {
+  HostCapabilities host = RootV1Host();
+  host.v2_memory = host.v2_pids = host.v2_cpu = true;
+  auto plan = PlanLimits(MemPidsCpu(), host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->cgroup.version, CgroupVersion::kV2);
+  EXPECT_FALSE(plan->cgroup.freezer);
+}
+
+TEST(PlannerTest, UnprivilegedNeverUsesV1EvenIfWritable) {
+  HostCapabilities host = RootV1Host();
+  host.privilege = Privilege::kUnprivileged;
+  host.v2.writable = false;
+  auto plan = PlanLimits(MemPidsCpu(), host, LimitPlanOptions{});
+  // cpu_percent is best-effort, so the plan succeeds without a cgroup.
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->cgroup.version, CgroupVersion::kNone);
+}
+
+TEST(PlannerTest, RlimitFallbackHasHonestNotesAndValues) {
+  auto plan = PlanLimits(MemPidsCpu(), RootlessV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  const RlimitEntry* as = Rlimit(*plan, RLIMIT_AS);
+  ASSERT_NE(as, nullptr);
+  EXPECT_EQ(as->value.rlim_cur, 32u << 20);
+  EXPECT_EQ(as->value.rlim_max, 32u << 20);
+  ASSERT_NE(Rlimit(*plan, RLIMIT_NPROC), nullptr);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_NPROC)->value.rlim_cur, 64u);
+  EXPECT_NE(Row(*plan, "memory")->note.find("each process"), std::string::npos);
+  EXPECT_NE(Row(*plan, "processes")->note.find("user namespace"), std::string::npos);
+  EXPECT_FALSE(Row(*plan, "cpu_percent")->required);
+}
+
+TEST(PlannerTest, RequiredLimitThatCannotBeEnforcedRefusesTheRun) {
+  ir::Limits limits;
+  limits.cpu_percent = Req(25);
+  auto plan = PlanLimits(limits, RootlessV1Host(), LimitPlanOptions{});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(plan.status().message().find("cpu_percent"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find("required"), std::string::npos);
+}
+
+TEST(PlannerTest, NprocUselessForRootWithoutUserNamespace) {
+  HostCapabilities host = RootlessV1Host();
+  host.sandbox_host_uid = 0;
+  host.sandbox_in_user_namespace = false;
+  ir::Limits limits;
+  limits.processes = Req(10);
+  EXPECT_FALSE(PlanLimits(limits, host, LimitPlanOptions{}).ok());
+  limits.processes = Best(10);
+  auto plan = PlanLimits(limits, host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(Row(*plan, "processes")->mechanism, LimitMechanism::kNotEnforced);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_NPROC), nullptr);
+}
+
+TEST(PlannerTest, AlwaysSetsCoreRtprioNofileFsize) {
+  auto plan = PlanLimits(ir::Limits{}, RootlessV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_NE(Rlimit(*plan, RLIMIT_CORE), nullptr);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_CORE)->value.rlim_max, 0u);
+  ASSERT_NE(Rlimit(*plan, RLIMIT_RTPRIO), nullptr);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_RTPRIO)->value.rlim_max, 0u);
+  ASSERT_NE(Rlimit(*plan, RLIMIT_NOFILE), nullptr);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_NOFILE)->value.rlim_cur, 1024u);
+  ASSERT_NE(Rlimit(*plan, RLIMIT_FSIZE), nullptr);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_FSIZE)->value.rlim_cur, 16ull << 30);
+  EXPECT_NE(Row(*plan, "core_size"), nullptr);
+  EXPECT_NE(Row(*plan, "rt_priority"), nullptr);
+  EXPECT_NE(Row(*plan, "open_files"), nullptr);
+  EXPECT_NE(Row(*plan, "file_size"), nullptr);
+}
+
+TEST(PlannerTest, ClampsToCallersHardLimit) {
+  LimitPlanOptions options;
+  options.hard_limits[RLIMIT_NOFILE] = 512;
+  ir::Limits limits;
+  limits.open_files = Req(100000);
+  auto plan = PlanLimits(limits, RootlessV1Host(), options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_NOFILE)->value.rlim_max, 512u);
+  EXPECT_NE(Row(*plan, "open_files")->note.find("clamped"), std::string::npos);
+}
+
+TEST(PlannerTest, CpuTimeRoundsUpToSecondsWithKillOneSecondLater) {
+  ir::Limits limits;
+  limits.cpu_time_ms = Req(1500);
+  auto plan = PlanLimits(limits, RootV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  const RlimitEntry* cpu = Rlimit(*plan, RLIMIT_CPU);
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->value.rlim_cur, 2u);
+  EXPECT_EQ(cpu->value.rlim_max, 3u);
+}
+
+TEST(PlannerTest, DiskIsTmpfsSizeWhenStagedAndFsizeWhenDirect) {
+  ir::Limits limits;
+  limits.disk_bytes = Req(8 << 20);
+  LimitPlanOptions staged;
+  auto plan = PlanLimits(limits, RootV1Host(), staged);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->disk_tmpfs_bytes, 8u << 20);
+  EXPECT_EQ(Row(*plan, "disk")->mechanism, LimitMechanism::kTmpfsSize);
+
+  LimitPlanOptions direct;
+  direct.work_mode = ir::WorkMode::kDirect;
+  plan = PlanLimits(limits, RootV1Host(), direct);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->disk_tmpfs_bytes, 0u);
+  EXPECT_EQ(Row(*plan, "disk")->mechanism, LimitMechanism::kRlimit);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_FSIZE)->value.rlim_cur, 8u << 20);  // stricter than the default
+}
+
+TEST(PlannerTest, SupervisorLimits) {
+  ir::Limits limits;
+  limits.wall_time_ms = Req(5000);
+  limits.output_bytes = Req(1 << 20);
+  auto plan = PlanLimits(limits, RootV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->wall_time_ms, 5000u);
+  EXPECT_EQ(plan->output_bytes, 1u << 20);
+  EXPECT_EQ(Row(*plan, "wall_time")->mechanism, LimitMechanism::kSupervisor);
+}
+
+TEST(PlannerTest, NoCgroupLimitsStillPicksMemoryGroupForMeasurement) {
+  auto plan = PlanLimits(ir::Limits{}, RootV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->cgroup.version, CgroupVersion::kV1);
+  EXPECT_TRUE(plan->cgroup.memory);
+  EXPECT_FALSE(plan->cgroup.cpu);
+}
+
+TEST(HostCapsTest, ParsesThisMachinesLayout) {
+  const char* mountinfo =
+      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+      "37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
+      "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+  const char* proc_cgroup =
+      "8:pids:/\n6:freezer:/\n4:memory:/process_api/af03\n1:cpu:/\n0::/\n";
+  HostCapabilities caps = ParseCgroupLayout(mountinfo, proc_cgroup);
+  EXPECT_TRUE(caps.v2.mounted);
+  EXPECT_EQ(caps.v2.Dir(), "/sys/fs/cgroup/unified");
+  EXPECT_EQ(caps.v1_memory.Dir(), "/sys/fs/cgroup/memory/process_api/af03");
+  EXPECT_EQ(caps.v1_pids.Dir(), "/sys/fs/cgroup/pids");
+  EXPECT_EQ(caps.v1_cpu.Dir(), "/sys/fs/cgroup/cpu");
+  EXPECT_TRUE(caps.v1_freezer.mounted);
+}
+
+TEST(HostCapsTest, ParsesPureV2WithCombinedCpuCpuacct) {
+  const char* mountinfo = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+  HostCapabilities caps = ParseCgroupLayout(mountinfo, "0::/user.slice/user-1000.slice/session-2.scope\n");
+  EXPECT_EQ(caps.v2.Dir(), "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope");
+  EXPECT_FALSE(caps.v1_memory.mounted);
+  caps = ParseCgroupLayout("32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n",
+                           "3:cpu,cpuacct:/a\n");
+  EXPECT_EQ(caps.v1_cpu.Dir(), "/sys/fs/cgroup/cpu,cpuacct/a");
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer
