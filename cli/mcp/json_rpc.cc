@@ -1,0 +1,165 @@
+#include "cli/mcp/json_rpc.h"
+
+namespace cocoon::mcp {
+namespace {
+
+using nlohmann::json;
+
+// Deepest [ / { nesting outside strings. nlohmann's recursive parser would
+// otherwise recurse once per level of a hostile "[[[[...": refuse before parsing.
+size_t NestingDepth(std::string_view text) {
+  size_t depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return max_depth;
+}
+
+Message Invalid(json id, int code, std::string message) {
+  Message m;
+  m.kind = MessageKind::kInvalid;
+  m.id = IsValidId(id) ? std::move(id) : json(nullptr);
+  m.error_code = code;
+  m.error_message = std::move(message);
+  return m;
+}
+
+std::string Dump(const json& value) {
+  // replace: a stray invalid byte must not turn a response into an exception.
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid
+// (overlong forms, surrogates and code points above U+10FFFF are invalid).
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  uint32_t cp = 0;
+  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
+  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
+  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+}  // namespace
+
+bool IsValidId(const json& id) {
+  return id.is_string() || id.is_number_integer() || id.is_number_unsigned();
+}
+
+std::string IdKey(const json& id) { return Dump(id); }
+
+std::optional<std::vector<json>> ParseLine(std::string_view line, const ParseOptions& options,
+                                           std::string* error) {
+  if (NestingDepth(line) > options.max_depth) {
+    *error = "nesting deeper than " + std::to_string(options.max_depth) + " levels";
+    return std::nullopt;
+  }
+  json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    *error = "not valid JSON";
+    return std::nullopt;
+  }
+  std::vector<json> values;
+  if (value.is_array() && !value.empty()) {
+    for (auto& element : value) values.push_back(std::move(element));
+  } else {
+    values.push_back(std::move(value));
+  }
+  return values;
+}
+
+Message ParseMessage(const json& value) {
+  if (!value.is_object()) return Invalid(nullptr, kInvalidRequest, "a message must be a JSON object");
+  json id = value.contains("id") ? value["id"] : json(nullptr);
+  auto version = value.find("jsonrpc");
+  if (version == value.end() || *version != "2.0") {
+    return Invalid(id, kInvalidRequest, "\"jsonrpc\" must be \"2.0\"");
+  }
+  if (!value.contains("method")) {
+    if (value.contains("result") || value.contains("error")) {
+      Message m;
+      m.kind = MessageKind::kResponse;
+      m.id = id;
+      return m;
+    }
+    return Invalid(id, kInvalidRequest, "missing \"method\"");
+  }
+  const json& method = value["method"];
+  if (!method.is_string()) return Invalid(id, kInvalidRequest, "\"method\" must be a string");
+  if (value.contains("id") && !IsValidId(id)) {
+    return Invalid(nullptr, kInvalidRequest, "\"id\" must be a string or an integer (not null)");
+  }
+  Message m;
+  m.kind = value.contains("id") ? MessageKind::kRequest : MessageKind::kNotification;
+  m.id = id;
+  m.method = method.get<std::string>();
+  if (auto params = value.find("params"); params != value.end()) {
+    if (!params->is_object()) {
+      // MCP params are always named (objects); positional arrays are invalid.
+      return Invalid(id, kInvalidParams, "\"params\" must be an object");
+    }
+    m.params = *params;
+  }
+  return m;
+}
+
+std::string ResultLine(const json& id, const json& result) {
+  return Dump(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
+}
+
+std::string ErrorLine(const json& id, int code, std::string_view message, const json& data) {
+  json error{{"code", code}, {"message", SanitizeUtf8(message)}};
+  if (!data.is_null()) error["data"] = data;
+  return Dump(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}});
+}
+
+std::string NotificationLine(std::string_view method, const json& params) {
+  return Dump(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
+}
+
+bool IsValidUtf8(std::string_view bytes) {
+  for (size_t i = 0; i < bytes.size();) {
+    size_t n = Utf8SequenceLength(bytes, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string SanitizeUtf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    size_t n = Utf8SequenceLength(bytes, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(bytes.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace cocoon::mcp

@@ -1,0 +1,489 @@
+#include "cli/mcp/server.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace cocoon::mcp {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 4> kLegacyVersions = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                                             "2025-11-25"};
+constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
+constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
+constexpr std::string_view kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
+constexpr std::string_view kMetaLogLevel = "io.modelcontextprotocol/logLevel";
+constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+
+constexpr std::array<std::string_view, 8> kLevelNames = {"debug", "info",     "notice", "warning",
+                                                         "error", "critical", "alert",  "emergency"};
+
+// Bytes at the end of `data` that start a UTF-8 sequence the next chunk will
+// finish; they are held back so that a character split across two reads is
+// not turned into two replacement characters.
+size_t IncompleteUtf8Tail(std::string_view data) {
+  for (size_t back = 1; back <= std::min<size_t>(3, data.size()); ++back) {
+    auto c = static_cast<unsigned char>(data[data.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<LogLevel> ParseLogLevel(std::string_view name) {
+  for (size_t i = 0; i < kLevelNames.size(); ++i) {
+    if (kLevelNames[i] == name) return static_cast<LogLevel>(i);
+  }
+  return std::nullopt;
+}
+
+struct Server::RequestContext {
+  json id;
+  bool modern = false;
+  LogLevel log_level = LogLevel::kOff;  // modern: from _meta; legacy: read from the session
+  json progress_token;                  // null when the client asked for none
+  std::string client_name;
+};
+
+struct Server::Call {
+  RequestContext context;
+  std::string key;
+  std::string tool;
+  json arguments;
+  CancelToken cancel;
+  std::mutex progress_mutex;
+  uint64_t progress_count = 0;
+  size_t progress_bytes = 0;
+  bool progress_truncated = false;
+  std::array<std::string, 2> pending_utf8;  // per stream
+};
+
+Server::Server(Executor& executor, LineWriter writer, ServerOptions options)
+    : executor_(executor), writer_(std::move(writer)), options_(std::move(options)) {
+  tool_context_.languages = executor_.Languages();
+  tool_context_.policies = executor_.Policies();
+  tool_context_.limits = options_.tool_limits;
+  if (options_.max_concurrent == 0) options_.max_concurrent = 1;
+}
+
+Server::~Server() {
+  {
+    std::lock_guard lock(mutex_);
+    shutting_down_ = true;
+  }
+  CancelAll();
+  WaitIdle();
+}
+
+void Server::Write(const std::string& line) {
+  std::lock_guard lock(write_mutex_);
+  writer_(line);
+}
+
+void Server::SendError(const json& id, int code, std::string_view message, const json& data) {
+  Write(ErrorLine(id, code, message, data));
+}
+
+void Server::SendResult(const RequestContext& context, json result) {
+  if (context.modern) {
+    // 2026-07-28: every result names its type, and the server identifies
+    // itself per result since there is no handshake to do it once.
+    result["resultType"] = "complete";
+    result["_meta"][std::string(kMetaServerInfo)] = ServerInfo();
+  }
+  Write(ResultLine(context.id, result));
+}
+
+void Server::HandleOversizedLine(size_t size) {
+  SendError(nullptr, kInvalidRequest,
+            "message of " + std::to_string(size) + " bytes exceeds the limit of " +
+                std::to_string(options_.max_message_bytes) + " bytes");
+}
+
+void Server::HandleLine(std::string_view line) {
+  if (line.size() > options_.max_message_bytes) return HandleOversizedLine(line.size());
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+  std::string error;
+  auto values = ParseLine(line, options_.parse, &error);
+  if (!values) return SendError(nullptr, kParseError, "Parse error: " + error);
+  // A 2025-03-26 batch is served element by element; each answer is its own line.
+  for (const json& value : *values) HandleValue(value);
+}
+
+void Server::HandleValue(const json& value) {
+  Message message = ParseMessage(value);
+  switch (message.kind) {
+    case MessageKind::kInvalid:
+      return SendError(message.id, message.error_code, message.error_message);
+    case MessageKind::kResponse:
+      return;  // we never send requests, so there is nothing to match it to
+    case MessageKind::kNotification:
+      return HandleNotification(message);
+    case MessageKind::kRequest:
+      return HandleRequest(message);
+  }
+}
+
+void Server::HandleNotification(const Message& message) {
+  if (message.method != "notifications/cancelled") return;  // initialized, roots... need nothing
+  const json& request_id = message.params.contains("requestId") ? message.params["requestId"] : json();
+  if (!IsValidId(request_id)) return;  // malformed cancellations are ignored (spec)
+  std::shared_ptr<Call> call;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = calls_.find(IdKey(request_id));
+    if (it == calls_.end()) return;  // finished already, or never existed
+    call = it->second;
+  }
+  spdlog::info("mcp: cancelling request {}", IdKey(request_id));
+  call->cancel.Cancel();  // kills the sandbox through the executor's callback
+  std::lock_guard lock(mutex_);
+  changed_.notify_all();  // a call waiting for a slot gives up
+}
+
+bool Server::ResolveEra(const Message& message, RequestContext* context) {
+  context->id = message.id;
+  const json* meta = nullptr;
+  if (auto it = message.params.find("_meta"); it != message.params.end() && it->is_object()) meta = &*it;
+  if (meta) {
+    if (auto token = meta->find("progressToken"); token != meta->end() && IsValidId(*token)) {
+      context->progress_token = *token;
+    }
+  }
+  if (!meta || !meta->contains(kMetaVersion)) {
+    std::lock_guard lock(mutex_);
+    context->log_level = session_log_level_;
+    context->client_name = client_name_;
+    return true;
+  }
+  const json& version = (*meta)[std::string(kMetaVersion)];
+  if (!version.is_string() || version != kModernVersion) {
+    json data = {{"supported", {kModernVersion}}, {"requested", version.is_string() ? version : json("")}};
+    SendError(message.id, kUnsupportedProtocolVersion, "Unsupported protocol version", data);
+    return false;
+  }
+  auto caps = meta->find(kMetaCapabilities);
+  if (caps == meta->end() || !caps->is_object()) {
+    SendError(message.id, kInvalidParams, "_meta lacks the required \"" + std::string(kMetaCapabilities) + "\"");
+    return false;
+  }
+  context->modern = true;
+  if (auto level = meta->find(kMetaLogLevel); level != meta->end()) {
+    auto parsed = level->is_string() ? ParseLogLevel(level->get<std::string>()) : std::nullopt;
+    if (!parsed) {
+      SendError(message.id, kInvalidParams, "unknown log level in _meta");
+      return false;
+    }
+    context->log_level = *parsed;
+  }
+  if (auto info = meta->find(kMetaClientInfo); info != meta->end() && info->is_object()) {
+    context->client_name = SanitizeUtf8(info->value("name", ""));
+  }
+  return true;
+}
+
+void Server::HandleRequest(const Message& message) {
+  RequestContext context;
+  if (!ResolveEra(message, &context)) return;
+  const std::string& method = message.method;
+  if (method == "initialize") return SendResult(context, Initialize(message.params));
+  if (method == "server/discover") return SendResult(context, Discover());
+  if (method == "tools/list") {
+    json result = {{"tools", ToolDescriptors(tool_context_)}};
+    if (context.modern) {
+      // CacheableResult (2026-07-28): the tool set is fixed for the life of the process.
+      result["ttlMs"] = 3600000;
+      result["cacheScope"] = "private";
+    }
+    return SendResult(context, std::move(result));
+  }
+  if (method == "tools/call") return StartToolCall(message, context);
+  if (!context.modern && method == "ping") return SendResult(context, json::object());
+  if (!context.modern && method == "logging/setLevel") {
+    const json& level = message.params.contains("level") ? message.params["level"] : json();
+    auto parsed = level.is_string() ? ParseLogLevel(level.get<std::string>()) : std::nullopt;
+    if (!parsed) return SendError(message.id, kInvalidParams, "logging/setLevel needs a valid 'level'");
+    {
+      std::lock_guard lock(mutex_);
+      session_log_level_ = *parsed;
+    }
+    return SendResult(context, json::object());
+  }
+  std::string why = context.modern && (method == "ping" || method == "logging/setLevel")
+                        ? " (removed in " + std::string(kModernVersion) + ")"
+                        : "";
+  SendError(message.id, kMethodNotFound, "Method not found: " + SanitizeUtf8(method) + why);
+}
+
+json Server::ServerInfo() const {
+  return {{"name", "cocoon"}, {"title", "Cocoon sandbox"}, {"version", options_.server_version}};
+}
+
+json Server::Capabilities() const { return {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}; }
+
+json Server::Initialize(const json& params) {
+  std::string requested = params.contains("protocolVersion") && params["protocolVersion"].is_string()
+                              ? params["protocolVersion"].get<std::string>()
+                              : "";
+  bool known = std::find(kLegacyVersions.begin(), kLegacyVersions.end(), requested) != kLegacyVersions.end();
+  std::string version = known ? requested : std::string(kLatestLegacyVersion);
+  {
+    std::lock_guard lock(mutex_);
+    negotiated_version_ = version;
+    if (params.contains("clientInfo") && params["clientInfo"].is_object()) {
+      client_name_ = SanitizeUtf8(params["clientInfo"].value("name", ""));
+    }
+  }
+  json result = {{"protocolVersion", version}, {"capabilities", Capabilities()}, {"serverInfo", ServerInfo()}};
+  if (!options_.instructions.empty()) result["instructions"] = options_.instructions;
+  return result;
+}
+
+json Server::Discover() const {
+  json result = {{"supportedVersions", {kModernVersion}}, {"capabilities", Capabilities()},
+                 {"ttlMs", 3600000}, {"cacheScope", "private"}};
+  if (!options_.instructions.empty()) result["instructions"] = options_.instructions;
+  return result;
+}
+
+void Server::StartToolCall(const Message& message, const RequestContext& context) {
+  const json& params = message.params;
+  if (!params.contains("name") || !params["name"].is_string()) {
+    return SendError(message.id, kInvalidParams, "tools/call needs a string 'name'");
+  }
+  std::string name = params["name"].get<std::string>();
+  if (!IsKnownTool(name)) return SendError(message.id, kInvalidParams, "Unknown tool: " + SanitizeUtf8(name));
+  json arguments = params.contains("arguments") ? params["arguments"] : json::object();
+  if (arguments.is_null()) arguments = json::object();
+  if (!arguments.is_object()) return SendError(message.id, kInvalidParams, "'arguments' must be an object");
+
+  auto call = std::make_shared<Call>();
+  call->context = context;
+  call->key = IdKey(message.id);
+  call->tool = name;
+  call->arguments = std::move(arguments);
+  bool busy = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (calls_.count(call->key)) {
+      return SendError(message.id, kInvalidRequest, "request id is already in use by a call in flight");
+    }
+    if (shutting_down_) return SendError(message.id, kInternalError, "the server is shutting down");
+    busy = in_flight_ >= options_.max_concurrent + options_.max_queued;
+    if (!busy) {
+      calls_[call->key] = call;
+      ++in_flight_;
+    }
+  }
+  if (busy) {
+    Status why = ResourceExhaustedError("server busy: " + std::to_string(options_.max_concurrent) +
+                                        " sandboxes running and the queue is full; retry later");
+    return SendResult(context, CallResultFromError("busy", why, executor_.AuditRefusedCall(name, call->key, why)));
+  }
+  if (options_.dispatch == Dispatch::kInline) return RunToolCall(call);
+  std::thread([this, call] { RunToolCall(call); }).detach();
+}
+
+void Server::RunToolCall(const std::shared_ptr<Call>& call) {
+  json result = ExecuteTool(*call);
+  {
+    std::lock_guard lock(mutex_);
+    calls_.erase(call->key);  // before answering, so the client may reuse the id at once
+  }
+  // A cancelled request gets no response (MCP cancellation: the receiver
+  // SHOULD NOT respond); its sandbox was killed through the CancelToken.
+  if (!call->cancel.cancelled()) SendResult(call->context, std::move(result));
+  std::lock_guard lock(mutex_);
+  --in_flight_;
+  changed_.notify_all();
+}
+
+bool Server::AcquireSlot(Call& call) {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] {
+    return running_ < options_.max_concurrent || call.cancel.cancelled() || shutting_down_;
+  });
+  if (call.cancel.cancelled() || shutting_down_) return false;
+  ++running_;
+  return true;
+}
+
+void Server::ReleaseSlot() {
+  std::lock_guard lock(mutex_);
+  --running_;
+  changed_.notify_all();
+}
+
+json Server::ExecuteTool(Call& call) {
+  if (call.tool == kInspectRuntimes) {
+    if (!call.arguments.empty()) {
+      Status why = InvalidArgumentError("inspect_runtimes takes no arguments");
+      return CallResultFromError("bad_input", why, executor_.AuditRefusedCall(call.tool, call.key, why));
+    }
+    return CallResultFromRuntimes(executor_.InspectRuntimes());
+  }
+  auto request = ParseToolArguments(call.tool, call.arguments, tool_context_);
+  if (!request.ok()) {
+    Log(call.context, LogLevel::kWarning, {{"tool", call.tool}, {"refused", request.status().message()}});
+    return CallResultFromError("bad_input", request.status(),
+                               executor_.AuditRefusedCall(call.tool, call.key, request.status()));
+  }
+  request->request_id = call.key;
+  request->client_name = call.context.client_name;
+  if (!AcquireSlot(call)) {
+    return CallResultFromError("cancelled", Status(ErrorCode::kUnavailable, "cancelled before it started"), {});
+  }
+  ExecHooks hooks;
+  hooks.cancel = &call.cancel;
+  if (!call.context.progress_token.is_null()) {
+    hooks.on_output = [this, &call](OutputStream stream, std::string_view data) { SendProgress(call, stream, data); };
+  }
+  auto result = executor_.Execute(*request, hooks);
+  ReleaseSlot();
+  if (!result.ok()) {
+    bool bad_input = result.status().code() == ErrorCode::kInvalidArgument;
+    Log(call.context, LogLevel::kError, {{"tool", call.tool}, {"failed", result.status().message()}});
+    return CallResultFromError(bad_input ? "bad_input" : "launch_failed", result.status(),
+                               executor_.AuditRefusedCall(call.tool, call.key, result.status()));
+  }
+  Log(call.context, IsErrorStatus(result->status) ? LogLevel::kWarning : LogLevel::kInfo,
+      {{"tool", call.tool}, {"status", ExecStatusName(result->status)}, {"exit_code", result->exit_code},
+       {"audit_event_id", result->audit_event_id}});
+  return CallResultFromExec(*result);
+}
+
+void Server::SendProgress(Call& call, OutputStream stream, std::string_view data) {
+  std::lock_guard lock(call.progress_mutex);
+  if (call.cancel.cancelled() || call.progress_truncated) return;
+  size_t index = stream == OutputStream::kStdout ? 0 : 1;
+  std::string text = call.pending_utf8[index];
+  size_t room = options_.max_progress_bytes - std::min(options_.max_progress_bytes, call.progress_bytes);
+  bool truncated = data.size() > room;
+  text.append(data.substr(0, room));
+  call.progress_bytes += std::min(room, data.size());
+  size_t tail = truncated ? 0 : IncompleteUtf8Tail(text);
+  call.pending_utf8[index] = text.substr(text.size() - tail);
+  text.resize(text.size() - tail);
+  if (truncated) {
+    call.progress_truncated = true;
+    text += "\n[cocoon: live output truncated after " + std::to_string(options_.max_progress_bytes) +
+            " bytes; the result has the captured output]";
+  }
+  if (text.empty()) return;
+  json params = {{"progressToken", call.context.progress_token},
+                 {"progress", ++call.progress_count},
+                 {"message", SanitizeUtf8(text)},
+                 {"_meta", {{"dev.cocoon/stream", index == 0 ? "stdout" : "stderr"}}}};
+  Write(NotificationLine("notifications/progress", params));
+}
+
+void Server::Log(const RequestContext& context, LogLevel level, const json& data) {
+  LogLevel threshold = context.log_level;
+  if (!context.modern) {
+    std::lock_guard lock(mutex_);
+    threshold = session_log_level_;  // logging/setLevel may have changed it since
+  }
+  if (threshold == LogLevel::kOff || level < threshold) return;
+  Write(NotificationLine("notifications/message", {{"level", kLevelNames[static_cast<size_t>(level)]},
+                                                   {"logger", "cocoon"}, {"data", data}}));
+}
+
+void Server::CancelAll() {
+  std::vector<std::shared_ptr<Call>> calls;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [key, call] : calls_) calls.push_back(call);
+  }
+  for (auto& call : calls) call->cancel.Cancel();
+  std::lock_guard lock(mutex_);
+  changed_.notify_all();
+}
+
+void Server::WaitIdle() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return in_flight_ == 0; });
+}
+
+size_t Server::calls_in_flight() {
+  std::lock_guard lock(mutex_);
+  return in_flight_;
+}
+
+Status Server::Serve(int in_fd, int stop_fd) {
+  std::string line;
+  bool discarding = false;
+  size_t discarded = 0;
+  std::vector<char> chunk(64 * 1024);
+  Status ended = Status::Ok();
+  for (;;) {
+    pollfd fds[2] = {{in_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    int ready = poll(fds, stop_fd >= 0 ? 2 : 1, -1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) { ended = ErrnoError("poll"); break; }
+    if (stop_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
+      ended = Status(ErrorCode::kUnavailable, "stopped by a signal");
+      std::lock_guard lock(mutex_);
+      shutting_down_ = true;
+      break;
+    }
+    ssize_t n = read(in_fd, chunk.data(), chunk.size());
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) { ended = ErrnoError("reading stdin"); break; }
+    if (n == 0) break;  // EOF: the client is done (stdio shutdown)
+    std::string_view data(chunk.data(), static_cast<size_t>(n));
+    while (!data.empty()) {
+      size_t newline = data.find('\n');
+      std::string_view piece = data.substr(0, newline);
+      // Bounded memory: a line beyond the limit is counted, not buffered.
+      if (discarding) discarded += piece.size();
+      else if (line.size() + piece.size() > options_.max_message_bytes) {
+        discarding = true;
+        discarded = line.size() + piece.size();
+        line.clear();
+        line.shrink_to_fit();
+      } else line.append(piece);
+      if (newline == std::string_view::npos) break;
+      if (discarding) HandleOversizedLine(discarded);
+      else HandleLine(line);
+      discarding = false;
+      line.clear();
+      data.remove_prefix(newline + 1);
+    }
+  }
+  if (ended.ok() && !discarding && !line.empty()) HandleLine(line);
+  if (!ended.ok()) CancelAll();
+  WaitIdle();  // in-flight calls finish (bounded by their policy's wall time) and are answered
+  return ended;
+}
+
+void CancelToken::Cancel() {
+  // The callback runs under the lock so that an executor unregistering it
+  // (OnCancel(nullptr)) before freeing its sandbox waits for a kill in progress.
+  std::lock_guard lock(mutex_);
+  if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
+  if (callback_) callback_();
+  callback_ = nullptr;
+}
+
+void CancelToken::OnCancel(std::function<void()> callback) {
+  std::lock_guard lock(mutex_);
+  if (!cancelled()) {
+    callback_ = std::move(callback);
+  } else if (callback) {
+    callback();
+  }
+}
+
+}  // namespace cocoon::mcp

@@ -1,0 +1,121 @@
+// The MCP server: newline-delimited JSON-RPC 2.0 over a pair of byte streams
+// (stdio for `cocoon mcp`). Dual-era, as the 2026-07-28 revision's
+// "Versioning and Compatibility" page describes:
+//  - legacy clients open with `initialize` (2024-11-05, 2025-03-26,
+//    2025-06-18, 2025-11-25; an unknown version is answered with 2025-11-25);
+//  - modern clients (2026-07-28) send no handshake: every request carries
+//    `_meta["io.modelcontextprotocol/protocolVersion"]` and
+//    `clientCapabilities`, is served statelessly, and its result carries
+//    `resultType` and the server's identity. `server/discover` is supported.
+//
+// tools/call runs on its own thread so that requests (ping, tools/list,
+// notifications/cancelled) keep being served while sandboxes run; at most
+// `max_concurrent` sandboxes run at once and later calls wait for a slot.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/mcp/executor.h"
+#include "cli/mcp/json_rpc.h"
+#include "cli/mcp/tools.h"
+#include "compiler/common/status.h"
+
+namespace cocoon::mcp {
+
+inline constexpr std::string_view kLatestLegacyVersion = "2025-11-25";
+inline constexpr std::string_view kModernVersion = "2026-07-28";
+
+enum class Dispatch {
+  kThreaded,  // tools/call on its own thread (the server)
+  kInline,    // tools/call on the caller's thread (the fuzzer, simple tests)
+};
+
+struct ServerOptions {
+  size_t max_concurrent = 4;         // sandboxes running at once
+  size_t max_queued = 64;            // calls waiting for a slot; beyond: refused as busy
+  size_t max_message_bytes = 8 << 20;
+  size_t max_progress_bytes = 1 << 20;  // output streamed as progress, per call
+  Dispatch dispatch = Dispatch::kThreaded;
+  std::string server_version = "0.0.0";
+  std::string instructions;
+  ToolLimits tool_limits;
+  ParseOptions parse;
+};
+
+// Log levels of RFC 5424 as MCP names them, in increasing severity.
+enum class LogLevel { kDebug, kInfo, kNotice, kWarning, kError, kCritical, kAlert, kEmergency, kOff };
+std::optional<LogLevel> ParseLogLevel(std::string_view name);
+
+class Server {
+ public:
+  using LineWriter = std::function<void(const std::string& line)>;  // without the newline
+
+  Server(Executor& executor, LineWriter writer, ServerOptions options);
+  ~Server();  // cancels every call in flight and waits for them
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // One line from the client (without its newline).
+  void HandleLine(std::string_view line);
+  // A line longer than max_message_bytes was discarded.
+  void HandleOversizedLine(size_t size);
+
+  // Reads lines from `in_fd` until EOF or until `stop_fd` (if >= 0) becomes
+  // readable, then waits for the calls in flight. Returns what ended it.
+  Status Serve(int in_fd, int stop_fd = -1);
+
+  void CancelAll();
+  void WaitIdle();
+  size_t calls_in_flight();
+
+ private:
+  struct Call;
+  struct RequestContext;
+
+  void HandleValue(const nlohmann::json& value);
+  void HandleRequest(const Message& message);
+  void HandleNotification(const Message& message);
+  bool ResolveEra(const Message& message, RequestContext* context);
+  nlohmann::json Initialize(const nlohmann::json& params);
+  nlohmann::json Discover() const;
+  nlohmann::json ServerInfo() const;
+  nlohmann::json Capabilities() const;
+  void StartToolCall(const Message& message, const RequestContext& context);
+  void RunToolCall(const std::shared_ptr<Call>& call);
+  nlohmann::json ExecuteTool(Call& call);
+  bool AcquireSlot(Call& call);
+  void ReleaseSlot();
+  void SendResult(const RequestContext& context, nlohmann::json result);
+  void SendError(const nlohmann::json& id, int code, std::string_view message,
+                 const nlohmann::json& data = nullptr);
+  void SendProgress(Call& call, OutputStream stream, std::string_view data);
+  void Log(const RequestContext& context, LogLevel level, const nlohmann::json& data);
+  void Write(const std::string& line);
+
+  Executor& executor_;
+  LineWriter writer_;
+  ServerOptions options_;
+  ToolContext tool_context_;
+
+  std::mutex write_mutex_;
+  std::mutex mutex_;  // guards everything below
+  std::condition_variable changed_;
+  std::map<std::string, std::shared_ptr<Call>> calls_;  // by IdKey, while in flight
+  size_t running_ = 0;      // calls holding a sandbox slot
+  size_t in_flight_ = 0;    // calls started and not yet answered
+  std::string negotiated_version_;
+  std::string client_name_;
+  LogLevel session_log_level_ = LogLevel::kOff;  // legacy logging/setLevel
+  bool shutting_down_ = false;
+};
+
+}  // namespace cocoon::mcp

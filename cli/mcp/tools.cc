@@ -1,0 +1,377 @@
+#include "cli/mcp/tools.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "cli/mcp/json_rpc.h"
+
+namespace cocoon::mcp {
+namespace {
+
+using nlohmann::json;
+
+json FilesSchema(const ToolLimits& limits) {
+  return {{"type", "object"},
+          {"description", "Files to stage into the work dir before the run: relative path -> UTF-8 content."},
+          {"maxProperties", limits.max_files},
+          {"additionalProperties", {{"type", "string"}}}};
+}
+
+json ObjectSchema(json properties, json required) {
+  return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)},
+          {"additionalProperties", false}};
+}
+
+// The Outcome subset every run result is guaranteed to carry (the full
+// Outcome has more keys; additional properties are allowed in the output).
+json OutcomeSchema() {
+  json audit = {{"type", "object"},
+                {"properties", {{"sequence", {{"type", "integer"}}}, {"event_id", {{"type", "string"}}}}},
+                {"required", {"sequence", "event_id"}}};
+  json error = {{"type", "object"},
+                {"properties", {{"kind", {{"type", "string"}}}, {"message", {{"type", "string"}}}}},
+                {"required", {"kind", "message"}}};
+  return {{"type", "object"},
+          {"properties",
+           {{"exit_code", {{"type", "integer"}}},
+            {"stdout", {{"type", "string"}}},
+            {"stderr", {{"type", "string"}}},
+            {"timed_out", {{"type", "boolean"}}},
+            {"oom_killed", {{"type", "boolean"}}},
+            {"termination_reason", {{"type", "string"}}},
+            {"stdout_truncated", {{"type", "boolean"}}},
+            {"stderr_truncated", {{"type", "boolean"}}},
+            {"wall_ms", {{"type", "integer"}}},
+            {"audit", audit},
+            {"error", error}}},
+          {"required", {"exit_code", "stdout", "stderr", "timed_out", "oom_killed", "termination_reason", "audit"}}};
+}
+
+json RuntimesSchema() {
+  json runtime = {{"type", "object"},
+                  {"properties",
+                   {{"name", {{"type", "string"}}},
+                    {"available", {{"type", "boolean"}}},
+                    {"path", {{"type", "string"}}},
+                    {"version", {{"type", "string"}}}}},
+                  {"required", {"name", "available"}}};
+  return {{"type", "object"},
+          {"properties", {{"runtimes", {{"type", "array"}, {"items", runtime}}}}},
+          {"required", {"runtimes"}}};
+}
+
+json Annotations(std::string_view title, bool read_only) {
+  // A sandbox run changes nothing outside its own ephemeral sandbox, and the
+  // default policy has no network: not destructive, not open-world.
+  return {{"title", title}, {"readOnlyHint", read_only}, {"destructiveHint", false},
+          {"idempotentHint", read_only}, {"openWorldHint", false}};
+}
+
+json Tool(std::string_view name, std::string_view title, std::string_view description, json input,
+          json output, bool read_only) {
+  return {{"name", name}, {"title", title}, {"description", description}, {"inputSchema", std::move(input)},
+          {"outputSchema", std::move(output)}, {"annotations", Annotations(title, read_only)}};
+}
+
+Status Bad(std::string message) { return InvalidArgumentError(std::move(message)); }
+
+// Reads an optional string field; enforces a byte cap.
+Status OptionalString(const json& args, std::string_view key, size_t cap, std::string* out) {
+  auto it = args.find(key);
+  if (it == args.end()) return Status::Ok();
+  if (!it->is_string()) return Bad("'" + std::string(key) + "' must be a string");
+  const auto& value = it->get_ref<const std::string&>();
+  if (value.size() > cap) return Bad("'" + std::string(key) + "' exceeds " + std::to_string(cap) + " bytes");
+  *out = value;
+  return Status::Ok();
+}
+
+Status RequiredString(const json& args, std::string_view key, size_t cap, std::string* out) {
+  if (!args.contains(key)) return Bad("missing required '" + std::string(key) + "'");
+  return OptionalString(args, key, cap, out);
+}
+
+// A positive integer (JSON numbers that are whole, e.g. 5 or 5.0).
+Status OptionalPositive(const json& args, std::string_view key, uint64_t max, std::optional<uint64_t>* out) {
+  auto it = args.find(key);
+  if (it == args.end()) return Status::Ok();
+  double value = 0;
+  if (it->is_number_unsigned()) value = static_cast<double>(it->get<uint64_t>());
+  else if (it->is_number()) value = it->get<double>();
+  else return Bad("'" + std::string(key) + "' must be a number");
+  if (!(value >= 1) || value > static_cast<double>(max)) {
+    return Bad("'" + std::string(key) + "' must be between 1 and " + std::to_string(max));
+  }
+  *out = static_cast<uint64_t>(value);
+  return Status::Ok();
+}
+
+Status CheckKeys(const json& args, std::initializer_list<std::string_view> allowed) {
+  if (!args.is_object()) return Bad("arguments must be an object");
+  for (auto& [key, value] : args.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return Bad("unknown argument '" + SanitizeUtf8(key) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseFiles(const json& args, const ToolLimits& limits, std::map<std::string, std::string>* files) {
+  auto it = args.find("files");
+  if (it == args.end()) return Status::Ok();
+  if (!it->is_object()) return Bad("'files' must be an object of relative path -> content");
+  if (it->size() > limits.max_files) return Bad("'files' has more than " + std::to_string(limits.max_files) + " entries");
+  size_t total = 0;
+  for (auto& [path, content] : it->items()) {
+    if (!IsSafeRelativePath(path)) return Bad("'files' path '" + SanitizeUtf8(path) + "' must be relative, without '..'");
+    if (!content.is_string()) return Bad("'files' content for '" + SanitizeUtf8(path) + "' must be a string");
+    total += content.get_ref<const std::string&>().size();
+    if (total > limits.max_files_total_bytes) return Bad("'files' exceed " + std::to_string(limits.max_files_total_bytes) + " bytes");
+    (*files)[path] = content.get<std::string>();
+  }
+  return Status::Ok();
+}
+
+Status ParsePolicy(const json& args, const ToolContext& context, std::string* policy) {
+  COCOON_RETURN_IF_ERROR(OptionalString(args, "policy", 256, policy));
+  if (policy->empty()) return Status::Ok();
+  if (std::find(context.policies.begin(), context.policies.end(), *policy) == context.policies.end()) {
+    std::string names;
+    for (const auto& p : context.policies) names += (names.empty() ? "" : ", ") + p;
+    return Bad("unknown policy '" + SanitizeUtf8(*policy) + "'; this server offers: " + names);
+  }
+  return Status::Ok();
+}
+
+Result<ExecRequest> ParseExecuteCode(const json& args, const ToolContext& context) {
+  COCOON_RETURN_IF_ERROR(CheckKeys(args, {"language", "code", "stdin", "files", "timeout_ms", "policy"}));
+  ExecRequest request;
+  request.kind = ExecKind::kCode;
+  COCOON_RETURN_IF_ERROR(RequiredString(args, "language", 64, &request.language));
+  if (std::find(context.languages.begin(), context.languages.end(), request.language) == context.languages.end()) {
+    return Bad("unsupported language '" + SanitizeUtf8(request.language) + "' (see inspect_runtimes)");
+  }
+  COCOON_RETURN_IF_ERROR(RequiredString(args, "code", context.limits.max_code_bytes, &request.code));
+  COCOON_RETURN_IF_ERROR(OptionalString(args, "stdin", context.limits.max_stdin_bytes, &request.stdin_data));
+  COCOON_RETURN_IF_ERROR(ParseFiles(args, context.limits, &request.files));
+  COCOON_RETURN_IF_ERROR(OptionalPositive(args, "timeout_ms", context.limits.max_timeout_ms, &request.timeout_ms));
+  COCOON_RETURN_IF_ERROR(ParsePolicy(args, context, &request.policy));
+  return request;
+}
+
+bool IsSkillName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name.front() == '-' || name.front() == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  }) && name.find("..") == std::string_view::npos;
+}
+
+Result<ExecRequest> ParseExecuteSkill(const json& args, const ToolContext& context) {
+  COCOON_RETURN_IF_ERROR(CheckKeys(args, {"skill", "code", "files"}));
+  ExecRequest request;
+  request.kind = ExecKind::kSkill;
+  request.language = "python-skill";
+  COCOON_RETURN_IF_ERROR(RequiredString(args, "skill", 64, &request.skill));
+  if (!IsSkillName(request.skill)) return Bad("'skill' must be a name of letters, digits, '-', '_' or '.'");
+  COCOON_RETURN_IF_ERROR(RequiredString(args, "code", context.limits.max_code_bytes, &request.code));
+  COCOON_RETURN_IF_ERROR(ParseFiles(args, context.limits, &request.files));
+  return request;
+}
+
+Status ParseCommand(const json& args, const ToolLimits& limits, std::vector<std::string>* argv) {
+  auto it = args.find("command");
+  if (it == args.end()) return Bad("missing required 'command'");
+  if (it->is_string()) {
+    const auto& line = it->get_ref<const std::string&>();
+    if (line.empty() || line.size() > limits.max_code_bytes) return Bad("'command' must be a non-empty string");
+    *argv = {"/bin/sh", "-c", line};
+    return Status::Ok();
+  }
+  if (!it->is_array() || it->empty() || it->size() > limits.max_argv) {
+    return Bad("'command' must be a shell string or a non-empty array of strings");
+  }
+  size_t total = 0;
+  for (const auto& arg : *it) {
+    if (!arg.is_string()) return Bad("'command' array items must be strings");
+    const auto& s = arg.get_ref<const std::string&>();
+    if (s.find('\0') != std::string::npos) return Bad("'command' arguments must not contain NUL");
+    total += s.size();
+    if (total > limits.max_code_bytes) return Bad("'command' exceeds " + std::to_string(limits.max_code_bytes) + " bytes");
+    argv->push_back(s);
+  }
+  if ((*argv)[0].empty()) return Bad("'command' program must not be empty");
+  return Status::Ok();
+}
+
+// memory_max: bytes as an integer, or a string with a unit ("256MiB", "1G").
+Status ParseMemory(const json& args, std::optional<uint64_t>* out) {
+  auto it = args.find("memory_max");
+  if (it == args.end()) return Status::Ok();
+  if (it->is_number_unsigned() || it->is_number_integer()) {
+    if (!it->is_number_unsigned() || it->get<uint64_t>() == 0) return Bad("'memory_max' must be positive");
+    *out = it->get<uint64_t>();
+    return Status::Ok();
+  }
+  if (!it->is_string()) return Bad("'memory_max' must be bytes or a string like \"256MiB\"");
+  const auto& s = it->get_ref<const std::string&>();
+  size_t digits = 0;
+  while (digits < s.size() && digits < 12 && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  if (digits == 0) return Bad("'memory_max' must start with a number");
+  uint64_t number = std::stoull(s.substr(0, digits));
+  std::string unit = s.substr(digits);
+  static const std::pair<std::string_view, uint64_t> kUnits[] = {
+      {"", 1}, {"B", 1}, {"K", 1024}, {"KiB", 1024}, {"M", 1 << 20}, {"MiB", 1 << 20},
+      {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) {
+      if (number == 0) return Bad("'memory_max' must be positive");
+      *out = number * factor;
+      return Status::Ok();
+    }
+  }
+  return Bad("'memory_max' has an unknown unit '" + SanitizeUtf8(unit) + "' (use B, KiB, MiB, GiB)");
+}
+
+Result<ExecRequest> ParseRunInSandbox(const json& args, const ToolContext& context) {
+  COCOON_RETURN_IF_ERROR(CheckKeys(args, {"command", "timeout", "memory_max", "workdir"}));
+  ExecRequest request;
+  request.kind = ExecKind::kCommand;
+  COCOON_RETURN_IF_ERROR(ParseCommand(args, context.limits, &request.argv));
+  std::optional<uint64_t> seconds;
+  COCOON_RETURN_IF_ERROR(OptionalPositive(args, "timeout", context.limits.max_timeout_ms / 1000, &seconds));
+  if (seconds) request.timeout_ms = *seconds * 1000;
+  COCOON_RETURN_IF_ERROR(ParseMemory(args, &request.memory_bytes));
+  COCOON_RETURN_IF_ERROR(OptionalString(args, "workdir", 4096, &request.workdir));
+  if (!request.workdir.empty() && request.workdir != "." && !IsSafeRelativePath(request.workdir)) {
+    return Bad("'workdir' must be a relative path inside the work dir, without '..'");
+  }
+  if (request.workdir == ".") request.workdir.clear();
+  return request;
+}
+
+json TextResult(const json& structured, bool is_error) {
+  return {{"content", json::array({{{"type", "text"}, {"text", structured.dump(-1, ' ', false, json::error_handler_t::replace)}}})},
+          {"structuredContent", structured},
+          {"isError", is_error}};
+}
+
+}  // namespace
+
+bool IsKnownTool(std::string_view name) {
+  return name == kExecuteCode || name == kExecuteSkill || name == kInspectRuntimes || name == kRunInSandbox;
+}
+
+json ToolDescriptors(const ToolContext& context) {
+  const ToolLimits& limits = context.limits;
+  json languages = context.languages;
+  json policies = context.policies;
+  json execute_code = ObjectSchema(
+      {{"language", {{"type", "string"}, {"enum", languages}, {"description", "Runtime preset (see inspect_runtimes)"}}},
+       {"code", {{"type", "string"}, {"maxLength", limits.max_code_bytes}}},
+       {"stdin", {{"type", "string"}}},
+       {"files", FilesSchema(limits)},
+       {"timeout_ms", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits.max_timeout_ms},
+                       {"description", "Wall-clock limit; can only shorten the server policy's"}}},
+       {"policy", {{"type", "string"}, {"enum", policies}, {"description", "Profile to run under"}}}},
+      {"language", "code"});
+  json execute_skill = ObjectSchema(
+      {{"skill", {{"type", "string"}, {"pattern", "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"}}},
+       {"code", {{"type", "string"}, {"maxLength", limits.max_code_bytes}}},
+       {"files", FilesSchema(limits)}},
+      {"skill", "code"});
+  json run_in_sandbox = ObjectSchema(
+      {{"command", {{"description", "argv array, or a string run with /bin/sh -c"},
+                    {"anyOf", json::array({{{"type", "string"}, {"minLength", 1}},
+                                           {{"type", "array"}, {"items", {{"type", "string"}}}, {"minItems", 1}}})}}},
+       {"timeout", {{"type", "number"}, {"minimum", 1}, {"description", "Seconds; can only shorten the policy's"}}},
+       {"memory_max", {{"description", "Bytes, or a string such as \"256MiB\"; can only lower the policy's"},
+                       {"anyOf", json::array({{{"type", "integer"}, {"minimum", 1}}, {{"type", "string"}}})}}},
+       {"workdir", {{"type", "string"}, {"description", "Directory inside the work dir to run in"}}}},
+      {"command"});
+  json empty = ObjectSchema(json::object(), json::array());
+  return json::array({
+      Tool(kExecuteCode, "Execute code in a sandbox",
+           "Run a snippet in a fresh Cocoon sandbox (no network, read-only system, time and memory limits) "
+           "and return its Outcome: exit code, stdout, stderr, limits, audit reference.",
+           std::move(execute_code), OutcomeSchema(), false),
+      Tool(kExecuteSkill, "Run a skill script",
+           "Run Python code under the python-skill preset (site-packages visible for document tools) in a fresh sandbox.",
+           std::move(execute_skill), OutcomeSchema(), false),
+      Tool(kInspectRuntimes, "List runtimes", "Which language runtimes exist on this host, with versions and paths.",
+           std::move(empty), RuntimesSchema(), true),
+      Tool(kRunInSandbox, "Run a command in a sandbox",
+           "Run a command (argv array or shell string) in a fresh Cocoon sandbox and return its Outcome.",
+           std::move(run_in_sandbox), OutcomeSchema(), false),
+  });
+}
+
+Result<ExecRequest> ParseToolArguments(std::string_view tool, const json& arguments, const ToolContext& context) {
+  Result<ExecRequest> request = Status(ErrorCode::kInternal, "unreachable");
+  if (tool == kExecuteCode) request = ParseExecuteCode(arguments, context);
+  else if (tool == kExecuteSkill) request = ParseExecuteSkill(arguments, context);
+  else if (tool == kRunInSandbox) request = ParseRunInSandbox(arguments, context);
+  else return InvalidArgumentError("tool '" + SanitizeUtf8(tool) + "' takes no run arguments");
+  if (request.ok()) request->tool = std::string(tool);
+  return request;
+}
+
+bool IsErrorStatus(ExecStatus status) { return status != ExecStatus::kCompleted; }
+
+std::string_view ExecStatusName(ExecStatus status) {
+  switch (status) {
+    case ExecStatus::kCompleted: return "exited";
+    case ExecStatus::kTimeout: return "timeout";
+    case ExecStatus::kOomKilled: return "oom_killed";
+    case ExecStatus::kPolicyKill: return "policy_kill";
+    case ExecStatus::kSignaled: return "signaled";
+    case ExecStatus::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+json CallResultFromExec(const ExecResult& result) {
+  json structured = result.outcome.is_object() ? result.outcome : json::object();
+  // Guarantee the keys the outputSchema requires, whatever the Outcome JSON holds.
+  auto ensure = [&](const char* key, json value) {
+    if (!structured.contains(key) || structured[key].type() != value.type()) structured[key] = std::move(value);
+  };
+  ensure("exit_code", result.exit_code);
+  ensure("stdout", "");
+  ensure("stderr", "");
+  ensure("timed_out", result.status == ExecStatus::kTimeout);
+  ensure("oom_killed", result.status == ExecStatus::kOomKilled);
+  ensure("termination_reason", std::string(ExecStatusName(result.status)));
+  structured["audit"] = {{"sequence", result.audit_sequence}, {"event_id", result.audit_event_id}};
+  return TextResult(structured, IsErrorStatus(result.status));
+}
+
+json CallResultFromError(std::string_view kind, const Status& status, const AuditRef& audit) {
+  json structured = {{"exit_code", -1},        {"stdout", ""},
+                     {"stderr", ""},           {"timed_out", false},
+                     {"oom_killed", false},    {"termination_reason", "not_started"},
+                     {"audit", {{"sequence", audit.sequence}, {"event_id", audit.event_id}}},
+                     {"error", {{"kind", kind}, {"message", SanitizeUtf8(status.message())}}}};
+  return TextResult(structured, true);
+}
+
+json CallResultFromRuntimes(const json& runtimes) {
+  json structured = runtimes.is_object() && runtimes.contains("runtimes") ? runtimes : json{{"runtimes", json::array()}};
+  return TextResult(structured, false);
+}
+
+bool IsSafeRelativePath(std::string_view path) {
+  if (path.empty() || path.size() > 4096 || path.front() == '/') return false;
+  if (path.find('\0') != std::string_view::npos) return false;
+  size_t components = 0, start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (++components > 64) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace cocoon::mcp

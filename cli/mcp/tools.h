@@ -1,0 +1,65 @@
+// The four MCP tools: their descriptors for tools/list (inputSchema with
+// additionalProperties:false, outputSchema, annotations), argument checking
+// into an ExecRequest, and the CallToolResult built from an ExecResult.
+// Arguments are checked here by hand, field by field, so that bad input is
+// reported as an isError result that names the field, never reaches a sandbox,
+// and never throws.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/mcp/executor.h"
+#include "compiler/common/status.h"
+
+namespace cocoon::mcp {
+
+inline constexpr std::string_view kExecuteCode = "execute_code";
+inline constexpr std::string_view kExecuteSkill = "execute_skill";
+inline constexpr std::string_view kInspectRuntimes = "inspect_runtimes";
+inline constexpr std::string_view kRunInSandbox = "run_in_sandbox";
+
+struct ToolLimits {
+  size_t max_code_bytes = 1 << 20;          // code / command strings
+  size_t max_stdin_bytes = 8 << 20;
+  size_t max_files = 64;
+  size_t max_files_total_bytes = 16 << 20;
+  size_t max_argv = 4096;
+  uint64_t max_timeout_ms = 3600 * 1000;    // a request may ask for less, never more
+};
+
+struct ToolContext {
+  std::vector<std::string> languages;  // execute_code's language enum
+  std::vector<std::string> policies;   // allowed `policy` values
+  ToolLimits limits;
+};
+
+bool IsKnownTool(std::string_view name);
+
+// tools/list's `tools` array, in a fixed order.
+nlohmann::json ToolDescriptors(const ToolContext& context);
+
+// Checks `arguments` against the tool's inputSchema and builds the request.
+// InvalidArgument names the offending field. Not for inspect_runtimes.
+Result<ExecRequest> ParseToolArguments(std::string_view tool, const nlohmann::json& arguments,
+                                       const ToolContext& context);
+
+// A CallToolResult: structuredContent, the same JSON as text, isError.
+nlohmann::json CallResultFromExec(const ExecResult& result);
+// isError result for input the tool refused or a run that could not start.
+// `kind` is "bad_input" or "launch_failed".
+nlohmann::json CallResultFromError(std::string_view kind, const Status& status, const AuditRef& audit);
+nlohmann::json CallResultFromRuntimes(const nlohmann::json& runtimes);
+
+// isError is true for a timeout, an OOM, a policy kill, a signal or a cancellation.
+bool IsErrorStatus(ExecStatus status);
+std::string_view ExecStatusName(ExecStatus status);
+
+// A path relative to the work dir: not empty, not absolute, no "." or ".."
+// component, no NUL, at most 4096 bytes and 64 components.
+bool IsSafeRelativePath(std::string_view path);
+
+}  // namespace cocoon::mcp

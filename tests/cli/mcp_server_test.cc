@@ -1,0 +1,435 @@
+// The MCP protocol layer against a fake executor: handshake for every
+// supported revision, the 2026-07-28 per-request style, tools/list schemas,
+// tools/call results, JSON-RPC errors, cancellation, concurrency, progress.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "cli/mcp/server.h"
+#include "tests/cli/fake_executor.h"
+
+namespace cocoon::mcp {
+namespace {
+
+using nlohmann::json;
+using testing::FakeExecutor;
+
+class Collector {
+ public:
+  void Add(const std::string& line) {
+    std::lock_guard lock(mutex_);
+    lines_.push_back(line);
+    cv_.notify_all();
+  }
+  std::vector<json> Messages() {
+    std::lock_guard lock(mutex_);
+    std::vector<json> out;
+    for (const auto& line : lines_) out.push_back(json::parse(line));
+    return out;
+  }
+  // Waits for the response to `id` (not a notification).
+  json WaitFor(const json& id, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::unique_lock lock(mutex_);
+    json found;
+    cv_.wait_for(lock, timeout, [&] {
+      for (const auto& line : lines_) {
+        json m = json::parse(line);
+        if (m.contains("id") && m["id"] == id && !m.contains("method")) {
+          found = m;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  std::vector<std::string> Lines() {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::string> lines_;
+};
+
+class McpServerTest : public ::testing::Test {
+ protected:
+  explicit McpServerTest(Dispatch dispatch = Dispatch::kInline) {
+    ServerOptions options;
+    options.dispatch = dispatch;
+    options.server_version = "9.9.9";
+    options.max_concurrent = 2;
+    options.max_message_bytes = 4096;
+    options.max_progress_bytes = 64;
+    server_ = std::make_unique<Server>(executor_, [this](const std::string& l) { out_.Add(l); }, options);
+  }
+  json Call(const json& request) {
+    server_->HandleLine(request.dump());
+    return out_.WaitFor(request["id"]);
+  }
+  json Request(int id, const std::string& method, json params = json::object()) {
+    return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+  }
+  json ToolCall(int id, const std::string& tool, json args, json meta = nullptr) {
+    json params = {{"name", tool}, {"arguments", std::move(args)}};
+    if (!meta.is_null()) params["_meta"] = std::move(meta);
+    return Request(id, "tools/call", std::move(params));
+  }
+
+  FakeExecutor executor_;
+  Collector out_;
+  std::unique_ptr<Server> server_;
+};
+
+class McpThreadedTest : public McpServerTest {
+ protected:
+  McpThreadedTest() : McpServerTest(Dispatch::kThreaded) {}
+};
+
+TEST_F(McpServerTest, InitializeEchoesEverySupportedVersion) {
+  int id = 1;
+  for (const char* version : {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}) {
+    json r = Call(Request(id++, "initialize", {{"protocolVersion", version}, {"capabilities", json::object()},
+                                               {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
+    EXPECT_EQ(r["result"]["protocolVersion"], version);
+    EXPECT_EQ(r["result"]["serverInfo"]["name"], "cocoon");
+    EXPECT_EQ(r["result"]["serverInfo"]["version"], "9.9.9");
+    EXPECT_TRUE(r["result"]["capabilities"].contains("tools"));
+    EXPECT_FALSE(r["result"].contains("resultType"));
+  }
+}
+
+TEST_F(McpServerTest, InitializeWithUnknownVersionAnswersLatestLegacy) {
+  json r = Call(Request(1, "initialize", {{"protocolVersion", "1999-01-01"}, {"capabilities", json::object()}}));
+  EXPECT_EQ(r["result"]["protocolVersion"], "2025-11-25");
+}
+
+TEST_F(McpServerTest, PingAndSetLevel) {
+  EXPECT_EQ(Call(Request(1, "ping"))["result"], json::object());
+  EXPECT_EQ(Call(Request(2, "logging/setLevel", {{"level", "info"}}))["result"], json::object());
+  EXPECT_EQ(Call(Request(3, "logging/setLevel", {{"level", "loud"}}))["error"]["code"], -32602);
+}
+
+TEST_F(McpServerTest, ToolsListHasStrictInputAndOutputSchemas) {
+  json r = Call(Request(1, "tools/list"));
+  const json& tools = r["result"]["tools"];
+  ASSERT_EQ(tools.size(), 4u);
+  std::vector<std::string> names;
+  for (const auto& tool : tools) {
+    names.push_back(tool["name"]);
+    EXPECT_EQ(tool["inputSchema"]["type"], "object");
+    EXPECT_EQ(tool["inputSchema"]["additionalProperties"], false) << tool["name"];
+    EXPECT_EQ(tool["outputSchema"]["type"], "object");
+    EXPECT_TRUE(tool["annotations"].contains("readOnlyHint"));
+    EXPECT_TRUE(tool.contains("description"));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"execute_code", "execute_skill", "inspect_runtimes", "run_in_sandbox"}));
+  EXPECT_EQ(tools[0]["inputSchema"]["properties"]["language"]["enum"], json({"python", "bash", "node"}));
+  EXPECT_EQ(tools[2]["annotations"]["readOnlyHint"], true);
+}
+
+TEST_F(McpServerTest, ExecuteCodeCarriesStructuredContentAndSameText) {
+  json r = Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "print(1)"}}));
+  const json& result = r["result"];
+  EXPECT_EQ(result["isError"], false);
+  EXPECT_EQ(result["structuredContent"]["stdout"], "print(1)");
+  EXPECT_EQ(result["structuredContent"]["exit_code"], 0);
+  EXPECT_EQ(result["structuredContent"]["audit"]["event_id"], "event-1");
+  EXPECT_EQ(result["structuredContent"]["audit"]["sequence"], 1);
+  ASSERT_EQ(result["content"].size(), 1u);
+  EXPECT_EQ(result["content"][0]["type"], "text");
+  EXPECT_EQ(json::parse(result["content"][0]["text"].get<std::string>()), result["structuredContent"]);
+  ASSERT_EQ(executor_.requests().size(), 1u);
+  EXPECT_EQ(executor_.requests()[0].language, "python");
+  EXPECT_EQ(executor_.requests()[0].tool, "execute_code");
+}
+
+TEST_F(McpServerTest, IsErrorForTimeoutOomPolicyKillAndHostFailure) {
+  int id = 1;
+  for (const char* code : {"timeout", "oom", "kill", "fail"}) {
+    json r = Call(ToolCall(id++, "execute_code", {{"language", "bash"}, {"code", code}}));
+    EXPECT_EQ(r["result"]["isError"], true) << code;
+    EXPECT_TRUE(r["result"].contains("structuredContent")) << code;
+  }
+  json r = Call(ToolCall(id++, "execute_code", {{"language", "bash"}, {"code", "timeout"}}));
+  EXPECT_EQ(r["result"]["structuredContent"]["timed_out"], true);
+  EXPECT_EQ(r["result"]["structuredContent"]["termination_reason"], "timeout");
+}
+
+TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
+  struct Case {
+    std::string tool;
+    json args;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"execute_code", {{"code", "x"}}, "missing required 'language'"},
+      {"execute_code", {{"language", "cobol"}, {"code", "x"}}, "unsupported language 'cobol'"},
+      {"execute_code", {{"language", "python"}, {"code", "x"}, {"extra", 1}}, "unknown argument 'extra'"},
+      {"execute_code", {{"language", "python"}, {"code", 5}}, "'code' must be a string"},
+      {"execute_code", {{"language", "python"}, {"code", "x"}, {"timeout_ms", 0}}, "'timeout_ms' must be between"},
+      {"execute_code", {{"language", "python"}, {"code", "x"}, {"files", {{"../etc/passwd", "x"}}}}, "must be relative"},
+      {"execute_code", {{"language", "python"}, {"code", "x"}, {"files", {{"/abs", "x"}}}}, "must be relative"},
+      {"execute_code", {{"language", "python"}, {"code", "x"}, {"policy", "permissive"}}, "unknown policy"},
+      {"execute_skill", {{"skill", "../x"}, {"code", "x"}}, "'skill' must be a name"},
+      {"run_in_sandbox", {{"command", json::array()}}, "non-empty array"},
+      {"run_in_sandbox", {{"command", {"ls", 3}}}, "items must be strings"},
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "../.."}}, "'workdir' must be a relative path"},
+      {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
+      {"inspect_runtimes", {{"x", 1}}, "takes no arguments"},
+  };
+  int id = 1;
+  for (const auto& c : cases) {
+    json r = Call(ToolCall(id++, c.tool, c.args));
+    ASSERT_TRUE(r.contains("result")) << r.dump();
+    EXPECT_EQ(r["result"]["isError"], true) << c.args.dump();
+    std::string message = r["result"]["structuredContent"]["error"]["message"];
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    EXPECT_EQ(r["result"]["structuredContent"]["error"]["kind"], "bad_input");
+    EXPECT_NE(r["result"]["structuredContent"]["audit"]["event_id"], "");
+  }
+  EXPECT_TRUE(executor_.requests().empty());
+  EXPECT_EQ(executor_.refused(), static_cast<int>(cases.size()));
+}
+
+TEST_F(McpServerTest, RunInSandboxAcceptsStringArrayMemoryAndWorkdir) {
+  Call(ToolCall(1, "run_in_sandbox", {{"command", "echo hi | wc -c"}, {"timeout", 3}, {"memory_max", "256MiB"}}));
+  Call(ToolCall(2, "run_in_sandbox", {{"command", {"ls", "-l"}}, {"memory_max", 1048576}, {"workdir", "sub/dir"}}));
+  auto requests = executor_.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].argv, (std::vector<std::string>{"/bin/sh", "-c", "echo hi | wc -c"}));
+  EXPECT_EQ(requests[0].timeout_ms, 3000u);
+  EXPECT_EQ(requests[0].memory_bytes, 256u << 20);
+  EXPECT_EQ(requests[1].argv, (std::vector<std::string>{"ls", "-l"}));
+  EXPECT_EQ(requests[1].memory_bytes, 1048576u);
+  EXPECT_EQ(requests[1].workdir, "sub/dir");
+}
+
+TEST_F(McpServerTest, InspectRuntimes) {
+  json r = Call(ToolCall(1, "inspect_runtimes", json::object()));
+  EXPECT_EQ(r["result"]["isError"], false);
+  EXPECT_EQ(r["result"]["structuredContent"]["runtimes"][1]["available"], false);
+}
+
+TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
+  server_->HandleLine("{not json");
+  server_->HandleLine(R"({"jsonrpc":"1.0","id":7,"method":"ping"})");
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":null,"method":"ping"})");
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":8,"method":"ping","params":[1]})");
+  server_->HandleLine(R"([1])");
+  server_->HandleLine(std::string(5000, ' ') + "{}");
+  server_->HandleLine(std::string(100, '[') + std::string(100, ']'));
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 7u);
+  EXPECT_EQ(messages[0]["error"]["code"], -32700);
+  EXPECT_TRUE(messages[0]["id"].is_null());
+  EXPECT_EQ(messages[1]["error"]["code"], -32600);
+  EXPECT_EQ(messages[1]["id"], 7);
+  EXPECT_EQ(messages[2]["error"]["code"], -32600);
+  EXPECT_EQ(messages[3]["error"]["code"], -32602);
+  EXPECT_EQ(messages[4]["error"]["code"], -32600);
+  EXPECT_EQ(messages[5]["error"]["code"], -32600);  // oversized
+  EXPECT_EQ(messages[6]["error"]["code"], -32700);  // too deep
+  EXPECT_EQ(Call(Request(9, "ping"))["result"], json::object());
+}
+
+TEST_F(McpServerTest, UnknownMethodAndUnknownTool) {
+  EXPECT_EQ(Call(Request(1, "resources/list"))["error"]["code"], -32601);
+  json r = Call(ToolCall(2, "rm_rf", json::object()));
+  EXPECT_EQ(r["error"]["code"], -32602);
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("rm_rf"), std::string::npos);
+  EXPECT_EQ(Call(Request(3, "tools/call", {{"arguments", json::object()}}))["error"]["code"], -32602);
+}
+
+TEST_F(McpServerTest, NotificationsAndResponsesGetNoAnswer) {
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/whatever","params":{}})");
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":4,"result":{}})");
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}})");
+  EXPECT_TRUE(out_.Lines().empty());
+}
+
+TEST_F(McpServerTest, BatchElementsAreEachAnswered) {
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"nope"}])");
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0]["result"], json::object());
+  EXPECT_EQ(messages[1]["error"]["code"], -32601);
+}
+
+TEST_F(McpServerTest, InvalidUtf8OutputIsSanitised) {
+  json r = Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "binary"}}));
+  std::string out = r["result"]["structuredContent"]["stdout"];
+  EXPECT_NE(out.find(" ok "), std::string::npos);
+  EXPECT_TRUE(IsValidUtf8(out));
+}
+
+TEST_F(McpServerTest, ProgressNotificationsStreamOutputWithinTheCap) {
+  json r = Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hello world"}},
+                         {{"progressToken", "tok"}}));
+  auto messages = out_.Messages();
+  std::string streamed;
+  int last = 0;
+  for (const auto& m : messages) {
+    if (m.value("method", "") != "notifications/progress") continue;
+    EXPECT_EQ(m["params"]["progressToken"], "tok");
+    EXPECT_GT(m["params"]["progress"].get<int>(), last);
+    last = m["params"]["progress"];
+    streamed += m["params"]["message"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, "hello world");
+  EXPECT_EQ(messages.back()["id"], 1);  // the response comes after its progress
+  std::string big(200, 'x');
+  Call(ToolCall(2, "execute_code", {{"language", "python"}, {"code", big}}, {{"progressToken", 5}}));
+  size_t bytes = 0;
+  bool marked = false;
+  for (const auto& m : out_.Messages()) {
+    if (m.value("method", "") != "notifications/progress" || m["params"]["progressToken"] != 5) continue;
+    std::string text = m["params"]["message"];
+    marked |= text.find("truncated") != std::string::npos;
+    bytes += std::count(text.begin(), text.end(), 'x');
+  }
+  EXPECT_EQ(bytes, 64u);
+  EXPECT_TRUE(marked);
+}
+
+TEST_F(McpServerTest, LoggingNotificationsFollowSetLevel) {
+  Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "a"}}));
+  for (const auto& m : out_.Messages()) EXPECT_NE(m.value("method", ""), "notifications/message");
+  Call(Request(2, "logging/setLevel", {{"level", "debug"}}));
+  Call(ToolCall(3, "execute_code", {{"language", "python"}, {"code", "a"}}));
+  int logs = 0;
+  for (const auto& m : out_.Messages()) {
+    if (m.value("method", "") == "notifications/message") {
+      ++logs;
+      EXPECT_EQ(m["params"]["level"], "info");
+      EXPECT_EQ(m["params"]["data"]["tool"], "execute_code");
+    }
+  }
+  EXPECT_EQ(logs, 1);
+}
+
+json ModernMeta(const std::string& version = "2026-07-28") {
+  return {{"io.modelcontextprotocol/protocolVersion", version},
+          {"io.modelcontextprotocol/clientCapabilities", json::object()},
+          {"io.modelcontextprotocol/clientInfo", {{"name", "modern"}, {"version", "1"}}}};
+}
+
+TEST_F(McpServerTest, ModernPerRequestStyle) {
+  json d = Call(Request(1, "server/discover", {{"_meta", ModernMeta()}}));
+  EXPECT_EQ(d["result"]["supportedVersions"], json({"2026-07-28"}));
+  EXPECT_EQ(d["result"]["resultType"], "complete");
+  EXPECT_EQ(d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "cocoon");
+  json list = Call(Request(2, "tools/list", {{"_meta", ModernMeta()}}));
+  EXPECT_EQ(list["result"]["resultType"], "complete");
+  EXPECT_EQ(list["result"]["tools"].size(), 4u);
+  EXPECT_TRUE(list["result"].contains("ttlMs"));
+  EXPECT_TRUE(list["result"].contains("cacheScope"));
+  json call = Call(ToolCall(3, "execute_code", {{"language", "python"}, {"code", "x"}}, ModernMeta()));
+  EXPECT_EQ(call["result"]["resultType"], "complete");
+  EXPECT_EQ(call["result"]["isError"], false);
+  EXPECT_EQ(executor_.requests().back().client_name, "modern");
+}
+
+TEST_F(McpServerTest, ModernErrors) {
+  json r = Call(Request(1, "tools/list", {{"_meta", ModernMeta("2099-01-01")}}));
+  EXPECT_EQ(r["error"]["code"], -32022);
+  EXPECT_EQ(r["error"]["data"]["supported"], json({"2026-07-28"}));
+  EXPECT_EQ(r["error"]["data"]["requested"], "2099-01-01");
+  json meta = ModernMeta();
+  meta.erase("io.modelcontextprotocol/clientCapabilities");
+  EXPECT_EQ(Call(Request(2, "tools/list", {{"_meta", meta}}))["error"]["code"], -32602);
+  meta = ModernMeta();
+  meta["io.modelcontextprotocol/logLevel"] = "chatty";
+  EXPECT_EQ(Call(Request(3, "tools/list", {{"_meta", meta}}))["error"]["code"], -32602);
+  EXPECT_EQ(Call(Request(4, "ping", {{"_meta", ModernMeta()}}))["error"]["code"], -32601);
+}
+
+TEST_F(McpServerTest, ModernLogLevelIsPerRequest) {
+  json meta = ModernMeta();
+  meta["io.modelcontextprotocol/logLevel"] = "info";
+  Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "a"}}, meta));
+  Call(ToolCall(2, "execute_code", {{"language", "python"}, {"code", "a"}}, ModernMeta()));
+  int logs = 0;
+  for (const auto& m : out_.Messages()) logs += m.value("method", "") == "notifications/message";
+  EXPECT_EQ(logs, 1);
+}
+
+TEST_F(McpThreadedTest, CancelKillsTheRunAndSuppressesTheResponse) {
+  server_->HandleLine(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "sleep"}}).dump());
+  EXPECT_EQ(Call(Request(2, "ping"))["result"], json::object());  // served while the tool runs
+  for (int i = 0; i < 200 && executor_.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}})");
+  server_->WaitIdle();
+  EXPECT_TRUE(executor_.saw_cancel());
+  for (const auto& m : out_.Messages()) EXPECT_NE(m.value("id", json()), 1) << m.dump();
+}
+
+TEST_F(McpThreadedTest, ConcurrentCallsRespectTheCap) {
+  for (int id = 1; id <= 5; ++id) {
+    server_->HandleLine(ToolCall(id, "execute_code", {{"language", "python"}, {"code", "hold:150"}}).dump());
+  }
+  for (int id = 1; id <= 5; ++id) EXPECT_EQ(out_.WaitFor(id)["result"]["isError"], false) << id;
+  EXPECT_EQ(executor_.max_running(), 2);
+}
+
+TEST_F(McpThreadedTest, DuplicateIdInFlightIsRejected) {
+  server_->HandleLine(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hold:300"}}).dump());
+  for (int i = 0; i < 200 && executor_.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server_->HandleLine(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "x"}}).dump());
+  server_->WaitIdle();
+  int errors = 0, results = 0;
+  for (const auto& m : out_.Messages()) {
+    errors += m.contains("error") && m["error"]["code"] == -32600;
+    results += m.contains("result");
+  }
+  EXPECT_EQ(errors, 1);
+  EXPECT_EQ(results, 1);
+}
+
+TEST_F(McpThreadedTest, ServeReadsLinesSkipsOversizedAndFinishesCallsAtEof) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::string input = ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hold:50"}}).dump() + "\n" +
+                      std::string(10000, 'x') + "\n" + Request(2, "ping").dump() + "\r\n" +
+                      Request(3, "ping").dump();  // last line without a newline
+  std::thread writer([&] {
+    for (size_t i = 0; i < input.size(); i += 1000) {
+      EXPECT_GT(write(fds[1], input.data() + i, std::min<size_t>(1000, input.size() - i)), 0);
+    }
+    close(fds[1]);
+  });
+  EXPECT_TRUE(server_->Serve(fds[0]).ok());
+  writer.join();
+  close(fds[0]);
+  EXPECT_EQ(out_.WaitFor(1)["result"]["isError"], false);
+  EXPECT_EQ(out_.WaitFor(2)["result"], json::object());
+  EXPECT_EQ(out_.WaitFor(3)["result"], json::object());
+  int oversized = 0;
+  for (const auto& m : out_.Messages()) oversized += m.contains("error") && m["error"]["code"] == -32600;
+  EXPECT_EQ(oversized, 1);
+}
+
+TEST(McpPaths, SafeRelativePath) {
+  for (const char* ok : {"a", "a/b.txt", "dir/sub/file", ".hidden", "a..b"}) EXPECT_TRUE(IsSafeRelativePath(ok)) << ok;
+  for (const char* bad : {"", "/abs", "..", "../x", "a/../b", "a//b", "a/", "./a", "a/."}) {
+    EXPECT_FALSE(IsSafeRelativePath(bad)) << bad;
+  }
+}
+
+TEST(McpJsonRpc, Utf8) {
+  EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_EQ(SanitizeUtf8("a\xff" "b"), "a\xEF\xBF\xBD" "b");
+}
+
+}  // namespace
+}  // namespace cocoon::mcp
