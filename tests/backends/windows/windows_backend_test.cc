@@ -1,0 +1,245 @@
+// The Windows back end: every SDDL string must parse, deny ACEs come before
+// allow ACEs, read-only means deny write + deny delete, writable roots are
+// granted to the sandbox SID only (never Everyone), and the job never allows
+// breakaway.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "compiler/backends/artifact.h"
+#include "compiler/backends/windows/sddl.h"
+#include "compiler/backends/windows/windows_applier.h"
+#include "compiler/backends/windows/windows_plan.h"
+#include "tests/backends/driver/test_policy.h"
+
+namespace cocoon {
+namespace {
+
+using backends::windows::PathRole;
+
+// ------------------------------------------------------------ SDDL parser
+struct ParsedAce {
+  std::string type, flags, rights, sid;
+};
+struct ParsedSddl {
+  std::vector<ParsedAce> dacl, sacl;
+};
+
+const std::set<std::string> kRightCodes = {"FA", "FR", "FW", "FX", "SD", "DT", "WD", "WO", "RC",
+                                           "GA", "GR", "GW", "GX", "NR", "NW", "NX"};
+const std::set<std::string> kFlagCodes = {"OI", "CI", "NP", "IO", "ID"};
+
+// Parses "D:(...)(...)S:(...)"; returns an error message or "".
+std::string ParseSddl(const std::string& text, ParsedSddl& out) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (pos + 2 > text.size() || text[pos + 1] != ':' || (text[pos] != 'D' && text[pos] != 'S')) {
+      return "expected D: or S: at " + std::to_string(pos);
+    }
+    auto& list = text[pos] == 'D' ? out.dacl : out.sacl;
+    pos += 2;
+    while (pos < text.size() && text[pos] == '(') {
+      size_t end = text.find(')', pos);
+      if (end == std::string::npos) return "unterminated ACE";
+      std::vector<std::string> fields;
+      std::string body = text.substr(pos + 1, end - pos - 1), field;
+      for (char c : body) {
+        if (c == ';') {
+          fields.push_back(field);
+          field.clear();
+        } else {
+          field += c;
+        }
+      }
+      fields.push_back(field);
+      if (fields.size() != 6) return "ACE needs 6 fields: " + body;
+      if (fields[0] != "A" && fields[0] != "D" && fields[0] != "ML") return "bad ACE type " + fields[0];
+      for (size_t i = 0; i < fields[1].size(); i += 2) {
+        if (!kFlagCodes.count(fields[1].substr(i, 2))) return "bad ACE flag in " + fields[1];
+      }
+      if (fields[2].empty() || fields[2].size() % 2) return "bad rights " + fields[2];
+      for (size_t i = 0; i < fields[2].size(); i += 2) {
+        if (!kRightCodes.count(fields[2].substr(i, 2))) return "bad right in " + fields[2];
+      }
+      if (!fields[3].empty() || !fields[4].empty()) return "object GUIDs are not used";
+      if (!backends::windows::IsValidSid(fields[5])) return "bad SID " + fields[5];
+      list.push_back({fields[0], fields[1], fields[2], fields[5]});
+      pos = end + 1;
+    }
+  }
+  return "";
+}
+
+backends::windows::WindowsPlan CompilePlan(const ir::Policy& policy, std::vector<std::string>* warnings = nullptr) {
+  auto artifacts = backends::CompileWindows(policy);
+  EXPECT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  EXPECT_EQ((*artifacts)[0].path, "windows.json");
+  if (warnings) *warnings = (*artifacts)[0].warnings;
+  auto plan = backends::windows::ParseWindowsPlan((*artifacts)[0].bytes);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return *plan;
+}
+
+TEST(SddlParser, AcceptsReferenceFormsAndRejectsJunk) {
+  ParsedSddl parsed;
+  EXPECT_EQ(ParseSddl("D:(D;OICI;FA;;;S-1-5-21-1-2-3)(A;OICI;FRFX;;;S-1-15-3-1)S:(ML;OICI;NW;;;LW)", parsed), "");
+  EXPECT_EQ(parsed.dacl.size(), 2u);
+  EXPECT_EQ(parsed.sacl.size(), 1u);
+  ParsedSddl junk;
+  EXPECT_NE(ParseSddl("D:(A;OICI;FA;;;S-1-x)", junk), "");
+  EXPECT_NE(ParseSddl("D:(A;OICI;ZZ;;;WD)", junk), "");
+  EXPECT_NE(ParseSddl("D:(A;OICI;FA;;WD)", junk), "");
+  EXPECT_NE(ParseSddl("D:(A;OICI;FA;;;WD", junk), "");
+}
+
+TEST(WindowsBackend, EverySddlParsesWithDenyBeforeAllow) {
+  auto plan = CompilePlan(testing::StrictPolicy());
+  ASSERT_FALSE(plan.paths.empty());
+  for (const auto& path : plan.paths) {
+    ParsedSddl parsed;
+    ASSERT_EQ(ParseSddl(path.sddl, parsed), "") << path.sddl;
+    bool seen_allow = false;
+    for (const auto& ace : parsed.dacl) {
+      if (ace.type == "A") seen_allow = true;
+      EXPECT_FALSE(ace.type == "D" && seen_allow) << "deny after allow in " << path.sddl;
+      EXPECT_EQ(ace.sid, plan.sandbox_sid) << "ACE not bound to the sandbox SID: " << path.sddl;
+      EXPECT_EQ(ace.flags, "OICI");
+    }
+  }
+}
+
+TEST(WindowsBackend, ReadOnlyIsDenyWriteAndDenyDelete) {
+  auto plan = CompilePlan(testing::StrictPolicy());
+  int readonly = 0;
+  for (const auto& path : plan.paths) {
+    if (path.role != PathRole::kReadOnly) continue;
+    ++readonly;
+    ParsedSddl parsed;
+    ASSERT_EQ(ParseSddl(path.sddl, parsed), "");
+    std::set<std::string> denied;
+    for (const auto& ace : parsed.dacl) {
+      if (ace.type == "D") denied.insert(ace.rights);
+      if (ace.type == "A") {
+        EXPECT_EQ(ace.rights.find("FW"), std::string::npos) << "read-only grants write";
+      }
+    }
+    EXPECT_TRUE(denied.count("FW")) << path.sddl;
+    EXPECT_TRUE(denied.count("SDDT")) << path.sddl;
+  }
+  EXPECT_EQ(readonly, 5);
+}
+
+TEST(WindowsBackend, WorkDirIsBoundToTheSandboxSidNeverEveryone) {
+  auto plan = CompilePlan(testing::StrictPolicy());
+  const auto& work = plan.paths[0];
+  EXPECT_EQ(work.role, PathRole::kWork);
+  EXPECT_EQ(work.location, "%COCOON_WORK_DIR%");
+  ParsedSddl parsed;
+  ASSERT_EQ(ParseSddl(work.sddl, parsed), "");
+  for (const auto& ace : parsed.dacl) {
+    EXPECT_NE(ace.sid, "WD");
+    EXPECT_NE(ace.sid, "S-1-1-0");
+    EXPECT_EQ(ace.sid, plan.sandbox_sid);
+    // The sandbox must never be able to rewrite the ACL it is confined by.
+    if (ace.type == "A") {
+      EXPECT_EQ(ace.rights.find("WD"), std::string::npos);
+    }
+  }
+  ASSERT_EQ(parsed.sacl.size(), 1u);
+  EXPECT_EQ(parsed.sacl[0].sid, "LW");
+  EXPECT_EQ(plan.sandbox_sid.rfind("S-1-15-3-1024-", 0), 0u);
+}
+
+TEST(WindowsBackend, HiddenPathsGetNoReadUpLabel) {
+  auto plan = CompilePlan(testing::StrictPolicy());
+  int hidden = 0;
+  for (const auto& path : plan.paths) {
+    if (path.role != PathRole::kHidden) continue;
+    ++hidden;
+    EXPECT_EQ(path.label_ace, "(ML;OICI;NRNWNX;;;ME)");
+    EXPECT_EQ(path.deny_aces.size(), 1u);
+  }
+  EXPECT_EQ(hidden, 2);
+}
+
+TEST(WindowsBackend, JobLimitsMatchThePolicyAndNeverBreakaway) {
+  namespace w = backends::windows;
+  auto plan = CompilePlan(testing::StrictPolicy());
+  const uint32_t flags = plan.job.limit_flags;
+  EXPECT_TRUE(flags & w::kLimitKillOnJobClose);
+  EXPECT_TRUE(flags & w::kLimitDieOnUnhandledException);
+  EXPECT_TRUE(flags & w::kLimitActiveProcess);
+  EXPECT_TRUE(flags & w::kLimitProcessMemory);
+  EXPECT_TRUE(flags & w::kLimitJobMemory);
+  EXPECT_TRUE(flags & w::kLimitJobTime);
+  EXPECT_TRUE(flags & w::kLimitPriorityClass);
+  EXPECT_FALSE(flags & (w::kLimitBreakawayOk | w::kLimitSilentBreakawayOk));
+  EXPECT_EQ(plan.job.active_process_limit, 32u);
+  EXPECT_EQ(plan.job.job_memory_limit, 128u << 20);
+  EXPECT_EQ(plan.job.per_job_user_time_100ns, 5000u * 10000u);
+  EXPECT_EQ(plan.job.ui_restrictions, 0xFFu);
+  EXPECT_EQ(plan.job.ui_restriction_names.size(), 8u);
+  EXPECT_EQ(plan.token.integrity_sid, "S-1-16-4096");
+  EXPECT_EQ(plan.token.restricted_token_flags, 0x1u | 0x4u | 0x8u);
+  EXPECT_EQ(plan.token.restricting_sids, std::vector<std::string>{plan.sandbox_sid});
+  EXPECT_EQ(plan.wall_time_ms, 5000u);
+}
+
+TEST(WindowsBackend, RequiredLimitsWithoutAMechanismMakeTheApplierRefuse) {
+  std::vector<std::string> warnings;
+  auto plan = CompilePlan(testing::StrictPolicy(), &warnings);
+  EXPECT_EQ(plan.unenforced_required_limits, (std::vector<std::string>{"open_files", "file_size"}));
+  EXPECT_EQ(warnings.size(), 2u);
+  auto artifacts = backends::CompileWindows(testing::StrictPolicy());
+  auto result = backends::windows::RunInWindowsSandbox({(*artifacts)[0].bytes, "cmd", "C:\\w", "C:\\t", {}});
+  EXPECT_EQ(result.status().code(), ErrorCode::kFailedPrecondition);
+}
+
+TEST(WindowsBackend, HostilePathsStayOutOfSddlAndRoundTrip) {
+  ir::Policy policy = testing::HostilePolicy();
+  auto plan = CompilePlan(policy);
+  for (const auto& path : plan.paths) {
+    ParsedSddl parsed;
+    EXPECT_EQ(ParseSddl(path.sddl, parsed), "") << path.sddl;
+  }
+  bool found = false;
+  for (const auto& path : plan.paths) found |= path.policy_path == "/secret\"(D;;FA;;;WD)";
+  EXPECT_TRUE(found);
+}
+
+TEST(WindowsPlan, ParserRefusesBreakawayAndEveryone) {
+  auto artifacts = backends::CompileWindows(testing::StrictPolicy());
+  auto doc = nlohmann::json::parse((*artifacts)[0].bytes);
+  auto breakaway = doc;
+  breakaway["job"]["limit_flags_value"] = doc["job"]["limit_flags_value"].get<uint32_t>() | 0x800;
+  EXPECT_FALSE(backends::windows::ParseWindowsPlan(breakaway.dump()).ok());
+  auto no_kill = doc;
+  no_kill["job"]["limit_flags_value"] = doc["job"]["limit_flags_value"].get<uint32_t>() & ~0x2000u;
+  EXPECT_FALSE(backends::windows::ParseWindowsPlan(no_kill.dump()).ok());
+  auto everyone = doc;
+  everyone["paths"][0]["allow_aces"].push_back("(A;OICI;FA;;;WD)");
+  EXPECT_FALSE(backends::windows::ParseWindowsPlan(everyone.dump()).ok());
+  EXPECT_FALSE(backends::windows::ParseWindowsPlan("[1,2").ok());
+}
+
+TEST(WindowsApplier, ResolvesPlaceholdersAndMappings) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.limits.open_files.enforcement = ir::Enforcement::kBestEffort;
+  policy.limits.file_size_bytes.enforcement = ir::Enforcement::kBestEffort;
+  auto plan = CompilePlan(policy);
+  backends::windows::WindowsLaunchRequest request{"", "cmd", "C:\\runs\\1", "C:\\runs\\1-tmp", {{"/usr", "C:\\usr"}}};
+  auto resolved = backends::windows::ResolvePlanPaths(plan, request);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  ASSERT_EQ(resolved->size(), 3u);  // work, /tmp, mapped /usr
+  EXPECT_EQ((*resolved)[0].windows_path, "C:\\runs\\1");
+#ifndef _WIN32
+  auto artifacts = backends::CompileWindows(policy);
+  request.plan_json = (*artifacts)[0].bytes;
+  // network off: the WFP step is not implemented, so the applier refuses.
+  EXPECT_EQ(backends::windows::RunInWindowsSandbox(request).status().code(), ErrorCode::kUnimplemented);
+#endif
+}
+
+}  // namespace
+}  // namespace cocoon
