@@ -23,7 +23,9 @@
 //  child, in its private mount namespace, after the new root's tmpfs is
 //  mounted at NEW_ROOT and BEFORE pivot_root (async-signal-safe):
 //      MountWorkDirInChild(staging.child_spec(), "<NEW_ROOT><work path>", sock, &step)
-//        - mounts the tmpfs (and the overlay), or the direct bind, at target
+//        - kCopy: mounts the quota tmpfs (nosuid,nodev) on target;
+//          kOverlay: the quota tmpfs on stage_dir, then the overlay on target;
+//          kDirect: binds the host dir on target, nosuid,nodev (recursive)
 //          (target must exist: the core mount code mkdirs it);
 //        - sends the parent two O_DIRECTORY fds over `sock` (SCM_RIGHTS):
 //          [0] the tree to scan later (staged tree / overlay upper),
@@ -49,6 +51,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,13 +83,12 @@ struct StagingOptions {
 // memory the child would need to follow besides this struct itself.
 struct WorkMountChildSpec {
   StagingStrategy strategy = StagingStrategy::kCopy;  // never kAuto
-  char stage_dir[PATH_MAX] = {};      // empty host dir; the tmpfs goes here (child ns only)
+  char stage_dir[PATH_MAX] = {};      // overlay: empty host dir; the tmpfs goes here (child ns only)
   char tmpfs_data[64] = {};           // "size=<bytes>,mode=0755"
   char host_dir[PATH_MAX] = {};       // lowerdir (overlay) / bind source (direct)
   char overlay_data[3 * PATH_MAX + 64] = {};  // "lowerdir=..,upperdir=..,workdir=..,userxattr"
   char upper_dir[PATH_MAX] = {};      // stage_dir + "/upper" (overlay)
   char overlay_work_dir[PATH_MAX] = {};  // stage_dir + "/work" (overlay)
-  char tree_dir[PATH_MAX] = {};       // stage_dir + "/tree" (copy)
 };
 
 // Steps MountWorkDirInChild reports in *failed_step (for the {step, errno}
@@ -96,7 +98,6 @@ enum class WorkMountStep : int {
   kMountTmpfs,
   kMkdir,
   kMountOverlay,
-  kBindTree,
   kBindDirect,
   kRemountDirect,
   kOpenFds,
@@ -146,7 +147,8 @@ class Staging {
   StagingOptions options_;
   WorkMountChildSpec spec_;
   uint64_t quota_bytes_ = 0;
-  std::string stage_dir_;  // created by Prepare, removed by the destructor
+  std::string stage_dir_;  // overlay only: created by Prepare, removed by the destructor
+  std::map<std::string, std::string> preexisting_symlinks_;  // host's own links, copied in (kCopy)
   int tree_fd_ = -1;
   int view_fd_ = -1;
 };

@@ -1,0 +1,270 @@
+#include "enforcer/workdir/commit.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/random.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "enforcer/workdir/tree_ops.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using tree::Fd;
+
+struct HostDir {
+  Fd parent;              // the host work dir's parent
+  std::string base;       // its name in the parent
+  Fd dir;                 // the host work dir itself
+  struct stat st {};
+};
+
+Result<HostDir> OpenHostDir(const std::string& host_dir) {
+  if (host_dir.empty() || host_dir[0] != '/') return InvalidArgumentError("host work dir must be absolute: " + host_dir);
+  std::string path = host_dir;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.rfind('/');
+  HostDir host;
+  host.base = path.substr(slash + 1);
+  if (host.base.empty() || host.base == "." || host.base == "..") return InvalidArgumentError("cannot commit to " + host_dir);
+  std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+  host.parent = Fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!host.parent.valid()) return ErrnoError("opening " + parent);
+  COCOON_ASSIGN_OR_RETURN(host.dir, tree::OpenDir(host.parent.get(), host.base));
+  struct stat parent_st {};
+  if (fstat(host.dir.get(), &host.st) != 0 || fstat(host.parent.get(), &parent_st) != 0) return ErrnoError("stat " + host_dir);
+  if (host.st.st_dev != parent_st.st_dev) {
+    return FailedPreconditionError("host work dir " + host_dir + " is a mount point; it cannot be replaced atomically");
+  }
+  return host;
+}
+
+// mkdtemp relative to the parent fd: mkdirat with random names.
+Result<std::string> MakeTempDir(int parent_fd) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char name[] = ".cocoon-commit-XXXXXX";
+    unsigned char random_bytes[6] = {};
+    if (getrandom(random_bytes, sizeof random_bytes, 0) != sizeof random_bytes) return ErrnoError("getrandom");
+    static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    for (int i = 0; i < 6; ++i) name[sizeof(name) - 7 + i] = kAlphabet[random_bytes[i] % 36];
+    if (mkdirat(parent_fd, name, 0700) == 0) return std::string(name);
+    if (errno != EEXIST) return ErrnoError("creating a commit directory next to the work dir");
+  }
+  return InternalError("no free commit directory name");
+}
+
+bool IsOpaque(int dir_fd) {
+  char value[2] = {};
+  for (const char* attr : {"user.overlay.opaque", "trusted.overlay.opaque"}) {
+    if (fgetxattr(dir_fd, attr, value, sizeof value) == 1 && value[0] == 'y') return true;
+  }
+  return false;
+}
+
+class Committer {
+ public:
+  Committer(const ScanReport& scan, const CommitOptions& options) : scan_(scan), options_(options) {}
+
+  Result<CommitReport> Run(int tree_fd, const std::string& host_dir);
+
+ private:
+  Status Tick();
+  tree::CopyHooks Hooks();
+  Status LinkOriginals(int src_fd, int dst_fd);
+  Status ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix);
+  Status Build(int tree_fd, HostDir& host, int temp_fd);
+
+  const ScanReport& scan_;
+  const CommitOptions& options_;
+  CommitReport report_;
+  uint64_t entries_ = 0;
+  tree::CopyStats stats_;
+};
+
+Status Committer::Tick() {
+  ++entries_;
+  if (options_.cancel && options_.cancel->load()) return Status(ErrorCode::kUnavailable, "commit cancelled");
+  if (options_.fail_after_entries && entries_ > options_.fail_after_entries) {
+    return Status(ErrorCode::kUnavailable, "commit interrupted (test hook)");
+  }
+  return Status::Ok();
+}
+
+tree::CopyHooks Committer::Hooks() {
+  tree::CopyHooks hooks;
+  hooks.keep = [this](const std::string& path) {
+    if (!scan_.IsFlagged(path)) return true;
+    for (const auto& finding : scan_.findings) {
+      if (finding.path == path) report_.left_out.push_back(finding);
+    }
+    return false;
+  };
+  hooks.skip = [this](const std::string& path, const char* kind) {
+    report_.left_out.push_back(BreakoutFinding{path, kind, ""});
+  };
+  hooks.tick = [this] { return Tick(); };
+  return hooks;
+}
+
+// Overlay: mirror the host dir into the temp dir with hard links (no data is
+// copied and the originals are never opened for writing).
+Status Committer::LinkOriginals(int src_fd, int dst_fd) {
+  COCOON_ASSIGN_OR_RETURN(auto entries, tree::ListDir(src_fd));
+  for (const auto& entry : entries) {
+    COCOON_RETURN_IF_ERROR(Tick());
+    if (entry.type == DT_DIR) {
+      struct stat st {};
+      if (fstatat(src_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + entry.name);
+      if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("mkdir " + entry.name);
+      COCOON_ASSIGN_OR_RETURN(Fd src, tree::OpenDir(src_fd, entry.name));
+      COCOON_ASSIGN_OR_RETURN(Fd dst, tree::OpenDir(dst_fd, entry.name));
+      COCOON_RETURN_IF_ERROR(LinkOriginals(src.get(), dst.get()));
+      if (fchmod(dst.get(), st.st_mode & 07777) != 0) return ErrnoError("chmod " + entry.name);
+      continue;
+    }
+    // linkat without AT_SYMLINK_FOLLOW links a symlink itself, never its target.
+    if (linkat(src_fd, entry.name.c_str(), dst_fd, entry.name.c_str(), 0) != 0) {
+      return ErrnoError("linking original '" + entry.name + "' into the commit directory");
+    }
+  }
+  return Status::Ok();
+}
+
+// Applies an overlayfs upper layer onto dst (a mirror of the lower layer):
+// whiteouts delete, opaque dirs replace, everything else replaces by name.
+Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix) {
+  COCOON_ASSIGN_OR_RETURN(auto entries, tree::ListDir(upper_fd));
+  tree::CopyHooks hooks = Hooks();
+  for (const auto& entry : entries) {
+    std::string path = tree::Join(prefix, entry.name);
+    COCOON_RETURN_IF_ERROR(Tick());
+    struct stat st {};
+    if (fstatat(upper_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + path);
+    if (S_ISCHR(st.st_mode) && st.st_rdev == 0) {  // whiteout
+      COCOON_RETURN_IF_ERROR(tree::RemoveTree(dst_fd, entry.name));
+      continue;
+    }
+    if (!hooks.keep(path)) continue;  // flagged: the original (if any) stays
+    struct stat existing {};
+    bool exists = fstatat(dst_fd, entry.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0;
+    if (S_ISDIR(st.st_mode)) {
+      COCOON_ASSIGN_OR_RETURN(Fd upper_child, tree::OpenDir(upper_fd, entry.name));
+      bool merge = exists && S_ISDIR(existing.st_mode) && !IsOpaque(upper_child.get());
+      if (!merge) {
+        if (exists) COCOON_RETURN_IF_ERROR(tree::RemoveTree(dst_fd, entry.name));
+        if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("mkdir " + path);
+      }
+      COCOON_ASSIGN_OR_RETURN(Fd dst_child, tree::OpenDir(dst_fd, entry.name));
+      COCOON_RETURN_IF_ERROR(ApplyUpper(upper_child.get(), dst_child.get(), path));
+      if (fchmod(dst_child.get(), st.st_mode & 0777) != 0) return ErrnoError("chmod " + path);
+      ++stats_.directories;
+      continue;
+    }
+    if (exists) COCOON_RETURN_IF_ERROR(tree::RemoveTree(dst_fd, entry.name));
+    if (S_ISREG(st.st_mode)) {
+      COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes));
+      ++stats_.files;
+    } else if (S_ISLNK(st.st_mode)) {
+      auto target = tree::CopySymlink(upper_fd, entry.name, dst_fd, entry.name);
+      if (!target.ok()) return target.status();
+      ++stats_.symlinks;
+    } else {
+      hooks.skip(path, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
+  if (options_.source == CommitSource::kStagedTree) {
+    return tree::CopyTree(tree_fd, temp_fd, "", Hooks(), stats_);
+  }
+  COCOON_RETURN_IF_ERROR(LinkOriginals(host.dir.get(), temp_fd));
+  return ApplyUpper(tree_fd, temp_fd, "");
+}
+
+Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
+  COCOON_ASSIGN_OR_RETURN(HostDir host, OpenHostDir(host_dir));
+  COCOON_ASSIGN_OR_RETURN(std::string temp_name, MakeTempDir(host.parent.get()));
+  Status built;
+  {
+    auto temp = tree::OpenDir(host.parent.get(), temp_name);
+    built = temp.ok() ? Build(tree_fd, host, temp->get()) : temp.status();
+    if (built.ok()) {
+      // The replacement keeps the host dir's own mode and (as root) owner.
+      if (fchmod(temp->get(), host.st.st_mode & 07777) != 0) built = ErrnoError("chmod commit dir");
+      if (built.ok() && geteuid() == 0 && fchown(temp->get(), host.st.st_uid, host.st.st_gid) != 0) {
+        built = ErrnoError("chown commit dir");
+      }
+    }
+  }
+  // The one step that changes the host: swap old and new in place
+  // (renameat2 RENAME_EXCHANGE, man 2 rename). Before it, nothing changed.
+  if (built.ok() && renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(),
+                              RENAME_EXCHANGE) != 0) {
+    built = ErrnoError("swapping the committed tree into place");
+  }
+  // Before the swap: the half-built tree. After it: the previous contents.
+  Status cleanup = tree::RemoveTree(host.parent.get(), temp_name);
+  if (!built.ok()) return built.WithContext("commit of the work dir (nothing was committed)");
+  if (!cleanup.ok()) return cleanup.WithContext("committed, but removing the previous contents failed");
+  report_.files = stats_.files;
+  report_.directories = stats_.directories;
+  report_.symlinks = stats_.symlinks;
+  report_.bytes = stats_.bytes;
+  return std::move(report_);
+}
+
+// Opens the parent directory of `relative` without following links and
+// returns it with the final component's name.
+Result<std::pair<Fd, std::string>> OpenParent(int root_fd, const std::string& relative) {
+  size_t slash = relative.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : relative.substr(0, slash);
+  std::string name = slash == std::string::npos ? relative : relative.substr(slash + 1);
+  COCOON_ASSIGN_OR_RETURN(Fd parent, tree::OpenDirPath(root_fd, dir, tree::CreateMissing::kNo));
+  return std::make_pair(std::move(parent), name);
+}
+
+Status Remediate(int root_fd, const BreakoutFinding& finding) {
+  COCOON_ASSIGN_OR_RETURN(auto parent, OpenParent(root_fd, finding.path));
+  const std::string& name = parent.second;
+  if (finding.kind == "setuid" || finding.kind == "setgid") {
+    Fd file(openat(parent.first.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    struct stat st {};
+    if (!file.valid() || fstat(file.get(), &st) != 0) return ErrnoError("opening " + finding.path);
+    if (fchmod(file.get(), st.st_mode & 0777) != 0) return ErrnoError("clearing setuid/setgid on " + finding.path);
+    return Status::Ok();
+  }
+  if (finding.kind == "mount" || finding.kind == "unreadable") return Status::Ok();  // reported only
+  // Escaping links, outside hardlinks, devices, FIFOs, sockets: unlink the
+  // name (an outside hardlink's target file keeps its other names).
+  if (unlinkat(parent.first.get(), name.c_str(), 0) != 0 && errno != ENOENT) return ErrnoError("removing " + finding.path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,
+                                      const CommitOptions& options) {
+  Committer committer(scan, options);
+  return committer.Run(tree_fd, host_dir);
+}
+
+Result<CommitReport> RemediateDirectTree(const std::string& host_dir, const ScanReport& scan) {
+  Fd root(open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid()) return ErrnoError("opening work dir " + host_dir);
+  CommitReport report;
+  for (const BreakoutFinding& finding : scan.findings) {
+    COCOON_RETURN_IF_ERROR(Remediate(root.get(), finding).WithContext("direct work dir remediation"));
+    report.left_out.push_back(finding);
+  }
+  return report;
+}
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,229 @@
+#include "enforcer/workdir/staging.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "enforcer/workdir/tree_ops.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using tree::Fd;
+
+Status CopyString(char* out, size_t size, const std::string& value, const char* what) {
+  if (value.size() + 1 > size) return InvalidArgumentError(std::string(what) + " is too long: " + value);
+  memcpy(out, value.c_str(), value.size() + 1);
+  return Status::Ok();
+}
+
+Result<std::string> Canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (!realpath(path.c_str(), resolved)) return ErrnoError("work dir " + path);
+  struct stat st {};
+  if (stat(resolved, &st) != 0) return ErrnoError("work dir " + path);
+  if (!S_ISDIR(st.st_mode)) return InvalidArgumentError("work dir " + path + " is not a directory");
+  return std::string(resolved);
+}
+
+// Overlay options are comma-separated and lowerdir is colon-separated
+// (Documentation/filesystems/overlayfs.rst); paths holding either would need
+// escaping, so such dirs use the copy strategy instead.
+bool OverlaySafePath(const std::string& path) { return path.find_first_of(",:\\") == std::string::npos; }
+
+Status CheckCopies(const std::vector<ir::Copy>& copies) {
+  for (const ir::Copy& copy : copies) {
+    struct stat st {};
+    if (lstat(copy.source.c_str(), &st) != 0) return ErrnoError("--copy source " + copy.source);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      return InvalidArgumentError("--copy source " + copy.source + " is not a regular file or directory");
+    }
+    const std::string& dest = copy.destination;
+    if (dest.empty() || dest[0] == '/' || dest == ".." || dest.find("../") != std::string::npos ||
+        (dest.size() >= 3 && dest.compare(dest.size() - 3, 3, "/..") == 0)) {
+      return InvalidArgumentError("--copy destination must be a relative path inside the work dir: '" + dest + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::pair<int, int>> ReceiveFds(int sock) {
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return ErrnoError("receiving the staged work dir from the sandbox");
+  if (n == 0) return FailedPreconditionError("the sandbox exited before mounting its work dir");
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (!cmsg || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS ||
+      cmsg->cmsg_len != CMSG_LEN(2 * sizeof(int)) || (msg.msg_flags & MSG_CTRUNC)) {
+    return InternalError("malformed work dir handoff from the sandbox");
+  }
+  int fds[2];
+  memcpy(fds, CMSG_DATA(cmsg), sizeof fds);
+  return std::make_pair(fds[0], fds[1]);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options) {
+  std::unique_ptr<Staging> staging(new Staging());
+  staging->options_ = options;
+  COCOON_ASSIGN_OR_RETURN(staging->options_.host_dir, Canonical(options.host_dir));
+  COCOON_RETURN_IF_ERROR(CheckCopies(options.copies));
+  const std::string& host = staging->options_.host_dir;
+  WorkMountChildSpec& spec = staging->spec_;
+  COCOON_RETURN_IF_ERROR(CopyString(spec.host_dir, sizeof spec.host_dir, host, "work dir path"));
+  staging->quota_bytes_ = options.quota_bytes ? options.quota_bytes : options.default_quota_bytes;
+  snprintf(spec.tmpfs_data, sizeof spec.tmpfs_data, "size=%llu,mode=0755",
+           static_cast<unsigned long long>(staging->quota_bytes_));
+
+  StagingStrategy strategy = options.strategy;
+  if (options.mode == ir::WorkMode::kDirect) strategy = StagingStrategy::kDirect;
+  if (strategy == StagingStrategy::kAuto) {
+    // Big dirs go through an overlay (nothing copied in); small ones are
+    // copied, which needs no overlayfs and keeps the host dir unmounted.
+    COCOON_ASSIGN_OR_RETURN(ScanReport size, ScanForBreakoutsAt(host));
+    strategy = size.bytes > options.overlay_threshold_bytes && OverlaySafePath(host) ? StagingStrategy::kOverlay
+                                                                                    : StagingStrategy::kCopy;
+  }
+  if (strategy == StagingStrategy::kOverlay && !OverlaySafePath(host)) {
+    return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
+  }
+  spec.strategy = strategy;
+  if (strategy == StagingStrategy::kOverlay) {
+    std::string pattern = options.state_dir + "/cocoon-stage-XXXXXX";
+    if (!mkdtemp(pattern.data())) return ErrnoError("creating a staging mount point in " + options.state_dir);
+    staging->stage_dir_ = pattern;
+    if (!OverlaySafePath(pattern)) return InvalidArgumentError("state dir path unusable for overlay: " + pattern);
+    COCOON_RETURN_IF_ERROR(CopyString(spec.stage_dir, sizeof spec.stage_dir, pattern, "stage dir"));
+    COCOON_RETURN_IF_ERROR(CopyString(spec.upper_dir, sizeof spec.upper_dir, pattern + "/upper", "upper dir"));
+    COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_work_dir, sizeof spec.overlay_work_dir, pattern + "/work", "work dir"));
+    // userxattr: overlay metadata in user.* xattrs, which an unprivileged
+    // mounter may write (Linux 5.11); trusted.* needs CAP_SYS_ADMIN in the
+    // initial namespace.
+    std::string data = "lowerdir=" + host + ",upperdir=" + pattern + "/upper,workdir=" + pattern + "/work,userxattr";
+    COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_data, sizeof spec.overlay_data, data, "overlay options"));
+  }
+  return staging;
+}
+
+Staging::~Staging() {
+  if (tree_fd_ >= 0) close(tree_fd_);
+  if (view_fd_ >= 0) close(view_fd_);
+  if (!stage_dir_.empty()) rmdir(stage_dir_.c_str());  // empty on the host: the tmpfs was never on it here
+}
+
+LimitEnforcement Staging::DiskLimitRow(bool required) const {
+  if (spec_.strategy == StagingStrategy::kDirect) {
+    return LimitEnforcement{"disk", quota_bytes_, "bytes", LimitMechanism::kRlimit, required,
+                            "direct work dir: RLIMIT_FSIZE only; breakout verification ran after the fact"};
+  }
+  return LimitEnforcement{"disk", quota_bytes_, "bytes", LimitMechanism::kTmpfsSize, required,
+                          spec_.strategy == StagingStrategy::kOverlay ? "overlay upper layer on a tmpfs of this size"
+                                                                      : "staged copy on a tmpfs of this size"};
+}
+
+void Staging::AdoptFds(int tree_fd, int view_fd) {
+  if (tree_fd_ >= 0) close(tree_fd_);
+  if (view_fd_ >= 0) close(view_fd_);
+  tree_fd_ = tree_fd;
+  view_fd_ = view_fd;
+}
+
+Status Staging::ReceiveAndPopulate(int sock) {
+  if (spec_.strategy == StagingStrategy::kDirect) return Status::Ok();
+  COCOON_ASSIGN_OR_RETURN(auto fds, ReceiveFds(sock));
+  AdoptFds(fds.first, fds.second);
+  COCOON_RETURN_IF_ERROR(Populate().WithContext("filling the staged work dir"));
+  ssize_t n;
+  do {
+    n = write(sock, "G", 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return ErrnoError("releasing the sandbox after staging");
+  return Status::Ok();
+}
+
+Status Staging::Populate() {
+  tree::CopyHooks hooks;
+  tree::CopyStats stats;
+  if (spec_.strategy == StagingStrategy::kCopy) {
+    Fd host(open(options_.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!host.valid()) return ErrnoError("opening " + options_.host_dir);
+    // The host's own symlinks are copied as they are; remember them so that
+    // an unchanged original is not reported (or dropped) as a breakout.
+    hooks.on_symlink = [this](const std::string& path, const std::string& target) {
+      preexisting_symlinks_[path] = target;
+    };
+    Status copied = tree::CopyTree(host.get(), view_fd_, "", hooks, stats);
+    if (!copied.ok()) return copied.code() == ErrorCode::kResourceExhausted || copied.message().find("No space") != std::string::npos
+                                ? ResourceExhaustedError("the work dir does not fit in the disk quota: " + copied.message())
+                                : copied;
+    hooks.on_symlink = nullptr;
+  }
+  for (const ir::Copy& copy : options_.copies) {
+    std::string dest = copy.destination;
+    size_t slash = dest.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : dest.substr(0, slash);
+    std::string name = slash == std::string::npos ? dest : dest.substr(slash + 1);
+    COCOON_ASSIGN_OR_RETURN(Fd parent, tree::OpenDirPath(view_fd_, dir, tree::CreateMissing::kYes));
+    struct stat st {};
+    if (lstat(copy.source.c_str(), &st) != 0) return ErrnoError("--copy source " + copy.source);
+    // The destination is replaced, never written through (it may be a link).
+    COCOON_RETURN_IF_ERROR(tree::RemoveTree(parent.get(), name));
+    if (S_ISDIR(st.st_mode)) {
+      Fd src(open(copy.source.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!src.valid()) return ErrnoError("--copy source " + copy.source);
+      if (mkdirat(parent.get(), name.c_str(), st.st_mode & 0777) != 0) return ErrnoError("creating " + dest);
+      COCOON_ASSIGN_OR_RETURN(Fd dst, tree::OpenDir(parent.get(), name));
+      COCOON_RETURN_IF_ERROR(tree::CopyTree(src.get(), dst.get(), dest, hooks, stats));
+    } else {
+      COCOON_RETURN_IF_ERROR(tree::CopyFile(AT_FDCWD, copy.source, parent.get(), name, st.st_mode, &stats.bytes));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<StagingResult> Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
+  StagingResult result;
+  if (spec_.strategy == StagingStrategy::kDirect) {
+    ScanOptions scan_options;
+    scan_options.mode = ScanMode::kDirect;
+    COCOON_ASSIGN_OR_RETURN(result.scan, ScanForBreakoutsAt(options_.host_dir, scan_options));
+    COCOON_ASSIGN_OR_RETURN(result.commit, RemediateDirectTree(options_.host_dir, result.scan));
+    return result;
+  }
+  if (tree_fd_ < 0) return FailedPreconditionError("the staged work dir was never received from the sandbox");
+  ScanOptions scan_options;
+  scan_options.mode = spec_.strategy == StagingStrategy::kOverlay ? ScanMode::kOverlayUpper : ScanMode::kStagedTree;
+  COCOON_ASSIGN_OR_RETURN(result.scan, ScanForBreakouts(tree_fd_, scan_options));
+  // An original host symlink the sandbox left untouched is the host's own,
+  // not a breakout: keep it (it was already there).
+  std::erase_if(result.scan.findings, [this](const BreakoutFinding& f) {
+    auto it = preexisting_symlinks_.find(f.path);
+    return f.kind == "symlink-escape" && it != preexisting_symlinks_.end() && it->second == f.target;
+  });
+  CommitOptions commit_options;
+  commit_options.cancel = cancel;
+  commit_options.source =
+      spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;
+  COCOON_ASSIGN_OR_RETURN(result.commit, CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options));
+  result.committed = true;
+  return result;
+}
+
+}  // namespace cocoon::enforcer

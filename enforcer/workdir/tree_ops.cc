@@ -1,0 +1,183 @@
+#include "enforcer/workdir/tree_ops.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <memory>
+
+namespace cocoon::enforcer::tree {
+namespace {
+
+struct LinuxDirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+bool IsDotOrDotDot(const char* name) {
+  return name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0));
+}
+
+}  // namespace
+
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string Join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "/" + name;
+}
+
+Result<std::vector<DirEntry>> ListDir(int dir_fd) {
+  std::vector<DirEntry> entries;
+  constexpr size_t kSize = 32 * 1024;
+  std::unique_ptr<char[]> buffer(new char[kSize]);
+  // getdents64 continues from the fd's offset; rewind so a reused fd works.
+  lseek(dir_fd, 0, SEEK_SET);
+  for (;;) {
+    long n = syscall(SYS_getdents64, dir_fd, buffer.get(), kSize);
+    if (n < 0) return ErrnoError("reading a directory");
+    if (n == 0) break;
+    for (long offset = 0; offset < n;) {
+      auto* d = reinterpret_cast<LinuxDirent64*>(buffer.get() + offset);
+      offset += d->d_reclen;
+      if (IsDotOrDotDot(d->d_name)) continue;
+      unsigned char type = d->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st {};
+        if (fstatat(dir_fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) type = IFTODT(st.st_mode);
+      }
+      entries.push_back(DirEntry{d->d_name, type});
+    }
+  }
+  return entries;
+}
+
+Result<Fd> OpenDir(int dir_fd, const std::string& name) {
+  int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("opening directory '" + name + "'");
+  return Fd(fd);
+}
+
+Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing create) {
+  int dup_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) return ErrnoError("dup");
+  Fd current(dup_fd);
+  size_t pos = 0;
+  while (pos < relative.size()) {
+    size_t end = relative.find('/', pos);
+    if (end == std::string::npos) end = relative.size();
+    std::string part = relative.substr(pos, end - pos);
+    pos = end + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return InvalidArgumentError("'..' in path '" + relative + "'");
+    if (create == CreateMissing::kYes && mkdirat(current.get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoError("creating directory '" + part + "' of '" + relative + "'");
+    }
+    COCOON_ASSIGN_OR_RETURN(Fd next, OpenDir(current.get(), part));
+    current = std::move(next);
+  }
+  return current;
+}
+
+Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name, mode_t mode,
+                uint64_t* bytes) {
+  Fd in(openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!in.valid()) return ErrnoError("opening '" + name + "'");
+  struct stat st {};
+  if (fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) return FailedPreconditionError("'" + name + "' is not a regular file");
+  Fd out(openat(dst_dir, dst_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!out.valid()) return ErrnoError("creating '" + dst_name + "'");
+  uint64_t total = 0;
+  for (;;) {
+    // sendfile works between any two filesystems (copy_file_range returns
+    // EXDEV across some since Linux 5.19).
+    ssize_t n = sendfile(out.get(), in.get(), nullptr, 1 << 30);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("copying '" + name + "'");
+    }
+    if (n == 0) break;
+    total += static_cast<uint64_t>(n);
+  }
+  // Never carry setuid/setgid/sticky across.
+  if (fchmod(out.get(), mode & 0777) != 0) return ErrnoError("chmod '" + dst_name + "'");
+  if (bytes) *bytes += total;
+  return Status::Ok();
+}
+
+Result<std::string> CopySymlink(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name) {
+  char target[PATH_MAX + 1];
+  ssize_t len = readlinkat(src_dir, name.c_str(), target, PATH_MAX);
+  if (len < 0) return ErrnoError("reading link '" + name + "'");
+  target[len] = 0;
+  if (symlinkat(target, dst_dir, dst_name.c_str()) != 0) return ErrnoError("creating link '" + dst_name + "'");
+  return std::string(target, static_cast<size_t>(len));
+}
+
+Status RemoveTree(int dir_fd, const std::string& name) {
+  if (unlinkat(dir_fd, name.c_str(), 0) == 0) return Status::Ok();
+  if (errno == ENOENT) return Status::Ok();
+  if (errno != EISDIR && errno != EPERM) return ErrnoError("removing '" + name + "'");
+  {
+    COCOON_ASSIGN_OR_RETURN(Fd child, OpenDir(dir_fd, name));
+    COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(child.get()));
+    for (const DirEntry& entry : entries) {
+      COCOON_RETURN_IF_ERROR(RemoveTree(child.get(), entry.name));
+    }
+  }
+  if (unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return ErrnoError("removing directory '" + name + "'");
+  return Status::Ok();
+}
+
+Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats) {
+  COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(src_fd));
+  for (const DirEntry& entry : entries) {
+    std::string path = Join(prefix, entry.name);
+    if (hooks.tick) COCOON_RETURN_IF_ERROR(hooks.tick());
+    if (hooks.keep && !hooks.keep(path)) continue;
+    struct stat st {};
+    if (fstatat(src_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (hooks.skip) hooks.skip(path, "unreadable");
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      // Created owner-writable so we can fill it; the real mode comes after.
+      if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("creating directory '" + path + "'");
+      COCOON_ASSIGN_OR_RETURN(Fd src_child, OpenDir(src_fd, entry.name));
+      COCOON_ASSIGN_OR_RETURN(Fd dst_child, OpenDir(dst_fd, entry.name));
+      COCOON_RETURN_IF_ERROR(CopyTree(src_child.get(), dst_child.get(), path, hooks, stats));
+      if (fchmod(dst_child.get(), st.st_mode & 0777) != 0) return ErrnoError("chmod '" + path + "'");
+      ++stats.directories;
+    } else if (S_ISREG(st.st_mode)) {
+      Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes);
+      if (!copied.ok()) return copied.WithContext(path);
+      ++stats.files;
+    } else if (S_ISLNK(st.st_mode)) {
+      auto target = CopySymlink(src_fd, entry.name, dst_fd, entry.name);
+      if (!target.ok()) return target.status().WithContext(path);
+      if (hooks.on_symlink) hooks.on_symlink(path, *target);
+      ++stats.symlinks;
+    } else if (hooks.skip) {
+      hooks.skip(path, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace cocoon::enforcer::tree

@@ -1,0 +1,88 @@
+// No-follow file tree primitives shared by the staging copy-in and the commit
+// (internal to enforcer/workdir). Every operation works relative to directory
+// fds opened with O_NOFOLLOW|O_DIRECTORY; no path with more than one
+// component is ever handed to the kernel, so a symlink planted anywhere in a
+// tree cannot redirect a read, a write or a removal.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/common/status.h"
+
+namespace cocoon::enforcer::tree {
+
+// An owned fd, closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  ~Fd();
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct DirEntry {
+  std::string name;
+  unsigned char type;  // DT_* (DT_UNKNOWN resolved with fstatat)
+};
+
+// Lists a directory (no "." / ".."), resolving DT_UNKNOWN without following.
+Result<std::vector<DirEntry>> ListDir(int dir_fd);
+
+// openat(dir_fd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC).
+Result<Fd> OpenDir(int dir_fd, const std::string& name);
+
+// Walks `relative` ("a/b/c") component by component from root_fd with
+// OpenDir, creating missing directories (mode 0755) when `create` is true.
+enum class CreateMissing { kNo, kYes };
+Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing create);
+
+// Copies the regular file src_dir/name to a NEW file dst_dir/dst_name
+// (O_CREAT|O_EXCL|O_NOFOLLOW), contents via sendfile, mode & 0777.
+Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name, mode_t mode,
+                uint64_t* bytes);
+
+// Recreates the symlink src_dir/name as dst_dir/dst_name (same target text).
+Result<std::string> CopySymlink(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name);
+
+// Removes dir_fd/name and, if it is a directory, everything below it, without
+// following links.
+Status RemoveTree(int dir_fd, const std::string& name);
+
+// Calls `visit` for a file the copy could not take, with a reason.
+using SkipFn = std::function<void(const std::string& path, const char* kind)>;
+
+// Copies the contents of src_fd into dst_fd (existing, empty) recursively:
+// directories, regular files and symlinks; other types are passed to `skip`.
+// `prefix` is the path of src_fd relative to the tree root ("" at the root),
+// used for the skip callback and for `filter` (return false to leave out).
+struct CopyHooks {
+  std::function<bool(const std::string& path)> keep;  // null: keep everything
+  SkipFn skip;                                         // null: ignore
+  std::function<Status()> tick;                        // per entry; an error aborts (cancel, test hooks)
+  std::function<void(const std::string& path, const std::string& target)> on_symlink;
+};
+struct CopyStats {
+  uint64_t files = 0, directories = 0, symlinks = 0, bytes = 0;
+};
+Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats);
+
+std::string Join(const std::string& prefix, const std::string& name);
+
+}  // namespace cocoon::enforcer::tree

@@ -1,0 +1,217 @@
+// Commit of a verified tree to the host work dir: escapes left out, good
+// files committed, originals untouched, interrupted commits change nothing.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <string>
+
+#include "enforcer/workdir/breakout_scan.h"
+#include "enforcer/workdir/commit.h"
+#include "test_tree.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using testing::Exists;
+using testing::ReadText;
+using testing::TempDir;
+using testing::WriteText;
+
+std::set<std::string> Names(const std::string& dir) {
+  std::set<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.insert(n);
+  }
+  closedir(d);
+  return names;
+}
+
+struct Fixture {
+  TempDir outside{"cocoon-outside"};
+  TempDir parent{"cocoon-parent"};
+  TempDir staged{"cocoon-staged"};
+  std::string host;
+
+  Fixture() {
+    host = parent / "work";
+    mkdir(host.c_str(), 0750);
+    WriteText(host + "/orig.txt", "original\n");
+    WriteText(outside / "secret", "top secret\n");
+    // The staged tree: good results plus one of each escape.
+    testing::MakeDirs(staged / "out/deep");
+    WriteText(staged / "orig.txt", "changed by the sandbox\n");
+    WriteText(staged / "out/result.json", "{\"ok\":true}\n", 0755);
+    WriteText(staged / "out/deep/data.bin", std::string(100000, 'x'));
+    symlink("deep/data.bin", (staged / "out/good-link").c_str());
+    symlink("/etc/passwd", (staged / "abs-link").c_str());
+    symlink("../../etc", (staged / "out/climb").c_str());
+    link((outside / "secret").c_str(), (staged / "hard").c_str());
+    mkfifo((staged / "fifo").c_str(), 0600);
+    WriteText(staged / "suid", "x", 04755);
+  }
+
+  ScanReport Scan() {
+    auto report = ScanForBreakoutsAt(staged.path());
+    EXPECT_TRUE(report.ok());
+    return *report;
+  }
+
+  int StagedFd() { return open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
+};
+
+TEST(CommitTest, GoodFilesCommittedEscapesLeftOutOriginalsUntouched) {
+  Fixture f;
+  ScanReport scan = f.Scan();
+  ASSERT_EQ(scan.findings.size(), 5u);
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, scan, f.host);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+
+  EXPECT_EQ(ReadText(f.host + "/orig.txt"), "changed by the sandbox\n");
+  EXPECT_EQ(ReadText(f.host + "/out/result.json"), "{\"ok\":true}\n");
+  EXPECT_EQ(ReadText(f.host + "/out/deep/data.bin").size(), 100000u);
+  char target[64] = {};
+  ASSERT_GT(readlink((f.host + "/out/good-link").c_str(), target, sizeof target), 0);
+  EXPECT_STREQ(target, "deep/data.bin");
+  struct stat st {};
+  ASSERT_EQ(stat((f.host + "/out/result.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_EQ(stat(f.host.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u) << "the work dir keeps its own mode";
+
+  for (const char* bad : {"abs-link", "out/climb", "hard", "fifo", "suid"}) {
+    EXPECT_FALSE(Exists(f.host + "/" + bad)) << bad << " reached the host";
+  }
+  EXPECT_EQ(report->left_out.size(), 5u);
+  EXPECT_EQ(ReadText(f.outside / "secret"), "top secret\n");
+  ASSERT_EQ(stat((f.outside / "secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_nlink, 2u) << "only the staged link remains, none in the host dir";
+  EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << "no temporary dir left behind";
+  EXPECT_EQ(report->files, 3u);
+  EXPECT_EQ(report->symlinks, 1u);
+}
+
+TEST(CommitTest, InterruptedCommitLeavesHostDirUnchanged) {
+  Fixture f;
+  ino_t before = testing::Inode(f.host);
+  ScanReport scan = f.Scan();
+  CommitOptions options;
+  options.fail_after_entries = 3;
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, scan, f.host, options);
+  close(fd);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("nothing was committed"), std::string::npos) << report.status().message();
+  EXPECT_EQ(testing::Inode(f.host), before);
+  EXPECT_EQ(Names(f.host), std::set<std::string>{"orig.txt"});
+  EXPECT_EQ(ReadText(f.host + "/orig.txt"), "original\n");
+  EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"});
+}
+
+TEST(CommitTest, CancelFlagCommitsNothing) {
+  Fixture f;
+  std::atomic<bool> cancel{true};
+  CommitOptions options;
+  options.cancel = &cancel;
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(ReadText(f.host + "/orig.txt"), "original\n");
+  EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"});
+}
+
+TEST(CommitTest, OverlayUpperAppliedOverHardlinkedOriginals) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mknod of a whiteout needs root here";
+  TempDir parent("cocoon-parent");
+  TempDir upper("cocoon-upper");
+  std::string host = parent / "work";
+  testing::MakeDirs(host + "/keep");
+  testing::MakeDirs(host + "/replaced");
+  WriteText(host + "/a", "old a");
+  WriteText(host + "/b", "delete me");
+  WriteText(host + "/keep/c", "unchanged");
+  WriteText(host + "/replaced/old", "gone after opaque");
+  ino_t c_inode = testing::Inode(host + "/keep/c");
+  // Upper: a modified, b whited out, e new, replaced/ opaque with one file,
+  // an escaping symlink over keep/c (left out: the original stays).
+  WriteText(upper / "a", "new a");
+  ASSERT_EQ(mknod((upper / "b").c_str(), S_IFCHR, makedev(0, 0)), 0);
+  WriteText(upper / "e", "new e");
+  testing::MakeDirs(upper / "replaced");
+  ASSERT_EQ(setxattr((upper / "replaced").c_str(), "user.overlay.opaque", "y", 1, 0), 0);
+  WriteText(upper / "replaced/new", "fresh");
+  testing::MakeDirs(upper / "keep");
+  ASSERT_EQ(symlink("/etc/shadow", (upper / "keep/c").c_str()), 0);
+
+  ScanOptions scan_options;
+  scan_options.mode = ScanMode::kOverlayUpper;
+  auto scan = ScanForBreakoutsAt(upper.path(), scan_options);
+  ASSERT_TRUE(scan.ok());
+  ASSERT_EQ(scan->findings.size(), 1u);
+  CommitOptions options;
+  options.source = CommitSource::kOverlayUpper;
+  int fd = open(upper.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto report = CommitStagedTree(fd, *scan, host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(ReadText(host + "/a"), "new a");
+  EXPECT_FALSE(Exists(host + "/b"));
+  EXPECT_EQ(ReadText(host + "/e"), "new e");
+  EXPECT_EQ(Names(host + "/replaced"), std::set<std::string>{"new"});
+  EXPECT_EQ(ReadText(host + "/keep/c"), "unchanged");
+  EXPECT_EQ(testing::Inode(host + "/keep/c"), c_inode) << "unchanged originals are linked, not copied";
+  ASSERT_EQ(report->left_out.size(), 1u);
+  EXPECT_EQ(report->left_out[0].path, "keep/c");
+}
+
+TEST(CommitTest, DirectModeRemovesEscapesAndClearsSetid) {
+  TempDir outside("cocoon-outside");
+  TempDir host("cocoon-direct");
+  WriteText(outside / "secret", "s");
+  WriteText(host / "ok.txt", "fine");
+  symlink("/etc/passwd", (host / "abs").c_str());
+  link((outside / "secret").c_str(), (host / "hard").c_str());
+  WriteText(host / "suid", "x", 04755);
+  ScanOptions options;
+  options.mode = ScanMode::kDirect;
+  auto scan = ScanForBreakoutsAt(host.path(), options);
+  ASSERT_TRUE(scan.ok());
+  ASSERT_EQ(scan->findings.size(), 3u);
+  auto report = RemediateDirectTree(host.path(), *scan);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_FALSE(Exists(host / "abs"));
+  EXPECT_FALSE(Exists(host / "hard"));
+  EXPECT_EQ(ReadText(outside / "secret"), "s");
+  struct stat st {};
+  ASSERT_EQ(stat((host / "suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(ReadText(host / "ok.txt"), "fine");
+  EXPECT_EQ(report->left_out.size(), 3u);
+  auto rescan = ScanForBreakoutsAt(host.path(), options);
+  ASSERT_TRUE(rescan.ok());
+  EXPECT_TRUE(rescan->clean());
+}
+
+TEST(CommitTest, RefusesRelativeHostDir) {
+  TempDir staged;
+  int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  EXPECT_FALSE(CommitStagedTree(fd, ScanReport{}, "relative/dir").ok());
+  close(fd);
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer

@@ -1,0 +1,186 @@
+// Breakout verification: one tree per kind of escape, real files on /tmp.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "enforcer/workdir/breakout_scan.h"
+#include "test_tree.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using testing::TempDir;
+using testing::WriteText;
+
+std::string Kinds(const ScanReport& report) {
+  std::string out;
+  for (const auto& f : report.findings) out += f.path + ":" + f.kind + " ";
+  return out;
+}
+
+bool Has(const ScanReport& report, const std::string& path, const std::string& kind) {
+  for (const auto& f : report.findings) {
+    if (f.path == path && f.kind == kind) return true;
+  }
+  return false;
+}
+
+ScanReport Scan(const TempDir& dir, ScanMode mode = ScanMode::kStagedTree) {
+  ScanOptions options;
+  options.mode = mode;
+  auto report = ScanForBreakoutsAt(dir.path(), options);
+  EXPECT_TRUE(report.ok()) << report.status().ToString();
+  return report.ok() ? *report : ScanReport{};
+}
+
+TEST(SymlinkLexicalTest, Table) {
+  struct Case {
+    const char* link;
+    const char* target;
+    bool escapes;
+  } cases[] = {
+      {"l", "/etc/passwd", true},    {"l", "a", false},          {"l", "./a/b", false},
+      {"l", "..", true},             {"l", "../x", true},        {"d/l", "..", false},
+      {"d/l", "../x", false},        {"d/l", "../../x", true},   {"d/e/l", "../../x", false},
+      {"d/l", "a/../../x", false},   {"d/l", "a/../../../x", true}, {"l", "a/b/../../..", true},
+      {"l", "a//b/.//..", false},    {"d/l", "/d/x", true},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(SymlinkEscapesLexically(c.link, c.target), c.escapes) << c.link << " -> " << c.target;
+  }
+}
+
+TEST(BreakoutScanTest, CleanTreeHasNoFindings) {
+  TempDir dir;
+  testing::MakeDirs(dir / "src/lib");
+  WriteText(dir / "src/main.py", "print(1)\n");
+  WriteText(dir / "src/lib/util.py", "x = 1\n", 0755);
+  ASSERT_EQ(symlink("lib/util.py", (dir / "src/alias.py").c_str()), 0);
+  ASSERT_EQ(symlink("../../src", (dir / "src/lib/up").c_str()), 0);
+  ASSERT_EQ(link((dir / "src/main.py").c_str(), (dir / "main-link.py").c_str()), 0);  // both links inside
+  ScanReport report = Scan(dir);
+  EXPECT_TRUE(report.clean()) << Kinds(report);
+  EXPECT_EQ(report.regular_files, 3u);
+  EXPECT_EQ(report.symlinks, 2u);
+  EXPECT_EQ(report.directories, 2u);
+  EXPECT_EQ(report.entries, 7u);
+}
+
+TEST(BreakoutScanTest, AbsoluteSymlinkEscapes) {
+  TempDir dir;
+  ASSERT_EQ(symlink("/etc/shadow", (dir / "shadow").c_str()), 0);
+  ScanReport report = Scan(dir);
+  ASSERT_EQ(report.findings.size(), 1u) << Kinds(report);
+  EXPECT_EQ(report.findings[0].kind, "symlink-escape");
+  EXPECT_EQ(report.findings[0].target, "/etc/shadow");
+}
+
+TEST(BreakoutScanTest, RelativeDotDotEscape) {
+  TempDir dir;
+  testing::MakeDirs(dir / "a/b");
+  ASSERT_EQ(symlink("../../../etc", (dir / "a/b/out").c_str()), 0);
+  ASSERT_EQ(symlink("../..", (dir / "a/b/root").c_str()), 0);  // exactly the tree root: fine
+  ScanReport report = Scan(dir);
+  EXPECT_TRUE(Has(report, "a/b/out", "symlink-escape")) << Kinds(report);
+  EXPECT_FALSE(report.IsFlagged("a/b/root")) << Kinds(report);
+}
+
+TEST(BreakoutScanTest, SymlinkChainEscapeThroughAnInnerLink) {
+  TempDir dir;
+  testing::MakeDirs(dir / "sub");
+  // sub/up -> ..   is the tree root (fine on its own);
+  // x -> sub/up/.. is lexically "sub" but really the tree's parent.
+  ASSERT_EQ(symlink("..", (dir / "sub/up").c_str()), 0);
+  ASSERT_EQ(symlink("sub/up/..", (dir / "x").c_str()), 0);
+  ScanReport report = Scan(dir);
+  EXPECT_TRUE(Has(report, "x", "symlink-escape")) << Kinds(report);
+  EXPECT_FALSE(report.IsFlagged("sub/up"));
+}
+
+TEST(BreakoutScanTest, DanglingLinkWithDotDotIsFlaggedPlainDanglingIsNot) {
+  TempDir dir;
+  ASSERT_EQ(symlink("missing/../../x", (dir / "later").c_str()), 0);
+  ASSERT_EQ(symlink("not-yet-written.txt", (dir / "pending").c_str()), 0);
+  ScanReport report = Scan(dir);
+  EXPECT_TRUE(Has(report, "later", "symlink-escape")) << Kinds(report);
+  EXPECT_FALSE(report.IsFlagged("pending"));
+}
+
+TEST(BreakoutScanTest, SymlinkLoopIsFlagged) {
+  TempDir dir;
+  ASSERT_EQ(symlink("b", (dir / "a").c_str()), 0);
+  ASSERT_EQ(symlink("a", (dir / "b").c_str()), 0);
+  ScanReport report = Scan(dir);
+  EXPECT_TRUE(report.IsFlagged("a")) << Kinds(report);
+}
+
+TEST(BreakoutScanTest, HardlinkToFileOutsideTheTree) {
+  TempDir outside("cocoon-outside");
+  TempDir dir;
+  WriteText(outside / "passwd", "root:x:0:0::/root:/bin/sh\n");
+  ASSERT_EQ(link((outside / "passwd").c_str(), (dir / "innocent.txt").c_str()), 0);
+  ScanReport report = Scan(dir);
+  ASSERT_EQ(report.findings.size(), 1u) << Kinds(report);
+  EXPECT_EQ(report.findings[0].path, "innocent.txt");
+  EXPECT_EQ(report.findings[0].kind, "hardlink");
+}
+
+TEST(BreakoutScanTest, FifoSocketDeviceAndSetidBits) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mknod of a device node needs root";
+  TempDir dir;
+  ASSERT_EQ(mkfifo((dir / "pipe").c_str(), 0644), 0);
+  testing::MakeSocket(dir / "sock");
+  ASSERT_EQ(mknod((dir / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  ASSERT_EQ(mknod((dir / "disk").c_str(), S_IFBLK | 0600, makedev(7, 0)), 0);
+  WriteText(dir / "suid", "#!/bin/sh\n", 04755);
+  WriteText(dir / "sgid", "#!/bin/sh\n", 02755);
+  WriteText(dir / "plain", "data", 0644);
+  ScanReport report = Scan(dir);
+  EXPECT_TRUE(Has(report, "pipe", "fifo")) << Kinds(report);
+  EXPECT_TRUE(Has(report, "sock", "socket"));
+  EXPECT_TRUE(Has(report, "null", "device"));
+  EXPECT_TRUE(Has(report, "disk", "device"));
+  EXPECT_TRUE(Has(report, "suid", "setuid"));
+  EXPECT_TRUE(Has(report, "sgid", "setgid"));
+  EXPECT_FALSE(report.IsFlagged("plain"));
+  EXPECT_EQ(report.findings.size(), 6u);
+}
+
+TEST(BreakoutScanTest, OverlayWhiteoutIsNotADeviceInOverlayMode) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mknod of a whiteout needs root here";
+  TempDir dir;
+  ASSERT_EQ(mknod((dir / "deleted").c_str(), S_IFCHR | 0, makedev(0, 0)), 0);
+  EXPECT_TRUE(Scan(dir, ScanMode::kOverlayUpper).clean());
+  EXPECT_TRUE(Has(Scan(dir, ScanMode::kStagedTree), "deleted", "device"));
+}
+
+TEST(BreakoutScanTest, DeepTreeAndLimits) {
+  TempDir dir;
+  std::string path = dir.path();
+  for (int i = 0; i < 40; ++i) {
+    path += "/d";
+    ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
+  }
+  ASSERT_EQ(symlink("/", (path + "/root").c_str()), 0);
+  ScanReport report = Scan(dir);
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].path.size(), 40u * 2 + 4);
+  ScanOptions shallow;
+  shallow.max_depth = 10;
+  auto refused = ScanForBreakoutsAt(dir.path(), shallow);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kResourceExhausted);
+}
+
+TEST(BreakoutScanTest, RootMustBeARealDirectory) {
+  TempDir dir;
+  ASSERT_EQ(symlink("/etc", (dir / "link").c_str()), 0);
+  EXPECT_FALSE(ScanForBreakoutsAt(dir / "link").ok());  // O_NOFOLLOW: a link is refused
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer
