@@ -1,0 +1,379 @@
+// AuditLog: one serialised writer per process; flock + tail re-read across
+// processes. See audit_log.h for the line format and record.h for hashing.
+#include "audit/audit_log.h"
+
+#include <pwd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "audit/event_common.h"
+#include "audit/record.h"
+#include "audit/sink.h"
+#include "audit/worker_pool.h"
+
+namespace cocoon::audit {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Result<std::string> RandomChainId() {
+  uint8_t bytes[16];
+  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) return ErrnoError("getrandom for the audit chain id");
+  return HexEncode(bytes, sizeof bytes);
+}
+
+Identity CurrentIdentity(const std::string& host_override) {
+  Identity id;
+  id.pid = getpid();
+  id.uid = getuid();
+  struct passwd pw, *found = nullptr;
+  char buffer[4096];
+  if (getpwuid_r(id.uid, &pw, buffer, sizeof buffer, &found) == 0 && found) id.user_name = pw.pw_name;
+  if (host_override.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    id.host_name = host;
+  } else {
+    id.host_name = host_override;
+  }
+  return id;
+}
+
+}  // namespace
+
+// One record to be written: a user event or a lifecycle record.
+struct Pending {
+  json event;
+  std::string kind = "event";
+  std::map<std::string, json> extra;
+  bool user = true;
+};
+
+class AuditLog::Impl {
+ public:
+  AuditLogOptions options;
+  SigningKey key;
+  Identity identity;
+  std::unique_ptr<FileSink> file;
+  std::unique_ptr<StreamSink> stream;
+  bool hec = false;
+  std::unique_ptr<WorkerPool> pool;
+  std::mutex mu;
+  Tail stream_tail;
+  std::string chain_id;
+  uint64_t lines_since_checkpoint = 0;
+  Clock::time_point last_checkpoint = Clock::now();
+  bool closed = false;
+
+  Pending Lifecycle(std::string_view kind, std::string message) {
+    Pending p;
+    p.event = LifecycleEvent(kind, options.path, message);
+    p.kind = std::string(kind);
+    p.user = false;
+    return p;
+  }
+
+  uint64_t CheckpointInterval() const {
+    return options.sign_every > 1 ? options.sign_every : options.checkpoint_every_lines;
+  }
+
+  Result<std::vector<EventRef>> Write(std::vector<Pending> records);
+
+ private:
+  std::vector<Pending> Plan(std::vector<Pending> records, const Tail& tail);
+  Result<std::vector<std::string>> Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs,
+                                          std::vector<int>& severities);
+  Status Emit(const std::vector<std::string>& lines, const std::vector<int>& severities, bool partial);
+  Status MaybeRotate(Tail& tail);
+};
+
+// Adds the records the chain needs around the caller's: recovery after a torn
+// write, a start record on an empty log, and checkpoints.
+std::vector<Pending> AuditLog::Impl::Plan(std::vector<Pending> records, const Tail& tail) {
+  std::vector<Pending> plan;
+  if (tail.partial) {
+    Pending recovery = Lifecycle("recovery", "previous writer crashed mid-line; " +
+                                                 std::to_string(tail.partial->size()) + " bytes recovered");
+    recovery.extra["partial_bytes"] = tail.partial->size();
+    Digest digest = LineHash(*tail.partial);
+    recovery.extra["partial_sha256"] = HexEncode(digest.data(), digest.size());
+    plan.push_back(std::move(recovery));
+  }
+  if (tail.empty && (records.empty() || records.front().kind != "start"))
+    plan.push_back(Lifecycle("start", "audit log started"));
+  uint64_t interval = CheckpointInterval();
+  for (auto& record : records) {
+    plan.push_back(std::move(record));
+    ++lines_since_checkpoint;
+    if (interval != 0 && lines_since_checkpoint + 1 >= interval && plan.back().kind == "event") {
+      Pending checkpoint = Lifecycle("checkpoint", "checkpoint");
+      checkpoint.extra["lines"] = lines_since_checkpoint;
+      plan.push_back(std::move(checkpoint));
+      lines_since_checkpoint = 0;
+      last_checkpoint = Clock::now();
+    }
+  }
+  bool timed = options.checkpoint_every_seconds != 0 &&
+               Clock::now() - last_checkpoint >= std::chrono::seconds(options.checkpoint_every_seconds);
+  if (timed && !plan.empty() && plan.back().kind == "event") {
+    Pending checkpoint = Lifecycle("checkpoint", "checkpoint (time)");
+    checkpoint.extra["lines"] = lines_since_checkpoint;
+    plan.push_back(std::move(checkpoint));
+    lines_since_checkpoint = 0;
+    last_checkpoint = Clock::now();
+  }
+  return plan;
+}
+
+// Canonicalise in parallel, chain sequentially, sign in parallel.
+Result<std::vector<std::string>> AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail,
+                                                        std::vector<EventRef>& refs,
+                                                        std::vector<int>& severities) {
+  if (tail.empty) {
+    COCOON_ASSIGN_OR_RETURN(tail.chain_id, RandomChainId());
+    tail.next_sequence = 0;
+    tail.last_hash = Digest{};
+  }
+  int64_t now = NowMs();
+  std::vector<Result<PreparedLine>> prepared(plan.size(), Result<PreparedLine>(InternalError("unset")));
+  pool->ParallelFor(plan.size(), 64, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      LineContext context;
+      context.chain_id = tail.chain_id;
+      context.sequence = tail.next_sequence + i;
+      context.key_id = key.key_id();
+      context.kind = plan[i].kind;
+      context.time_ms = now;
+      context.signed_line = options.sign_every <= 1 || plan[i].kind != "event";
+      context.extra = std::move(plan[i].extra);
+      prepared[i] = PrepareLine(std::move(plan[i].event), context, identity, HashMode::kDeferred);
+    }
+  });
+  Digest prev = tail.last_hash;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (!prepared[i].ok()) return prepared[i].status().WithContext("audit event");
+    ChainLine(*prepared[i], prev);
+    prev = prepared[i]->hash;
+    if (plan[i].user)
+      refs.push_back(EventRef{prepared[i]->sequence, prepared[i]->event_id,
+                              HexEncode(prepared[i]->hash.data(), prepared[i]->hash.size())});
+  }
+  std::vector<std::string> lines(plan.size());
+  std::vector<Status> errors(plan.size());
+  pool->ParallelFor(plan.size(), options.sign_every <= 1 ? 4 : 256, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const PreparedLine& line = *prepared[i];
+      if (!line.signed_line) {
+        lines[i] = FinishLine(line, nullptr);
+      } else if (auto signature = key.Sign(line.hash); signature.ok()) {
+        lines[i] = FinishLine(line, &*signature);
+      } else {
+        errors[i] = signature.status();
+      }
+      if (hec) {
+        std::string_view body(lines[i]);
+        lines[i] = WrapHec(body.substr(0, body.size() - 1), now, identity.host_name) + "\n";
+      }
+    }
+  });
+  for (const auto& error : errors) COCOON_RETURN_IF_ERROR(error);
+  for (const auto& p : prepared) {
+    auto at = p->preimage.find("\"severity_id\":");
+    severities.push_back(at == std::string::npos ? 1 : p->preimage[at + 14] - '0');
+  }
+  tail.empty = false;
+  tail.partial.reset();
+  tail.next_sequence += plan.size();
+  tail.last_hash = prev;
+  if (!plan.empty()) tail.last_kind = plan.back().kind;
+  return lines;
+}
+
+Status AuditLog::Impl::Emit(const std::vector<std::string>& lines, const std::vector<int>& severities,
+                            bool partial) {
+  if (stream) return stream->Write(lines, severities);
+  std::string batch = partial ? "\n" : "";  // terminates the torn fragment; recovery follows
+  if (options.fsync == FsyncPolicy::kPerEvent) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      COCOON_RETURN_IF_ERROR(file->Write(i == 0 ? batch + lines[i] : lines[i]));
+      COCOON_RETURN_IF_ERROR(file->Sync());
+    }
+    return Status::Ok();
+  }
+  size_t total = batch.size();
+  for (const auto& line : lines) total += line.size();
+  batch.reserve(total);
+  for (const auto& line : lines) batch += line;
+  COCOON_RETURN_IF_ERROR(file->Write(batch));  // one write(2): never interleaved
+  if (options.fsync == FsyncPolicy::kPerBatch) COCOON_RETURN_IF_ERROR(file->Sync());
+  return Status::Ok();
+}
+
+Status AuditLog::Impl::MaybeRotate(Tail& tail) {
+  if (!file || options.rotate_bytes == 0 || file->size() < options.rotate_bytes) return Status::Ok();
+  std::string archive = options.path + "." + std::to_string(NowMs()) + "-" + std::to_string(tail.next_sequence);
+  std::vector<Pending> rotate;
+  rotate.push_back(Lifecycle("rotate", "rotated to " + archive + "; the chain continues in " + options.path));
+  rotate.back().extra["next_file"] = options.path;
+  std::vector<EventRef> refs;
+  std::vector<int> severities;
+  COCOON_ASSIGN_OR_RETURN(auto rotate_lines, Render(rotate, tail, refs, severities));
+  COCOON_RETURN_IF_ERROR(Emit(rotate_lines, severities, false));
+  COCOON_RETURN_IF_ERROR(file->Sync());
+  std::vector<Pending> first;
+  first.push_back(Lifecycle("continue", "continues the chain from " + archive));
+  first.back().extra["prev_file"] = archive;
+  COCOON_ASSIGN_OR_RETURN(auto first_lines, Render(first, tail, refs, severities));
+  return file->Rotate(archive, first_lines[0]);
+}
+
+Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records) {
+  if (closed) return FailedPreconditionError("audit log is closed");
+  Tail tail;
+  if (file) {
+    COCOON_ASSIGN_OR_RETURN(tail, file->Lock());
+  } else {
+    tail = stream_tail;
+  }
+  bool partial = tail.partial.has_value();
+  std::vector<Pending> plan = Plan(std::move(records), tail);
+  std::vector<EventRef> refs;
+  std::vector<int> severities;
+  auto lines = Render(plan, tail, refs, severities);
+  Status status = lines.ok() ? Emit(*lines, severities, partial) : lines.status();
+  if (status.ok()) status = MaybeRotate(tail);
+  if (file) {
+    if (status.ok()) file->RememberTail(tail);
+    file->Unlock();
+  } else if (status.ok()) {
+    stream_tail = tail;
+  }
+  if (!status.ok()) return status;
+  chain_id = tail.chain_id;
+  return refs;
+}
+
+Result<std::unique_ptr<AuditLog>> AuditLog::Open(const AuditLogOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (options.sign_every == 0) return InvalidArgumentError("audit sign_every must be at least 1");
+  if (options.key_path.empty())
+    return InvalidArgumentError("the audit log needs a signing key (create one with `cocoon audit keygen --out PATH`)");
+  COCOON_ASSIGN_OR_RETURN(impl->key, SigningKey::LoadPem(options.key_path));
+  impl->identity = CurrentIdentity(options.host_name);
+  unsigned threads = options.signer_threads;
+  if (threads == 0 && options.sign_every > 1) threads = 1;  // checkpoint signatures are rare
+  impl->pool = std::make_unique<WorkerPool>(threads == 0 ? 0 : threads - 1);
+  impl->hec = options.sink == SinkKind::kSplunkHecFile;
+  bool to_stdout = options.path == "-";
+  if (options.sink == SinkKind::kSyslog) {
+    COCOON_ASSIGN_OR_RETURN(impl->stream, StreamSink::Open(options.syslog_address, options.syslog_app_name,
+                                                           impl->identity.host_name));
+  } else if (options.sink == SinkKind::kStdout || to_stdout) {
+    COCOON_ASSIGN_OR_RETURN(impl->stream, StreamSink::Open("-", "", impl->identity.host_name));
+  } else {
+    if (options.path.empty()) return InvalidArgumentError("audit log path is empty");
+    COCOON_ASSIGN_OR_RETURN(impl->file, FileSink::Open(options.path));
+  }
+  std::vector<Pending> start;
+  start.push_back(impl->Lifecycle("start", "audit log opened by cocoon pid " + std::to_string(getpid())));
+  COCOON_ASSIGN_OR_RETURN(auto refs, impl->Write(std::move(start)));
+  (void)refs;
+  return std::unique_ptr<AuditLog>(new AuditLog(std::move(impl)));
+}
+
+AuditLog::AuditLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+AuditLog::~AuditLog() {
+  if (impl_ && !impl_->closed) {
+    Status status = Close();
+    if (!status.ok()) spdlog::error("closing audit log: {}", status.ToString());
+  }
+}
+
+Result<EventRef> AuditLog::Append(Event event) {
+  std::vector<Event> one;
+  one.push_back(std::move(event));
+  COCOON_ASSIGN_OR_RETURN(auto refs, AppendBatch(std::move(one)));
+  return refs.front();
+}
+
+Result<std::vector<EventRef>> AuditLog::AppendBatch(std::vector<Event> events) {
+  std::vector<Pending> records(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!events[i].fields.is_object()) return InvalidArgumentError("audit event must be a JSON object");
+    if (events[i].fields.contains("cocoon") && events[i].fields["cocoon"].contains("integrity"))
+      return InvalidArgumentError("audit events may not set cocoon.integrity");
+    records[i].event = std::move(events[i].fields);
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->Write(std::move(records));
+}
+
+Result<EventRef> AuditLog::Checkpoint() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<Pending> records;
+  records.push_back(impl_->Lifecycle("checkpoint", "checkpoint (requested)"));
+  records.back().extra["lines"] = impl_->lines_since_checkpoint;
+  records.back().user = true;
+  impl_->lines_since_checkpoint = 0;
+  COCOON_ASSIGN_OR_RETURN(auto refs, impl_->Write(std::move(records)));
+  return refs.front();
+}
+
+Status AuditLog::RotateKey(const std::string& new_key_path) {
+  COCOON_ASSIGN_OR_RETURN(SigningKey next, SigningKey::LoadPem(new_key_path));
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<Pending> records;
+  records.push_back(impl_->Lifecycle("key-rotate", "signing key rotated to " + next.key_id()));
+  records.back().extra["new_key"] = next.public_key().Base64();
+  records.back().extra["new_key_id"] = next.key_id();
+  COCOON_ASSIGN_OR_RETURN(auto refs, impl_->Write(std::move(records)));  // signed by the old key
+  (void)refs;
+  impl_->key = std::move(next);
+  return Status::Ok();
+}
+
+Status AuditLog::Close() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->closed) return Status::Ok();
+  std::vector<Pending> records;
+  records.push_back(impl_->Lifecycle("seal", "audit log sealed by cocoon pid " + std::to_string(getpid())));
+  auto refs = impl_->Write(std::move(records));
+  impl_->closed = true;
+  if (impl_->file) {
+    Status synced = impl_->file->Sync();
+    if (refs.ok() && !synced.ok()) return synced;
+  }
+  return refs.ok() ? Status::Ok() : refs.status();
+}
+
+const AuditLogOptions& AuditLog::options() const { return impl_->options; }
+std::string AuditLog::chain_id() const { return impl_->chain_id; }
+
+Result<SinkKind> ParseSinkKind(std::string_view name) {
+  if (name == "file") return SinkKind::kFile;
+  if (name == "-" || name == "stdout") return SinkKind::kStdout;
+  if (name == "syslog") return SinkKind::kSyslog;
+  if (name == "hec") return SinkKind::kSplunkHecFile;
+  return InvalidArgumentError("unknown audit sink '" + std::string(name) + "' (file, stdout, syslog, hec)");
+}
+
+Result<FsyncPolicy> ParseFsyncPolicy(std::string_view name) {
+  if (name == "none") return FsyncPolicy::kNone;
+  if (name == "batch") return FsyncPolicy::kPerBatch;
+  if (name == "event") return FsyncPolicy::kPerEvent;
+  return InvalidArgumentError("unknown fsync policy '" + std::string(name) + "' (none, batch, event)");
+}
+
+}  // namespace cocoon::audit

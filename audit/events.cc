@@ -1,0 +1,197 @@
+// Event builders: OCSF 1.8.0 class fields + ECS fields + cocoon.* data.
+#include "audit/events.h"
+
+#include <cstdio>
+
+#include "audit/event_common.h"
+
+namespace cocoon::audit {
+namespace {
+
+using nlohmann::json;
+
+std::string S(std::string_view text) { return SanitizeUtf8(text, kMaxStringBytes); }
+
+json Strings(const std::vector<std::string>& values) {
+  json out = json::array();
+  for (const auto& v : values) out.push_back(S(v));
+  return out;
+}
+
+// uint64 syscall arguments exceed 2^53, so they are hex strings (integers in
+// an audit line must be exact in an IEEE double: RFC 8785 section 3.2.2.3).
+std::string Hex64(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& arg : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !arg.empty() && arg.find_first_not_of(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") == std::string::npos;
+    if (plain) { out += arg; continue; }
+    out += '\'';
+    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return S(out);
+}
+
+std::string BaseName(const std::string& path) {
+  auto slash = path.rfind('/');
+  return S(slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
+void RunFields(json& e, const std::string& policy_name, const std::string& run_id) {
+  if (!policy_name.empty()) e["cocoon"]["policy"]["name"] = S(policy_name);
+  if (!run_id.empty()) e["cocoon"]["run_id"] = S(run_id);
+}
+
+json SandboxedProcess(int pid, const std::string& name) {
+  json process = json::object();
+  if (pid > 0) process["pid"] = pid;
+  if (!name.empty()) process["name"] = S(name);
+  if (pid <= 0) process["uid"] = "unknown";  // OCSF: at least one of pid/uid/cpid
+  return process;
+}
+
+}  // namespace
+
+std::string_view LimitKindName(LimitKind kind) {
+  switch (kind) {
+    case LimitKind::kTimeout: return "timeout";
+    case LimitKind::kOom: return "oom";
+    case LimitKind::kProcessCap: return "process-cap";
+    case LimitKind::kDiskQuota: return "disk-quota";
+    case LimitKind::kOutputTruncated: return "output-truncated";
+  }
+  return "unknown";
+}
+
+Event PolicyCompiled(const PolicyCompiledInfo& info) {
+  bool compile = info.operation != "check";
+  json e = OcsfBase(OcsfClass::kApplicationLifecycle, 99, info.ok ? 1 : 3);
+  e["activity_name"] = compile ? "Compile" : "Check";
+  e["type_name"] = std::string("Application Lifecycle: ") + (compile ? "Compile" : "Check");
+  e["app"] = {{"name", "cocoon"}, {"vendor_name", "Cocoon"}, {"version", ProductVersion()}};
+  e["status_id"] = info.ok ? 1 : 2;
+  e["status"] = info.ok ? "Success" : "Failure";
+  EcsEvent(e, "event", {"configuration"}, {compile ? "creation" : "info"},
+           compile ? "policy-compiled" : "policy-checked", info.ok ? "success" : "failure");
+  json& policy = e["cocoon"]["policy"];
+  policy = {{"name", S(info.policy_name)}, {"path", S(info.policy_path)}, {"sha256", S(info.policy_sha256)},
+            {"errors", info.error_count}, {"warnings", info.warning_count}, {"operation", S(info.operation)}};
+  json artifacts = json::object();
+  for (const auto& [target, sha] : info.artifacts) artifacts[S(target)] = S(sha);
+  policy["artifacts"] = artifacts;
+  e["message"] = S("policy " + info.policy_name + (compile ? " compiled" : " checked") +
+                   (info.ok ? "" : " with errors"));
+  return Event{std::move(e)};
+}
+
+Event SandboxLaunched(const SandboxLaunchedInfo& info) {
+  json e = OcsfBase(OcsfClass::kProcessActivity, 1, 1);
+  std::string name = info.argv.empty() ? "" : BaseName(info.argv[0]);
+  json process = SandboxedProcess(info.pid, name);
+  process["cmd_line"] = ShellJoin(info.argv);     // OCSF
+  process["command_line"] = ShellJoin(info.argv); // ECS
+  process["args"] = Strings(info.argv);           // ECS (array of strings survives Wazuh)
+  if (!info.cwd.empty()) process["working_directory"] = S(info.cwd);
+  process["user"] = {{"uid", std::to_string(info.uid_inside)}, {"name", S(info.user_inside)}};
+  if (!info.argv.empty()) process["file"] = {{"path", S(info.argv[0])}, {"name", name}, {"type_id", 1}};
+  e["process"] = process;
+  EcsEvent(e, "event", {"process"}, {"start"}, "sandbox-launched", "success");
+  json& sandbox = e["cocoon"]["sandbox"];
+  sandbox = {{"profile", S(info.profile)}, {"namespaces", Strings(info.namespaces)},
+             {"landlock_abi", info.landlock_abi}, {"overrides", Strings(info.overrides)},
+             {"uid_inside", info.uid_inside}, {"gid_inside", info.gid_inside}};
+  json limits = json::object();  // keyed by limit: flattens cleanly (no arrays of objects)
+  for (const auto& limit : info.limits) {
+    limits[S(limit.limit)] = {{"requested", Safe53(limit.requested)}, {"unit", S(limit.unit)},
+                              {"mechanism", S(limit.mechanism)}, {"required", limit.required}};
+  }
+  sandbox["limits"] = limits;
+  RunFields(e, info.policy_name, info.run_id);
+  if (!info.policy_sha256.empty()) e["cocoon"]["policy"]["sha256"] = S(info.policy_sha256);
+  e["message"] = S("sandbox launched: " + ShellJoin(info.argv));
+  return Event{std::move(e)};
+}
+
+Event SyscallDenied(const SyscallDeniedInfo& info) {
+  bool logged_only = info.action == "log" || info.action == "trace";
+  bool killed = info.action.rfind("kill", 0) == 0;
+  json e = OcsfBase(OcsfClass::kKernelActivity, 4, logged_only ? 1 : (killed ? 4 : 3));
+  e["kernel"] = {{"name", S(info.name)}, {"type_id", 2}, {"type", "System Call"}};
+  e["actor"] = {{"process", SandboxedProcess(info.pid, "")}};
+  // security_control profile (OCSF): the control's decision and its policy.
+  e["metadata"]["profiles"] = {"host", "security_control"};
+  e["action_id"] = logged_only ? 1 : 2;  // 1 Allowed, 2 Denied
+  e["action"] = logged_only ? "Allowed" : "Denied";
+  e["disposition_id"] = logged_only ? 17 : 2;  // 17 Logged, 2 Blocked
+  e["disposition"] = logged_only ? "Logged" : "Blocked";
+  e["policy"] = {{"name", S(info.policy_name.empty() ? std::string("unknown") : info.policy_name)}};
+  EcsEvent(e, "event", {"process"}, {logged_only ? "info" : "denied"},
+           logged_only ? "syscall-logged" : "syscall-denied", logged_only ? "success" : "failure");
+  json args = json::array();
+  for (size_t i = 0; i < info.args.size() && i < 6; ++i) args.push_back(Hex64(info.args[i]));
+  e["cocoon"]["syscall"] = {{"name", S(info.name)}, {"nr", info.number}, {"args", args},
+                            {"action", S(info.action)}, {"count", Safe53(info.count)}};
+  RunFields(e, info.policy_name, info.run_id);
+  e["message"] = S("syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" + info.action +
+                   ") x" + std::to_string(info.count));
+  return Event{std::move(e)};
+}
+
+Event LimitHit(const LimitHitInfo& info) {
+  std::string kind(LimitKindName(info.kind));
+  json e = OcsfBase(OcsfClass::kDetectionFinding, 1, 3);
+  e["finding_info"] = {{"uid", S(info.run_id + ":limit:" + kind + (info.detail.empty() ? "" : ":" + info.detail))},
+                       {"title", "Sandbox limit hit: " + kind},
+                       {"types", {"resource-limit"}}};
+  EcsEvent(e, "event", {"process"}, {"info"}, "limit-hit", "failure");
+  e["cocoon"]["limit"] = {{"kind", kind}, {"limit", Safe53(info.limit)}, {"observed", Safe53(info.observed)},
+                          {"unit", S(info.unit)}, {"detail", S(info.detail)}};
+  RunFields(e, info.policy_name, info.run_id);
+  e["message"] = S("limit hit: " + kind + (info.detail.empty() ? "" : " (" + info.detail + ")"));
+  return Event{std::move(e)};
+}
+
+Event BreakoutFinding(const BreakoutFindingInfo& info) {
+  json e = OcsfBase(OcsfClass::kDetectionFinding, 1, 4);
+  e["finding_info"] = {{"uid", S(info.run_id + ":breakout:" + info.path)},
+                       {"title", S("Sandbox breakout artifact: " + info.kind)},
+                       {"types", {"sandbox-breakout"}}};
+  e["is_alert"] = true;
+  EcsEvent(e, "alert", {"intrusion_detection"}, {"indicator"}, "breakout-finding", "unknown");
+  e["cocoon"]["breakout"] = {{"path", S(info.path)}, {"kind", S(info.kind)}, {"target", S(info.target)}};
+  RunFields(e, info.policy_name, info.run_id);
+  e["message"] = S("breakout finding: " + info.kind + " at " + info.path +
+                   (info.target.empty() ? "" : " -> " + info.target));
+  return Event{std::move(e)};
+}
+
+Event ProcessExited(const ProcessExitedInfo& info) {
+  bool clean = info.termination_reason == "exited";
+  json e = OcsfBase(OcsfClass::kProcessActivity, 2, clean ? 1 : 3);
+  json process = SandboxedProcess(info.pid, "");
+  process["exit_code"] = info.exit_code;  // ECS process.exit_code
+  e["process"] = process;
+  e["exit_code"] = info.exit_code;        // OCSF 1007 exit_code
+  EcsEvent(e, "event", {"process"}, {"end"}, "process-exited",
+           clean && info.exit_code == 0 ? "success" : "failure");
+  e["cocoon"]["exit"] = {{"signal", info.signal}, {"termination_reason", S(info.termination_reason)},
+                         {"wall_ms", Safe53(info.wall_ms)}, {"user_cpu_ms", Safe53(info.user_cpu_ms)},
+                         {"system_cpu_ms", Safe53(info.system_cpu_ms)}, {"peak_memory_kib", Safe53(info.peak_memory_kib)},
+                         {"peak_memory_source", S(info.peak_memory_source)},
+                         {"stdout_bytes", Safe53(info.stdout_bytes)}, {"stderr_bytes", Safe53(info.stderr_bytes)},
+                         {"breakout_clean", info.breakout_clean}};
+  RunFields(e, info.policy_name, info.run_id);
+  e["message"] = S("process exited: " + info.termination_reason + " code " + std::to_string(info.exit_code) +
+                   (info.signal ? " signal " + std::to_string(info.signal) : ""));
+  return Event{std::move(e)};
+}
+
+}  // namespace cocoon::audit

@@ -1,0 +1,283 @@
+// Ed25519 through OpenSSL 3's EVP interface (the only place besides
+// compiler/common/digest.cc that includes OpenSSL).
+#include "audit/keys.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+namespace cocoon::audit {
+namespace {
+
+constexpr std::string_view kHashTag = "cocoon-audit-v1\n";
+constexpr std::string_view kSignatureTag = "cocoon-audit-sig-v1\n";
+
+EVP_PKEY* Raw(const std::shared_ptr<void>& p) { return static_cast<EVP_PKEY*>(p.get()); }
+std::shared_ptr<void> Own(EVP_PKEY* p) { return std::shared_ptr<void>(p, [](void* k) { EVP_PKEY_free(static_cast<EVP_PKEY*>(k)); }); }
+
+const EVP_MD* Sha256() {
+  // Fetch once: EVP_sha256() would re-fetch the implementation on every call.
+  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+struct MdCtxDeleter { void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); } };
+// One context per thread and use: a context that did an Ed25519 DigestSign
+// carries a PKEY context and must not be reused for a plain digest.
+EVP_MD_CTX* HashCtx() {
+  thread_local std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  return ctx.get();
+}
+EVP_MD_CTX* SignCtx() {
+  thread_local std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  EVP_MD_CTX_reset(ctx.get());
+  return ctx.get();
+}
+
+std::array<uint8_t, 52> SignedMessage(const Digest& hash) {
+  std::array<uint8_t, 52> message{};
+  std::memcpy(message.data(), kSignatureTag.data(), kSignatureTag.size());
+  std::memcpy(message.data() + kSignatureTag.size(), hash.data(), hash.size());
+  return message;
+}
+static_assert(kSignatureTag.size() + 32 == 52);
+
+Result<std::string> RawPublic(EVP_PKEY* pkey) {
+  std::string raw(32, '\0');
+  size_t len = raw.size();
+  if (EVP_PKEY_get_raw_public_key(pkey, reinterpret_cast<unsigned char*>(raw.data()), &len) != 1 || len != 32)
+    return InvalidArgumentError("not an Ed25519 key");
+  return raw;
+}
+
+Result<std::string> BioToString(BIO* bio) {
+  char* data = nullptr;
+  long len = BIO_get_mem_data(bio, &data);
+  std::string out(data, static_cast<size_t>(len));
+  BIO_free(bio);
+  return out;
+}
+
+}  // namespace
+
+std::string HexEncode(const uint8_t* data, size_t size) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(size * 2, '0');
+  for (size_t i = 0; i < size; ++i) {
+    out[2 * i] = kHex[data[i] >> 4];
+    out[2 * i + 1] = kHex[data[i] & 0xF];
+  }
+  return out;
+}
+
+bool HexDecode(std::string_view hex, uint8_t* out, size_t size) {
+  if (hex.size() != size * 2) return false;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;  // upper case is not canonical
+  };
+  for (size_t i = 0; i < size; ++i) {
+    int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return true;
+}
+
+static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string Base64Encode(const uint8_t* data, size_t size) {
+  std::string out;
+  out.reserve((size + 2) / 3 * 4);
+  for (size_t i = 0; i < size; i += 3) {
+    uint32_t n = data[i] << 16;
+    if (i + 1 < size) n |= data[i + 1] << 8;
+    if (i + 2 < size) n |= data[i + 2];
+    out += kB64[(n >> 18) & 63];
+    out += kB64[(n >> 12) & 63];
+    out += i + 1 < size ? kB64[(n >> 6) & 63] : '=';
+    out += i + 2 < size ? kB64[n & 63] : '=';
+  }
+  return out;
+}
+
+// Strict: padded, no whitespace, and it must re-encode to the same text (so a
+// signature has exactly one accepted spelling).
+bool Base64Decode(std::string_view text, std::string* out) {
+  if (text.size() % 4 != 0) return false;
+  out->clear();
+  uint32_t buffer = 0;
+  int bits = 0;
+  size_t padding = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '=') {
+      if (i + 2 < text.size()) return false;
+      ++padding;
+      continue;
+    }
+    if (padding) return false;
+    const char* p = std::strchr(kB64, c);
+    if (c == '\0' || p == nullptr) return false;
+    buffer = (buffer << 6) | static_cast<uint32_t>(p - kB64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((buffer >> bits) & 0xFF));
+    }
+  }
+  return Base64Encode(reinterpret_cast<const uint8_t*>(out->data()), out->size()) == text;
+}
+
+std::string KeyIdFromRaw(std::string_view raw32) {
+  unsigned char digest[32];
+  unsigned int len = 0;
+  EVP_Digest(raw32.data(), raw32.size(), digest, &len, Sha256(), nullptr);
+  return "ed25519:" + HexEncode(digest, 16);
+}
+
+Digest LineHash(std::string_view preimage) {
+  Digest out{};
+  EVP_MD_CTX* ctx = HashCtx();
+  unsigned int len = 0;
+  EVP_DigestInit_ex(ctx, Sha256(), nullptr);
+  EVP_DigestUpdate(ctx, kHashTag.data(), kHashTag.size());
+  EVP_DigestUpdate(ctx, preimage.data(), preimage.size());
+  EVP_DigestFinal_ex(ctx, out.data(), &len);
+  return out;
+}
+
+Result<PublicKey> PublicKey::FromRaw(std::string_view raw32) {
+  if (raw32.size() != 32) return InvalidArgumentError("an Ed25519 public key is 32 bytes");
+  EVP_PKEY* pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                               reinterpret_cast<const unsigned char*>(raw32.data()), 32);
+  if (pkey == nullptr) return InvalidArgumentError("invalid Ed25519 public key");
+  PublicKey key;
+  key.pkey_ = Own(pkey);
+  key.raw_ = std::string(raw32);
+  key.key_id_ = KeyIdFromRaw(raw32);
+  return key;
+}
+
+std::string PublicKey::Base64() const {
+  return Base64Encode(reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
+}
+
+bool PublicKey::Verify(const Digest& hash, const Signature& signature) const {
+  auto message = SignedMessage(hash);
+  EVP_MD_CTX* ctx = SignCtx();
+  if (EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, Raw(pkey_)) != 1) return false;
+  return EVP_DigestVerify(ctx, signature.data(), signature.size(), message.data(), message.size()) == 1;
+}
+
+Result<SigningKey> SigningKey::Generate() {
+  EVP_PKEY* pkey = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  if (pkey == nullptr) return InternalError("Ed25519 key generation failed");
+  SigningKey key;
+  key.pkey_ = Own(pkey);
+  COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(pkey));
+  COCOON_ASSIGN_OR_RETURN(key.public_key_, PublicKey::FromRaw(raw));
+  return key;
+}
+
+Result<SigningKey> SigningKey::LoadPem(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "re");
+  if (file == nullptr) return ErrnoError("opening audit signing key " + path);
+  EVP_PKEY* pkey = PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
+  std::fclose(file);
+  if (pkey == nullptr) return InvalidArgumentError(path + ": not a PEM private key");
+  SigningKey key;
+  key.pkey_ = Own(pkey);
+  if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) return InvalidArgumentError(path + ": not an Ed25519 key");
+  COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(pkey));
+  COCOON_ASSIGN_OR_RETURN(key.public_key_, PublicKey::FromRaw(raw));
+  return key;
+}
+
+Result<Signature> SigningKey::Sign(const Digest& hash) const {
+  auto message = SignedMessage(hash);
+  Signature signature{};
+  size_t len = signature.size();
+  EVP_MD_CTX* ctx = SignCtx();
+  if (EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, Raw(pkey_)) != 1 ||
+      EVP_DigestSign(ctx, signature.data(), &len, message.data(), message.size()) != 1 || len != 64)
+    return InternalError("Ed25519 signing failed");
+  return signature;
+}
+
+Result<std::string> SigningKey::PrivatePem() const {
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (PEM_write_bio_PrivateKey(bio, Raw(pkey_), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    BIO_free(bio);
+    return InternalError("encoding private key");
+  }
+  return BioToString(bio);
+}
+
+Result<std::string> SigningKey::PublicPem() const {
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (PEM_write_bio_PUBKEY(bio, Raw(pkey_)) != 1) {
+    BIO_free(bio);
+    return InternalError("encoding public key");
+  }
+  return BioToString(bio);
+}
+
+static Status WriteNewFile(const std::string& path, const std::string& data, mode_t mode) {
+  // O_EXCL: never overwrite an existing key; the mode is set at creation so
+  // the private key is never readable by others, not even briefly.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return ErrnoError("creating " + path);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return ErrnoError("writing " + path, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fchmod(fd, mode) != 0 || fsync(fd) != 0) {
+    int err = errno;
+    close(fd);
+    return ErrnoError("finishing " + path, err);
+  }
+  if (close(fd) != 0) return ErrnoError("closing " + path);
+  return Status::Ok();
+}
+
+Status WriteKeyPair(const SigningKey& key, const std::string& path) {
+  COCOON_ASSIGN_OR_RETURN(std::string private_pem, key.PrivatePem());
+  COCOON_ASSIGN_OR_RETURN(std::string public_pem, key.PublicPem());
+  COCOON_RETURN_IF_ERROR(WriteNewFile(path, private_pem, 0600));
+  return WriteNewFile(path + ".pub", public_pem, 0644);
+}
+
+Result<std::vector<PublicKey>> LoadPublicKeys(const std::string& path) {
+  BIO* bio = BIO_new_file(path.c_str(), "r");
+  if (bio == nullptr) return NotFoundError("cannot open trust file " + path);
+  std::vector<PublicKey> keys;
+  while (EVP_PKEY* pkey = PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr)) {
+    auto owned = Own(pkey);
+    if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
+      BIO_free(bio);
+      return InvalidArgumentError(path + ": holds a key that is not Ed25519");
+    }
+    COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(pkey));
+    COCOON_ASSIGN_OR_RETURN(PublicKey key, PublicKey::FromRaw(raw));
+    keys.push_back(std::move(key));
+  }
+  BIO_free(bio);
+  if (keys.empty()) return InvalidArgumentError(path + ": no PEM public key found");
+  return keys;
+}
+
+}  // namespace cocoon::audit

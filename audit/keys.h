@@ -1,0 +1,70 @@
+// Ed25519 keys for the audit log, through OpenSSL 3 (EVP_PKEY_ED25519).
+//
+// Files: the private key is PKCS#8 PEM, mode 0600; the public key is
+// SubjectPublicKeyInfo PEM at PATH.pub. A trust file holds one or more public
+// key PEM blocks. The key id is "ed25519:" + the first 32 hex digits of
+// SHA-256(raw 32-byte public key), so it is derived from the key alone.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/common/status.h"
+
+namespace cocoon::audit {
+
+using Signature = std::array<uint8_t, 64>;
+using Digest = std::array<uint8_t, 32>;
+
+class PublicKey {
+ public:
+  static Result<PublicKey> FromRaw(std::string_view raw32);
+  const std::string& key_id() const { return key_id_; }
+  const std::string& raw() const { return raw_; }  // 32 bytes
+  std::string Base64() const;
+  // Thread-safe: each call uses its own EVP_MD_CTX.
+  bool Verify(const Digest& hash, const Signature& signature) const;
+
+ private:
+  std::shared_ptr<void> pkey_;  // EVP_PKEY*
+  std::string raw_;
+  std::string key_id_;
+};
+
+class SigningKey {
+ public:
+  static Result<SigningKey> Generate();
+  static Result<SigningKey> LoadPem(const std::string& path);
+  const PublicKey& public_key() const { return public_key_; }
+  const std::string& key_id() const { return public_key_.key_id(); }
+  // Thread-safe.
+  Result<Signature> Sign(const Digest& hash) const;
+  Result<std::string> PrivatePem() const;
+  Result<std::string> PublicPem() const;
+
+ private:
+  std::shared_ptr<void> pkey_;  // EVP_PKEY*
+  PublicKey public_key_;
+};
+
+// `cocoon audit keygen --out PATH`: PATH (0600, refuses to overwrite) + PATH.pub.
+Status WriteKeyPair(const SigningKey& key, const std::string& path);
+
+// Every public key PEM block in the file.
+Result<std::vector<PublicKey>> LoadPublicKeys(const std::string& path);
+
+std::string KeyIdFromRaw(std::string_view raw32);
+
+// Domain-separated line hash: SHA-256("cocoon-audit-v1\n" || preimage).
+Digest LineHash(std::string_view preimage);
+std::string HexEncode(const uint8_t* data, size_t size);
+bool HexDecode(std::string_view hex, uint8_t* out, size_t size);
+std::string Base64Encode(const uint8_t* data, size_t size);
+bool Base64Decode(std::string_view text, std::string* out);
+
+}  // namespace cocoon::audit

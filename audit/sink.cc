@@ -1,0 +1,236 @@
+#include "audit/sink.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "audit/jcs.h"
+#include "audit/record.h"
+
+namespace cocoon::audit {
+namespace {
+
+constexpr uint64_t kMaxLineBytes = 16ull << 20;
+
+Status ReadAt(int fd, uint64_t offset, size_t size, std::string* out) {
+  out->resize(size);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = pread(fd, out->data() + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("reading the audit log tail");
+    if (n == 0) return DataLossError("audit log shrank while reading its tail");
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("writing audit log");
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+int SyslogSeverity(int ocsf_severity_id) {
+  switch (ocsf_severity_id) {
+    case 2: return 5;  // Low -> notice
+    case 3: return 4;  // Medium -> warning
+    case 4: return 3;  // High -> err
+    case 5: return 2;  // Critical -> crit
+    case 6: return 1;  // Fatal -> alert
+    default: return 6; // Informational/Unknown -> info
+  }
+}
+
+}  // namespace
+
+Result<std::string_view> UnwrapLine(std::string_view text) {
+  constexpr std::string_view kHecPrefix = "{\"event\":{";
+  if (text.substr(0, kHecPrefix.size()) != kHecPrefix) return text;
+  size_t begin = kHecPrefix.size() - 1;
+  COCOON_ASSIGN_OR_RETURN(size_t end, SkipJsonValue(text, begin));
+  return text.substr(begin, end - begin);
+}
+
+Result<Tail> ReadTail(int fd, uint64_t size) {
+  Tail tail;
+  if (size == 0) return tail;
+  uint64_t window = std::min<uint64_t>(size, 64 * 1024);
+  std::string data;
+  while (true) {
+    COCOON_RETURN_IF_ERROR(ReadAt(fd, size - window, window, &data));
+    size_t last_nl = data.rfind('\n');
+    bool whole_file = window == size;
+    if (last_nl != std::string::npos) {
+      size_t prev_nl = last_nl == 0 ? std::string::npos : data.rfind('\n', last_nl - 1);
+      if (prev_nl != std::string::npos || whole_file) {
+        size_t begin = prev_nl == std::string::npos ? 0 : prev_nl + 1;
+        if (last_nl + 1 < data.size()) tail.partial = data.substr(last_nl + 1);
+        std::string_view line(data.data() + begin, last_nl - begin);
+        COCOON_ASSIGN_OR_RETURN(std::string_view inner, UnwrapLine(line));
+        auto scanned = ScanCanonicalLine(inner);
+        if (!scanned.ok()) return scanned.status().WithContext("audit log's last line is damaged");
+        Digest computed;
+        auto parsed = ParseIntegrity(inner, *scanned, &computed);
+        if (!parsed.ok()) return parsed.status().WithContext("audit log's last line is damaged");
+        if (computed != parsed->hash)
+          return DataLossError("audit log's last line does not match its hash; refusing to extend a tampered log");
+        tail.empty = false;
+        tail.chain_id = std::string(parsed->chain);
+        tail.next_sequence = parsed->sequence + 1;
+        tail.last_hash = parsed->hash;
+        tail.last_kind = std::string(parsed->kind);
+        return tail;
+      }
+    } else if (whole_file) {
+      tail.partial = data;  // not one complete line yet
+      return tail;
+    }
+    if (whole_file || window >= kMaxLineBytes) return DataLossError("audit log's last line is too long");
+    window = std::min<uint64_t>(size, window * 4);
+  }
+}
+
+Result<std::unique_ptr<FileSink>> FileSink::Open(const std::string& path) {
+  auto sink = std::unique_ptr<FileSink>(new FileSink());
+  sink->path_ = path;
+  COCOON_RETURN_IF_ERROR(sink->Reopen());
+  return sink;
+}
+
+FileSink::~FileSink() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status FileSink::Reopen() {
+  if (fd_ >= 0) close(fd_);
+  // O_APPEND: every write lands at the current end even with other writers
+  // (open(2)); O_RDWR because the next writer must read the tail.
+  fd_ = open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) return ErrnoError("audit log " + path_ + ": cannot open for appending");
+  have_cache_ = false;
+  return Status::Ok();
+}
+
+Result<Tail> FileSink::Lock() {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    while (flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) return ErrnoError("audit log " + path_ + ": flock");
+    }
+    struct stat by_fd, by_path;
+    if (fstat(fd_, &by_fd) != 0) return ErrnoError("audit log " + path_ + ": fstat");
+    bool same = stat(path_.c_str(), &by_path) == 0 && by_path.st_ino == by_fd.st_ino &&
+                by_path.st_dev == by_fd.st_dev;
+    if (!same) {  // another writer rotated the file away while we waited
+      flock(fd_, LOCK_UN);
+      COCOON_RETURN_IF_ERROR(Reopen());
+      continue;
+    }
+    uint64_t size = S_ISREG(by_fd.st_mode) ? static_cast<uint64_t>(by_fd.st_size) : 0;
+    if (have_cache_ && size == known_end_) return cached_tail_;
+    auto tail = ReadTail(fd_, size);
+    if (!tail.ok()) {
+      flock(fd_, LOCK_UN);
+      return tail.status().WithContext("audit log " + path_);
+    }
+    known_end_ = size;
+    return tail;
+  }
+  return InternalError("audit log " + path_ + " keeps being rotated away");
+}
+
+Status FileSink::Write(std::string_view bytes) {
+  ssize_t n;
+  do {
+    n = write(fd_, bytes.data(), bytes.size());
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(bytes.size())) {
+    known_end_ += bytes.size();
+    return Status::Ok();
+  }
+  int err = n < 0 ? errno : ENOSPC;  // a short write to a file means the disk is full
+  // Undo the torn batch so the log stays whole (we still hold the lock). If
+  // this fails too, the next writer finds a partial line and recovers.
+  if (n > 0 && ftruncate(fd_, static_cast<off_t>(known_end_)) != 0) known_end_ += static_cast<uint64_t>(n);
+  have_cache_ = false;
+  return ErrnoError("audit log " + path_ + ": write failed", err);
+}
+
+Status FileSink::Sync() {
+  if (fdatasync(fd_) != 0 && errno != EINVAL) return ErrnoError("audit log " + path_ + ": fdatasync");
+  return Status::Ok();
+}
+
+void FileSink::Unlock() {
+  have_cache_ = true;
+  flock(fd_, LOCK_UN);
+}
+
+Status FileSink::Rotate(const std::string& archive, std::string_view first_line) {
+  std::string temp = path_ + ".new." + std::to_string(getpid());
+  int fd = open(temp.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("audit log rotation: creating " + temp);
+  Status written = WriteAll(fd, first_line);
+  if (written.ok() && fdatasync(fd) != 0) written = ErrnoError("audit log rotation: fdatasync");
+  if (written.ok() && flock(fd, LOCK_EX) != 0) written = ErrnoError("audit log rotation: flock");
+  // Archive first, then install the new file: a writer that waited on the old
+  // file's lock sees its inode gone from the path and reopens (Lock()).
+  if (written.ok() && rename(path_.c_str(), archive.c_str()) != 0)
+    written = ErrnoError("audit log rotation: renaming to " + archive);
+  if (written.ok() && rename(temp.c_str(), path_.c_str()) != 0)
+    written = ErrnoError("audit log rotation: installing the new file");
+  if (!written.ok()) {
+    unlink(temp.c_str());
+    close(fd);
+    return written;
+  }
+  flock(fd_, LOCK_UN);
+  close(fd_);
+  fd_ = fd;
+  known_end_ = first_line.size();
+  return Status::Ok();
+}
+
+std::string Rfc5424Message(std::string_view line, int severity_id, std::string_view host, std::string_view app,
+                           int pid) {
+  constexpr int kFacilityLogAudit = 13;  // RFC 5424 table 1: "log audit"
+  int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  std::string out = "<" + std::to_string(kFacilityLogAudit * 8 + SyslogSeverity(severity_id)) + ">1 ";
+  out += IsoTimestamp(now_ms);
+  out += ' ';
+  out += host.empty() ? std::string_view("-") : host;
+  out += ' ';
+  out += app.empty() ? std::string_view("-") : app;
+  out += ' ' + std::to_string(pid) + " audit - ";
+  out += line;
+  return out;
+}
+
+std::string WrapHec(std::string_view line, int64_t time_ms, std::string_view host) {
+  std::string out = "{\"event\":";
+  out += line;
+  out += ",\"host\":";
+  auto host_json = Canonicalize(nlohmann::json(std::string(host)));
+  out += host_json.ok() ? *host_json : std::string("\"\"");
+  char time_text[48];
+  snprintf(time_text, sizeof time_text, "%lld.%03lld", static_cast<long long>(time_ms / 1000),
+           static_cast<long long>(time_ms % 1000));
+  out += ",\"source\":\"cocoon\",\"sourcetype\":\"cocoon:audit\",\"time\":\"";
+  out += time_text;
+  out += "\"}";
+  return out;
+}
+
+}  // namespace cocoon::audit

@@ -1,0 +1,99 @@
+// Internal to cocoon_audit: where finished lines go.
+//
+// FileSink is the shared, multi-process log: flock(LOCK_EX) on the log file
+// itself for the whole read-tail/append step (flock(2): the lock belongs to
+// the open file description and dies with the process, so a kill -9'd writer
+// never leaves it held), O_APPEND writes (each write(2) lands at the end
+// atomically with respect to other appenders), and a whole batch in one write.
+// StreamSink is stdout or syslog: nothing to continue, one AuditLog per chain.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/keys.h"
+#include "compiler/common/status.h"
+
+namespace cocoon::audit {
+
+// The end of an existing log, as the next writer must continue it.
+struct Tail {
+  bool empty = true;             // no complete line yet
+  std::string chain_id;
+  uint64_t next_sequence = 0;
+  Digest last_hash{};
+  std::string last_kind;
+  std::optional<std::string> partial;  // bytes after the last '\n' (a torn write)
+};
+
+// Reads the tail of the log in `fd` (size `size`); a last complete line that
+// does not parse or whose hash does not recompute is an error: the writer
+// refuses to chain onto a damaged log.
+Result<Tail> ReadTail(int fd, uint64_t size);
+
+// Returns the audit line inside `text`: itself, or the "event" member of a
+// Splunk HEC envelope {"event":{...},...}.
+Result<std::string_view> UnwrapLine(std::string_view text);
+
+class FileSink {
+ public:
+  static Result<std::unique_ptr<FileSink>> Open(const std::string& path);
+  ~FileSink();
+
+  // flock + reopen if the path was rotated away + tail (cached when nobody
+  // else wrote since our last append).
+  Result<Tail> Lock();
+  // One write(2) for everything in `bytes`; ENOSPC and short writes are errors.
+  Status Write(std::string_view bytes);
+  Status Sync();
+  void Unlock();
+  // Called locked: renames the current file to `archive` and installs `first_line`
+  // as the first line of a fresh file at the path.
+  Status Rotate(const std::string& archive, std::string_view first_line);
+  uint64_t size() const { return known_end_; }
+  const std::string& path() const { return path_; }
+  void RememberTail(const Tail& tail) { cached_tail_ = tail; }
+
+ private:
+  Status Reopen();
+  std::string path_;
+  int fd_ = -1;
+  uint64_t known_end_ = 0;       // file size after our last append
+  bool have_cache_ = false;
+  Tail cached_tail_;
+};
+
+enum class StreamKind { kStdout, kSyslogUnix, kSyslogTcp, kSyslogUdp };
+
+class StreamSink {
+ public:
+  // address: "-" for stdout, or "unix:/dev/log", "tcp:HOST:PORT", "udp:HOST:PORT".
+  static Result<std::unique_ptr<StreamSink>> Open(std::string_view address, std::string app_name,
+                                                  std::string host_name);
+  ~StreamSink();
+  // Each element is one line (ending in '\n'); severity_ids per line for PRI.
+  Status Write(const std::vector<std::string>& lines, const std::vector<int>& severity_ids);
+
+ private:
+  std::string Frame(std::string_view line, int severity_id) const;
+  StreamKind kind_ = StreamKind::kStdout;
+  int fd_ = -1;
+  std::string app_name_;
+  std::string host_name_;
+};
+
+// RFC 5424 header + the JSON as MSG:
+// "<PRI>1 TIMESTAMP HOST APP PROCID audit - {json}".
+std::string Rfc5424Message(std::string_view line, int severity_id, std::string_view host,
+                           std::string_view app, int pid);
+
+// {"event":<line>,"host":H,"source":"cocoon","sourcetype":"cocoon:audit","time":"S.mmm"}
+std::string WrapHec(std::string_view line_without_newline, int64_t time_ms, std::string_view host);
+
+}  // namespace cocoon::audit

@@ -1,0 +1,313 @@
+#include "audit/verifier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "audit/event_common.h"
+#include "audit/jcs.h"
+#include "audit/record.h"
+#include "audit/sink.h"
+#include "audit/worker_pool.h"
+
+namespace cocoon::audit {
+namespace {
+
+struct Line {
+  size_t file = 0;
+  uint64_t number = 0;  // 1-based within its file
+  std::string_view text;
+  std::string normalized;  // --ignore-extra-keys: the re-canonicalised line
+  std::string error;       // scan/parse failure
+  ParsedIntegrity integrity;
+  Digest computed{};
+};
+
+struct Failure {
+  size_t index = SIZE_MAX;  // into lines; lines.size() means "after the last line"
+  std::string reason;
+  void Offer(size_t at, std::string why) {
+    if (at < index) { index = at; reason = std::move(why); }
+  }
+};
+
+// Drops top-level keys Cocoon never writes, then re-canonicalises.
+Result<std::string> Normalize(std::string_view text) {
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return DataLossError("not a JSON object");
+  for (auto it = parsed.begin(); it != parsed.end();) {
+    if (IsCocoonTopLevelKey(it.key())) ++it;
+    else it = parsed.erase(it);
+  }
+  return Canonicalize(parsed);
+}
+
+void Analyse(Line& line, bool ignore_extra_keys) {
+  auto inner = UnwrapLine(line.text);
+  if (!inner.ok()) { line.error = inner.status().message(); return; }
+  std::string_view text = *inner;
+  if (ignore_extra_keys) {
+    auto normalized = Normalize(text);
+    if (!normalized.ok()) { line.error = normalized.status().message(); return; }
+    line.normalized = std::move(*normalized);
+    text = line.normalized;
+  }
+  auto scanned = ScanCanonicalLine(text);
+  if (!scanned.ok()) { line.error = scanned.status().message(); return; }
+  auto parsed = ParseIntegrity(text, *scanned, &line.computed);
+  if (!parsed.ok()) { line.error = parsed.status().message(); return; }
+  line.integrity = std::move(*parsed);
+}
+
+std::string Hex(const Digest& d) { return HexEncode(d.data(), d.size()); }
+
+std::optional<uint64_t> ExtraNumber(const ParsedIntegrity& p, std::string_view key) {
+  auto it = p.extra.find(key);
+  if (it == p.extra.end()) return std::nullopt;
+  try { return std::stoull(std::string(it->second)); } catch (...) { return std::nullopt; }
+}
+std::optional<std::string_view> ExtraString(const ParsedIntegrity& p, std::string_view key) {
+  auto it = p.extra.find(key);
+  if (it == p.extra.end()) return std::nullopt;
+  return RawString(it->second);
+}
+
+// A damaged line is a torn write only if the next line is a recovery record
+// that names exactly its length and hash.
+bool IsRecoveredFragment(const std::vector<Line>& lines, size_t i) {
+  if (i + 1 >= lines.size() || !lines[i + 1].error.empty()) return false;
+  const ParsedIntegrity& next = lines[i + 1].integrity;
+  if (next.kind != "recovery" || lines[i + 1].file != lines[i].file) return false;
+  Digest digest = LineHash(lines[i].text);
+  return ExtraNumber(next, "partial_bytes") == lines[i].text.size() &&
+         ExtraString(next, "partial_sha256") == Hex(digest);
+}
+
+struct SignatureCheck {
+  size_t index;
+  const PublicKey* key;
+};
+
+class ChainWalker {
+ public:
+  ChainWalker(std::vector<Line>& lines, const std::vector<LogInput>& inputs, const VerifyOptions& options,
+              VerifyReport& report)
+      : lines_(lines), inputs_(inputs), report_(report) {
+    for (const auto& key : options.trusted) trusted_.emplace(key.key_id(), key);
+  }
+
+  void Walk(Failure& failure, std::vector<SignatureCheck>& checks);
+  std::string last_kind;
+  size_t last_signed = SIZE_MAX;
+  size_t last_valid = SIZE_MAX;
+
+ private:
+  std::string Where(size_t i) const {
+    return inputs_[lines_[i].file].name + ":" + std::to_string(lines_[i].number);
+  }
+  std::optional<std::string> Link(size_t i, bool first);
+
+  std::vector<Line>& lines_;
+  const std::vector<LogInput>& inputs_;
+  VerifyReport& report_;
+  std::map<std::string, PublicKey, std::less<>> trusted_;
+  std::vector<std::unique_ptr<PublicKey>> announced_;
+  std::string chain_;
+  uint64_t next_seq_ = 0;
+  Digest prev_hash_{};
+};
+
+// How line i attaches to what came before; nullopt when it does.
+std::optional<std::string> ChainWalker::Link(size_t i, bool first) {
+  const ParsedIntegrity& p = lines_[i].integrity;
+  if (lines_[i].computed != p.hash) return "hash mismatch: the line was edited after it was written";
+  if (first) {
+    bool genesis = p.kind == "start" && p.sequence == 0 && p.prev == Digest{};
+    if (!genesis && p.kind != "continue")
+      return "the log does not begin with its first record (start, seq 0): lines removed from the head";
+    if (!genesis)
+      report_.notices.push_back(Where(i) + ": chain " + std::string(p.chain) + " continues from seq " +
+                                std::to_string(p.sequence - 1) + " in an earlier file that was not given");
+    return std::nullopt;
+  }
+  if (p.chain != chain_)
+    return "chain id " + std::string(p.chain) + " differs from " + chain_ + ": line replayed from another log";
+  if (p.sequence != next_seq_) {
+    return "sequence " + std::to_string(p.sequence) + " where " + std::to_string(next_seq_) + " was expected: " +
+           (p.sequence > next_seq_ ? "line(s) deleted" : "line inserted, replayed or reordered");
+  }
+  if (p.prev != prev_hash_) return "prev hash does not match the previous line: line inserted or reordered";
+  bool file_start = lines_[i].number == 1 || lines_[i - 1].file != lines_[i].file;
+  if (lines_[i].file != lines_[last_valid].file && !(last_kind == "rotate" && p.kind == "continue"))
+    return "file does not continue the previous file (expected a rotation record, then a continue record)";
+  if (p.kind == "continue" && !(last_kind == "rotate" && file_start))
+    return "continue record that does not follow a rotation";
+  return std::nullopt;
+}
+
+void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
+  for (size_t i = 0; i < lines_.size(); ++i) {
+    Line& line = lines_[i];
+    if (!line.error.empty()) {
+      if (IsRecoveredFragment(lines_, i)) {
+        report_.notices.push_back(Where(i) + ": partial line (" + std::to_string(line.text.size()) +
+                                  " bytes) left by a crashed writer; recovered by the next line");
+        continue;
+      }
+      return failure.Offer(i, line.error);
+    }
+    const ParsedIntegrity& p = line.integrity;
+    if (auto broken = Link(i, last_valid == SIZE_MAX)) return failure.Offer(i, *broken);
+    if (p.kind != "event" && !p.has_signature) return failure.Offer(i, "unsigned " + std::string(p.kind) + " record");
+    if (p.has_signature) {
+      auto key = trusted_.find(p.key_id);
+      if (key == trusted_.end())
+        return failure.Offer(i, "signed by key " + std::string(p.key_id) + ", which is not trusted");
+      checks.push_back(SignatureCheck{i, &key->second});
+      last_signed = i;
+    }
+    if (p.kind == "key-rotate") {
+      std::string raw;
+      auto text = ExtraString(p, "new_key");
+      auto key = text && Base64Decode(*text, &raw) ? PublicKey::FromRaw(raw) : Result<PublicKey>(DataLossError(""));
+      if (!key.ok()) return failure.Offer(i, "key rotation record without a valid new_key");
+      report_.notices.push_back(Where(i) + ": signing key rotated to " + key->key_id());
+      trusted_.emplace(key->key_id(), *key);
+    }
+    if (p.kind == "recovery" && (i == 0 || lines_[i - 1].error.empty()))
+      report_.notices.push_back(Where(i) + ": recovery record without a damaged line before it");
+    chain_ = std::string(p.chain);
+    report_.chain_id = chain_;
+    next_seq_ = p.sequence + 1;
+    prev_hash_ = p.hash;
+    last_kind = std::string(p.kind);
+    last_valid = i;
+  }
+}
+
+std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, Failure& failure, size_t& partial_file) {
+  std::vector<Line> lines;
+  for (size_t f = 0; f < inputs.size(); ++f) {
+    std::string_view bytes = inputs[f].bytes;
+    uint64_t number = 0;
+    while (!bytes.empty()) {
+      size_t nl = bytes.find('\n');
+      Line line;
+      line.file = f;
+      line.number = ++number;
+      line.text = bytes.substr(0, nl);
+      if (nl == std::string_view::npos) {  // no newline: a partial last line
+        if (partial_file == SIZE_MAX) partial_file = f;
+        lines.push_back(std::move(line));
+        lines.back().error = "partial last line (" + std::to_string(lines.back().text.size()) +
+                             " bytes, no newline): the writer crashed mid-line or the file was cut";
+        break;
+      }
+      lines.push_back(std::move(line));
+      bytes.remove_prefix(nl + 1);
+    }
+  }
+  (void)failure;
+  return lines;
+}
+
+}  // namespace
+
+VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions& options) {
+  VerifyReport report;
+  Failure failure;
+  size_t partial_file = SIZE_MAX;
+  std::vector<Line> lines = SplitLines(inputs, failure, partial_file);
+  report.lines = lines.size();
+  if (lines.empty()) {
+    report.reason = "empty log";
+    report.file = inputs.empty() ? "" : inputs[0].name;
+    return report;
+  }
+  WorkerPool pool(options.threads == 0 ? 0 : options.threads - 1);
+  pool.ParallelFor(lines.size(), 256, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      if (lines[i].error.empty()) Analyse(lines[i], options.ignore_extra_keys);
+  });
+  ChainWalker walker(lines, inputs, options, report);
+  std::vector<SignatureCheck> checks;
+  walker.Walk(failure, checks);
+  std::vector<uint8_t> bad(checks.size(), 0);
+  pool.ParallelFor(checks.size(), 8, [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      const Line& line = lines[checks[k].index];
+      bad[k] = !checks[k].key->Verify(line.integrity.hash, line.integrity.signature);
+    }
+  });
+  report.signatures = checks.size();
+  for (size_t k = 0; k < checks.size(); ++k) {
+    if (bad[k]) {
+      failure.Offer(checks[k].index, "bad Ed25519 signature (line forged or re-signed)");
+      break;
+    }
+  }
+  if (failure.index != SIZE_MAX) {
+    report.verdict = VerifyVerdict::kTampered;
+    report.file = inputs[lines[failure.index].file].name;
+    report.line = lines[failure.index].number;
+    report.reason = failure.reason;
+    return report;
+  }
+  if (walker.last_signed != walker.last_valid) {
+    report.notices.push_back("the last " + std::to_string(walker.last_valid - (walker.last_signed == SIZE_MAX ? -1 : walker.last_signed)) +
+                             " line(s) are chained but not yet covered by a signature");
+  }
+  if (walker.last_kind == "seal" || walker.last_kind == "rotate") {
+    report.verdict = VerifyVerdict::kSealed;
+    if (walker.last_kind == "rotate") report.notices.push_back("the chain continues in the next rotated file");
+  } else {
+    report.verdict = VerifyVerdict::kUnsealed;
+    report.reason = "not sealed: the log ends with a " + walker.last_kind + " record, so its end may be missing";
+  }
+  return report;
+}
+
+Result<VerifyReport> VerifyFiles(const std::vector<std::string>& paths, const VerifyOptions& options) {
+  std::vector<std::string> contents;
+  for (const auto& path : paths) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoError("opening " + path);
+    std::string data;
+    char buffer[1 << 16];
+    ssize_t n;
+    while ((n = read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<size_t>(n));
+    int err = errno;
+    close(fd);
+    if (n < 0) return ErrnoError("reading " + path, err);
+    contents.push_back(std::move(data));
+  }
+  std::vector<LogInput> inputs;
+  for (size_t i = 0; i < paths.size(); ++i) inputs.push_back(LogInput{paths[i], contents[i]});
+  return VerifyLogs(inputs, options);
+}
+
+std::string FormatReport(const VerifyReport& report) {
+  std::string out;
+  for (const auto& notice : report.notices) out += "note: " + notice + "\n";
+  switch (report.verdict) {
+    case VerifyVerdict::kSealed:
+      out += "OK: " + std::to_string(report.lines) + " lines intact and sealed (chain " + report.chain_id + ", " +
+             std::to_string(report.signatures) + " signatures checked)\n";
+      break;
+    case VerifyVerdict::kUnsealed:
+      out += "UNSEALED: " + std::to_string(report.lines) + " lines intact; " + report.reason + "\n";
+      break;
+    case VerifyVerdict::kTampered:
+      out += report.file + ":" + std::to_string(report.line) + ": TAMPERED: " + report.reason + "\n";
+      break;
+  }
+  return out;
+}
+
+}  // namespace cocoon::audit

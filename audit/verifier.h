@@ -1,0 +1,53 @@
+// `cocoon audit verify`: checks that a log (or a rotated series of logs, in
+// order) is canonical, hash-chained, signed by trusted keys, and sealed.
+//
+// Work is split so every core helps: scanning and hashing lines and checking
+// Ed25519 signatures run in parallel; only the cheap chain comparisons are
+// sequential. The first failure (lowest file/line) is reported.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/keys.h"
+#include "compiler/common/status.h"
+
+namespace cocoon::audit {
+
+struct VerifyOptions {
+  std::vector<PublicKey> trusted;
+  bool ignore_extra_keys = false;  // drop top-level keys Cocoon never writes (added by shippers)
+  unsigned threads = 0;            // 0: every core
+};
+
+enum class VerifyVerdict {
+  kSealed = 0,    // intact and sealed (or ends in a rotation record)
+  kTampered = 1,  // the first failure is in file/line/reason
+  kUnsealed = 2,  // intact, but the end may be missing
+};
+
+struct VerifyReport {
+  VerifyVerdict verdict = VerifyVerdict::kTampered;
+  std::string file;         // first failure (kTampered)
+  uint64_t line = 0;        // 1-based
+  std::string reason;
+  uint64_t lines = 0;       // complete lines read
+  uint64_t signatures = 0;  // signatures checked
+  std::string chain_id;
+  std::vector<std::string> notices;  // crash recoveries, key rotations, unsigned tail...
+};
+
+struct LogInput {
+  std::string name;
+  std::string_view bytes;
+};
+
+VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions& options);
+Result<VerifyReport> VerifyFiles(const std::vector<std::string>& paths, const VerifyOptions& options);
+
+// Human-readable summary, e.g. "audit.log:17: TAMPERED: hash mismatch (line edited)".
+std::string FormatReport(const VerifyReport& report);
+
+}  // namespace cocoon::audit
