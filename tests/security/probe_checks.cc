@@ -267,10 +267,23 @@ void VerifyDaemonGone(Context& ctx, const LaunchResult&, const Verdict&) {
 
 namespace {
 
+// outcome.breakout = {clean, findings[{path, kind, target}]} (enforcer/outcome.cc).
+const nlohmann::json* Findings(const nlohmann::json& outcome) {
+  auto b = outcome.find("breakout");
+  if (b == outcome.end() || !b->is_object()) return nullptr;
+  auto f = b->find("findings");
+  return (f != b->end() && f->is_array()) ? &*f : nullptr;
+}
+
+bool BreakoutClean(const nlohmann::json& outcome) {
+  auto b = outcome.find("breakout");
+  return b != outcome.end() && b->is_object() && JsonBool(*b, "clean");
+}
+
 bool FindingListed(const nlohmann::json& outcome, const std::string& path) {
-  auto it = outcome.find("breakout_findings");
-  if (it == outcome.end() || !it->is_array()) return false;
-  for (const auto& f : *it) {
+  const nlohmann::json* findings = Findings(outcome);
+  if (findings == nullptr) return false;
+  for (const auto& f : *findings) {
     std::string p = JsonString(f, "path");
     if (p == path || p == "/" + path || (p.size() > path.size() && p.compare(p.size() - path.size() - 1, std::string::npos, "/" + path) == 0))
       return true;
@@ -287,6 +300,8 @@ bool Created(const Verdict& v, const std::string& what) {
 
 void VerifyLinks(Context& ctx, const LaunchResult& r, const Verdict& v) {
   ASSERT_TRUE(r.outcome.has_value());
+  SCOPED_TRACE("probe created: " + v.detail + "\nOutcome breakout: " +
+               r.outcome->value("breakout", nlohmann::json::object()).dump());
   const std::string work = ctx.scratch->work();
   struct stat st;
   EXPECT_EQ(lstat((work + "/ok.txt").c_str(), &st), 0) << "the ordinary file was not committed";
@@ -315,7 +330,7 @@ void VerifyLinks(Context& ctx, const LaunchResult& r, const Verdict& v) {
   if (Created(v, "hard_passwd")) {
     EXPECT_TRUE(FindingListed(*r.outcome, "hard_passwd"));
   }
-  EXPECT_FALSE(JsonBool(*r.outcome, "breakout_clean")) << "the Outcome says the work dir was clean";
+  EXPECT_FALSE(BreakoutClean(*r.outcome)) << "the Outcome says the work dir was clean";
 }
 
 void VerifyNoCoreFile(Context& ctx, const LaunchResult&, const Verdict&) {

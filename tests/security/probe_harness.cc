@@ -182,7 +182,16 @@ LaunchResult Spawn(RunAs run_as, const std::vector<std::string>& argv, const Lau
   if (read(report[0], &child_errno, sizeof child_errno) == static_cast<ssize_t>(sizeof child_errno))
     r.start_error = "exec/setuid failed in the child: " + std::string(std::strerror(child_errno));
   close(report[0]);
-  while (wait4(pid, &r.wait_status, 0, &r.usage) < 0 && errno == EINTR) {
+  // cocoon may close its pipes and still hang: keep the watchdog running.
+  for (;;) {
+    pid_t got = wait4(pid, &r.wait_status, WNOHANG, &r.usage);
+    if (got == pid || (got < 0 && errno != EINTR)) break;
+    if (std::chrono::steady_clock::now() > deadline && !r.harness_killed) {
+      r.harness_killed = true;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+    }
+    usleep(2000);
   }
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.started = r.start_error.empty();
