@@ -1,0 +1,175 @@
+// Kubernetes back end: IR -> k8s/seccomp.json (for the kubelet's seccomp
+// root, by default /var/lib/kubelet/seccomp), k8s/pod.json (a Pod whose
+// securityContext references it as a Localhost profile) and, unless the
+// network is on, k8s/networkpolicy.json. JSON is valid YAML; kubectl apply -f
+// accepts these files as they are.
+#include <arpa/inet.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/backends/artifact.h"
+#include "compiler/backends/oci/oci_common.h"
+#include "compiler/backends/oci/oci_seccomp.h"
+
+namespace cocoon::backends {
+namespace {
+
+using nlohmann::ordered_json;
+
+// RFC 1123 label: lower-case alphanumerics and '-', at most 63, alnum at both ends.
+std::string DnsLabel(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    out += ok ? c : '-';
+  }
+  out = out.substr(0, 56);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  while (!out.empty() && out.front() == '-') out.erase(0, 1);
+  return out.empty() ? "sandbox" : out;
+}
+
+std::string Quantity(uint64_t bytes) { return std::to_string(bytes); }
+
+ordered_json ContainerSecurityContext(const ordered_json& seccomp_ref) {
+  return {{"allowPrivilegeEscalation", false},
+          {"privileged", false},
+          {"readOnlyRootFilesystem", true},
+          {"runAsNonRoot", true},
+          {"capabilities", {{"drop", {"ALL"}}}},
+          {"seccompProfile", seccomp_ref}};
+}
+
+ordered_json Resources(const ir::Limits& limits) {
+  ordered_json quantities = ordered_json::object();
+  if (limits.memory_bytes.set) quantities["memory"] = Quantity(limits.memory_bytes.value);
+  if (limits.cpu_percent.set) quantities["cpu"] = std::to_string(limits.cpu_percent.value * 10) + "m";
+  if (limits.disk_bytes.set) quantities["ephemeral-storage"] = Quantity(limits.disk_bytes.value);
+  // requests == limits: the Guaranteed QoS class, never overcommitted.
+  return {{"limits", quantities}, {"requests", quantities}};
+}
+
+void AddVolumes(const ir::Policy& policy, ordered_json& volumes, ordered_json& mounts,
+                std::vector<std::string>& warnings) {
+  ordered_json work = {{"name", "work"}, {"emptyDir", ordered_json::object()}};
+  if (policy.filesystem.work.quota_bytes) work["emptyDir"]["sizeLimit"] = Quantity(policy.filesystem.work.quota_bytes);
+  volumes.push_back(std::move(work));
+  mounts.push_back({{"name", "work"}, {"mountPath", policy.filesystem.work.path}});
+  int index = 0;
+  for (const ir::Mount& mount : policy.filesystem.mounts) {
+    if (mount.kind == ir::MountKind::kReadOnly) continue;  // the read-only image root covers them
+    const std::string name = "vol-" + std::to_string(index++);
+    ordered_json empty = ordered_json::object();
+    if (mount.kind == ir::MountKind::kTmpfs) {
+      empty["medium"] = "Memory";
+      empty["sizeLimit"] = Quantity(mount.size_bytes);
+    } else {
+      warnings.push_back("k8s: writable " + mount.target + " becomes an empty volume; host data is not shared");
+    }
+    volumes.push_back({{"name", name}, {"emptyDir", std::move(empty)}});
+    mounts.push_back({{"name", name}, {"mountPath", mount.target}});
+  }
+  if (!policy.filesystem.hidden.empty()) {
+    warnings.push_back("k8s: 'hide' paths cannot be masked in a Pod; the container runtime masks only its defaults");
+  }
+}
+
+ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std::vector<std::string>& warnings) {
+  const std::string label = DnsLabel(policy.name);
+  const ordered_json seccomp_ref = {{"type", "Localhost"}, {"localhostProfile", profile_path}};
+  ordered_json container;
+  container["name"] = "sandbox";
+  container["image"] = "debian:bookworm-slim";
+  container["command"] = oci::PlaceholderArgs(policy);
+  container["workingDir"] = policy.cwd;
+  ordered_json env = ordered_json::array();
+  for (const auto& var : policy.environment.set) env.push_back({{"name", var.name}, {"value", var.value}});
+  container["env"] = std::move(env);
+  container["securityContext"] = ContainerSecurityContext(seccomp_ref);
+  container["resources"] = Resources(policy.limits);
+  ordered_json volumes = ordered_json::array();
+  ordered_json mounts = ordered_json::array();
+  AddVolumes(policy, volumes, mounts, warnings);
+  container["volumeMounts"] = std::move(mounts);
+
+  ordered_json spec;
+  spec["restartPolicy"] = "Never";
+  if (policy.limits.wall_time_ms.set) spec["activeDeadlineSeconds"] = (policy.limits.wall_time_ms.value + 999) / 1000;
+  spec["automountServiceAccountToken"] = false;
+  spec["enableServiceLinks"] = false;
+  spec["hostNetwork"] = false;
+  spec["hostPID"] = false;
+  spec["hostIPC"] = false;
+  spec["hostname"] = DnsLabel(policy.hostname);
+  spec["securityContext"] = {{"runAsNonRoot", true},
+                             {"runAsUser", policy.user.uid},
+                             {"runAsGroup", policy.user.gid},
+                             {"seccompProfile", seccomp_ref}};
+  spec["containers"] = ordered_json::array({std::move(container)});
+  spec["volumes"] = std::move(volumes);
+  if (policy.user.uid == 0) warnings.push_back("k8s: user 0 conflicts with runAsNonRoot; the kubelet will refuse the Pod");
+
+  ordered_json pod;
+  pod["apiVersion"] = "v1";
+  pod["kind"] = "Pod";
+  pod["metadata"] = {{"name", "cocoon-" + label},
+                     {"labels", {{"app.kubernetes.io/managed-by", "cocoon"}, {"cocoon.dev/profile", label}}},
+                     {"annotations", oci::Annotations(policy)}};
+  pod["spec"] = std::move(spec);
+  return pod;
+}
+
+// Egress only to the listed IP endpoints; host names cannot be expressed in a
+// NetworkPolicy (it matches IP blocks), so they stay blocked.
+ordered_json NetworkPolicy(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  ordered_json egress = ordered_json::array();
+  for (const auto& endpoint : policy.network.allow) {
+    unsigned char buffer[16];
+    std::string cidr;
+    if (inet_pton(AF_INET, endpoint.host.c_str(), buffer) == 1) cidr = endpoint.host + "/32";
+    if (inet_pton(AF_INET6, endpoint.host.c_str(), buffer) == 1) cidr = endpoint.host + "/128";
+    if (cidr.empty()) {
+      warnings.push_back("k8s: NetworkPolicy matches IP blocks only; " + endpoint.host + ":" +
+                         std::to_string(endpoint.port) + " stays blocked");
+      continue;
+    }
+    egress.push_back({{"to", {{{"ipBlock", {{"cidr", cidr}}}}}},
+                      {"ports", {{{"protocol", "TCP"}, {"port", endpoint.port}}}}});
+  }
+  const std::string label = DnsLabel(policy.name);
+  ordered_json np;
+  np["apiVersion"] = "networking.k8s.io/v1";
+  np["kind"] = "NetworkPolicy";
+  np["metadata"] = {{"name", "cocoon-" + label}, {"labels", {{"app.kubernetes.io/managed-by", "cocoon"}}}};
+  np["spec"] = {{"podSelector", {{"matchLabels", {{"cocoon.dev/profile", label}}}}},
+                {"policyTypes", {"Ingress", "Egress"}},
+                {"ingress", ordered_json::array()},
+                {"egress", std::move(egress)}};
+  return np;
+}
+
+}  // namespace
+
+Result<std::vector<Artifact>> CompileKubernetes(const ir::Policy& policy) {
+  std::vector<std::string> warnings;
+  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, oci::EffectiveRulesFor(policy.syscalls));
+  warnings.insert(warnings.end(), rules.warnings.begin(), rules.warnings.end());
+  const std::string profile_path = "profiles/cocoon-" + DnsLabel(policy.name) + ".json";
+  std::vector<Artifact> out;
+  out.push_back(MakeArtifact("k8s", "k8s/seccomp.json", "application/vnd.cocoon.seccomp-profile+json",
+                             oci::SeccompToOci(rules, warnings).dump(2) + "\n"));
+  out.push_back(MakeArtifact("k8s", "k8s/pod.json", "application/vnd.kubernetes.pod+json",
+                             Pod(policy, profile_path, warnings).dump(2) + "\n"));
+  if (policy.network.mode != ir::NetworkMode::kOn) {
+    out.push_back(MakeArtifact("k8s", "k8s/networkpolicy.json", "application/vnd.kubernetes.networkpolicy+json",
+                               NetworkPolicy(policy, warnings).dump(2) + "\n"));
+  }
+  out[0].warnings = std::move(warnings);
+  return out;
+}
+
+}  // namespace cocoon::backends

@@ -1,0 +1,142 @@
+// OCI back end: IR -> oci/config.json, an OCI runtime-spec 1.0 bundle config
+// (https://github.com/opencontainers/runtime-spec/blob/main/config.md).
+//
+// The bundle layout the config expects (docs/targets.md): `rootfs/` (an empty
+// directory for `root host`, into which the host system dirs are bound
+// read-only) and `work/` (the work dir), both next to config.json. The
+// process runs as the policy's uid/gid with no capabilities at all and
+// noNewPrivileges, in new pid/ipc/uts/mount/cgroup namespaces and, unless the
+// network is on, a new network namespace with only loopback.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/backends/artifact.h"
+#include "compiler/backends/oci/oci_common.h"
+#include "compiler/backends/oci/oci_seccomp.h"
+
+namespace cocoon::backends {
+namespace {
+
+using nlohmann::ordered_json;
+
+// runc/crun defaults (libcontainer/specconv/example.go): kernel interfaces a
+// container must never see or write.
+constexpr const char* kDefaultMasked[] = {"/proc/acpi",        "/proc/asound",      "/proc/kcore",
+                                          "/proc/keys",        "/proc/latency_stats", "/proc/sched_debug",
+                                          "/proc/scsi",        "/proc/timer_list",  "/proc/timer_stats",
+                                          "/sys/firmware",     "/sys/devices/virtual/powercap"};
+constexpr const char* kDefaultReadonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+
+ordered_json BindMount(const std::string& destination, const std::string& source, bool writable) {
+  ordered_json options = {"rbind", writable ? "rw" : "ro", "nosuid", "nodev"};
+  return {{"destination", destination}, {"type", "bind"}, {"source", source}, {"options", std::move(options)}};
+}
+
+ordered_json Mounts(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  ordered_json mounts = ordered_json::array();
+  mounts.push_back({{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"},
+                    {"options", {"nosuid", "noexec", "nodev"}}});
+  // A private /dev: the runtime populates null, zero, full, random, urandom,
+  // tty and the ptmx link itself (config-linux.md#default-devices).
+  mounts.push_back({{"destination", "/dev"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                    {"options", {"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}}});
+  for (const ir::Mount& mount : policy.filesystem.mounts) {
+    if (mount.kind == ir::MountKind::kTmpfs) {
+      mounts.push_back({{"destination", mount.target}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                        {"options", {"nosuid", "nodev", "mode=1777", "size=" + std::to_string(mount.size_bytes)}}});
+      continue;
+    }
+    if (mount.optional) {
+      warnings.push_back("oci: OCI has no optional bind mounts; the runtime fails if " + mount.source +
+                         " is missing on the host");
+    }
+    mounts.push_back(BindMount(mount.target, mount.source, mount.kind == ir::MountKind::kWritable));
+  }
+  // Bundle-relative source: the runtime resolves it against the bundle dir.
+  mounts.push_back(BindMount(policy.filesystem.work.path, "work", true));
+  return mounts;
+}
+
+ordered_json Process(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  ordered_json process;
+  process["terminal"] = false;
+  process["user"] = {{"uid", policy.user.uid}, {"gid", policy.user.gid}, {"additionalGids", ordered_json::array()}};
+  process["args"] = oci::PlaceholderArgs(policy);
+  process["env"] = oci::EnvList(policy, "oci", warnings);
+  process["cwd"] = policy.cwd;
+  // No capability in any set: the sandboxed code holds none, even as uid 0.
+  const ordered_json none = ordered_json::array();
+  process["capabilities"] = {{"bounding", none}, {"effective", none}, {"inheritable", none},
+                             {"permitted", none}, {"ambient", none}};
+  ordered_json rlimits = ordered_json::array();
+  for (const oci::Rlimit& limit : oci::Rlimits(policy.limits)) {
+    rlimits.push_back({{"type", limit.type}, {"hard", limit.hard}, {"soft", limit.soft}});
+  }
+  process["rlimits"] = std::move(rlimits);
+  process["noNewPrivileges"] = true;
+  return process;
+}
+
+ordered_json Resources(const ir::Limits& limits) {
+  ordered_json resources = ordered_json::object();
+  if (limits.memory_bytes.set) {
+    // swap = limit: memory+swap capped at the same value, so no swap at all.
+    resources["memory"] = {{"limit", limits.memory_bytes.value}, {"swap", limits.memory_bytes.value}};
+  }
+  if (limits.processes.set) resources["pids"] = {{"limit", limits.processes.value}};
+  if (limits.cpu_percent.set) {
+    resources["cpu"] = {{"quota", limits.cpu_percent.value * 1000}, {"period", 100000}};
+  }
+  resources["devices"] = ordered_json::array({{{"allow", false}, {"access", "rwm"}}});
+  return resources;
+}
+
+ordered_json Linux(const ir::Policy& policy, ordered_json seccomp) {
+  ordered_json linux;
+  ordered_json namespaces = ordered_json::array();
+  for (const char* type : {"pid", "ipc", "uts", "mount", "cgroup"}) namespaces.push_back({{"type", type}});
+  // A new, empty network namespace has only loopback: that is network off.
+  // An allow-list cannot be expressed in OCI; it fails closed the same way.
+  if (policy.network.mode != ir::NetworkMode::kOn) namespaces.push_back({{"type", "network"}});
+  linux["namespaces"] = std::move(namespaces);
+  linux["resources"] = Resources(policy.limits);
+  linux["seccomp"] = std::move(seccomp);
+  ordered_json masked = ordered_json::array();
+  for (const char* path : kDefaultMasked) masked.push_back(path);
+  for (const std::string& path : policy.filesystem.hidden) masked.push_back(path);
+  linux["maskedPaths"] = std::move(masked);
+  ordered_json readonly = ordered_json::array();
+  for (const char* path : kDefaultReadonly) readonly.push_back(path);
+  linux["readonlyPaths"] = std::move(readonly);
+  return linux;
+}
+
+}  // namespace
+
+Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
+  std::vector<std::string> warnings;
+  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, oci::EffectiveRulesFor(policy.syscalls));
+  warnings.insert(warnings.end(), rules.warnings.begin(), rules.warnings.end());
+  ordered_json config;
+  config["ociVersion"] = "1.0.2";
+  config["process"] = Process(policy, warnings);
+  config["root"] = {{"path", policy.filesystem.root == ir::RootKind::kRootfs ? policy.filesystem.rootfs : "rootfs"},
+                    {"readonly", true}};
+  config["hostname"] = policy.hostname;
+  config["mounts"] = Mounts(policy, warnings);
+  config["linux"] = Linux(policy, oci::SeccompToOci(rules, warnings));
+  config["annotations"] = oci::Annotations(policy);
+  if (policy.network.mode == ir::NetworkMode::kAllowList) {
+    warnings.push_back("oci: a network allow-list cannot be expressed in config.json; the container gets an "
+                       "isolated network namespace (no network) instead");
+  }
+  std::vector<Artifact> out;
+  out.push_back(MakeArtifact("oci", "oci/config.json", "application/vnd.cocoon.oci-runtime-config+json",
+                             config.dump(2) + "\n"));
+  out[0].warnings = std::move(warnings);
+  return out;
+}
+
+}  // namespace cocoon::backends

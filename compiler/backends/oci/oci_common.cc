@@ -1,0 +1,52 @@
+#include "compiler/backends/oci/oci_common.h"
+
+#include "cocoon_version.h"
+
+namespace cocoon::backends::oci {
+
+std::vector<Rlimit> Rlimits(const ir::Limits& limits) {
+  std::vector<Rlimit> out = {{"RLIMIT_CORE", 0, 0}, {"RLIMIT_RTPRIO", 0, 0}};
+  if (limits.cpu_time_ms.set) {
+    const uint64_t seconds = (limits.cpu_time_ms.value + 999) / 1000;
+    out.push_back({"RLIMIT_CPU", seconds, seconds + 1});  // SIGXCPU, then SIGKILL a second later
+  }
+  if (limits.open_files.set) out.push_back({"RLIMIT_NOFILE", limits.open_files.value, limits.open_files.value});
+  if (limits.file_size_bytes.set) {
+    out.push_back({"RLIMIT_FSIZE", limits.file_size_bytes.value, limits.file_size_bytes.value});
+  }
+  return out;
+}
+
+nlohmann::ordered_json PlaceholderArgs(const ir::Policy& policy) {
+  if (policy.runtime && !policy.runtime->interpreters.empty()) {
+    nlohmann::ordered_json args = {policy.runtime->interpreters.front()};
+    for (const auto& flag : policy.runtime->flags) args.push_back(flag);
+    return args;
+  }
+  return {"/bin/sh"};
+}
+
+nlohmann::ordered_json EnvList(const ir::Policy& policy, const std::string& target,
+                               std::vector<std::string>& warnings) {
+  nlohmann::ordered_json env = nlohmann::ordered_json::array();
+  for (const ir::EnvVar& var : policy.environment.set) env.push_back(var.name + "=" + var.value);
+  if (!policy.environment.pass.empty()) {
+    std::string names;
+    for (const auto& name : policy.environment.pass) names += (names.empty() ? "" : " ") + name;
+    warnings.push_back(target + ": 'pass " + names + "' is resolved at launch; the launcher must add them");
+  }
+  return env;
+}
+
+nlohmann::ordered_json Annotations(const ir::Policy& policy) {
+  nlohmann::ordered_json a;
+  a["cocoon.dev/profile"] = policy.name;
+  a["cocoon.dev/policy-sha256"] = policy.source_sha256;
+  a["cocoon.dev/compiler-version"] = COCOON_VERSION_STRING;
+  if (policy.limits.wall_time_ms.set) a["cocoon.dev/wall-time-ms"] = std::to_string(policy.limits.wall_time_ms.value);
+  if (policy.limits.output_bytes.set) a["cocoon.dev/output-bytes"] = std::to_string(policy.limits.output_bytes.value);
+  if (policy.limits.disk_bytes.set) a["cocoon.dev/disk-bytes"] = std::to_string(policy.limits.disk_bytes.value);
+  return a;
+}
+
+}  // namespace cocoon::backends::oci

@@ -1,0 +1,36 @@
+// Pieces shared by the OCI config and the Kubernetes Pod: the placeholder
+// command, the environment, the rlimits and the provenance annotations.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/policy_ir.h"
+
+namespace cocoon::backends::oci {
+
+struct Rlimit {
+  std::string type;  // "RLIMIT_CORE", ...
+  uint64_t soft = 0;
+  uint64_t hard = 0;
+};
+
+// RLIMIT_CORE=0 and RLIMIT_RTPRIO=0 always; CPU, NOFILE, FSIZE from the
+// policy. Not RLIMIT_NPROC: it counts every process of the uid on the host
+// (setrlimit(2)), so the pids cgroup carries the process limit instead.
+std::vector<Rlimit> Rlimits(const ir::Limits& limits);
+
+// The policy does not name the command; the artifact carries the runtime's
+// first interpreter (or /bin/sh) and the launcher replaces process.args.
+nlohmann::ordered_json PlaceholderArgs(const ir::Policy& policy);
+
+// "NAME=value" for every `set`; `pass` names cannot be resolved at compile
+// time and are reported as a warning prefixed with `target`.
+nlohmann::ordered_json EnvList(const ir::Policy& policy, const std::string& target,
+                               std::vector<std::string>& warnings);
+
+// cocoon.dev/* provenance: profile, policy hash, compiler version, timeouts.
+nlohmann::ordered_json Annotations(const ir::Policy& policy);
+
+}  // namespace cocoon::backends::oci

@@ -1,0 +1,162 @@
+// OCI and Kubernetes back ends: every emitted document passes a schema check
+// for the fields we write, the seccomp object is the resolved form of
+// ComputeEffectiveSyscalls, and the security-relevant settings are present.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/backends/artifact.h"
+#include "compiler/backends/oci/oci_seccomp.h"
+#include "tests/backends/driver/test_policy.h"
+#include "tests/backends/oci/json_schema.h"
+#include "tests/backends/oci/schemas.h"
+
+namespace cocoon {
+namespace {
+
+using nlohmann::json;
+
+std::string Join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& line : lines) out += line + "\n";
+  return out;
+}
+
+void ExpectValid(const char* schema, const json& doc) {
+  auto errors = testing::JsonSchema(json::parse(schema)).Validate(doc);
+  EXPECT_TRUE(errors.empty()) << Join(errors);
+}
+
+std::map<std::string, json> CompileAll(const ir::Policy& policy, std::vector<std::string>* warnings = nullptr) {
+  std::map<std::string, json> out;
+  for (auto compile : {backends::CompileOci, backends::CompileKubernetes}) {
+    auto artifacts = compile(policy);
+    EXPECT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+    if (!artifacts.ok()) continue;
+    for (const auto& a : *artifacts) {
+      out[a.path] = json::parse(a.bytes);
+      if (warnings) warnings->insert(warnings->end(), a.warnings.begin(), a.warnings.end());
+    }
+  }
+  return out;
+}
+
+TEST(OciSeccomp, HandBuiltRulesBecomeResolvedEntries) {
+  backends::EffectiveSyscalls rules;
+  rules.default_action = {ir::ActionKind::kErrno, 38};
+  rules.architectures = {ir::Arch::kX86_64};
+  rules.rules.push_back(testing::Rule("read", ir::ActionKind::kAllow));
+  rules.rules.push_back(testing::Rule("write", ir::ActionKind::kAllow));
+  rules.rules.push_back(testing::Rule("ptrace", ir::ActionKind::kErrno, 1));
+  ir::SyscallRule clone = testing::Rule("clone", ir::ActionKind::kErrno, 1);
+  clone.conditions = {{0, ir::CompareOp::kMaskedEq, 0x10000000, 0x10000000}};
+  rules.rules.push_back(clone);
+  rules.rules.push_back(testing::Rule("kexec_load", ir::ActionKind::kNotify));
+  std::vector<std::string> warnings;
+  json seccomp = backends::oci::SeccompToOci(rules, warnings);
+  ExpectValid(testing::kSeccompSchema, seccomp);
+  EXPECT_EQ(seccomp["defaultAction"], "SCMP_ACT_ERRNO");
+  EXPECT_EQ(seccomp["defaultErrnoRet"], 38);
+  EXPECT_EQ(seccomp["architectures"], json({"SCMP_ARCH_X86_64"}));
+  bool saw_allow = false, saw_clone = false;
+  for (const auto& entry : seccomp["syscalls"]) {
+    if (entry["action"] == "SCMP_ACT_ALLOW") {
+      EXPECT_EQ(entry["names"], json({"read", "write"}));
+      saw_allow = true;
+    }
+    if (entry["names"] == json({"clone"})) {
+      // (arg0 & mask) == value: OCI puts the mask in value, the datum in valueTwo.
+      EXPECT_EQ(entry["args"][0]["op"], "SCMP_CMP_MASKED_EQ");
+      EXPECT_EQ(entry["args"][0]["value"], 0x10000000);
+      EXPECT_EQ(entry["args"][0]["valueTwo"], 0x10000000);
+      EXPECT_EQ(entry["errnoRet"], 1);
+      saw_clone = true;
+    }
+    if (entry["names"] == json({"kexec_load"})) {
+      EXPECT_EQ(entry["action"], "SCMP_ACT_ERRNO") << "notify without a listener must fail closed";
+    }
+  }
+  EXPECT_TRUE(saw_allow);
+  EXPECT_TRUE(saw_clone);
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST(OciBackend, ConfigPassesSchemaAndLocksDown) {
+  auto docs = CompileAll(testing::StrictPolicy());
+  ASSERT_TRUE(docs.count("oci/config.json"));
+  const json& config = docs["oci/config.json"];
+  ExpectValid(testing::kOciConfigSchema, config);
+  ExpectValid(testing::kSeccompSchema, config["linux"]["seccomp"]);
+  EXPECT_EQ(config["process"]["noNewPrivileges"], true);
+  EXPECT_TRUE(config["process"]["capabilities"]["bounding"].empty());
+  EXPECT_EQ(config["process"]["user"]["uid"], 65534);
+  EXPECT_EQ(config["root"]["readonly"], true);
+  EXPECT_EQ(config["linux"]["resources"]["memory"]["limit"], 128 << 20);
+  EXPECT_EQ(config["linux"]["resources"]["pids"]["limit"], 32);
+  bool netns = false;
+  for (const auto& ns : config["linux"]["namespaces"]) netns |= ns["type"] == "network";
+  EXPECT_TRUE(netns) << "network off needs its own network namespace";
+  bool core = false;
+  for (const auto& r : config["process"]["rlimits"]) core |= r["type"] == "RLIMIT_CORE" && r["hard"] == 0;
+  EXPECT_TRUE(core);
+  bool usr_ro = false;
+  for (const auto& m : config["mounts"]) {
+    if (m["destination"] == "/usr") usr_ro = m["options"].dump().find("\"ro\"") != std::string::npos;
+  }
+  EXPECT_TRUE(usr_ro);
+  const auto masked = config["linux"]["maskedPaths"].dump();
+  EXPECT_NE(masked.find("/etc/shadow"), std::string::npos);
+  // The prologue reaches OCI too: unshare with CLONE_NEW* is denied whatever the policy says.
+  EXPECT_NE(config["linux"]["seccomp"].dump().find("\"unshare\""), std::string::npos);
+}
+
+TEST(KubernetesBackend, PodAndNetworkPolicyPassSchema) {
+  auto docs = CompileAll(testing::StrictPolicy());
+  ASSERT_TRUE(docs.count("k8s/pod.json"));
+  ASSERT_TRUE(docs.count("k8s/networkpolicy.json"));
+  ASSERT_TRUE(docs.count("k8s/seccomp.json"));
+  const json& pod = docs["k8s/pod.json"];
+  ExpectValid(testing::kPodSchema, pod);
+  ExpectValid(testing::kSeccompSchema, docs["k8s/seccomp.json"]);
+  ExpectValid(testing::kNetworkPolicySchema, docs["k8s/networkpolicy.json"]);
+  ExpectValid(testing::kSeccompProfileRefSchema, pod["spec"]["securityContext"]["seccompProfile"]);
+  ExpectValid(testing::kSeccompProfileRefSchema, pod["spec"]["containers"][0]["securityContext"]["seccompProfile"]);
+  EXPECT_EQ(pod["spec"]["activeDeadlineSeconds"], 5);
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["memory"], std::to_string(128 << 20));
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["cpu"], "1000m");
+  EXPECT_TRUE(docs["k8s/networkpolicy.json"]["spec"]["egress"].empty()) << "network off: no egress at all";
+  EXPECT_EQ(docs["k8s/seccomp.json"], docs["oci/config.json"]["linux"]["seccomp"]);
+}
+
+TEST(KubernetesBackend, AllowListKeepsOnlyIpEndpoints) {
+  std::vector<std::string> warnings;
+  auto docs = CompileAll(testing::HostilePolicy(), &warnings);
+  const json& np = docs["k8s/networkpolicy.json"];
+  ExpectValid(testing::kNetworkPolicySchema, np);
+  ASSERT_EQ(np["spec"]["egress"].size(), 1u);
+  EXPECT_EQ(np["spec"]["egress"][0]["to"][0]["ipBlock"]["cidr"], "127.0.0.1/32");
+  EXPECT_NE(Join(warnings).find("stays blocked"), std::string::npos);
+  // Hostile names are sanitised into valid DNS labels.
+  ExpectValid(testing::kPodSchema, docs["k8s/pod.json"]);
+  ExpectValid(testing::kOciConfigSchema, docs["oci/config.json"]);
+}
+
+TEST(KubernetesBackend, NetworkOnHasNoNetworkPolicyAndNoNetns) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.network.mode = ir::NetworkMode::kOn;
+  auto docs = CompileAll(policy);
+  EXPECT_FALSE(docs.count("k8s/networkpolicy.json"));
+  for (const auto& ns : docs["oci/config.json"]["linux"]["namespaces"]) EXPECT_NE(ns["type"], "network");
+}
+
+TEST(JsonSchemaChecker, CatchesViolations) {
+  testing::JsonSchema schema(json::parse(testing::kSeccompSchema));
+  EXPECT_FALSE(schema.Validate(json::parse(R"({"defaultAction": "SCMP_ACT_ALLOW"})")).empty());
+  EXPECT_FALSE(schema.Validate(json::parse(
+      R"({"defaultAction": "SCMP_ACT_NOPE", "architectures": ["SCMP_ARCH_X86_64"], "syscalls": []})")).empty());
+  EXPECT_FALSE(schema.Validate(json::parse(
+      R"({"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"], "syscalls": [], "archMap": []})")).empty());
+}
+
+}  // namespace
+}  // namespace cocoon
