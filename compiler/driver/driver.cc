@@ -1,0 +1,143 @@
+#include "compiler/driver/driver.h"
+
+#include <algorithm>
+#include <set>
+
+#include "cocoon_version.h"
+
+namespace cocoon::driver {
+namespace {
+
+using backends::Artifact;
+
+constexpr Target kAll[] = {Target::kLinux, Target::kMacos, Target::kWindows, Target::kOci, Target::kKubernetes};
+
+[[maybe_unused]] Status Unavailable(Target target, std::string_view library) {
+  return FailedPreconditionError("target " + std::string(TargetName(target)) + " unavailable: this build of cocoon " +
+                                 "has no " + std::string(library));
+}
+
+Result<std::vector<Artifact>> CompileLinux(const ir::Policy& policy) {
+#if defined(COCOON_HAVE_BACKEND_SECCOMP) && defined(COCOON_HAVE_BACKEND_PLAN)
+  COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> out, backends::CompileSeccomp(policy));
+  auto bpf = std::find_if(out.begin(), out.end(), [](const Artifact& a) { return a.path == "linux.seccomp.bpf"; });
+  if (bpf == out.end()) return InternalError("seccomp back end produced no linux.seccomp.bpf");
+  COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> plan, backends::CompileLinuxPlan(policy, *bpf));
+  out.insert(out.end(), plan.begin(), plan.end());
+  return out;
+#else
+  (void)policy;
+  return Unavailable(Target::kLinux, "seccomp BPF or launch-plan back end (cocoon_backend_seccomp/plan)");
+#endif
+}
+
+Result<std::vector<Artifact>> CompileOne(const ir::Policy& policy, Target target) {
+  switch (target) {
+    case Target::kLinux: return CompileLinux(policy);
+    case Target::kMacos:
+#ifdef COCOON_HAVE_BACKEND_SBPL
+      return backends::CompileSbpl(policy);
+#else
+      return Unavailable(target, "SBPL back end (cocoon_backend_sbpl)");
+#endif
+    case Target::kWindows:
+#ifdef COCOON_HAVE_BACKEND_WINDOWS
+      return backends::CompileWindows(policy);
+#else
+      return Unavailable(target, "Windows back end (cocoon_backend_windows)");
+#endif
+    case Target::kOci:
+#ifdef COCOON_HAVE_BACKEND_OCI
+      return backends::CompileOci(policy);
+#else
+      return Unavailable(target, "OCI back end (cocoon_backend_oci)");
+#endif
+    case Target::kKubernetes:
+#ifdef COCOON_HAVE_BACKEND_OCI
+      return backends::CompileKubernetes(policy);
+#else
+      return Unavailable(target, "Kubernetes back end (cocoon_backend_oci)");
+#endif
+  }
+  return InternalError("unknown target");
+}
+
+std::string ArchName(ir::Arch arch) {
+  switch (arch) {
+    case ir::Arch::kX86_64: return "x86_64";
+    case ir::Arch::kX32: return "x32";
+    case ir::Arch::kX86: return "x86";
+    case ir::Arch::kAarch64: return "aarch64";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string_view TargetName(Target target) {
+  switch (target) {
+    case Target::kLinux: return "linux";
+    case Target::kMacos: return "macos";
+    case Target::kWindows: return "windows";
+    case Target::kOci: return "oci";
+    case Target::kKubernetes: return "k8s";
+  }
+  return "unknown";
+}
+
+std::vector<Target> AllTargets() { return {std::begin(kAll), std::end(kAll)}; }
+
+Result<std::vector<Target>> ParseTargets(std::string_view spec) {
+  std::set<Target> chosen;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string_view::npos) end = spec.size();
+    std::string_view name = spec.substr(start, end - start);
+    bool found = name == "all";
+    if (found) chosen.insert(std::begin(kAll), std::end(kAll));
+    for (Target t : kAll) {
+      if (name == TargetName(t)) {
+        chosen.insert(t);
+        found = true;
+      }
+    }
+    if (!found) {
+      return InvalidArgumentError("unknown target '" + std::string(name) +
+                                  "' (expected linux, macos, windows, oci, k8s or all)");
+    }
+    start = end + 1;
+  }
+  return std::vector<Target>(chosen.begin(), chosen.end());
+}
+
+Result<CompileOutput> CompileTargets(const ir::Policy& policy, const std::vector<Target>& targets) {
+  if (targets.empty()) return InvalidArgumentError("no target given");
+  CompileOutput out;
+  std::set<std::string> paths{std::string(kManifestFile)};
+  std::set<std::string> seen_warnings;
+  for (Target target : targets) {
+    auto artifacts = CompileOne(policy, target);
+    if (!artifacts.ok()) return artifacts.status().WithContext("compiling target " + std::string(TargetName(target)));
+    for (Artifact& artifact : *artifacts) {
+      if (!IsSafeArtifactPath(artifact.path) || !paths.insert(artifact.path).second) {
+        return InternalError("back end produced an unsafe or duplicate artifact path '" + artifact.path + "'");
+      }
+      for (const auto& w : artifact.warnings) {
+        if (seen_warnings.insert(w).second) out.warnings.push_back(w);
+      }
+      out.manifest.artifacts.push_back(
+          {artifact.path, artifact.target, artifact.media_type, artifact.sha256, artifact.bytes.size()});
+      out.artifacts.push_back(std::move(artifact));
+    }
+    out.manifest.targets.emplace_back(TargetName(target));
+  }
+  out.manifest.compiler_version = COCOON_VERSION_STRING;
+  out.manifest.profile = policy.name;
+  out.manifest.policy_sha256 = policy.source_sha256;
+  for (ir::Arch arch : policy.syscalls.architectures) out.manifest.architectures.push_back(ArchName(arch));
+  out.manifest.warnings = out.warnings;
+  return out;
+}
+
+}  // namespace cocoon::driver

@@ -1,0 +1,160 @@
+// The compile driver: targets, manifest contents, atomic writes that never
+// leave partial output, and a loader that refuses any tampering.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/common/digest.h"
+#include "compiler/driver/driver.h"
+#include "tests/backends/driver/test_policy.h"
+
+namespace cocoon {
+namespace {
+
+namespace fs = std::filesystem;
+using driver::Target;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/cocoon-driver-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<Target> AvailableTargets() {
+  // Linux needs the seccomp and plan back ends; the others are always built with the driver.
+  std::vector<Target> out = {Target::kMacos, Target::kWindows, Target::kOci, Target::kKubernetes};
+  if (driver::CompileTargets(testing::StrictPolicy(), {Target::kLinux}).ok()) out.insert(out.begin(), Target::kLinux);
+  return out;
+}
+
+driver::CompileOutput CompileStrict() {
+  auto out = driver::CompileTargets(testing::StrictPolicy(), AvailableTargets());
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return *out;
+}
+
+TEST(ParseTargets, AcceptsNamesListsAndAll) {
+  EXPECT_EQ(*driver::ParseTargets("linux"), std::vector<Target>{Target::kLinux});
+  EXPECT_EQ(driver::ParseTargets("all")->size(), 5u);
+  EXPECT_EQ(*driver::ParseTargets("k8s,macos"), (std::vector<Target>{Target::kMacos, Target::kKubernetes}));
+  EXPECT_FALSE(driver::ParseTargets("linx").ok());
+  EXPECT_FALSE(driver::ParseTargets("").ok());
+  EXPECT_FALSE(driver::ParseTargets("linux,").ok());
+}
+
+TEST(CompileTargets, LinuxIsCompiledOrReportedUnavailableNeverEmpty) {
+  auto out = driver::CompileTargets(testing::StrictPolicy(), {Target::kLinux});
+  if (out.ok()) {
+    std::set<std::string> paths;
+    for (const auto& a : out->artifacts) paths.insert(a.path);
+    EXPECT_TRUE(paths.count("linux.seccomp.bpf"));
+    EXPECT_TRUE(paths.count("linux.plan.json"));
+  } else {
+    EXPECT_NE(out.status().message().find("target linux unavailable"), std::string::npos) << out.status().ToString();
+  }
+}
+
+TEST(CompileTargets, ManifestDescribesEveryArtifact) {
+  auto out = CompileStrict();
+  ASSERT_EQ(out.manifest.artifacts.size(), out.artifacts.size());
+  for (size_t i = 0; i < out.artifacts.size(); ++i) {
+    EXPECT_EQ(out.manifest.artifacts[i].path, out.artifacts[i].path);
+    EXPECT_EQ(out.manifest.artifacts[i].sha256, Sha256Hex(out.artifacts[i].bytes));
+    EXPECT_EQ(out.manifest.artifacts[i].size, out.artifacts[i].bytes.size());
+    EXPECT_FALSE(out.manifest.artifacts[i].media_type.empty());
+  }
+  EXPECT_EQ(out.manifest.policy_sha256, std::string(64, 'a'));
+  EXPECT_EQ(out.manifest.profile, "strict");
+  EXPECT_EQ(out.manifest.architectures, std::vector<std::string>{"x86_64"});
+  EXPECT_FALSE(out.manifest.compiler_version.empty());
+}
+
+TEST(CompiledDir, WriteThenLoadRoundTrips) {
+  TempDir tmp;
+  auto out = CompileStrict();
+  const fs::path dir = tmp.path() / "out";
+  ASSERT_TRUE(driver::WriteCompiledDir(out, dir.string()).ok());
+  auto loaded = driver::LoadCompiledDir(dir.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->files.size(), out.artifacts.size());
+  ASSERT_NE(loaded->File("macos.sb"), nullptr);
+  for (const auto& artifact : out.artifacts) {
+    ASSERT_NE(loaded->File(artifact.path), nullptr) << artifact.path;
+    EXPECT_EQ(*loaded->File(artifact.path), artifact.bytes);
+  }
+  // Recompiling over a previous output replaces it in one step.
+  ASSERT_TRUE(driver::WriteCompiledDir(out, dir.string()).ok());
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {
+    EXPECT_EQ(entry.path().filename(), "out") << "leftover " << entry.path();
+  }
+}
+
+TEST(CompiledDir, TamperedArtifactIsRefused) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "out";
+  ASSERT_TRUE(driver::WriteCompiledDir(CompileStrict(), dir.string()).ok());
+  {
+    std::fstream f(dir / "macos.sb", std::ios::in | std::ios::out);
+    f.seekp(3);
+    f.put('X');
+  }
+  auto loaded = driver::LoadCompiledDir(dir.string());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), ErrorCode::kDataLoss);
+}
+
+TEST(CompiledDir, SymlinkedArtifactIsRefused) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "out";
+  ASSERT_TRUE(driver::WriteCompiledDir(CompileStrict(), dir.string()).ok());
+  fs::copy_file(dir / "windows.json", tmp.path() / "copy.json");
+  fs::remove(dir / "windows.json");
+  fs::create_symlink(tmp.path() / "copy.json", dir / "windows.json");
+  EXPECT_FALSE(driver::LoadCompiledDir(dir.string()).ok()) << "same bytes, but through a symlink";
+  fs::remove_all(dir / "oci");
+  fs::create_directory_symlink(tmp.path(), dir / "oci");
+  EXPECT_FALSE(driver::LoadCompiledDir(dir.string()).ok());
+}
+
+TEST(CompiledDir, UnsafeManifestPathsAreRefused) {
+  for (const char* path : {"../x", "/etc/passwd", "a/../b", "a//b", "./a", "a/", "a b"}) {
+    EXPECT_FALSE(driver::IsSafeArtifactPath(path)) << path;
+  }
+  EXPECT_TRUE(driver::IsSafeArtifactPath("k8s/pod.json"));
+  driver::Manifest manifest;
+  manifest.artifacts.push_back({"../escape", "linux", "x", std::string(64, '0'), 0});
+  EXPECT_FALSE(driver::ParseManifest(driver::ManifestToJson(manifest)).ok());
+}
+
+TEST(CompiledDir, RefusesToReplaceForeignDirectoriesAndLeavesNoTemp) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "precious";
+  fs::create_directory(dir);
+  std::ofstream(dir / "thesis.tex") << "do not delete";
+  Status status = driver::WriteCompiledDir(CompileStrict(), dir.string());
+  EXPECT_EQ(status.code(), ErrorCode::kFailedPrecondition) << status.ToString();
+  EXPECT_TRUE(fs::exists(dir / "thesis.tex"));
+  // A failing write (unsafe path from a back end) leaves nothing behind.
+  auto out = CompileStrict();
+  out.artifacts.push_back(backends::MakeArtifact("oci", "../evil", "x", "y"));
+  EXPECT_FALSE(driver::WriteCompiledDir(out, (tmp.path() / "new").string()).ok());
+  EXPECT_FALSE(fs::exists(tmp.path() / "new"));
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(tmp.path())) ++entries;
+  EXPECT_EQ(entries, 1u) << "temporary directory left behind";
+}
+
+}  // namespace
+}  // namespace cocoon
