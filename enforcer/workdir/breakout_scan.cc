@@ -11,6 +11,11 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 namespace cocoon::enforcer {
@@ -25,7 +30,7 @@ struct LinuxDirent64 {
   char d_name[];
 };
 
-constexpr size_t kDentsBuffer = 64 * 1024;
+constexpr size_t kDentsBuffer = 32 * 1024;
 
 class FdCloser {
  public:
@@ -44,36 +49,59 @@ class FdCloser {
 // A regular file with more than one link: remembered until the walk ends,
 // when the links seen inside the tree are compared with st_nlink.
 struct MultiLink {
-  std::string path;  // first path seen
+  std::string path;  // smallest path seen (deterministic across thread timings)
   nlink_t nlink = 0;
   uint64_t seen = 0;
 };
 
+// A directory waiting to be listed. Owns `fd`.
+struct DirJob {
+  int fd = -1;
+  std::string path;
+  uint32_t depth = 0;
+};
+
+// What one worker found; merged at the end.
+struct WorkerState {
+  std::unique_ptr<char[]> buffer{new char[kDentsBuffer]};
+  std::vector<BreakoutFinding> findings;
+  std::unordered_map<ino_t, MultiLink> multi_links;
+  uint64_t entries = 0, directories = 0, regular_files = 0, symlinks = 0, bytes = 0;
+  int level = 0;  // nesting of inline Walk calls (each needs its own buffer)
+};
+
 class Scanner {
  public:
-  Scanner(int root_fd, const ScanOptions& options) : root_fd_(root_fd), options_(options) {
-    buffer_.reset(new char[kDentsBuffer * kMaxBuffers]);
-  }
-
+  Scanner(int root_fd, const ScanOptions& options) : root_fd_(root_fd), options_(options) {}
   Result<ScanReport> Run();
 
  private:
-  static constexpr uint32_t kMaxBuffers = 64;  // depth that gets its own buffer; deeper ones allocate
+  static constexpr size_t kMaxQueued = 128;  // bounds the fds parked in the queue
 
-  Status Walk(int dir_fd, std::string& path, uint32_t depth);
-  Status Entry(int dir_fd, std::string& path, const char* name, unsigned char type, uint32_t depth);
-  void CheckSymlink(int dir_fd, const std::string& path, const char* name);
-  void CheckStat(const std::string& path, const struct stat& st);
-  void Add(const std::string& path, const char* kind, std::string target = "") {
-    report_.findings.push_back(BreakoutFinding{path, kind, std::move(target)});
+  void Worker(WorkerState& state);
+  bool Pop(DirJob& job);
+  void Done();
+  void Fail(Status status);
+  Status Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t depth);
+  Status Entry(WorkerState& state, int dir_fd, std::string& path, const char* name, unsigned char type,
+               uint32_t depth);
+  void CheckSymlink(WorkerState& state, int dir_fd, const std::string& path, const char* name);
+  static void CheckStat(WorkerState& state, const std::string& path, const struct stat& st);
+  static void Add(WorkerState& state, const std::string& path, const char* kind, std::string target = "") {
+    state.findings.push_back(BreakoutFinding{path, kind, std::move(target)});
   }
 
   int root_fd_;
   const ScanOptions& options_;
   dev_t root_dev_ = 0;
-  std::unique_ptr<char[]> buffer_;
-  std::unordered_map<ino_t, MultiLink> multi_links_;
-  ScanReport report_;
+  std::atomic<uint64_t> total_entries_{0};
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<DirJob> queue_;
+  int busy_ = 0;  // workers holding a job
+  bool stop_ = false;
+  Status error_;
 };
 
 Result<ScanReport> Scanner::Run() {
@@ -81,127 +109,227 @@ Result<ScanReport> Scanner::Run() {
   if (fstat(root_fd_, &st) != 0) return ErrnoError("stat of the work dir");
   if (!S_ISDIR(st.st_mode)) return InvalidArgumentError("work dir is not a directory");
   root_dev_ = st.st_dev;
-  std::string path;
-  path.reserve(4096);
-  COCOON_RETURN_IF_ERROR(Walk(root_fd_, path, 0));
-  for (const auto& [ino, link] : multi_links_) {
-    // Every link of the inode inside the tree: the file is the tree's own.
-    if (link.seen < link.nlink) Add(link.path, "hardlink");
+  int root_copy = fcntl(root_fd_, F_DUPFD_CLOEXEC, 0);
+  if (root_copy < 0) return ErrnoError("dup of the work dir fd");
+  lseek(root_copy, 0, SEEK_SET);
+  queue_.push_back(DirJob{root_copy, "", 0});
+  unsigned threads = options_.threads ? options_.threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<WorkerState> states(threads);
+  std::vector<std::thread> workers;
+  for (unsigned i = 1; i < threads; ++i) workers.emplace_back([this, &states, i] { Worker(states[i]); });
+  Worker(states[0]);
+  for (auto& worker : workers) worker.join();
+  for (DirJob& job : queue_) close(job.fd);  // left over after a failure
+  if (!error_.ok()) return error_;
+
+  ScanReport report;
+  std::unordered_map<ino_t, MultiLink> links;
+  for (WorkerState& state : states) {
+    report.entries += state.entries;
+    report.directories += state.directories;
+    report.regular_files += state.regular_files;
+    report.symlinks += state.symlinks;
+    report.bytes += state.bytes;
+    report.findings.insert(report.findings.end(), state.findings.begin(), state.findings.end());
+    for (auto& [ino, link] : state.multi_links) {
+      MultiLink& merged = links[ino];
+      if (merged.seen == 0 || link.path < merged.path) merged.path = link.path;
+      merged.nlink = link.nlink;
+      merged.seen += link.seen;
+    }
   }
-  std::sort(report_.findings.begin(), report_.findings.end(),
-            [](const BreakoutFinding& a, const BreakoutFinding& b) {
-              return a.path != b.path ? a.path < b.path : a.kind < b.kind;
-            });
-  return std::move(report_);
+  for (const auto& [ino, link] : links) {
+    // Every link of the inode inside the tree: the file is the tree's own.
+    if (link.seen < link.nlink) report.findings.push_back(BreakoutFinding{link.path, "hardlink", ""});
+  }
+  std::sort(report.findings.begin(), report.findings.end(), [](const BreakoutFinding& a, const BreakoutFinding& b) {
+    return a.path != b.path ? a.path < b.path : a.kind < b.kind;
+  });
+  return report;
 }
 
-Status Scanner::Walk(int dir_fd, std::string& path, uint32_t depth) {
-  if (depth > options_.max_depth) return ResourceExhaustedError("work dir nested deeper than " + std::to_string(options_.max_depth));
-  std::unique_ptr<char[]> own;
-  char* buffer = buffer_.get() + kDentsBuffer * depth;
-  if (depth >= kMaxBuffers) {
-    own.reset(new char[kDentsBuffer]);
-    buffer = own.get();
+bool Scanner::Pop(DirJob& job) {
+  std::unique_lock lock(mutex_);
+  wake_.wait(lock, [this] { return stop_ || !queue_.empty() || busy_ == 0; });
+  if (stop_ || queue_.empty()) {
+    stop_ = true;  // no work queued and nobody can queue more: the walk is over
+    wake_.notify_all();
+    return false;
   }
+  job = std::move(queue_.front());
+  queue_.pop_front();
+  ++busy_;
+  return true;
+}
+
+void Scanner::Done() {
+  std::lock_guard lock(mutex_);
+  --busy_;
+  wake_.notify_all();
+}
+
+void Scanner::Fail(Status status) {
+  std::lock_guard lock(mutex_);
+  if (error_.ok()) error_ = std::move(status);
+  stop_ = true;
+  wake_.notify_all();
+}
+
+void Scanner::Worker(WorkerState& state) {
+  DirJob job;
+  while (Pop(job)) {
+    FdCloser closer(job.fd);
+    Status status = Walk(state, job.fd, job.path, job.depth);
+    if (!status.ok()) Fail(std::move(status));
+    Done();
+  }
+}
+
+Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t depth) {
+  if (depth > options_.max_depth) {
+    return ResourceExhaustedError("work dir nested deeper than " + std::to_string(options_.max_depth));
+  }
+  // Each nesting level inline needs its own buffer (the parent's is still
+  // being iterated); the worker's own buffer serves the first level.
+  std::unique_ptr<char[]> nested;
+  char* buffer = state.buffer.get();
+  if (state.level > 0) {
+    nested.reset(new char[kDentsBuffer]);
+    buffer = nested.get();
+  }
+  ++state.level;
+  struct Leave {
+    int& level;
+    ~Leave() { --level; }
+  } leave{state.level};
   for (;;) {
     long n = syscall(SYS_getdents64, dir_fd, buffer, kDentsBuffer);
     if (n < 0) return ErrnoError("reading directory '" + path + "'");
     if (n == 0) return Status::Ok();
+    uint64_t count = 0;
     for (long offset = 0; offset < n;) {
       auto* d = reinterpret_cast<LinuxDirent64*>(buffer + offset);
       offset += d->d_reclen;
       const char* name = d->d_name;
       if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
-      COCOON_RETURN_IF_ERROR(Entry(dir_fd, path, name, d->d_type, depth));
+      ++count;
+      COCOON_RETURN_IF_ERROR(Entry(state, dir_fd, path, name, d->d_type, depth));
+    }
+    if (total_entries_.fetch_add(count, std::memory_order_relaxed) + count > options_.max_entries) {
+      return ResourceExhaustedError("work dir has more than " + std::to_string(options_.max_entries) + " entries");
     }
   }
 }
 
-Status Scanner::Entry(int dir_fd, std::string& path, const char* name, unsigned char type, uint32_t depth) {
+Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const char* name, unsigned char type,
+                      uint32_t depth) {
   size_t old_size = path.size();
   if (!path.empty()) path.push_back('/');
   path.append(name);
-  if (++report_.entries > options_.max_entries) return ResourceExhaustedError("work dir has too many entries");
+  ++state.entries;
   struct stat st {};
   if (type == DT_UNKNOWN || type == DT_REG || type == DT_DIR) {
     // Regular files need nlink and mode; directories need st_dev (a mount
     // inside the tree is not entered). DT_UNKNOWN (some filesystems) needs it all.
     if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      Add(path, "unreadable");
+      Add(state, path, "unreadable");
       path.resize(old_size);
       return Status::Ok();
     }
     type = IFTODT(st.st_mode);
   }
+  Status status;
   switch (type) {
     case DT_DIR: {
-      ++report_.directories;
+      ++state.directories;
       if (st.st_dev != root_dev_) {
-        Add(path, "mount");
+        Add(state, path, "mount");
         break;
       }
-      if (st.st_mode & S_ISUID) Add(path, "setuid");
+      if (st.st_mode & S_ISUID) Add(state, path, "setuid");
       int child = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child < 0) {
-        Add(path, "unreadable");
+        Add(state, path, "unreadable");
         break;
       }
-      FdCloser closer(child);
-      COCOON_RETURN_IF_ERROR(Walk(child, path, depth + 1));
+      {
+        std::lock_guard lock(mutex_);
+        if (queue_.size() < kMaxQueued) {
+          queue_.push_back(DirJob{child, path, depth + 1});
+          wake_.notify_one();
+          child = -1;
+        }
+      }
+      if (child >= 0) {  // queue full: descend here
+        FdCloser closer(child);
+        status = Walk(state, child, path, depth + 1);
+      }
       break;
     }
     case DT_REG:
-      ++report_.regular_files;
-      report_.bytes += static_cast<uint64_t>(st.st_size);
-      CheckStat(path, st);
+      ++state.regular_files;
+      state.bytes += static_cast<uint64_t>(st.st_size);
+      CheckStat(state, path, st);
       break;
     case DT_LNK:
-      ++report_.symlinks;
-      CheckSymlink(dir_fd, path, name);
+      ++state.symlinks;
+      CheckSymlink(state, dir_fd, path, name);
       break;
     case DT_CHR:
       if (options_.mode == ScanMode::kOverlayUpper) {
         // Overlayfs whiteouts are char 0:0 (Documentation/filesystems/overlayfs.rst).
         if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0) break;
       }
-      Add(path, "device");
+      Add(state, path, "device");
       break;
-    case DT_BLK: Add(path, "device"); break;
-    case DT_FIFO: Add(path, "fifo"); break;
-    case DT_SOCK: Add(path, "socket"); break;
-    default: Add(path, "unreadable"); break;
+    case DT_BLK: Add(state, path, "device"); break;
+    case DT_FIFO: Add(state, path, "fifo"); break;
+    case DT_SOCK: Add(state, path, "socket"); break;
+    default: Add(state, path, "unreadable"); break;
   }
   path.resize(old_size);
-  return Status::Ok();
+  return status;
 }
 
-void Scanner::CheckStat(const std::string& path, const struct stat& st) {
-  if (st.st_mode & S_ISUID) Add(path, "setuid");
+void Scanner::CheckStat(WorkerState& state, const std::string& path, const struct stat& st) {
+  if (st.st_mode & S_ISUID) Add(state, path, "setuid");
   // setgid without group-execute is mandatory locking, not privilege; the
   // commit drops the bit either way, but only the privileged form is flagged.
-  if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP)) Add(path, "setgid");
+  if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP)) Add(state, path, "setgid");
   if (st.st_nlink > 1) {
-    MultiLink& link = multi_links_[st.st_ino];
-    if (link.seen++ == 0) {
-      link.path = path;
-      link.nlink = st.st_nlink;
-    }
+    MultiLink& link = state.multi_links[st.st_ino];
+    if (link.seen++ == 0 || path < link.path) link.path = path;
+    link.nlink = st.st_nlink;
   }
 }
 
-void Scanner::CheckSymlink(int dir_fd, const std::string& path, const char* name) {
+bool HasDotDotComponent(const std::string& target) {
+  size_t pos = 0;
+  while ((pos = target.find("..", pos)) != std::string::npos) {
+    bool starts = pos == 0 || target[pos - 1] == '/';
+    bool ends = pos + 2 == target.size() || target[pos + 2] == '/';
+    if (starts && ends) return true;
+    pos += 2;
+  }
+  return false;
+}
+
+void Scanner::CheckSymlink(WorkerState& state, int dir_fd, const std::string& path, const char* name) {
   char target[PATH_MAX + 1];
   ssize_t len = readlinkat(dir_fd, name, target, PATH_MAX);
   if (len < 0) {
-    Add(path, "unreadable");
+    Add(state, path, "unreadable");
     return;
   }
   target[len] = 0;
   std::string target_string(target, static_cast<size_t>(len));
   if (SymlinkEscapesLexically(path, target_string)) {
-    Add(path, "symlink-escape", target_string);
+    Add(state, path, "symlink-escape", target_string);
     return;
   }
+  // Without "..", resolution only descends: each link on the way is checked
+  // on its own, and a flagged one is left out of the commit.
+  if (!HasDotDotComponent(target_string)) return;
   // Lexically inside, but a component may itself be a link that climbs out
   // (a -> b/.., b -> ..). Let the kernel resolve it confined to the tree:
   // RESOLVE_BENEATH fails with EXDEV on any escape (man 2 openat2).
@@ -213,14 +341,9 @@ void Scanner::CheckSymlink(int dir_fd, const std::string& path, const char* name
     close(fd);
     return;
   }
-  int err = errno;
-  if (err == ENOENT || err == ENOTDIR) {
-    // Dangling. Harmless unless a ".." could climb out once the missing part
-    // appears, so dangling links with ".." are flagged (fail closed).
-    if (target_string.find("..") != std::string::npos) Add(path, "symlink-escape", target_string);
-    return;
-  }
-  Add(path, "symlink-escape", target_string);  // EXDEV, ELOOP, anything else
+  // ENOENT/ENOTDIR: dangling, and it has "..": it could climb out once the
+  // missing part appears, so flag it (fail closed). EXDEV, ELOOP: escapes.
+  Add(state, path, "symlink-escape", target_string);
 }
 
 }  // namespace
