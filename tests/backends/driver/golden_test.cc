@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRepo = COCOON_SOURCE_DIR;
+const fs::path kRepo = fs::path(COCOON_SOURCE_DIR).lexically_normal();
 
 bool UpdateMode() {
   const char* value = std::getenv("COCOON_UPDATE_GOLDEN");
@@ -46,6 +46,7 @@ std::vector<fs::path> ShippedPolicies() {
 
 std::optional<ir::Policy> CompileShipped(const fs::path& file, std::string& errors) {
   frontend::FrontendOptions options;
+  options.search_paths = {(kRepo / "policies").string()};
   Diagnostics diagnostics;
   auto policy = frontend::CompilePolicyFile(file.string(), "", options, diagnostics);
   if (!policy) {
@@ -79,7 +80,9 @@ TEST(Golden, EveryShippedPolicyMatchesItsCheckedInArtifacts) {
     ASSERT_TRUE(policy.has_value()) << errors;
     auto output = driver::CompileTargets(*policy, Targets(*policy));
     ASSERT_TRUE(output.ok()) << output.status().ToString();
-    const fs::path golden_dir = kRepo / "tests" / "golden" / file.stem();
+    // tests/golden/strict/..., tests/golden/build/...
+    const fs::path relative = fs::relative(file, kRepo / "policies").replace_extension();
+    const fs::path golden_dir = kRepo / "tests" / "golden" / relative;
     for (const auto& artifact : output->artifacts) {
       const fs::path golden = golden_dir / artifact.path;
       if (UpdateMode()) {
