@@ -232,7 +232,7 @@ Status AuditLog::Impl::MaybeRotate(Tail& tail) {
   COCOON_RETURN_IF_ERROR(file->Sync());
   std::vector<Pending> first;
   first.push_back(Lifecycle("continue", "continues the chain from " + archive));
-  first.back().extra["prev_file"] = archive;
+  first.back().extra["origin_file"] = archive;
   COCOON_ASSIGN_OR_RETURN(auto first_lines, Render(first, tail, refs, severities));
   return file->Rotate(archive, first_lines[0]);
 }

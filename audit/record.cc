@@ -48,6 +48,8 @@ Result<PreparedLine> PrepareLine(json event, const LineContext& context, const I
   json integrity = json::object();
   for (const auto& [key, value] : context.extra) {
     if (value.is_object() || value.is_array()) return InternalError("integrity fields must be scalars");
+    // The splice offsets below rely on "chain" first and "prev","seq","v" last.
+    if (!(key > "kind" && key < "prev")) return InternalError("integrity field name out of range: " + key);
     integrity[key] = value;
   }
   integrity["chain"] = context.chain_id;

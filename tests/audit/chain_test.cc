@@ -1,0 +1,384 @@
+// The hash chain and signatures: a clean round trip, then one test per attack
+// the verifier must catch (issue 5), crash recovery, rotation, key rotation,
+// sign_every, sinks and error paths.
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "audit/jcs.h"
+#include "audit/record.h"
+#include "tests/audit/audit_test_util.h"
+
+namespace cocoon::audit::testing {
+namespace {
+
+using nlohmann::json;
+
+// What an attacker with their own key can do: edit a line, recompute its hash
+// and sign it (optionally claiming another key id).
+std::string Resign(const std::string& line, const SigningKey& key, const std::string& claimed_key_id,
+                   const std::function<void(json&)>& edit) {
+  json j = json::parse(line);
+  edit(j);
+  json& integrity = j["cocoon"]["integrity"];
+  integrity.erase("hash");
+  integrity.erase("sig");
+  integrity["key"] = claimed_key_id;
+  Digest hash = LineHash(*Canonicalize(j));
+  integrity["hash"] = HexEncode(hash.data(), hash.size());
+  auto signature = key.Sign(hash);
+  integrity["sig"] = Base64Encode(signature->data(), signature->size());
+  return *Canonicalize(j);
+}
+
+class ChainTest : public AuditTempDir {
+ protected:
+  // Writes a sealed log with 8 events (10 lines), applies `mutate` to its
+  // lines and returns the verification report.
+  VerifyReport Tamper(const std::function<void(std::vector<std::string>&)>& mutate) {
+    std::string path = WriteLog("log", 8);
+    auto lines = SplitLines(ReadFile(path));
+    EXPECT_EQ(lines.size(), 10u);
+    mutate(lines);
+    WriteFile(path, JoinLines(lines));
+    return Verify({path});
+  }
+};
+
+TEST_F(ChainTest, CleanLogIsSealed) {
+  std::string path = WriteLog("log", 25);
+  VerifyReport report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  EXPECT_EQ(report.lines, 27u);
+  EXPECT_EQ(report.signatures, 27u);  // every line signed by default
+  auto lines = SplitLines(ReadFile(path));
+  EXPECT_NE(lines.front().find("\"kind\":\"start\""), std::string::npos);
+  EXPECT_NE(lines.back().find("\"kind\":\"seal\""), std::string::npos);
+  for (const auto& line : lines) EXPECT_TRUE(ScanCanonicalLine(line).ok()) << line;
+}
+
+TEST_F(ChainTest, EditedFieldIsCaught) {
+  VerifyReport report = Tamper([](auto& lines) {
+    auto at = lines[3].find("\"nr\":165");
+    ASSERT_NE(at, std::string::npos);
+    lines[3].replace(at, 8, "\"nr\":166");
+  });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 4u);
+  EXPECT_NE(report.reason.find("hash mismatch"), std::string::npos) << report.reason;
+}
+
+TEST_F(ChainTest, EditedFieldWithRecomputedHashFailsTheSignature) {
+  VerifyReport report = Tamper([this](auto& lines) {
+    // The attacker recomputes the hash but can only sign with a key they own.
+    auto other = SigningKey::Generate();
+    lines[3] = Resign(lines[3], *other, key_.key_id(), [](json& j) { j["cocoon"]["syscall"]["nr"] = 1; });
+  });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 4u);
+  EXPECT_NE(report.reason.find("signature"), std::string::npos) << report.reason;
+}
+
+TEST_F(ChainTest, DeletedLineIsCaught) {
+  VerifyReport report = Tamper([](auto& lines) { lines.erase(lines.begin() + 4); });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 5u);
+  EXPECT_NE(report.reason.find("deleted"), std::string::npos) << report.reason;
+}
+
+TEST_F(ChainTest, InsertedLineIsCaught) {
+  VerifyReport report = Tamper([](auto& lines) { lines.insert(lines.begin() + 5, lines[3]); });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 6u);
+  EXPECT_NE(report.reason.find("inserted"), std::string::npos) << report.reason;
+}
+
+TEST_F(ChainTest, SwappedPairIsCaught) {
+  VerifyReport report = Tamper([](auto& lines) { std::swap(lines[4], lines[5]); });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 5u);
+}
+
+TEST_F(ChainTest, TruncatedTailIsUnsealed) {
+  VerifyReport report = Tamper([](auto& lines) { lines.resize(6); });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kUnsealed) << FormatReport(report);
+  EXPECT_NE(report.reason.find("not sealed"), std::string::npos);
+}
+
+TEST_F(ChainTest, PartialLastLineIsCaught) {
+  std::string path = WriteLog("log", 8);
+  std::string data = ReadFile(path);
+  WriteFile(path, data.substr(0, data.size() - 200));
+  VerifyReport report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 10u);
+  EXPECT_NE(report.reason.find("partial last line"), std::string::npos) << report.reason;
+}
+
+TEST_F(ChainTest, LineResignedWithUntrustedKeyIsCaught) {
+  VerifyReport report = Tamper([](std::vector<std::string>& lines) {
+    auto attacker = SigningKey::Generate();
+    // Re-sign the edited line and everything after it, so the chain is whole.
+    Digest prev{};
+    for (size_t i = 3; i < lines.size(); ++i) {
+      lines[i] = Resign(lines[i], *attacker, attacker->key_id(), [&](json& j) {
+        if (i == 3) j["cocoon"]["syscall"]["action"] = "allow";
+        if (i > 3) j["cocoon"]["integrity"]["prev"] = HexEncode(prev.data(), prev.size());
+      });
+      HexDecode(json::parse(lines[i])["cocoon"]["integrity"]["hash"].get<std::string>(), prev.data(), 32);
+    }
+  });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 4u);
+  EXPECT_NE(report.reason.find("not trusted"), std::string::npos) << report.reason;
+}
+
+TEST_F(ChainTest, ReplayedLineFromAnotherLogIsCaught) {
+  std::string other = WriteLog("other", 8);
+  auto other_lines = SplitLines(ReadFile(other));
+  VerifyReport report = Tamper([&](auto& lines) { lines[4] = other_lines[4]; });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 5u);
+  EXPECT_NE(report.reason.find("another log"), std::string::npos) << report.reason;
+}
+
+TEST_F(ChainTest, ReplayedChainAppendedAfterSealIsCaught) {
+  std::string other = WriteLog("other", 3);
+  auto other_lines = SplitLines(ReadFile(other));
+  VerifyReport report = Tamper([&](auto& lines) { lines.insert(lines.end(), other_lines.begin(), other_lines.end()); });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 11u);
+}
+
+TEST_F(ChainTest, RemovedHeadIsCaught) {
+  VerifyReport report = Tamper([](auto& lines) { lines.erase(lines.begin(), lines.begin() + 2); });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 1u);
+}
+
+TEST_F(ChainTest, UntrustedKeyFailsEvenWhenIntact) {
+  std::string path = WriteLog("log", 2);
+  VerifyOptions options;
+  options.trusted.push_back(SigningKey::Generate()->public_key());
+  auto report = VerifyFiles({path}, options);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report->line, 1u);
+}
+
+TEST_F(ChainTest, SignEveryNSignsCheckpointsOnlyAndStillChains) {
+  std::string path = WriteLog("log", 250, /*sign_every=*/100);
+  VerifyReport report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  EXPECT_EQ(report.signatures, 4u);  // start, two checkpoints, seal
+  auto lines = SplitLines(ReadFile(path));
+  // Editing an unsigned line and fixing its hash still breaks the next prev.
+  size_t victim = 50;
+  ASSERT_EQ(lines[victim].find("\"sig\""), std::string::npos);
+  json j = json::parse(lines[victim]);
+  j["cocoon"]["syscall"]["action"] = "allow";
+  j["cocoon"]["integrity"].erase("hash");
+  Digest hash = LineHash(*Canonicalize(j));
+  j["cocoon"]["integrity"]["hash"] = HexEncode(hash.data(), hash.size());
+  lines[victim] = *Canonicalize(j);
+  WriteFile(path, JoinLines(lines));
+  report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, victim + 2);
+}
+
+TEST_F(ChainTest, SignEveryNUnsignedTailIsReportedUnsealed) {
+  std::string path = WriteLog("log", 150, /*sign_every=*/100);
+  auto lines = SplitLines(ReadFile(path));
+  lines.resize(lines.size() - 3);
+  WriteFile(path, JoinLines(lines));
+  VerifyReport report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kUnsealed);
+  std::string text = FormatReport(report);
+  EXPECT_NE(text.find("not yet covered by a signature"), std::string::npos) << text;
+}
+
+TEST_F(ChainTest, KeyRotationIsSignedByTheOldKey) {
+  auto next = SigningKey::Generate();
+  ASSERT_TRUE(WriteKeyPair(*next, Path("key2")).ok());
+  auto log = AuditLog::Open(Options("log"));
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE((*log)->Append(SampleDenial(1)).ok());
+  ASSERT_TRUE((*log)->RotateKey(Path("key2")).ok());
+  ASSERT_TRUE((*log)->Append(SampleDenial(2)).ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  VerifyReport report = Verify({Path("log")});  // only the old key is trusted
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  EXPECT_NE(FormatReport(report).find("rotated to " + next->key_id()), std::string::npos);
+  VerifyOptions only_new;
+  only_new.trusted.push_back(next->public_key());
+  auto second = VerifyFiles({Path("log")}, only_new);
+  EXPECT_EQ(second->verdict, VerifyVerdict::kTampered);
+}
+
+TEST_F(ChainTest, CrashedWriterIsRecoveredAndReported) {
+  std::string path = WriteLog("log", 8);
+  std::string data = ReadFile(path);
+  size_t cut = data.size() - 150;  // mid-seal: what kill -9 during write(2) leaves
+  WriteFile(path, data.substr(0, cut));
+  EXPECT_EQ(Verify({path}).verdict, VerifyVerdict::kTampered);
+  {
+    auto log = AuditLog::Open(Options("log"));
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    ASSERT_TRUE((*log)->Append(SampleDenial(99)).ok());
+    ASSERT_TRUE((*log)->Close().ok());
+  }
+  VerifyReport report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  size_t partial_notices = std::count_if(report.notices.begin(), report.notices.end(), [](const auto& n) {
+    return n.find("partial line") != std::string::npos;
+  });
+  EXPECT_EQ(partial_notices, 1u) << FormatReport(report);
+  auto lines = SplitLines(ReadFile(path));
+  // 9 intact lines, the fragment, recovery, start, event, seal: nothing else lost.
+  ASSERT_EQ(lines.size(), 14u);
+  EXPECT_EQ(data.substr(0, cut), ReadFile(path).substr(0, cut));
+  EXPECT_NE(lines[10].find("\"kind\":\"recovery\""), std::string::npos);
+}
+
+TEST_F(ChainTest, ForgedRecoveryClaimIsNotAccepted) {
+  VerifyReport report = Tamper([](auto& lines) { lines[4] = lines[4].substr(0, 100); });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 5u);
+}
+
+TEST_F(ChainTest, TwoWritersInterleaveThroughTheTail) {
+  auto a = AuditLog::Open(Options("log"));
+  auto b = AuditLog::Open(Options("log"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE((i % 3 ? *a : *b)->Append(SampleDenial(i)).ok());
+  }
+  ASSERT_TRUE((*a)->Close().ok());
+  ASSERT_TRUE((*b)->Close().ok());
+  VerifyReport report = Verify({Path("log")});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  EXPECT_EQ(report.lines, 24u);
+  EXPECT_EQ((*a)->chain_id(), (*b)->chain_id());
+}
+
+TEST_F(ChainTest, RotationContinuesTheChainAcrossFiles) {
+  AuditLogOptions options = Options("log");
+  options.rotate_bytes = 8000;
+  auto log = AuditLog::Open(options);
+  ASSERT_TRUE(log.ok());
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE((*log)->Append(SampleDenial(i)).ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  std::vector<std::pair<uint64_t, std::string>> archives;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    std::string name = entry.path().filename();
+    if (name.rfind("log.", 0) == 0)
+      archives.emplace_back(std::stoull(name.substr(name.rfind('-') + 1)), entry.path());
+  }
+  ASSERT_GE(archives.size(), 2u);
+  std::sort(archives.begin(), archives.end());
+  std::vector<std::string> series;
+  for (const auto& a : archives) series.push_back(a.second);
+  series.push_back(Path("log"));
+  VerifyReport report = Verify(series);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  VerifyReport alone = Verify({Path("log")});
+  EXPECT_EQ(alone.verdict, VerifyVerdict::kSealed) << FormatReport(alone);
+  EXPECT_NE(FormatReport(alone).find("earlier file that was not given"), std::string::npos);
+  std::swap(series[0], series[1]);
+  EXPECT_EQ(Verify(series).verdict, VerifyVerdict::kTampered);
+}
+
+TEST_F(ChainTest, SplunkHecEnvelopeVerifies) {
+  AuditLogOptions options = Options("hec.json");
+  options.sink = SinkKind::kSplunkHecFile;
+  auto log = AuditLog::Open(options);
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE((*log)->Append(SampleDenial(1)).ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  auto lines = SplitLines(ReadFile(Path("hec.json")));
+  ASSERT_EQ(lines.size(), 3u);
+  json envelope = json::parse(lines[1]);
+  EXPECT_EQ(envelope["sourcetype"], "cocoon:audit");
+  EXPECT_EQ(envelope["event"]["class_uid"], 1003);
+  EXPECT_EQ(Verify({Path("hec.json")}).verdict, VerifyVerdict::kSealed);
+}
+
+TEST_F(ChainTest, ShipperAddedKeysNeedTheFlag) {
+  std::string path = WriteLog("log", 3);
+  std::vector<std::string> shipped;
+  for (const auto& line : SplitLines(ReadFile(path))) {
+    json j = json::parse(line);
+    j["host"] = {{"name", "shipper-box"}};
+    j["@version"] = "1";
+    shipped.push_back(j.dump(2).size() ? j.dump() : "");  // nlohmann order, not JCS
+  }
+  WriteFile(path, JoinLines(shipped));
+  EXPECT_EQ(Verify({path}).verdict, VerifyVerdict::kTampered);
+  VerifyReport report = Verify({path}, /*ignore_extra_keys=*/true);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  // ...but the flag never forgives an edit of Cocoon's own fields.
+  auto lines = SplitLines(ReadFile(path));
+  json j = json::parse(lines[2]);
+  j["cocoon"]["syscall"]["count"] = 0;
+  lines[2] = j.dump();
+  WriteFile(path, JoinLines(lines));
+  EXPECT_EQ(Verify({path}, true).verdict, VerifyVerdict::kTampered);
+}
+
+TEST_F(ChainTest, ClearErrorsForUnwritableLogs) {
+  AuditLogOptions options = Options("x");
+  options.path = "/proc/version";
+  auto read_only = AuditLog::Open(options);
+  ASSERT_FALSE(read_only.ok());
+  EXPECT_NE(read_only.status().message().find("/proc/version"), std::string::npos);
+  options.path = "/dev/full";
+  auto full = AuditLog::Open(options);
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.status().message().find("No space left on device"), std::string::npos)
+      << full.status().message();
+  options.path = Path("nodir/log");
+  EXPECT_FALSE(AuditLog::Open(options).ok());
+  options = Options("log");
+  options.key_path = "";
+  auto no_key = AuditLog::Open(options);
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_NE(no_key.status().message().find("keygen"), std::string::npos);
+}
+
+TEST_F(ChainTest, KeyFilesArePrivateAndIdsDeriveFromThePublicKey) {
+  struct stat st;
+  ASSERT_EQ(stat(key_path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto loaded = SigningKey::LoadPem(key_path_);
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->key_id(), key_.key_id());
+  EXPECT_EQ(loaded->key_id(), KeyIdFromRaw(key_.public_key().raw()));
+  auto pub = LoadPublicKeys(key_path_ + ".pub");
+  ASSERT_TRUE(pub.ok());
+  EXPECT_EQ(pub->front().key_id(), key_.key_id());
+  EXPECT_FALSE(WriteKeyPair(*loaded, key_path_).ok());  // never overwrites
+  Digest hash = LineHash("x");
+  auto signature = loaded->Sign(hash);
+  ASSERT_TRUE(signature.ok());
+  EXPECT_TRUE(pub->front().Verify(hash, *signature));
+  (*signature)[0] ^= 1;
+  EXPECT_FALSE(pub->front().Verify(hash, *signature));
+}
+
+TEST_F(ChainTest, CheckpointsEveryNLines) {
+  AuditLogOptions options = Options("log");
+  options.checkpoint_every_lines = 10;
+  auto log = AuditLog::Open(options);
+  ASSERT_TRUE(log.ok());
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE((*log)->Append(SampleDenial(i)).ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  std::string data = ReadFile(Path("log"));
+  size_t checkpoints = 0;
+  for (size_t at = 0; (at = data.find("\"kind\":\"checkpoint\"", at)) != std::string::npos; ++at) ++checkpoints;
+  EXPECT_EQ(checkpoints, 3u);
+  EXPECT_EQ(Verify({Path("log")}).verdict, VerifyVerdict::kSealed);
+}
+
+}  // namespace
+}  // namespace cocoon::audit::testing

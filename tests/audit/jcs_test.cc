@@ -1,0 +1,118 @@
+// RFC 8785 canonicalisation against the published JCS test vectors
+// (cyberphone/json-canonicalization testdata/, copied under data/jcs), plus
+// the strict canonical-line scanner the verifier relies on.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "audit/events.h"
+#include "audit/jcs.h"
+
+namespace cocoon::audit {
+namespace {
+
+std::string ReadData(const std::string& relative) {
+  std::ifstream in(std::string(COCOON_AUDIT_TEST_DATA) + "/" + relative, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+class JcsVectorTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(JcsVectorTest, MatchesPublishedOutput) {
+  std::string name = GetParam();
+  std::string input = ReadData("jcs/input/" + name + ".json");
+  std::string expected = ReadData("jcs/output/" + name + ".json");
+  ASSERT_FALSE(input.empty());
+  ASSERT_FALSE(expected.empty());
+  auto parsed = nlohmann::json::parse(input);
+  auto canonical = Canonicalize(parsed, NumberPolicy::kAny);
+  ASSERT_TRUE(canonical.ok()) << canonical.status().ToString();
+  EXPECT_EQ(*canonical, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Published, JcsVectorTest,
+                         ::testing::Values("arrays", "french", "structures", "unicode", "values", "weird"));
+
+// Sample lines from the JCS testdata README (ES6 number serialisation).
+TEST(JcsNumbers, EcmaScriptForm) {
+  struct Row { uint64_t bits; const char* expected; };
+  const Row rows[] = {
+      {0x4340000000000001, "9007199254740994"}, {0x4340000000000002, "9007199254740996"},
+      {0x444b1ae4d6e2ef50, "1e+21"},           {0x3eb0c6f7a0b5ed8d, "0.000001"},
+      {0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"}, {0x8000000000000000, "0"},
+      {0x0, "0"},
+  };
+  for (const auto& row : rows) {
+    double value;
+    std::memcpy(&value, &row.bits, sizeof value);
+    EXPECT_EQ(FormatEcmaScriptNumber(value), row.expected) << std::hex << row.bits;
+  }
+}
+
+TEST(JcsAudit, IntegersOnlyRejectsFloatsAndUnsafeIntegers) {
+  EXPECT_FALSE(Canonicalize(nlohmann::json{{"a", 1.5}}).ok());
+  EXPECT_FALSE(Canonicalize(nlohmann::json{{"a", 9007199254740992ULL}}).ok());
+  EXPECT_TRUE(Canonicalize(nlohmann::json{{"a", 9007199254740991ULL}}).ok());
+}
+
+TEST(JcsAudit, InvalidUtf8IsReplacedNotThrown) {
+  nlohmann::json value = {{"out", std::string("ok\xff\xfe bad \xc3")}};
+  auto canonical = Canonicalize(value);
+  ASSERT_TRUE(canonical.ok());
+  EXPECT_EQ(*canonical, "{\"out\":\"ok\xEF\xBF\xBD\xEF\xBF\xBD bad \xEF\xBF\xBD\"}");
+  EXPECT_TRUE(ScanCanonicalLine(*canonical).ok());
+  EXPECT_EQ(SanitizeUtf8("a\xe2\x82\xac\x80", 4), "a\xe2\x82\xac");
+  EXPECT_EQ(SanitizeUtf8("a\xe2\x82\xac", 3), "a");  // never cuts a sequence
+}
+
+TEST(JcsScanner, AcceptsWhatCanonicalizeWrites) {
+  nlohmann::json value = {{"b", {1, -2, "x\ny\u0001\"\\"}}, {"a", {{"z", nullptr}, {"y", true}}},
+                          {"cocoon", {{"integrity", {{"chain", "c"}, {"v", 1}}}}}};
+  auto canonical = Canonicalize(value);
+  ASSERT_TRUE(canonical.ok());
+  auto scanned = ScanCanonicalLine(*canonical);
+  ASSERT_TRUE(scanned.ok()) << scanned.status().ToString();
+  ASSERT_TRUE(scanned->has_integrity);
+  ASSERT_EQ(scanned->integrity.size(), 2u);
+  EXPECT_EQ(scanned->integrity[0].key, "chain");
+  EXPECT_EQ(scanned->integrity[0].raw_value, "\"c\"");
+  EXPECT_TRUE(scanned->integrity[0].followed_by_comma);
+}
+
+TEST(JcsScanner, RejectsEveryNonCanonicalSpelling) {
+  const char* rejected[] = {
+      "{\"a\": 1}",              // whitespace
+      "{\"b\":1,\"a\":2}",       // unsorted
+      "{\"a\":1,\"a\":2}",       // duplicate
+      "{\"a\":1.0}",             // float
+      "{\"a\":1e3}",             // exponent
+      "{\"a\":-0}",              // negative zero
+      "{\"a\":01}",              // leading zero
+      "{\"a\":9007199254740992}",  // beyond 2^53-1
+      "{\"a\":\"\\u0041\"}",     // needless \u escape
+      "{\"a\":\"\\u001F\"}",     // upper-case hex
+      "{\"a\":\"\\u000a\"}",     // \n has a short form
+      "{\"a\":\"\\/\"}",         // escaped solidus
+      "{\"a\":\"\x01\"}",        // raw control
+      "{\"a\":\"\xff\"}",        // invalid UTF-8
+      "{\"a\":\"\xed\xa0\x80\"}",  // surrogate in UTF-8
+      "{\"\xc3\xa9\":1}",        // non-ASCII key
+      "{\"a\":1}x",              // trailing bytes
+      "[1]",                     // not an object
+      "{\"a\":tru}",
+      "{\"cocoon\":{\"integrity\":{\"a\":{}}}}",  // integrity must be flat
+  };
+  for (const char* line : rejected) EXPECT_FALSE(ScanCanonicalLine(line).ok()) << line;
+  EXPECT_TRUE(ScanCanonicalLine("{\"a\":\"\\u001f\\n\",\"b\":[]}").ok());
+}
+
+TEST(JcsScanner, DepthIsBounded) {
+  std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
+  EXPECT_FALSE(ScanCanonicalLine(deep).ok());
+}
+
+}  // namespace
+}  // namespace cocoon::audit
