@@ -13,6 +13,10 @@
 //     BEFORE it execs (so no process of the sandbox ever runs unconfined, and
 //     memory charged before the move stays with us: v1 does not move charges
 //     unless memory.move_charge_at_immigrate is set).
+// Either way, move the child BEFORE it unshares its cgroup namespace (i.e.
+// before releasing its sync wait): a cgroup namespace is rooted at the group
+// the process is in when it unshares (cgroup_namespaces(7)), so the sandbox
+// then sees only its own group as "/".
 //
 // Usage in the core sequence:
 //   COCOON_ASSIGN_OR_RETURN(auto cg, Cgroup::Create(plan.cgroup, host, "run-<id>"));

@@ -2,7 +2,10 @@
 // OOM-killed at 32 MiB and reported, a fork bomb is capped by pids.max, and
 // KillAll leaves nothing behind.
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,6 +160,59 @@ TEST(CgroupV1Test, CpuQuotaIsWritten) {
   ASSERT_EQ(fscanf(f, "%ld", &quota), 1);
   fclose(f);
   EXPECT_EQ(quota, 25000);
+}
+
+// The v2 mechanics that this machine's controller-less v2 hierarchy still
+// offers: a group, CLONE_INTO_CGROUP, cgroup.kill, removal.
+TEST(CgroupV2Test, CloneIntoCgroupAndKillAllOnControllerlessHierarchy) {
+  auto host = DetectHostCapabilities();
+  ASSERT_TRUE(host.ok());
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to create a v2 group here";
+  if (!host->v2.mounted || !host->v2.writable) GTEST_SKIP() << "SKIPPED: no writable cgroup v2 hierarchy";
+  if (access((host->v2.Dir() + "/cgroup.procs").c_str(), W_OK) != 0) GTEST_SKIP() << "SKIPPED: v2 not writable";
+  CgroupSpec spec;
+  spec.version = CgroupVersion::kV2;
+  auto cg = Cgroup::Create(spec, *host, UniqueName("v2"));
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  ASSERT_GE((*cg)->clone_into_fd(), 0);
+  EXPECT_EQ((*cg)->PeakMemoryBytes().status().code(), ErrorCode::kNotFound);
+
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  struct clone_args args {};
+  args.flags = CLONE_INTO_CGROUP;  // born inside the group (Linux 5.7)
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<uint64_t>((*cg)->clone_into_fd());
+  pid_t pid = static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
+  ASSERT_GE(pid, 0) << strerror(errno);
+  if (pid == 0) {
+    for (int i = 0; i < 5; ++i) {
+      if (fork() == 0) {
+        setsid();
+        pause();
+        _exit(0);
+      }
+    }
+    (void)!write(ready[1], "r", 1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char byte;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  close(ready[0]);
+  auto count = (*cg)->ProcessCount();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 6u);
+  Status killed = (*cg)->KillAll();
+  EXPECT_TRUE(killed.ok()) << killed.ToString();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(*(*cg)->ProcessCount(), 0u);
+  std::string dir = (*cg)->dirs().front();
+  EXPECT_TRUE((*cg)->Destroy().ok());
+  EXPECT_NE(access(dir.c_str(), F_OK), 0);
 }
 
 TEST(CgroupTest, BadNameIsRefused) {
