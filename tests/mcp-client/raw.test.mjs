@@ -1,0 +1,99 @@
+// Raw JSON-RPC over `cocoon mcp` stdio, no SDK: the 2026-07-28 per-request
+// style (server/discover, _meta protocolVersion, resultType), version errors,
+// and JSON-RPC error handling (bad JSON, unknown method, oversized line) with
+// the server still serving afterwards.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import readline from 'node:readline';
+
+const COCOON = process.env.COCOON;
+assert.ok(COCOON, 'set COCOON to the cocoon binary');
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'raw-test', version: '1' },
+};
+
+function startServer(args = []) {
+  const child = spawn(COCOON, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = new Map();
+  const lines = [];
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    const message = JSON.parse(line);  // every stdout line must be JSON
+    lines.push(message);
+    const key = JSON.stringify(message.id ?? null);
+    if (!('method' in message) && waiting.has(key)) {
+      waiting.get(key)(message);
+      waiting.delete(key);
+    }
+  });
+  return {
+    lines,
+    send(text) { child.stdin.write(text + '\n'); },
+    request(id, method, params) {
+      const reply = new Promise((resolve) => waiting.set(JSON.stringify(id), resolve));
+      this.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      return reply;
+    },
+    errorFor(text) {
+      const reply = new Promise((resolve) => waiting.set('null', resolve));
+      this.send(text);
+      return reply;
+    },
+    async stop() {
+      child.stdin.end();
+      await new Promise((resolve) => child.on('exit', resolve));
+    },
+  };
+}
+
+test('2026-07-28: discover, list and call with per-request _meta, no initialize', async () => {
+  const server = startServer();
+  const discover = await server.request('d1', 'server/discover', { _meta: META });
+  assert.equal(discover.result.resultType, 'complete');
+  assert.ok(discover.result.supportedVersions.includes('2026-07-28'));
+  assert.equal(discover.result._meta['io.modelcontextprotocol/serverInfo'].name, 'cocoon');
+
+  const list = await server.request(2, 'tools/list', { _meta: META });
+  assert.equal(list.result.resultType, 'complete');
+  assert.equal(list.result.tools.length, 4);
+  assert.equal(typeof list.result.ttlMs, 'number');
+  assert.ok(['public', 'private'].includes(list.result.cacheScope));
+
+  const call = await server.request(3, 'tools/call', {
+    name: 'execute_code', arguments: { language: 'python', code: 'print("modern")' }, _meta: META,
+  });
+  assert.equal(call.result.resultType, 'complete');
+  assert.equal(call.result.isError, false, JSON.stringify(call));
+  assert.equal(call.result.structuredContent.stdout, 'modern\n');
+  await server.stop();
+});
+
+test('2026-07-28: unsupported version is -32022 with the supported list; missing capabilities is -32602', async () => {
+  const server = startServer();
+  const bad = await server.request(1, 'tools/list', {
+    _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' },
+  });
+  assert.equal(bad.error.code, -32022);
+  assert.deepEqual(bad.error.data, { supported: ['2026-07-28'], requested: '2099-01-01' });
+  const meta = { ...META };
+  delete meta['io.modelcontextprotocol/clientCapabilities'];
+  const missing = await server.request(2, 'tools/list', { _meta: meta });
+  assert.equal(missing.error.code, -32602);
+  await server.stop();
+});
+
+test('JSON-RPC errors do not stop the server', async () => {
+  const server = startServer(['--max-message-bytes', '1024']);
+  assert.equal((await server.errorFor('{"jsonrpc": "2.0", "id": 1, "method": ')).error.code, -32700);
+  assert.equal((await server.errorFor('x'.repeat(5000))).error.code, -32600);
+  assert.equal((await server.request(5, 'no/such/method', {})).error.code, -32601);
+  const init = await server.request(6, 'initialize', {
+    protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+  });
+  assert.equal(init.result.protocolVersion, '2025-03-26');
+  assert.deepEqual((await server.request(7, 'ping', {})).result, {});
+  await server.stop();
+});
