@@ -136,6 +136,7 @@ Status ParsePolicy(const json& args, const ToolContext& context, std::string* po
   COCOON_RETURN_IF_ERROR(OptionalString(args, "policy", 256, policy));
   if (policy->empty()) return Status::Ok();
   if (std::find(context.policies.begin(), context.policies.end(), *policy) == context.policies.end()) {
+    if (context.policies.empty()) return Bad("this server offers no policy choice (it was started without --policy)");
     std::string names;
     for (const auto& p : context.policies) names += (names.empty() ? "" : ", ") + p;
     return Bad("unknown policy '" + SanitizeUtf8(*policy) + "'; this server offers: " + names);
@@ -265,6 +266,10 @@ json ToolDescriptors(const ToolContext& context) {
   const ToolLimits& limits = context.limits;
   json languages = context.languages;
   json policies = context.policies;
+  // An empty enum would be unsatisfiable; without a --policy file the field
+  // exists (additionalProperties is false) but every value is refused.
+  json policy_schema = {{"type", "string"}, {"description", "Profile of the server's policy file to run under"}};
+  if (!context.policies.empty()) policy_schema["enum"] = policies;
   json execute_code = ObjectSchema(
       {{"language", {{"type", "string"}, {"enum", languages}, {"description", "Runtime preset (see inspect_runtimes)"}}},
        {"code", {{"type", "string"}, {"maxLength", limits.max_code_bytes}}},
@@ -272,7 +277,7 @@ json ToolDescriptors(const ToolContext& context) {
        {"files", FilesSchema(limits)},
        {"timeout_ms", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits.max_timeout_ms},
                        {"description", "Wall-clock limit; can only shorten the server policy's"}}},
-       {"policy", {{"type", "string"}, {"enum", policies}, {"description", "Profile to run under"}}}},
+       {"policy", policy_schema}},
       {"language", "code"});
   json execute_skill = ObjectSchema(
       {{"skill", {{"type", "string"}, {"pattern", "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"}}},
