@@ -100,4 +100,8 @@ int ShellExitStatus(const Outcome& outcome);
 
 nlohmann::json OutcomeToJson(const Outcome& outcome);
 
+// OutcomeToJson serialised; invalid UTF-8 in the captured output is replaced
+// with U+FFFD (nlohmann's dump would throw). indent < 0: one line.
+std::string OutcomeToJsonText(const Outcome& outcome, int indent = -1);
+
 }  // namespace cocoon::enforcer

@@ -1,0 +1,135 @@
+#include "enforcer/artifact_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "cocoon_version.h"
+#include "compiler/common/digest.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+constexpr size_t kMaxEntryBytes = 16u << 20;
+
+bool Trusted(const struct stat& st) {
+  return (st.st_uid == geteuid() || st.st_uid == 0) && (st.st_mode & 022) == 0;
+}
+
+std::optional<std::string> ReadSmallFile(const std::string& path, bool check_trust) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxEntryBytes ||
+      (check_trust && !Trusted(st))) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = read(fd, data.data() + done, data.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (done != data.size()) return std::nullopt;
+  return data;
+}
+
+Status MakeDirs(const std::string& dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    std::string prefix = dir.substr(0, pos);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("mkdir " + prefix);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ArtifactCache::DefaultDir() {
+  if (const char* dir = getenv("COCOON_CACHE_DIR"); dir != nullptr && dir[0] == '/') return dir;
+  if (geteuid() == 0) return "/var/cache/cocoon";
+  if (const char* xdg = getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/cocoon";
+  if (const char* home = getenv("HOME"); home != nullptr && home[0] == '/') return std::string(home) + "/.cache/cocoon";
+  return "";
+}
+
+std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::string& profile) {
+  char real[PATH_MAX];
+  if (realpath(policy_path.c_str(), real) == nullptr) return "";
+  auto bytes = ReadSmallFile(real, false);
+  if (!bytes) return "";
+  std::string material = std::string("cocoon-cache-v1\n") + COCOON_VERSION_STRING + "\n" + profile + "\n" + real + "\n";
+  return Sha256Hex(material + *bytes);
+}
+
+std::optional<CompiledLinuxArtifacts> ArtifactCache::Lookup(const std::string& key) const {
+  if (dir_.empty() || key.empty()) return std::nullopt;
+  struct stat st;
+  if (stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || !Trusted(st)) return std::nullopt;
+  auto entry = ReadSmallFile(dir_ + "/" + key + ".entry", true);
+  if (!entry) return std::nullopt;
+  // Layout: one JSON line (lengths, hashes, sources), then the three blobs.
+  size_t newline = entry->find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  CompiledLinuxArtifacts artifacts;
+  try {
+    auto index = nlohmann::json::parse(entry->substr(0, newline));
+    size_t offset = newline + 1;
+    for (auto [name, out] : {std::pair{"plan", &artifacts.plan_json}, std::pair{"bpf", &artifacts.seccomp_bpf},
+                             std::pair{"sidecar", &artifacts.seccomp_sidecar_json}}) {
+      size_t size = index.at(name).at("size").get<size_t>();
+      if (offset + size > entry->size()) return std::nullopt;
+      *out = entry->substr(offset, size);
+      offset += size;
+      if (Sha256Hex(*out) != index.at(name).at("sha256").get<std::string>()) return std::nullopt;
+    }
+    for (const auto& source : index.at("sources")) {
+      std::string path = source.at("path").get<std::string>();
+      auto bytes = ReadSmallFile(path, false);
+      if (!bytes || Sha256Hex(*bytes) != source.at("sha256").get<std::string>()) return std::nullopt;
+      artifacts.source_files.push_back(path);
+    }
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+  return artifacts;
+}
+
+Status ArtifactCache::Store(const std::string& key, const CompiledLinuxArtifacts& artifacts) const {
+  if (dir_.empty() || key.empty()) return InvalidArgumentError("no cache directory");
+  COCOON_RETURN_IF_ERROR(MakeDirs(dir_));
+  nlohmann::json index;
+  index["plan"] = {{"size", artifacts.plan_json.size()}, {"sha256", Sha256Hex(artifacts.plan_json)}};
+  index["bpf"] = {{"size", artifacts.seccomp_bpf.size()}, {"sha256", Sha256Hex(artifacts.seccomp_bpf)}};
+  index["sidecar"] = {{"size", artifacts.seccomp_sidecar_json.size()}, {"sha256", Sha256Hex(artifacts.seccomp_sidecar_json)}};
+  index["sources"] = nlohmann::json::array();
+  for (const auto& path : artifacts.source_files) {
+    auto bytes = ReadSmallFile(path, false);
+    if (!bytes) return NotFoundError("cannot hash policy source " + path);
+    index["sources"].push_back({{"path", path}, {"sha256", Sha256Hex(*bytes)}});
+  }
+  std::string data = index.dump() + "\n" + artifacts.plan_json + artifacts.seccomp_bpf + artifacts.seccomp_sidecar_json;
+  std::string temp = dir_ + "/." + key + "." + std::to_string(getpid()) + ".tmp";
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoError("create " + temp);
+  ssize_t n = write(fd, data.data(), data.size());
+  close(fd);
+  if (n != static_cast<ssize_t>(data.size())) {
+    unlink(temp.c_str());
+    return ErrnoError("write " + temp);
+  }
+  if (rename(temp.c_str(), (dir_ + "/" + key + ".entry").c_str()) != 0) {
+    unlink(temp.c_str());
+    return ErrnoError("rename cache entry");
+  }
+  return Status::Ok();
+}
+
+}  // namespace cocoon::enforcer

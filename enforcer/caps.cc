@@ -1,0 +1,59 @@
+// Child side: giving up every privilege before exec (issue 4, step 5).
+//
+// Order matters:
+//  1. securebits first, while we still hold CAP_SETPCAP: NO_SETUID_FIXUP so
+//     the id change below neither keeps nor silently re-grants anything we do
+//     not drop explicitly, NOROOT so uid 0 inside never regains capabilities
+//     on execve, NO_CAP_AMBIENT_RAISE, all with their *_LOCKED bits so the
+//     sandbox cannot undo them (capabilities(7) "The securebits flags").
+//  2. The bounding set, emptied cap by cap (PR_CAPBSET_DROP needs CAP_SETPCAP,
+//     so it must come before capset). Caps the kernel does not know give
+//     EINVAL: that is the end of the list.
+//  3. The ambient set cleared.
+//  4. Supplementary groups dropped (only where setgroups is allowed, i.e. we
+//     were root and wrote the gid map ourselves), then gid, then uid.
+//  5. capset with every set empty: effective, permitted, inheritable.
+//  6. PR_SET_NO_NEW_PRIVS: execve can never add privileges (setuid bits,
+//     file capabilities); also what Landlock and unprivileged seccomp need.
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "enforcer/child_steps.h"
+
+namespace cocoon::enforcer::child {
+
+bool DropPrivileges(const ChildSpec& spec, ChildError* error) noexcept {
+  constexpr unsigned long kSecurebits =
+      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+      SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+  if (prctl(PR_SET_SECUREBITS, kSecurebits, 0, 0, 0) != 0) return Fail(error, ChildStep::kSecurebits, errno);
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+      if (errno == EINVAL) break;  // past the kernel's last capability
+      return Fail(error, ChildStep::kCapBoundingSet, errno, cap);
+    }
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return Fail(error, ChildStep::kCapAmbient, errno);
+  if (spec.drop_supplementary_groups && syscall(SYS_setgroups, 0, nullptr) != 0) {
+    return Fail(error, ChildStep::kSetgroups, errno);
+  }
+  // Raw syscalls: glibc's set*id wrappers broadcast to all threads with
+  // signals (nptl setxid), which is neither needed nor safe after clone.
+  if (syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0) return Fail(error, ChildStep::kSetgid, errno);
+  if (syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0) return Fail(error, ChildStep::kSetuid, errno);
+  struct __user_cap_header_struct header {};
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  header.pid = 0;
+  struct __user_cap_data_struct data[2] {};
+  if (syscall(SYS_capset, &header, data) != 0) return Fail(error, ChildStep::kCapset, errno);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return Fail(error, ChildStep::kNoNewPrivs, errno);
+  return true;
+}
+
+}  // namespace cocoon::enforcer::child

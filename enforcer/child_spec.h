@@ -1,0 +1,157 @@
+// What the sandbox's child process reads after clone: a flat, fully
+// precomputed description of every step, built by the parent (child_spec.cc)
+// from the LaunchPlan. The child only follows pointers into memory the parent
+// allocated BEFORE clone; it never allocates, parses or formats (it runs
+// between clone and execve in a copy of a possibly multi-threaded parent, so
+// malloc locks may be held; see signal-safety(7)).
+//
+// The first failing step is reported to the parent as a ChildError over the
+// error pipe (O_CLOEXEC: a successful execve closes it, so EOF = success).
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "enforcer/limits/limit_plan.h"
+#include "enforcer/workdir/staging.h"
+
+namespace cocoon::enforcer {
+
+// Steps, in the order the child runs them. Stable numbers: they cross the pipe.
+enum class ChildStep : int {
+  kNone = 0,
+  kStdio,            // dup2 of the stdio pipes onto 0, 1, 2
+  kParentDeathSignal,
+  kSyncWait,         // waiting for the parent to write the uid/gid maps
+  kUnshareCgroup,
+  kHostname,
+  kLoopback,
+  kMountPrivate,
+  kMountNewRoot,
+  kMkdirTarget,
+  kBind,
+  kMountAttr,        // mount_setattr(ro,nosuid,nodev) on a bind and its submounts
+  kTmpfs,
+  kWorkDir,          // enforcer/workdir MountWorkDirInChild
+  kProc,
+  kDevice,
+  kSymlink,
+  kMask,
+  kRootReadOnly,
+  kPivotRoot,
+  kDetachOldRoot,
+  kChdir,
+  kRlimit,
+  kSetsid,
+  kCloseFds,
+  kSecurebits,
+  kCapBoundingSet,
+  kCapAmbient,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kCapset,
+  kNoNewPrivs,
+  kLandlockCreate,
+  kLandlockRule,
+  kLandlockRestrict,
+  kSeccomp,
+  kListenerHandoff,
+  kExec,
+};
+
+const char* ChildStepName(ChildStep step);
+
+struct ChildError {
+  int step = 0;    // ChildStep
+  int err = 0;     // errno
+  int detail = 0;  // index of the mount op / landlock rule, or the RLIMIT_* resource
+};
+
+enum class ChildMountKind : int {
+  kBind,         // MS_BIND|MS_REC, then mount_setattr(attr_set, AT_RECURSIVE)
+  kTmpfs,        // tmpfs with `data` options
+  kWorkDir,      // the staged work dir (enforcer/workdir) at target
+  kProc,
+  kDevice,       // bind a host device node onto an empty file
+  kSymlink,      // symlink(source, target)
+  kMaskFile,     // bind /dev/null (inside the new root) over a file, read-only
+  kMaskDir,      // empty read-only tmpfs over a directory
+};
+
+struct ChildMountOp {
+  ChildMountKind kind = ChildMountKind::kBind;
+  const char* source = nullptr;  // host path (binds, devices), link text (symlink)
+  const char* target = nullptr;  // absolute path under the new root mount point
+  const char* data = nullptr;    // tmpfs options
+  bool target_is_dir = true;     // create a directory (else an empty file) as mount point
+  uint64_t attr_set = 0;         // MOUNT_ATTR_* for kBind / kDevice
+  unsigned long flags = 0;       // mount(2) flags for tmpfs/proc
+};
+
+struct ChildLandlockRule {
+  const char* path = nullptr;    // inside the sandbox (after pivot_root)
+  uint64_t access = 0;           // LANDLOCK_ACCESS_FS_* for this ABI
+  bool optional = false;
+};
+
+// Shared (MAP_SHARED) page for handing the seccomp listener fd to the parent
+// without any syscall after the filter is loaded (see child_main.cc).
+struct ListenerHandoff {
+  std::atomic<int> listener_fd{-1};  // set by the child after seccomp()
+  std::atomic<int> taken{0};         // set by the parent after pidfd_getfd()
+  std::atomic<int> abandon{0};       // parent gave up: the child must _exit
+};
+
+struct ChildSpec {
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int sync_fd = -1;    // read end; the parent writes one byte once maps are written
+  int error_fd = -1;   // write end, O_CLOEXEC
+  int work_sock = -1;  // socketpair end for MountWorkDirInChild (-1: no staging)
+  pid_t parent_pid = 0;
+
+  bool unshare_cgroup = true;
+  const char* hostname = nullptr;
+  size_t hostname_len = 0;
+  bool loopback = false;
+
+  const char* new_root = nullptr;        // host dir the new root tmpfs is mounted on
+  const char* new_root_data = nullptr;   // "mode=0755,size=..."
+  const ChildMountOp* mounts = nullptr;
+  size_t mount_count = 0;
+  const WorkMountChildSpec* work_spec = nullptr;  // for kWorkDir
+
+  const char* cwd = nullptr;  // inside
+  const RlimitSet* rlimits = nullptr;
+
+  uint32_t uid = 65534;
+  uint32_t gid = 65534;
+  bool drop_supplementary_groups = false;  // as root (setgroups is allowed)
+
+  int landlock_abi = 0;                   // 0: skip
+  uint64_t landlock_handled_fs = 0;
+  uint64_t landlock_scoped = 0;
+  uint32_t landlock_restrict_flags = 0;
+  const ChildLandlockRule* landlock_rules = nullptr;
+  size_t landlock_rule_count = 0;
+
+  const sock_fprog* seccomp = nullptr;    // required: the child refuses to exec without it
+  bool seccomp_listener = false;
+  ListenerHandoff* handoff = nullptr;
+
+  const char* const* exec_candidates = nullptr;  // full paths to try, in order
+  size_t exec_candidate_count = 0;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+};
+
+// The child's entry point: applies the spec and execs. Never returns.
+[[noreturn]] void RunChild(const ChildSpec& spec) noexcept;
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,286 @@
+#include "enforcer/child_spec_builder.h"
+
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <map>
+
+#include "enforcer/landlock.h"
+
+extern char** environ;
+
+namespace cocoon::enforcer {
+namespace {
+
+using backends::PlanMount;
+using backends::PlanMountKind;
+
+bool IsUnder(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+Result<std::string> RealPath(const std::string& path) {
+  char buffer[PATH_MAX];
+  if (realpath(path.c_str(), buffer) == nullptr) return ErrnoError(path);
+  return std::string(buffer);
+}
+
+constexpr uint64_t kReadOnlyAttrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+constexpr uint64_t kWritableAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+constexpr uint64_t kDeviceAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+
+}  // namespace
+
+const char* PreparedChild::Keep(std::string text) {
+  strings_.push_back(std::move(text));
+  return strings_.back().c_str();
+}
+
+Result<std::unique_ptr<PreparedChild>> PreparedChild::Build(ChildSpecInputs inputs) {
+  std::unique_ptr<PreparedChild> prepared(new PreparedChild());
+  prepared->inputs_ = std::move(inputs);
+  const auto& plan = *prepared->inputs_.plan;
+  if (prepared->inputs_.argv.empty() || prepared->inputs_.argv[0].empty()) {
+    return InvalidArgumentError("no command to run");
+  }
+  if (prepared->inputs_.seccomp.empty()) return InvalidArgumentError("no seccomp program: refusing to run unfiltered");
+  COCOON_RETURN_IF_ERROR(prepared->AddMounts());
+  prepared->AddLandlockRules();
+  prepared->BuildEnvironment();
+  prepared->BuildExec();
+
+  ChildSpec& spec = prepared->spec_;
+  spec.hostname = prepared->Keep(plan.hostname);
+  spec.hostname_len = plan.hostname.size();
+  spec.loopback = plan.network != ir::NetworkMode::kOn;
+  spec.new_root = prepared->Keep(prepared->inputs_.new_root);
+  spec.new_root_data = "mode=0755,size=1m";
+  spec.mounts = prepared->mounts_.data();
+  spec.mount_count = prepared->mounts_.size();
+  spec.work_spec = prepared->inputs_.work_spec;
+  spec.cwd = prepared->Keep(plan.cwd);
+  spec.rlimits = &prepared->inputs_.rlimits;
+  spec.uid = plan.uid;
+  spec.gid = plan.gid;
+  spec.drop_supplementary_groups = prepared->inputs_.drop_supplementary_groups;
+  spec.landlock_abi = prepared->inputs_.landlock_abi;
+  spec.landlock_handled_fs = LandlockHandledFs(spec.landlock_abi);
+  spec.landlock_scoped = LandlockScoped(spec.landlock_abi);
+  spec.landlock_rules = prepared->landlock_.data();
+  spec.landlock_rule_count = prepared->landlock_.size();
+  prepared->seccomp_prog_.len = static_cast<unsigned short>(prepared->inputs_.seccomp.size());
+  prepared->seccomp_prog_.filter = prepared->inputs_.seccomp.data();
+  spec.seccomp = &prepared->seccomp_prog_;
+  spec.seccomp_listener = prepared->inputs_.seccomp_listener;
+  return prepared;
+}
+
+Status PreparedChild::AddMounts() {
+  for (const auto& mount : inputs_.plan->mounts) {
+    COCOON_RETURN_IF_ERROR(AddMount(mount).WithContext(std::string(backends::PlanMountKindName(mount.kind)) + " " +
+                                                       (mount.source.empty() ? "" : mount.source + " -> ") + mount.target));
+  }
+  return Status::Ok();
+}
+
+Status PreparedChild::AddMount(const PlanMount& mount) {
+  const std::string& root = inputs_.new_root;
+  // The closest earlier bind containing this target: a mount point inside a
+  // bound host directory must already exist there (the child never creates
+  // anything on a host filesystem, and mount(2) would follow a symlink).
+  const std::pair<std::string, std::string>* parent_bind = nullptr;
+  for (const auto& bind : binds_) {
+    if (IsUnder(mount.target, bind.first) && mount.target != bind.first) parent_bind = &bind;
+  }
+  auto host_equivalent = [&]() -> std::string {
+    return parent_bind ? parent_bind->second + mount.target.substr(parent_bind->first.size()) : std::string();
+  };
+
+  ChildMountOp op;
+  op.target = Keep(root + mount.target);
+  std::string description = std::string(backends::PlanMountKindName(mount.kind)) + " " +
+                            (mount.source.empty() ? "" : mount.source + " -> ") + mount.target;
+  switch (mount.kind) {
+    case PlanMountKind::kBindReadOnly:
+    case PlanMountKind::kBindWritable: {
+      auto real = RealPath(mount.source);
+      if (!real.ok()) {
+        if (mount.optional && real.status().code() == ErrorCode::kNotFound) return Status::Ok();
+        return real.status();
+      }
+      struct stat st;
+      if (stat(real->c_str(), &st) != 0) return ErrnoError("stat " + *real);
+      if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        return InvalidArgumentError(mount.source + " is neither a directory nor a regular file");
+      }
+      op.kind = ChildMountKind::kBind;
+      op.source = Keep(*real);
+      op.target_is_dir = S_ISDIR(st.st_mode);
+      op.attr_set = mount.kind == PlanMountKind::kBindReadOnly ? kReadOnlyAttrs : kWritableAttrs;
+      break;
+    }
+    case PlanMountKind::kWork:
+      op.target_is_dir = true;
+      if (inputs_.work_spec != nullptr) {
+        op.kind = ChildMountKind::kWorkDir;
+      } else {
+        uint64_t size = mount.size_bytes != 0 ? mount.size_bytes : inputs_.default_work_tmpfs_bytes;
+        op.kind = ChildMountKind::kTmpfs;
+        op.flags = MS_NOSUID | MS_NODEV;
+        op.data = Keep("size=" + std::to_string(size) + ",mode=0755,uid=" + std::to_string(inputs_.plan->uid) +
+                       ",gid=" + std::to_string(inputs_.plan->gid));
+      }
+      break;
+    case PlanMountKind::kTmpfs:
+      op.kind = ChildMountKind::kTmpfs;
+      op.flags = MS_NOSUID | MS_NODEV;
+      op.data = Keep("size=" + std::to_string(mount.size_bytes) + ",mode=1777");
+      break;
+    case PlanMountKind::kProc:
+      op.kind = ChildMountKind::kProc;
+      op.flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+      break;
+    case PlanMountKind::kDevice: {
+      struct stat st;
+      if (stat(mount.source.c_str(), &st) != 0) {
+        if (mount.optional) return Status::Ok();
+        return ErrnoError("device " + mount.source);
+      }
+      if (S_ISDIR(st.st_mode)) {
+        op.kind = ChildMountKind::kBind;  // e.g. /dev/dri
+        op.attr_set = kDeviceAttrs;
+      } else if (S_ISCHR(st.st_mode)) {
+        op.kind = ChildMountKind::kDevice;
+        op.target_is_dir = false;
+        op.attr_set = kDeviceAttrs;
+      } else {
+        return InvalidArgumentError(mount.source + " is not a character device");
+      }
+      op.source = Keep(mount.source);
+      break;
+    }
+    case PlanMountKind::kDevSymlink:
+      op.kind = ChildMountKind::kSymlink;
+      op.source = Keep(mount.source);
+      break;
+    case PlanMountKind::kMask: {
+      // What would be visible at the target: the host /proc for proc paths
+      // (same kernel), a bound host path, or nothing (then nothing to hide).
+      std::string host = IsUnder(mount.target, "/proc") ? mount.target : host_equivalent();
+      struct stat st;
+      if (host.empty() || lstat(host.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return Status::Ok();
+      if (S_ISDIR(st.st_mode)) {
+        op.kind = ChildMountKind::kMaskDir;
+        op.flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+        op.data = "size=4k,mode=0555";
+      } else {
+        op.kind = ChildMountKind::kMaskFile;
+        op.source = Keep(root + "/dev/null");
+        op.target_is_dir = false;
+        op.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+      }
+      parent_bind = nullptr;  // checked above through lstat
+      break;
+    }
+  }
+  if (parent_bind != nullptr && op.kind != ChildMountKind::kSymlink) {
+    std::string host = host_equivalent();
+    auto real = RealPath(host);
+    if (!real.ok() || *real != host) {
+      return FailedPreconditionError("mount point " + mount.target + " must exist (and not be a symlink) on the host as " +
+                                     host + ", inside the bound directory " + parent_bind->second);
+    }
+  }
+  if (op.kind == ChildMountKind::kBind) binds_.emplace_back(mount.target, op.source);
+  mounted_targets_.emplace_back(mount.target, op.target_is_dir);
+  mounts_.push_back(op);
+  mount_descriptions_.push_back(std::move(description));
+  return Status::Ok();
+}
+
+void PreparedChild::AddLandlockRules() {
+  int abi = inputs_.landlock_abi;
+  if (abi <= 0) return;
+  for (const auto& rule : inputs_.plan->landlock) {
+    bool is_dir = true;
+    bool found = rule.path == "/";
+    for (const auto& [target, dir] : mounted_targets_) {
+      if (target == rule.path) {
+        found = true;
+        is_dir = dir;
+      }
+    }
+    if (!found) continue;  // an optional mount that was skipped
+    uint64_t access = LandlockRuleAccess(rule.access, abi, is_dir);
+    if (access == 0) continue;
+    landlock_.push_back({Keep(rule.path), access, rule.optional});
+  }
+}
+
+void PreparedChild::BuildEnvironment() {
+  const auto& plan = *inputs_.plan;
+  std::map<std::string, std::string> env;
+  if (!plan.env_clear) {
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      std::string text(*entry);
+      auto eq = text.find('=');
+      if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
+    }
+  }
+  for (const auto& name : plan.env_pass) {
+    const char* value = getenv(name.c_str());
+    if (value != nullptr) env[name] = value;
+  }
+  for (const auto& var : plan.env_set) env[var.name] = var.value;
+  for (const auto& [name, value] : env) env_strings_.push_back(name + "=" + value);
+  for (auto& text : env_strings_) envp_.push_back(text.data());
+  envp_.push_back(nullptr);
+  spec_.envp = envp_.data();
+}
+
+void PreparedChild::BuildExec() {
+  argv_strings_ = inputs_.argv;
+  for (auto& arg : argv_strings_) argv_.push_back(arg.data());
+  argv_.push_back(nullptr);
+  spec_.argv = argv_.data();
+  const std::string& program = argv_strings_[0];
+  if (program.find('/') != std::string::npos) {
+    exec_strings_.push_back(program);
+  } else {
+    // execvp semantics over the sandbox's own PATH (the child cannot call
+    // execvp: it may allocate).
+    std::string path = "/usr/local/bin:/usr/bin:/bin";
+    for (const auto& text : env_strings_) {
+      if (text.rfind("PATH=", 0) == 0) path = text.substr(5);
+    }
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      std::string dir = path.substr(start, end - start);
+      if (!dir.empty() && dir[0] == '/') exec_strings_.push_back(dir + "/" + program);
+      start = end + 1;
+    }
+  }
+  for (const auto& candidate : exec_strings_) exec_candidates_.push_back(candidate.c_str());
+  spec_.exec_candidates = exec_candidates_.data();
+  spec_.exec_candidate_count = exec_candidates_.size();
+}
+
+std::string PreparedChild::DescribeMount(int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= mount_descriptions_.size()) return "mount #" + std::to_string(index);
+  return mount_descriptions_[static_cast<size_t>(index)];
+}
+
+std::string PreparedChild::DescribeLandlockRule(int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= landlock_.size()) return "rule #" + std::to_string(index);
+  return landlock_[static_cast<size_t>(index)].path;
+}
+
+}  // namespace cocoon::enforcer

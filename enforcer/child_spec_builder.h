@@ -1,0 +1,74 @@
+// Parent side: turns a LaunchPlan into the flat ChildSpec the child follows.
+// All host lookups (realpath of bind sources, file-or-directory, does the
+// mount point exist inside a read-only bind) happen here, before clone, so
+// that the child only replays syscalls and every mistake is a clear message.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/backends/plan/launch_plan.h"
+#include "compiler/common/status.h"
+#include "enforcer/child_spec.h"
+
+namespace cocoon::enforcer {
+
+struct ChildSpecInputs {
+  const backends::LaunchPlan* plan = nullptr;
+  std::vector<std::string> argv;
+  const WorkMountChildSpec* work_spec = nullptr;  // staged work dir, or nullptr: a tmpfs
+  std::string new_root;                           // empty host dir for the new root tmpfs
+  RlimitSet rlimits;
+  int landlock_abi = 0;
+  std::vector<sock_filter> seccomp;
+  bool seccomp_listener = false;
+  bool drop_supplementary_groups = false;
+  uint64_t default_work_tmpfs_bytes = 64ull << 20;
+};
+
+class PreparedChild {
+ public:
+  static Result<std::unique_ptr<PreparedChild>> Build(ChildSpecInputs inputs);
+
+  // The pointers inside stay valid as long as this object lives. The caller
+  // fills in the fd fields and parent_pid just before clone.
+  ChildSpec& spec() { return spec_; }
+  const std::vector<ChildMountOp>& mounts() const { return mounts_; }
+  const std::vector<std::string>& env() const { return env_strings_; }
+  const std::vector<std::string>& exec_candidates() const { return exec_strings_; }
+
+  // For error messages: "mount #3 (bind /usr -> /usr)".
+  std::string DescribeMount(int index) const;
+  std::string DescribeLandlockRule(int index) const;
+
+ private:
+  PreparedChild() = default;
+  Status AddMounts();
+  Status AddMount(const backends::PlanMount& mount);
+  void AddLandlockRules();
+  void BuildEnvironment();
+  void BuildExec();
+  const char* Keep(std::string text);
+
+  ChildSpecInputs inputs_;
+  std::deque<std::string> strings_;  // stable addresses for every const char*
+  std::vector<ChildMountOp> mounts_;
+  std::vector<std::string> mount_descriptions_;
+  std::vector<std::pair<std::string, bool>> mounted_targets_;  // inside path, is_dir
+  std::vector<std::pair<std::string, std::string>> binds_;     // inside target -> host source (real)
+  std::vector<ChildLandlockRule> landlock_;
+  std::vector<std::string> env_strings_;
+  std::vector<char*> envp_;
+  std::vector<std::string> argv_strings_;
+  std::vector<char*> argv_;
+  std::vector<std::string> exec_strings_;
+  std::vector<const char*> exec_candidates_;
+  sock_fprog seccomp_prog_{};
+  ChildSpec spec_;
+};
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,34 @@
+// Internal to the enforcer: the child-side steps RunChild strings together.
+// Every function is async-signal-safe (raw syscalls on precomputed data) and
+// returns false after filling *error with the failing step and errno.
+#pragma once
+
+#include "enforcer/child_spec.h"
+
+namespace cocoon::enforcer::child {
+
+// Private propagation, the new root tmpfs, every mount op, the new root made
+// read-only, pivot_root into it and the old root detached (mounts.cc).
+bool BuildMountTree(const ChildSpec& spec, ChildError* error) noexcept;
+
+// Brings up "lo" in the fresh network namespace (net.cc).
+bool BringUpLoopback(ChildError* error) noexcept;
+
+// Securebits, bounding and ambient sets, ids, capset(0), no_new_privs (caps.cc).
+bool DropPrivileges(const ChildSpec& spec, ChildError* error) noexcept;
+
+// Landlock ruleset from the spec's rules, restrict_self (landlock.cc).
+bool ApplyLandlock(const ChildSpec& spec, ChildError* error) noexcept;
+
+// Loads the BPF program; with a listener, hands its fd to the parent through
+// the shared page (seccomp_loader.cc). Must be the last step before execve.
+bool LoadSeccomp(const ChildSpec& spec, ChildError* error) noexcept;
+
+inline bool Fail(ChildError* error, ChildStep step, int err, int detail = 0) noexcept {
+  error->step = static_cast<int>(step);
+  error->err = err;
+  error->detail = detail;
+  return false;
+}
+
+}  // namespace cocoon::enforcer::child

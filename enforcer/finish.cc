@@ -1,0 +1,118 @@
+// After execve: supervise the sandbox, then measure, verify the work dir and
+// commit, and assemble the Outcome.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "enforcer/notify.h"
+#include "enforcer/sandbox_impl.h"
+#include "enforcer/supervisor.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+uint64_t Millis(const struct timeval& tv) {
+  return static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000;
+}
+
+void SetTermination(const SuperviseResult& run, bool oom, Outcome& outcome) {
+  int status = run.wait_status;
+  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+  outcome.oom_killed = oom;
+  outcome.timed_out = run.timed_out;
+  if (run.cancelled) {
+    outcome.termination_reason = TerminationReason::kCancelled;
+  } else if (run.timed_out) {
+    outcome.termination_reason = TerminationReason::kTimeout;
+  } else if (run.killed_by_notify || outcome.signal == SIGSYS) {
+    // SECCOMP_RET_KILL_PROCESS ends the process with SIGSYS (seccomp(2)); a
+    // kill rule routed through user notification is killed by us.
+    outcome.termination_reason = TerminationReason::kSeccompKill;
+  } else if (oom && outcome.signal == SIGKILL) {
+    outcome.termination_reason = TerminationReason::kOomKilled;
+  } else if (outcome.signal != 0) {
+    outcome.termination_reason = TerminationReason::kSignaled;
+  } else {
+    outcome.termination_reason = TerminationReason::kExited;
+  }
+}
+
+}  // namespace
+
+Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::time_point start, int pidfd,
+                                                  int stdout_fd, int stderr_fd, int listener_fd, int signal_fd) {
+  const auto& plan = request.plan;
+  uint64_t cap = limit_plan.output_bytes != 0 ? limit_plan.output_bytes : plan.output_cap_bytes;
+  if (cap == 0) cap = backends::kDefaultOutputCapBytes;
+  const OutputCallback* callback = request.on_output ? &request.on_output : nullptr;
+  OutputCapture out(OutputStream::kStdout, cap, request.output_mode, callback);
+  OutputCapture err(OutputStream::kStderr, cap, request.output_mode, callback);
+
+  std::unique_ptr<NotifyResponder> responder;
+  if (listener_fd >= 0) {
+    auto table = ParseSeccompSidecar(request.seccomp_sidecar_json);
+    // Without a table every notification is answered with the fail-closed
+    // default (EPERM), never allowed.
+    responder = std::make_unique<NotifyResponder>(table.ok() ? std::move(*table) : NotifyTable{});
+  }
+  SuperviseInputs inputs;
+  inputs.pid = pid;
+  inputs.pidfd = pidfd;
+  inputs.stdout_fd = stdout_fd;
+  inputs.stderr_fd = stderr_fd;
+  inputs.listener_fd = listener_fd;
+  inputs.cancel_fd = request.cancel ? request.cancel->fd() : -1;
+  inputs.signal_fd = signal_fd;
+  inputs.timeout_ms = limit_plan.wall_time_ms != 0 ? limit_plan.wall_time_ms : plan.wall_timeout_ms;
+  inputs.start = start;
+  if (responder) inputs.on_notification = [&](int fd) { return responder->HandleOne(fd); };
+  COCOON_ASSIGN_OR_RETURN(SuperviseResult run, Supervise(inputs, out, err));
+
+  Outcome outcome;
+  bool oom = false;
+  if (cgroup) {
+    auto count = cgroup->OomKillCount();
+    oom = count.ok() && *count > 0;
+    auto peak = cgroup->PeakMemoryBytes();
+    if (peak.ok()) {
+      outcome.peak_memory_kib = *peak / 1024;
+      outcome.peak_memory_source = cgroup->PeakMemorySource();
+    }
+    (void)cgroup->KillAll();
+  }
+  if (outcome.peak_memory_source.empty()) {
+    outcome.peak_memory_kib = static_cast<uint64_t>(run.usage.ru_maxrss);  // KiB (getrusage(2))
+    outcome.peak_memory_source = "rusage maxrss";
+  }
+  SetTermination(run, oom, outcome);
+  outcome.wall_ms = run.wall_ms;
+  outcome.user_cpu_ms = Millis(run.usage.ru_utime);
+  outcome.system_cpu_ms = Millis(run.usage.ru_stime);
+  outcome.stdout_data = std::move(out.data());
+  outcome.stderr_data = std::move(err.data());
+  outcome.stdout_bytes = out.total();
+  outcome.stderr_bytes = err.total();
+  outcome.stdout_truncated = out.truncated();
+  outcome.stderr_truncated = err.truncated();
+  outcome.limits = limit_plan.table;
+  outcome.policy_name = plan.policy_name;
+  outcome.policy_sha256 = plan.policy_sha256;
+  outcome.namespaces = namespaces;
+  outcome.landlock_abi = landlock_abi;
+  if (responder) outcome.denied_syscalls = responder->TakeDenied();
+
+  // Commit only what a command finished on its own: a cancelled, timed-out
+  // or killed run may have left half-written files, and an interrupted run
+  // must commit nothing.
+  bool finished_on_its_own = !run.cancelled && !run.timed_out && !run.killed_by_notify;
+  if (staging && finished_on_its_own) {
+    COCOON_ASSIGN_OR_RETURN(StagingResult staged,
+                            staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr));
+    outcome.breakout_findings = staged.scan.findings;
+    outcome.breakout_clean = staged.scan.clean();
+    outcome.committed = staged.committed;
+  }
+  return outcome;
+}
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,159 @@
+#include "enforcer/notify.h"
+
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace cocoon::enforcer {
+namespace {
+
+constexpr size_t kMaxDeniedRows = 1024;  // bounded memory under a flood
+
+Result<SupervisedAction> ActionFromName(const std::string& name) {
+  if (name == "log") return SupervisedAction::kLog;
+  if (name == "notify") return SupervisedAction::kNotify;
+  if (name == "kill" || name == "kill_process" || name == "kill_thread" || name == "trap") return SupervisedAction::kKill;
+  if (name == "errno") return SupervisedAction::kErrno;
+  if (name == "allow") return SupervisedAction::kAllow;
+  return InvalidArgumentError("unknown supervised action '" + name + "'");
+}
+
+std::string ActionText(const SupervisedRule& rule) {
+  switch (rule.action) {
+    case SupervisedAction::kLog: return "log";
+    case SupervisedAction::kNotify: return "notify";
+    case SupervisedAction::kKill: return "kill";
+    case SupervisedAction::kAllow: return "allow";
+    case SupervisedAction::kErrno: {
+      const char* name = strerrorname_np(rule.errno_value);
+      return std::string("errno(") + (name ? name : std::to_string(rule.errno_value).c_str()) + ")";
+    }
+  }
+  return "?";
+}
+
+bool ConditionHolds(const SupervisedCondition& c, const uint64_t* args) {
+  if (c.arg < 0 || c.arg > 5) return false;
+  uint64_t v = args[c.arg];
+  if (c.op == "eq") return v == c.value;
+  if (c.op == "ne") return v != c.value;
+  if (c.op == "lt") return v < c.value;
+  if (c.op == "le") return v <= c.value;
+  if (c.op == "gt") return v > c.value;
+  if (c.op == "ge") return v >= c.value;
+  if (c.op == "masked_eq") return (v & c.mask) == c.value;
+  return false;
+}
+
+}  // namespace
+
+Result<NotifyTable> ParseSeccompSidecar(std::string_view text) {
+  NotifyTable table;
+  table.default_rule.action = SupervisedAction::kErrno;
+  table.default_rule.errno_value = EPERM;
+  if (text.empty()) return InvalidArgumentError("no linux.seccomp.json");
+  try {
+    auto j = nlohmann::json::parse(text);
+    table.needs_listener = j.value("needs_listener", false);
+    const auto& def = j.at("default_action");
+    COCOON_ASSIGN_OR_RETURN(table.default_rule.action, ActionFromName(def.at("action").get<std::string>()));
+    table.default_rule.errno_value = def.value("errno", EPERM);
+    table.default_rule.syscall = "(default)";
+    for (const auto& entry : j.value("supervised", nlohmann::json::array())) {
+      SupervisedRule rule;
+      rule.syscall = entry.at("syscall").get<std::string>();
+      COCOON_ASSIGN_OR_RETURN(rule.action, ActionFromName(entry.at("action").get<std::string>()));
+      rule.errno_value = entry.value("errno", EPERM);
+      const auto& numbers = entry.value("numbers", nlohmann::json::object());
+      if (!numbers.contains("x86_64")) continue;  // unknown on this arch
+      rule.number = numbers.at("x86_64").get<int>();
+      for (const auto& c : entry.value("conditions", nlohmann::json::array())) {
+        rule.conditions.push_back({c.at("arg").get<int>(), c.at("op").get<std::string>(), c.at("value").get<uint64_t>(),
+                                   c.value("mask", uint64_t{0})});
+      }
+      table.rules.push_back(std::move(rule));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(std::string("linux.seccomp.json: ") + e.what());
+  }
+  return table;
+}
+
+const SupervisedRule& NotifyResponder::Match(int nr, const uint64_t* args) const {
+  for (const auto& rule : table_.rules) {
+    if (rule.number != nr) continue;
+    bool all = true;
+    for (const auto& c : rule.conditions) all = all && ConditionHolds(c, args);
+    if (all) return rule;
+  }
+  return table_.default_rule;
+}
+
+void NotifyResponder::Record(const SupervisedRule& rule, int nr, const uint64_t* args) {
+  std::string action = ActionText(rule);
+  for (auto& row : denied_) {
+    if (row.number == nr && row.action == action) {
+      ++row.count;
+      return;
+    }
+  }
+  if (denied_.size() >= kMaxDeniedRows) return;
+  DeniedSyscall row;
+  row.name = rule.number == nr ? rule.syscall : "#" + std::to_string(nr);
+  row.number = nr;
+  for (int i = 0; i < 6; ++i) row.args[i] = args[i];
+  row.action = action;
+  denied_.push_back(std::move(row));
+}
+
+bool NotifyResponder::HandleOne(int listener_fd) {
+  // Buffers sized as the running kernel says (seccomp(2) SECCOMP_GET_NOTIF_SIZES).
+  static const struct seccomp_notif_sizes sizes = [] {
+    struct seccomp_notif_sizes s {};
+    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &s) != 0) {
+      s.seccomp_notif = sizeof(struct seccomp_notif);
+      s.seccomp_notif_resp = sizeof(struct seccomp_notif_resp);
+    }
+    return s;
+  }();
+  alignas(8) unsigned char request_buffer[512] = {};
+  alignas(8) unsigned char response_buffer[512] = {};
+  if (sizes.seccomp_notif > sizeof(request_buffer) || sizes.seccomp_notif_resp > sizeof(response_buffer)) return false;
+  auto* request = reinterpret_cast<struct seccomp_notif*>(request_buffer);
+  if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) return true;  // ENOENT: target died
+  const auto* args = reinterpret_cast<const uint64_t*>(request->data.args);
+  const SupervisedRule& rule = request->data.arch == AUDIT_ARCH_X86_64 ? Match(request->data.nr, args) : table_.default_rule;
+  Record(rule, request->data.nr, args);
+  auto* response = reinterpret_cast<struct seccomp_notif_resp*>(response_buffer);
+  response->id = request->id;
+  switch (rule.action) {
+    case SupervisedAction::kLog:
+    case SupervisedAction::kAllow:
+      // Let the kernel run the syscall as if unfiltered (seccomp_unotify(2):
+      // safe here because we do not make a security decision on the args).
+      response->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      break;
+    case SupervisedAction::kErrno:
+      response->error = -rule.errno_value;
+      break;
+    case SupervisedAction::kNotify:
+      response->error = -EPERM;  // deny when unsure
+      break;
+    case SupervisedAction::kKill:
+      response->error = -EPERM;
+      kill_fired_ = true;
+      break;
+  }
+  ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, response);
+  return rule.action != SupervisedAction::kKill;
+}
+
+std::vector<DeniedSyscall> NotifyResponder::TakeDenied() { return std::move(denied_); }
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,63 @@
+// Seccomp user notification (issue 4, "Denied syscalls"): the supervisor's
+// answers to the syscalls the filter routed to SECCOMP_RET_USER_NOTIF (the
+// policy's log, notify and kill rules; see compiler/backends/seccomp/
+// seccomp_backend.h for the sidecar format). Allowed syscalls never reach
+// here: the filter answers them in the kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/common/status.h"
+#include "enforcer/outcome.h"
+
+namespace cocoon::enforcer {
+
+enum class SupervisedAction { kLog, kNotify, kKill, kErrno, kAllow };
+
+struct SupervisedCondition {
+  int arg = 0;
+  std::string op;  // eq ne lt le gt ge masked_eq
+  uint64_t value = 0;
+  uint64_t mask = 0;
+};
+
+struct SupervisedRule {
+  std::string syscall;
+  int number = -1;  // x86_64
+  SupervisedAction action = SupervisedAction::kKill;
+  int errno_value = 0;
+  std::vector<SupervisedCondition> conditions;
+};
+
+struct NotifyTable {
+  std::vector<SupervisedRule> rules;  // first match wins
+  SupervisedRule default_rule;        // when nothing matches
+  bool needs_listener = false;
+};
+
+// Parses linux.seccomp.json.
+Result<NotifyTable> ParseSeccompSidecar(std::string_view json);
+
+// Receives and answers notifications; records coalesced DeniedSyscall rows.
+class NotifyResponder {
+ public:
+  explicit NotifyResponder(NotifyTable table) : table_(std::move(table)) {}
+  // Handles one pending notification. Returns false when a kill rule fired
+  // (the caller kills the sandbox).
+  bool HandleOne(int listener_fd);
+  std::vector<DeniedSyscall> TakeDenied();
+  bool kill_fired() const { return kill_fired_; }
+
+ private:
+  const SupervisedRule& Match(int nr, const uint64_t* args) const;
+  void Record(const SupervisedRule& rule, int nr, const uint64_t* args);
+
+  NotifyTable table_;
+  std::vector<DeniedSyscall> denied_;
+  bool kill_fired_ = false;
+};
+
+}  // namespace cocoon::enforcer

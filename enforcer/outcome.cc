@@ -1,0 +1,93 @@
+// Outcome -> JSON: the one result structure every caller parses.
+#include "enforcer/outcome.h"
+
+#include <nlohmann/json.hpp>
+
+namespace cocoon::enforcer {
+
+std::string_view TerminationReasonName(TerminationReason reason) {
+  switch (reason) {
+    case TerminationReason::kExited: return "exited";
+    case TerminationReason::kSignaled: return "signaled";
+    case TerminationReason::kTimeout: return "timeout";
+    case TerminationReason::kOomKilled: return "oom_killed";
+    case TerminationReason::kSeccompKill: return "seccomp_kill";
+    case TerminationReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+std::string_view LimitMechanismName(LimitMechanism mechanism) {
+  switch (mechanism) {
+    case LimitMechanism::kCgroupV2: return "cgroup-v2";
+    case LimitMechanism::kCgroupV1: return "cgroup-v1";
+    case LimitMechanism::kRlimit: return "rlimit";
+    case LimitMechanism::kTmpfsSize: return "tmpfs-size";
+    case LimitMechanism::kSupervisor: return "supervisor";
+    case LimitMechanism::kNotEnforced: return "not-enforced";
+  }
+  return "unknown";
+}
+
+int ShellExitStatus(const Outcome& outcome) {
+  if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
+  if (outcome.signal > 0) return 128 + outcome.signal;
+  if (outcome.termination_reason == TerminationReason::kCancelled) return 130;
+  if (outcome.exit_code < 0) return 1;
+  return outcome.exit_code;
+}
+
+nlohmann::json OutcomeToJson(const Outcome& outcome) {
+  nlohmann::json j;
+  j["exit_code"] = outcome.exit_code;
+  j["signal"] = outcome.signal;
+  j["termination_reason"] = TerminationReasonName(outcome.termination_reason);
+  j["timed_out"] = outcome.timed_out;
+  j["oom_killed"] = outcome.oom_killed;
+  j["stdout"] = outcome.stdout_data;
+  j["stderr"] = outcome.stderr_data;
+  j["stdout_truncated"] = outcome.stdout_truncated;
+  j["stderr_truncated"] = outcome.stderr_truncated;
+  j["stdout_bytes"] = outcome.stdout_bytes;
+  j["stderr_bytes"] = outcome.stderr_bytes;
+  j["duration_ms"] = outcome.wall_ms;
+  j["wall_ms"] = outcome.wall_ms;
+  j["user_cpu_ms"] = outcome.user_cpu_ms;
+  j["system_cpu_ms"] = outcome.system_cpu_ms;
+  j["peak_memory_mb"] = static_cast<double>(outcome.peak_memory_kib) / 1024.0;
+  j["peak_mem_kib"] = outcome.peak_memory_kib;
+  j["peak_memory_source"] = outcome.peak_memory_source;
+  j["limits"] = nlohmann::json::array();
+  for (const auto& limit : outcome.limits) {
+    j["limits"].push_back({{"limit", limit.limit},
+                           {"requested", limit.requested},
+                           {"unit", limit.unit},
+                           {"mechanism", LimitMechanismName(limit.mechanism)},
+                           {"required", limit.required},
+                           {"note", limit.note}});
+  }
+  j["policy"] = {{"name", outcome.policy_name}, {"sha256", outcome.policy_sha256}};
+  j["namespaces"] = outcome.namespaces;
+  j["landlock_abi"] = outcome.landlock_abi;
+  j["denied_syscalls"] = nlohmann::json::array();
+  for (const auto& denied : outcome.denied_syscalls) {
+    j["denied_syscalls"].push_back({{"name", denied.name},
+                                    {"number", denied.number},
+                                    {"args", denied.args},
+                                    {"action", denied.action},
+                                    {"count", denied.count}});
+  }
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& finding : outcome.breakout_findings) {
+    findings.push_back({{"path", finding.path}, {"kind", finding.kind}, {"target", finding.target}});
+  }
+  j["breakout"] = {{"clean", outcome.breakout_clean}, {"findings", findings}};
+  j["committed"] = outcome.committed;
+  return j;
+}
+
+std::string OutcomeToJsonText(const Outcome& outcome, int indent) {
+  return OutcomeToJson(outcome).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,218 @@
+// Sandbox::Prepare and Sandbox::Run: the parent's side of the launch.
+//
+// Prepare (no process created yet): plan/BPF validation, limit planning and
+// cgroup creation, work dir staging, the child's flat spec.
+// Run: pipes -> clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET],
+// CLONE_PIDFD) -> uid/gid maps -> cgroup -> sync byte -> work dir handshake
+// -> seccomp listener handoff -> wait for execve (error pipe EOF) ->
+// supervise -> verify and commit -> Outcome. Every exit path kills the
+// sandbox and removes the cgroup and staging (RAII).
+#include "enforcer/sandbox.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "compiler/common/digest.h"
+#include "enforcer/child_spec_builder.h"
+#include "enforcer/landlock.h"
+#include "enforcer/sandbox_impl.h"
+#include "enforcer/limits/cgroup.h"
+#include "enforcer/limits/host_caps.h"
+#include "enforcer/limits/limit_plan.h"
+#include "enforcer/seccomp_loader.h"
+#include "enforcer/supervisor.h"
+#include "enforcer/userns.h"
+
+namespace cocoon::enforcer {
+
+CancelHandle::CancelHandle() : event_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+CancelHandle::~CancelHandle() {
+  if (event_fd_ >= 0) close(event_fd_);
+}
+void CancelHandle::Cancel() {
+  cancelled_.store(true);
+  uint64_t one = 1;
+  if (event_fd_ >= 0) {
+    ssize_t ignored = write(event_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+namespace {
+
+ir::Limits LimitsFromPlan(const backends::LaunchPlan& plan) {
+  ir::Limits limits;
+  for (const auto& l : plan.limits) {
+    ir::Limit limit{true, l.value, l.required ? ir::Enforcement::kRequired : ir::Enforcement::kBestEffort};
+    if (l.name == "wall_time") limits.wall_time_ms = limit;
+    else if (l.name == "cpu_time") limits.cpu_time_ms = limit;
+    else if (l.name == "memory") limits.memory_bytes = limit;
+    else if (l.name == "processes") limits.processes = limit;
+    else if (l.name == "open_files") limits.open_files = limit;
+    else if (l.name == "file_size") limits.file_size_bytes = limit;
+    else if (l.name == "disk") limits.disk_bytes = limit;
+    else if (l.name == "output") limits.output_bytes = limit;
+    else if (l.name == "cpu") limits.cpu_percent = limit;
+  }
+  return limits;
+}
+
+int RlimitResource(const std::string& name) {
+  if (name == "RLIMIT_CORE") return RLIMIT_CORE;
+  if (name == "RLIMIT_RTPRIO") return RLIMIT_RTPRIO;
+  if (name == "RLIMIT_NOFILE") return RLIMIT_NOFILE;
+  if (name == "RLIMIT_FSIZE") return RLIMIT_FSIZE;
+  if (name == "RLIMIT_CPU") return RLIMIT_CPU;
+  if (name == "RLIMIT_NPROC") return RLIMIT_NPROC;
+  if (name == "RLIMIT_AS") return RLIMIT_AS;
+  return -1;
+}
+
+// The plan's rlimits that the limit planner did not already set (RLIMIT_CORE
+// and RLIMIT_RTPRIO are always in both), clamped to our own hard limits.
+Status MergePlanRlimits(const backends::LaunchPlan& plan, RlimitSet& set) {
+  for (const auto& r : plan.rlimits) {
+    int resource = RlimitResource(r.resource);
+    if (resource < 0) return InvalidArgumentError("unknown rlimit " + r.resource + " in the launch plan");
+    bool present = false;
+    for (size_t i = 0; i < set.count; ++i) present = present || set.entries[i].resource == resource;
+    if (present) continue;
+    if (set.count >= RlimitSet::kMax) return InternalError("too many rlimits");
+    struct rlimit current {};
+    getrlimit(resource, &current);
+    rlim_t hard = std::min<rlim_t>(static_cast<rlim_t>(r.hard), current.rlim_max);
+    rlim_t soft = std::min<rlim_t>(static_cast<rlim_t>(r.soft), hard);
+    set.entries[set.count++] = RlimitEntry{resource, {soft, hard}};
+  }
+  return Status::Ok();
+}
+
+// The empty directory each run's new root tmpfs is mounted on (in the
+// child's private mount namespace only; on the host it stays empty, so all
+// runs of one user share it). Refused if someone else could have planted it.
+Result<std::string> NewRootDir() {
+  std::string base = "/tmp/.cocoon-" + std::to_string(geteuid());
+  for (const std::string& dir : {base, base + "/root"}) {
+    if (mkdir(dir.c_str(), dir == base ? 0711 : 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0) return ErrnoError("lstat " + dir);
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+      return PermissionDeniedError(dir + " is not a directory owned by us and writable only by us; remove it");
+    }
+  }
+  return base + "/root";
+}
+
+}  // namespace
+
+Status Sandbox::Impl::PrepareAll() {
+  const auto& plan = request.plan;
+  if (request.argv.empty() || request.argv[0].empty()) return InvalidArgumentError("missing command: nothing to run");
+  if (plan.network == ir::NetworkMode::kAllowList) {
+    return UnimplementedError("not implemented: network allow-lists are not enforced by the Linux enforcer yet; "
+                              "use `network off` or `network on`");
+  }
+  if (plan.root == ir::RootKind::kRootfs) {
+    return UnimplementedError("not implemented: `root rootfs` in the Linux enforcer; use `root host`");
+  }
+  if (!plan.seccomp_sha256.empty() && Sha256Hex(request.seccomp_bpf) != plan.seccomp_sha256) {
+    return DataLossError("seccomp program does not match the launch plan's sha256 " + plan.seccomp_sha256);
+  }
+  COCOON_ASSIGN_OR_RETURN(std::vector<sock_filter> program, ValidateSeccompProgram(request.seccomp_bpf));
+  uses_listener = ProgramUsesUserNotif(program);
+
+  id_maps = PlanIdMaps(plan.uid, plan.gid);
+  COCOON_ASSIGN_OR_RETURN(host, DetectHostCapabilities());
+  host.sandbox_host_uid = id_maps.sandbox_host_uid;
+  host.sandbox_in_user_namespace = true;
+  LimitPlanOptions options;
+  options.work_mode = plan.work_mode;
+  options.hard_limits = CurrentHardLimits();
+  COCOON_ASSIGN_OR_RETURN(limit_plan, PlanLimits(LimitsFromPlan(plan), host, options));
+  COCOON_RETURN_IF_ERROR(MergePlanRlimits(plan, limit_plan.rlimits));
+  if (limit_plan.cgroup.version != CgroupVersion::kNone) {
+    static int counter = 0;
+    std::string name = "cocoon-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+    COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, name));
+  }
+
+  std::vector<ir::Copy> copies = plan.copies;
+  copies.insert(copies.end(), request.extra_copies.begin(), request.extra_copies.end());
+  if (!request.work_host_dir.empty()) {
+    StagingOptions staging_options;
+    staging_options.host_dir = request.work_host_dir;
+    staging_options.mode = plan.work_mode;
+    staging_options.quota_bytes = limit_plan.disk_tmpfs_bytes != 0 ? limit_plan.disk_tmpfs_bytes : plan.work_quota_bytes;
+    staging_options.copies = copies;
+    COCOON_ASSIGN_OR_RETURN(staging, Staging::Prepare(staging_options));
+  } else if (!copies.empty()) {
+    return InvalidArgumentError("files to copy into the work dir need a host work dir (--work DIR)");
+  }
+
+  landlock_abi = LandlockAbi();
+  COCOON_ASSIGN_OR_RETURN(std::string new_root, NewRootDir());
+  ChildSpecInputs inputs;
+  inputs.plan = &request.plan;
+  inputs.argv = request.argv;
+  inputs.work_spec = staging ? &staging->child_spec() : nullptr;
+  inputs.new_root = new_root;
+  inputs.rlimits = limit_plan.rlimits;
+  inputs.landlock_abi = landlock_abi;
+  inputs.seccomp = std::move(program);
+  inputs.seccomp_listener = uses_listener;
+  inputs.drop_supplementary_groups = id_maps.caller_is_root;
+  COCOON_ASSIGN_OR_RETURN(child, PreparedChild::Build(std::move(inputs)));
+
+  namespaces = plan.namespaces;
+  return Status::Ok();
+}
+
+Sandbox::Sandbox(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Sandbox::~Sandbox() = default;
+
+Result<std::unique_ptr<Sandbox>> Sandbox::Prepare(SandboxRequest request) {
+  auto impl = std::make_unique<Impl>();
+  impl->request = std::move(request);
+  COCOON_RETURN_IF_ERROR(impl->PrepareAll());
+  return std::unique_ptr<Sandbox>(new Sandbox(std::move(impl)));
+}
+
+const std::vector<LimitEnforcement>& Sandbox::limits() const { return impl_->limit_plan.table; }
+int Sandbox::landlock_abi() const { return impl_->landlock_abi; }
+const std::vector<std::string>& Sandbox::namespaces() const { return impl_->namespaces; }
+uid_t Sandbox::sandbox_host_uid() const { return impl_->id_maps.sandbox_host_uid; }
+pid_t Sandbox::pid() const { return impl_->pid; }
+
+Result<Outcome> Sandbox::Run() {
+  if (impl_->ran) return FailedPreconditionError("a Sandbox runs once; Prepare a new one");
+  impl_->ran = true;
+  auto result = impl_->RunOnce();
+  // Whatever happened: no process of the sandbox may survive, no cgroup or
+  // staging directory may be left behind.
+  if (impl_->cgroup) {
+    (void)impl_->cgroup->Destroy();
+    impl_->cgroup.reset();
+  }
+  impl_->staging.reset();
+  return result;
+}
+
+Result<Outcome> RunSandbox(SandboxRequest request) {
+  COCOON_ASSIGN_OR_RETURN(auto sandbox, Sandbox::Prepare(std::move(request)));
+  return sandbox->Run();
+}
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,144 @@
+#include "enforcer/supervisor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace cocoon::enforcer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After init exits, every process of the pid namespace is SIGKILLed by the
+// kernel (pid_namespaces(7)), so the pipes reach EOF almost at once. The grace
+// period only guards against a writer we do not know about.
+constexpr auto kDrainGrace = std::chrono::milliseconds(2000);
+
+uint64_t MillisSince(Clock::time_point start) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+}
+
+void KillSandbox(int pidfd) {
+  // SIGKILL to the namespace's init kills every process in it.
+  syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+}
+
+// Reads what is available without blocking; returns false at EOF or error.
+bool Drain(int fd, OutputCapture& capture) {
+  char buffer[65536];
+  for (int rounds = 0; rounds < 16; ++rounds) {  // bounded so the other stream is not starved
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      capture.Append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN;
+  }
+  return true;
+}
+
+}  // namespace
+
+void OutputCapture::Append(const char* data, size_t size) {
+  total_ += size;
+  if (delivered_ >= cap_) {
+    truncated_ = true;
+    return;
+  }
+  size_t keep = static_cast<size_t>(std::min<uint64_t>(size, cap_ - delivered_));
+  if (keep < size) truncated_ = true;
+  delivered_ += keep;
+  if (mode_ == OutputMode::kCapture) data_.append(data, keep);
+  if (callback_ != nullptr && *callback_) (*callback_)(stream_, std::string_view(data, keep));
+}
+
+Result<SuperviseResult> Supervise(const SuperviseInputs& inputs, OutputCapture& out, OutputCapture& err) {
+  SuperviseResult result;
+  int stdout_fd = inputs.stdout_fd;
+  int stderr_fd = inputs.stderr_fd;
+  int listener_fd = inputs.listener_fd;
+  bool exited = false;
+  bool killed = false;
+  Clock::time_point exit_time;
+  auto deadline = inputs.timeout_ms > 0 ? inputs.start + std::chrono::milliseconds(inputs.timeout_ms) : Clock::time_point::max();
+
+  while (true) {
+    if (exited && stdout_fd < 0 && stderr_fd < 0) break;
+    if (exited && Clock::now() - exit_time > kDrainGrace) break;
+    struct pollfd fds[6];
+    int count = 0;
+    auto add = [&](int fd) {
+      if (fd >= 0) fds[count++] = {fd, POLLIN, 0};
+    };
+    add(stdout_fd);
+    add(stderr_fd);
+    if (!exited) {
+      add(inputs.pidfd);
+      add(listener_fd);
+      if (!killed) {
+        add(inputs.cancel_fd);
+        add(inputs.signal_fd);
+      }
+    }
+    int timeout = -1;
+    auto now = Clock::now();
+    if (exited) {
+      timeout = 100;
+    } else if (!killed && deadline != Clock::time_point::max()) {
+      timeout = deadline <= now ? 0 : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    }
+    int ready = poll(fds, static_cast<nfds_t>(count), timeout);
+    if (ready < 0 && errno != EINTR) return ErrnoError("poll");
+    if (!killed && !exited && Clock::now() >= deadline) {
+      result.timed_out = true;
+      killed = true;
+      KillSandbox(inputs.pidfd);
+    }
+    for (int i = 0; ready > 0 && i < count; ++i) {
+      if (fds[i].revents == 0) continue;
+      int fd = fds[i].fd;
+      if (fd == stdout_fd) {
+        if (!Drain(fd, out)) stdout_fd = -1;
+      } else if (fd == stderr_fd) {
+        if (!Drain(fd, err)) stderr_fd = -1;
+      } else if (fd == inputs.pidfd) {
+        exited = true;
+        exit_time = Clock::now();
+        result.wall_ms = MillisSince(inputs.start);
+      } else if (fd == listener_fd) {
+        if ((fds[i].revents & (POLLHUP | POLLERR)) != 0) {
+          listener_fd = -1;
+        } else if (inputs.on_notification && !inputs.on_notification(fd) && !killed) {
+          result.killed_by_notify = true;
+          killed = true;
+          KillSandbox(inputs.pidfd);
+        }
+      } else if (fd == inputs.cancel_fd || fd == inputs.signal_fd) {
+        if (fd == inputs.signal_fd) {
+          struct signalfd_siginfo info;
+          ssize_t ignored = read(fd, &info, sizeof(info));
+          (void)ignored;
+        }
+        result.cancelled = true;
+        killed = true;
+        KillSandbox(inputs.pidfd);
+      }
+    }
+  }
+  if (!exited) result.wall_ms = MillisSince(inputs.start);
+  pid_t reaped;
+  do {
+    reaped = wait4(inputs.pid, &result.wait_status, 0, &result.usage);
+  } while (reaped < 0 && errno == EINTR);
+  if (reaped < 0) return ErrnoError("wait4 sandbox init");
+  return result;
+}
+
+}  // namespace cocoon::enforcer
