@@ -85,6 +85,7 @@ class Committer {
   CommitReport report_;
   uint64_t entries_ = 0;
   tree::CopyStats stats_;
+  tree::Owner owner_;  // as root: the host work dir's owner, for everything committed
 };
 
 Status Committer::Tick() {
@@ -98,6 +99,7 @@ Status Committer::Tick() {
 
 tree::CopyHooks Committer::Hooks() {
   tree::CopyHooks hooks;
+  hooks.owner = owner_;
   hooks.keep = [this](const std::string& path) {
     if (!scan_.IsFlagged(path)) return true;
     for (const auto& finding : scan_.findings) {
@@ -163,16 +165,19 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, tree::OpenDir(dst_fd, entry.name));
       COCOON_RETURN_IF_ERROR(ApplyUpper(upper_child.get(), dst_child.get(), path));
       if (fchmod(dst_child.get(), st.st_mode & 0777) != 0) return ErrnoError("chmod " + path);
+      if (!merge) COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
       ++stats_.directories;
       continue;
     }
     if (exists) COCOON_RETURN_IF_ERROR(tree::RemoveTree(dst_fd, entry.name));
     if (S_ISREG(st.st_mode)) {
       COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes));
+      COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
       ++stats_.files;
     } else if (S_ISLNK(st.st_mode)) {
       auto target = tree::CopySymlink(upper_fd, entry.name, dst_fd, entry.name);
       if (!target.ok()) return target.status();
+      COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
       ++stats_.symlinks;
     } else {
       hooks.skip(path, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device");
@@ -191,6 +196,8 @@ Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
 
 Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   COCOON_ASSIGN_OR_RETURN(HostDir host, OpenHostDir(host_dir));
+  // A root committer hands everything to the work dir's owner, not to root.
+  if (geteuid() == 0) owner_ = tree::Owner{true, host.st.st_uid, host.st.st_gid};
   COCOON_ASSIGN_OR_RETURN(std::string temp_name, MakeTempDir(host.parent.get()));
   Status built;
   {

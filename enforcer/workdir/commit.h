@@ -6,8 +6,9 @@
 //     Every file is created with openat(O_CREAT|O_EXCL|O_NOFOLLOW|O_WRONLY)
 //     relative to its parent dir fd and written through fds (sendfile), so a
 //     link planted anywhere cannot redirect a write. Permissions are copied
-//     masked to 0777 (setuid/setgid/sticky never reach the host); ownership
-//     is the committer's. Symlinks that passed the scan are recreated;
+//     masked to 0777 (setuid/setgid/sticky never reach the host); a root
+//     committer gives everything to the host work dir's owner (fchownat
+//     AT_SYMLINK_NOFOLLOW), otherwise ownership is the committer's. Symlinks that passed the scan are recreated;
 //     devices, FIFOs, sockets, escaping links and flagged files are left out.
 //     Hardlinks inside the tree become independent copies.
 //  2. renameat2(RENAME_EXCHANGE) swaps the new directory with the host work

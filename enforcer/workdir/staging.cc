@@ -98,8 +98,12 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     // Big dirs go through an overlay (nothing copied in); small ones are
     // copied, which needs no overlayfs and keeps the host dir unmounted.
     COCOON_ASSIGN_OR_RETURN(ScanReport size, ScanForBreakoutsAt(host));
-    strategy = size.bytes > options.overlay_threshold_bytes && OverlaySafePath(host) ? StagingStrategy::kOverlay
-                                                                                    : StagingStrategy::kCopy;
+    struct stat st {};
+    bool owner_ok = options.sandbox_host_uid < 0 ||
+                    (stat(host.c_str(), &st) == 0 && static_cast<int64_t>(st.st_uid) == options.sandbox_host_uid);
+    strategy = size.bytes > options.overlay_threshold_bytes && OverlaySafePath(host) && owner_ok
+                   ? StagingStrategy::kOverlay
+                   : StagingStrategy::kCopy;
   }
   if (strategy == StagingStrategy::kOverlay && !OverlaySafePath(host)) {
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
@@ -161,6 +165,15 @@ Status Staging::ReceiveAndPopulate(int sock) {
 Status Staging::Populate() {
   tree::CopyHooks hooks;
   tree::CopyStats stats;
+  if (options_.sandbox_host_uid >= 0) {
+    hooks.owner = tree::Owner{true, static_cast<uid_t>(options_.sandbox_host_uid),
+                              static_cast<gid_t>(options_.sandbox_host_gid >= 0 ? options_.sandbox_host_gid
+                                                                                : options_.sandbox_host_uid)};
+    // The work dir's root (the tmpfs root, or the overlay's upper root,
+    // which the merged root takes its owner from) belongs to the sandbox user.
+    int root_fd = spec_.strategy == StagingStrategy::kOverlay ? tree_fd_ : view_fd_;
+    if (fchown(root_fd, hooks.owner.uid, hooks.owner.gid) != 0) return ErrnoError("chown of the staged work dir");
+  }
   if (spec_.strategy == StagingStrategy::kCopy) {
     Fd host(open(options_.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!host.valid()) return ErrnoError("opening " + options_.host_dir);
@@ -180,7 +193,7 @@ Status Staging::Populate() {
     size_t slash = dest.rfind('/');
     std::string dir = slash == std::string::npos ? "" : dest.substr(0, slash);
     std::string name = slash == std::string::npos ? dest : dest.substr(slash + 1);
-    COCOON_ASSIGN_OR_RETURN(Fd parent, tree::OpenDirPath(view_fd_, dir, tree::CreateMissing::kYes));
+    COCOON_ASSIGN_OR_RETURN(Fd parent, tree::OpenDirPath(view_fd_, dir, tree::CreateMissing::kYes, &hooks.owner));
     struct stat st {};
     if (lstat(copy.source.c_str(), &st) != 0) return ErrnoError("--copy source " + copy.source);
     // The destination is replaced, never written through (it may be a link).
@@ -189,10 +202,12 @@ Status Staging::Populate() {
       Fd src(open(copy.source.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!src.valid()) return ErrnoError("--copy source " + copy.source);
       if (mkdirat(parent.get(), name.c_str(), st.st_mode & 0777) != 0) return ErrnoError("creating " + dest);
+      COCOON_RETURN_IF_ERROR(tree::ChownAt(parent.get(), name, hooks.owner));
       COCOON_ASSIGN_OR_RETURN(Fd dst, tree::OpenDir(parent.get(), name));
       COCOON_RETURN_IF_ERROR(tree::CopyTree(src.get(), dst.get(), dest, hooks, stats));
     } else {
       COCOON_RETURN_IF_ERROR(tree::CopyFile(AT_FDCWD, copy.source, parent.get(), name, st.st_mode, &stats.bytes));
+      COCOON_RETURN_IF_ERROR(tree::ChownAt(parent.get(), name, hooks.owner));
     }
   }
   return Status::Ok();

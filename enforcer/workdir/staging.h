@@ -77,6 +77,16 @@ struct StagingOptions {
   // An empty directory is created here as the private mount point of the
   // staging tmpfs inside the child's mount namespace.
   std::string state_dir = "/tmp";
+  // The HOST uid/gid the sandbox user maps to (IdMaps::sandbox_host_uid).
+  // When set (>= 0), the staged work dir's root and everything copied in are
+  // chowned to it, so the sandbox user can write its work dir even when the
+  // caller is root and the sandbox runs as an unprivileged mapped uid. -1
+  // (rootless: the caller's uid IS the sandbox's) leaves the caller as owner.
+  // With an owner set, kAuto picks kOverlay only if the host dir belongs to
+  // that uid (overlay shows lower files with their host owners, which the
+  // sandbox user could not write).
+  int64_t sandbox_host_uid = -1;
+  int64_t sandbox_host_gid = -1;
 };
 
 // Fixed buffers the child reads; filled by the parent. No pointers to heap

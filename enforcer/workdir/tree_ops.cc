@@ -74,7 +74,7 @@ Result<Fd> OpenDir(int dir_fd, const std::string& name) {
   return Fd(fd);
 }
 
-Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing create) {
+Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing create, const Owner* owner) {
   int dup_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
   if (dup_fd < 0) return ErrnoError("dup");
   Fd current(dup_fd);
@@ -86,8 +86,12 @@ Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing c
     pos = end + 1;
     if (part.empty() || part == ".") continue;
     if (part == "..") return InvalidArgumentError("'..' in path '" + relative + "'");
-    if (create == CreateMissing::kYes && mkdirat(current.get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoError("creating directory '" + part + "' of '" + relative + "'");
+    if (create == CreateMissing::kYes) {
+      if (mkdirat(current.get(), part.c_str(), 0755) == 0) {
+        if (owner) COCOON_RETURN_IF_ERROR(ChownAt(current.get(), part, *owner));
+      } else if (errno != EEXIST) {
+        return ErrnoError("creating directory '" + part + "' of '" + relative + "'");
+      }
     }
     COCOON_ASSIGN_OR_RETURN(Fd next, OpenDir(current.get(), part));
     current = std::move(next);
@@ -145,6 +149,14 @@ Status RemoveTree(int dir_fd, const std::string& name) {
   return Status::Ok();
 }
 
+Status ChownAt(int dir_fd, const std::string& name, const Owner& owner) {
+  if (!owner.set) return Status::Ok();
+  if (fchownat(dir_fd, name.c_str(), owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoError("chown '" + name + "' to " + std::to_string(owner.uid));
+  }
+  return Status::Ok();
+}
+
 Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats) {
   COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(src_fd));
   for (const DirEntry& entry : entries) {
@@ -163,14 +175,17 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, OpenDir(dst_fd, entry.name));
       COCOON_RETURN_IF_ERROR(CopyTree(src_child.get(), dst_child.get(), path, hooks, stats));
       if (fchmod(dst_child.get(), st.st_mode & 0777) != 0) return ErrnoError("chmod '" + path + "'");
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
       ++stats.directories;
     } else if (S_ISREG(st.st_mode)) {
       Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes);
       if (!copied.ok()) return copied.WithContext(path);
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
       ++stats.files;
     } else if (S_ISLNK(st.st_mode)) {
       auto target = CopySymlink(src_fd, entry.name, dst_fd, entry.name);
       if (!target.ok()) return target.status().WithContext(path);
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
       if (hooks.on_symlink) hooks.on_symlink(path, *target);
       ++stats.symlinks;
     } else if (hooks.skip) {

@@ -50,8 +50,10 @@ Result<Fd> OpenDir(int dir_fd, const std::string& name);
 
 // Walks `relative` ("a/b/c") component by component from root_fd with
 // OpenDir, creating missing directories (mode 0755) when `create` is true.
+// Directories it creates are given to `owner` (when set).
 enum class CreateMissing { kNo, kYes };
-Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing create);
+struct Owner;
+Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing create, const Owner* owner = nullptr);
 
 // Copies the regular file src_dir/name to a NEW file dst_dir/dst_name
 // (O_CREAT|O_EXCL|O_NOFOLLOW), contents via sendfile, mode & 0777.
@@ -72,7 +74,18 @@ using SkipFn = std::function<void(const std::string& path, const char* kind)>;
 // directories, regular files and symlinks; other types are passed to `skip`.
 // `prefix` is the path of src_fd relative to the tree root ("" at the root),
 // used for the skip callback and for `filter` (return false to leave out).
+// Who should own what a copy creates (root callers only; see staging.h).
+struct Owner {
+  bool set = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// fchownat(dir_fd, name, AT_SYMLINK_NOFOLLOW) when owner.set.
+Status ChownAt(int dir_fd, const std::string& name, const Owner& owner);
+
 struct CopyHooks {
+  Owner owner;                                         // applied to everything created
   std::function<bool(const std::string& path)> keep;  // null: keep everything
   SkipFn skip;                                         // null: ignore
   std::function<Status()> tick;                        // per entry; an error aborts (cancel, test hooks)

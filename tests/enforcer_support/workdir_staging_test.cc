@@ -145,6 +145,41 @@ TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
   EXPECT_EQ(ReadText(host_ + "/input.txt"), "original\n");
 }
 
+// As root, the sandbox runs as an unprivileged mapped uid: the staged work
+// dir must be that uid's, and the commit hands results to the host dir's owner.
+TEST_P(StagingTest, RootCallerGivesWorkDirToSandboxUidAndResultsToHostOwner) {
+  constexpr uid_t kSandboxUid = 12345;
+  const uid_t host_owner = GetParam() == StagingStrategy::kOverlay ? kSandboxUid : 4242;
+  for (const char* p : {"", "/sub", "/input.txt", "/sub/delete-me"}) ASSERT_EQ(lchown((host_ + p).c_str(), host_owner, host_owner), 0);
+  StagingOptions options = Options();
+  options.sandbox_host_uid = kSandboxUid;
+  options.sandbox_host_gid = kSandboxUid;
+  auto staging = Staging::Prepare(options);
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [&](const std::string& work) {
+    struct stat st {};
+    if (stat(work.c_str(), &st) != 0 || st.st_uid != kSandboxUid) return 1;
+    if (stat((work + "/in/copied.txt").c_str(), &st) != 0 || st.st_uid != kSandboxUid) return 2;
+    if (stat((work + "/in").c_str(), &st) != 0 || st.st_uid != kSandboxUid) return 3;
+    // Drop to the sandbox uid: the work dir must still be writable.
+    if (setgid(kSandboxUid) != 0 || setuid(kSandboxUid) != 0) return 4;
+    WriteText(work + "/input.txt", "modified by uid 12345\n");
+    WriteText(work + "/new.txt", "new\n");
+    return 0;
+  });
+  ASSERT_EQ(rc, 0) << "sandbox side failed";
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  struct stat st {};
+  ASSERT_EQ(stat((host_ + "/new.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, host_owner);
+  ASSERT_EQ(stat((host_ + "/input.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, host_owner);
+  EXPECT_EQ(ReadText(host_ + "/input.txt"), "modified by uid 12345\n");
+  ASSERT_EQ(stat(host_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, host_owner);
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, StagingTest, ::testing::Values(StagingStrategy::kCopy, StagingStrategy::kOverlay),
                          [](const auto& info) { return info.param == StagingStrategy::kCopy ? "copy" : "overlay"; });
 
