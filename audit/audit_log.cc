@@ -156,7 +156,8 @@ Result<std::vector<std::string>> AuditLog::Impl::Render(std::vector<Pending>& pl
       context.time_ms = now;
       context.signed_line = options.sign_every <= 1 || plan[i].kind != "event";
       context.extra = std::move(plan[i].extra);
-      prepared[i] = PrepareLine(std::move(plan[i].event), context, identity, HashMode::kDeferred);
+      prepared[i] = PrepareLine(plan[i].event, context, identity, HashMode::kDeferred);
+      plan[i].event = json();  // free the DOM here, in parallel
     }
   });
   Digest prev = tail.last_hash;
@@ -271,9 +272,8 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const AuditLogOptions& options)
     return InvalidArgumentError("the audit log needs a signing key (create one with `cocoon audit keygen --out PATH`)");
   COCOON_ASSIGN_OR_RETURN(impl->key, SigningKey::LoadPem(options.key_path));
   impl->identity = CurrentIdentity(options.host_name);
-  unsigned threads = options.signer_threads;
-  if (threads == 0 && options.sign_every > 1) threads = 1;  // checkpoint signatures are rare
-  impl->pool = std::make_unique<WorkerPool>(threads == 0 ? 0 : threads - 1);
+  COCOON_RETURN_IF_ERROR(RenderIdentity(impl->identity));
+  impl->pool = std::make_unique<WorkerPool>(options.signer_threads);
   impl->hec = options.sink == SinkKind::kSplunkHecFile;
   bool to_stdout = options.path == "-";
   if (options.sink == SinkKind::kSyslog) {

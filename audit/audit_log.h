@@ -63,7 +63,9 @@ struct AuditLogOptions {
   FsyncPolicy fsync = FsyncPolicy::kPerBatch;
   AuditRequirement requirement = AuditRequirement::kRequired;
   uint64_t rotate_bytes = 0;     // 0: never rotate; else rotate when the file exceeds this
-  unsigned signer_threads = 0;   // 0: one per core (parallel signing preserves order)
+  // Threads (including the caller) that canonicalise and sign a batch in
+  // parallel; order is preserved. 0: one per core.
+  unsigned signer_threads = 0;
 
   // Filled in automatically when empty: hostname, "cocoon", COCOON_VERSION.
   std::string host_name;

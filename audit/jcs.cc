@@ -125,6 +125,9 @@ struct Serializer {
   const nlohmann::json* mark;
   size_t* mark_begin;
   size_t* mark_end;
+  const std::vector<Overlay>* overlays = nullptr;
+
+  Status Merged(const nlohmann::json::object_t& object, const Overlay& overlay);
 
   Status Value(const nlohmann::json& value);
   Status Object(const nlohmann::json& value);
@@ -133,6 +136,10 @@ struct Serializer {
 
 Status Serializer::Object(const nlohmann::json& value) {
   const auto& object = value.get_ref<const nlohmann::json::object_t&>();
+  if (overlays != nullptr) {
+    for (const auto& overlay : *overlays)
+      if (overlay.node == &value) return Merged(object, overlay);
+  }
   bool ascii = std::all_of(object.begin(), object.end(), [](const auto& kv) { return AllAscii(kv.first); });
   out += '{';
   bool first = true;
@@ -158,6 +165,39 @@ Status Serializer::Object(const nlohmann::json& value) {
       AppendCanonicalString(entry.second->first, out);
       out += ':';
       COCOON_RETURN_IF_ERROR(Value(entry.second->second));
+    }
+  }
+  out += '}';
+  return Status::Ok();
+}
+
+// Sorted merge of the object's members with the overlay's (overlay wins ties).
+Status Serializer::Merged(const nlohmann::json::object_t& object, const Overlay& overlay) {
+  out += '{';
+  bool first = true;
+  auto it = object.begin();
+  size_t k = 0;
+  const auto& extra = overlay.members;
+  while (it != object.end() || k < extra.size()) {
+    if (it != object.end() && !AllAscii(it->first)) return InternalError("overlay on an object with non-ASCII keys");
+    bool take_extra = k < extra.size() && (it == object.end() || extra[k].key <= it->first);
+    if (!first) out += ',';
+    first = false;
+    if (take_extra) {
+      if (it != object.end() && extra[k].key == it->first) ++it;  // replaced
+      AppendCanonicalString(extra[k].key, out);
+      out += ':';
+      if (extra[k].mark) {
+        if (mark_begin) *mark_begin = out.size() + extra[k].mark_offset;
+        if (mark_end) *mark_end = out.size() + extra[k].mark_offset + extra[k].mark_size;
+      }
+      out += extra[k].text;
+      ++k;
+    } else {
+      AppendCanonicalString(it->first, out);
+      out += ':';
+      COCOON_RETURN_IF_ERROR(Value(it->second));
+      ++it;
     }
   }
   out += '}';
@@ -266,6 +306,12 @@ std::string FormatEcmaScriptNumber(double value) {
 Status CanonicalizeTo(const nlohmann::json& value, NumberPolicy numbers, std::string& out,
                       const nlohmann::json* mark, size_t* mark_begin, size_t* mark_end) {
   Serializer serializer{numbers, out, mark, mark_begin, mark_end};
+  return serializer.Value(value);
+}
+
+Status CanonicalizeWithOverlays(const nlohmann::json& value, const std::vector<Overlay>& overlays,
+                                std::string& out, size_t* mark_begin, size_t* mark_end) {
+  Serializer serializer{NumberPolicy::kIntegersOnly, out, nullptr, mark_begin, mark_end, &overlays};
   return serializer.Value(value);
 }
 

@@ -38,6 +38,28 @@ Status CanonicalizeTo(const nlohmann::json& value, NumberPolicy numbers, std::st
                       const nlohmann::json* mark = nullptr, size_t* mark_begin = nullptr,
                       size_t* mark_end = nullptr);
 
+// Extra members merged into an object while it is serialised, as already
+// canonical text, so the writer never copies or edits the event's DOM (that
+// allocation churn, not hashing, dominated the cost of a line). A member whose
+// key the object already has replaces it. `mark` records where bytes
+// [mark_offset, mark_offset + mark_size) of `text` land in the output.
+struct OverlayMember {
+  std::string_view key;
+  std::string_view text;
+  bool mark = false;
+  size_t mark_offset = 0;
+  size_t mark_size = 0;
+};
+struct Overlay {
+  const nlohmann::json* node = nullptr;
+  std::vector<OverlayMember> members;  // sorted by key (ASCII)
+};
+
+// Integers-only canonical form of `value` with `overlays` merged in. Objects
+// carrying an overlay must have ASCII keys.
+Status CanonicalizeWithOverlays(const nlohmann::json& value, const std::vector<Overlay>& overlays,
+                                std::string& out, size_t* mark_begin, size_t* mark_end);
+
 // The ECMAScript (ES2019 7.1.12.1) string form of a finite double.
 std::string FormatEcmaScriptNumber(double value);
 

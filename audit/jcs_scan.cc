@@ -137,7 +137,11 @@ class Scanner {
   Status String() {
     ++pos_;  // '"'
     const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
-    while (pos_ < s_.size()) {
+    const size_t size = s_.size();
+    while (pos_ < size) {
+      // Fast path: the bulk of every line is plain printable ASCII.
+      while (pos_ < size && p[pos_] >= 0x20 && p[pos_] < 0x80 && p[pos_] != '"' && p[pos_] != '\\') ++pos_;
+      if (pos_ >= size) break;
       unsigned char c = p[pos_];
       if (c == '"') { ++pos_; return Status::Ok(); }
       if (c < 0x20) return Fail("raw control character in a string");

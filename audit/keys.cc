@@ -154,6 +154,17 @@ Digest LineHash(std::string_view preimage) {
   return out;
 }
 
+Digest LineHashParts(std::initializer_list<std::string_view> parts) {
+  Digest out{};
+  EVP_MD_CTX* ctx = HashCtx();
+  unsigned int len = 0;
+  EVP_DigestInit_ex(ctx, Sha256(), nullptr);
+  EVP_DigestUpdate(ctx, kHashTag.data(), kHashTag.size());
+  for (std::string_view part : parts) EVP_DigestUpdate(ctx, part.data(), part.size());
+  EVP_DigestFinal_ex(ctx, out.data(), &len);
+  return out;
+}
+
 Result<PublicKey> PublicKey::FromRaw(std::string_view raw32) {
   if (raw32.size() != 32) return InvalidArgumentError("an Ed25519 public key is 32 bytes");
   EVP_PKEY* pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +63,8 @@ std::string KeyIdFromRaw(std::string_view raw32);
 
 // Domain-separated line hash: SHA-256("cocoon-audit-v1\n" || preimage).
 Digest LineHash(std::string_view preimage);
+// The same over the concatenation of `parts` (no copy).
+Digest LineHashParts(std::initializer_list<std::string_view> parts);
 std::string HexEncode(const uint8_t* data, size_t size);
 bool HexDecode(std::string_view hex, uint8_t* out, size_t size);
 std::string Base64Encode(const uint8_t* data, size_t size);

@@ -17,8 +17,18 @@ std::string IsoTimestamp(int64_t time_ms) {
   return buffer;
 }
 
-Result<PreparedLine> PrepareLine(json event, const LineContext& context, const Identity& identity) {
-  return PrepareLine(std::move(event), context, identity, HashMode::kNow);
+Status RenderIdentity(Identity& identity) {
+  json actor = {{"process", {{"pid", identity.pid}, {"name", "cocoon"}}},
+                {"user", {{"uid", std::to_string(identity.uid)}, {"name", identity.user_name}}}};
+  json device = {{"hostname", identity.host_name}, {"type_id", 0}, {"type", "Unknown"},
+                 {"os", {{"name", "Linux"}, {"type_id", 100}, {"type", "Linux"}}}};
+  COCOON_ASSIGN_OR_RETURN(identity.actor_text, Canonicalize(actor));
+  COCOON_ASSIGN_OR_RETURN(identity.device_text, Canonicalize(device));
+  return Status::Ok();
+}
+
+Result<PreparedLine> PrepareLine(const json& event, const LineContext& context, const Identity& identity) {
+  return PrepareLine(event, context, identity, HashMode::kNow);
 }
 
 void ChainLine(PreparedLine& line, const Digest& prev) {
@@ -27,50 +37,76 @@ void ChainLine(PreparedLine& line, const Digest& prev) {
   line.hash = LineHash(line.preimage);
 }
 
-Result<PreparedLine> PrepareLine(json event, const LineContext& context, const Identity& identity,
+namespace {
+
+// {"chain":C,"key":K,"kind":k,<extra...>,"prev":P,"seq":N,"v":1} without hash/sig.
+Result<std::string> IntegrityText(const LineContext& context, const std::string& seq) {
+  std::string out = "{\"chain\":\"" + context.chain_id + "\",\"key\":\"" + context.key_id + "\",\"kind\":\"" +
+                    context.kind + "\"";
+  for (const auto& [key, value] : context.extra) {
+    if (value.is_object() || value.is_array()) return InternalError("integrity fields must be scalars");
+    // The splice offsets rely on "chain" first and "prev","seq","v" last.
+    if (!(key > "kind" && key < "prev")) return InternalError("integrity field name out of range: " + key);
+    COCOON_ASSIGN_OR_RETURN(std::string text, Canonicalize(value));
+    out += ",\"" + key + "\":" + text;
+  }
+  out += ",\"prev\":\"" + HexEncode(context.prev.data(), context.prev.size()) + "\",\"seq\":" + seq +
+         ",\"v\":" + std::to_string(kFormatVersion) + "}";
+  if (context.chain_id.find_first_of("\"\\") != std::string::npos ||
+      context.key_id.find_first_of("\"\\") != std::string::npos ||
+      context.kind.find_first_of("\"\\") != std::string::npos)
+    return InternalError("integrity identifiers must be plain ASCII");
+  return out;
+}
+
+const json* Member(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_object() ? &*it : nullptr;
+}
+
+}  // namespace
+
+// Per-line fields are merged in as canonical text during serialisation (see
+// Overlay in jcs.h): no copy or edit of the event DOM.
+Result<PreparedLine> PrepareLine(const json& event, const LineContext& context, const Identity& identity,
                                  HashMode mode) {
   if (!event.is_object()) return InvalidArgumentError("an audit event must be a JSON object");
   std::string event_id = context.chain_id + ":" + std::to_string(context.sequence);
-  event["time"] = context.time_ms;
-  event["@timestamp"] = IsoTimestamp(context.time_ms);
-  json& metadata = event["metadata"];
-  metadata["uid"] = event_id;
-  metadata["sequence"] = context.sequence;
-  event["event"]["sequence"] = context.sequence;
-  if (!event.contains("actor")) {
-    event["actor"] = {{"process", {{"pid", identity.pid}, {"name", "cocoon"}}},
-                      {"user", {{"uid", std::to_string(identity.uid)}, {"name", identity.user_name}}}};
-  }
-  if (!event.contains("device")) {
-    event["device"] = {{"hostname", identity.host_name}, {"type_id", 0}, {"type", "Unknown"},
-                       {"os", {{"name", "Linux"}, {"type_id", 100}, {"type", "Linux"}}}};
-  }
-  json integrity = json::object();
-  for (const auto& [key, value] : context.extra) {
-    if (value.is_object() || value.is_array()) return InternalError("integrity fields must be scalars");
-    // The splice offsets below rely on "chain" first and "prev","seq","v" last.
-    if (!(key > "kind" && key < "prev")) return InternalError("integrity field name out of range: " + key);
-    integrity[key] = value;
-  }
-  integrity["chain"] = context.chain_id;
-  integrity["key"] = context.key_id;
-  integrity["kind"] = context.kind;
-  integrity["prev"] = HexEncode(context.prev.data(), context.prev.size());
-  integrity["seq"] = context.sequence;
-  integrity["v"] = kFormatVersion;
-  json& slot = event["cocoon"]["integrity"];
-  slot = std::move(integrity);
+  std::string seq = std::to_string(context.sequence);
+  std::string timestamp = "\"" + IsoTimestamp(context.time_ms) + "\"";
+  std::string time = std::to_string(context.time_ms);
+  std::string uid = "\"" + event_id + "\"";
+  COCOON_ASSIGN_OR_RETURN(std::string integrity, IntegrityText(context, seq));
+  const json* metadata = Member(event, "metadata");
+  const json* ecs_event = Member(event, "event");
+  const json* cocoon = Member(event, "cocoon");
+  std::string metadata_text = "{\"sequence\":" + seq + ",\"uid\":" + uid + "}";
+  std::string event_text = "{\"sequence\":" + seq + "}";
+  std::string cocoon_text = "{\"integrity\":" + integrity + "}";
+
+  std::vector<Overlay> overlays(1);
+  overlays[0].node = &event;
+  auto& top = overlays[0].members;
+  top.push_back({"@timestamp", timestamp});
+  if (!event.contains("actor")) top.push_back({"actor", identity.actor_text});
+  if (!cocoon) top.push_back({"cocoon", cocoon_text, true, std::string_view("{\"integrity\":").size(), integrity.size()});
+  if (!event.contains("device")) top.push_back({"device", identity.device_text});
+  if (!ecs_event) top.push_back({"event", event_text});
+  if (!metadata) top.push_back({"metadata", metadata_text});
+  top.push_back({"time", time});
+  if (metadata) overlays.push_back({metadata, {{"sequence", seq}, {"uid", uid}}});
+  if (ecs_event) overlays.push_back({ecs_event, {{"sequence", seq}}});
+  if (cocoon) overlays.push_back({cocoon, {{"integrity", integrity, true, 0, integrity.size()}}});
 
   PreparedLine line;
-  line.preimage.reserve(1536);
+  line.preimage.reserve(2048);
   size_t begin = 0, end = 0;
-  COCOON_RETURN_IF_ERROR(CanonicalizeTo(event, NumberPolicy::kIntegersOnly, line.preimage, &slot, &begin, &end));
+  COCOON_RETURN_IF_ERROR(CanonicalizeWithOverlays(event, overlays, line.preimage, &begin, &end));
   // {"chain":"<id>",  -> hash goes right after; "v":1} closes the object.
   line.hash_at = begin + std::string_view("{\"chain\":\"").size() + context.chain_id.size() + 2;
   line.sig_at = end - (std::string_view("\"v\":}").size() + std::to_string(kFormatVersion).size());
   // ..."prev":"<64 hex>","seq":<N>,"v":1}
-  line.prev_at = end - (64 + std::string_view("\",\"seq\":").size() + std::to_string(context.sequence).size() +
-                        std::string_view(",\"v\":1}").size());
+  line.prev_at = end - (64 + std::string_view("\",\"seq\":").size() + seq.size() + std::string_view(",\"v\":1}").size());
   if (mode == HashMode::kNow) line.hash = LineHash(line.preimage);
   line.signed_line = context.signed_line;
   line.sequence = context.sequence;
@@ -157,16 +193,13 @@ Result<ParsedIntegrity> ParseIntegrity(std::string_view line, const ScannedLine&
     out.has_signature = true;
   }
   // Pre-image: the line without the hash and sig members (sig comes after hash).
-  std::string preimage;
-  preimage.reserve(line.size());
-  preimage.append(line.substr(0, hash->member_begin));
   if (sig) {
-    preimage.append(line.substr(hash->member_end, sig->member_begin - hash->member_end));
-    preimage.append(line.substr(sig->member_end));
+    *computed = LineHashParts({line.substr(0, hash->member_begin),
+                               line.substr(hash->member_end, sig->member_begin - hash->member_end),
+                               line.substr(sig->member_end)});
   } else {
-    preimage.append(line.substr(hash->member_end));
+    *computed = LineHashParts({line.substr(0, hash->member_begin), line.substr(hash->member_end)});
   }
-  *computed = LineHash(preimage);
   return out;
 }
 

@@ -42,7 +42,13 @@ struct Identity {
   uint32_t uid = 0;
   std::string user_name;
   std::string host_name;
+  // Canonical text of the default actor and device, rendered once.
+  std::string actor_text;
+  std::string device_text;
 };
+
+// Fills actor_text/device_text from the other fields.
+Status RenderIdentity(Identity& identity);
 
 struct PreparedLine {
   std::string preimage;
@@ -57,13 +63,13 @@ struct PreparedLine {
 
 // Fills time, @timestamp, metadata.uid/sequence, event.sequence, actor and
 // device (when absent) and cocoon.integrity; canonicalises; hashes.
-Result<PreparedLine> PrepareLine(nlohmann::json event, const LineContext& context, const Identity& identity);
+Result<PreparedLine> PrepareLine(const nlohmann::json& event, const LineContext& context, const Identity& identity);
 
 // PrepareLine with hash_now == HashMode::kDeferred leaves prev as zeros and
 // the hash unset, so canonicalisation can run in parallel; ChainLine then
 // patches prev in and hashes (sequential: each hash feeds the next line).
 enum class HashMode { kNow, kDeferred };
-Result<PreparedLine> PrepareLine(nlohmann::json event, const LineContext& context, const Identity& identity,
+Result<PreparedLine> PrepareLine(const nlohmann::json& event, const LineContext& context, const Identity& identity,
                                  HashMode mode);
 void ChainLine(PreparedLine& line, const Digest& prev);
 

@@ -1,6 +1,7 @@
 #include "audit/verifier.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -230,7 +231,7 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
     report.file = inputs.empty() ? "" : inputs[0].name;
     return report;
   }
-  WorkerPool pool(options.threads == 0 ? 0 : options.threads - 1);
+  WorkerPool pool(options.threads);
   pool.ParallelFor(lines.size(), 256, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
       if (lines[i].error.empty()) Analyse(lines[i], options.ignore_extra_keys);
@@ -273,22 +274,54 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
   return report;
 }
 
-Result<VerifyReport> VerifyFiles(const std::vector<std::string>& paths, const VerifyOptions& options) {
-  std::vector<std::string> contents;
-  for (const auto& path : paths) {
+namespace {
+
+// A read-only mapping of a whole file (no copy of multi-gigabyte logs).
+class MappedFile {
+ public:
+  static Result<std::unique_ptr<MappedFile>> Open(const std::string& path) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoError("opening " + path);
-    std::string data;
-    char buffer[1 << 16];
-    ssize_t n;
-    while ((n = read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<size_t>(n));
-    int err = errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      int err = errno;
+      close(fd);
+      return ErrnoError("stat " + path, err);
+    }
+    auto file = std::make_unique<MappedFile>();
+    file->size_ = static_cast<size_t>(st.st_size);
+    if (file->size_ > 0) {
+      void* p = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        int err = errno;
+        close(fd);
+        return ErrnoError("mapping " + path, err);
+      }
+      file->data_ = static_cast<const char*>(p);
+    }
     close(fd);
-    if (n < 0) return ErrnoError("reading " + path, err);
-    contents.push_back(std::move(data));
+    return file;
   }
+  ~MappedFile() {
+    if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
+  }
+  std::string_view bytes() const { return std::string_view(data_ == nullptr ? "" : data_, size_); }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+Result<VerifyReport> VerifyFiles(const std::vector<std::string>& paths, const VerifyOptions& options) {
+  std::vector<std::unique_ptr<MappedFile>> files;
   std::vector<LogInput> inputs;
-  for (size_t i = 0; i < paths.size(); ++i) inputs.push_back(LogInput{paths[i], contents[i]});
+  for (const auto& path : paths) {
+    COCOON_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+    inputs.push_back(LogInput{path, file->bytes()});
+    files.push_back(std::move(file));
+  }
   return VerifyLogs(inputs, options);
 }
 

@@ -5,8 +5,8 @@
 namespace cocoon::audit {
 
 WorkerPool::WorkerPool(unsigned threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency()) - 1;
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 1; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
 WorkerPool::~WorkerPool() {

@@ -14,7 +14,7 @@ namespace cocoon::audit {
 
 class WorkerPool {
  public:
-  // threads == 0: one per core, minus the caller.
+  // `threads` counts the caller; 0 means one per core.
   explicit WorkerPool(unsigned threads);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
