@@ -157,6 +157,10 @@ Status Sandbox::Impl::PrepareAll() {
     staging_options.mode = plan.work_mode;
     staging_options.quota_bytes = limit_plan.disk_tmpfs_bytes != 0 ? limit_plan.disk_tmpfs_bytes : plan.work_quota_bytes;
     staging_options.copies = copies;
+    if (id_maps.caller_is_root) {  // the sandbox user is a mapped unprivileged uid: give it the work dir
+      staging_options.sandbox_host_uid = id_maps.sandbox_host_uid;
+      staging_options.sandbox_host_gid = kRootSandboxHostGid;
+    }
     COCOON_ASSIGN_OR_RETURN(staging, Staging::Prepare(staging_options));
   } else if (!copies.empty()) {
     return InvalidArgumentError("files to copy into the work dir need a host work dir (--work DIR)");
