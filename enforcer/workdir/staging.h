@@ -40,6 +40,10 @@
 //  The Staging destructor closes the fds; the tmpfs disappears with the last
 //  reference (the child's mount namespace is gone by then).
 //
+// --copy files are part of the staged work dir (as if copied in before the
+// run), so, like everything else the sandbox leaves there, they are verified
+// and committed back to the host work dir.
+//
 // `sock` is one end of socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC) made by
 // the core engineer before clone; kDirect sends nothing and does not block.
 // Ownership: the parent's fsuid must be mapped in the child's user namespace
