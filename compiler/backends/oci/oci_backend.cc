@@ -36,6 +36,7 @@ ordered_json BindMount(const std::string& destination, const std::string& source
 
 ordered_json Mounts(const ir::Policy& policy, std::vector<std::string>& warnings) {
   ordered_json mounts = ordered_json::array();
+  std::string optional_sources;
   mounts.push_back({{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"},
                     {"options", {"nosuid", "noexec", "nodev"}}});
   // A private /dev: the runtime populates null, zero, full, random, urandom,
@@ -48,11 +49,12 @@ ordered_json Mounts(const ir::Policy& policy, std::vector<std::string>& warnings
                         {"options", {"nosuid", "nodev", "mode=1777", "size=" + std::to_string(mount.size_bytes)}}});
       continue;
     }
-    if (mount.optional) {
-      warnings.push_back("oci: OCI has no optional bind mounts; the runtime fails if " + mount.source +
-                         " is missing on the host");
-    }
+    if (mount.optional) optional_sources += " " + mount.source;
     mounts.push_back(BindMount(mount.target, mount.source, mount.kind == ir::MountKind::kWritable));
+  }
+  if (!optional_sources.empty()) {
+    warnings.push_back("oci: OCI has no optional bind mounts; the runtime fails if any of these is missing on the "
+                       "host:" + optional_sources);
   }
   // Bundle-relative source: the runtime resolves it against the bundle dir.
   mounts.push_back(BindMount(policy.filesystem.work.path, "work", true));
