@@ -1,0 +1,335 @@
+// The checker's driver: profile selection, `extends` resolution, profile-level
+// statements, and the final canonical IR. Sections live in checker_*.cc.
+#include "compiler/frontend/checker.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <tuple>
+
+#include "compiler/common/digest.h"
+#include "compiler/frontend/checker_internal.h"
+
+namespace cocoon::frontend {
+namespace internal {
+
+bool RuleKey::operator<(const RuleKey& other) const {
+  if (name != other.name) return name < other.name;
+  return std::lexicographical_compare(
+      conditions.begin(), conditions.end(), other.conditions.begin(), other.conditions.end(),
+      [](const ir::ArgCondition& a, const ir::ArgCondition& b) {
+        return std::tie(a.arg, a.op, a.value, a.mask) < std::tie(b.arg, b.op, b.value, b.mask);
+      });
+}
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+std::string MountKindName(ir::MountKind kind) {
+  switch (kind) {
+    case ir::MountKind::kReadOnly: return "read-only";
+    case ir::MountKind::kWritable: return "writable";
+    case ir::MountKind::kTmpfs: return "tmpfs";
+  }
+  return "?";
+}
+
+int Permissiveness(const ir::Action& action) {
+  switch (action.kind) {
+    case ir::ActionKind::kKillProcess: return 0;
+    case ir::ActionKind::kTrap: return 1;
+    case ir::ActionKind::kErrno: return 2;
+    case ir::ActionKind::kNotify: return 3;
+    case ir::ActionKind::kLog: return 4;
+    case ir::ActionKind::kAllow: return 5;
+  }
+  return 0;
+}
+
+void Layer::Error(Span span, std::string message, std::string hint) {
+  diagnostics_.Error(file().source, span, std::move(message), std::move(hint));
+}
+
+void Layer::Warning(Span span, std::string message, std::string hint) {
+  diagnostics_.Warning(file().source, span, std::move(message), std::move(hint));
+}
+
+void Layer::Weakens(const std::string& setting, Span span, const std::string& what) {
+  if (parent_.empty()) return;  // only a child can weaken what it inherited
+  for (const std::string& relaxed : relaxed_) {
+    if (setting == relaxed || setting.rfind(relaxed + ".", 0) == 0) return;
+  }
+  std::string against = "parent profile '" + parent_ + "'";
+  std::string category = setting.substr(0, setting.find('.'));
+  Warning(span, "profile '" + profile() + "' weakens " + setting + ": " + what + " (compared with " + against + ")",
+          "if this is deliberate, say so with `relaxes " + category + "` in profile '" + profile() + "'");
+}
+
+void Layer::Origin(const std::string& key, Span span) {
+  state_.policy.provenance[key] = ir::Origin{profile(), file().source->name(), file().source->Locate(span.begin).line};
+}
+
+bool Layer::FirstInLayer(const std::string& key, Span span, const std::string& what) {
+  auto [it, inserted] = seen_.emplace(key, span);
+  if (inserted) return true;
+  Error(span, what + " is set twice in profile '" + profile() + "' (first at line " +
+                  std::to_string(file().source->Locate(it->second.begin).line) + ")");
+  return false;
+}
+
+bool Layer::AbsolutePath(const ast::Word& word, std::string& out) {
+  const std::string& path = word.text;
+  if (path.empty()) {
+    Error(word.span, "empty path");
+    return false;
+  }
+  for (char c : path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      Error(word.span, "control character in path");
+      return false;
+    }
+  }
+  if (path.front() != '/') {
+    std::string hint = path[0] == '.' || path[0] == '~' ? "" : "write '/" + path + "'";
+    Error(word.span, "relative path " + Quote(path) + " where an absolute path is needed", hint);
+    return false;
+  }
+  std::string normal = std::filesystem::path(path).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  if (normal != path) {
+    Error(word.span, "non-canonical path " + Quote(path) + "; write " + Quote(normal));
+    return false;
+  }
+  out = path;
+  return true;
+}
+
+bool Layer::Unit(const ast::Word& word, UnitKind kind, uint64_t& out) {
+  UnitValue v = ParseUnitValue(word.text, kind);
+  if (!v.ok) {
+    Error(word.span, v.error, v.hint);
+    return false;
+  }
+  out = v.value;
+  return true;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::Layer;
+using internal::Quote;
+using internal::State;
+
+const std::vector<std::string>& ProfileKeys() {
+  static const auto* keys = new std::vector<std::string>{
+      "description", "network", "filesystem", "limits", "syscalls", "environment",
+      "cwd", "hostname", "user", "runtime", "relaxes"};
+  return *keys;
+}
+
+const std::vector<std::string>& RelaxableSettings() {
+  static const auto* keys = new std::vector<std::string>{
+      "network", "filesystem", "devices", "limits", "syscalls", "environment", "user"};
+  return *keys;
+}
+
+void ApplyRelaxes(Layer& layer, const ast::Statement& stmt) {
+  for (const ast::Word& word : stmt.args) {
+    std::string category = word.text.substr(0, word.text.find('.'));
+    const auto& known = RelaxableSettings();
+    if (std::find(known.begin(), known.end(), category) == known.end()) {
+      std::string suggestion = DidYouMean(category, known);
+      layer.Error(word.span, "unknown setting " + Quote(word.text) + " in relaxes",
+                  suggestion.empty() ? "one of: network, filesystem, devices, limits, syscalls, environment, user"
+                                     : "did you mean '" + suggestion + "'?");
+      continue;
+    }
+    layer.Relax(word.text);
+  }
+}
+
+void ApplyHostname(Layer& layer, const ast::Statement& stmt) {
+  const ast::Word& word = stmt.args[0];
+  // hostname(7): labels of letters, digits and '-', at most 64 bytes in all.
+  bool valid = !word.text.empty() && word.text.size() <= 64 && word.text.front() != '-';
+  for (char c : word.text) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.');
+  if (!valid) {
+    layer.Error(word.span, "invalid hostname " + Quote(word.text),
+                "use letters, digits, '-' and '.', at most 64 characters");
+    return;
+  }
+  layer.state().policy.hostname = word.text;
+  layer.Origin("hostname", stmt.span);
+}
+
+void ApplyUser(Layer& layer, const ast::Statement& stmt) {
+  const ast::Word& word = stmt.args[0];
+  std::string uid_text = word.text.substr(0, word.text.find(':'));
+  std::string gid_text = word.text.find(':') == std::string::npos ? uid_text : word.text.substr(word.text.find(':') + 1);
+  uint64_t uid = 0, gid = 0;
+  if (!ParseInteger(uid_text, uid) || !ParseInteger(gid_text, gid) || uid > 65534 || gid > 65534) {
+    layer.Error(word.span, "invalid user " + Quote(word.text) + "; expected uid:gid, each 0..65534");
+    return;
+  }
+  ir::SandboxUser& user = layer.state().policy.user;
+  if (uid == 0 && user.uid != 0) layer.Weakens("user", word.span, "the command runs as uid 0 in its namespace");
+  user.uid = static_cast<uint32_t>(uid);
+  user.gid = static_cast<uint32_t>(gid);
+  layer.Origin("user", stmt.span);
+}
+
+void ApplyStatement(Layer& layer, const ast::Statement& stmt) {
+  const std::string& key = stmt.keyword.text;
+  ir::Policy& policy = layer.state().policy;
+  if (key == "description") {
+    if (!layer.FirstInLayer(key, stmt.span, "description")) return;
+    policy.description = stmt.args[0].text;
+    layer.Origin(key, stmt.span);
+  } else if (key == "network") {
+    if (layer.FirstInLayer(key, stmt.span, "network")) internal::ApplyNetwork(layer, stmt);
+  } else if (key == "filesystem") {
+    for (const ast::Statement& s : stmt.block) internal::ApplyFilesystem(layer, s);
+  } else if (key == "limits") {
+    for (const ast::Statement& s : stmt.block) internal::ApplyLimits(layer, s);
+  } else if (key == "syscalls") {
+    internal::ApplySyscalls(layer, stmt);
+  } else if (key == "environment") {
+    for (const ast::Statement& s : stmt.block) internal::ApplyEnvironment(layer, s);
+  } else if (key == "cwd") {
+    std::string path;
+    if (layer.FirstInLayer(key, stmt.span, "cwd") && layer.AbsolutePath(stmt.args[0], path)) {
+      policy.cwd = path;
+      layer.Origin(key, stmt.span);
+    }
+  } else if (key == "hostname") {
+    if (layer.FirstInLayer(key, stmt.span, "hostname")) ApplyHostname(layer, stmt);
+  } else if (key == "user") {
+    if (layer.FirstInLayer(key, stmt.span, "user")) ApplyUser(layer, stmt);
+  } else if (key == "runtime") {
+    if (layer.FirstInLayer(key, stmt.span, "runtime")) internal::ApplyRuntime(layer, stmt);
+  } else if (key == "relaxes") {
+    // handled before the other statements
+  } else {
+    std::string suggestion = DidYouMean(key, ProfileKeys());
+    layer.Error(stmt.keyword.span, "unknown setting " + Quote(key),
+                suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+  }
+}
+
+// The chain from `name` up to its root-most ancestor, or nullopt on error.
+std::optional<std::vector<ProfileRef>> Lineage(const Program& program, const std::string& name,
+                                                          Diagnostics& diagnostics) {
+  std::vector<ProfileRef> chain;
+  auto it = program.profiles.find(name);
+  if (it == program.profiles.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, ref] : program.profiles) names.push_back(n);
+    std::string suggestion = DidYouMean(name, names);
+    diagnostics.Error(nullptr, Span{}, "no profile named " + Quote(name),
+                      suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+    return std::nullopt;
+  }
+  chain.push_back(it->second);
+  while (chain.back().profile->has_parent) {
+    const ProfileRef& child = chain.back();
+    const ast::Word& parent = child.profile->parent;
+    auto found = program.profiles.find(parent.text);
+    if (found == program.profiles.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, ref] : program.profiles) names.push_back(n);
+      std::string suggestion = DidYouMean(parent.text, names);
+      diagnostics.Error(child.file->source, parent.span, "unknown parent profile " + Quote(parent.text),
+                        suggestion.empty() ? "import the file that defines it, e.g. import \"" + parent.text + "\""
+                                           : "did you mean '" + suggestion + "'?");
+      return std::nullopt;
+    }
+    for (const ProfileRef& seen : chain) {
+      if (seen.profile == found->second.profile) {
+        std::string cycle;
+        for (const ProfileRef& r : chain) cycle += r.profile->name.text + " -> ";
+        diagnostics.Error(child.file->source, parent.span, "extends cycle: " + cycle + parent.text);
+        return std::nullopt;
+      }
+    }
+    chain.push_back(found->second);
+  }
+  return chain;
+}
+
+ir::Policy Finalize(State& state, const Program& program) {
+  ir::Policy policy = std::move(state.policy);
+  policy.filesystem.mounts.clear();
+  for (auto& [target, mount] : state.mounts) policy.filesystem.mounts.push_back(mount);
+  policy.filesystem.copies.clear();
+  for (auto& [destination, copy] : state.copies) policy.filesystem.copies.push_back(copy);
+  policy.filesystem.hidden.assign(state.hidden.begin(), state.hidden.end());
+  policy.syscalls.rules.clear();
+  for (auto& [key, entry] : state.rules) {
+    // A rule that repeats the default action changes nothing.
+    if (entry.rule.conditions.empty() && entry.rule.action == policy.syscalls.default_action) continue;
+    policy.syscalls.rules.push_back(entry.rule);
+  }
+  policy.syscalls.architectures.assign(state.arches.begin(), state.arches.end());
+  policy.syscalls.reopened.assign(state.reopened.begin(), state.reopened.end());
+  policy.environment.set.clear();
+  for (auto& [name, value] : state.env_set) policy.environment.set.push_back({name, value});
+  policy.environment.pass.assign(state.env_pass.begin(), state.env_pass.end());
+  std::string all;
+  for (const auto& file : program.files) {
+    policy.source_files.push_back(file->source->name());
+    all += Sha256Hex(file->source->text());
+  }
+  policy.source_sha256 = Sha256Hex(all);
+  return policy;
+}
+
+}  // namespace
+
+std::optional<std::string> SelectProfile(const Program& program, const std::string& requested,
+                                         Diagnostics& diagnostics) {
+  const LoadedFile* root = program.root();
+  if (root == nullptr) return std::nullopt;
+  if (!requested.empty()) return requested;
+  const auto& profiles = root->ast.profiles;
+  if (profiles.size() == 1) return profiles[0].name.text;
+  std::string stem = std::filesystem::path(root->source->name()).stem().string();
+  std::string names;
+  for (const ast::Profile& p : profiles) {
+    if (p.name.text == stem) return stem;
+    names += (names.empty() ? "" : ", ") + p.name.text;
+  }
+  diagnostics.Error(root->source, Span{},
+                    profiles.empty() ? "no profile in " + root->source->name()
+                                     : "which profile? " + root->source->name() + " defines " + names,
+                    profiles.empty() ? "" : "choose one with --profile NAME");
+  return std::nullopt;
+}
+
+std::optional<ir::Policy> CheckProfile(const Program& program, const std::string& profile,
+                                       Diagnostics& diagnostics) {
+  size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
+  auto chain = Lineage(program, profile, diagnostics);
+  if (!chain) return std::nullopt;
+  State state;
+  std::string parent;
+  for (auto it = chain->rbegin(); it != chain->rend(); ++it) {
+    Layer layer(*it, parent, state, diagnostics);
+    for (const ast::Statement& stmt : it->profile->body) {
+      if (stmt.keyword.text == "relaxes") ApplyRelaxes(layer, stmt);
+    }
+    for (const ast::Statement& stmt : it->profile->body) ApplyStatement(layer, stmt);
+    state.policy.lineage.insert(state.policy.lineage.begin(), it->profile->name.text);
+    parent = it->profile->name.text;
+  }
+  const ProfileRef& self = chain->front();
+  if (!state.has_syscalls) {
+    diagnostics.Warning(self.file->source, self.profile->name.span,
+                        "profile '" + profile + "' has no syscalls section: every syscall will fail with ENOSYS",
+                        "start from a shipped profile: import \"strict\" and write `extends strict`");
+  }
+  state.policy.name = profile;
+  if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;
+  return Finalize(state, program);
+}
+
+}  // namespace cocoon::frontend

@@ -1,0 +1,289 @@
+// Checker sections: network and filesystem.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "compiler/frontend/checker_internal.h"
+
+namespace cocoon::frontend::internal {
+namespace {
+
+int NetworkRank(ir::NetworkMode mode) {
+  switch (mode) {
+    case ir::NetworkMode::kOff: return 0;
+    case ir::NetworkMode::kAllowList: return 1;
+    case ir::NetworkMode::kOn: return 2;
+  }
+  return 2;
+}
+
+bool ValidDnsName(const std::string& host) {
+  if (host.empty() || host.size() > 253) return false;
+  size_t label = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    char c = host[i];
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+      continue;
+    }
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+    if (++label > 63) return false;
+  }
+  return label > 0;
+}
+
+bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out) {
+  const std::string& text = word.text;
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size()) {
+    layer.Error(word.span, "endpoint " + Quote(text) + " has no port; write host:port");
+    return false;
+  }
+  std::string host = text.substr(0, colon);
+  uint64_t port = 0;
+  if (!ParseInteger(text.substr(colon + 1), port) || port == 0 || port > 65535) {
+    layer.Error(word.span, "invalid port in " + Quote(text) + "; expected 1..65535");
+    return false;
+  }
+  unsigned char buffer[16];
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    if (inet_pton(AF_INET6, host.c_str(), buffer) != 1) {
+      layer.Error(word.span, "invalid IPv6 address " + Quote(host));
+      return false;
+    }
+  } else if (host.find(':') != std::string::npos) {
+    layer.Error(word.span, "IPv6 addresses go in brackets: [" + host + "]:" + std::to_string(port));
+    return false;
+  } else if (inet_pton(AF_INET, host.c_str(), buffer) != 1 && !ValidDnsName(host)) {
+    layer.Error(word.span, "invalid host name " + Quote(host));
+    return false;
+  }
+  out = ir::NetworkEndpoint{host, static_cast<uint16_t>(port)};
+  return true;
+}
+
+const std::vector<std::string>& FilesystemKeys() {
+  static const auto* keys = new std::vector<std::string>{
+      "root", "readonly", "writable", "work", "copy", "tmpfs", "hide", "devices"};
+  return *keys;
+}
+
+void AddMount(Layer& layer, ir::Mount mount, Span span) {
+  State& state = layer.state();
+  auto [it, inserted] = layer.layer_mounts().emplace(mount.target, Layer::LayerMount{mount.kind, span});
+  if (!inserted) {
+    uint32_t line = layer.file().source->Locate(it->second.span.begin).line;
+    if (it->second.kind == mount.kind) {
+      layer.Warning(span, "duplicate " + MountKindName(mount.kind) + " mount of " + Quote(mount.target) +
+                              " (first at line " + std::to_string(line) + ")");
+    } else {
+      layer.Error(span, Quote(mount.target) + " is both " + MountKindName(it->second.kind) + " (line " +
+                            std::to_string(line) + ") and " + MountKindName(mount.kind));
+    }
+    return;
+  }
+  auto previous = state.mounts.find(mount.target);
+  if (previous != state.mounts.end() && previous->second.kind == ir::MountKind::kReadOnly &&
+      mount.kind == ir::MountKind::kWritable) {
+    layer.Weakens("filesystem", span, Quote(mount.target) + " made writable (it was read-only)");
+  }
+  layer.Origin("filesystem.mount:" + mount.target, span);
+  state.mounts[mount.target] = std::move(mount);
+}
+
+void ApplyBinds(Layer& layer, const ast::Statement& stmt) {
+  ir::MountKind kind = stmt.keyword.text == "readonly" ? ir::MountKind::kReadOnly : ir::MountKind::kWritable;
+  const auto& args = stmt.args;
+  bool optional = !args.empty() && args[0].IsKeyword("optional");
+  for (size_t i = optional ? 1 : 0; i < args.size(); ++i) {
+    ir::Mount mount;
+    mount.kind = kind;
+    mount.optional = optional;
+    Span span = args[i].span;
+    bool ok = layer.AbsolutePath(args[i], mount.source);
+    mount.target = mount.source;
+    if (i + 2 < args.size() && args[i + 1].IsKeyword("as")) {
+      ok = layer.AbsolutePath(args[i + 2], mount.target) && ok;
+      span.end = args[i + 2].span.end;
+      i += 2;
+    }
+    if (!ok) continue;
+    if (mount.target == "/") {
+      layer.Error(span, "cannot mount over '/'; use `root host` or `root rootfs PATH`");
+      continue;
+    }
+    if (kind == ir::MountKind::kWritable) {
+      layer.Warning(span, "writable bind mount of host path " + Quote(mount.source) +
+                              ": the sandbox can change the host there",
+                    "prefer `work` (staged and verified) or `tmpfs` unless the host must see the writes");
+    }
+    AddMount(layer, std::move(mount), span);
+  }
+}
+
+void ApplyWork(Layer& layer, const ast::Statement& stmt) {
+  if (!layer.FirstInLayer("filesystem.work", stmt.span, "work")) return;
+  ir::WorkDir& work = layer.state().policy.filesystem.work;
+  ir::WorkDir next = work;
+  if (!layer.AbsolutePath(stmt.args[0], next.path)) return;
+  for (size_t i = 1; i < stmt.args.size(); ++i) {
+    const ast::Word& word = stmt.args[i];
+    if (word.IsKeyword("quota") && i + 1 < stmt.args.size()) {
+      if (!layer.Unit(stmt.args[++i], UnitKind::kSize, next.quota_bytes)) return;
+    } else if (word.IsKeyword("direct")) {
+      next.mode = ir::WorkMode::kDirect;
+    } else if (word.IsKeyword("staged")) {
+      next.mode = ir::WorkMode::kStaged;
+    }
+  }
+  if (next.mode == ir::WorkMode::kDirect && work.mode == ir::WorkMode::kStaged) {
+    layer.Weakens("filesystem.work", stmt.span, "the work dir is bound directly instead of staged");
+  }
+  if (work.quota_bytes != 0 && (next.quota_bytes == 0 || next.quota_bytes > work.quota_bytes)) {
+    layer.Weakens("filesystem.work", stmt.span, "the work dir quota is raised");
+  }
+  work = next;
+  layer.Origin("filesystem.work", stmt.span);
+}
+
+void ApplyCopy(Layer& layer, const ast::Statement& stmt) {
+  const ast::Word& from = stmt.args[0];
+  const ast::Word& to = stmt.args[2];
+  namespace fs = std::filesystem;
+  ir::Copy copy;
+  // A relative source is relative to the policy file, like an include.
+  fs::path source = fs::path(from.text).is_absolute() ? fs::path(from.text)
+                                                       : fs::path(layer.file().directory) / from.text;
+  copy.source = source.lexically_normal().string();
+  std::string destination = fs::path(to.text).lexically_normal().string();
+  if (to.text.empty() || fs::path(to.text).is_absolute() || destination.rfind("..", 0) == 0 ||
+      destination != to.text) {
+    layer.Error(to.span, "copy destination " + Quote(to.text) +
+                             " must be a canonical path relative to the work dir (no '/', '.', '..' prefixes)");
+    return;
+  }
+  copy.destination = destination;
+  if (!layer.FirstInLayer("filesystem.copy:" + destination, stmt.span, "copy to " + Quote(destination))) return;
+  layer.Origin("filesystem.copy:" + destination, stmt.span);
+  layer.state().copies[destination] = std::move(copy);
+}
+
+void ApplyTmpfs(Layer& layer, const ast::Statement& stmt) {
+  ir::Mount mount;
+  mount.kind = ir::MountKind::kTmpfs;
+  mount.size_bytes = 64ull << 20;  // documented default
+  if (!layer.AbsolutePath(stmt.args[0], mount.target)) return;
+  if (stmt.args.size() == 3 && !layer.Unit(stmt.args[2], UnitKind::kSize, mount.size_bytes)) return;
+  if (mount.size_bytes == 0) {
+    layer.Error(stmt.args[2].span, "tmpfs size must be more than 0");
+    return;
+  }
+  AddMount(layer, std::move(mount), stmt.span);
+}
+
+void ApplyDevices(Layer& layer, const ast::Statement& stmt) {
+  ir::Devices& devices = layer.state().policy.filesystem.devices;
+  for (const ast::Statement& device : stmt.block) {
+    const std::string& name = device.keyword.text;
+    ir::DeviceAccess* field = name == "gpu" ? &devices.gpu : name == "tty" ? &devices.tty
+                              : name == "kvm" ? &devices.kvm : nullptr;
+    if (field == nullptr) {
+      std::string suggestion = DidYouMean(name, {"gpu", "tty", "kvm"});
+      layer.Error(device.keyword.span, "unknown device " + Quote(name),
+                  suggestion.empty() ? "devices are gpu, tty and kvm" : "did you mean '" + suggestion + "'?");
+      continue;
+    }
+    const ast::Word& value = device.args[0];
+    if (value.text != "on" && value.text != "off") {
+      layer.Error(value.span, "expected on or off, not " + Quote(value.text));
+      continue;
+    }
+    if (!layer.FirstInLayer("filesystem.devices." + name, device.span, "device " + name)) continue;
+    ir::DeviceAccess access = value.text == "on" ? ir::DeviceAccess::kAllowed : ir::DeviceAccess::kDenied;
+    if (access == ir::DeviceAccess::kAllowed && *field == ir::DeviceAccess::kDenied) {
+      layer.Weakens("devices." + name, device.span, name + " access enabled");
+    }
+    *field = access;
+    layer.Origin("filesystem.devices." + name, device.span);
+  }
+}
+
+}  // namespace
+
+void ApplyNetwork(Layer& layer, const ast::Statement& stmt) {
+  ir::Network& network = layer.state().policy.network;
+  ir::Network next;
+  const std::string& mode = stmt.args[0].text;
+  next.mode = mode == "off" ? ir::NetworkMode::kOff : mode == "on" ? ir::NetworkMode::kOn : ir::NetworkMode::kAllowList;
+  for (const ast::Statement& entry : stmt.block) {
+    ir::NetworkEndpoint endpoint;
+    if (!ParseEndpoint(layer, entry.keyword, endpoint)) continue;
+    if (std::find(next.allow.begin(), next.allow.end(), endpoint) != next.allow.end()) {
+      layer.Warning(entry.span, "duplicate endpoint " + Quote(entry.keyword.text));
+      continue;
+    }
+    next.allow.push_back(endpoint);
+  }
+  if (next.mode == ir::NetworkMode::kAllowList && next.allow.empty()) {
+    layer.Warning(stmt.span, "empty allow-list: this is the same as `network off`");
+  }
+  std::sort(next.allow.begin(), next.allow.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.host, a.port) < std::tie(b.host, b.port);
+  });
+  if (NetworkRank(next.mode) > NetworkRank(network.mode)) {
+    layer.Weakens("network", stmt.span, "network " + mode + " (it was more restricted)");
+  } else if (next.mode == ir::NetworkMode::kAllowList && network.mode == ir::NetworkMode::kAllowList) {
+    for (const auto& endpoint : next.allow) {
+      if (std::find(network.allow.begin(), network.allow.end(), endpoint) == network.allow.end()) {
+        layer.Weakens("network", stmt.span, "allows " + endpoint.host + ":" + std::to_string(endpoint.port));
+        break;
+      }
+    }
+  }
+  network = std::move(next);
+  layer.Origin("network", stmt.span);
+}
+
+void ApplyFilesystem(Layer& layer, const ast::Statement& stmt) {
+  const std::string& key = stmt.keyword.text;
+  ir::Filesystem& fs = layer.state().policy.filesystem;
+  if (key == "root") {
+    if (!layer.FirstInLayer("filesystem.root", stmt.span, "root")) return;
+    if (stmt.args[0].IsKeyword("host")) {
+      fs.root = ir::RootKind::kHost;
+      fs.rootfs.clear();
+    } else {
+      std::string path;
+      if (!layer.AbsolutePath(stmt.args[1], path)) return;
+      fs.root = ir::RootKind::kRootfs;
+      fs.rootfs = path;
+    }
+    layer.Origin("filesystem.root", stmt.span);
+  } else if (key == "readonly" || key == "writable") {
+    ApplyBinds(layer, stmt);
+  } else if (key == "work") {
+    ApplyWork(layer, stmt);
+  } else if (key == "copy") {
+    ApplyCopy(layer, stmt);
+  } else if (key == "tmpfs") {
+    ApplyTmpfs(layer, stmt);
+  } else if (key == "hide") {
+    for (const ast::Word& word : stmt.args) {
+      std::string path;
+      if (!layer.AbsolutePath(word, path)) continue;
+      if (!layer.state().hidden.insert(path).second) continue;
+      layer.Origin("filesystem.hide:" + path, word.span);
+    }
+  } else if (key == "devices") {
+    ApplyDevices(layer, stmt);
+  } else {
+    std::string suggestion = DidYouMean(key, FilesystemKeys());
+    layer.Error(stmt.keyword.span, "unknown filesystem setting " + Quote(key),
+                suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+  }
+}
+
+}  // namespace cocoon::frontend::internal

@@ -1,0 +1,108 @@
+// Shared between the checker's source files; not a public header.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/common/diagnostics.h"
+#include "compiler/frontend/ast.h"
+#include "compiler/frontend/loader.h"
+#include "compiler/frontend/units.h"
+#include "compiler/ir/policy_ir.h"
+
+namespace cocoon::frontend::internal {
+
+struct RuleKey {
+  std::string name;
+  std::vector<ir::ArgCondition> conditions;  // sorted
+  bool operator<(const RuleKey& other) const;
+};
+
+struct RuleEntry {
+  ir::SyscallRule rule;
+  bool from_group = false;
+};
+
+// The policy being built, in forms convenient for merging layers.
+struct State {
+  ir::Policy policy;  // scalar settings live here directly
+  std::map<std::string, ir::Mount> mounts;  // by target
+  std::map<std::string, ir::Copy> copies;   // by destination
+  std::set<std::string> hidden;
+  std::map<RuleKey, RuleEntry> rules;
+  std::set<ir::Arch> arches{ir::Arch::kX86_64};
+  std::set<std::string> reopened;
+  std::map<std::string, std::string> env_set;
+  std::set<std::string> env_pass;
+  bool has_syscalls = false;
+};
+
+// One profile being applied on top of its parent's State.
+class Layer {
+ public:
+  Layer(const ProfileRef& ref, const std::string& parent, State& state, Diagnostics& diagnostics)
+      : ref_(ref), parent_(parent), state_(state), diagnostics_(diagnostics) {}
+
+  State& state() { return state_; }
+  const std::string& profile() const { return ref_.profile->name.text; }
+  const std::string& parent() const { return parent_; }
+  const LoadedFile& file() const { return *ref_.file; }
+
+  void Error(Span span, std::string message, std::string hint = {});
+  void Warning(Span span, std::string message, std::string hint = {});
+  // A weakening of a security-relevant `setting` relative to the parent (or,
+  // with no parent, of the safe default): a warning unless `relaxes` covers it.
+  void Weakens(const std::string& setting, Span span, const std::string& what);
+  void Relax(const std::string& setting) { relaxed_.insert(setting); }
+  // Records where `key` was set (for `cocoon explain`).
+  void Origin(const std::string& key, Span span);
+  // False (and an error) if `key` was already set in this profile.
+  bool FirstInLayer(const std::string& key, Span span, const std::string& what);
+
+  // Value helpers: each reports its own error and returns false on failure.
+  bool AbsolutePath(const ast::Word& word, std::string& out);
+  bool Unit(const ast::Word& word, UnitKind kind, uint64_t& out);
+
+  // Per-layer syscall rule bookkeeping for conflict detection.
+  struct LayerRule {
+    ir::Action action;
+    bool from_group = false;
+    Span span;
+  };
+  std::map<RuleKey, LayerRule>& layer_rules() { return layer_rules_; }
+  // Mount targets set by this profile, to catch "both read-only and writable".
+  struct LayerMount {
+    ir::MountKind kind;
+    Span span;
+  };
+  std::map<std::string, LayerMount>& layer_mounts() { return layer_mounts_; }
+
+ private:
+  const ProfileRef& ref_;
+  std::string parent_;
+  State& state_;
+  Diagnostics& diagnostics_;
+  std::set<std::string> relaxed_;
+  std::map<std::string, Span> seen_;
+  std::map<RuleKey, LayerRule> layer_rules_;
+  std::map<std::string, LayerMount> layer_mounts_;
+};
+
+// The sections (checker_*.cc).
+void ApplyNetwork(Layer& layer, const ast::Statement& stmt);
+void ApplyFilesystem(Layer& layer, const ast::Statement& stmt);
+void ApplyLimits(Layer& layer, const ast::Statement& stmt);
+void ApplySyscalls(Layer& layer, const ast::Statement& stmt);
+void ApplyEnvironment(Layer& layer, const ast::Statement& stmt);
+void ApplyRuntime(Layer& layer, const ast::Statement& stmt);
+
+std::string Quote(const std::string& s);
+// "read-only", "writable", "tmpfs".
+std::string MountKindName(ir::MountKind kind);
+// Permissiveness order for weakening checks: kill < trap < errno < notify < log < allow.
+int Permissiveness(const ir::Action& action);
+std::string ActionText(const ir::Action& action);
+
+}  // namespace cocoon::frontend::internal

@@ -1,0 +1,194 @@
+// Checker sections: limits, environment and runtime.
+#include <algorithm>
+
+#include "compiler/frontend/checker_internal.h"
+
+namespace cocoon::frontend::internal {
+namespace {
+
+struct LimitSpec {
+  std::string_view name;
+  UnitKind kind;
+  ir::Limit ir::Limits::*field;
+  uint64_t min;
+  uint64_t max;
+};
+
+constexpr uint64_t kDayMs = 24ull * 3600 * 1000;
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kTiB = 1ull << 40;
+
+const LimitSpec kLimits[] = {
+    {"wall_time", UnitKind::kTime, &ir::Limits::wall_time_ms, 1, 7 * kDayMs},
+    {"cpu_time", UnitKind::kTime, &ir::Limits::cpu_time_ms, 1, 7 * kDayMs},
+    {"memory", UnitKind::kSize, &ir::Limits::memory_bytes, kMiB, 16 * kTiB},
+    {"processes", UnitKind::kCount, &ir::Limits::processes, 1, 4194304},
+    // stdin, stdout and stderr are already three.
+    {"open_files", UnitKind::kCount, &ir::Limits::open_files, 3, 1 << 20},
+    {"file_size", UnitKind::kSize, &ir::Limits::file_size_bytes, 1, 16 * kTiB},
+    {"disk", UnitKind::kSize, &ir::Limits::disk_bytes, 1, 16 * kTiB},
+    {"output", UnitKind::kSize, &ir::Limits::output_bytes, 1, 16 * kTiB},
+    {"cpu", UnitKind::kPercent, &ir::Limits::cpu_percent, 1, 100000},
+};
+
+std::string Show(UnitKind kind, uint64_t value) {
+  switch (kind) {
+    case UnitKind::kTime: return FormatDuration(value);
+    case UnitKind::kSize: return FormatBytes(value);
+    case UnitKind::kPercent: return std::to_string(value) + "%";
+    case UnitKind::kCount: return std::to_string(value);
+  }
+  return std::to_string(value);
+}
+
+const LimitSpec* FindLimit(std::string_view name) {
+  for (const LimitSpec& spec : kLimits) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+void CheckWeakening(Layer& layer, const LimitSpec& spec, const ir::Limit& before, const ir::Limit& after,
+                    Span span) {
+  std::string setting = "limits." + std::string(spec.name);
+  if (!before.set) return;
+  if (!after.set) {
+    layer.Weakens(setting, span, "the limit is removed (it was " + Show(spec.kind, before.value) + ")");
+  } else if (after.value > before.value) {
+    layer.Weakens(setting, span, Show(spec.kind, after.value) + " is more than " + Show(spec.kind, before.value));
+  } else if (after.enforcement == ir::Enforcement::kBestEffort && before.enforcement == ir::Enforcement::kRequired) {
+    layer.Weakens(setting, span, "best_effort where it was required");
+  }
+}
+
+bool ValidEnvName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool EnvName(Layer& layer, const ast::Word& word) {
+  if (ValidEnvName(word.text)) return true;
+  layer.Error(word.span, "invalid environment variable name " + Quote(word.text),
+              "use letters, digits and '_', not starting with a digit");
+  return false;
+}
+
+}  // namespace
+
+void ApplyLimits(Layer& layer, const ast::Statement& stmt) {
+  const LimitSpec* spec = FindLimit(stmt.keyword.text);
+  if (spec == nullptr) {
+    std::vector<std::string> names;
+    for (const LimitSpec& s : kLimits) names.emplace_back(s.name);
+    std::string suggestion = DidYouMean(stmt.keyword.text, names);
+    layer.Error(stmt.keyword.span, "unknown limit " + Quote(stmt.keyword.text),
+                suggestion.empty() ? "limits are wall_time, cpu_time, memory, processes, open_files, "
+                                     "file_size, disk, output and cpu"
+                                   : "did you mean '" + suggestion + "'?");
+    return;
+  }
+  std::string key = "limits." + std::string(spec->name);
+  if (!layer.FirstInLayer(key, stmt.span, "limit " + std::string(spec->name))) return;
+  const ast::Word& value = stmt.args[0];
+  ir::Limit next;
+  next.enforcement = stmt.args.size() > 1 ? ir::Enforcement::kBestEffort : ir::Enforcement::kRequired;
+  if (!value.IsKeyword("unlimited")) {
+    if (value.kind == ast::WordKind::kIdent) {
+      layer.Error(value.span, "expected a value for " + std::string(spec->name) + ", not " + Quote(value.text));
+      return;
+    }
+    if (!layer.Unit(value, spec->kind, next.value)) return;
+    if (next.value < spec->min || next.value > spec->max) {
+      layer.Error(value.span, std::string(spec->name) + " " + value.text + " is out of range; expected " +
+                                  Show(spec->kind, spec->min) + " to " + Show(spec->kind, spec->max));
+      return;
+    }
+    next.set = true;
+  }
+  ir::Limit& field = layer.state().policy.limits.*(spec->field);
+  CheckWeakening(layer, *spec, field, next, stmt.span);
+  field = next;
+  layer.Origin(key, stmt.span);
+}
+
+void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
+  State& state = layer.state();
+  const std::string& key = stmt.keyword.text;
+  if (key == "clear" || key == "inherit") {
+    if (!layer.FirstInLayer("environment.clear", stmt.span, "clear/inherit")) return;
+    bool clear = key == "clear";
+    if (!clear && state.policy.environment.clear) {
+      layer.Weakens("environment", stmt.span, "the caller's whole environment is passed in");
+    }
+    state.policy.environment.clear = clear;
+    layer.Origin("environment.clear", stmt.span);
+  } else if (key == "set") {
+    const ast::Word& name = stmt.args[0];
+    if (!EnvName(layer, name)) return;
+    if (!layer.FirstInLayer("environment.set:" + name.text, stmt.span, "variable " + name.text)) return;
+    state.env_set[name.text] = stmt.args[1].text;
+    layer.Origin("environment.set:" + name.text, stmt.span);
+  } else {  // pass, unset
+    for (const ast::Word& name : stmt.args) {
+      if (!EnvName(layer, name)) continue;
+      if (key == "pass") {
+        if (!state.env_pass.insert(name.text).second) continue;
+        layer.Origin("environment.pass:" + name.text, name.span);
+      } else {
+        state.env_set.erase(name.text);
+        state.env_pass.erase(name.text);
+        state.policy.provenance.erase("environment.set:" + name.text);
+        state.policy.provenance.erase("environment.pass:" + name.text);
+      }
+    }
+  }
+}
+
+void ApplyRuntime(Layer& layer, const ast::Statement& stmt) {
+  ir::Runtime runtime;
+  runtime.name = stmt.args[0].text;
+  std::set<std::string> seen;
+  static const std::vector<std::string> kKeys{"interpreter", "flags", "code_flag", "extension", "version_args"};
+  for (const ast::Statement& item : stmt.block) {
+    const std::string& key = item.keyword.text;
+    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+      std::string suggestion = DidYouMean(key, kKeys);
+      layer.Error(item.keyword.span, "unknown runtime setting " + Quote(key),
+                  suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+      continue;
+    }
+    if (!seen.insert(key).second) {
+      layer.Error(item.keyword.span, key + " is set twice in runtime " + Quote(runtime.name));
+      continue;
+    }
+    bool single = key == "code_flag" || key == "extension";
+    if (single && item.args.size() != 1) {
+      layer.Error(item.span, key + " takes exactly one string");
+      continue;
+    }
+    for (const ast::Word& word : item.args) {
+      if (key == "interpreter") {
+        std::string path;
+        if (layer.AbsolutePath(word, path)) runtime.interpreters.push_back(path);
+      } else if (key == "flags") {
+        runtime.flags.push_back(word.text);
+      } else if (key == "version_args") {
+        runtime.version_args.push_back(word.text);
+      } else if (key == "code_flag") {
+        runtime.code_flag = word.text;
+      } else {
+        runtime.file_extension = word.text;
+      }
+    }
+  }
+  if (runtime.interpreters.empty()) {
+    layer.Error(stmt.args[0].span, "runtime " + Quote(runtime.name) + " has no interpreter",
+                "add: interpreter /usr/bin/NAME");
+    return;
+  }
+  layer.state().policy.runtime = std::move(runtime);
+  layer.Origin("runtime", stmt.span);
+}
+
+}  // namespace cocoon::frontend::internal

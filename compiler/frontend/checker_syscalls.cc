@@ -1,0 +1,368 @@
+// Checker section: syscalls. Expands @groups into per-syscall rules (keeping
+// the group name), lowers conditions into ANDed lists (one rule per
+// disjunct), and detects conflicting rules within a profile.
+#include <algorithm>
+#include <tuple>
+
+#include "compiler/frontend/checker_internal.h"
+#include "compiler/frontend/constants.h"
+#include "compiler/syscalls/syscall_groups.h"
+
+namespace cocoon::frontend::internal {
+namespace {
+
+using Conjunction = std::vector<ir::ArgCondition>;
+using Dnf = std::vector<Conjunction>;
+
+// `or`, `in` and masked `!=` multiply rules; past this a policy is better
+// written another way, and the filter would grow without bound.
+constexpr size_t kMaxDisjuncts = 64;
+
+// Syscalls the seccomp prologue denies unless a policy explicitly allows them
+// by name (see compiler/backends/seccomp/effective_rules.h).
+const std::set<std::string>& PrologueSyscalls() {
+  static const auto* names = new std::set<std::string>{
+      "setns", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+      "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+      "delete_module", "open_by_handle_at", "keyctl", "add_key", "request_key"};
+  return *names;
+}
+
+bool ParseArch(const std::string& name, ir::Arch& out) {
+  if (name == "x86_64" || name == "amd64") out = ir::Arch::kX86_64;
+  else if (name == "x32") out = ir::Arch::kX32;
+  else if (name == "x86" || name == "i386") out = ir::Arch::kX86;
+  else if (name == "aarch64" || name == "arm64") out = ir::Arch::kAarch64;
+  else return false;
+  return true;
+}
+
+bool ErrnoValue(Layer& layer, const ast::Word& word, int& out) {
+  if (word.kind == ast::WordKind::kNumber) {
+    uint64_t n = 0;
+    if (!ParseInteger(word.text, n) || n == 0 || n > 4095) {
+      layer.Error(word.span, "errno " + word.text + " is out of range; expected 1..4095 or a name such as EPERM");
+      return false;
+    }
+    out = static_cast<int>(n);
+    return true;
+  }
+  if (auto value = LookupErrno(word.text)) {
+    out = *value;
+    return true;
+  }
+  std::string suggestion = DidYouMean(word.text, ErrnoNames());
+  layer.Error(word.span, "unknown errno " + Quote(word.text),
+              suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+  return false;
+}
+
+bool EvalValue(Layer& layer, const ast::ValueExpr& expr, uint64_t& out) {
+  out = 0;
+  bool ok = true;
+  for (const ast::Word& term : expr.terms) {
+    uint64_t v = 0;
+    if (term.kind == ast::WordKind::kNumber) {
+      if (!ParseInteger(term.text, v)) {
+        layer.Error(term.span, "number " + term.text + " does not fit in 64 bits");
+        ok = false;
+      }
+    } else if (auto constant = LookupConstant(term.text)) {
+      v = *constant;
+    } else {
+      std::string suggestion = DidYouMean(term.text, ConstantNames());
+      layer.Error(term.span, "unknown constant " + Quote(term.text),
+                  suggestion.empty() ? "write a number, or see docs/language.md#constants"
+                                     : "did you mean '" + suggestion + "'?");
+      ok = false;
+    }
+    out |= v;
+  }
+  return ok;
+}
+
+bool ArgIndex(Layer& layer, const ast::Word& arg, uint8_t& out) {
+  uint64_t n = 0;
+  if (!ParseInteger(arg.text.substr(3), n) || n > 5) {
+    layer.Error(arg.span, "no argument " + Quote(arg.text) + "; syscalls have arg0..arg5");
+    return false;
+  }
+  out = static_cast<uint8_t>(n);
+  return true;
+}
+
+bool LowerAtom(Layer& layer, const ast::Condition& c, Dnf& out) {
+  uint8_t arg = 0;
+  bool ok = ArgIndex(layer, c.arg, arg);
+  std::vector<uint64_t> values(c.values.size());
+  for (size_t i = 0; i < c.values.size(); ++i) ok = EvalValue(layer, c.values[i], values[i]) && ok;
+  uint64_t mask = 0;
+  if (c.masked) ok = EvalValue(layer, c.mask, mask) && ok;
+  if (!ok) return false;
+  if (c.kind == ast::Condition::Kind::kIn) {
+    for (uint64_t v : values) {
+      out.push_back(c.masked ? Conjunction{{arg, ir::CompareOp::kMaskedEq, v, mask}}
+                             : Conjunction{{arg, ir::CompareOp::kEq, v, 0}});
+    }
+    return true;
+  }
+  uint64_t v = values[0];
+  if (!c.masked) {
+    static const std::pair<std::string_view, ir::CompareOp> kOps[] = {
+        {"==", ir::CompareOp::kEq}, {"!=", ir::CompareOp::kNe}, {"<", ir::CompareOp::kLt},
+        {"<=", ir::CompareOp::kLe}, {">", ir::CompareOp::kGt}, {">=", ir::CompareOp::kGe}};
+    for (const auto& [text, op] : kOps) {
+      if (c.op == text) out.push_back({{arg, op, v, 0}});
+    }
+    return true;
+  }
+  if (mask == 0) {
+    layer.Error(c.mask.span, "mask is 0: the condition would test nothing");
+    return false;
+  }
+  if (c.op != "==" && c.op != "!=") {
+    layer.Error(c.span, "a masked argument can only be compared with == or !=");
+    return false;
+  }
+  if ((v & ~mask) != 0) {
+    layer.Error(c.values[0].span, "value has bits outside the mask: the condition is always " +
+                                      std::string(c.op == "==" ? "false" : "true"));
+    return false;
+  }
+  if (c.op == "==") {
+    out.push_back({{arg, ir::CompareOp::kMaskedEq, v, mask}});
+    return true;
+  }
+  // (a & M) != V  <=>  some bit b of M differs from V's: OR over b of (a & b) == (~V & b).
+  for (int bit = 0; bit < 64; ++bit) {
+    uint64_t b = 1ull << bit;
+    if (mask & b) out.push_back({{arg, ir::CompareOp::kMaskedEq, ~v & b, b}});
+  }
+  return true;
+}
+
+bool Lower(Layer& layer, const ast::Condition& c, Dnf& out) {
+  using Kind = ast::Condition::Kind;
+  if (c.kind == Kind::kCompare || c.kind == Kind::kIn) return LowerAtom(layer, c, out);
+  if (c.kind == Kind::kOr) {
+    bool ok = true;
+    for (const ast::Condition& child : c.children) ok = Lower(layer, child, out) && ok;
+    return ok;
+  }
+  Dnf product{Conjunction{}};
+  bool ok = true;
+  for (const ast::Condition& child : c.children) {
+    Dnf part;
+    if (!Lower(layer, child, part)) {
+      ok = false;
+      continue;
+    }
+    Dnf next;
+    for (const Conjunction& left : product) {
+      for (const Conjunction& right : part) {
+        if (next.size() >= kMaxDisjuncts * 4) break;
+        Conjunction both = left;
+        both.insert(both.end(), right.begin(), right.end());
+        next.push_back(std::move(both));
+      }
+    }
+    product = std::move(next);
+  }
+  out.insert(out.end(), product.begin(), product.end());
+  return ok;
+}
+
+void Canonicalize(Conjunction& conjunction) {
+  auto key = [](const ir::ArgCondition& a) { return std::tie(a.arg, a.op, a.value, a.mask); };
+  std::sort(conjunction.begin(), conjunction.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  conjunction.erase(std::unique(conjunction.begin(), conjunction.end()), conjunction.end());
+}
+
+std::string ActionPhrase(const ir::Action& action) {
+  switch (action.kind) {
+    case ir::ActionKind::kAllow: return "allowed";
+    case ir::ActionKind::kErrno: return "denied (errno " + ErrnoName(action.errno_value) + ")";
+    case ir::ActionKind::kKillProcess: return "killed";
+    case ir::ActionKind::kLog: return "logged";
+    case ir::ActionKind::kNotify: return "sent to the supervisor";
+    case ir::ActionKind::kTrap: return "trapped";
+  }
+  return "?";
+}
+
+// Names the parent denied that this statement now allows (for one warning).
+struct RuleStatement {
+  ir::Action action;
+  Span span;
+  std::vector<std::string> reallowed;
+};
+
+void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const Conjunction& conditions,
+             const std::string& group) {
+  RuleKey key{name, conditions};
+  bool from_group = !group.empty();
+  auto [it, inserted] = layer.layer_rules().emplace(key, Layer::LayerRule{stmt.action, from_group, stmt.span});
+  if (!inserted) {
+    Layer::LayerRule& first = it->second;
+    if (!first.from_group && !from_group) {
+      uint32_t line = layer.file().source->Locate(first.span.begin).line;
+      if (first.action == stmt.action) {
+        layer.Warning(stmt.span, "duplicate rule for " + Quote(name) + " (first at line " + std::to_string(line) + ")");
+      } else {
+        layer.Error(stmt.span, "conflicting rules: " + Quote(name) + " is " + ActionPhrase(first.action) +
+                                   " at line " + std::to_string(line) + " and " + ActionPhrase(stmt.action) +
+                                   " here");
+      }
+      return;
+    }
+    // A syscall named on its own beats a group; between groups the stricter wins.
+    if (!first.from_group) return;
+    if (from_group && Permissiveness(stmt.action) >= Permissiveness(first.action)) return;
+    first = Layer::LayerRule{stmt.action, from_group, stmt.span};
+  } else {
+    auto previous = layer.state().rules.find(key);
+    if (previous != layer.state().rules.end() && Permissiveness(previous->second.rule.action) <= 2 &&
+        Permissiveness(stmt.action) > 2) {
+      stmt.reallowed.push_back(name);
+    }
+  }
+  ir::SyscallRule rule{name, stmt.action, conditions, group};
+  layer.state().rules[key] = RuleEntry{std::move(rule), from_group};
+  if (!from_group) {
+    layer.Origin("syscalls.rule:" + name, stmt.span);
+    if (Permissiveness(stmt.action) > 2 && PrologueSyscalls().count(name)) layer.state().reopened.insert(name);
+  }
+}
+
+void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const Dnf& dnf) {
+  std::vector<ir::Arch> arches(layer.state().arches.begin(), layer.state().arches.end());
+  if (target.kind == ast::WordKind::kGroup) {
+    if (syscalls::FindGroup(target.text) == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& group : syscalls::AllGroups()) names.emplace_back(group.name);
+      std::string suggestion = DidYouMean(target.text, names);
+      layer.Error(target.span, "unknown syscall group " + Quote(target.text),
+                  suggestion.empty() ? "see the group table in docs/language.md" : "did you mean '" + suggestion + "'?");
+      return;
+    }
+    for (const std::string& name : syscalls::ExpandGroup(target.text)) {
+      for (const Conjunction& c : dnf) AddRule(layer, stmt, name, c, target.text);
+    }
+    layer.Origin("syscalls.group:" + target.text, stmt.span);
+    return;
+  }
+  if (!syscalls::IsKnownSyscall(target.text, arches)) {
+    std::string suggestion = DidYouMean(target.text, syscalls::KnownSyscallNames());
+    layer.Error(target.span, "unknown syscall " + Quote(target.text),
+                suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+    return;
+  }
+  for (const Conjunction& c : dnf) AddRule(layer, stmt, target.text, c, "");
+}
+
+ir::Action VerbAction(const std::string& verb) {
+  if (verb == "allow") return {ir::ActionKind::kAllow, 0};
+  if (verb == "kill") return {ir::ActionKind::kKillProcess, 0};
+  if (verb == "log") return {ir::ActionKind::kLog, 0};
+  if (verb == "notify") return {ir::ActionKind::kNotify, 0};
+  if (verb == "trap") return {ir::ActionKind::kTrap, 0};
+  return {ir::ActionKind::kErrno, 1 /* EPERM */};
+}
+
+void ApplyRule(Layer& layer, const ast::Statement& stmt) {
+  RuleStatement rule{VerbAction(stmt.keyword.text), stmt.span, {}};
+  std::vector<const ast::Word*> targets;
+  for (size_t i = 0; i < stmt.args.size(); ++i) {
+    if (stmt.args[i].IsKeyword("errno") && i + 1 < stmt.args.size()) {
+      if (stmt.keyword.text != "deny") {
+        layer.Error(stmt.args[i].span, "errno goes with deny: `deny NAME errno ENAME`");
+        return;
+      }
+      if (!ErrnoValue(layer, stmt.args[++i], rule.action.errno_value)) return;
+    } else {
+      targets.push_back(&stmt.args[i]);
+    }
+  }
+  Dnf dnf;
+  if (stmt.condition) {
+    if (!Lower(layer, *stmt.condition, dnf)) return;
+    if (dnf.size() > kMaxDisjuncts) {
+      layer.Error(stmt.condition->span, "condition expands to " + std::to_string(dnf.size()) +
+                                            " rules; the limit is " + std::to_string(kMaxDisjuncts));
+      return;
+    }
+    for (Conjunction& c : dnf) Canonicalize(c);
+  } else {
+    dnf.push_back({});
+  }
+  for (const ast::Word* target : targets) AddTarget(layer, rule, *target, dnf);
+  if (!rule.reallowed.empty()) {
+    std::string names;
+    for (size_t i = 0; i < rule.reallowed.size() && i < 3; ++i) names += (i ? ", " : "") + Quote(rule.reallowed[i]);
+    if (rule.reallowed.size() > 3) names += " and " + std::to_string(rule.reallowed.size() - 3) + " more";
+    layer.Weakens("syscalls", stmt.span, ActionText(rule.action) + " " + names + ", which it denied");
+  }
+}
+
+void ApplyDefault(Layer& layer, const ast::Statement& stmt) {
+  if (!layer.FirstInLayer("syscalls.default", stmt.span, "the default action")) return;
+  ir::Action action = VerbAction(stmt.args[0].text);
+  if (stmt.args[0].IsKeyword("errno")) {
+    action = {ir::ActionKind::kErrno, 0};
+    if (!ErrnoValue(layer, stmt.args[1], action.errno_value)) return;
+  }
+  ir::Syscalls& syscalls = layer.state().policy.syscalls;
+  if (Permissiveness(action) > Permissiveness(syscalls.default_action)) {
+    layer.Weakens("syscalls.default", stmt.span, "default " + ActionText(action) + " is more permissive than " +
+                                                     ActionText(syscalls.default_action));
+  }
+  syscalls.default_action = action;
+  syscalls.default_explicitly_allows = action.kind == ir::ActionKind::kAllow;
+  layer.Origin("syscalls.default", stmt.span);
+}
+
+void ApplyArch(Layer& layer, const ast::Statement& stmt) {
+  for (const ast::Word& word : stmt.args) {
+    ir::Arch arch;
+    if (!ParseArch(word.text, arch)) {
+      std::string suggestion = DidYouMean(word.text, {"x86_64", "x32", "x86", "aarch64"});
+      layer.Error(word.span, "unknown architecture " + Quote(word.text),
+                  suggestion.empty() ? "one of x86_64, x32, x86, aarch64" : "did you mean '" + suggestion + "'?");
+      continue;
+    }
+    if (layer.state().arches.insert(arch).second) {
+      layer.Weakens("syscalls.arch", word.span, "adds the " + word.text + " syscall ABI");
+    }
+  }
+  layer.Origin("syscalls.arch", stmt.span);
+}
+
+}  // namespace
+
+std::string ActionText(const ir::Action& action) {
+  switch (action.kind) {
+    case ir::ActionKind::kAllow: return "allow";
+    case ir::ActionKind::kErrno: return "errno " + ErrnoName(action.errno_value);
+    case ir::ActionKind::kKillProcess: return "kill";
+    case ir::ActionKind::kLog: return "log";
+    case ir::ActionKind::kNotify: return "notify";
+    case ir::ActionKind::kTrap: return "trap";
+  }
+  return "?";
+}
+
+void ApplySyscalls(Layer& layer, const ast::Statement& stmt) {
+  layer.state().has_syscalls = true;
+  // Architectures first: they decide which syscall names are known.
+  for (const ast::Statement& s : stmt.block) {
+    if (s.keyword.IsKeyword("arch")) ApplyArch(layer, s);
+  }
+  for (const ast::Statement& s : stmt.block) {
+    if (s.keyword.IsKeyword("default")) ApplyDefault(layer, s);
+  }
+  for (const ast::Statement& s : stmt.block) {
+    if (!s.keyword.IsKeyword("arch") && !s.keyword.IsKeyword("default")) ApplyRule(layer, s);
+  }
+}
+
+}  // namespace cocoon::frontend::internal

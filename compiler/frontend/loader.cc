@@ -1,0 +1,195 @@
+#include "compiler/frontend/loader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+namespace cocoon::frontend {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Canonical(const std::string& path) {
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? path : canonical.string();
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+class Loader {
+ public:
+  Loader(const LoadOptions& options, Diagnostics& diagnostics) : options_(options), diagnostics_(diagnostics) {}
+
+  // Loads one file (already read) and recurses into its directives.
+  void Load(std::string path, std::string directory, SourcePtr source) {
+    std::optional<ast::File> parsed = ParsePolicy(source, options_.parse, diagnostics_);
+    if (!parsed) return;
+    auto file = std::make_unique<LoadedFile>();
+    file->path = std::move(path);
+    file->directory = std::move(directory);
+    file->source = source;
+    file->ast = std::move(*parsed);
+    LoadedFile* raw = file.get();
+    program_.files.push_back(std::move(file));
+    if (!raw->path.empty()) loaded_.insert(raw->path);
+    stack_.push_back(raw->path);
+    for (const ast::Directive& directive : raw->ast.directives) Follow(*raw, directive);
+    stack_.pop_back();
+    IndexProfiles(*raw);
+  }
+
+  Program Take() { return std::move(program_); }
+
+ private:
+  void Follow(const LoadedFile& from, const ast::Directive& directive) {
+    const std::string& target = directive.target.text;
+    bool is_import = directive.keyword.text == "import";
+    std::string resolved = Resolve(from, target, is_import);
+    if (resolved.empty()) {
+      std::string where = is_import ? "in " + SearchList(from) : "relative to " + from.directory;
+      diagnostics_.Error(from.source, directive.target.span,
+                         "cannot find \"" + target + "\" " + where,
+                         is_import ? "add a search path with -I DIR or COCOON_POLICY_PATH" : "");
+      return;
+    }
+    if (std::find(stack_.begin(), stack_.end(), resolved) != stack_.end()) {
+      std::string chain;
+      for (auto it = std::find(stack_.begin(), stack_.end(), resolved); it != stack_.end(); ++it) {
+        chain += fs::path(*it).filename().string() + " -> ";
+      }
+      diagnostics_.Error(from.source, directive.span,
+                         "include cycle: " + chain + fs::path(resolved).filename().string());
+      return;
+    }
+    if (loaded_.count(resolved)) return;  // already loaded through another path: fine
+    if (stack_.size() >= options_.max_include_depth) {
+      diagnostics_.Error(from.source, directive.span,
+                         "includes nest deeper than the limit of " + std::to_string(options_.max_include_depth));
+      return;
+    }
+    if (program_.files.size() >= options_.max_files) {
+      diagnostics_.Error(from.source, directive.span,
+                         "more than " + std::to_string(options_.max_files) + " policy files");
+      return;
+    }
+    std::string text, error;
+    if (!ReadPolicyFile(resolved, options_.parse.max_file_bytes, text, error)) {
+      diagnostics_.Error(from.source, directive.target.span, error);
+      return;
+    }
+    auto source = std::make_shared<const Source>(DisplayName(resolved), std::move(text));
+    Load(resolved, fs::path(resolved).parent_path().string(), std::move(source));
+  }
+
+  std::string Resolve(const LoadedFile& from, const std::string& target, bool is_import) {
+    std::vector<std::string> dirs{from.directory};
+    if (is_import) dirs.insert(dirs.end(), options_.search_paths.begin(), options_.search_paths.end());
+    for (const std::string& dir : dirs) {
+      fs::path base = fs::path(target).is_absolute() ? fs::path(target) : fs::path(dir) / target;
+      for (const std::string& candidate : {base.string(), base.string() + ".cocoon"}) {
+        if (IsRegularFile(candidate)) return Canonical(candidate);
+      }
+    }
+    return {};
+  }
+
+  std::string SearchList(const LoadedFile& from) const {
+    std::string out = from.directory;
+    for (const std::string& dir : options_.search_paths) out += ", " + dir;
+    return out;
+  }
+
+  // Shows paths relative to the current directory when that is shorter.
+  static std::string DisplayName(const std::string& path) {
+    std::error_code ec;
+    fs::path relative = fs::relative(path, fs::current_path(ec), ec);
+    if (ec || relative.empty() || relative.string().rfind("../../", 0) == 0) return path;
+    return relative.string();
+  }
+
+  void IndexProfiles(const LoadedFile& file) {
+    for (const ast::Profile& profile : file.ast.profiles) {
+      auto [it, inserted] = program_.profiles.emplace(profile.name.text, ProfileRef{&profile, &file});
+      if (!inserted) {
+        const LoadedFile& first = *it->second.file;
+        LineCol at = first.source->Locate(it->second.profile->name.span.begin);
+        diagnostics_.Error(file.source, profile.name.span,
+                           "profile '" + profile.name.text + "' is already defined at " +
+                               first.source->name() + ":" + std::to_string(at.line));
+      }
+    }
+  }
+
+  const LoadOptions& options_;
+  Diagnostics& diagnostics_;
+  Program program_;
+  std::vector<std::string> stack_;
+  std::set<std::string> loaded_;
+};
+
+}  // namespace
+
+bool ReadPolicyFile(const std::string& path, size_t max_bytes, std::string& text, std::string& error) {
+  // O_NONBLOCK: opening a FIFO must not hang; non-regular files are refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (!ok) {
+    error = path + " is not a regular file";
+  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    error = path + " is " + std::to_string(st.st_size) + " bytes; the limit is " + std::to_string(max_bytes);
+    ok = false;
+  } else {
+    text.clear();
+    char buffer[65536];
+    ssize_t n;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() <= max_bytes) text.append(buffer, n);
+    if (n < 0) {
+      error = "cannot read " + path + ": " + std::strerror(errno);
+      ok = false;
+    } else if (text.size() > max_bytes) {
+      error = path + " grew past the limit of " + std::to_string(max_bytes) + " bytes";
+      ok = false;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+Program LoadProgramFromFile(const std::string& path, const LoadOptions& options, Diagnostics& diagnostics) {
+  Loader loader(options, diagnostics);
+  std::string text, error;
+  if (!ReadPolicyFile(path, options.parse.max_file_bytes, text, error)) {
+    diagnostics.Error(nullptr, Span{}, error);
+    return loader.Take();
+  }
+  std::string canonical = Canonical(path);
+  auto source = std::make_shared<const Source>(path, std::move(text));
+  loader.Load(canonical, fs::path(canonical).parent_path().string(), std::move(source));
+  return loader.Take();
+}
+
+Program LoadProgramFromText(const std::string& display_name, const std::string& text,
+                            const LoadOptions& options, Diagnostics& diagnostics) {
+  Loader loader(options, diagnostics);
+  std::error_code ec;
+  auto source = std::make_shared<const Source>(display_name, text);
+  loader.Load("", fs::current_path(ec).string(), std::move(source));
+  return loader.Take();
+}
+
+}  // namespace cocoon::frontend

@@ -1,0 +1,56 @@
+// Loads a root policy file and, transitively, everything it includes or
+// imports. Each file is parsed once (a diamond is fine; a cycle is an error),
+// and every profile is indexed by name for the checker.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/common/diagnostics.h"
+#include "compiler/frontend/ast.h"
+#include "compiler/frontend/parser.h"
+
+namespace cocoon::frontend {
+
+struct LoadOptions {
+  // Searched by `import`, after the importing file's own directory.
+  std::vector<std::string> search_paths;
+  size_t max_include_depth = 16;
+  size_t max_files = 256;
+  ParseOptions parse;
+};
+
+struct LoadedFile {
+  std::string path;       // canonical absolute path ("" for in-memory text)
+  std::string directory;  // where its relative includes resolve
+  SourcePtr source;
+  ast::File ast;
+};
+
+struct ProfileRef {
+  const ast::Profile* profile = nullptr;
+  const LoadedFile* file = nullptr;
+};
+
+struct Program {
+  std::vector<std::unique_ptr<LoadedFile>> files;  // load order; files[0] is the root
+  std::map<std::string, ProfileRef> profiles;      // every profile of every file
+
+  const LoadedFile* root() const { return files.empty() ? nullptr : files.front().get(); }
+};
+
+// Reads `path` and what it pulls in. Problems become diagnostics; the Program
+// holds whatever loaded cleanly (the root is absent if it failed to parse).
+Program LoadProgramFromFile(const std::string& path, const LoadOptions& options, Diagnostics& diagnostics);
+
+// Same, for text that is not on disk (`cocoon run` with an inline policy):
+// relative includes resolve against the current directory.
+Program LoadProgramFromText(const std::string& display_name, const std::string& text,
+                            const LoadOptions& options, Diagnostics& diagnostics);
+
+// Reads a whole regular file of at most max_bytes; false with a message otherwise.
+bool ReadPolicyFile(const std::string& path, size_t max_bytes, std::string& text, std::string& error);
+
+}  // namespace cocoon::frontend

@@ -1,0 +1,477 @@
+// The only file that includes ANTLR or the generated parser (see STYLE.md:
+// "Keep ANTLR and its exceptions inside one target"). It
+//  1. validates size and UTF-8 and maps ANTLR's code-point indexes to bytes;
+//  2. lexes everything and bounds the nesting depth before parsing, so the
+//     recursive-descent parser cannot overflow the stack;
+//  3. parses in two stages (fast SLL that bails at the first error, then full
+//     LL with recovery that gives up after a capped number of errors);
+//  4. turns the parse tree into the ANTLR-free AST of ast.h.
+#include "compiler/frontend/parser.h"
+
+#include <antlr4-runtime.h>
+
+#include <algorithm>
+#include <exception>
+#include <set>
+#include <string>
+
+#include "CocoonLexer.h"
+#include "CocoonParser.h"
+
+namespace cocoon::frontend {
+namespace {
+
+using grammar::CocoonLexer;
+using grammar::CocoonParser;
+
+// Thrown by our error listener once enough syntax errors were reported; it is
+// not a RecognitionException, so the generated rule functions let it pass.
+struct TooManyErrors {};
+
+// Maps ANTLR's code-point indexes to byte offsets in the Source text.
+class OffsetMap {
+ public:
+  OffsetMap(std::string_view text, uint32_t base) : base_(base) {
+    bool ascii = std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; });
+    if (ascii) return;
+    for (uint32_t i = 0; i < text.size(); ++i) {
+      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts_.push_back(i);
+    }
+    starts_.push_back(static_cast<uint32_t>(text.size()));
+  }
+  uint32_t Byte(size_t code_point) const {
+    if (starts_.empty()) return base_ + static_cast<uint32_t>(code_point);
+    if (code_point >= starts_.size()) return base_ + starts_.back();
+    return base_ + starts_[code_point];
+  }
+
+ private:
+  uint32_t base_;
+  std::vector<uint32_t> starts_;  // empty when the text is pure ASCII
+};
+
+// Offset of the first invalid UTF-8 sequence, or npos. Rejects what the ANTLR
+// runtime's converter rejects: overlong forms, surrogates, > U+10FFFF.
+size_t FindInvalidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return i;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+std::string TokenName(size_t type, const antlr4::dfa::Vocabulary& vocabulary) {
+  switch (type) {
+    case antlr4::Token::EOF: return "end of file";
+    case CocoonParser::IDENT: return "a name";
+    case CocoonParser::STRING: return "a \"string\"";
+    case CocoonParser::PATH: return "a path";
+    case CocoonParser::NUMBER: return "a number";
+    case CocoonParser::QUANTITY: return "a quantity (5s, 128MiB, 95%)";
+    case CocoonParser::HOSTPORT: return "host:port";
+    case CocoonParser::GROUP: return "an @group";
+    case CocoonParser::ARG: return "arg0..arg5";
+    default: return vocabulary.getLiteralName(type);  // 'readonly', '{', ...
+  }
+}
+
+std::string Describe(const antlr4::Token* token) {
+  if (token == nullptr || token->getType() == antlr4::Token::EOF) return "end of file";
+  std::string text = token->getText();
+  if (text == "\"") return "'\"' (unterminated string?)";
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return "'" + text + "'";
+}
+
+class ErrorListener : public antlr4::BaseErrorListener {
+ public:
+  ErrorListener(SourcePtr source, const OffsetMap& offsets, size_t cap, Diagnostics& diagnostics)
+      : source_(std::move(source)), offsets_(offsets), cap_(cap), diagnostics_(diagnostics) {}
+
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* token, size_t, size_t,
+                   const std::string& antlr_message, std::exception_ptr) override {
+    ++count_;
+    std::string message = "unexpected " + Describe(token);
+    std::string hint;
+    if (auto* parser = dynamic_cast<antlr4::Parser*>(recognizer)) {
+      Expectation(parser, token, message, hint);
+    } else {
+      message = antlr_message;  // lexer errors (the grammar's ERROR_CHAR makes these rare)
+    }
+    diagnostics_.Error(source_, SpanOf(token), message, hint);
+    if (count_ >= cap_) throw TooManyErrors{};
+  }
+
+  size_t count() const { return count_; }
+
+ private:
+  void Expectation(antlr4::Parser* parser, antlr4::Token* token, std::string& message,
+                   std::string& hint) {
+    antlr4::misc::IntervalSet expected;
+    try {
+      expected = parser->getExpectedTokens();
+    } catch (...) {
+      return;
+    }
+    std::vector<std::string> names;
+    std::vector<std::string> keywords;
+    for (size_t type : expected.toList()) {
+      std::string name = TokenName(type, parser->getVocabulary());
+      if (name.empty()) continue;
+      names.push_back(name);
+      if (name.size() > 2 && name.front() == '\'') keywords.push_back(name.substr(1, name.size() - 2));
+    }
+    if (names.empty()) return;
+    message += "; expected ";
+    if (names.size() > 1) message += names.size() > 8 ? "one of " : "";
+    size_t shown = std::min<size_t>(names.size(), 8);
+    for (size_t i = 0; i < shown; ++i) {
+      if (i > 0) message += (i + 1 == shown && shown == names.size()) ? " or " : ", ";
+      message += names[i];
+    }
+    if (shown < names.size()) message += ", ...";
+    if (token != nullptr && token->getType() != antlr4::Token::EOF) {
+      std::string suggestion = DidYouMean(token->getText(), keywords);
+      if (!suggestion.empty()) hint = "did you mean '" + suggestion + "'?";
+    }
+  }
+
+  Span SpanOf(antlr4::Token* token) const {
+    const std::string& text = source_->text();
+    if (token == nullptr || token->getType() == antlr4::Token::EOF) {
+      // Point just after the last visible character, not at a trailing newline.
+      uint32_t end = static_cast<uint32_t>(text.size());
+      while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+      return Span{end, end};
+    }
+    return Span{offsets_.Byte(token->getStartIndex()), offsets_.Byte(token->getStopIndex() + 1)};
+  }
+
+  SourcePtr source_;
+  const OffsetMap& offsets_;
+  size_t cap_;
+  Diagnostics& diagnostics_;
+  size_t count_ = 0;
+};
+
+// Reports the first bracket nested deeper than the limit (unbalanced brackets
+// are left to the parser, which explains them better).
+bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                  size_t max_nesting, Diagnostics& diagnostics) {
+  size_t depth = 0;
+  for (antlr4::Token* token : tokens.getTokens()) {
+    size_t type = token->getType();
+    if (type == CocoonLexer::LBRACE || type == CocoonLexer::LPAREN) {
+      if (++depth > max_nesting) {
+        Span span{offsets.Byte(token->getStartIndex()), offsets.Byte(token->getStopIndex() + 1)};
+        diagnostics.Error(source, span,
+                          "nesting is deeper than the limit of " + std::to_string(max_nesting));
+        return false;
+      }
+    } else if ((type == CocoonLexer::RBRACE || type == CocoonLexer::RPAREN) && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// ------------------------------------------------------- parse tree -> AST
+class AstBuilder {
+ public:
+  AstBuilder(const OffsetMap& offsets) : offsets_(offsets) {}
+
+  ast::File Build(CocoonParser::FileContext* file) {
+    ast::File out;
+    for (auto* item : file->topItem()) {
+      if (auto* directive = item->directive()) {
+        ast::Directive d;
+        d.keyword = WordOf(directive->getStart());
+        d.target = WordOf(directive->STRING()->getSymbol());
+        d.span = SpanOf(directive);
+        out.directives.push_back(std::move(d));
+      } else if (auto* profile = item->profile()) {
+        out.profiles.push_back(BuildProfile(profile));
+      }
+    }
+    return out;
+  }
+
+ private:
+  ast::Profile BuildProfile(CocoonParser::ProfileContext* ctx) {
+    ast::Profile p;
+    auto names = ctx->name();
+    p.name = FlattenOne(names[0]);
+    if (names.size() > 1) {
+      p.has_parent = true;
+      p.parent = FlattenOne(names[1]);
+    }
+    for (auto* stmt : ctx->profileStmt()) p.body.push_back(BuildStatement(stmt));
+    p.span = SpanOf(ctx);
+    return p;
+  }
+
+  static bool IsStatement(antlr4::tree::ParseTree* tree) {
+    return dynamic_cast<CocoonParser::FsStmtContext*>(tree) ||
+           dynamic_cast<CocoonParser::LimitStmtContext*>(tree) ||
+           dynamic_cast<CocoonParser::SyscallStmtContext*>(tree) ||
+           dynamic_cast<CocoonParser::EnvStmtContext*>(tree) ||
+           dynamic_cast<CocoonParser::RuntimeStmtContext*>(tree) ||
+           dynamic_cast<CocoonParser::DeviceStmtContext*>(tree) ||
+           dynamic_cast<CocoonParser::AnyStmtContext*>(tree);
+  }
+
+  ast::Statement BuildStatement(antlr4::ParserRuleContext* ctx) {
+    ast::Statement s;
+    s.span = SpanOf(ctx);
+    std::vector<ast::Word> words;
+    for (antlr4::tree::ParseTree* child : ctx->children) {
+      if (auto* terminal = dynamic_cast<antlr4::tree::TerminalNode*>(child)) {
+        size_t type = terminal->getSymbol()->getType();
+        if (type == CocoonParser::LBRACE) {
+          s.has_block = true;
+          s.block_open = TokenSpan(terminal->getSymbol());
+        } else if (type != CocoonParser::RBRACE && type != CocoonParser::IF) {
+          words.push_back(WordOf(terminal->getSymbol()));
+        }
+      } else if (auto* condition = dynamic_cast<CocoonParser::ConditionContext*>(child)) {
+        s.condition = std::make_shared<ast::Condition>(BuildOr(condition));
+        s.condition_index = words.empty() ? 0 : words.size() - 1;  // words[0] is the keyword
+      } else if (auto* endpoint = dynamic_cast<CocoonParser::EndpointContext*>(child)) {
+        ast::Statement e;
+        e.keyword = FlattenOne(endpoint);
+        e.span = e.keyword.span;
+        s.block.push_back(std::move(e));
+      } else if (IsStatement(child)) {
+        s.block.push_back(BuildStatement(static_cast<antlr4::ParserRuleContext*>(child)));
+      } else {
+        Flatten(child, words);
+      }
+    }
+    if (!words.empty()) {
+      s.keyword = words.front();
+      s.args.assign(words.begin() + 1, words.end());
+    }
+    return s;
+  }
+
+  ast::Condition BuildOr(CocoonParser::ConditionContext* ctx) {
+    ast::Condition c;
+    c.kind = ast::Condition::Kind::kOr;
+    c.span = SpanOf(ctx);
+    for (auto* conj : ctx->conjunction()) {
+      ast::Condition a;
+      a.kind = ast::Condition::Kind::kAnd;
+      a.span = SpanOf(conj);
+      for (auto* pred : conj->predicate()) a.children.push_back(BuildPredicate(pred));
+      if (a.children.size() == 1) {
+        ast::Condition only = std::move(a.children[0]);  // not `a = move(a.children[0])`: that frees its source
+        a = std::move(only);
+      }
+      c.children.push_back(std::move(a));
+    }
+    if (c.children.size() == 1) return std::move(c.children[0]);
+    return c;
+  }
+
+  ast::Condition BuildPredicate(CocoonParser::PredicateContext* ctx) {
+    if (auto* paren = dynamic_cast<CocoonParser::ParenPredicateContext*>(ctx)) {
+      ast::Condition inner = BuildOr(paren->condition());
+      inner.parenthesized = true;
+      inner.span = SpanOf(ctx);
+      return inner;
+    }
+    ast::Condition c;
+    c.span = SpanOf(ctx);
+    CocoonParser::OperandContext* operand = nullptr;
+    if (auto* cmp = dynamic_cast<CocoonParser::ComparePredicateContext*>(ctx)) {
+      c.kind = ast::Condition::Kind::kCompare;
+      operand = cmp->operand();
+      c.op = cmp->compareOp()->getText();
+      c.values.push_back(BuildValue(cmp->valueExpr()));
+    } else if (auto* in = dynamic_cast<CocoonParser::InPredicateContext*>(ctx)) {
+      c.kind = ast::Condition::Kind::kIn;
+      operand = in->operand();
+      for (auto* v : in->valueExpr()) c.values.push_back(BuildValue(v));
+    }
+    if (auto* plain = dynamic_cast<CocoonParser::PlainOperandContext*>(operand)) {
+      c.arg = WordOf(plain->ARG()->getSymbol());
+    } else if (auto* masked = dynamic_cast<CocoonParser::MaskedOperandContext*>(operand)) {
+      c.arg = WordOf(masked->ARG()->getSymbol());
+      c.masked = true;
+      c.mask = BuildValue(masked->valueExpr());
+    }
+    return c;
+  }
+
+  ast::ValueExpr BuildValue(CocoonParser::ValueExprContext* ctx) {
+    ast::ValueExpr v;
+    v.span = SpanOf(ctx);
+    for (auto* constant : ctx->constant()) v.terms.push_back(FlattenOne(constant));
+    return v;
+  }
+
+  void Flatten(antlr4::tree::ParseTree* tree, std::vector<ast::Word>& out) {
+    if (auto* terminal = dynamic_cast<antlr4::tree::TerminalNode*>(tree)) {
+      out.push_back(WordOf(terminal->getSymbol()));
+      return;
+    }
+    for (antlr4::tree::ParseTree* child : tree->children) Flatten(child, out);
+  }
+
+  ast::Word FlattenOne(antlr4::tree::ParseTree* tree) {
+    std::vector<ast::Word> words;
+    Flatten(tree, words);
+    return words.empty() ? ast::Word{} : words.front();
+  }
+
+  static std::string Unescape(std::string_view quoted) {
+    std::string out;
+    if (quoted.size() < 2) return out;
+    quoted = quoted.substr(1, quoted.size() - 2);
+    for (size_t i = 0; i < quoted.size(); ++i) {
+      char c = quoted[i];
+      if (c == '\\' && i + 1 < quoted.size()) {
+        char n = quoted[++i];
+        out += n == 'n' ? '\n' : n == 't' ? '\t' : n;
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+
+  ast::Word WordOf(antlr4::Token* token) {
+    ast::Word w;
+    w.span = TokenSpan(token);
+    w.text = token->getText();
+    switch (token->getType()) {
+      case CocoonParser::IDENT: w.kind = ast::WordKind::kIdent; break;
+      case CocoonParser::STRING: w.kind = ast::WordKind::kString; w.text = Unescape(w.text); break;
+      case CocoonParser::PATH: w.kind = ast::WordKind::kPath; break;
+      case CocoonParser::NUMBER: w.kind = ast::WordKind::kNumber; break;
+      case CocoonParser::QUANTITY: w.kind = ast::WordKind::kQuantity; break;
+      case CocoonParser::HOSTPORT: w.kind = ast::WordKind::kHostPort; break;
+      case CocoonParser::GROUP: w.kind = ast::WordKind::kGroup; break;
+      case CocoonParser::ARG: w.kind = ast::WordKind::kArg; break;
+      default: w.kind = ast::WordKind::kKeyword; break;
+    }
+    return w;
+  }
+
+  Span TokenSpan(antlr4::Token* token) const {
+    return Span{offsets_.Byte(token->getStartIndex()), offsets_.Byte(token->getStopIndex() + 1)};
+  }
+  Span SpanOf(antlr4::ParserRuleContext* ctx) const {
+    antlr4::Token* stop = ctx->getStop() ? ctx->getStop() : ctx->getStart();
+    return Span{offsets_.Byte(ctx->getStart()->getStartIndex()), offsets_.Byte(stop->getStopIndex() + 1)};
+  }
+
+  const OffsetMap& offsets_;
+};
+
+std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, const OffsetMap& offsets) {
+  std::vector<ast::Comment> comments;
+  for (antlr4::Token* token : tokens.getTokens()) {
+    if (token->getType() == CocoonLexer::COMMENT) {
+      comments.push_back({Span{offsets.Byte(token->getStartIndex()), offsets.Byte(token->getStopIndex() + 1)}});
+    }
+  }
+  return comments;
+}
+
+bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostics& diagnostics) {
+  const std::string& text = source->text();
+  if (text.size() > options.max_file_bytes) {
+    diagnostics.Error(source, Span{0, 0},
+                      "file is " + std::to_string(text.size()) + " bytes; the limit is " +
+                          std::to_string(options.max_file_bytes));
+    return false;
+  }
+  size_t bad = FindInvalidUtf8(text);
+  if (bad != std::string_view::npos) {
+    char hex[8];
+    snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[bad]));
+    uint32_t at = static_cast<uint32_t>(bad);
+    diagnostics.Error(source, Span{at, at + 1}, std::string("invalid UTF-8 (byte ") + hex + ")");
+    return false;
+  }
+  return true;
+}
+
+std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOptions& options,
+                                      Diagnostics& diagnostics) {
+  // A UTF-8 byte-order mark is not part of the program.
+  std::string_view text = source->text();
+  uint32_t base = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+  text.remove_prefix(base);
+  OffsetMap offsets(text, base);
+
+  antlr4::ANTLRInputStream input(text.data(), text.size());
+  CocoonLexer lexer(&input);
+  ErrorListener listener(source, offsets, std::max<size_t>(1, options.max_syntax_errors), diagnostics);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&listener);
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  if (listener.count() > 0) return std::nullopt;
+  if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
+
+  CocoonParser parser(&tokens);
+  parser.removeErrorListeners();
+  // Stage 1: SLL prediction, bail at the first error. Almost every real file
+  // parses here, and it is the fast path.
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  CocoonParser::FileContext* tree = nullptr;
+  try {
+    tree = parser.file();
+  } catch (const antlr4::ParseCancellationException&) {
+    // Stage 2: full LL with error recovery, to report good messages.
+    tokens.seek(0);
+    parser.reset();
+    parser.addErrorListener(&listener);
+    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
+    try {
+      tree = parser.file();
+    } catch (const TooManyErrors&) {
+      diagnostics.Note(nullptr, Span{}, source->name() + ": stopped parsing after " +
+                                            std::to_string(listener.count()) + " syntax errors");
+      return std::nullopt;
+    }
+    // SLL can reject what full LL accepts; only LL's verdict counts.
+    if (listener.count() > 0) return std::nullopt;
+  }
+  ast::File file = AstBuilder(offsets).Build(tree);
+  file.source = source;
+  file.comments = CollectComments(tokens, offsets);
+  return file;
+}
+
+}  // namespace
+
+std::optional<ast::File> ParsePolicy(const SourcePtr& source, const ParseOptions& options,
+                                     Diagnostics& diagnostics) {
+  if (!CheckInput(source, options, diagnostics)) return std::nullopt;
+  try {
+    return ParseChecked(source, options, diagnostics);
+  } catch (const std::exception& e) {
+    diagnostics.Error(source, Span{0, 0}, std::string("internal parser error: ") + e.what());
+  } catch (...) {
+    diagnostics.Error(source, Span{0, 0}, "internal parser error");
+  }
+  return std::nullopt;
+}
+
+}  // namespace cocoon::frontend

@@ -1,0 +1,29 @@
+// Text -> AST. parser.cc is the only file in Cocoon that includes ANTLR or the
+// generated parser; every ANTLR exception is turned into a Diagnostic there.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "compiler/common/diagnostics.h"
+#include "compiler/common/source.h"
+#include "compiler/frontend/ast.h"
+
+namespace cocoon::frontend {
+
+struct ParseOptions {
+  size_t max_file_bytes = 4 << 20;
+  // Deepest nesting of { } and ( ): bounds the parser's recursion.
+  size_t max_nesting = 64;
+  // Stop parsing after this many syntax errors: recovery on garbage is the
+  // slow path, and later errors are mostly echoes of the first.
+  size_t max_syntax_errors = 25;
+};
+
+// The AST, or nullopt when the file has syntax errors (each one reported to
+// `diagnostics`). Never throws, never crashes, and finishes in time linear in
+// the input for any input (hostile ones included).
+std::optional<ast::File> ParsePolicy(const SourcePtr& source, const ParseOptions& options,
+                                     Diagnostics& diagnostics);
+
+}  // namespace cocoon::frontend

@@ -1,0 +1,137 @@
+#include "compiler/frontend/units.h"
+
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+#include "compiler/common/diagnostics.h"
+
+namespace cocoon::frontend {
+namespace {
+
+struct Unit {
+  std::string_view name;
+  UnitKind kind;
+  uint64_t scale;  // in ms, bytes or percent
+};
+
+constexpr uint64_t kKi = 1024;
+const Unit kUnits[] = {
+    {"ms", UnitKind::kTime, 1},
+    {"s", UnitKind::kTime, 1000},
+    {"m", UnitKind::kTime, 60 * 1000},
+    {"min", UnitKind::kTime, 60 * 1000},
+    {"h", UnitKind::kTime, 3600 * 1000},
+    {"B", UnitKind::kSize, 1},
+    {"KiB", UnitKind::kSize, kKi},
+    {"MiB", UnitKind::kSize, kKi * kKi},
+    {"GiB", UnitKind::kSize, kKi * kKi * kKi},
+    {"TiB", UnitKind::kSize, kKi * kKi * kKi * kKi},
+    {"KB", UnitKind::kSize, 1000},
+    {"MB", UnitKind::kSize, 1000 * 1000},
+    {"GB", UnitKind::kSize, 1000 * 1000 * 1000},
+    {"TB", UnitKind::kSize, 1000ull * 1000 * 1000 * 1000},
+    {"%", UnitKind::kPercent, 1},
+};
+
+std::string_view KindWord(UnitKind kind) {
+  switch (kind) {
+    case UnitKind::kTime: return "a duration such as 500ms, 5s, 2m or 1h";
+    case UnitKind::kSize: return "a size such as 64KiB, 128MiB or 1GiB";
+    case UnitKind::kPercent: return "a percentage such as 50% or 200%";
+    case UnitKind::kCount: return "a plain number";
+  }
+  return "";
+}
+
+UnitValue Fail(std::string error, std::string hint = {}) {
+  UnitValue v;
+  v.error = std::move(error);
+  v.hint = std::move(hint);
+  return v;
+}
+
+}  // namespace
+
+bool ParseInteger(std::string_view text, uint64_t& out) {
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.remove_prefix(2);
+    base = 16;
+  }
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out, base);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
+  size_t digits = 0;
+  while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) ++digits;
+  std::string_view number = text.substr(0, digits);
+  std::string_view unit = text.substr(digits);
+  if (unit.empty() || (text.size() > 2 && (text[1] == 'x' || text[1] == 'X'))) {
+    uint64_t n = 0;
+    if (!ParseInteger(text, n)) return Fail("'" + std::string(text) + "' is not a number");
+    if (kind == UnitKind::kCount || n == 0) return UnitValue{true, n, {}, {}};
+    return Fail("missing unit after '" + std::string(text) + "'; expected " + std::string(KindWord(kind)));
+  }
+  std::vector<std::string> candidates;
+  const Unit* found = nullptr;
+  for (const Unit& u : kUnits) {
+    if (u.kind == kind) candidates.emplace_back(u.name);
+    if (u.name == unit) found = &u;
+  }
+  if (kind == UnitKind::kCount) {
+    return Fail("'" + std::string(text) + "' has a unit; expected " + std::string(KindWord(kind)));
+  }
+  if (found == nullptr) {
+    std::string suggestion = DidYouMean(unit, candidates);
+    return Fail("unknown unit '" + std::string(unit) + "'; expected " + std::string(KindWord(kind)),
+                suggestion.empty() ? "" : "did you mean '" + std::string(number) + suggestion + "'?");
+  }
+  if (found->kind != kind) {
+    return Fail("'" + std::string(text) + "' is not " + std::string(KindWord(kind)));
+  }
+  double amount = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), amount);
+  if (ec != std::errc() || end != number.data() + number.size()) {
+    return Fail("'" + std::string(number) + "' is not a number");
+  }
+  double scaled = std::round(amount * static_cast<double>(found->scale));
+  if (scaled >= 1.8e19) return Fail("'" + std::string(text) + "' is too large");
+  if (kind == UnitKind::kPercent && amount != std::floor(amount)) {
+    return Fail("percentages are whole numbers", "write " + std::to_string(static_cast<int>(amount)) + "%");
+  }
+  return UnitValue{true, static_cast<uint64_t>(scaled), {}, {}};
+}
+
+namespace {
+std::string Trim(double v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.2f", v);
+  std::string s(buf);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+}  // namespace
+
+std::string FormatDuration(uint64_t ms) {
+  if (ms < 1000) return std::to_string(ms) + " ms";
+  if (ms < 60 * 1000) return Trim(ms / 1000.0) + " s";
+  if (ms < 3600 * 1000) return Trim(ms / 60000.0) + " min";
+  return Trim(ms / 3600000.0) + " h";
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int i = 0;
+  while (v >= 1024 && i < 4) {
+    v /= 1024;
+    ++i;
+  }
+  return Trim(v) + " " + names[i];
+}
+
+}  // namespace cocoon::frontend

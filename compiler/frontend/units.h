@@ -1,0 +1,31 @@
+// Human units in policies: 5s, 2m, 1.5h (times), 128MiB, 1GiB, 64MB (sizes),
+// 95% (CPU share). Times become milliseconds and sizes bytes in the IR.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cocoon::frontend {
+
+enum class UnitKind { kTime, kSize, kPercent, kCount };
+
+struct UnitValue {
+  bool ok = false;
+  uint64_t value = 0;   // ms, bytes, percent, or a plain count
+  std::string error;    // when !ok: what is wrong, for a diagnostic
+  std::string hint;     // when !ok: a suggestion ("did you mean 'MiB'?")
+};
+
+// Parses `text` (a QUANTITY or NUMBER token) as a value of `kind`. A plain
+// number is accepted only for kCount (and 0 for any kind).
+UnitValue ParseUnitValue(std::string_view text, UnitKind kind);
+
+// Parses a decimal or 0x-hex integer; false on overflow or junk.
+bool ParseInteger(std::string_view text, uint64_t& out);
+
+// "5 s", "5 min", "1.5 h", "300 ms"; "128 MiB", "1 GiB", "1000 B".
+std::string FormatDuration(uint64_t ms);
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace cocoon::frontend
