@@ -57,9 +57,8 @@ void Layer::Weakens(const std::string& setting, Span span, const std::string& wh
   for (const std::string& relaxed : relaxed_) {
     if (setting == relaxed || setting.rfind(relaxed + ".", 0) == 0) return;
   }
-  std::string against = "parent profile '" + parent_ + "'";
   std::string category = setting.substr(0, setting.find('.'));
-  Warning(span, "profile '" + profile() + "' weakens " + setting + ": " + what + " (compared with " + against + ")",
+  Warning(span, "profile '" + profile() + "' weakens " + setting + " inherited from '" + parent_ + "': " + what,
           "if this is deliberate, say so with `relaxes " + category + "` in profile '" + profile() + "'");
 }
 

@@ -272,20 +272,21 @@ ir::Action VerbAction(const std::string& verb) {
 void ApplyRule(Layer& layer, const ast::Statement& stmt) {
   RuleStatement rule{VerbAction(stmt.keyword.text), stmt.span, {}};
   std::vector<const ast::Word*> targets;
+  bool ok = true;  // keep going after a problem, to report every one
   for (size_t i = 0; i < stmt.args.size(); ++i) {
     if (stmt.args[i].IsKeyword("errno") && i + 1 < stmt.args.size()) {
       if (stmt.keyword.text != "deny") {
         layer.Error(stmt.args[i].span, "errno goes with deny: `deny NAME errno ENAME`");
-        return;
+        ok = false;
       }
-      if (!ErrnoValue(layer, stmt.args[++i], rule.action.errno_value)) return;
+      ok = ErrnoValue(layer, stmt.args[++i], rule.action.errno_value) && ok;
     } else {
       targets.push_back(&stmt.args[i]);
     }
   }
   Dnf dnf;
   if (stmt.condition) {
-    if (!Lower(layer, *stmt.condition, dnf)) return;
+    if (!Lower(layer, *stmt.condition, dnf) || !ok) return;
     if (dnf.size() > kMaxDisjuncts) {
       layer.Error(stmt.condition->span, "condition expands to " + std::to_string(dnf.size()) +
                                             " rules; the limit is " + std::to_string(kMaxDisjuncts));
@@ -293,6 +294,7 @@ void ApplyRule(Layer& layer, const ast::Statement& stmt) {
     }
     for (Conjunction& c : dnf) Canonicalize(c);
   } else {
+    if (!ok) return;
     dnf.push_back({});
   }
   for (const ast::Word* target : targets) AddTarget(layer, rule, *target, dnf);

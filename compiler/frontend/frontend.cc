@@ -1,5 +1,6 @@
 #include "compiler/frontend/frontend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -37,7 +38,13 @@ std::optional<ir::Policy> CompileProgram(const Program& program, const std::stri
 // Adds the diagnostics of `from` to `to`, skipping exact repeats (a parent's
 // problem is found again when each of its children is checked).
 void MergeUnique(const Diagnostics& from, Diagnostics& to, std::set<std::tuple<std::string, uint32_t, std::string>>& seen) {
-  for (const Diagnostic& d : from.all()) {
+  // Report in source order, whatever order the checker found them in.
+  std::vector<Diagnostic> sorted = from.all();
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    std::string an = a.source ? a.source->name() : "", bn = b.source ? b.source->name() : "";
+    return std::tie(an, a.span.begin) < std::tie(bn, b.span.begin);
+  });
+  for (const Diagnostic& d : sorted) {
     auto key = std::make_tuple(d.source ? d.source->name() : "", d.span.begin, d.message);
     if (seen.insert(key).second) to.Add(d);
   }

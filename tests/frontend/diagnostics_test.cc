@@ -1,0 +1,162 @@
+// Table-driven diagnostics: each row is an input and the exact rendered text,
+// caret included.
+#include <gtest/gtest.h>
+
+#include "tests/frontend/test_util.h"
+
+namespace cocoon::frontend {
+namespace {
+
+struct Case {
+  const char* name;
+  const char* input;
+  const char* expected;
+};
+
+const Case kCases[] = {
+    {"unknown_key_did_you_mean",
+     "import \"strict\"\nprofile p extends strict {\n  netwrok off\n}\n",
+     "ERROR: t.cocoon:3:3: unknown setting 'netwrok'\n"
+     " |   netwrok off\n"
+     " |   ^~~~~~~\n"
+     " = help: did you mean 'network'?\n"},
+    {"unknown_limit",
+     "import \"strict\"\nprofile p extends strict {\n  limits { memroy 64MiB }\n}\n",
+     "ERROR: t.cocoon:3:12: unknown limit 'memroy'\n"
+     " |   limits { memroy 64MiB }\n"
+     " |            ^~~~~~\n"
+     " = help: did you mean 'memory'?\n"},
+    {"bad_unit",
+     "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5x }\n}\n",
+     "ERROR: t.cocoon:3:22: unknown unit 'x'; expected a duration such as 500ms, 5s, 2m or 1h\n"
+     " |   limits { wall_time 5x }\n"
+     " |                      ^~\n"
+     " = help: did you mean '5s'?\n"},
+    {"size_unit_for_time",
+     "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5MiB }\n}\n",
+     "ERROR: t.cocoon:3:22: '5MiB' is not a duration such as 500ms, 5s, 2m or 1h\n"
+     " |   limits { wall_time 5MiB }\n"
+     " |                      ^~~~\n"},
+    {"out_of_range",
+     "import \"strict\"\nprofile p extends strict {\n  limits { processes 0 }\n}\n",
+     "ERROR: t.cocoon:3:22: processes 0 is out of range; expected 1 to 4194304\n"
+     " |   limits { processes 0 }\n"
+     " |                      ^\n"},
+    {"relative_path",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly opt/x }\n}\n",
+     "ERROR: t.cocoon:3:25: relative path 'opt/x' where an absolute path is needed\n"
+     " |   filesystem { readonly opt/x }\n"
+     " |                         ^~~~~\n"
+     " = help: write '/opt/x'\n"},
+    {"non_canonical_path",
+     "import \"strict\"\nprofile p extends strict {\n  cwd /work/../tmp/\n}\n",
+     "ERROR: t.cocoon:3:7: non-canonical path '/work/../tmp/'; write '/tmp'\n"
+     " |   cwd /work/../tmp/\n"
+     " |       ^~~~~~~~~~~~~\n"},
+    {"readonly_and_writable",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n"
+     "  filesystem {\n    readonly /opt\n    writable /opt\n  }\n}\n",
+     "WARNING: t.cocoon:6:14: writable bind mount of host path '/opt': the sandbox can change the host there\n"
+     " |     writable /opt\n"
+     " |              ^~~~\n"
+     " = help: prefer `work` (staged and verified) or `tmpfs` unless the host must see the writes\n"
+     "ERROR: t.cocoon:6:14: '/opt' is both read-only (line 5) and writable\n"
+     " |     writable /opt\n"
+     " |              ^~~~\n"},
+    {"unknown_syscall",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls { allow openn }\n}\n",
+     "ERROR: t.cocoon:3:20: unknown syscall 'openn'\n"
+     " |   syscalls { allow openn }\n"
+     " |                    ^~~~~\n"
+     " = help: did you mean 'open'?\n"},
+    {"unknown_group",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls { deny @mout }\n}\n",
+     "ERROR: t.cocoon:3:19: unknown syscall group '@mout'\n"
+     " |   syscalls { deny @mout }\n"
+     " |                   ^~~~~\n"
+     " = help: did you mean '@mount'?\n"},
+    {"allowed_and_denied",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n"
+     "  syscalls {\n    allow ptrace\n    deny ptrace\n  }\n}\n",
+     "ERROR: t.cocoon:6:5: conflicting rules: 'ptrace' is allowed at line 5 and denied (errno EPERM) here\n"
+     " |     deny ptrace\n"
+     " |     ^~~~~~~~~~~\n"},
+    {"unknown_constant_and_errno",
+     "import \"strict\"\nprofile p extends strict {\n"
+     "  syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n}\n",
+     "ERROR: t.cocoon:3:61: unknown errno 'EPREM'\n"
+     " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
+     " |                                                             ^~~~~\n"
+     "ERROR: t.cocoon:3:36: unknown constant 'CLONE_NEWUSR'\n"
+     " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
+     " |                                    ^~~~~~~~~~~~\n"
+     " = help: did you mean 'CLONE_NEWUSER'?\n"},
+    {"unknown_parent",
+     "import \"strict\"\nprofile p extends strcit { }\n",
+     "ERROR: t.cocoon:2:19: unknown parent profile 'strcit'\n"
+     " | profile p extends strcit { }\n"
+     " |                   ^~~~~~\n"
+     " = help: did you mean 'strict'?\n"},
+    {"extends_cycle",
+     "profile t extends b { }\nprofile b extends t { }\n",
+     "ERROR: t.cocoon:2:19: extends cycle: t -> b -> t\n"
+     " | profile b extends t { }\n"
+     " |                   ^\n"},
+    {"weakens_parent",
+     "import \"strict\"\nprofile p extends strict {\n  limits { memory 1GiB }\n}\n",
+     "WARNING: t.cocoon:3:12: profile 'p' weakens limits.memory inherited from 'strict': 1 GiB is more than 128 MiB\n"
+     " |   limits { memory 1GiB }\n"
+     " |            ^~~~~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes limits` in profile 'p'\n"},
+    {"syntax_expectation",
+     "profile x {\n  network offf\n}\n",
+     "ERROR: t.cocoon:2:11: unexpected 'offf'; expected 'off', 'on' or 'allow'\n"
+     " |   network offf\n"
+     " |           ^~~~\n"
+     " = help: did you mean 'off'?\n"},
+    {"syntax_missing_value",
+     "profile x {\n  limits { memory }\n}\n",
+     "ERROR: t.cocoon:2:19: unexpected '}'; expected 'unlimited', a number, a quantity (5s, 128MiB, 95%) or a name\n"
+     " |   limits { memory }\n"
+     " |                   ^\n"},
+    {"unterminated_string",
+     "profile x {\n  description \"oops\n}\n",
+     "ERROR: t.cocoon:2:15: unexpected '\"' (unterminated string?); expected a \"string\"\n"
+     " |   description \"oops\n"
+     " |               ^\n"},
+};
+
+class DiagnosticsTable : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DiagnosticsTable, RendersExactly) {
+  const Case& c = GetParam();
+  EXPECT_EQ(testing::Diagnose(c.input), c.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Frontend, DiagnosticsTable, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Diagnostics, CollectsEveryErrorNotOnlyTheFirst) {
+  std::string out = testing::Diagnose(
+      "import \"strict\"\nprofile p extends strict {\n  limits { memroy 1MiB processes 0 }\n"
+      "  syscalls { allow openn @nope }\n  cwd tmp/x\n}\n");
+  EXPECT_NE(out.find("unknown limit 'memroy'"), std::string::npos);
+  EXPECT_NE(out.find("processes 0 is out of range"), std::string::npos);
+  EXPECT_NE(out.find("unknown syscall 'openn'"), std::string::npos);
+  EXPECT_NE(out.find("unknown syscall group '@nope'"), std::string::npos);
+  EXPECT_NE(out.find("relative path 'tmp/x'"), std::string::npos);
+}
+
+TEST(Diagnostics, ErrorCapIsHonoured) {
+  std::string text = "import \"strict\"\nprofile p extends strict {\n  syscalls {\n";
+  for (int i = 0; i < 200; ++i) text += "    allow nosuchcall" + std::to_string(i) + "\n";
+  text += "  }\n}\n";
+  Diagnostics diagnostics(DiagnosticsOptions{10});
+  auto policy = CompilePolicyText("t.cocoon", text, "", {}, diagnostics);
+  EXPECT_FALSE(policy.has_value());
+  EXPECT_EQ(diagnostics.error_count(), 10u);
+  EXPECT_EQ(diagnostics.suppressed(), 190u);
+}
+
+}  // namespace
+}  // namespace cocoon::frontend

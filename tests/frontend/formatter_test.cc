@@ -1,0 +1,98 @@
+// Formatter: canonical output, comments kept, idempotent, same meaning.
+#include <gtest/gtest.h>
+
+#include "tests/frontend/test_util.h"
+
+namespace cocoon::frontend {
+namespace {
+
+std::string Fmt(const std::string& text) {
+  Diagnostics diagnostics;
+  auto out = FormatPolicy("t.cocoon", text, diagnostics);
+  EXPECT_TRUE(out) << diagnostics.Render();
+  return out.value_or("");
+}
+
+TEST(Formatter, CanonicalLayout) {
+  EXPECT_EQ(Fmt("profile   x   extends y{limits{memory 1GiB   processes 3} network off\n"
+                "syscalls { deny clone if (arg0&0x10)!=0 errno EPERM  allow @basic-io }}"),
+            "profile x extends y {\n"
+            "  limits {\n"
+            "    memory 1GiB\n"
+            "    processes 3\n"
+            "  }\n"
+            "  network off\n"
+            "  syscalls {\n"
+            "    deny clone if (arg0 & 0x10) != 0 errno EPERM\n"
+            "    allow @basic-io\n"
+            "  }\n"
+            "}\n");
+}
+
+TEST(Formatter, KeepsCommentsAndBlankLines) {
+  const char* input =
+      "# header\n"
+      "import \"strict\"   # trailing\n"
+      "\n"
+      "profile p extends strict {  # after brace\n"
+      "  # leading\n"
+      "  network off # why\n"
+      "\n\n\n"
+      "  filesystem {\n"
+      "    readonly /usr\n"
+      "    # before close\n"
+      "  }\n"
+      "  # end of profile\n"
+      "}\n"
+      "# end of file\n";
+  const char* expected =
+      "# header\n"
+      "import \"strict\"  # trailing\n"
+      "\n"
+      "profile p extends strict {  # after brace\n"
+      "  # leading\n"
+      "  network off  # why\n"
+      "\n"
+      "  filesystem {\n"
+      "    readonly /usr\n"
+      "    # before close\n"
+      "  }\n"
+      "  # end of profile\n"
+      "}\n"
+      "# end of file\n";
+  EXPECT_EQ(Fmt(input), expected);
+  EXPECT_EQ(Fmt(expected), expected);
+}
+
+TEST(Formatter, ConditionsKeepTheirGrouping) {
+  std::string out = Fmt("profile p { syscalls { allow socket if (arg0 == 1 or arg0 == 2) and arg1 in {1,2} } }");
+  EXPECT_NE(out.find("allow socket if (arg0 == 1 or arg0 == 2) and arg1 in {1, 2}"), std::string::npos) << out;
+  EXPECT_EQ(Fmt(out), out);
+}
+
+TEST(Formatter, StringsRoundTrip) {
+  std::string out = Fmt("profile p { description \"a \\\"quoted\\\" \\\\ word\" }");
+  EXPECT_EQ(out, "profile p {\n  description \"a \\\"quoted\\\" \\\\ word\"\n}\n");
+}
+
+TEST(Formatter, FormattedTextCompilesToTheSameIr) {
+  const char* input =
+      "import \"strict\" profile p extends strict { limits { memory 64MiB } syscalls { allow socket if arg0 in "
+      "{AF_UNIX,AF_INET} } environment { set A \"x\" pass TERM } }";
+  std::optional<ir::Policy> a, b;
+  ASSERT_EQ(testing::Diagnose(input, &a), "");
+  ASSERT_EQ(testing::Diagnose(Fmt(input), &b), "");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->syscalls.rules, b->syscalls.rules);
+  EXPECT_EQ(a->limits.memory_bytes.value, b->limits.memory_bytes.value);
+  EXPECT_EQ(a->environment.set, b->environment.set);
+}
+
+TEST(Formatter, RefusesTextThatDoesNotParse) {
+  Diagnostics diagnostics;
+  EXPECT_FALSE(FormatPolicy("t.cocoon", "profile {", diagnostics));
+  EXPECT_TRUE(diagnostics.has_errors());
+}
+
+}  // namespace
+}  // namespace cocoon::frontend

@@ -1,0 +1,137 @@
+// The IR's canonical form: groups expanded and labelled, conditions lowered
+// to ANDed lists, rules sorted and unique, explicit default action.
+#include <gtest/gtest.h>
+
+#include "compiler/syscalls/syscall_groups.h"
+#include "tests/frontend/test_util.h"
+
+namespace cocoon::frontend {
+namespace {
+
+ir::Policy MustCompile(const std::string& body) {
+  std::optional<ir::Policy> policy;
+  std::string out = testing::Diagnose("profile t {\n" + body + "\n}\n", &policy);
+  EXPECT_TRUE(policy.has_value()) << out;
+  return policy.value_or(ir::Policy{});
+}
+
+std::vector<ir::SyscallRule> RulesFor(const ir::Policy& p, const std::string& name) {
+  std::vector<ir::SyscallRule> out;
+  for (const auto& r : p.syscalls.rules) {
+    if (r.name == name) out.push_back(r);
+  }
+  return out;
+}
+
+TEST(Ir, DefaultActionIsExplicitEvenWhenUnwritten) {
+  ir::Policy p = MustCompile("syscalls { allow read }");
+  EXPECT_EQ(p.syscalls.default_action.kind, ir::ActionKind::kErrno);
+  EXPECT_EQ(p.syscalls.default_action.errno_value, 38);  // ENOSYS
+  EXPECT_FALSE(p.syscalls.default_explicitly_allows);
+}
+
+TEST(Ir, GroupsExpandIntoLabelledRules) {
+  ir::Policy p = MustCompile("syscalls { deny @mount }");
+  std::vector<std::string> members = syscalls::ExpandGroup("@mount");
+  ASSERT_FALSE(members.empty());
+  ASSERT_EQ(p.syscalls.rules.size(), members.size());
+  for (const auto& r : p.syscalls.rules) {
+    EXPECT_EQ(r.group, "@mount");
+    EXPECT_EQ(r.action, (ir::Action{ir::ActionKind::kErrno, 1}));
+  }
+}
+
+TEST(Ir, RulesAreSortedAndUnique) {
+  ir::Policy p = MustCompile("syscalls { allow write read write\n allow close read }");
+  std::vector<std::string> names;
+  for (const auto& r : p.syscalls.rules) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"close", "read", "write"}));
+}
+
+TEST(Ir, InAndOrLowerToOneRulePerDisjunct) {
+  ir::Policy p = MustCompile(
+      "syscalls {\n allow socket if arg0 in {AF_UNIX, AF_INET} and arg1 == SOCK_STREAM | SOCK_CLOEXEC\n"
+      " deny ioctl if arg1 == TIOCSTI or arg1 == TIOCLINUX\n}");
+  auto socket = RulesFor(p, "socket");
+  ASSERT_EQ(socket.size(), 2u);
+  EXPECT_EQ(socket[0].conditions,
+            (std::vector<ir::ArgCondition>{{0, ir::CompareOp::kEq, 1, 0}, {1, ir::CompareOp::kEq, 0x80001, 0}}));
+  EXPECT_EQ(socket[1].conditions,
+            (std::vector<ir::ArgCondition>{{0, ir::CompareOp::kEq, 2, 0}, {1, ir::CompareOp::kEq, 0x80001, 0}}));
+  auto ioctl = RulesFor(p, "ioctl");
+  ASSERT_EQ(ioctl.size(), 2u);
+  EXPECT_EQ(ioctl[0].conditions, (std::vector<ir::ArgCondition>{{1, ir::CompareOp::kEq, 0x5412, 0}}));
+  EXPECT_EQ(ioctl[1].conditions, (std::vector<ir::ArgCondition>{{1, ir::CompareOp::kEq, 0x541C, 0}}));
+}
+
+TEST(Ir, MaskedNotEqualLowersToOneRulePerMaskBit) {
+  // (a & M) != V  ==  OR over bits b of M of (a & b) == (~V & b)
+  ir::Policy p = MustCompile("syscalls { deny clone if (arg0 & 0x30) != 0x10 errno EACCES }");
+  auto clone = RulesFor(p, "clone");
+  ASSERT_EQ(clone.size(), 2u);
+  EXPECT_EQ(clone[0].conditions, (std::vector<ir::ArgCondition>{{0, ir::CompareOp::kMaskedEq, 0x0, 0x10}}));
+  EXPECT_EQ(clone[1].conditions, (std::vector<ir::ArgCondition>{{0, ir::CompareOp::kMaskedEq, 0x20, 0x20}}));
+  EXPECT_EQ(clone[0].action, (ir::Action{ir::ActionKind::kErrno, 13}));
+}
+
+TEST(Ir, MaskedEqualStaysOneCondition) {
+  ir::Policy p = MustCompile("syscalls { kill clone if (arg0 & CLONE_NEWUSER) == CLONE_NEWUSER }");
+  auto clone = RulesFor(p, "clone");
+  ASSERT_EQ(clone.size(), 1u);
+  EXPECT_EQ(clone[0].conditions,
+            (std::vector<ir::ArgCondition>{{0, ir::CompareOp::kMaskedEq, 0x10000000, 0x10000000}}));
+  EXPECT_EQ(clone[0].action.kind, ir::ActionKind::kKillProcess);
+}
+
+TEST(Ir, NamedSyscallBeatsGroupAndStricterGroupWins) {
+  ir::Policy p = MustCompile("syscalls {\n allow @mount\n deny mount\n deny @system-service\n allow @basic-io\n}");
+  auto mount = RulesFor(p, "mount");
+  ASSERT_EQ(mount.size(), 1u);
+  EXPECT_EQ(mount[0].action.kind, ir::ActionKind::kErrno);
+  EXPECT_EQ(mount[0].group, "");
+  auto read = RulesFor(p, "read");
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].action.kind, ir::ActionKind::kErrno);  // deny @system-service is stricter
+}
+
+TEST(Ir, PathsAndSizesAreCanonical) {
+  ir::Policy p = MustCompile(
+      "filesystem {\n readonly /usr /opt/x as /x\n tmpfs /tmp size 1GiB\n work /work quota 64MB direct\n"
+      " hide /etc/shadow /etc/shadow\n}\nlimits { wall_time 1.5m memory 1GiB cpu 50% }");
+  ASSERT_EQ(p.filesystem.mounts.size(), 3u);
+  EXPECT_EQ(p.filesystem.mounts[0].target, "/tmp");
+  EXPECT_EQ(p.filesystem.mounts[0].size_bytes, 1ull << 30);
+  EXPECT_EQ(p.filesystem.mounts[1].target, "/usr");
+  EXPECT_EQ(p.filesystem.mounts[2].source, "/opt/x");
+  EXPECT_EQ(p.filesystem.mounts[2].target, "/x");
+  EXPECT_EQ(p.filesystem.work.quota_bytes, 64000000u);
+  EXPECT_EQ(p.filesystem.work.mode, ir::WorkMode::kDirect);
+  EXPECT_EQ(p.filesystem.hidden, (std::vector<std::string>{"/etc/shadow"}));
+  EXPECT_EQ(p.limits.wall_time_ms.value, 90000u);
+  EXPECT_TRUE(p.limits.wall_time_ms.set);
+  EXPECT_FALSE(p.limits.cpu_time_ms.set);
+  EXPECT_EQ(p.limits.cpu_percent.value, 50u);
+}
+
+TEST(Ir, NetworkAllowListIsSortedAndParsed) {
+  ir::Policy p = MustCompile("network allow { pypi.org:443 10.0.0.1:53 [::1]:8080 }");
+  EXPECT_EQ(p.network.mode, ir::NetworkMode::kAllowList);
+  ASSERT_EQ(p.network.allow.size(), 3u);
+  EXPECT_EQ(p.network.allow[0], (ir::NetworkEndpoint{"10.0.0.1", 53}));
+  EXPECT_EQ(p.network.allow[1], (ir::NetworkEndpoint{"::1", 8080}));
+  EXPECT_EQ(p.network.allow[2], (ir::NetworkEndpoint{"pypi.org", 443}));
+}
+
+TEST(Ir, ExplicitAllowOfPrologueSyscallIsRecordedAsReopened) {
+  ir::Policy p = MustCompile("syscalls { allow bpf read }");
+  EXPECT_EQ(p.syscalls.reopened, (std::vector<std::string>{"bpf"}));
+}
+
+TEST(Ir, ArchitecturesAreAddedOnlyWhenWritten) {
+  EXPECT_EQ(MustCompile("syscalls { allow read }").syscalls.architectures, (std::vector<ir::Arch>{ir::Arch::kX86_64}));
+  EXPECT_EQ(MustCompile("syscalls { arch x32\n allow read }").syscalls.architectures,
+            (std::vector<ir::Arch>{ir::Arch::kX86_64, ir::Arch::kX32}));
+}
+
+}  // namespace
+}  // namespace cocoon::frontend

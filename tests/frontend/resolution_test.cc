@@ -1,0 +1,172 @@
+// Inheritance, include/import resolution, and cycles, over real files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/frontend/test_util.h"
+
+namespace cocoon::frontend {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ResolutionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cocoon-frontend-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "lib");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    fs::path path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  std::optional<ir::Policy> Compile(const std::string& path, const std::string& profile, std::string* rendered,
+                                    std::vector<std::string> search = {}) {
+    Diagnostics diagnostics;
+    FrontendOptions options;
+    options.search_paths = std::move(search);
+    auto policy = CompilePolicyFile(path, profile, options, diagnostics);
+    *rendered = diagnostics.Render();
+    return policy;
+  }
+
+  fs::path dir_;
+};
+
+constexpr char kBase[] =
+    "profile base {\n"
+    "  limits { memory 64MiB processes 8 }\n"
+    "  filesystem { readonly /usr tmpfs /tmp size 8MiB }\n"
+    "  syscalls { default errno ENOSYS allow read write deny ptrace }\n"
+    "  environment { set A \"1\" set B \"2\" }\n"
+    "}\n";
+
+TEST_F(ResolutionTest, ChildOverridesScalarsAndMergesLists) {
+  Write("lib/base.cocoon", kBase);
+  std::string main = Write("main.cocoon",
+                           "import \"base\"\n"
+                           "profile main extends base {\n"
+                           "  limits { processes 4 }\n"
+                           "  filesystem { readonly /opt }\n"
+                           "  syscalls { allow close }\n"
+                           "  environment { set B \"3\" unset A }\n"
+                           "}\n");
+  std::string out;
+  auto policy = Compile(main, "", &out, {(dir_ / "lib").string()});
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(policy->lineage, (std::vector<std::string>{"main", "base"}));
+  EXPECT_EQ(policy->limits.memory_bytes.value, 64u << 20);  // inherited
+  EXPECT_EQ(policy->limits.processes.value, 4u);            // overridden (stricter: no warning)
+  ASSERT_EQ(policy->filesystem.mounts.size(), 3u);
+  EXPECT_EQ(policy->filesystem.mounts[0].target, "/opt");
+  EXPECT_EQ(policy->filesystem.mounts[1].target, "/tmp");
+  EXPECT_EQ(policy->filesystem.mounts[2].target, "/usr");
+  ASSERT_EQ(policy->environment.set.size(), 1u);
+  EXPECT_EQ(policy->environment.set[0].name, "B");
+  EXPECT_EQ(policy->environment.set[0].value, "3");
+  // Provenance says where each setting came from.
+  EXPECT_EQ(policy->provenance.at("limits.memory").profile, "base");
+  EXPECT_EQ(policy->provenance.at("limits.memory").line, 2u);
+  EXPECT_EQ(policy->provenance.at("limits.processes").profile, "main");
+  EXPECT_EQ(policy->provenance.at("filesystem.mount:/opt").profile, "main");
+  std::string explained = ExplainPolicy(*policy);
+  EXPECT_NE(explained.find("inherited from base"), std::string::npos) << explained;
+  EXPECT_EQ(policy->source_files.size(), 2u);
+}
+
+TEST_F(ResolutionTest, IncludeIsRelativeToTheIncludingFile) {
+  Write("lib/base.cocoon", kBase);
+  Write("lib/mid.cocoon", "include \"base.cocoon\"\nprofile mid extends base { }\n");
+  std::string main = Write("main.cocoon", "include \"lib/mid.cocoon\"\nprofile main extends mid { }\n");
+  std::string out;
+  auto policy = Compile(main, "", &out);
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->lineage, (std::vector<std::string>{"main", "mid", "base"}));
+}
+
+TEST_F(ResolutionTest, DiamondIncludesLoadOnce) {
+  Write("base.cocoon", kBase);
+  Write("a.cocoon", "include \"base.cocoon\"\nprofile a extends base { }\n");
+  Write("b.cocoon", "include \"base.cocoon\"\nprofile b extends base { }\n");
+  std::string main = Write("main.cocoon", "include \"a.cocoon\"\ninclude \"b.cocoon\"\nprofile main extends a { }\n");
+  std::string out;
+  auto policy = Compile(main, "", &out);
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->source_files.size(), 4u);
+}
+
+TEST_F(ResolutionTest, IncludeCycleIsReported) {
+  Write("a.cocoon", "include \"b.cocoon\"\nprofile a { }\n");
+  Write("b.cocoon", "include \"a.cocoon\"\nprofile b { }\n");
+  std::string out;
+  auto policy = Compile((dir_ / "a.cocoon").string(), "a", &out);
+  EXPECT_FALSE(policy);
+  EXPECT_NE(out.find("include cycle: a.cocoon -> b.cocoon -> a.cocoon"), std::string::npos) << out;
+}
+
+TEST_F(ResolutionTest, IncludeDepthIsBounded) {
+  for (int i = 0; i < 20; ++i) {
+    Write("f" + std::to_string(i) + ".cocoon", "include \"f" + std::to_string(i + 1) + ".cocoon\"\n");
+  }
+  Write("f20.cocoon", kBase);
+  std::string out;
+  EXPECT_FALSE(Compile((dir_ / "f0.cocoon").string(), "base", &out));
+  EXPECT_NE(out.find("includes nest deeper than the limit of 16"), std::string::npos) << out;
+}
+
+TEST_F(ResolutionTest, MissingImportSaysWhereItLooked) {
+  std::string main = Write("main.cocoon", "import \"nowhere\"\nprofile main { }\n");
+  std::string out;
+  EXPECT_FALSE(Compile(main, "", &out));
+  EXPECT_NE(out.find("cannot find \"nowhere\" in " + dir_.string()), std::string::npos) << out;
+}
+
+TEST_F(ResolutionTest, ShippedPoliciesAreFoundFromAnywhere) {
+  std::string main = Write("main.cocoon", "import \"runtimes/python\"\nprofile mine extends python { }\n");
+  std::string out;
+  auto policy = Compile(main, "", &out);
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->lineage, (std::vector<std::string>{"mine", "python", "strict"}));
+  ASSERT_TRUE(policy->runtime);
+  EXPECT_EQ(policy->runtime->flags, (std::vector<std::string>{"-I", "-S", "-B"}));
+}
+
+TEST_F(ResolutionTest, ProfileSelection) {
+  std::string two = Write("two.cocoon", "profile a { }\nprofile two { }\n");
+  std::string out;
+  auto policy = Compile(two, "", &out);  // named like the file
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->name, "two");
+  policy = Compile(two, "a", &out);
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->name, "a");
+  EXPECT_FALSE(Compile(two, "c", &out));
+  EXPECT_NE(out.find("no profile named 'c'"), std::string::npos) << out;
+}
+
+TEST_F(ResolutionTest, RelaxesSilencesTheNamedWeakening) {
+  Write("base.cocoon", kBase);
+  std::string quiet = Write("quiet.cocoon",
+                            "include \"base.cocoon\"\nprofile quiet extends base {\n  relaxes limits\n"
+                            "  limits { memory 1GiB }\n}\n");
+  std::string out;
+  ASSERT_TRUE(Compile(quiet, "", &out));
+  EXPECT_EQ(out, "");
+  std::string loud = Write("loud.cocoon",
+                           "include \"base.cocoon\"\nprofile loud extends base {\n  relaxes limits\n"
+                           "  syscalls { allow ptrace }\n}\n");
+  ASSERT_TRUE(Compile(loud, "", &out));
+  EXPECT_NE(out.find("weakens syscalls inherited from 'base': allow 'ptrace', which it denied"), std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace cocoon::frontend

@@ -1,0 +1,68 @@
+// Hostile input: the parser never crashes, never hangs, and reports limits.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "compiler/frontend/parser.h"
+#include "tests/frontend/test_util.h"
+
+namespace cocoon::frontend {
+namespace {
+
+bool Parses(const std::string& text, Diagnostics& diagnostics, ParseOptions options = {}) {
+  auto source = std::make_shared<const Source>("t.cocoon", text);
+  return ParsePolicy(source, options, diagnostics).has_value();
+}
+
+TEST(Robustness, RandomMegabyteFinishesWithCappedErrors) {
+  std::mt19937 rng(42);
+  std::string text(1 << 20, ' ');
+  for (char& c : text) c = static_cast<char>(rng() % 96 + 32);
+  Diagnostics diagnostics;
+  EXPECT_FALSE(Parses(text, diagnostics));
+  EXPECT_LE(diagnostics.error_count(), 25u);
+}
+
+TEST(Robustness, RandomTokensFinish) {
+  const char* words[] = {"profile", "{", "}", "(", ")", "limits", "memory", "5s", "/usr", "\"x\"", "allow",
+                         "if", "arg0", "==", "or", "in", ",", "@mount", "syscalls", "network", "off"};
+  std::mt19937 rng(7);
+  std::string text;
+  while (text.size() < (1 << 20)) text += std::string(words[rng() % std::size(words)]) + " ";
+  Diagnostics diagnostics;
+  EXPECT_FALSE(Parses(text, diagnostics));
+}
+
+TEST(Robustness, DeepNestingIsRefusedNotRecursed) {
+  std::string text = "profile p { syscalls { allow read if " + std::string(100000, '(') + "arg0 == 1" +
+                     std::string(100000, ')') + " } }";
+  Diagnostics diagnostics;
+  EXPECT_FALSE(Parses(text, diagnostics));
+  EXPECT_NE(diagnostics.Render().find("nesting is deeper than the limit of 64"), std::string::npos);
+}
+
+TEST(Robustness, FileSizeLimit) {
+  ParseOptions options;
+  options.max_file_bytes = 100;
+  Diagnostics diagnostics;
+  EXPECT_FALSE(Parses(std::string(101, ' '), diagnostics, options));
+  EXPECT_NE(diagnostics.Render().find("the limit is 100"), std::string::npos);
+}
+
+TEST(Robustness, InvalidUtf8AndNulBytes) {
+  Diagnostics a;
+  EXPECT_FALSE(Parses("profile p { description \"\xff\" }", a));
+  EXPECT_NE(a.Render().find("invalid UTF-8 (byte 0xFF)"), std::string::npos);
+  Diagnostics b;
+  EXPECT_FALSE(Parses(std::string("profile p {\0}", 13), b));
+  Diagnostics c;
+  EXPECT_TRUE(Parses("\xEF\xBB\xBFprofile p { description \"h\xC3\xA9llo\" hostname x }", c)) << c.Render();
+}
+
+TEST(Robustness, NonAsciiSpansPointAtTheRightBytes) {
+  std::string out = testing::Diagnose("profile t { description \"\xC3\xA9\xC3\xA9\" netwrk off }");
+  EXPECT_NE(out.find("t.cocoon:1:32: unknown setting 'netwrk'"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace cocoon::frontend

@@ -1,0 +1,44 @@
+#include "compiler/frontend/units.h"
+
+#include <gtest/gtest.h>
+
+namespace cocoon::frontend {
+namespace {
+
+TEST(Units, Times) {
+  EXPECT_EQ(ParseUnitValue("5s", UnitKind::kTime).value, 5000u);
+  EXPECT_EQ(ParseUnitValue("2m", UnitKind::kTime).value, 120000u);
+  EXPECT_EQ(ParseUnitValue("250ms", UnitKind::kTime).value, 250u);
+  EXPECT_EQ(ParseUnitValue("1.5h", UnitKind::kTime).value, 5400000u);
+  EXPECT_FALSE(ParseUnitValue("5", UnitKind::kTime).ok);
+  EXPECT_FALSE(ParseUnitValue("5GiB", UnitKind::kTime).ok);
+}
+
+TEST(Units, Sizes) {
+  EXPECT_EQ(ParseUnitValue("128MiB", UnitKind::kSize).value, 128ull << 20);
+  EXPECT_EQ(ParseUnitValue("1GiB", UnitKind::kSize).value, 1ull << 30);
+  EXPECT_EQ(ParseUnitValue("1GB", UnitKind::kSize).value, 1000000000u);
+  EXPECT_EQ(ParseUnitValue("0", UnitKind::kSize).value, 0u);
+  UnitValue bad = ParseUnitValue("1Gb", UnitKind::kSize);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.hint, "did you mean '1GB'?");
+  EXPECT_FALSE(ParseUnitValue("99999999999TiB", UnitKind::kSize).ok);
+}
+
+TEST(Units, PercentAndCount) {
+  EXPECT_EQ(ParseUnitValue("95%", UnitKind::kPercent).value, 95u);
+  EXPECT_FALSE(ParseUnitValue("9.5%", UnitKind::kPercent).ok);
+  EXPECT_EQ(ParseUnitValue("32", UnitKind::kCount).value, 32u);
+  EXPECT_FALSE(ParseUnitValue("32s", UnitKind::kCount).ok);
+  EXPECT_FALSE(ParseUnitValue("99999999999999999999999", UnitKind::kCount).ok);
+}
+
+TEST(Units, Formatting) {
+  EXPECT_EQ(FormatDuration(5000), "5 s");
+  EXPECT_EQ(FormatDuration(300000), "5 min");
+  EXPECT_EQ(FormatBytes(128ull << 20), "128 MiB");
+  EXPECT_EQ(FormatBytes(1ull << 30), "1 GiB");
+}
+
+}  // namespace
+}  // namespace cocoon::frontend
