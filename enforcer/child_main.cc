@@ -63,9 +63,10 @@ bool SetUpStdio(const ChildSpec& spec, ChildError* error) noexcept {
 
 bool WaitForParent(const ChildSpec& spec, ChildError* error) noexcept {
   // Dies with the supervisor: a sandbox must never outlive the process that
-  // enforces its timeout. Re-check the parent after arming (prctl(2) race).
+  // enforces its timeout. (getppid() is 0 in a new pid namespace, so the
+  // usual re-check after arming cannot be used; if the parent died before
+  // the prctl, its end of the sync pipe is closed and the read below fails.)
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return child::Fail(error, ChildStep::kParentDeathSignal, errno);
-  if (getppid() != spec.parent_pid) return child::Fail(error, ChildStep::kParentDeathSignal, ESRCH);
   char byte = 0;
   ssize_t n;
   do {

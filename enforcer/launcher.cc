@@ -68,18 +68,35 @@ void EnsureStdioOpen() {
 class SignalGuard {
  public:
   explicit SignalGuard(SignalHandling handling) {
-    if (handling != SignalHandling::kCancelOnSigintSigterm) return;
+    // SIGPIPE is always blocked while we talk to the child: a write to a
+    // pipe whose reader died must be an EPIPE error, not the end of cocoon.
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGPIPE);
+    if (handling == SignalHandling::kCancelOnSigintSigterm) {
+      sigaddset(&set, SIGINT);
+      sigaddset(&set, SIGTERM);
+      sigaddset(&set, SIGHUP);
+    }
     if (pthread_sigmask(SIG_BLOCK, &set, &old_) != 0) return;
     active_ = true;
-    fd_.Reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (handling == SignalHandling::kCancelOnSigintSigterm) {
+      sigdelset(&set, SIGPIPE);
+      fd_.Reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    }
   }
   ~SignalGuard() {
-    if (active_) pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    if (!active_) return;
+    sigset_t pending;
+    sigemptyset(&pending);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&old_, SIGPIPE)) {
+      sigset_t pipe_only;
+      sigemptyset(&pipe_only);
+      sigaddset(&pipe_only, SIGPIPE);
+      struct timespec zero {};
+      sigtimedwait(&pipe_only, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
   }
   int fd() const { return fd_.get(); }
 

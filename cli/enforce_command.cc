@@ -1,0 +1,115 @@
+// `cocoon enforce POLICY [--profile NAME] [--work DIR] [--copy PATH]... [--json]
+//                 [--audit-log FILE --audit-key KEY] -- CMD [ARG...]`
+// Runs CMD inside the Linux sandbox the policy describes (issue 4).
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+
+#include "cli/command_registry.h"
+#include "cli/launch_util.h"
+#include "enforcer/outcome.h"
+
+namespace cocoon::cli {
+namespace {
+
+struct EnforceOptions {
+  std::string policy;
+  std::string profile;
+  std::string work_dir;
+  std::vector<std::string> copies;
+  bool json = false;
+  std::string audit_log;
+  std::string audit_key;
+  std::vector<std::string> command;
+};
+
+void WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reader went away: keep supervising, drop output
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+int RunEnforce(const EnforceOptions& options) {
+  if (options.command.empty()) {
+    std::cerr << "cocoon enforce: missing command; usage: cocoon enforce POLICY [options] -- CMD [ARG...]\n";
+    return kExitUsage;
+  }
+  if (options.audit_log.empty() != options.audit_key.empty()) {
+    std::cerr << "cocoon enforce: --audit-log and --audit-key go together\n";
+    return kExitUsage;
+  }
+  auto artifacts = LoadPolicyArtifacts(options.policy, options.profile);
+  if (!artifacts.ok()) {
+    std::cerr << "cocoon enforce: " << artifacts.status().message() << "\n";
+    return kExitRefused;
+  }
+  LaunchRequest request;
+  request.argv = options.command;
+  request.work_dir = options.work_dir;
+  request.copies = options.copies;
+  request.stdin_mode = enforcer::StdinMode::kInherit;
+  request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
+  request.audit = {options.audit_log, options.audit_key};
+  if (!options.json) {
+    // Pass the command's output through as it comes (up to the policy's cap).
+    request.output_mode = enforcer::OutputMode::kStreamOnly;
+    request.on_output = [](enforcer::OutputStream stream, std::string_view chunk) {
+      WriteAll(stream == enforcer::OutputStream::kStdout ? STDOUT_FILENO : STDERR_FILENO, chunk);
+    };
+  }
+  auto outcome = LaunchSandboxed(*artifacts, std::move(request));
+  if (!outcome.ok()) {
+    std::cerr << "cocoon enforce: " << outcome.status().message() << "\n";
+    return RefusalExitCode(outcome.status());
+  }
+  if (options.json) {
+    std::string text = enforcer::OutcomeToJsonText(*outcome, 2) + "\n";
+    WriteAll(STDOUT_FILENO, text);
+  } else {
+    if (outcome->stdout_truncated || outcome->stderr_truncated) {
+      std::cerr << "cocoon enforce: output truncated at the policy's cap (" << outcome->stdout_bytes << " stdout / "
+                << outcome->stderr_bytes << " stderr bytes written)\n";
+    }
+    if (outcome->timed_out) std::cerr << "cocoon enforce: timed out after " << outcome->wall_ms << " ms; sandbox killed\n";
+    if (outcome->termination_reason == enforcer::TerminationReason::kSeccompKill) {
+      std::cerr << "cocoon enforce: killed by a seccomp kill rule\n";
+    }
+    for (const auto& finding : outcome->breakout_findings) {
+      std::cerr << "cocoon enforce: work dir entry left out: " << finding.path << " (" << finding.kind << ")\n";
+    }
+  }
+  return enforcer::ShellExitStatus(*outcome);
+}
+
+void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
+  auto options = std::make_shared<EnforceOptions>();
+  CLI::App* cmd = app.add_subcommand("enforce", "Run a command inside the Linux sandbox a policy describes");
+  cmd->footer(
+      "POLICY is a .cocoon file (compiled on first use, then cached) or a directory\n"
+      "written by `cocoon compile` (its manifest hashes are checked).\n\n"
+      "Without --json the command's stdout/stderr pass through and cocoon exits\n"
+      "with the command's status (128+N when killed by signal N, 124 on timeout).\n"
+      "A refused run exits 1 (127/126 when the command is missing/not executable).\n\n"
+      "Examples:\n"
+      "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
+      "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");
+  cmd->add_option("POLICY", options->policy, "Policy file or compiled directory")->required();
+  cmd->add_option("COMMAND", options->command, "Command and arguments (after --)");
+  cmd->add_option("--profile", options->profile, "Profile to use when the file has several");
+  cmd->add_option("--work", options->work_dir, "Host work dir (staged; verified results are committed back)");
+  cmd->add_option("--copy", options->copies, "Copy a host file into the work dir (repeatable)");
+  cmd->add_flag("--json", options->json, "Print one JSON Outcome instead of passing output through");
+  cmd->add_option("--audit-log", options->audit_log, "Append signed audit events to FILE");
+  cmd->add_option("--audit-key", options->audit_key, "Ed25519 private key for the audit log");
+  cmd->callback([options, &result] { result.exit_code = RunEnforce(*options); });
+}
+
+}  // namespace
+
+COCOON_REGISTER_COMMAND(enforce, SetUpEnforceCommand);
+
+}  // namespace cocoon::cli

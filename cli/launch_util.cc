@@ -1,0 +1,168 @@
+#include "cli/launch_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "compiler/backends/artifact.h"
+#include "compiler/common/digest.h"
+#include "compiler/frontend/frontend.h"
+#include "enforcer/artifact_cache.h"
+
+namespace cocoon::cli {
+namespace {
+
+Result<std::string> ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open " + path);
+  std::string data;
+  char buffer[65536];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0) data.append(buffer, static_cast<size_t>(n));
+  int err = errno;
+  close(fd);
+  if (n < 0) return ErrnoError("read " + path, err);
+  return data;
+}
+
+const backends::Artifact* FindArtifact(const std::vector<backends::Artifact>& artifacts, std::string_view path) {
+  for (const auto& artifact : artifacts) {
+    if (artifact.path == path) return &artifact;
+  }
+  return nullptr;
+}
+
+// Collects {path, sha256} pairs anywhere in the manifest (the driver owns the
+// exact layout; every artifact entry carries both keys).
+void CollectHashes(const nlohmann::json& j, std::vector<std::pair<std::string, std::string>>& out) {
+  if (j.is_object()) {
+    if (j.contains("path") && j.contains("sha256") && j["path"].is_string() && j["sha256"].is_string()) {
+      out.emplace_back(j["path"].get<std::string>(), j["sha256"].get<std::string>());
+    }
+    for (const auto& [key, value] : j.items()) CollectHashes(value, out);
+  } else if (j.is_array()) {
+    for (const auto& value : j) CollectHashes(value, out);
+  }
+}
+
+Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir) {
+  auto manifest_text = ReadFile(dir + "/manifest.json");
+  if (!manifest_text.ok()) {
+    return InvalidArgumentError(dir + " is a directory but has no manifest.json; is it `cocoon compile` output?");
+  }
+  std::vector<std::pair<std::string, std::string>> hashes;
+  try {
+    CollectHashes(nlohmann::json::parse(*manifest_text), hashes);
+  } catch (const nlohmann::json::exception& e) {
+    return DataLossError(dir + "/manifest.json: " + e.what());
+  }
+  PolicyArtifacts artifacts;
+  artifacts.origin = "dir";
+  artifacts.policy_path = dir;
+  std::string plan_text;
+  for (auto [name, out] : {std::pair{"linux.plan.json", &plan_text}, std::pair{"linux.seccomp.bpf", &artifacts.seccomp_bpf},
+                           std::pair{"linux.seccomp.json", &artifacts.seccomp_sidecar_json}}) {
+    COCOON_ASSIGN_OR_RETURN(*out, ReadFile(dir + "/" + name));
+    std::string expected;
+    for (const auto& [path, sha] : hashes) {
+      if (path == name || path == std::string("linux/") + name) expected = sha;
+    }
+    if (expected.empty()) return DataLossError(dir + "/manifest.json does not list " + name + "; refusing to run it");
+    if (Sha256Hex(*out) != expected) {
+      return DataLossError(dir + "/" + name + " does not match its SHA-256 in manifest.json (expected " + expected +
+                           "); the compiled policy was modified, refusing to run it");
+    }
+  }
+  COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(plan_text));
+  return artifacts;
+}
+
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicy(const std::string& path, const std::string& profile) {
+  frontend::FrontendOptions options;
+  Diagnostics diagnostics(options.diagnostics);
+  auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
+  if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check; refusing to run");
+  COCOON_ASSIGN_OR_RETURN(auto seccomp, backends::CompileSeccomp(*policy));
+  const backends::Artifact* bpf = FindArtifact(seccomp, "linux.seccomp.bpf");
+  const backends::Artifact* sidecar = FindArtifact(seccomp, "linux.seccomp.json");
+  if (bpf == nullptr || sidecar == nullptr) return InternalError("seccomp back end returned no BPF or sidecar");
+  COCOON_ASSIGN_OR_RETURN(auto plan, backends::CompileLinuxPlan(*policy, *bpf));
+  enforcer::CompiledLinuxArtifacts compiled;
+  compiled.plan_json = plan.at(0).bytes;
+  compiled.seccomp_bpf = bpf->bytes;
+  compiled.seccomp_sidecar_json = sidecar->bytes;
+  for (const auto& file : policy->source_files) {
+    char real[PATH_MAX];
+    if (realpath(file.c_str(), real) != nullptr) compiled.source_files.push_back(real);
+  }
+  return compiled;
+}
+
+}  // namespace
+
+Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile) {
+  struct stat st;
+  if (stat(policy.c_str(), &st) != 0) return ErrnoError("policy " + policy);
+  if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy);
+
+  enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
+  std::string key = enforcer::ArtifactCache::KeyFor(policy, profile);
+  PolicyArtifacts artifacts;
+  artifacts.policy_path = policy;
+  artifacts.profile = profile;
+  std::optional<enforcer::CompiledLinuxArtifacts> compiled = cache.Lookup(key);
+  artifacts.origin = compiled ? "cache" : "compiled";
+  if (!compiled) {
+    COCOON_ASSIGN_OR_RETURN(auto fresh, CompilePolicy(policy, profile));
+    (void)cache.Store(key, fresh);  // an optimisation: a read-only cache is fine
+    compiled = std::move(fresh);
+  }
+  COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(compiled->plan_json));
+  artifacts.seccomp_bpf = std::move(compiled->seccomp_bpf);
+  artifacts.seccomp_sidecar_json = std::move(compiled->seccomp_sidecar_json);
+  return artifacts;
+}
+
+Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
+  if (request.argv.empty()) return InvalidArgumentError("missing command: give it after `--`");
+  if (!request.audit.log_path.empty()) {
+    return UnimplementedError("not implemented: --audit-log in this build (the audit module is not wired yet)");
+  }
+  enforcer::SandboxRequest sandbox_request;
+  sandbox_request.plan = artifacts.plan;
+  sandbox_request.seccomp_bpf = artifacts.seccomp_bpf;
+  sandbox_request.seccomp_sidecar_json = artifacts.seccomp_sidecar_json;
+  sandbox_request.argv = std::move(request.argv);
+  if (!request.work_dir.empty()) {
+    struct stat st;
+    if (stat(request.work_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return NotFoundError("work dir " + request.work_dir + " does not exist or is not a directory");
+    }
+  }
+  sandbox_request.work_host_dir = request.work_dir;
+  for (const auto& copy : request.copies) {
+    std::string base = copy.substr(copy.find_last_of('/') == std::string::npos ? 0 : copy.find_last_of('/') + 1);
+    if (base.empty() || base == "." || base == "..") return InvalidArgumentError("--copy " + copy + ": no file name");
+    sandbox_request.extra_copies.push_back({copy, base});
+  }
+  sandbox_request.output_mode = request.output_mode;
+  sandbox_request.stdin_mode = request.stdin_mode;
+  sandbox_request.signals = request.signals;
+  sandbox_request.on_output = std::move(request.on_output);
+  sandbox_request.cancel = request.cancel;
+  COCOON_ASSIGN_OR_RETURN(auto sandbox, enforcer::Sandbox::Prepare(std::move(sandbox_request)));
+  return sandbox->Run();
+}
+
+int RefusalExitCode(const Status& status) {
+  bool exec_step = status.message().find("step 'execve") != std::string::npos;
+  if (exec_step && status.code() == ErrorCode::kNotFound) return kExitCommandNotFound;
+  if (exec_step && status.code() == ErrorCode::kPermissionDenied) return kExitCannotExecute;
+  return kExitRefused;
+}
+
+}  // namespace cocoon::cli

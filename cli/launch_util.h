@@ -1,0 +1,72 @@
+// The glue between a policy on disk and a sandboxed run, shared by
+// `cocoon enforce`, `cocoon run`, `cocoon mcp` and `cocoon pipeline`:
+//
+//   policy file (.cocoon)  --cache hit------------------------+
+//        \--front end -> seccomp + plan back ends -> cache ---+--> PolicyArtifacts
+//   compiled dir (cocoon compile -o DIR) --manifest hashes----/
+//
+//   PolicyArtifacts + command -> enforcer::Sandbox -> Outcome -> audit events
+//
+// Audit: when LaunchRequest::audit.log_path is set, the "launch" event is
+// written BEFORE the sandbox starts (a run whose audit record cannot be
+// written is refused), and the denied-syscall, limit, breakout and exit
+// events after it ends.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/backends/plan/launch_plan.h"
+#include "compiler/common/status.h"
+#include "enforcer/outcome.h"
+#include "enforcer/sandbox.h"
+
+namespace cocoon::cli {
+
+struct PolicyArtifacts {
+  backends::LaunchPlan plan;
+  std::string seccomp_bpf;
+  std::string seccomp_sidecar_json;
+  std::string origin;      // "cache", "compiled", "dir"
+  std::string policy_path; // what the user named
+  std::string profile;
+};
+
+// Exit codes for a refused run (the command never ran).
+inline constexpr int kExitRefused = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitCannotExecute = 126;
+inline constexpr int kExitCommandNotFound = 127;
+
+// POLICY is a .cocoon file (compiled, or taken from the artifact cache) or a
+// directory written by `cocoon compile` (its manifest hashes are verified; a
+// mismatch is refused). Policy mistakes come back as kInvalidArgument with
+// the rendered diagnostics as the message.
+Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile);
+
+struct AuditOptions {
+  std::string log_path;  // "" = no audit log
+  std::string key_path;  // Ed25519 private key (cocoon audit keygen)
+};
+
+struct LaunchRequest {
+  std::vector<std::string> argv;
+  std::string work_dir;                // host work dir, "" = throwaway tmpfs
+  std::vector<std::string> copies;     // --copy host paths (copied to their base name)
+  enforcer::OutputMode output_mode = enforcer::OutputMode::kCapture;
+  enforcer::StdinMode stdin_mode = enforcer::StdinMode::kNull;
+  enforcer::SignalHandling signals = enforcer::SignalHandling::kNone;
+  enforcer::OutputCallback on_output;
+  std::shared_ptr<enforcer::CancelHandle> cancel;
+  AuditOptions audit;
+  std::vector<std::string> overrides;  // recorded in the launch event
+};
+
+// Runs one command. A Status means the run was refused or failed before the
+// command started; map it to an exit code with RefusalExitCode.
+Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request);
+
+int RefusalExitCode(const Status& status);
+
+}  // namespace cocoon::cli

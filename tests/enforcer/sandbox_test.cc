@@ -1,0 +1,283 @@
+// Real sandboxes (LABELS integration). Each test runs a command under the
+// enforcer and asserts what the isolation must guarantee. The same binary is
+// run by ctest as root and as an unprivileged user (see CMakeLists.txt).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "enforcer/sandbox.h"
+#include "tests/enforcer/test_util.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using testing::AssembleFilter;
+using testing::MakeRequest;
+using testing::TestPolicy;
+
+Outcome MustRun(SandboxRequest request) {
+  auto outcome = RunSandbox(std::move(request));
+  EXPECT_TRUE(outcome.ok()) << outcome.status().ToString();
+  return outcome.ok() ? *outcome : Outcome{};
+}
+
+Outcome Sh(const std::string& script, const ir::Policy& policy = TestPolicy()) {
+  return MustRun(MakeRequest(policy, {"/bin/sh", "-c", script}));
+}
+
+std::string ReadLink(const std::string& path) {
+  char buffer[256];
+  ssize_t n = readlink(path.c_str(), buffer, sizeof(buffer) - 1);
+  return n < 0 ? "" : std::string(buffer, static_cast<size_t>(n));
+}
+
+// Host pids whose pid namespace is `ns` ("pid:[4026...]").
+std::vector<int> HostPidsInNamespace(const std::string& ns) {
+  std::vector<int> pids;
+  DIR* dir = opendir("/proc");
+  while (dir != nullptr) {
+    struct dirent* entry = readdir(dir);
+    if (entry == nullptr) break;
+    int pid = atoi(entry->d_name);
+    if (pid > 0 && ReadLink("/proc/" + std::string(entry->d_name) + "/ns/pid") == ns) pids.push_back(pid);
+  }
+  if (dir != nullptr) closedir(dir);
+  return pids;
+}
+
+TEST(SandboxTest, TrueExitsZero) {
+  Outcome outcome = MustRun(MakeRequest(TestPolicy(), {"/bin/true"}));
+  EXPECT_EQ(outcome.exit_code, 0);
+  EXPECT_EQ(outcome.termination_reason, TerminationReason::kExited);
+  EXPECT_EQ(outcome.policy_name, "enforcer-test");
+}
+
+TEST(SandboxTest, ExitCodeAndPathLookup) {
+  Outcome outcome = MustRun(MakeRequest(TestPolicy(), {"sh", "-c", "echo out; echo err >&2; exit 7"}));
+  EXPECT_EQ(outcome.exit_code, 7);
+  EXPECT_EQ(outcome.stdout_data, "out\n");
+  EXPECT_EQ(outcome.stderr_data, "err\n");
+  EXPECT_EQ(ShellExitStatus(outcome), 7);
+}
+
+TEST(SandboxTest, MissingCommandIsRefusedClearly) {
+  auto outcome = RunSandbox(MakeRequest(TestPolicy(), {"/usr/bin/definitely-not-here"}));
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_NE(outcome.status().message().find("execve"), std::string::npos) << outcome.status().message();
+  EXPECT_FALSE(RunSandbox(MakeRequest(TestPolicy(), {})).ok());
+}
+
+TEST(SandboxTest, ProcOneIsTheSandboxAndHostProcessesAreInvisible) {
+  Outcome outcome = Sh("cat /proc/1/comm; ls /proc | grep -c '^[0-9]'");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.stderr_data;
+  // pid 1 is our sh; only sh, ls and grep (at most) exist in the namespace.
+  EXPECT_EQ(outcome.stdout_data.substr(0, 3), "sh\n");
+  int count = atoi(outcome.stdout_data.substr(3).c_str());
+  EXPECT_GE(count, 1);
+  EXPECT_LE(count, 3) << outcome.stdout_data;
+}
+
+TEST(SandboxTest, ReadOnlyMountsCannotBeWritten) {
+  Outcome outcome = Sh("echo x > /usr/cocoon-probe; echo rc=$?; touch /etc/cocoon-probe; echo rc=$?; "
+                       "mkdir /cocoon-probe; echo rc=$?");
+  EXPECT_EQ(outcome.stdout_data, "rc=2\nrc=1\nrc=1\n") << outcome.stderr_data;  // dash: 2 for a failed redirection
+  EXPECT_NE(outcome.stderr_data.find("Read-only file system"), std::string::npos);
+  struct stat st;
+  EXPECT_NE(stat("/usr/cocoon-probe", &st), 0);
+  EXPECT_NE(stat("/etc/cocoon-probe", &st), 0);
+}
+
+TEST(SandboxTest, WritablePlacesWork) {
+  Outcome outcome = Sh("echo hi > /tmp/a && cat /tmp/a && echo w > /work/b && cat /work/b && pwd");
+  EXPECT_EQ(outcome.stdout_data, "hi\nw\n/work\n") << outcome.stderr_data;
+}
+
+TEST(SandboxTest, OnlyLoopbackWhenNetworkOff) {
+  Outcome outcome = Sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
+  EXPECT_EQ(outcome.stdout_data, "lo\n") << outcome.stderr_data;
+  Outcome up = Sh("cat /sys/class/net/lo/operstate 2>/dev/null || grep -c . /proc/net/if_inet6 2>/dev/null || echo none");
+  EXPECT_EQ(up.exit_code, 0);
+}
+
+TEST(SandboxTest, EnvironmentIsOnlyThePolicys) {
+  setenv("COCOON_TEST_CANARY_SECRET", "hunter2", 1);
+  Outcome outcome = MustRun(MakeRequest(TestPolicy(), {"/usr/bin/env"}));
+  unsetenv("COCOON_TEST_CANARY_SECRET");
+  EXPECT_EQ(outcome.stdout_data, "HOME=/work\nPATH=/usr/bin:/bin\n");
+}
+
+TEST(SandboxTest, NoHostFdLeaks) {
+  int leaked = open("/etc/hostname", O_RDONLY);  // deliberately not O_CLOEXEC
+  ASSERT_GE(leaked, 0);
+  Outcome outcome = MustRun(MakeRequest(TestPolicy(), {"/bin/ls", "/proc/self/fd"}));
+  close(leaked);
+  EXPECT_EQ(outcome.stdout_data, "0\n1\n2\n3\n") << "only stdio and ls's own dir fd";
+}
+
+TEST(SandboxTest, NoCapabilitiesNoNewPrivsNoTty) {
+  Outcome outcome = Sh("grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; "
+                       "id -u; id -g; hostname; test -e /dev/tty && echo tty || echo notty");
+  EXPECT_NE(outcome.stdout_data.find("CapInh:\t0000000000000000"), std::string::npos) << outcome.stdout_data;
+  EXPECT_NE(outcome.stdout_data.find("CapPrm:\t0000000000000000"), std::string::npos);
+  EXPECT_NE(outcome.stdout_data.find("CapEff:\t0000000000000000"), std::string::npos);
+  EXPECT_NE(outcome.stdout_data.find("CapBnd:\t0000000000000000"), std::string::npos);
+  EXPECT_NE(outcome.stdout_data.find("CapAmb:\t0000000000000000"), std::string::npos);
+  EXPECT_NE(outcome.stdout_data.find("NoNewPrivs:\t1"), std::string::npos);
+  EXPECT_NE(outcome.stdout_data.find("Seccomp:\t2"), std::string::npos);
+  EXPECT_NE(outcome.stdout_data.find("65534\n65534\ncocoon\nnotty\n"), std::string::npos) << outcome.stdout_data;
+}
+
+TEST(SandboxTest, RlimitsApplied) {
+  Outcome outcome = Sh("ulimit -c; ulimit -n; ulimit -r");
+  EXPECT_EQ(outcome.stdout_data, "0\n1024\n0\n") << outcome.stderr_data;
+}
+
+TEST(SandboxTest, TimeoutKillsEveryProcess) {
+  ir::Policy policy = TestPolicy();
+  policy.limits.wall_time_ms = {true, 700, ir::Enforcement::kRequired};
+  SandboxRequest request = MakeRequest(policy, {"/bin/sh", "-c", "sleep 100 & (setsid sleep 100 &); echo started; wait"});
+  auto sandbox = Sandbox::Prepare(std::move(request));
+  ASSERT_TRUE(sandbox.ok()) << sandbox.status().ToString();
+  auto outcome = (*sandbox)->Run();
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_TRUE(outcome->timed_out);
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kTimeout);
+  EXPECT_EQ(ShellExitStatus(*outcome), 124);
+  EXPECT_GE(outcome->wall_ms, 600u);
+  EXPECT_LT(outcome->wall_ms, 5000u);
+  pid_t init = (*sandbox)->pid();
+  EXPECT_NE(kill(init, 0), 0) << "the sandbox init was reaped";
+}
+
+TEST(SandboxTest, NoProcessSurvivesTimeoutOrExit) {
+  for (const char* script : {"(setsid sleep 100 &); sleep 100 & echo started; wait",
+                             "(setsid sleep 100 &); sleep 100 & echo started; exit 0"}) {
+    ir::Policy policy = TestPolicy();
+    policy.limits.wall_time_ms = {true, 800, ir::Enforcement::kRequired};
+    SandboxRequest request = MakeRequest(policy, {"/bin/sh", "-c", script});
+    std::string ns;
+    Sandbox* sandbox_ptr = nullptr;
+    request.on_output = [&](OutputStream, std::string_view) {
+      if (ns.empty() && sandbox_ptr != nullptr) ns = ReadLink("/proc/" + std::to_string(sandbox_ptr->pid()) + "/ns/pid");
+    };
+    auto sandbox = Sandbox::Prepare(std::move(request));
+    ASSERT_TRUE(sandbox.ok()) << sandbox.status().ToString();
+    sandbox_ptr = sandbox->get();
+    auto outcome = (*sandbox)->Run();
+    ASSERT_TRUE(outcome.ok());
+    ASSERT_FALSE(ns.empty()) << "could not observe the sandbox's pid namespace";
+    EXPECT_TRUE(HostPidsInNamespace(ns).empty()) << script;
+  }
+}
+
+TEST(SandboxTest, OutputCapBoundsMemoryAndCountsEverything) {
+  ir::Policy policy = TestPolicy();
+  policy.limits.output_bytes = {true, 1000, ir::Enforcement::kRequired};
+  Outcome outcome = MustRun(MakeRequest(policy, {"/bin/sh", "-c", "head -c 50000000 /dev/zero; echo done >&2"}));
+  EXPECT_EQ(outcome.exit_code, 0);
+  EXPECT_EQ(outcome.stdout_data.size(), 1000u);
+  EXPECT_TRUE(outcome.stdout_truncated);
+  EXPECT_EQ(outcome.stdout_bytes, 50000000u);
+  EXPECT_EQ(outcome.stderr_data, "done\n");
+  EXPECT_FALSE(outcome.stderr_truncated);
+}
+
+TEST(SandboxTest, StreamOnlyDeliversChunksAndKeepsNothing) {
+  SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "echo a; echo b >&2"});
+  std::string seen_out, seen_err;
+  request.output_mode = OutputMode::kStreamOnly;
+  request.on_output = [&](OutputStream stream, std::string_view chunk) {
+    (stream == OutputStream::kStdout ? seen_out : seen_err).append(chunk);
+  };
+  Outcome outcome = MustRun(std::move(request));
+  EXPECT_EQ(seen_out, "a\n");
+  EXPECT_EQ(seen_err, "b\n");
+  EXPECT_TRUE(outcome.stdout_data.empty());
+  EXPECT_EQ(outcome.stdout_bytes, 2u);
+}
+
+TEST(SandboxTest, SeccompErrnoAndKill) {
+  // mkdir(83) / mkdirat(258) -> EPERM
+  std::string deny = AssembleFilter({{83, SECCOMP_RET_ERRNO | EPERM}, {258, SECCOMP_RET_ERRNO | EPERM}});
+  Outcome denied = MustRun(MakeRequest(TestPolicy(), {"/bin/mkdir", "/tmp/x"}, deny));
+  EXPECT_NE(denied.exit_code, 0);
+  EXPECT_NE(denied.stderr_data.find("Operation not permitted"), std::string::npos) << denied.stderr_data;
+  std::string kill = AssembleFilter({{83, SECCOMP_RET_KILL_PROCESS}, {258, SECCOMP_RET_KILL_PROCESS}});
+  Outcome killed = MustRun(MakeRequest(TestPolicy(), {"/bin/mkdir", "/tmp/x"}, kill));
+  EXPECT_EQ(killed.signal, SIGSYS);
+  EXPECT_EQ(killed.termination_reason, TerminationReason::kSeccompKill);
+}
+
+TEST(SandboxTest, UserNotificationLogAndKill) {
+  std::string bpf = AssembleFilter({{83, SECCOMP_RET_USER_NOTIF}, {258, SECCOMP_RET_USER_NOTIF}});
+  const char* sidecar_log = R"({"format":"cocoon.seccomp.v1","needs_listener":true,
+      "default_action":{"action":"errno","errno":38},
+      "supervised":[{"syscall":"mkdir","action":"log","numbers":{"x86_64":83}},
+                    {"syscall":"mkdirat","action":"log","numbers":{"x86_64":258}}]})";
+  SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "mkdir /tmp/x && mkdir /tmp/y && ls /tmp"}, bpf);
+  request.seccomp_sidecar_json = sidecar_log;
+  Outcome logged = MustRun(std::move(request));
+  EXPECT_EQ(logged.exit_code, 0) << logged.stderr_data;
+  EXPECT_EQ(logged.stdout_data, "x\ny\n");
+  ASSERT_EQ(logged.denied_syscalls.size(), 1u);
+  EXPECT_EQ(logged.denied_syscalls[0].action, "log");
+  EXPECT_EQ(logged.denied_syscalls[0].count, 2u) << "coalesced";
+
+  std::string sidecar_kill = sidecar_log;
+  for (size_t pos; (pos = sidecar_kill.find("\"log\"")) != std::string::npos;) sidecar_kill.replace(pos, 5, "\"kill\"");
+  request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "mkdir /tmp/x; echo survived"}, bpf);
+  request.seccomp_sidecar_json = sidecar_kill;
+  Outcome killed = MustRun(std::move(request));
+  EXPECT_EQ(killed.termination_reason, TerminationReason::kSeccompKill);
+  EXPECT_EQ(killed.stdout_data, "");
+}
+
+TEST(SandboxTest, CancelKillsTheSandbox) {
+  SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "echo go; sleep 100"});
+  auto cancel = std::make_shared<CancelHandle>();
+  request.cancel = cancel;
+  request.on_output = [&](OutputStream, std::string_view) { cancel->Cancel(); };
+  Outcome outcome = MustRun(std::move(request));
+  EXPECT_EQ(outcome.termination_reason, TerminationReason::kCancelled);
+  EXPECT_LT(outcome.wall_ms, 5000u);
+}
+
+TEST(SandboxTest, BadInputIsRefusedBeforeLaunch) {
+  SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/true"});
+  request.seccomp_bpf = request.seccomp_bpf.substr(0, 7);
+  EXPECT_FALSE(RunSandbox(request).ok()) << "BPF hash mismatch";
+  request = MakeRequest(TestPolicy(), {"/bin/true"}, "1234567");
+  auto status = RunSandbox(request);
+  EXPECT_FALSE(status.ok());
+  ir::Policy policy = TestPolicy();
+  policy.filesystem.mounts.push_back({ir::MountKind::kReadOnly, "/nonexistent-cocoon", "/zz", 0, false});
+  auto missing = RunSandbox(MakeRequest(policy, {"/bin/true"}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent-cocoon"), std::string::npos) << missing.status().message();
+}
+
+TEST(SandboxTest, MaskedPathsAreHidden) {
+  ir::Policy policy = TestPolicy();
+  policy.filesystem.hidden = {"/etc/hostname", "/etc/ssl"};
+  Outcome outcome = Sh("wc -c < /etc/hostname; ls /etc/ssl | wc -l; cat /proc/kcore 2>/dev/null | wc -c", policy);
+  EXPECT_EQ(outcome.stdout_data, "0\n0\n0\n") << outcome.stderr_data;
+}
+
+TEST(SandboxTest, MeasuresCpuAndMemory) {
+  Outcome outcome = Sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done");
+  EXPECT_EQ(outcome.exit_code, 0);
+  EXPECT_GT(outcome.user_cpu_ms + outcome.system_cpu_ms, 0u);
+  EXPECT_GT(outcome.peak_memory_kib, 0u);
+  EXPECT_FALSE(outcome.peak_memory_source.empty());
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer

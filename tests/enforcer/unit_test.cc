@@ -1,0 +1,152 @@
+// Pure enforcer pieces (LABELS unit): Outcome JSON, BPF validation, the
+// seccomp sidecar, id maps, the artifact cache.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "enforcer/artifact_cache.h"
+#include "enforcer/notify.h"
+#include "enforcer/outcome.h"
+#include "enforcer/seccomp_loader.h"
+#include "enforcer/userns.h"
+#include "tests/enforcer/test_util.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+TEST(OutcomeTest, JsonKeepsCallerFieldNames) {
+  Outcome outcome;
+  outcome.exit_code = 3;
+  outcome.stdout_data = "ok\xff";  // invalid UTF-8 must not throw
+  outcome.wall_ms = 12;
+  outcome.peak_memory_kib = 2048;
+  outcome.limits.push_back({"memory", 1024, "bytes", LimitMechanism::kCgroupV1, true, ""});
+  std::string text = OutcomeToJsonText(outcome);
+  auto j = nlohmann::json::parse(text);
+  for (const char* key : {"exit_code", "stdout", "stderr", "duration_ms", "wall_ms", "timed_out", "oom_killed",
+                          "termination_reason", "stdout_truncated", "stderr_truncated", "peak_memory_mb",
+                          "peak_mem_kib", "signal", "user_cpu_ms", "system_cpu_ms", "stdout_bytes", "limits",
+                          "policy", "denied_syscalls", "breakout"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_EQ(j["peak_memory_mb"], 2.0);
+  EXPECT_EQ(j["limits"][0]["mechanism"], "cgroup-v1");
+  EXPECT_EQ(j["termination_reason"], "exited");
+}
+
+TEST(OutcomeTest, ShellExitStatus) {
+  Outcome outcome;
+  outcome.exit_code = 5;
+  EXPECT_EQ(ShellExitStatus(outcome), 5);
+  outcome.exit_code = -1;
+  outcome.signal = 9;
+  EXPECT_EQ(ShellExitStatus(outcome), 137);
+  outcome.timed_out = true;
+  EXPECT_EQ(ShellExitStatus(outcome), 124);
+}
+
+TEST(SeccompValidationTest, AcceptsAssembledFilter) {
+  auto program = ValidateSeccompProgram(testing::AllowAllFilter());
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  EXPECT_FALSE(ProgramUsesUserNotif(*program));
+  auto notif = ValidateSeccompProgram(testing::AssembleFilter({{83, SECCOMP_RET_USER_NOTIF}}));
+  ASSERT_TRUE(notif.ok());
+  EXPECT_TRUE(ProgramUsesUserNotif(*notif));
+}
+
+TEST(SeccompValidationTest, RejectsBrokenPrograms) {
+  EXPECT_FALSE(ValidateSeccompProgram("").ok());
+  EXPECT_FALSE(ValidateSeccompProgram("1234567").ok());
+  std::string bpf = testing::AllowAllFilter();
+  EXPECT_FALSE(ValidateSeccompProgram(bpf.substr(0, bpf.size() - 8)).ok()) << "must end in RET";
+  sock_filter jump = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 200, 0);
+  std::string bad = std::string(reinterpret_cast<const char*>(&jump), sizeof(jump)) + bpf;
+  EXPECT_FALSE(ValidateSeccompProgram(bad).ok()) << "jump out of range";
+}
+
+TEST(NotifyTableTest, ParsesSidecar) {
+  auto table = ParseSeccompSidecar(R"({"needs_listener":true,"default_action":{"action":"errno","errno":38},
+    "supervised":[{"syscall":"ptrace","action":"kill","numbers":{"x86_64":101},
+                   "conditions":[{"arg":0,"op":"masked_eq","value":8,"mask":8}]},
+                  {"syscall":"exotic","action":"log","numbers":{}}]})");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_TRUE(table->needs_listener);
+  ASSERT_EQ(table->rules.size(), 1u) << "entries without an x86_64 number are skipped";
+  EXPECT_EQ(table->rules[0].number, 101);
+  EXPECT_EQ(table->rules[0].action, SupervisedAction::kKill);
+  EXPECT_EQ(table->default_rule.action, SupervisedAction::kErrno);
+  EXPECT_EQ(table->default_rule.errno_value, 38);
+  EXPECT_FALSE(ParseSeccompSidecar("{").ok());
+  EXPECT_FALSE(ParseSeccompSidecar(R"({"default_action":{"action":"yolo"}})").ok());
+}
+
+TEST(IdMapsTest, NeverMapsHostRootToTheSandboxUser) {
+  IdMaps maps = PlanIdMaps(65534, 65534);
+  if (geteuid() == 0) {
+    EXPECT_EQ(maps.uid_map, "0 0 1\n65534 65534 1\n");
+    EXPECT_FALSE(maps.deny_setgroups);
+    EXPECT_EQ(maps.sandbox_host_uid, kRootSandboxHostUid);
+  } else {
+    EXPECT_EQ(maps.uid_map, "65534 " + std::to_string(geteuid()) + " 1\n");
+    EXPECT_TRUE(maps.deny_setgroups);
+  }
+  EXPECT_NE(UserNamespaceUnavailableMessage(EPERM).find("kernel.unprivileged_userns_clone"), std::string::npos);
+}
+
+class CacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/cocoon-cache-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    chmod(dir_.c_str(), 0700);
+    policy_ = dir_ + "/p.cocoon";
+    std::ofstream(policy_) << "profile p {}\n";
+  }
+  void TearDown() override { system(("rm -rf " + dir_).c_str()); }
+  std::string dir_, policy_;
+};
+
+TEST_F(CacheTest, StoreLookupAndInvalidation) {
+  ArtifactCache cache(dir_ + "/cache");
+  std::string key = ArtifactCache::KeyFor(policy_, "p");
+  ASSERT_EQ(key.size(), 64u);
+  EXPECT_NE(key, ArtifactCache::KeyFor(policy_, "other")) << "profile is part of the key";
+  EXPECT_FALSE(cache.Lookup(key).has_value());
+  CompiledLinuxArtifacts artifacts{"{plan}", std::string("\x06\0\0\0\0\0\xff\x7f", 8), "{}", {policy_}};
+  ASSERT_TRUE(cache.Store(key, artifacts).ok());
+  auto hit = cache.Lookup(key);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->plan_json, "{plan}");
+  EXPECT_EQ(hit->seccomp_bpf, artifacts.seccomp_bpf);
+  // An edited source file is a miss.
+  std::ofstream(policy_, std::ios::app) << "# edit\n";
+  EXPECT_FALSE(cache.Lookup(key).has_value());
+}
+
+TEST_F(CacheTest, TamperedOrWorldWritableEntriesAreIgnored) {
+  ArtifactCache cache(dir_ + "/cache");
+  std::string key = ArtifactCache::KeyFor(policy_, "p");
+  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {}};
+  ASSERT_TRUE(cache.Store(key, artifacts).ok());
+  std::string entry = dir_ + "/cache/" + key + ".entry";
+  chmod(entry.c_str(), 0666);
+  EXPECT_FALSE(cache.Lookup(key).has_value()) << "writable by others";
+  chmod(entry.c_str(), 0600);
+  ASSERT_TRUE(cache.Lookup(key).has_value());
+  {
+    std::fstream f(entry, std::ios::in | std::ios::out);
+    f.seekp(-3, std::ios::end);
+    f << "XXX";
+  }
+  EXPECT_FALSE(cache.Lookup(key).has_value()) << "hash mismatch";
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer
