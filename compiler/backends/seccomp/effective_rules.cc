@@ -1,0 +1,249 @@
+// The hardening prologue and the conflict resolution described in
+// effective_rules.h.
+#include "compiler/backends/seccomp/effective_rules.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <tuple>
+
+#include "compiler/backends/seccomp/rule_algebra.h"
+#include "compiler/syscalls/syscall_groups.h"
+
+namespace cocoon::backends {
+namespace {
+
+using ir::ActionKind;
+using ir::ArgCondition;
+using ir::CompareOp;
+using ir::SyscallRule;
+
+constexpr char kPrologueGroup[] = "prologue";
+// CLONE_NEWNS|CLONE_NEWCGROUP|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWUSER|
+// CLONE_NEWPID|CLONE_NEWNET, as in sandboxed-api's policy.cc.
+constexpr uint64_t kCloneNewMask = 0x7E020000;
+constexpr uint64_t kLow32 = 0xffffffffULL;
+constexpr uint64_t kTiocsti = 0x5412;   // <asm-generic/ioctls.h>
+constexpr uint64_t kTioclinux = 0x541C;
+constexpr uint64_t kSeccompSetModeFilter = 1;      // <linux/seccomp.h>
+constexpr uint64_t kSeccompFlagNewListener = 1u << 3;
+// personality(2): PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32|UNAME26 and
+// the 0xffffffff query; the safe set moby and sandboxed-api use.
+constexpr uint64_t kPersonalitySafe[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+constexpr uint64_t kPersonalitySafeBits = 0x20008;
+
+// A rule plus where it came from (the prologue outranks the policy on ties).
+struct Candidate {
+  SyscallRule rule;
+  bool from_prologue = false;
+};
+
+ir::Action Errno(int value) { return ir::Action{ActionKind::kErrno, value}; }
+
+bool Permits(const ir::Action& action) {
+  return action.kind == ActionKind::kAllow || action.kind == ActionKind::kLog;
+}
+
+bool Denies(const ir::Action& action) {
+  return action.kind == ActionKind::kErrno || action.kind == ActionKind::kKillProcess ||
+         action.kind == ActionKind::kTrap;
+}
+
+SyscallRule PrologueRule(std::string name, ir::Action action, std::vector<ArgCondition> conditions = {}) {
+  return SyscallRule{std::move(name), action, std::move(conditions), kPrologueGroup};
+}
+
+// One rule per CLONE_NEW* bit: "any bit of the mask set" is a disjunction,
+// and libseccomp conditions of one rule are ANDed.
+void AddCloneGuards(std::vector<Candidate>& out) {
+  for (const char* name : {"clone", "unshare"}) {
+    for (int bit = 0; bit < 32; ++bit) {
+      const uint64_t b = uint64_t{1} << bit;
+      if ((kCloneNewMask & b) == 0) continue;
+      out.push_back({PrologueRule(name, Errno(EPERM), {{0, CompareOp::kMaskedEq, b, b}}), true});
+    }
+  }
+}
+
+void AddFixedPrologue(std::vector<Candidate>& out) {
+  // clone3 passes its flags in a struct behind a pointer, which seccomp
+  // cannot read; ENOSYS makes glibc fall back to clone (moby#42680).
+  out.push_back({PrologueRule("clone3", Errno(ENOSYS)), true});
+  AddCloneGuards(out);
+  // ioctl's cmd is an unsigned int: the kernel drops the upper 32 bits, so
+  // compare only the low 32 (else 0x1_00005412 would slip past an Eq).
+  // TIOCSTI pushes input into the controlling terminal (CVE-2017-5226).
+  for (uint64_t cmd : {kTiocsti, kTioclinux}) {
+    out.push_back({PrologueRule("ioctl", Errno(EPERM), {{1, CompareOp::kMaskedEq, cmd, kLow32}}), true});
+  }
+  // A sandboxed process must not install a filter with a user-notification
+  // listener: it could then answer its own (or its children's) syscalls.
+  out.push_back({PrologueRule("seccomp", Errno(EPERM),
+                              {{0, CompareOp::kMaskedEq, kSeccompSetModeFilter, kLow32},
+                               {1, CompareOp::kMaskedEq, kSeccompFlagNewListener, kSeccompFlagNewListener}}),
+                 true});
+}
+
+bool IsReopened(std::string_view name, const ir::Syscalls& policy) {
+  if (std::find(policy.reopened.begin(), policy.reopened.end(), name) != policy.reopened.end()) return true;
+  return std::any_of(policy.rules.begin(), policy.rules.end(), [&](const SyscallRule& r) {
+    return r.name == name && r.group.empty() && !Denies(r.action);
+  });
+}
+
+void AddReopenableDenials(const ir::Syscalls& policy, std::vector<Candidate>& out,
+                          std::vector<std::string>& warnings) {
+  for (std::string_view name : syscalls::PrologueDeniedSyscalls()) {
+    if (IsReopened(name, policy)) {
+      warnings.push_back("policy reopens " + std::string(name) + ", which the prologue denies by default");
+      continue;
+    }
+    for (const SyscallRule& r : policy.rules) {
+      if (r.name == name && !Denies(r.action)) {
+        warnings.push_back("policy allows " + r.name + " through " + r.group +
+                           " but the prologue keeps it denied; name it on its own to reopen it");
+        break;
+      }
+    }
+    out.push_back({PrologueRule(std::string(name), Errno(EPERM)), true});
+  }
+}
+
+// personality: narrow permissive policy rules to the safe values.
+void AddPolicyRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
+  for (const SyscallRule& r : policy.rules) {
+    if (r.name != "personality" || Denies(r.action)) {
+      out.push_back({r, false});
+      continue;
+    }
+    for (uint64_t value : kPersonalitySafe) {
+      SyscallRule narrowed = r;
+      narrowed.conditions.push_back({0, CompareOp::kEq, value, 0});
+      out.push_back({std::move(narrowed), false});
+    }
+  }
+  if (Permits(policy.default_action) || policy.default_action.kind == ActionKind::kNotify) {
+    for (int bit = 0; bit < 32; ++bit) {
+      const uint64_t b = uint64_t{1} << bit;
+      if ((kPersonalitySafeBits & b) != 0) continue;
+      out.push_back({PrologueRule("personality", Errno(EPERM), {{0, CompareOp::kMaskedEq, b, b}}), true});
+    }
+  }
+}
+
+// Higher-ranked first; ties broken so that the output never depends on input order.
+bool Outranks(const Candidate& a, const Candidate& b) {
+  const int ra = ActionRank(a.rule.action);
+  const int rb = ActionRank(b.rule.action);
+  if (ra != rb) return ra > rb;
+  if (a.from_prologue != b.from_prologue) return a.from_prologue;
+  if (a.rule.action.errno_value != b.rule.action.errno_value) {
+    return a.rule.action.errno_value < b.rule.action.errno_value;
+  }
+  return false;
+}
+
+std::string Describe(const SyscallRule& r) {
+  return r.name + (r.group.empty() ? "" : " (from " + r.group + ")");
+}
+
+// Makes the rules of one syscall pairwise disjoint across different actions.
+void ResolveSyscall(std::vector<Candidate> rules, const ir::Action& default_action, EffectiveSyscalls& out) {
+  // libseccomp's rule merging slows down sharply past a few dozen conditional
+  // rules on one syscall; the ioctl TIOCSTI/TIOCLINUX guard alone needs ~500.
+  constexpr size_t kMaxPiecesPerSyscall = 1024;
+  std::stable_sort(rules.begin(), rules.end(), Outranks);
+  struct Piece {
+    Conjunction conditions;
+    ir::Action action;
+    std::string group;
+  };
+  std::vector<Piece> accepted;
+  for (const Candidate& c : rules) {
+    MergeOutcome outcome;
+    std::optional<Conjunction> own = Normalize(c.rule.conditions, &outcome);
+    if (!own) {
+      if (outcome == MergeOutcome::kUnrepresentable) {
+        out.errors.push_back("syscall rule " + Describe(c.rule) +
+                             ": its conditions on one argument cannot be combined into a single comparison");
+      }
+      continue;  // kEmpty: the rule can never match
+    }
+    std::vector<Conjunction> pieces = {*own};
+    for (const Piece& higher : accepted) {
+      if (higher.action == c.rule.action) continue;
+      std::vector<Conjunction> next;
+      for (const Conjunction& piece : pieces) {
+        std::optional<std::vector<Conjunction>> rest = Subtract(piece, higher.conditions);
+        if (!rest) {
+          out.errors.push_back("syscall rule " + Describe(c.rule) +
+                               " overlaps a more restrictive rule in a way seccomp cannot express");
+          return;
+        }
+        next.insert(next.end(), rest->begin(), rest->end());
+      }
+      pieces = std::move(next);
+      if (pieces.size() + accepted.size() > kMaxPiecesPerSyscall) {
+        out.errors.push_back("syscall " + c.rule.name + ": too many overlapping conditional rules");
+        return;
+      }
+    }
+    for (Conjunction& piece : pieces) accepted.push_back({std::move(piece), c.rule.action, c.rule.group});
+  }
+  // Same action everywhere within a piece set; an unconditional piece makes
+  // the others of its action redundant (libseccomp would drop them anyway).
+  for (const Piece& p : accepted) {
+    if (p.action == default_action) continue;  // disjoint, so the default gives the same answer
+    const bool covered = !p.conditions.empty() &&
+                         std::any_of(accepted.begin(), accepted.end(), [&](const Piece& other) {
+                           return other.action == p.action && other.conditions.empty();
+                         });
+    if (covered) continue;
+    SyscallRule rule{rules.front().rule.name, p.action, p.conditions, p.group};
+    const bool duplicate = std::any_of(out.rules.begin(), out.rules.end(), [&](const SyscallRule& r) {
+      return r.name == rule.name && r.action == rule.action && r.conditions == rule.conditions;
+    });
+    if (!duplicate) out.rules.push_back(std::move(rule));
+  }
+}
+
+bool RuleLess(const SyscallRule& a, const SyscallRule& b) {
+  auto key = [](const SyscallRule& r) {
+    std::vector<std::tuple<uint8_t, int, uint64_t, uint64_t>> c;
+    for (const auto& x : r.conditions) c.emplace_back(x.arg, static_cast<int>(x.op), x.value, x.mask);
+    return std::make_tuple(std::cref(r.name), c, static_cast<int>(r.action.kind), r.action.errno_value);
+  };
+  return key(a) < key(b);
+}
+
+}  // namespace
+
+int ActionRank(const ir::Action& action) {
+  switch (action.kind) {
+    case ActionKind::kKillProcess: return 6;
+    case ActionKind::kTrap: return 5;
+    case ActionKind::kErrno: return 4;
+    case ActionKind::kNotify: return 3;
+    case ActionKind::kLog: return 2;
+    case ActionKind::kAllow: return 1;
+  }
+  return 0;
+}
+
+EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy) {
+  EffectiveSyscalls out;
+  out.default_action = policy.default_action;
+  out.architectures = policy.architectures;
+  std::vector<Candidate> all;
+  AddFixedPrologue(all);
+  AddReopenableDenials(policy, all, out.warnings);
+  AddPolicyRules(policy, all);
+
+  std::map<std::string, std::vector<Candidate>> by_name;
+  for (Candidate& c : all) by_name[c.rule.name].push_back(std::move(c));
+  for (auto& [name, rules] : by_name) ResolveSyscall(std::move(rules), policy.default_action, out);
+  std::sort(out.rules.begin(), out.rules.end(), RuleLess);
+  return out;
+}
+
+}  // namespace cocoon::backends

@@ -1,0 +1,237 @@
+#include "compiler/backends/seccomp/seccomp_backend.h"
+
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "compiler/backends/seccomp/seccomp_verify.h"
+#include "compiler/syscalls/syscall_groups.h"
+
+namespace cocoon::backends {
+namespace {
+
+using ir::ActionKind;
+
+struct ContextDeleter {
+  void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+using Context = std::unique_ptr<void, ContextDeleter>;
+
+bool IsSupervised(ActionKind kind) {
+  return kind == ActionKind::kLog || kind == ActionKind::kNotify || kind == ActionKind::kKillProcess;
+}
+
+uint32_t ToScmpAction(const ir::Action& action, SupervisedRouting routing) {
+  if (routing == SupervisedRouting::kRouteToNotify && IsSupervised(action.kind)) return SCMP_ACT_NOTIFY;
+  switch (action.kind) {
+    case ActionKind::kAllow: return SCMP_ACT_ALLOW;
+    case ActionKind::kErrno: return SCMP_ACT_ERRNO(static_cast<uint16_t>(action.errno_value));
+    case ActionKind::kKillProcess: return SCMP_ACT_KILL_PROCESS;
+    case ActionKind::kLog: return SCMP_ACT_LOG;
+    case ActionKind::kNotify: return SCMP_ACT_NOTIFY;
+    case ActionKind::kTrap: return SCMP_ACT_TRAP;
+  }
+  return SCMP_ACT_KILL_PROCESS;
+}
+
+// libseccomp's SCMP_ACT_* values are the kernel's SECCOMP_RET_* values.
+uint32_t ExpectedRet(const ir::Action& action, bool routed) {
+  return ToScmpAction(action, routed ? SupervisedRouting::kRouteToNotify : SupervisedRouting::kNative);
+}
+
+scmp_compare ToScmpOp(ir::CompareOp op) {
+  switch (op) {
+    case ir::CompareOp::kEq: return SCMP_CMP_EQ;
+    case ir::CompareOp::kNe: return SCMP_CMP_NE;
+    case ir::CompareOp::kLt: return SCMP_CMP_LT;
+    case ir::CompareOp::kLe: return SCMP_CMP_LE;
+    case ir::CompareOp::kGt: return SCMP_CMP_GT;
+    case ir::CompareOp::kGe: return SCMP_CMP_GE;
+    case ir::CompareOp::kMaskedEq: return SCMP_CMP_MASKED_EQ;
+  }
+  return SCMP_CMP_EQ;
+}
+
+scmp_arg_cmp ToScmpCondition(const ir::ArgCondition& c) {
+  scmp_arg_cmp cmp{};
+  cmp.arg = c.arg;
+  cmp.op = ToScmpOp(c.op);
+  // SCMP_CMP_MASKED_EQ takes (mask, value); the others (value, unused).
+  cmp.datum_a = c.op == ir::CompareOp::kMaskedEq ? c.mask : c.value;
+  cmp.datum_b = c.op == ir::CompareOp::kMaskedEq ? c.value : 0;
+  return cmp;
+}
+
+// libseccomp 2.5.4 has no seccomp_export_bpf_mem: export to a memfd and read
+// it back (the same trick crun uses with a temporary file).
+Result<std::string> ExportToString(const scmp_filter_ctx ctx, int (*exporter)(const scmp_filter_ctx, int),
+                                   const char* what) {
+  const int fd = memfd_create(what, MFD_CLOEXEC);
+  if (fd < 0) return ErrnoError(std::string("memfd_create for ") + what);
+  std::string out;
+  int rc = exporter(ctx, fd);
+  if (rc < 0) {
+    close(fd);
+    return InternalError(std::string("libseccomp export of ") + what + " failed: " + std::strerror(-rc));
+  }
+  const off_t size = lseek(fd, 0, SEEK_END);
+  out.resize(size > 0 ? static_cast<size_t>(size) : 0);
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (n <= 0) {
+      close(fd);
+      return ErrnoError(std::string("reading back ") + what);
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return out;
+}
+
+Status SetArchitectures(scmp_filter_ctx ctx, const std::vector<ir::Arch>& arches) {
+  if (arches.empty()) return InvalidArgumentError("seccomp filter with no architecture");
+  for (ir::Arch arch : arches) {
+    const uint32_t token = syscalls::ScmpArchToken(arch);
+    if (seccomp_arch_exist(ctx, token) == 0) continue;
+    const int rc = seccomp_arch_add(ctx, token);
+    if (rc < 0) return InternalError("seccomp_arch_add(" + std::string(syscalls::ArchName(arch)) + "): " +
+                                     std::strerror(-rc));
+  }
+  const uint32_t native = seccomp_arch_native();
+  const bool keep_native = std::any_of(arches.begin(), arches.end(),
+                                       [&](ir::Arch a) { return syscalls::ScmpArchToken(a) == native; });
+  if (!keep_native) seccomp_arch_remove(ctx, native);
+  return Status::Ok();
+}
+
+Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing) {
+  const uint32_t default_action = ToScmpAction(rules.default_action, routing);
+  for (const ir::SyscallRule& rule : rules.rules) {
+    const uint32_t action = ToScmpAction(rule.action, routing);
+    // After routing, a supervised rule may share the (routed) default's
+    // kernel action; libseccomp rejects that with -EACCES and the rule is
+    // redundant in the BPF anyway (the sidecar still lists it).
+    if (action == default_action) continue;
+    const int nr = seccomp_syscall_resolve_name(rule.name.c_str());
+    if (nr == __NR_SCMP_ERROR) return InvalidArgumentError("syscall unknown to libseccomp: " + rule.name);
+    std::vector<scmp_arg_cmp> conditions;
+    for (const ir::ArgCondition& c : rule.conditions) conditions.push_back(ToScmpCondition(c));
+    const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(conditions.size()),
+                                          conditions.data());
+    if (rc < 0) {
+      return InternalError("libseccomp refused the rule for " + rule.name + ": " + std::strerror(-rc));
+    }
+  }
+  return Status::Ok();
+}
+
+struct Built {
+  std::string bpf;
+  std::string pfc;
+  BpfPathStats stats;
+};
+
+Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting routing, int level) {
+  Context ctx(seccomp_init(ToScmpAction(rules.default_action, routing)));
+  if (!ctx) return InternalError("seccomp_init failed");
+  // Foreign architectures (and, for x86_64, numbers with the x32 bit, see
+  // libseccomp src/gen_bpf.c _gen_bpf_arch) get this action: set it
+  // explicitly instead of trusting the library default.
+  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0 ||
+      seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, static_cast<uint32_t>(level)) < 0) {
+    return InternalError("setting libseccomp filter attributes failed");
+  }
+  // The child is single-threaded when it loads the filter: no TSYNC needed.
+  COCOON_RETURN_IF_ERROR(SetArchitectures(ctx.get(), rules.architectures));
+  COCOON_RETURN_IF_ERROR(AddRules(ctx.get(), rules, routing));
+  Built built;
+  COCOON_ASSIGN_OR_RETURN(built.bpf, ExportToString(ctx.get(), seccomp_export_bpf, "cocoon-seccomp-bpf"));
+  COCOON_ASSIGN_OR_RETURN(built.pfc, ExportToString(ctx.get(), seccomp_export_pfc, "cocoon-seccomp-pfc"));
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, ParseBpf(built.bpf));
+  COCOON_RETURN_IF_ERROR(ValidateBpf(program).WithContext("libseccomp emitted an invalid program"));
+  // Never fail open: whatever the rules, the program's last word is a deny.
+  const sock_filter& last = program.back();
+  const uint32_t last_action = last.k & SECCOMP_RET_ACTION_FULL;
+  if (BPF_RVAL(last.code) != BPF_K || last_action == SECCOMP_RET_ALLOW || last_action == SECCOMP_RET_LOG) {
+    return InternalError("seccomp program does not end in a deny");
+  }
+  COCOON_RETURN_IF_ERROR(VerifyBpfAgainstRules(program, rules, ExpectedRet,
+                                               routing == SupervisedRouting::kRouteToNotify));
+  built.stats = AnalyzeBpf(program);
+  return built;
+}
+
+bool Permissive(const ir::Action& action) {
+  return action.kind == ActionKind::kAllow || action.kind == ActionKind::kLog;
+}
+
+}  // namespace
+
+Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
+                                                 const SeccompFilterOptions& options) {
+  if (!rules.errors.empty()) return InvalidArgumentError(rules.errors.front());
+  if (Permissive(rules.default_action) && options.default_allowance != DefaultAllowance::kPolicyExplicit) {
+    return FailedPreconditionError(
+        "refusing to emit a seccomp filter whose default action allows: the policy must say `default allow` "
+        "itself");
+  }
+  CompiledSeccompFilter out;
+  std::optional<Built> linear, tree;
+  Status linear_status, tree_status;
+  if (options.optimization != TreeOptimization::kBinaryTree) {
+    Result<Built> built = BuildAtLevel(rules, options.routing, 1);
+    if (built.ok()) linear = std::move(built).value();
+    else linear_status = built.status();
+  }
+  if (options.optimization != TreeOptimization::kLinear) {
+    Result<Built> built = BuildAtLevel(rules, options.routing, 2);
+    if (built.ok()) tree = std::move(built).value();
+    else tree_status = built.status();
+  }
+  // A layout that failed verification is dropped; with none left, refuse.
+  if (!linear && !tree) return linear_status.ok() ? tree_status : linear_status;
+  if (linear) out.linear_stats = linear->stats;
+  if (tree) out.binary_tree_stats = tree->stats;
+  // Prefer the tree only when it shortens the worst case for an allowed call.
+  const bool use_tree = tree && (!linear || tree->stats.worst_case_allow < linear->stats.worst_case_allow);
+  Built& chosen = use_tree ? *tree : *linear;
+  out.optimize_level = use_tree ? 2 : 1;
+  out.bpf = std::move(chosen.bpf);
+  out.pfc = std::move(chosen.pfc);
+  out.stats = chosen.stats;
+  out.needs_listener = options.routing == SupervisedRouting::kRouteToNotify &&
+                       (IsSupervised(rules.default_action.kind) ||
+                        std::any_of(rules.rules.begin(), rules.rules.end(),
+                                    [](const ir::SyscallRule& r) { return IsSupervised(r.action.kind); }));
+  if (options.routing == SupervisedRouting::kNative) {
+    out.needs_listener = rules.default_action.kind == ActionKind::kNotify ||
+                         std::any_of(rules.rules.begin(), rules.rules.end(), [](const ir::SyscallRule& r) {
+                           return r.action.kind == ActionKind::kNotify;
+                         });
+  }
+  return out;
+}
+
+Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
+  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls);
+  SeccompFilterOptions options;
+  options.default_allowance = policy.syscalls.default_explicitly_allows ? DefaultAllowance::kPolicyExplicit
+                                                                        : DefaultAllowance::kRefuse;
+  COCOON_ASSIGN_OR_RETURN(CompiledSeccompFilter filter, BuildSeccompFilter(rules, options));
+  std::vector<Artifact> out;
+  out.push_back(MakeArtifact("linux", "linux.seccomp.bpf", "application/vnd.cocoon.seccomp-bpf", filter.bpf));
+  out.back().warnings = rules.warnings;
+  out.push_back(MakeArtifact("linux", "linux.seccomp.txt", "text/plain", filter.pfc));
+  out.push_back(MakeArtifact("linux", "linux.seccomp.json", "application/json",
+                             SeccompSidecarJson(rules, filter, options.routing)));
+  return out;
+}
+
+}  // namespace cocoon::backends

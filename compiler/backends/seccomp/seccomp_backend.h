@@ -1,0 +1,94 @@
+// The Linux seccomp back end: effective rules -> libseccomp -> classic BPF.
+//
+// CompileSeccomp (declared in compiler/backends/artifact.h) emits:
+//  - linux.seccomp.bpf  raw struct sock_filter array, host byte order, ready
+//                       for seccomp(SECCOMP_SET_MODE_FILTER) / prctl;
+//  - linux.seccomp.txt  libseccomp's pseudo filter code (PFC), for review;
+//  - linux.seccomp.json the sidecar the enforcer reads (format below).
+//
+// Supervised actions. In linux.seccomp.bpf every rule (and the default) whose
+// action is log, notify or kill returns SECCOMP_RET_USER_NOTIF instead, so the
+// enforcer's supervisor receives the syscall number and arguments and can
+// record them before acting. The enforcer must then load the filter with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER (json "needs_listener") and answer each
+// notification as the matching json entry says:
+//    "log"    -> record, respond SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+//    "kill"   -> record, kill the sandbox (TerminationReason kSeccompKill);
+//    "notify" -> record, then the supervisor's decision (deny if unsure).
+// Fail-closed: without a listener the kernel answers USER_NOTIF with ENOSYS,
+// so nothing routed this way ever runs unsupervised. errno and trap actions
+// and the foreign-architecture kill stay in the kernel.
+//
+// linux.seccomp.json:
+// {
+//   "format": "cocoon.seccomp.v1",
+//   "architectures": ["x86_64", ...],          // the filter's arches
+//   "bad_arch_action": "kill_process",         // foreign arch, x32 bit, int 0x80
+//   "default_action": {"action": "errno", "errno": 38},   // as in the policy
+//   "default_supervised": false,               // default routed to USER_NOTIF
+//   "needs_listener": true,                    // load with NEW_LISTENER
+//   "supervised": [                            // disjoint; first match wins
+//     {"syscall": "ptrace", "action": "kill",  // "log" | "notify" | "kill"
+//      "numbers": {"x86_64": 101},             // per arch; absent if unknown
+//      "conditions": [{"arg": 0, "op": "masked_eq", "value": 8, "mask": 8}]}
+//   ],                                         // op: eq ne lt le gt ge masked_eq
+//   "stats": {"instructions": 123, "worst_case_allow": 14,
+//             "worst_case_any": 20, "optimize": 2,
+//             "linear": {...same 3 fields}, "binary_tree": {...}},
+//   "rules": 150, "warnings": ["policy reopens bpf"]
+// }
+// A notification that no "supervised" entry matches (same arch number, all
+// conditions true on the 64-bit args) gets "default_action".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/backends/artifact.h"
+#include "compiler/backends/seccomp/bpf_evaluator.h"
+#include "compiler/backends/seccomp/effective_rules.h"
+#include "compiler/common/status.h"
+
+namespace cocoon::backends {
+
+enum class SupervisedRouting {
+  kRouteToNotify,  // log/notify/kill -> SECCOMP_RET_USER_NOTIF (what CompileSeccomp emits)
+  kNative,         // SECCOMP_RET_LOG / USER_NOTIF / KILL_PROCESS as written
+};
+
+enum class TreeOptimization {
+  kAuto,        // build both, keep the shorter worst case for an allowed syscall
+  kLinear,      // SCMP_FLTATR_CTL_OPTIMIZE = 1 (priority-ordered if-chain)
+  kBinaryTree,  // SCMP_FLTATR_CTL_OPTIMIZE = 2
+};
+
+enum class DefaultAllowance {
+  kRefuse,          // a permissive default is an error (fail closed)
+  kPolicyExplicit,  // the policy wrote `default allow` itself
+};
+
+struct SeccompFilterOptions {
+  SupervisedRouting routing = SupervisedRouting::kRouteToNotify;
+  TreeOptimization optimization = TreeOptimization::kAuto;
+  DefaultAllowance default_allowance = DefaultAllowance::kRefuse;
+};
+
+struct CompiledSeccompFilter {
+  std::string bpf;           // raw sock_filter bytes
+  std::string pfc;           // libseccomp PFC of the same rules
+  BpfPathStats stats;        // of `bpf`
+  int optimize_level = 1;    // the SCMP_FLTATR_CTL_OPTIMIZE value used
+  BpfPathStats linear_stats;       // level 1 (when built)
+  BpfPathStats binary_tree_stats;  // level 2 (when built)
+  bool needs_listener = false;
+};
+
+// The libseccomp step, usable on its own (bench, tests, fuzzer).
+Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
+                                                 const SeccompFilterOptions& options);
+
+// The json sidecar described above.
+std::string SeccompSidecarJson(const EffectiveSyscalls& rules, const CompiledSeccompFilter& filter,
+                               SupervisedRouting routing);
+
+}  // namespace cocoon::backends

@@ -1,0 +1,27 @@
+// Translation validation: checks a BPF program from libseccomp against the
+// effective rules it was built from, by running the userspace evaluator on
+// the boundary values of every condition.
+//
+// Why: libseccomp 2.5.4 miscompiles some rule sets. Found by
+// tests/backends/seccomp's random differential test: for read() with rules
+// {a0 <= 2 && (a1 & 0xff) == 0xff -> notify} and {a0 > 0x100000000 -> allow},
+// the generated code falls from the first chain (after loading a1 into the
+// accumulator) into the second chain's "a0.hi32 > 1" test, which assumes the
+// accumulator still holds a0.hi32, so read(0, 2, ...) is allowed. The PFC
+// dump is right; the BPF is not. Cocoon never emits a program it has not
+// checked this way.
+#pragma once
+
+#include "compiler/backends/seccomp/bpf_evaluator.h"
+#include "compiler/backends/seccomp/effective_rules.h"
+#include "compiler/common/status.h"
+
+namespace cocoon::backends {
+
+// `expected_ret(action)` maps an IR action to the SECCOMP_RET_* value the
+// program should return (routing applied). Checks x86_64 only (the arch the
+// enforcer runs); returns the first disagreement as an error.
+Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
+                             uint32_t (*expected_ret)(const ir::Action&, bool routed), bool routed);
+
+}  // namespace cocoon::backends

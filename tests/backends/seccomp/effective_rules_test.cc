@@ -1,0 +1,126 @@
+#include "compiler/backends/seccomp/effective_rules.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "compiler/backends/seccomp/rule_algebra.h"
+#include "tests/backends/seccomp/test_policies.h"
+
+namespace cocoon::backends {
+namespace {
+
+using namespace cocoon::backends::testing;  // NOLINT
+
+std::vector<ir::SyscallRule> RulesFor(const EffectiveSyscalls& e, const std::string& name) {
+  std::vector<ir::SyscallRule> out;
+  std::copy_if(e.rules.begin(), e.rules.end(), std::back_inserter(out),
+               [&](const ir::SyscallRule& r) { return r.name == name; });
+  return out;
+}
+
+bool HasWarning(const EffectiveSyscalls& e, const std::string& text) {
+  return std::any_of(e.warnings.begin(), e.warnings.end(),
+                     [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+TEST(EffectiveRules, PrologueDeniesWithoutAPolicyRule) {
+  ir::Syscalls s;  // default errno ENOSYS, no rules
+  EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
+  EXPECT_TRUE(e.errors.empty());
+  for (const char* name : {"bpf", "setns", "keyctl", "io_uring_setup", "userfaultfd", "open_by_handle_at"}) {
+    auto rules = RulesFor(e, name);
+    ASSERT_EQ(rules.size(), 1u) << name;
+    EXPECT_EQ(rules[0].action, Errno(EPERM));
+    EXPECT_EQ(rules[0].group, "prologue");
+  }
+  // clone3's ENOSYS equals the default: no rule needed (libseccomp rejects it).
+  EXPECT_TRUE(RulesFor(e, "clone3").empty());
+}
+
+TEST(EffectiveRules, NamedAllowReopensWithWarning) {
+  ir::Syscalls s;
+  AddRule(s, "bpf", Allow());
+  EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
+  auto rules = RulesFor(e, "bpf");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0].action, Allow());
+  EXPECT_TRUE(HasWarning(e, "policy reopens bpf"));
+}
+
+TEST(EffectiveRules, ReopenedListIsHonoured) {
+  ir::Syscalls s;
+  AddGroup(s, "@keyring", Allow());
+  s.reopened = {"keyctl"};
+  EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
+  EXPECT_EQ(RulesFor(e, "keyctl")[0].action, Allow());
+  EXPECT_EQ(RulesFor(e, "add_key")[0].action, Errno(EPERM));  // via a group only: stays denied
+  EXPECT_TRUE(HasWarning(e, "add_key through @keyring"));
+}
+
+TEST(EffectiveRules, UnconditionalAllowKeepsCloneGuard) {
+  ir::Syscalls s;
+  AddRule(s, "clone", Allow());
+  EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
+  auto rules = RulesFor(e, "clone");
+  // 7 EPERM rules (one per CLONE_NEW* bit) + one allow for (flags & mask) == 0.
+  ASSERT_EQ(rules.size(), 8u);
+  int allows = 0;
+  for (const auto& r : rules) {
+    if (r.action == Allow()) {
+      ++allows;
+      ASSERT_EQ(r.conditions.size(), 1u);
+      EXPECT_EQ(r.conditions[0].op, ir::CompareOp::kMaskedEq);
+      EXPECT_EQ(r.conditions[0].mask, 0x7E020000u);
+      EXPECT_EQ(r.conditions[0].value, 0u);
+    }
+  }
+  EXPECT_EQ(allows, 1);
+}
+
+TEST(EffectiveRules, KillBeatsPrologueErrno) {
+  ir::Syscalls s;
+  AddGroup(s, "@module", Kill());
+  EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
+  EXPECT_EQ(RulesFor(e, "init_module")[0].action, Kill());
+  EXPECT_EQ(RulesFor(e, "init_module").size(), 1u);
+}
+
+TEST(EffectiveRules, UnrepresentableIsAnError) {
+  ir::Syscalls s;
+  AddRule(s, "read", Allow(), {{0, ir::CompareOp::kGt, 2, 0}, {0, ir::CompareOp::kLt, 9, 0}});
+  EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
+  ASSERT_FALSE(e.errors.empty());
+  EXPECT_NE(e.errors[0].find("read"), std::string::npos);
+}
+
+TEST(EffectiveRules, SortedAndDeterministic) {
+  ir::Syscalls s = StrictSyscalls();
+  EffectiveSyscalls a = ComputeEffectiveSyscalls(s);
+  std::reverse(s.rules.begin(), s.rules.end());
+  EffectiveSyscalls b = ComputeEffectiveSyscalls(s);
+  EXPECT_EQ(a.rules, b.rules);
+  for (size_t i = 1; i < a.rules.size(); ++i) EXPECT_LE(a.rules[i - 1].name, a.rules[i].name);
+  for (const auto& r : a.rules) EXPECT_NE(r.action, s.default_action) << r.name;
+}
+
+TEST(RuleAlgebra, MergeAndNegate) {
+  using ir::CompareOp;
+  auto m = MergeSameArg({0, CompareOp::kGe, 5, 0}, {0, CompareOp::kGe, 9, 0});
+  ASSERT_EQ(m.outcome, MergeOutcome::kMerged);
+  EXPECT_EQ(m.condition->value, 9u);
+  EXPECT_EQ(MergeSameArg({0, CompareOp::kEq, 5, 0}, {0, CompareOp::kLt, 5, 0}).outcome, MergeOutcome::kEmpty);
+  EXPECT_EQ(MergeSameArg({0, CompareOp::kMaskedEq, 1, 1}, {0, CompareOp::kMaskedEq, 0, 1}).outcome,
+            MergeOutcome::kEmpty);
+  auto masked = MergeSameArg({0, CompareOp::kMaskedEq, 1, 1}, {0, CompareOp::kMaskedEq, 0, 2});
+  EXPECT_EQ(masked.condition->mask, 3u);
+  EXPECT_EQ(Negate({0, CompareOp::kMaskedEq, 0, 0x30}).size(), 2u);
+  auto rest = Subtract({}, {{0, CompareOp::kEq, 1, 0}});
+  ASSERT_TRUE(rest);
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_EQ((*rest)[0][0].op, CompareOp::kNe);
+}
+
+}  // namespace
+}  // namespace cocoon::backends
