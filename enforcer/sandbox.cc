@@ -157,6 +157,11 @@ Status Sandbox::Impl::PrepareAll() {
     staging_options.mode = plan.work_mode;
     staging_options.quota_bytes = limit_plan.disk_tmpfs_bytes != 0 ? limit_plan.disk_tmpfs_bytes : plan.work_quota_bytes;
     staging_options.copies = copies;
+    if (id_maps.caller_is_root) {
+      // The sandbox runs as host 65534 (userns.h): its work dir must be its own.
+      staging_options.sandbox_host_uid = kRootSandboxHostUid;
+      staging_options.sandbox_host_gid = kRootSandboxHostGid;
+    }
     if (id_maps.caller_is_root) {  // the sandbox user is a mapped unprivileged uid: give it the work dir
       staging_options.sandbox_host_uid = id_maps.sandbox_host_uid;
       staging_options.sandbox_host_gid = kRootSandboxHostGid;

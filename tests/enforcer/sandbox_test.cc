@@ -281,3 +281,63 @@ TEST(SandboxTest, MeasuresCpuAndMemory) {
 
 }  // namespace
 }  // namespace cocoon::enforcer
+
+namespace cocoon::enforcer {
+namespace {
+
+class WorkDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/cocoon-workdir-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    chmod(dir_.c_str(), 0755);
+    int fd = open((dir_ + "/input.txt").c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "in\n", 3), 3);
+    close(fd);
+  }
+  void TearDown() override { ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0); }
+  std::string dir_;
+};
+
+TEST_F(WorkDirTest, StagedResultsAreCommittedAndEscapesLeftOut) {
+  SandboxRequest request = testing::MakeRequest(
+      testing::TestPolicy(),
+      {"/bin/sh", "-c", "cat input.txt; echo out > result.txt; ln -s /etc/passwd escape; ln -s result.txt ok"});
+  request.work_host_dir = dir_;
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  EXPECT_EQ(outcome->stdout_data, "in\n");
+  EXPECT_TRUE(outcome->committed);
+  EXPECT_FALSE(outcome->breakout_clean);
+  ASSERT_EQ(outcome->breakout_findings.size(), 1u);
+  EXPECT_EQ(outcome->breakout_findings[0].path, "escape");
+  struct stat st;
+  EXPECT_EQ(stat((dir_ + "/result.txt").c_str(), &st), 0);
+  EXPECT_NE(lstat((dir_ + "/escape").c_str(), &st), 0) << "the escaping link never reaches the host";
+  EXPECT_EQ(lstat((dir_ + "/ok").c_str(), &st), 0);
+}
+
+TEST_F(WorkDirTest, TimedOutRunCommitsNothing) {
+  ir::Policy policy = testing::TestPolicy();
+  policy.limits.wall_time_ms = {true, 500, ir::Enforcement::kRequired};
+  SandboxRequest request = testing::MakeRequest(policy, {"/bin/sh", "-c", "echo partial > result.txt; sleep 100"});
+  request.work_host_dir = dir_;
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_TRUE(outcome->timed_out);
+  EXPECT_FALSE(outcome->committed);
+  struct stat st;
+  EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0);
+}
+
+TEST_F(WorkDirTest, MissingWorkDirIsRefused) {
+  SandboxRequest request = testing::MakeRequest(testing::TestPolicy(), {"/bin/true"});
+  request.work_host_dir = dir_ + "/does-not-exist";
+  EXPECT_FALSE(RunSandbox(std::move(request)).ok());
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer
