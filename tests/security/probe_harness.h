@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@ namespace cocoon::security_test {
 
 enum class RunAs { kRoot, kUser };
 const char* RunAsName(RunAs run_as);
+inline void PrintTo(RunAs run_as, std::ostream* os) { *os << RunAsName(run_as); }
 
 // The unprivileged account the suite runs cocoon as. When the harness runs as
 // root it is `cocoon-probe`, created with useradd if missing; when the
