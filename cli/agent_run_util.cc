@@ -1,0 +1,398 @@
+#include "cli/agent_run_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include "cli/host_probe_util.h"
+#include "cli/runtime_util.h"
+#include "compiler/common/digest.h"
+#include "compiler/frontend/frontend.h"
+#include "enforcer/artifact_cache.h"
+
+namespace cocoon::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Base {
+  std::string import_path;  // absolute path of the file that defines the base profile
+  ir::Policy policy;
+};
+
+Result<ir::Policy> CompileFile(const std::string& path, const std::string& profile) {
+  frontend::FrontendOptions options;
+  Diagnostics diagnostics(options.diagnostics);
+  auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
+  if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check");
+  return *policy;
+}
+
+Result<std::string> FindStrict() {
+  for (const std::string& dir : frontend::DefaultSearchPaths()) {
+    std::error_code ec;
+    std::string path = (fs::path(dir) / "strict.cocoon").string();
+    if (fs::is_regular_file(path, ec)) return path;
+  }
+  return NotFoundError("strict.cocoon not found in the policy search path; set COCOON_POLICY_PATH");
+}
+
+Result<Base> ResolveBase(const QuickPolicyOptions& options) {
+  Base base;
+  std::string profile = options.profile;
+  if (!options.policy_file.empty()) {
+    std::error_code ec;
+    base.import_path = fs::absolute(options.policy_file, ec).lexically_normal().string();
+  } else if (!options.runtime.empty()) {
+    auto preset = RuntimePresetPath(options.runtime);
+    if (!preset) {
+      std::string names;
+      for (const auto& n : RuntimePresetNames()) names += (names.empty() ? "" : ", ") + n;
+      return InvalidArgumentError("unknown runtime '" + options.runtime + "'; presets: " + names);
+    }
+    base.import_path = fs::absolute(*preset).lexically_normal().string();
+    profile = options.runtime;
+  } else {
+    COCOON_ASSIGN_OR_RETURN(base.import_path, FindStrict());
+    profile = "strict";
+  }
+  COCOON_ASSIGN_OR_RETURN(base.policy, CompileFile(base.import_path, profile));
+  return base;
+}
+
+std::string Bytes(uint64_t n) { return std::to_string(n) + "B"; }
+std::string Millis(uint64_t n) { return std::to_string(n) + "ms"; }
+
+// One limit flag against the base: tighten silently, open with an override
+// (cocoon run) or clamp to the base (MCP). Returns the value to write, if any.
+std::optional<uint64_t> ResolveLimit(const char* name, const char* flag, std::optional<uint64_t> requested,
+                                     const ir::Limit& base, OpeningPolicy openings, QuickPolicy& out,
+                                     std::set<std::string>& relaxes) {
+  if (!requested) return std::nullopt;
+  if (!base.set || *requested <= base.value) return requested;
+  if (openings == OpeningPolicy::kClampToBase) {
+    out.notes.push_back(std::string(name) + " " + std::to_string(*requested) + " clamped to the policy's " +
+                        std::to_string(base.value));
+    return base.value;
+  }
+  relaxes.insert("limits");
+  out.overrides.push_back("limits." + std::string(name) + ": " + std::to_string(base.value) + " -> " +
+                          std::to_string(*requested) + " (" + flag + ")");
+  return requested;
+}
+
+bool IsForbiddenBind(const std::string& path) {
+  static const char* kForbidden[] = {"/", "/proc", "/sys", "/dev", "/run", "/boot", "/root", "/etc"};
+  for (const char* f : kForbidden) {
+    if (path == f) return true;
+  }
+  return path.rfind("/proc/", 0) == 0 || path.rfind("/sys/", 0) == 0 || path.rfind("/dev/", 0) == 0;
+}
+
+Result<std::string> CanonicalHostPath(const std::string& path, const char* flag) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  if (ec) return NotFoundError(std::string(flag) + " " + path + ": " + ec.message());
+  std::string s = canonical.string();
+  if (IsForbiddenBind(s)) {
+    return InvalidArgumentError(std::string(flag) + " " + s + ": refusing to expose this host path to a sandbox");
+  }
+  return s;
+}
+
+void RenderRuntime(const ir::Runtime& r, std::string& text) {
+  text += "  runtime " + r.name + " {\n    interpreter";
+  for (const auto& i : r.interpreters) text += " " + QuotePolicyString(i);
+  text += "\n";
+  if (!r.flags.empty()) {
+    text += "    flags";
+    for (const auto& f : r.flags) text += " " + QuotePolicyString(f);
+    text += "\n";
+  }
+  if (!r.code_flag.empty()) text += "    code_flag " + QuotePolicyString(r.code_flag) + "\n";
+  if (!r.file_extension.empty()) text += "    extension " + QuotePolicyString(r.file_extension) + "\n";
+  if (!r.version_args.empty()) {
+    text += "    version_args";
+    for (const auto& v : r.version_args) text += " " + QuotePolicyString(v);
+    text += "\n";
+  }
+  text += "  }\n";
+}
+
+bool BaseHasEnv(const ir::Policy& p, const std::string& name) {
+  return std::any_of(p.environment.set.begin(), p.environment.set.end(),
+                     [&](const ir::EnvVar& v) { return v.name == name; });
+}
+
+bool BaseHasMount(const ir::Policy& p, const std::string& target) {
+  return std::any_of(p.filesystem.mounts.begin(), p.filesystem.mounts.end(),
+                     [&](const ir::Mount& m) { return m.target == target; });
+}
+
+}  // namespace
+
+std::string QuotePolicyString(const std::string& value) {
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Result<uint64_t> ParseMegabytes(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 12) return InvalidArgumentError("'" + text + "' is not a size (e.g. 256 or 1GiB)");
+  uint64_t n = std::stoull(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  uint64_t factor = 0;
+  if (unit.empty() || unit == "M" || unit == "MB" || unit == "MiB" || unit == "m") factor = 1ull << 20;
+  else if (unit == "G" || unit == "GB" || unit == "GiB" || unit == "g") factor = 1ull << 30;
+  else if (unit == "K" || unit == "KB" || unit == "KiB" || unit == "k") factor = 1ull << 10;
+  if (factor == 0 || n == 0) return InvalidArgumentError("'" + text + "' is not a positive size in MiB, or with K/M/G");
+  return n * factor;
+}
+
+Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
+  COCOON_ASSIGN_OR_RETURN(Base base, ResolveBase(options));
+  QuickPolicy out;
+  out.base_profile = base.policy.name;
+  out.runtime = base.policy.runtime;
+  std::set<std::string> relaxes;
+  std::string body;
+
+  // A runtime on top of an explicit --policy: bring the preset's runtime
+  // block, environment and extra read-only paths into the generated profile;
+  // the limits stay the --policy file's.
+  std::optional<ir::Policy> preset;
+  if (!options.policy_file.empty() && !options.runtime.empty()) {
+    Diagnostics diagnostics;
+    preset = LoadRuntimePreset(options.runtime, diagnostics);
+    if (!preset) return InvalidArgumentError(diagnostics.Render());
+    out.runtime = preset->runtime;
+    RenderRuntime(*preset->runtime, body);
+  }
+
+  const ir::Limits& limits = base.policy.limits;
+  std::string limit_text;
+  auto add_limit = [&](const char* key, std::optional<uint64_t> value, bool time) {
+    if (value) limit_text += std::string("    ") + key + " " + (time ? Millis(*value) : Bytes(*value)) + "\n";
+  };
+  auto timeout = ResolveLimit("wall_time", "--timeout", options.timeout_ms, limits.wall_time_ms, options.openings, out, relaxes);
+  add_limit("wall_time", timeout, true);
+  // A longer wall time is useless if the CPU-time limit still kills at the
+  // base's value, so cpu_time follows --timeout (never above it).
+  if (timeout && (!limits.cpu_time_ms.set || limits.cpu_time_ms.value != *timeout)) {
+    uint64_t cpu = limits.cpu_time_ms.set && *timeout > limits.cpu_time_ms.value &&
+                           options.openings == OpeningPolicy::kClampToBase
+                       ? limits.cpu_time_ms.value
+                       : *timeout;
+    add_limit("cpu_time", cpu, true);
+  }
+  std::optional<uint64_t> memory = options.memory_bytes;
+  if (memory) {
+    std::string note;
+    memory = ClampMemoryRequest(*memory, &note);
+    if (!note.empty()) out.notes.push_back(note);
+  }
+  add_limit("memory", ResolveLimit("memory", "--mem", memory, limits.memory_bytes, options.openings, out, relaxes), false);
+  add_limit("disk", ResolveLimit("disk", "--disk", options.disk_bytes, limits.disk_bytes, options.openings, out, relaxes), false);
+  if (auto procs = ResolveLimit("processes", "--max-procs", options.processes, limits.processes, options.openings, out, relaxes)) {
+    limit_text += "    processes " + std::to_string(*procs) + "\n";
+  }
+
+  if (options.network == NetworkFlag::kAllow && base.policy.network.mode != ir::NetworkMode::kOn) {
+    if (options.openings == OpeningPolicy::kClampToBase) {
+      out.notes.push_back("network stays as the policy says");
+    } else {
+      relaxes.insert("network");
+      out.overrides.push_back("network: off -> on (--allow-network)");
+      body += "  network on\n";
+    }
+  }
+
+  std::string fs_text;
+  std::vector<std::string> ro;
+  for (const std::string& path : options.readonly_paths) {
+    COCOON_ASSIGN_OR_RETURN(std::string canonical, CanonicalHostPath(path, "--ro"));
+    ro.push_back(canonical);
+  }
+  out.cwd = base.policy.cwd;
+  if (options.cwd_mount == CwdMount::kReadOnly && options.readonly_paths.empty()) {
+    std::error_code ec;
+    std::string cwd = fs::current_path(ec).string();
+    if (!ec && !IsForbiddenBind(cwd)) {
+      ro.push_back(cwd);
+      if (!options.has_work_dir) out.cwd = cwd;
+    } else {
+      out.notes.push_back("the current directory " + cwd + " is not mounted (a system path)");
+    }
+  }
+  if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;
+  for (const std::string& path : ro) {
+    if (BaseHasMount(base.policy, path)) continue;
+    fs_text += "    readonly " + QuotePolicyString(path) + "\n";
+    out.overrides.push_back("filesystem.readonly: " + path + " (--ro" + (options.readonly_paths.empty() ? ", the current directory" : "") + ")");
+    relaxes.insert("filesystem");
+  }
+  for (const auto& [host, target] : options.readonly_binds) {
+    fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(target) + "\n";
+    relaxes.insert("filesystem");
+  }
+  if (preset) {
+    for (const ir::Mount& m : preset->filesystem.mounts) {
+      if (m.kind != ir::MountKind::kReadOnly || BaseHasMount(base.policy, m.target)) continue;
+      fs_text += "    readonly optional " + QuotePolicyString(m.source) + " as " + QuotePolicyString(m.target) + "\n";
+      relaxes.insert("filesystem");
+    }
+  }
+  if (options.code && out.runtime && NeedsScriptFile(*out.runtime)) {
+    COCOON_ASSIGN_OR_RETURN(std::string host, WriteContentAddressed(*options.code, out.runtime->file_extension));
+    out.code_file = "/cocoon/main" + out.runtime->file_extension;
+    fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.code_file) + "\n";
+    relaxes.insert("filesystem");
+  }
+  if (options.stdin_data) {
+    COCOON_ASSIGN_OR_RETURN(std::string host, WriteContentAddressed(*options.stdin_data, ".stdin"));
+    out.stdin_file = "/cocoon/stdin";
+    fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.stdin_file) + "\n";
+    relaxes.insert("filesystem");
+  }
+  if (options.gpu == GpuFlag::kDeny) fs_text += "    devices { gpu off }\n";
+  if (!fs_text.empty()) body += "  filesystem {\n" + fs_text + "  }\n";
+  if (!limit_text.empty()) body += "  limits {\n" + limit_text + "  }\n";
+
+  std::string env_text;
+  if (preset) {
+    for (const ir::EnvVar& v : preset->environment.set) {
+      if (!BaseHasEnv(base.policy, v.name)) env_text += "    set " + v.name + " " + QuotePolicyString(v.value) + "\n";
+    }
+  }
+  for (const auto& [name, value] : options.env) {
+    bool valid_name = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                      std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!valid_name) return InvalidArgumentError("--env " + name + ": not a variable name");
+    if (value.find_first_of("\n\r") != std::string::npos) return InvalidArgumentError("--env " + name + ": newlines are not allowed");
+    env_text += "    set " + name + " " + QuotePolicyString(value) + "\n";
+  }
+  if (!env_text.empty()) {
+    body += "  environment {\n" + env_text + "  }\n";
+    relaxes.insert("environment");
+  }
+  if (out.cwd != base.policy.cwd) body += "  cwd " + QuotePolicyString(out.cwd) + "\n";
+
+  std::string header = "# Generated by cocoon from the command-line flags (see `cocoon run --explain`).\n"
+                       "import " + QuotePolicyString(base.import_path) + "\n\n"
+                       "profile " + out.profile + " extends " + out.base_profile + " {\n"
+                       "  description " + QuotePolicyString("cocoon run: " + out.base_profile + " + command-line flags") + "\n";
+  if (!relaxes.empty()) {
+    header += "  relaxes";
+    for (const auto& r : relaxes) header += " " + r;
+    header += "\n";
+  }
+  out.text = header + body + "}\n";
+  return out;
+}
+
+Result<PreparedRun> PrepareRun(RunSpec spec) {
+  std::string script;
+  if (!spec.script_path.empty()) {
+    COCOON_ASSIGN_OR_RETURN(script, CanonicalHostPath(spec.script_path, "script"));
+    spec.policy.readonly_binds.emplace_back(script, script);
+  }
+  PreparedRun run;
+  COCOON_ASSIGN_OR_RETURN(run.policy, BuildQuickPolicy(spec.policy));
+  const QuickPolicy& policy = run.policy;
+  if (spec.policy.code || !script.empty()) {
+    if (!policy.runtime) return InvalidArgumentError("code needs a runtime: pass -r NAME (see `cocoon run --list-runtimes`)");
+    auto interpreter = FindInterpreter(*policy.runtime);
+    if (!interpreter) {
+      std::string searched;
+      for (const auto& c : policy.runtime->interpreters) searched += (searched.empty() ? "" : ", ") + c;
+      return NotFoundError("runtime '" + policy.runtime->name + "' is not installed on this host (searched " + searched + ")");
+    }
+    if (!script.empty()) {
+      run.argv = RuntimeArgv(*policy.runtime, *interpreter, CodeDelivery::kScriptFile, "", script);
+      run.argv.insert(run.argv.end(), spec.script_args.begin(), spec.script_args.end());
+    } else {
+      CodeDelivery delivery = policy.code_file.empty() ? CodeDelivery::kInline : CodeDelivery::kScriptFile;
+      run.argv = RuntimeArgv(*policy.runtime, *interpreter, delivery, *spec.policy.code, policy.code_file);
+    }
+  } else {
+    if (spec.command.empty()) return InvalidArgumentError("nothing to run: give -r NAME with -c CODE or a script, or -- CMD...");
+    run.argv = spec.command;
+  }
+  if (!policy.stdin_file.empty()) {
+    // The enforcer gives the command /dev/null as stdin; a shell in the
+    // sandbox redirects the staged, read-only stdin file instead.
+    std::vector<std::string> wrapped = {"/bin/sh", "-c", "exec \"$0\" \"$@\" < " + policy.stdin_file};
+    wrapped.insert(wrapped.end(), run.argv.begin(), run.argv.end());
+    run.argv = std::move(wrapped);
+  }
+  return run;
+}
+
+Result<ir::Policy> CompileQuickPolicy(const QuickPolicy& policy, std::string* warnings) {
+  frontend::FrontendOptions options;
+  Diagnostics diagnostics(options.diagnostics);
+  auto compiled = frontend::CompilePolicyText("<cocoon run flags>", policy.text, policy.profile, options, diagnostics);
+  if (!compiled) {
+    return InvalidArgumentError(diagnostics.Render() + "the policy generated from the flags does not check:\n" + policy.text);
+  }
+  if (warnings && diagnostics.warning_count() > 0) *warnings = diagnostics.Render();
+  return *compiled;
+}
+
+Result<std::string> QuickDir() {
+  std::string cache = enforcer::ArtifactCache::DefaultDir();
+  if (cache.empty()) return FailedPreconditionError("no cache directory: set COCOON_CACHE_DIR");
+  std::string dir = cache + "/quick";
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
+  struct stat st{};
+  // The files here become policies: the directory must be ours and private.
+  if (lstat(dir.c_str(), &st) != 0) return ErrnoError("stat " + dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    return PermissionDeniedError(dir + " must be a directory owned by uid " + std::to_string(geteuid()) +
+                                 " with mode 0700");
+  }
+  return dir;
+}
+
+Result<std::string> WriteContentAddressed(const std::string& bytes, const std::string& suffix) {
+  COCOON_ASSIGN_OR_RETURN(std::string dir, QuickDir());
+  std::string path = dir + "/" + Sha256Hex(bytes) + suffix;
+  struct stat st{};
+  if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+      static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644) {
+    return path;
+  }
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  // 0644: code and stdin files are bound into the sandbox, whose user (65534
+  // inside its namespace) must read them. The 0700 directory keeps other host
+  // users out.
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return ErrnoError("create " + tmp);
+  bool ok = fchmod(fd, 0644) == 0 && write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+  int err = errno;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return ErrnoError("write " + path, ok ? errno : err);
+  }
+  return path;
+}
+
+Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy) {
+  COCOON_ASSIGN_OR_RETURN(std::string path, WriteContentAddressed(policy.text, ".cocoon"));
+  return LoadPolicyArtifacts(path, policy.profile);
+}
+
+}  // namespace cocoon::cli

@@ -1,0 +1,116 @@
+// The quick-flag path shared by `cocoon run`, `cocoon pipeline` and the MCP
+// tools: flags -> an in-memory policy TEXT that extends the base profile
+// (strict, a runtime preset, or --policy FILE) -> the normal front end ->
+// launch_util.h's LaunchSandboxed. There is no second way to build a sandbox:
+// the generated text is an ordinary .cocoon profile, compiled, checked and
+// cached like any other, and `--explain` prints exactly what will run.
+//
+// Flags may tighten freely. A flag that opens something the base forbids
+// (--allow-network, a larger --mem/--timeout/--disk/--max-procs, --ro, a
+// default read-only cwd) is written with a `relaxes` line and recorded as an
+// override, which the audit launch event carries. Callers that must never
+// open (the MCP server) ask for OpeningPolicy::kClampToBase instead.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/launch_util.h"
+#include "compiler/common/status.h"
+#include "compiler/ir/policy_ir.h"
+
+namespace cocoon::cli {
+
+enum class NetworkFlag { kAsPolicy, kAllow };
+enum class GpuFlag { kAsPolicy, kDeny };
+enum class CwdMount {
+  kReadOnly,  // bind the current directory read-only at its own path, and run there
+  kNone,
+};
+enum class OpeningPolicy {
+  kRecordOverride,  // cocoon run: a larger value opens the base, recorded as an override
+  kClampToBase,     // MCP: the base policy is the ceiling; larger requests are clamped
+};
+
+struct QuickPolicyOptions {
+  std::string policy_file;  // --policy FILE ("" = the runtime's preset, else strict)
+  std::string profile;      // --profile, for --policy files with several
+  std::string runtime;      // -r NAME (a policies/runtimes preset)
+  std::vector<std::string> readonly_paths;  // --ro: host paths, bound read-only at the same path
+  std::vector<std::pair<std::string, std::string>> readonly_binds;  // host path -> sandbox path (code files)
+  CwdMount cwd_mount = CwdMount::kNone;
+  bool has_work_dir = false;  // --work given: run in /work rather than the read-only cwd
+  std::string cwd_inside;     // run here instead (a path inside the sandbox), e.g. /work/sub
+  std::optional<uint64_t> timeout_ms;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> disk_bytes;
+  std::optional<uint64_t> processes;
+  NetworkFlag network = NetworkFlag::kAsPolicy;
+  GpuFlag gpu = GpuFlag::kAsPolicy;
+  std::vector<std::pair<std::string, std::string>> env;  // --env K=V
+  OpeningPolicy openings = OpeningPolicy::kRecordOverride;
+  // Code for the runtime. When the runtime takes no inline code (go, rust,
+  // java...) it is written to a private content-addressed file and bound
+  // read-only at /cocoon/main<ext>.
+  std::optional<std::string> code;
+  // Bytes for the command's stdin, bound read-only at /cocoon/stdin.
+  std::optional<std::string> stdin_data;
+};
+
+struct QuickPolicy {
+  std::string text;                    // the generated .cocoon text
+  std::string profile = "cocoon-run";  // the profile it defines
+  std::string base_profile;            // what it extends
+  std::vector<std::string> overrides;  // each opening, e.g. "network: off -> on (--allow-network)"
+  std::vector<std::string> notes;      // clamps and other adjustments
+  std::optional<ir::Runtime> runtime;  // the runtime block in effect (preset or base)
+  std::string cwd;                     // where the command runs inside the sandbox
+  std::string code_file;               // "/cocoon/main<ext>" when the code was staged as a file
+  std::string stdin_file;              // "/cocoon/stdin" when stdin data was staged
+};
+
+// Builds the text. Fails on bad flags or a base policy that does not compile
+// (the message carries the rendered diagnostics).
+Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options);
+
+// What to run: a runtime's code or script, or a plain command.
+struct RunSpec {
+  QuickPolicyOptions policy;
+  std::string script_path;                // host script file (with a runtime): bound read-only at its path
+  std::vector<std::string> script_args;
+  std::vector<std::string> command;       // without a runtime: the argv
+};
+
+struct PreparedRun {
+  QuickPolicy policy;
+  std::vector<std::string> argv;
+};
+
+// Builds the policy and the argv (interpreter found on the host, hermetic
+// flags, code inline or as a file, stdin redirected from /cocoon/stdin).
+Result<PreparedRun> PrepareRun(RunSpec spec);
+
+// Compiles the text through the front end: the resolved policy, for
+// `--explain`. Warnings other than the recorded openings are returned in *warnings.
+Result<ir::Policy> CompileQuickPolicy(const QuickPolicy& policy, std::string* warnings = nullptr);
+
+// Writes the text to a private, content-addressed file (so identical flags
+// hit the compiled-artifact cache) and loads its artifacts with
+// LoadPolicyArtifacts, the path `cocoon enforce` uses.
+Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy);
+
+// A private directory for generated policies and staged code files
+// (<artifact cache>/quick, mode 0700, owned by us).
+Result<std::string> QuickDir();
+// Writes `bytes` to QuickDir()/<sha256><suffix> (once; content-addressed).
+Result<std::string> WriteContentAddressed(const std::string& bytes, const std::string& suffix);
+
+// "1.5 GiB" style quantities in policy text: bytes as "<n>B", time as "<n>ms".
+std::string QuotePolicyString(const std::string& value);  // "..." with \ and " escaped
+
+// Parses "256", "256M", "256MiB", "1G" as MiB-default sizes for --mem/--disk.
+Result<uint64_t> ParseMegabytes(const std::string& text);
+
+}  // namespace cocoon::cli

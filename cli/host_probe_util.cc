@@ -1,0 +1,508 @@
+#include "cli/host_probe_util.h"
+
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "cli/runtime_util.h"
+#include "enforcer/landlock.h"
+#include "enforcer/limits/host_caps.h"
+
+namespace cocoon::cli {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+uint64_t MeminfoBytes(const std::string& meminfo, const std::string& key) {
+  size_t at = meminfo.find(key + ":");
+  if (at == std::string::npos) return 0;
+  return std::strtoull(meminfo.c_str() + at + key.size() + 1, nullptr, 10) * 1024;  // kB
+}
+
+// Our cgroup's memory limit: v2 memory.max, else v1 memory.limit_in_bytes
+// (v1 reports "no limit" as a huge page-rounded number).
+std::optional<uint64_t> CgroupMemoryLimit() {
+  auto host = enforcer::DetectHostCapabilities();
+  if (!host.ok()) return std::nullopt;
+  std::vector<std::string> files;
+  if (host->v2.mounted) files.push_back(host->v2.Dir() + "/memory.max");
+  if (host->v1_memory.mounted) files.push_back(host->v1_memory.Dir() + "/memory.limit_in_bytes");
+  for (const auto& file : files) {
+    std::string text = Trim(ReadFile(file));
+    if (text.empty() || text == "max") continue;
+    uint64_t value = std::strtoull(text.c_str(), nullptr, 10);
+    if (value > 0 && value < (1ull << 60)) return value;
+  }
+  return std::nullopt;
+}
+
+// Runs `probe` in a forked child; the child reports {step, errno} through a
+// pipe. A probe returns 0 on success or an errno, naming the failed step.
+struct ProbeResult {
+  int error = 0;
+  std::string step;
+};
+
+ProbeResult ProbeInChild(const std::function<int(const char** step)>& probe) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return {errno, "pipe2"};
+  pid_t pid = fork();
+  if (pid < 0) return {errno, "fork"};
+  if (pid == 0) {
+    close(fds[0]);
+    const char* step = "";
+    int err = probe(&step);
+    char buffer[160];
+    int len = snprintf(buffer, sizeof(buffer), "%d %s", err, step);
+    if (write(fds[1], buffer, static_cast<size_t>(len)) < 0) _exit(3);
+    _exit(0);
+  }
+  close(fds[1]);
+  char buffer[160] = {};
+  ssize_t n = read(fds[0], buffer, sizeof(buffer) - 1);
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (n <= 0) return {EIO, "probe child died"};
+  ProbeResult result;
+  char* rest = nullptr;
+  result.error = static_cast<int>(std::strtol(buffer, &rest, 10));
+  result.step = rest && *rest == ' ' ? rest + 1 : "";
+  return result;
+}
+
+bool WriteText(const char* path, const std::string& text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+// In the child: a new user namespace mapping our uid to root, plus `flags`.
+int EnterUserNamespace(int flags, const char** step) {
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  *step = "unshare(CLONE_NEWUSER)";
+  if (unshare(CLONE_NEWUSER | flags) != 0) return errno;
+  // user_namespaces(7): setgroups must be denied before an unprivileged gid_map.
+  *step = "write /proc/self/setgroups";
+  if (!WriteText("/proc/self/setgroups", "deny")) return errno;
+  *step = "write /proc/self/uid_map";
+  if (!WriteText("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1")) return errno;
+  *step = "write /proc/self/gid_map";
+  if (!WriteText("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1")) return errno;
+  return 0;
+}
+
+// Everything here happens inside the child's own mount namespace: the first
+// step makes every mount private, so nothing propagates back to the host.
+int ProbeMounts(const char** step) {
+  if (int err = EnterUserNamespace(CLONE_NEWNS, step)) return err;
+  *step = "make / private (MS_REC|MS_PRIVATE)";
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  *step = "mount tmpfs";
+  if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m") != 0) return errno;
+  mkdir("/tmp/bind", 0700);
+  *step = "bind mount /usr";
+  if (mount("/usr", "/tmp/bind", nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+  // mount(2): a read-only bind needs a second, remount call.
+  *step = "remount bind read-only";
+  if (mount(nullptr, "/tmp/bind", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0) {
+    return errno;
+  }
+  for (const char* dir : {"/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m"}) mkdir(dir, 0700);
+  *step = "mount overlay";
+  if (mount("overlay", "/tmp/m", "overlay", 0, "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w") != 0) return errno;
+  return 0;
+}
+
+int ProbeNamespaces(const char** step) {
+  return EnterUserNamespace(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
+                                CLONE_NEWCGROUP,
+                            step);
+}
+
+// Installs an allow-everything filter in the child: proves seccomp filter
+// mode works with no_new_privs (seccomp(2), SECCOMP_SET_MODE_FILTER).
+int ProbeSeccompFilter(const char** step) {
+  *step = "prctl(PR_SET_NO_NEW_PRIVS)";
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  sock_filter filter[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  sock_fprog program{1, filter};
+  *step = "seccomp(SECCOMP_SET_MODE_FILTER)";
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) return errno;
+  return 0;
+}
+
+bool SeccompActionAvailable(uint32_t action) {
+  return syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+}
+
+std::string Errno(const ProbeResult& r) { return r.step + ": " + std::strerror(r.error); }
+
+HostCheck Check(std::string name, CheckWeight weight) {
+  HostCheck check;
+  check.name = std::move(name);
+  check.weight = weight;
+  return check;
+}
+
+HostCheck CheckUserNamespaces() {
+  HostCheck check = Check("user namespaces", CheckWeight::kRequired);
+  ProbeResult r = ProbeInChild([](const char** step) { return EnterUserNamespace(0, step); });
+  if (r.error == 0) {
+    check.detail = "unshare(CLONE_NEWUSER) and uid/gid maps work";
+    return check;
+  }
+  check.status = CheckStatus::kFail;
+  check.detail = Errno(r);
+  std::string max = Trim(ReadFile("/proc/sys/user/max_user_namespaces"));
+  std::string debian = Trim(ReadFile("/proc/sys/kernel/unprivileged_userns_clone"));
+  std::string apparmor = Trim(ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"));
+  if (max == "0") check.fix = "sysctl -w user.max_user_namespaces=15000";
+  else if (debian == "0") check.fix = "sysctl -w kernel.unprivileged_userns_clone=1";
+  else if (apparmor == "1") check.fix = "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile for cocoon)";
+  else check.fix = "enable CONFIG_USER_NS, or run inside a container that allows unshare(CLONE_NEWUSER) (seccomp/AppArmor of the outer runtime)";
+  return check;
+}
+
+HostCheck CheckNamespaces() {
+  HostCheck check = Check("pid/net/uts/ipc/cgroup namespaces", CheckWeight::kRequired);
+  ProbeResult r = ProbeInChild(ProbeNamespaces);
+  if (r.error == 0) {
+    check.detail = "all can be created inside a user namespace";
+  } else {
+    check.status = CheckStatus::kFail;
+    check.detail = Errno(r);
+    check.fix = "enable CONFIG_PID_NS, CONFIG_NET_NS, CONFIG_UTS_NS, CONFIG_IPC_NS and CONFIG_CGROUPS";
+  }
+  return check;
+}
+
+HostCheck CheckMounts() {
+  HostCheck check = Check("unprivileged mount rules", CheckWeight::kRequired);
+  ProbeResult r = ProbeInChild(ProbeMounts);
+  if (r.error == 0) {
+    check.detail = "tmpfs, recursive bind, read-only remount and overlay work in a user+mount namespace";
+    return check;
+  }
+  if (r.step == "mount overlay") {
+    check.status = CheckStatus::kWarn;
+    check.weight = CheckWeight::kAdvisory;
+    check.detail = Errno(r) + " (staged work dirs fall back to copying)";
+    check.fix = "Linux >= 5.11 allows overlayfs in user namespaces";
+    return check;
+  }
+  check.status = CheckStatus::kFail;
+  check.detail = Errno(r);
+  check.fix = "the kernel or an outer sandbox forbids mounts in user namespaces; run on a host (or container) that allows them";
+  return check;
+}
+
+HostCheck CheckSeccomp() {
+  HostCheck check = Check("seccomp", CheckWeight::kRequired);
+  if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
+    check.status = CheckStatus::kFail;
+    check.detail = std::string("prctl(PR_GET_SECCOMP): ") + std::strerror(errno);
+    check.fix = "enable CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER";
+    return check;
+  }
+  ProbeResult r = ProbeInChild(ProbeSeccompFilter);
+  if (r.error != 0) {
+    check.status = CheckStatus::kFail;
+    check.detail = Errno(r);
+    check.fix = "enable CONFIG_SECCOMP_FILTER";
+    return check;
+  }
+  std::vector<std::string> missing;
+  if (!SeccompActionAvailable(SECCOMP_RET_KILL_PROCESS)) missing.push_back("KILL_PROCESS");
+  if (!SeccompActionAvailable(SECCOMP_RET_LOG)) missing.push_back("LOG");
+  if (!SeccompActionAvailable(SECCOMP_RET_USER_NOTIF)) missing.push_back("USER_NOTIF");
+  seccomp_notif_sizes sizes{};
+  bool notif = syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
+  check.detail = "filter mode with no_new_privs works";
+  if (missing.empty() && notif) {
+    check.detail += "; KILL_PROCESS, LOG and USER_NOTIF available";
+    return check;
+  }
+  check.status = CheckStatus::kWarn;
+  std::string list;
+  for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+  check.detail += "; missing actions: " + list;
+  check.fix = "Linux >= 5.0 for USER_NOTIF (policies using `log` or `notify` rules need it)";
+  return check;
+}
+
+HostCheck CheckLandlock() {
+  HostCheck check = Check("Landlock", CheckWeight::kAdvisory);
+  int abi = enforcer::LandlockAbi();
+  if (abi > 0) {
+    check.detail = "ABI " + std::to_string(abi) + (abi >= 6 ? " (with signal and abstract-socket scoping)" : "");
+    return check;
+  }
+  check.status = CheckStatus::kWarn;
+  check.detail = "not available (mount isolation still applies; Landlock is defence in depth)";
+  check.fix = "boot with lsm=landlock,... and CONFIG_SECURITY_LANDLOCK=y (Linux >= 5.13)";
+  return check;
+}
+
+HostCheck CheckCgroups() {
+  HostCheck check = Check("cgroups", CheckWeight::kAdvisory);
+  auto host = enforcer::DetectHostCapabilities();
+  if (!host.ok()) {
+    check.status = CheckStatus::kWarn;
+    check.detail = host.status().message();
+    check.fix = "mount /proc";
+    return check;
+  }
+  bool v2 = host->v2.writable && host->v2_memory && host->v2_pids;
+  bool v1 = host->v1_memory.writable && host->v1_pids.writable;
+  if (v2 || v1) {
+    check.detail = std::string(v2 ? "cgroup v2" : "cgroup v1") + " memory+pids delegated to us at " +
+                   (v2 ? host->v2.Dir() : host->v1_memory.Dir()) + (host->v1_memsw ? " (swap accounted)" : "");
+    return check;
+  }
+  check.status = CheckStatus::kWarn;
+  check.detail = "no writable cgroup with memory and pids controllers: memory and process limits fall back to rlimits";
+  check.fix = host->privilege == enforcer::Privilege::kRoot
+                  ? "mount the memory and pids controllers (v1) or enable them in cgroup.subtree_control (v2)"
+                  : "systemd-run --user --scope -p Delegate=yes cocoon ... (a delegated cgroup v2 subtree)";
+  return check;
+}
+
+HostCheck CheckFilesystems() {
+  HostCheck check = Check("tmpfs/overlay", CheckWeight::kRequired);
+  std::string filesystems = ReadFile("/proc/filesystems");
+  bool tmpfs = filesystems.find("\ttmpfs\n") != std::string::npos;
+  bool overlay = filesystems.find("\toverlay\n") != std::string::npos;
+  check.detail = std::string("tmpfs ") + (tmpfs ? "yes" : "no") + ", overlay " + (overlay ? "yes" : "no (module may autoload)");
+  if (!tmpfs) {
+    check.status = CheckStatus::kFail;
+    check.fix = "enable CONFIG_TMPFS (the sandbox root and /tmp are tmpfs)";
+  } else if (!overlay) {
+    check.status = CheckStatus::kWarn;
+    check.weight = CheckWeight::kAdvisory;
+    check.fix = "modprobe overlay (staged work dirs fall back to copying)";
+  }
+  return check;
+}
+
+HostCheck CheckKvm() {
+  HostCheck check = Check("/dev/kvm", CheckWeight::kAdvisory);
+  struct stat st{};
+  if (stat("/dev/kvm", &st) == 0 && S_ISCHR(st.st_mode)) {
+    check.detail = "present (only policies with `devices { kvm on }` get it)";
+  } else {
+    check.detail = "absent (only matters for policies with `devices { kvm on }`)";
+  }
+  return check;
+}
+
+std::vector<HostCheck> CheckRuntimes() {
+  std::vector<HostCheck> checks;
+  for (const RuntimeInfo& r : InspectRuntimes(false)) {
+    HostCheck check = Check("runtime " + r.name, CheckWeight::kAdvisory);
+    if (r.available) {
+      check.detail = r.path + (r.version.empty() ? "" : " (" + r.version + ")");
+    } else {
+      check.status = CheckStatus::kWarn;
+      std::string searched;
+      for (const auto& c : r.candidates) searched += (searched.empty() ? "" : ", ") + c;
+      check.detail = r.error.empty() ? "not installed (searched " + searched + ")" : Trim(r.error);
+      check.fix = "install it to use `cocoon run -r " + r.name + "`";
+    }
+    checks.push_back(std::move(check));
+  }
+  if (checks.empty()) {
+    HostCheck check = Check("runtimes", CheckWeight::kAdvisory);
+    check.status = CheckStatus::kWarn;
+    check.detail = "no policies/runtimes/*.cocoon presets found";
+    check.fix = "set COCOON_POLICY_PATH to the repository's policies/ directory";
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
+std::vector<HostCheck> CheckAudit(const DoctorOptions& options) {
+  HostCheck log = Check("audit log", CheckWeight::kAdvisory);
+  HostCheck key = Check("audit key", CheckWeight::kAdvisory);
+  if (options.audit_log.empty()) {
+    log.status = CheckStatus::kWarn;
+    log.detail = "not configured: runs are not recorded";
+    log.fix = "pass --audit-log FILE (or set COCOON_AUDIT_LOG)";
+  } else if (options.audit_log == "-") {
+    log.detail = "stdout";
+  } else {
+    std::string dir = options.audit_log.substr(0, options.audit_log.find_last_of('/') + 1);
+    if (dir.empty()) dir = ".";
+    bool exists = access(options.audit_log.c_str(), F_OK) == 0;
+    bool writable = exists ? access(options.audit_log.c_str(), W_OK) == 0 : access(dir.c_str(), W_OK) == 0;
+    log.detail = options.audit_log + (exists ? " (exists)" : " (will be created)");
+    if (!writable) {
+      log.status = CheckStatus::kFail;
+      log.weight = CheckWeight::kRequired;  // a configured log that cannot be written refuses every run
+      log.fix = "make " + (exists ? options.audit_log : dir) + " writable by this user";
+    }
+  }
+  if (options.audit_key.empty()) {
+    key.status = CheckStatus::kWarn;
+    key.detail = "not configured: audit lines are hash-chained but not signed";
+    key.fix = "cocoon audit keygen --out KEY, then pass --audit-key KEY (or set COCOON_AUDIT_KEY)";
+  } else {
+    struct stat st{};
+    if (stat(options.audit_key.c_str(), &st) != 0 || access(options.audit_key.c_str(), R_OK) != 0) {
+      key.status = CheckStatus::kFail;
+      key.weight = CheckWeight::kRequired;
+      key.detail = options.audit_key + ": " + std::strerror(errno);
+      key.fix = "cocoon audit keygen --out " + options.audit_key;
+    } else if (st.st_mode & 077) {
+      key.status = CheckStatus::kWarn;
+      key.detail = options.audit_key + " is readable by other users";
+      key.fix = "chmod 600 " + options.audit_key;
+    } else {
+      key.detail = options.audit_key + " (mode 0600)";
+    }
+  }
+  return {log, key};
+}
+
+}  // namespace
+
+std::string_view CheckStatusName(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kOk: return "ok";
+    case CheckStatus::kWarn: return "warn";
+    case CheckStatus::kFail: return "fail";
+  }
+  return "?";
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char buffer[32];
+  snprintf(buffer, sizeof(buffer), unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return buffer;
+}
+
+uint64_t MemoryCeilingBytes() {
+  uint64_t total = MeminfoBytes(ReadFile("/proc/meminfo"), "MemTotal");
+  if (auto limit = CgroupMemoryLimit(); limit && (*limit < total || total == 0)) total = *limit;
+  return total / 100 * 95;
+}
+
+uint64_t ClampMemoryRequest(uint64_t requested_bytes, std::string* note) {
+  uint64_t ceiling = MemoryCeilingBytes();
+  if (ceiling == 0 || requested_bytes <= ceiling) return requested_bytes;
+  if (note) {
+    *note = "memory " + FormatBytes(requested_bytes) + " clamped to " + FormatBytes(ceiling) +
+            " (95% of the host's memory)";
+  }
+  return ceiling;
+}
+
+HostInfo ProbeHostInfo() {
+  HostInfo info;
+  utsname uts{};
+  if (uname(&uts) == 0) {
+    info.kernel_release = uts.release;
+    info.kernel_version = uts.version;
+    info.machine = uts.machine;
+  }
+  std::string cpuinfo = ReadFile("/proc/cpuinfo");
+  if (size_t at = cpuinfo.find("model name"); at != std::string::npos) {
+    size_t colon = cpuinfo.find(':', at), end = cpuinfo.find('\n', at);
+    if (colon != std::string::npos && colon < end) info.cpu_model = Trim(cpuinfo.substr(colon + 2, end - colon - 2));
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  info.cpus_online = cpus > 0 ? static_cast<unsigned>(cpus) : 0;
+  std::string meminfo = ReadFile("/proc/meminfo");
+  info.memory_total_bytes = MeminfoBytes(meminfo, "MemTotal");
+  info.memory_available_bytes = MeminfoBytes(meminfo, "MemAvailable");
+  info.cgroup_memory_limit_bytes = CgroupMemoryLimit();
+  info.memory_ceiling_bytes = MemoryCeilingBytes();
+  info.landlock_abi = enforcer::LandlockAbi();
+  if (auto host = enforcer::DetectHostCapabilities(); host.ok()) {
+    bool v1 = host->v1_memory.mounted || host->v1_pids.mounted;
+    info.cgroup_layout = v1 && host->v2.mounted ? "hybrid (v1 + v2)" : v1 ? "v1" : host->v2.mounted ? "v2" : "none";
+  }
+  struct stat st{};
+  info.kvm_present = stat("/dev/kvm", &st) == 0 && S_ISCHR(st.st_mode);
+  return info;
+}
+
+std::vector<HostCheck> RunHostChecks(const DoctorOptions& options) {
+  std::vector<HostCheck> checks = {CheckUserNamespaces(), CheckNamespaces(), CheckMounts(),    CheckSeccomp(),
+                                   CheckLandlock(),       CheckCgroups(),    CheckFilesystems(), CheckKvm()};
+  if (options.scope == CheckScope::kIsolationOnly) return checks;
+  for (auto& c : CheckRuntimes()) checks.push_back(std::move(c));
+  for (auto& c : CheckAudit(options)) checks.push_back(std::move(c));
+  return checks;
+}
+
+bool DefaultPolicyEnforceable(const std::vector<HostCheck>& checks) {
+  for (const auto& c : checks) {
+    if (c.status == CheckStatus::kFail && c.weight == CheckWeight::kRequired) return false;
+  }
+  return true;
+}
+
+nlohmann::json HostInfoToJson(const HostInfo& info) {
+  nlohmann::json j = {{"kernel", {{"release", info.kernel_release}, {"version", info.kernel_version}}},
+                      {"arch", info.machine},
+                      {"cpu", {{"model", info.cpu_model}, {"online", info.cpus_online}}},
+                      {"memory",
+                       {{"total_bytes", info.memory_total_bytes},
+                        {"available_bytes", info.memory_available_bytes},
+                        {"ceiling_bytes", info.memory_ceiling_bytes},
+                        {"ceiling_rule", "95% of min(MemTotal, own cgroup limit); larger requests are clamped"}}},
+                      {"isolation",
+                       {{"landlock_abi", info.landlock_abi},
+                        {"cgroups", info.cgroup_layout},
+                        {"kvm", info.kvm_present}}}};
+  if (info.cgroup_memory_limit_bytes) j["memory"]["cgroup_limit_bytes"] = *info.cgroup_memory_limit_bytes;
+  return j;
+}
+
+nlohmann::json HostChecksToJson(const std::vector<HostCheck>& checks) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& c : checks) {
+    nlohmann::json entry = {{"name", c.name}, {"status", CheckStatusName(c.status)},
+                            {"required", c.weight == CheckWeight::kRequired}, {"detail", c.detail}};
+    if (!c.fix.empty()) entry["fix"] = c.fix;
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
+}  // namespace cocoon::cli

@@ -1,0 +1,264 @@
+// `cocoon mcp [--policy FILE] [--max-concurrent N]`: the MCP server on stdio.
+// stdout carries only protocol messages; logs go to stderr (main() already
+// points spdlog's default logger there). The protocol lives in cli/mcp/; this
+// file supplies the real Executor, which runs every tool call through
+// agent_run_util.h + launch_util.h: the path `cocoon run` uses, with the
+// server's policy as a ceiling the caller can only tighten.
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/agent_run_util.h"
+#include "cli/command_registry.h"
+#include "cli/mcp/server.h"
+#include "cli/run_output_util.h"
+#include "cli/runtime_util.h"
+#include "cocoon_version.h"
+#include "compiler/frontend/frontend.h"
+
+namespace cocoon::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct McpFlags {
+  std::string policy;
+  std::string skills_dir;
+  std::string audit_log, audit_key;
+  size_t max_concurrent = 4;
+  size_t max_message_bytes = 8 << 20;
+};
+
+mcp::ExecStatus StatusOf(const enforcer::Outcome& o) {
+  using enforcer::TerminationReason;
+  switch (o.termination_reason) {
+    case TerminationReason::kTimeout: return mcp::ExecStatus::kTimeout;
+    case TerminationReason::kOomKilled: return mcp::ExecStatus::kOomKilled;
+    case TerminationReason::kSeccompKill: return mcp::ExecStatus::kPolicyKill;
+    case TerminationReason::kSignaled: return mcp::ExecStatus::kSignaled;
+    case TerminationReason::kCancelled: return mcp::ExecStatus::kCancelled;
+    case TerminationReason::kExited: break;
+  }
+  if (o.timed_out) return mcp::ExecStatus::kTimeout;
+  if (o.oom_killed) return mcp::ExecStatus::kOomKilled;
+  // Links or devices left in the work dir are a policy violation even when
+  // the command itself exited cleanly.
+  if (!o.breakout_clean) return mcp::ExecStatus::kPolicyKill;
+  return mcp::ExecStatus::kCompleted;
+}
+
+// A per-call host work dir (staged into the sandbox, removed afterwards).
+class TempWorkDir {
+ public:
+  static Result<std::unique_ptr<TempWorkDir>> Create() {
+    COCOON_ASSIGN_OR_RETURN(std::string base, QuickDir());
+    std::string pattern = base + "/mcp-work-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp " + pattern);
+    return std::unique_ptr<TempWorkDir>(new TempWorkDir(pattern));
+  }
+  ~TempWorkDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempWorkDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+class SandboxExecutor : public mcp::Executor {
+ public:
+  explicit SandboxExecutor(McpFlags flags) : flags_(std::move(flags)) {}
+
+  Result<mcp::ExecResult> Execute(const mcp::ExecRequest& request, const mcp::ExecHooks& hooks) override {
+    COCOON_ASSIGN_OR_RETURN(auto work, TempWorkDir::Create());
+    COCOON_ASSIGN_OR_RETURN(RunSpec spec, SpecFor(request, work->path()));
+    COCOON_ASSIGN_OR_RETURN(PreparedRun run, PrepareRun(std::move(spec)));
+    LaunchRequest launch;
+    launch.work_dir = work->path();
+    launch.output_mode = enforcer::OutputMode::kCapture;
+    launch.signals = enforcer::SignalHandling::kNone;  // the server owns SIGINT/SIGTERM
+    launch.audit = {flags_.audit_log, flags_.audit_key};
+    if (hooks.on_output) {
+      launch.on_output = [&hooks](enforcer::OutputStream stream, std::string_view chunk) {
+        hooks.on_output(stream == enforcer::OutputStream::kStdout ? mcp::OutputStream::kStdout
+                                                                  : mcp::OutputStream::kStderr,
+                        chunk);
+      };
+    }
+    auto cancel = std::make_shared<enforcer::CancelHandle>();
+    launch.cancel = cancel;
+    if (hooks.cancel) hooks.cancel->OnCancel([cancel] { cancel->Cancel(); });
+    auto outcome = LaunchPrepared(run, std::move(launch));
+    if (hooks.cancel) hooks.cancel->OnCancel(nullptr);
+    if (!outcome.ok()) return outcome.status();
+    mcp::ExecResult result;
+    result.status = StatusOf(*outcome);
+    result.exit_code = outcome->exit_code;
+    result.outcome = RunOutcomeJson(*outcome, run.policy);
+    // TODO(audit refs): LaunchSandboxed does not return the launch event's
+    // EventRef yet; the result carries sequence 0 / "" until it does.
+    return result;
+  }
+
+  nlohmann::json InspectRuntimes() override { return RuntimesToJson(cli::InspectRuntimes(true)); }
+
+  std::vector<std::string> Languages() override {
+    std::vector<std::string> names;
+    for (const auto& name : RuntimePresetNames()) {
+      if (name != "python-skill") names.push_back(name);  // execute_skill's preset
+    }
+    return names;
+  }
+
+  std::vector<std::string> Policies() override {
+    if (flags_.policy.empty()) return {};
+    Diagnostics diagnostics;
+    return frontend::ListProfiles(flags_.policy, {}, diagnostics);
+  }
+
+ private:
+  Result<RunSpec> SpecFor(const mcp::ExecRequest& request, const std::string& work) {
+    RunSpec spec;
+    QuickPolicyOptions& p = spec.policy;
+    p.policy_file = flags_.policy;
+    p.profile = request.policy;
+    p.openings = OpeningPolicy::kClampToBase;  // the server's policy is the ceiling
+    p.cwd_mount = CwdMount::kNone;
+    p.has_work_dir = true;
+    p.timeout_ms = request.timeout_ms;
+    p.memory_bytes = request.memory_bytes;
+    if (!request.stdin_data.empty()) p.stdin_data = request.stdin_data;
+    for (const auto& [path, content] : request.files) {
+      fs::path target = fs::path(work) / path;
+      std::error_code ec;
+      fs::create_directories(target.parent_path(), ec);
+      std::ofstream out(target, std::ios::binary);
+      out << content;
+      if (!out) return ErrnoError("staging " + path);
+    }
+    if (!request.workdir.empty()) {
+      std::error_code ec;
+      fs::create_directories(fs::path(work) / request.workdir, ec);
+      p.cwd_inside = "/work/" + request.workdir;
+    }
+    switch (request.kind) {
+      case mcp::ExecKind::kCode:
+        p.runtime = request.language;
+        p.code = request.code;
+        break;
+      case mcp::ExecKind::kSkill:
+        p.runtime = "python-skill";
+        p.code = request.code;
+        COCOON_RETURN_IF_ERROR(BindSkill(request.skill, p));
+        break;
+      case mcp::ExecKind::kCommand:
+        spec.command = request.argv;
+        break;
+    }
+    return spec;
+  }
+
+  Status BindSkill(const std::string& skill, QuickPolicyOptions& p) {
+    if (flags_.skills_dir.empty()) return Status::Ok();  // the name is only recorded
+    fs::path dir = fs::path(flags_.skills_dir) / skill;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      return InvalidArgumentError("unknown skill '" + skill + "' (no directory " + dir.string() + ")");
+    }
+    p.readonly_binds.emplace_back(fs::canonical(dir, ec).string(), "/skill");
+    return Status::Ok();
+  }
+
+  McpFlags flags_;
+};
+
+// SIGINT/SIGTERM/SIGHUP are blocked in every thread and collected here, so a
+// signal cancels the sandboxes in flight instead of killing the server
+// halfway through a response.
+int StartSignalThread() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  int stop = eventfd(0, EFD_CLOEXEC);
+  std::thread([set, stop] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    spdlog::warn("cocoon mcp: signal {}: cancelling calls in flight and exiting", sig);
+    uint64_t one = 1;
+    if (write(stop, &one, sizeof(one)) < 0) _exit(1);
+  }).detach();
+  return stop;
+}
+
+int RunMcp(const McpFlags& flags) {
+  // A client that goes away mid-response must not kill us with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  if (!flags.policy.empty()) {
+    QuickPolicyOptions probe;
+    probe.policy_file = flags.policy;
+    auto base = BuildQuickPolicy(probe);
+    if (!base.ok()) {
+      std::cerr << "cocoon mcp: " << base.status().message() << "\n";
+      return 1;
+    }
+  }
+  int stop = StartSignalThread();
+  SandboxExecutor executor(flags);
+  mcp::ServerOptions options;
+  options.max_concurrent = flags.max_concurrent;
+  options.max_message_bytes = flags.max_message_bytes;
+  options.server_version = COCOON_VERSION_STRING;
+  options.instructions =
+      "Runs code and commands in Cocoon sandboxes (no network, read-only system, time and memory limits"
+      " set by the server's policy). Each call gets a fresh sandbox and an empty work dir; pass input files"
+      " with `files`. Results are the run's Outcome, with an audit reference.";
+  mcp::Server server(executor, [](const std::string& line) { WriteAllFd(STDOUT_FILENO, line + "\n"); }, options);
+  spdlog::info("cocoon mcp: serving on stdio (policy: {})", flags.policy.empty() ? "strict" : flags.policy);
+  Status ended = server.Serve(STDIN_FILENO, stop);
+  if (!ended.ok() && ended.code() != ErrorCode::kUnavailable) {
+    std::cerr << "cocoon mcp: " << ended.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+void SetUpMcp(CLI::App& app, CommandResult& result) {
+  auto flags = std::make_shared<McpFlags>();
+  CLI::App* cmd = app.add_subcommand("mcp", "Serve the Model Context Protocol on stdio (tools run in sandboxes)");
+  cmd->add_option("--policy", flags->policy, "Policy file whose profile is the ceiling for every call (default: strict)");
+  cmd->add_option("--max-concurrent", flags->max_concurrent, "Sandboxes running at once; later calls wait")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--skills-dir", flags->skills_dir, "Directory of skills; execute_skill mounts <dir>/<skill> at /skill");
+  cmd->add_option("--max-message-bytes", flags->max_message_bytes, "Largest JSON-RPC message accepted");
+  cmd->add_option("--audit-log", flags->audit_log, "Append signed audit events for every call to FILE");
+  cmd->add_option("--audit-key", flags->audit_key, "Ed25519 key for the audit log");
+  cmd->footer(
+      "Tools: execute_code, execute_skill, inspect_runtimes, run_in_sandbox.\n"
+      "Protocol: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 (initialize) and\n"
+      "2026-07-28 (per-request _meta, server/discover). See docs/agents.md.");
+  cmd->callback([flags, &result] {
+    McpFlags resolved = *flags;
+    resolved.audit_log = EnvOr(resolved.audit_log, "COCOON_AUDIT_LOG");
+    resolved.audit_key = EnvOr(resolved.audit_key, "COCOON_AUDIT_KEY");
+    result.exit_code = RunMcp(resolved);
+  });
+}
+
+}  // namespace
+
+COCOON_REGISTER_COMMAND(mcp, SetUpMcp);
+
+}  // namespace cocoon::cli

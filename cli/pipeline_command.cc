@@ -1,0 +1,187 @@
+// `cocoon pipeline -s "python:CODE" -s "bash:CODE" ... [--json] [--keep-going]`:
+// steps run in order in one shared work dir (files one step writes are read
+// by the next: each step's staged work dir is verified and committed before
+// the next starts), each in its own fresh sandbox built the way `cocoon run`
+// builds one. The run stops at the first failing step unless --keep-going.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/agent_run_util.h"
+#include "cli/command_registry.h"
+#include "cli/run_output_util.h"
+
+namespace cocoon::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PipelineFlags {
+  std::vector<std::string> steps;
+  std::string policy, work, audit_log, audit_key, mem;
+  double timeout_secs = 0;
+  bool json = false, keep_going = false;
+};
+
+struct Step {
+  std::string runtime;
+  std::string code;
+};
+
+Result<std::vector<Step>> ParseSteps(const std::vector<std::string>& specs) {
+  std::vector<Step> steps;
+  for (const std::string& spec : specs) {
+    size_t colon = spec.find(':');
+    if (colon == std::string::npos || colon == 0) {
+      return InvalidArgumentError("step '" + spec + "': expected RUNTIME:CODE, e.g. \"python:print(1)\"");
+    }
+    steps.push_back({spec.substr(0, colon), spec.substr(colon + 1)});
+  }
+  if (steps.empty()) return InvalidArgumentError("no steps: give -s RUNTIME:CODE at least once");
+  return steps;
+}
+
+// The shared work dir: --work, or a private temporary one removed at the end.
+class SharedWorkDir {
+ public:
+  static Result<std::unique_ptr<SharedWorkDir>> Open(const std::string& given) {
+    if (!given.empty()) return std::unique_ptr<SharedWorkDir>(new SharedWorkDir(given, false));
+    COCOON_ASSIGN_OR_RETURN(std::string base, QuickDir());
+    std::string pattern = base + "/pipeline-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp " + pattern);
+    return std::unique_ptr<SharedWorkDir>(new SharedWorkDir(pattern, true));
+  }
+  ~SharedWorkDir() {
+    std::error_code ec;
+    if (remove_) fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  SharedWorkDir(std::string path, bool remove) : path_(std::move(path)), remove_(remove) {}
+  std::string path_;
+  bool remove_;
+};
+
+nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t index, const std::string& work,
+                       int* exit_status) {
+  RunSpec spec;
+  spec.policy.policy_file = flags.policy;
+  spec.policy.runtime = step.runtime;
+  spec.policy.code = step.code;
+  spec.policy.has_work_dir = true;
+  if (flags.timeout_secs > 0) spec.policy.timeout_ms = static_cast<uint64_t>(flags.timeout_secs * 1000);
+  nlohmann::json result = {{"step", index + 1}, {"runtime", step.runtime}};
+  if (!flags.mem.empty()) {
+    auto mem = ParseMegabytes(flags.mem);
+    if (!mem.ok()) {
+      *exit_status = kExitUsage;
+      result["error"] = mem.status().message();
+      return result;
+    }
+    spec.policy.memory_bytes = *mem;
+  }
+  auto prepared = PrepareRun(std::move(spec));
+  if (!prepared.ok()) {
+    *exit_status = kExitRefused;
+    result["error"] = prepared.status().message();
+    return result;
+  }
+  LaunchRequest request;
+  request.work_dir = work;
+  request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
+  request.audit = {EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
+  if (!flags.json) {
+    request.output_mode = enforcer::OutputMode::kStreamOnly;
+    request.on_output = [](enforcer::OutputStream stream, std::string_view chunk) {
+      WriteAllFd(stream == enforcer::OutputStream::kStdout ? STDOUT_FILENO : STDERR_FILENO, chunk);
+    };
+  }
+  auto outcome = LaunchPrepared(*prepared, std::move(request));
+  if (!outcome.ok()) {
+    *exit_status = RefusalExitCode(outcome.status());
+    result["error"] = outcome.status().message();
+    return result;
+  }
+  *exit_status = enforcer::ShellExitStatus(*outcome);
+  result["outcome"] = RunOutcomeJson(*outcome, prepared->policy);
+  return result;
+}
+
+int RunPipeline(const PipelineFlags& flags) {
+  auto steps = ParseSteps(flags.steps);
+  if (!steps.ok()) {
+    std::cerr << "cocoon pipeline: " << steps.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto work = SharedWorkDir::Open(flags.work);
+  if (!work.ok()) {
+    std::cerr << "cocoon pipeline: " << work.status().message() << "\n";
+    return kExitRefused;
+  }
+  auto start = std::chrono::steady_clock::now();
+  nlohmann::json results = nlohmann::json::array();
+  int first_failure = 0;
+  size_t failed = 0;
+  for (size_t i = 0; i < steps->size(); ++i) {
+    const Step& step = (*steps)[i];
+    if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
+    int status = 0;
+    nlohmann::json result = RunStep(flags, step, i, (*work)->path(), &status);
+    result["exit_status"] = status;
+    result["ok"] = status == 0;
+    if (!flags.json && result.contains("error")) std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";
+    results.push_back(std::move(result));
+    if (status != 0) {
+      ++failed;
+      if (first_failure == 0) first_failure = status;
+      if (!flags.keep_going) break;
+    }
+  }
+  auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (flags.json) {
+    nlohmann::json out = {{"steps", results},
+                          {"total", {{"steps", steps->size()}, {"run", results.size()}, {"failed", failed},
+                                     {"ok", failed == 0 && results.size() == steps->size()},
+                                     {"exit_status", first_failure}, {"wall_ms", wall_ms}}}};
+    WriteAllFd(STDOUT_FILENO, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  } else if (failed > 0) {
+    std::cerr << "cocoon pipeline: " << failed << " step(s) failed" << (flags.keep_going ? "" : "; stopped") << "\n";
+  }
+  return first_failure;
+}
+
+void SetUpPipeline(CLI::App& app, CommandResult& result) {
+  auto f = std::make_shared<PipelineFlags>();
+  CLI::App* cmd = app.add_subcommand("pipeline", "Run RUNTIME:CODE steps in order, each in a fresh sandbox, sharing a work dir");
+  cmd->add_option("-s,--step", f->steps, "A step RUNTIME:CODE, e.g. \"python:open('a','w').write('x')\" (repeatable, in order)")
+      ->required();
+  cmd->add_option("--policy", f->policy, "Base policy for every step (default: each runtime's preset, which extends strict)");
+  cmd->add_option("--work", f->work, "Shared host work dir (default: a temporary one, removed afterwards)");
+  cmd->add_option("--timeout", f->timeout_secs, "Per-step wall-clock limit in seconds");
+  cmd->add_option("--mem", f->mem, "Per-step memory limit in MiB (or 1G, 512M)");
+  cmd->add_flag("--json", f->json, "Print each step's Outcome and a total as JSON");
+  cmd->add_flag("--keep-going", f->keep_going, "Run the remaining steps after a failure");
+  cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)");
+  cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)");
+  cmd->footer(
+      "Exit status: 0 when every step succeeded, else the first failing step's status.\n\n"
+      "Example:\n"
+      "  cocoon pipeline -s \"python:open('n.txt','w').write('41')\" \\\n"
+      "                  -s \"bash:echo \\$(( \\$(cat n.txt) + 1 ))\" --json");
+  cmd->callback([f, &result] { result.exit_code = RunPipeline(*f); });
+}
+
+}  // namespace
+
+COCOON_REGISTER_COMMAND(pipeline, SetUpPipeline);
+
+}  // namespace cocoon::cli

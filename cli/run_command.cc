@@ -1,0 +1,185 @@
+// `cocoon run`: quick flags for agents and people. Builds an in-memory policy
+// that extends strict (or a runtime preset, or --policy FILE), compiles it
+// through the normal front end and runs it with the same launch path as
+// `cocoon enforce` (cli/agent_run_util.h, cli/launch_util.h).
+//
+//   cocoon run -r python -c 'print(1)'
+//   cocoon run -r python script.py arg            # script read-only in place
+//   echo 'console.log(1)' | cocoon run -r node    # code from stdin
+//   cocoon run --timeout 30 --mem 512 -- make test
+//   cocoon run --json -r python -c '...'          # one JSON Outcome
+//   cocoon run --stream -r python -c '...'        # NDJSON chunks, then the Outcome
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/agent_run_util.h"
+#include "cli/command_registry.h"
+#include "cli/run_output_util.h"
+#include "cli/runtime_util.h"
+#include "compiler/frontend/frontend.h"
+
+namespace cocoon::cli {
+namespace {
+
+struct RunFlags {
+  std::string policy, profile, runtime, code, work, log_json, audit_log, audit_key;
+  bool has_code = false;
+  std::vector<std::string> ro, copies, env, args;
+  double timeout_secs = 0;
+  std::string mem, disk;
+  uint64_t max_procs = 0;
+  bool allow_network = false, no_gpu = false, json = false, stream = false, explain = false, list_runtimes = false;
+};
+
+Result<RunSpec> SpecFromFlags(const RunFlags& f) {
+  RunSpec spec;
+  QuickPolicyOptions& p = spec.policy;
+  p.policy_file = f.policy;
+  p.profile = f.profile;
+  p.runtime = f.runtime;
+  p.readonly_paths = f.ro;
+  p.cwd_mount = CwdMount::kReadOnly;  // the current dir, read-only, when no --ro is given
+  p.has_work_dir = !f.work.empty();
+  if (f.timeout_secs < 0) return InvalidArgumentError("--timeout must be positive");
+  if (f.timeout_secs > 0) p.timeout_ms = static_cast<uint64_t>(f.timeout_secs * 1000);
+  if (!f.mem.empty()) { COCOON_ASSIGN_OR_RETURN(p.memory_bytes, ParseMegabytes(f.mem)); }
+  if (!f.disk.empty()) { COCOON_ASSIGN_OR_RETURN(p.disk_bytes, ParseMegabytes(f.disk)); }
+  if (f.max_procs > 0) p.processes = f.max_procs;
+  p.network = f.allow_network ? NetworkFlag::kAllow : NetworkFlag::kAsPolicy;
+  p.gpu = f.no_gpu ? GpuFlag::kDeny : GpuFlag::kAsPolicy;
+  for (const std::string& kv : f.env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) return InvalidArgumentError("--env " + kv + ": expected K=V");
+    p.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (f.runtime.empty()) {
+    if (f.has_code) return InvalidArgumentError("-c needs a runtime: -r NAME");
+    spec.command = f.args;
+    return spec;
+  }
+  if (f.has_code) {
+    p.code = f.code;
+    if (!f.args.empty()) return InvalidArgumentError("give either -c CODE or a script file, not both");
+  } else if (!f.args.empty()) {
+    spec.script_path = f.args[0];
+    spec.script_args.assign(f.args.begin() + 1, f.args.end());
+  } else if (!f.explain) {
+    if (isatty(STDIN_FILENO)) return InvalidArgumentError("no code: pass -c CODE, a script file, or pipe code on stdin");
+    std::string code((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    p.code = std::move(code);
+  } else {
+    p.code = "";
+  }
+  return spec;
+}
+
+int ListRuntimes(bool json) {
+  auto runtimes = InspectRuntimes(false);
+  if (json) {
+    std::printf("%s\n", RuntimesToJson(runtimes).dump(2).c_str());
+    return 0;
+  }
+  for (const auto& r : runtimes) {
+    std::printf("%-13s %s\n", r.name.c_str(),
+                r.available ? (r.path + "  " + r.version).c_str() : "missing (not installed)");
+  }
+  return 0;
+}
+
+int Explain(const PreparedRun& run) {
+  std::string warnings;
+  auto policy = CompileQuickPolicy(run.policy, &warnings);
+  if (!policy.ok()) {
+    std::cerr << "cocoon run: " << policy.status().message() << "\n";
+    return kExitRefused;
+  }
+  std::printf("%s\n", frontend::ExplainPolicy(*policy).c_str());
+  std::printf("Command:\n ");
+  for (const auto& a : run.argv) std::printf(" %s", nlohmann::json(a).dump().c_str());
+  std::printf("\n  cwd: %s\n", run.policy.cwd.c_str());
+  std::printf("\nOverrides (opened beyond %s, recorded in the audit log):\n", run.policy.base_profile.c_str());
+  if (run.policy.overrides.empty()) std::printf("  none\n");
+  for (const auto& o : run.policy.overrides) std::printf("  %s\n", o.c_str());
+  for (const auto& n : run.policy.notes) std::printf("note: %s\n", n.c_str());
+  std::printf("\nGenerated policy:\n%s", run.policy.text.c_str());
+  return 0;
+}
+
+int RunRun(const RunFlags& flags) {
+  if (flags.list_runtimes) return ListRuntimes(flags.json);
+  if (flags.json && flags.stream) {
+    std::cerr << "cocoon run: --json and --stream are exclusive (--stream ends with the Outcome line)\n";
+    return kExitUsage;
+  }
+  auto spec = SpecFromFlags(flags);
+  if (!spec.ok()) {
+    std::cerr << "cocoon run: " << spec.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto prepared = PrepareRun(std::move(*spec));
+  if (!prepared.ok()) {
+    std::cerr << "cocoon run: " << prepared.status().message() << "\n";
+    return prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
+  }
+  if (flags.explain) return Explain(*prepared);
+  RunOutputOptions output;
+  output.mode = flags.stream ? RunOutputMode::kStream : flags.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;
+  output.log_json = flags.log_json;
+  output.command_name = "cocoon run";
+  AuditOptions audit{EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
+  return LaunchAndReport(*prepared, flags.work, flags.copies, audit, output);
+}
+
+void SetUpRun(CLI::App& app, CommandResult& result) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand("run", "Run code or a command in a sandbox from quick flags (extends strict)");
+  cmd->add_option("--policy", f->policy, "Base policy file instead of strict / the runtime preset");
+  cmd->add_option("--profile", f->profile, "Profile of --policy when it defines several");
+  cmd->add_option("-r,--runtime", f->runtime, "Runtime preset: python, node, bash, ruby, go... (--list-runtimes)");
+  cmd->add_option_function<std::string>("-c,--code", [f](const std::string& c) { f->code = c; f->has_code = true; },
+                                         "Code to run with the runtime");
+  cmd->add_option("--ro", f->ro, "Host path to bind read-only at the same path (repeatable; default: the current dir)");
+  cmd->add_option("--work", f->work, "Host work dir, mounted at /work (staged: verified, then committed)");
+  cmd->add_option("--copy", f->copies, "Copy a host file into the work dir (repeatable)");
+  cmd->add_option("--timeout", f->timeout_secs, "Wall-clock (and CPU) limit in seconds");
+  cmd->add_option("--mem", f->mem, "Memory limit in MiB (or 1G, 512M); clamped to 95% of the host");
+  cmd->add_option("--disk", f->disk, "Disk (work dir) limit in MiB");
+  cmd->add_option("--max-procs", f->max_procs, "Maximum processes/threads");
+  cmd->add_flag("--allow-network", f->allow_network, "Open the network (recorded as an override)");
+  cmd->add_flag("--no-gpu", f->no_gpu, "Deny GPU devices even if the base policy allows them");
+  cmd->add_option("--env", f->env, "Set K=V in the sandbox environment (repeatable)");
+  cmd->add_flag("--json", f->json, "Print one JSON Outcome (with overrides and notes)");
+  cmd->add_option("--log-json", f->log_json, "Also write the JSON Outcome to FILE");
+  cmd->add_flag("--stream", f->stream, "NDJSON output chunks as they come, then the Outcome line");
+  cmd->add_flag("--explain", f->explain, "Show the effective policy and command without running");
+  cmd->add_flag("--list-runtimes", f->list_runtimes, "List runtime presets and whether each is installed");
+  cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)");
+  cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)");
+  cmd->add_option("ARGS", f->args, "Script [args] with -r, else the command after --");
+  cmd->footer(
+      "Flags may tighten the base policy freely; flags that open it (--allow-network,\n"
+      "a larger --mem/--timeout/--disk/--max-procs, --ro, the default read-only cwd)\n"
+      "are recorded as overrides in the audit launch event. Exit status: the\n"
+      "command's (124 on timeout, 128+N on signal N), 1 when refused, 2 on usage.\n\n"
+      "Examples:\n"
+      "  cocoon run -r python -c 'print(1)'\n"
+      "  cocoon run --json -r node -c 'console.log(process.version)'\n"
+      "  cocoon run --work ./out --timeout 60 --mem 1G -- make -j2\n"
+      "  cocoon run --explain --allow-network -r python script.py");
+  cmd->callback([f, &result] { result.exit_code = RunRun(*f); });
+}
+
+}  // namespace
+
+COCOON_REGISTER_COMMAND(run, SetUpRun);
+
+}  // namespace cocoon::cli

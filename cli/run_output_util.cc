@@ -1,0 +1,171 @@
+#include "cli/run_output_util.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "cli/mcp/json_rpc.h"
+
+namespace cocoon::cli {
+namespace {
+
+// Bytes at the end of `data` that begin a UTF-8 sequence the next chunk completes.
+size_t IncompleteTail(std::string_view data) {
+  for (size_t back = 1; back <= std::min<size_t>(3, data.size()); ++back) {
+    auto c = static_cast<unsigned char>(data[data.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;
+    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
+  if (o.stdout_truncated || o.stderr_truncated) {
+    std::cerr << name << ": output truncated at the policy's cap (" << o.stdout_bytes << " stdout / " << o.stderr_bytes
+              << " stderr bytes written)\n";
+  }
+  if (o.timed_out) std::cerr << name << ": timed out after " << o.wall_ms << " ms; sandbox killed\n";
+  if (o.oom_killed) std::cerr << name << ": killed at the memory limit\n";
+  if (o.termination_reason == enforcer::TerminationReason::kSeccompKill) std::cerr << name << ": killed by a seccomp kill rule\n";
+  for (const auto& f : o.breakout_findings) std::cerr << name << ": work dir entry left out: " << f.path << " (" << f.kind << ")\n";
+}
+
+}  // namespace
+
+std::string EnvOr(const std::string& value, const char* name) {
+  if (!value.empty()) return value;
+  const char* env = std::getenv(name);
+  return env ? env : "";
+}
+
+bool WriteAllFd(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  static const char* kTable = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    for (int s : {18, 12, 6, 0}) out += kTable[(v >> s) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint8_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
+    out += kTable[(v >> 18) & 63];
+    out += kTable[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kTable[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+void NdjsonStreamer::Emit(std::string_view stream, std::string_view data) {
+  if (data.empty()) return;
+  nlohmann::json line = {{"stream", stream}, {"seq", ++seq_}};
+  if (mcp::IsValidUtf8(data)) {
+    line["data"] = std::string(data);
+  } else {
+    line["encoding"] = "base64";
+    line["data"] = Base64Encode(data);
+  }
+  WriteAllFd(fd_, line.dump() + "\n");
+}
+
+void NdjsonStreamer::Chunk(enforcer::OutputStream stream, std::string_view data) {
+  int index = stream == enforcer::OutputStream::kStdout ? 0 : 1;
+  std::string text = pending_[index];
+  text.append(data);
+  size_t tail = IncompleteTail(text);
+  pending_[index] = text.substr(text.size() - tail);
+  text.resize(text.size() - tail);
+  Emit(index == 0 ? "stdout" : "stderr", text);
+}
+
+void NdjsonStreamer::Finish(nlohmann::json outcome) {
+  Emit("stdout", pending_[0]);
+  Emit("stderr", pending_[1]);
+  pending_[0].clear();
+  pending_[1].clear();
+  for (const char* stream : {"stdout", "stderr"}) {
+    if (outcome.value(std::string(stream) + "_truncated", false)) {
+      nlohmann::json marker = {{"stream", stream}, {"seq", ++seq_}, {"truncated", true},
+                               {"total_bytes", outcome.value(std::string(stream) + "_bytes", 0)}};
+      WriteAllFd(fd_, marker.dump() + "\n");
+    }
+  }
+  outcome["stream"] = "outcome";
+  outcome["seq"] = ++seq_;
+  WriteAllFd(fd_, outcome.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request) {
+  COCOON_ASSIGN_OR_RETURN(PolicyArtifacts artifacts, QuickPolicyArtifacts(run.policy));
+  request.argv = run.argv;
+  request.overrides = run.policy.overrides;
+  return LaunchSandboxed(artifacts, std::move(request));
+}
+
+nlohmann::json RunOutcomeJson(const enforcer::Outcome& outcome, const QuickPolicy& policy) {
+  nlohmann::json j = enforcer::OutcomeToJson(outcome);
+  j["overrides"] = policy.overrides;
+  j["notes"] = policy.notes;
+  return j;
+}
+
+int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
+                    const AuditOptions& audit, const RunOutputOptions& output) {
+  LaunchRequest request;
+  request.work_dir = work_dir;
+  request.copies = copies;
+  request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
+  request.audit = audit;
+  NdjsonStreamer streamer(STDOUT_FILENO);
+  if (output.mode == RunOutputMode::kPassThrough) {
+    request.output_mode = enforcer::OutputMode::kStreamOnly;
+    request.on_output = [](enforcer::OutputStream stream, std::string_view chunk) {
+      WriteAllFd(stream == enforcer::OutputStream::kStdout ? STDOUT_FILENO : STDERR_FILENO, chunk);
+    };
+  } else if (output.mode == RunOutputMode::kStream) {
+    request.output_mode = enforcer::OutputMode::kStreamOnly;
+    request.on_output = [&streamer](enforcer::OutputStream stream, std::string_view chunk) { streamer.Chunk(stream, chunk); };
+  }
+  auto outcome = LaunchPrepared(run, std::move(request));
+  if (!outcome.ok()) {
+    std::cerr << output.command_name << ": " << outcome.status().message() << "\n";
+    if (output.mode != RunOutputMode::kPassThrough) {
+      nlohmann::json refused = {{"refused", true}, {"error", outcome.status().message()}, {"overrides", run.policy.overrides}};
+      if (output.mode == RunOutputMode::kStream) refused["stream"] = "outcome";
+      WriteAllFd(STDOUT_FILENO, refused.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    }
+    return RefusalExitCode(outcome.status());
+  }
+  nlohmann::json j = RunOutcomeJson(*outcome, run.policy);
+  if (!output.log_json.empty()) {
+    std::ofstream log(output.log_json);
+    log << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (!log) std::cerr << output.command_name << ": cannot write " << output.log_json << "\n";
+  }
+  if (output.mode == RunOutputMode::kJson) {
+    WriteAllFd(STDOUT_FILENO, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  } else if (output.mode == RunOutputMode::kStream) {
+    streamer.Finish(j);
+  } else {
+    PrintOutcomeNotes(*outcome, output.command_name);
+  }
+  return enforcer::ShellExitStatus(*outcome);
+}
+
+}  // namespace cocoon::cli

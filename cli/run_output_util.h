@@ -1,0 +1,64 @@
+// Launching a PreparedRun (agent_run_util.h) and reporting it the three ways
+// `cocoon run` and `cocoon pipeline` can: passing output through, one JSON
+// Outcome, or live NDJSON chunks (--stream) followed by the Outcome line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/agent_run_util.h"
+#include "cli/launch_util.h"
+#include "enforcer/outcome.h"
+
+namespace cocoon::cli {
+
+enum class RunOutputMode { kPassThrough, kJson, kStream };
+
+struct RunOutputOptions {
+  RunOutputMode mode = RunOutputMode::kPassThrough;
+  std::string log_json;        // also write the JSON Outcome here
+  std::string command_name;    // "cocoon run", for messages
+};
+
+// `value` if not empty, else $name (or "").
+std::string EnvOr(const std::string& value, const char* name);
+
+// The quick policy's artifacts, then LaunchSandboxed: the same path as
+// `cocoon enforce`. The request's argv and overrides are filled in here.
+Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request);
+
+// OutcomeToJson plus what the flags did: {"overrides": [...], "notes": [...]}.
+nlohmann::json RunOutcomeJson(const enforcer::Outcome& outcome, const QuickPolicy& policy);
+
+// Launch + report; returns the process exit status.
+int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
+                    const AuditOptions& audit, const RunOutputOptions& output);
+
+// --stream: one NDJSON line per chunk, written as it arrives:
+//   {"stream":"stdout","seq":3,"data":"..."}
+//   {"stream":"stderr","seq":4,"encoding":"base64","data":"..."}   (not UTF-8)
+// a character split across two chunks is held back and sent whole; the last
+// line is the Outcome with "stream":"outcome". Memory stays bounded: nothing
+// is kept beyond the current chunk (the enforcer stops delivering at the
+// policy's output cap and the Outcome says the stream was truncated).
+class NdjsonStreamer {
+ public:
+  explicit NdjsonStreamer(int fd) : fd_(fd) {}
+  void Chunk(enforcer::OutputStream stream, std::string_view data);
+  void Finish(nlohmann::json outcome);
+
+ private:
+  void Emit(std::string_view stream, std::string_view data);
+  int fd_;
+  uint64_t seq_ = 0;
+  std::string pending_[2];
+};
+
+std::string Base64Encode(std::string_view bytes);
+bool WriteAllFd(int fd, std::string_view data);
+
+}  // namespace cocoon::cli

@@ -1,0 +1,82 @@
+// Language runtimes: the presets in policies/runtimes/*.cocoon (each a profile
+// with a `runtime NAME { interpreter ... flags ... }` block), finding the
+// interpreter a preset names, asking it for its version, and building the argv
+// and scratch environment of one run.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/common/diagnostics.h"
+#include "compiler/common/status.h"
+#include "compiler/ir/policy_ir.h"
+
+namespace cocoon::cli {
+
+struct RuntimeInfo {
+  std::string name;         // preset name, e.g. "python", "python-skill"
+  std::string preset_file;  // policies/runtimes/<name>.cocoon
+  bool available = false;   // an interpreter candidate exists and is executable
+  std::string path;         // the interpreter found
+  std::string version;      // first line of `<interpreter> <version_args>`
+  std::vector<std::string> flags;
+  std::string code_flag;
+  std::string extension;
+  std::vector<std::string> candidates;  // what was searched, for "missing" reports
+  std::string error;        // why the preset could not be loaded or probed
+};
+
+// <search path>/runtimes for every front-end search path that has one.
+std::vector<std::string> RuntimeSearchDirs();
+// Every preset found in those dirs, sorted, first dir wins per name.
+std::vector<std::string> RuntimePresetNames();
+std::optional<std::string> RuntimePresetPath(const std::string& name);
+
+// Compiles the preset's profile (named like the file).
+std::optional<ir::Policy> LoadRuntimePreset(const std::string& name, Diagnostics& diagnostics);
+
+// The first candidate that is an executable regular file (after symlinks).
+std::optional<std::string> FindInterpreter(const ir::Runtime& runtime);
+
+// Runs `path args...` outside any sandbox (the host's own interpreter, only to
+// read its version), with an empty environment, stdin from /dev/null and a
+// timeout; returns the first non-empty line of stdout+stderr.
+Result<std::string> InterpreterVersion(const std::string& path, const std::vector<std::string>& args,
+                                       int timeout_ms = 5000);
+
+// Loads every preset and probes it (cached per process: versions do not
+// change under a running server).
+std::vector<RuntimeInfo> InspectRuntimes(bool use_cache = true);
+RuntimeInfo InspectRuntime(const std::string& name);
+nlohmann::json RuntimesToJson(const std::vector<RuntimeInfo>& runtimes);
+
+// A runtime flag meaning "the interpreter is a compiler without a run mode":
+// compile to /tmp/cocoon-main inside the sandbox, then exec it (rust).
+inline constexpr const char* kCompileAndRun = "@compile-and-run";
+
+// How the code reaches the interpreter.
+enum class CodeDelivery {
+  kInline,      // <interpreter> <flags> <code_flag> <code>
+  kScriptFile,  // <interpreter> <flags> <script path inside the sandbox>
+};
+
+// The command line of one run. `script_path` is used for kScriptFile, and for
+// kInline when the runtime has no code_flag (the caller must stage the file).
+std::vector<std::string> RuntimeArgv(const ir::Runtime& runtime, const std::string& interpreter,
+                                     CodeDelivery delivery, const std::string& code,
+                                     const std::string& script_path);
+
+// True when code must be staged as a file (no code_flag, or compile-and-run).
+bool NeedsScriptFile(const ir::Runtime& runtime);
+
+// The scratch environment: HOME and every cache redirected into `scratch`, a
+// directory inside the sandbox on a per-run tmpfs (strict's /tmp), so caches
+// never land in the work dir and vanish with the sandbox. The tools create
+// their subdirectories on demand. `cocoon run` adds these for names the
+// policy and preset do not set themselves.
+std::vector<ir::EnvVar> ScratchEnvironment(const std::string& scratch);
+
+}  // namespace cocoon::cli

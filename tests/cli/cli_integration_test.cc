@@ -1,0 +1,272 @@
+// Integration tests for the agent interfaces, through the real `cocoon`
+// binary: run (every installed runtime), pipeline, --stream (binary data and
+// a 1 GiB flood with bounded memory), doctor and info. They start real
+// sandboxes, so they carry LABELS integration.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Ran {
+  int status = -1;
+  std::string out;
+  std::string err;
+  long max_rss_kib = 0;
+};
+
+// fork/exec with stdout and stderr captured (to files, so a flood cannot
+// deadlock the test), and the child's peak RSS from wait4.
+Ran Cocoon(const std::vector<std::string>& args, const std::string& cwd = "") {
+  std::string dir = fs::temp_directory_path() / ("cocoon-cli-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string out_path = dir + "/out", err_path = dir + "/err";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(125);
+    FILE* out = freopen(out_path.c_str(), "w", stdout);
+    FILE* err = freopen(err_path.c_str(), "w", stderr);
+    if (!out || !err) _exit(125);
+    std::vector<char*> argv = {const_cast<char*>(COCOON_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(COCOON_BINARY, argv.data());
+    _exit(127);
+  }
+  Ran ran;
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  ran.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  ran.max_rss_kib = usage.ru_maxrss;
+  std::ifstream o(out_path), e(err_path);
+  std::stringstream so, se;
+  so << o.rdbuf();
+  se << e.rdbuf();
+  ran.out = so.str();
+  ran.err = se.str();
+  return ran;
+}
+
+json Json(const Ran& ran) {
+  json j = json::parse(ran.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << ran.out << ran.err;
+  return j;
+}
+
+TEST(CocoonRun, PythonInlineJson) {
+  Ran ran = Cocoon({"run", "--json", "-r", "python", "-c", "print(6*7)"});
+  ASSERT_EQ(ran.status, 0) << ran.out << ran.err;
+  json j = Json(ran);
+  EXPECT_EQ(j["stdout"], "42\n");
+  EXPECT_EQ(j["exit_code"], 0);
+  EXPECT_TRUE(j["overrides"].is_array());
+}
+
+TEST(CocoonRun, PassThroughAndExitStatus) {
+  Ran ran = Cocoon({"run", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_EQ(ran.status, 7) << ran.err;
+  EXPECT_EQ(ran.out, "out\n");
+  EXPECT_NE(ran.err.find("err\n"), std::string::npos);
+}
+
+TEST(CocoonRun, TimeoutExits124) {
+  Ran ran = Cocoon({"run", "--timeout", "1", "-r", "python", "-c", "while True: pass"});
+  EXPECT_EQ(ran.status, 124) << ran.err;
+}
+
+TEST(CocoonRun, CwdIsReadOnlyAndNetworkIsOff) {
+  std::string dir = fs::temp_directory_path() / ("cocoon-ro-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir + "/input.txt") << "from the host\n";
+  Ran ran = Cocoon({"run", "--json", "-r", "python", "-c",
+                    "import socket\nprint(open('input.txt').read(), end='')\n"
+                    "try:\n  open('new.txt','w'); print('wrote')\nexcept OSError: print('read-only')\n"
+                    "try:\n  socket.create_connection(('127.0.0.1', 22), 1); print('net')\nexcept OSError: print('no net')\n"},
+                   dir);
+  json j = Json(ran);
+  EXPECT_EQ(j["stdout"], "from the host\nread-only\nno net\n") << ran.err;
+  EXPECT_FALSE(fs::exists(dir + "/new.txt"));
+  fs::remove_all(dir);
+}
+
+TEST(CocoonRun, OpeningFlagsAreOverridesAndExplainDoesNotRun) {
+  Ran ran = Cocoon({"run", "--explain", "--allow-network", "--mem", "512", "-r", "python", "-c", "print(1)"});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  EXPECT_NE(ran.out.find("network: off -> on (--allow-network)"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.out.find("limits.memory"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.out.find("profile cocoon-run extends python"), std::string::npos) << ran.out;
+  Ran tighter = Cocoon({"run", "--json", "--mem", "64", "--timeout", "2", "-r", "python", "-c", "print(1)"});
+  json j = Json(tighter);
+  for (const auto& o : j["overrides"]) EXPECT_EQ(o.get<std::string>().find("limits."), std::string::npos) << o;
+}
+
+TEST(CocoonRun, UnknownRuntimeIsAUsageError) {
+  Ran ran = Cocoon({"run", "-r", "cobol", "-c", "x"});
+  EXPECT_EQ(ran.status, 2);
+  EXPECT_NE(ran.err.find("unknown runtime 'cobol'"), std::string::npos) << ran.err;
+}
+
+// Hello world per preset; a runtime not installed here is skipped loudly.
+struct Hello {
+  const char* runtime;
+  const char* code;
+};
+
+class CocoonRuntime : public ::testing::TestWithParam<Hello> {};
+
+TEST_P(CocoonRuntime, RunsHelloWorld) {
+  const Hello& hello = GetParam();
+  Ran list = Cocoon({"run", "--list-runtimes", "--json"});
+  json runtimes = Json(list)["runtimes"];
+  bool found = false, available = false;
+  for (const auto& r : runtimes) {
+    if (r["name"] == hello.runtime) {
+      found = true;
+      available = r["available"];
+    }
+  }
+  ASSERT_TRUE(found) << "no preset for " << hello.runtime;
+  if (!available) GTEST_SKIP() << "RUNTIME NOT INSTALLED: " << hello.runtime << " (inspect reports it missing)";
+  Ran ran = Cocoon({"run", "--json", "-r", hello.runtime, "-c", hello.code});
+  json j = Json(ran);
+  EXPECT_EQ(j["stdout"], std::string("hello from ") + hello.runtime + "\n") << j.dump(2) << ran.err;
+  EXPECT_EQ(j["exit_code"], 0) << j["stderr"];
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Presets, CocoonRuntime,
+    ::testing::Values(
+        Hello{"python", "print('hello from python')"},
+        Hello{"python-skill", "print('hello from python-skill')"},
+        Hello{"node", "console.log('hello from node')"},
+        Hello{"bash", "echo hello from bash"},
+        Hello{"sh", "echo hello from sh"},
+        Hello{"perl", "print \"hello from perl\\n\""},
+        Hello{"ruby", "puts 'hello from ruby'"},
+        Hello{"php", "echo \"hello from php\\n\";"},
+        Hello{"lua", "print('hello from lua')"},
+        Hello{"go", "package main\nimport \"fmt\"\nfunc main() { fmt.Println(\"hello from go\") }\n"},
+        Hello{"rust", "fn main() { println!(\"hello from rust\"); }\n"},
+        Hello{"java", "class Main { public static void main(String[] a) { System.out.println(\"hello from java\"); } }\n"},
+        Hello{"deno", "console.log('hello from deno')"},
+        Hello{"bun", "console.log('hello from bun')"},
+        Hello{"pwsh", "Write-Output 'hello from pwsh'"}),
+    [](const auto& info) {
+      std::string name = info.param.runtime;
+      for (char& c : name) if (c == '-') c = '_';
+      return name;
+    });
+
+TEST(CocoonPipeline, StepsShareTheWorkDir) {
+  Ran ran = Cocoon({"pipeline", "--json", "-s", "python:open('n.txt','w').write('41')", "-s",
+                    "bash:echo $(( $(cat n.txt) + 1 ))"});
+  ASSERT_EQ(ran.status, 0) << ran.out << ran.err;
+  json j = Json(ran);
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["steps"][1]["outcome"]["stdout"], "42\n");
+  EXPECT_EQ(j["total"]["ok"], true);
+}
+
+TEST(CocoonPipeline, StopsAtFirstFailureUnlessKeepGoing) {
+  Ran stop = Cocoon({"pipeline", "--json", "-s", "bash:exit 3", "-s", "bash:echo second"});
+  EXPECT_EQ(stop.status, 3);
+  EXPECT_EQ(Json(stop)["steps"].size(), 1u);
+  Ran going = Cocoon({"pipeline", "--json", "--keep-going", "-s", "bash:exit 3", "-s", "bash:echo second"});
+  EXPECT_EQ(going.status, 3);
+  json j = Json(going);
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["steps"][1]["outcome"]["stdout"], "second\n");
+  EXPECT_EQ(j["total"]["failed"], 1);
+}
+
+std::vector<json> Lines(const std::string& text) {
+  std::vector<json> lines;
+  std::stringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    json j = json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << line;
+    lines.push_back(j);
+  }
+  return lines;
+}
+
+TEST(CocoonStream, ChunksThenOutcomeWithBase64ForBinary) {
+  Ran ran = Cocoon({"run", "--stream", "-r", "python", "-c",
+                    "import sys\nprint('text', flush=True)\nsys.stdout.buffer.write(b'\\xff\\xfe\\x00'); sys.stdout.flush()\n"
+                    "print('err', file=sys.stderr)"});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  auto lines = Lines(ran.out);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines.back()["stream"], "outcome");
+  EXPECT_EQ(lines.back()["exit_code"], 0);
+  std::string text;
+  bool base64 = false, stderr_seen = false;
+  uint64_t last_seq = 0;
+  for (const auto& l : lines) {
+    EXPECT_GT(l["seq"].get<uint64_t>(), last_seq);
+    last_seq = l["seq"];
+    if (l["stream"] == "stdout" && !l.contains("encoding")) text += l["data"].get<std::string>();
+    if (l["stream"] == "stdout" && l.value("encoding", "") == "base64") base64 |= l["data"] == "//4A";
+    if (l["stream"] == "stderr") stderr_seen |= l["data"] == "err\n";
+  }
+  EXPECT_EQ(text, "text\n");
+  EXPECT_TRUE(base64) << ran.out;
+  EXPECT_TRUE(stderr_seen) << ran.out;
+}
+
+TEST(CocoonStream, GigabyteFloodIsTruncatedWithBoundedMemory) {
+  Ran ran = Cocoon({"run", "--stream", "--timeout", "60", "--", "/bin/sh", "-c", "head -c 1073741824 /dev/zero"});
+  auto lines = Lines(ran.out);
+  ASSERT_FALSE(lines.empty()) << ran.err;
+  const json& outcome = lines.back();
+  EXPECT_EQ(outcome["stream"], "outcome");
+  EXPECT_EQ(outcome["stdout_truncated"], true);
+  bool marker = false;
+  for (const auto& l : lines) marker |= l.value("truncated", false);
+  EXPECT_TRUE(marker) << "no truncation marker line";
+  EXPECT_LT(ran.out.size(), 16u << 20) << "more than the cap came through";
+  EXPECT_LT(ran.max_rss_kib, 256 * 1024) << "cocoon's peak RSS grew with the flood";
+}
+
+TEST(CocoonDoctor, DefaultPolicyEnforceableHere) {
+  Ran ran = Cocoon({"doctor", "--json"});
+  json j = Json(ran);
+  EXPECT_EQ(j["default_policy_enforceable"], ran.status == 0);
+  bool userns = false;
+  for (const auto& c : j["checks"]) {
+    EXPECT_TRUE(c["status"] == "ok" || c["status"] == "warn" || c["status"] == "fail") << c;
+    if (c["status"] != "ok") EXPECT_TRUE(c.contains("fix")) << c;
+    if (c["name"] == "user namespaces") userns = c["status"] == "ok";
+  }
+  EXPECT_TRUE(userns) << j.dump(2);
+  Ran text = Cocoon({"doctor"});
+  EXPECT_NE(text.out.find("ok    user namespaces"), std::string::npos) << text.out;
+}
+
+TEST(CocoonInfo, MemoryCeilingIs95Percent) {
+  json j = Json(Cocoon({"info", "--json"}));
+  uint64_t total = j["memory"]["total_bytes"];
+  uint64_t ceiling = j["memory"]["ceiling_bytes"];
+  uint64_t base = j["memory"].contains("cgroup_limit_bytes")
+                      ? std::min<uint64_t>(total, j["memory"]["cgroup_limit_bytes"].get<uint64_t>())
+                      : total;
+  EXPECT_EQ(ceiling, base / 100 * 95);
+  EXPECT_FALSE(j["kernel"]["release"].get<std::string>().empty());
+}
+
+}  // namespace
