@@ -127,7 +127,7 @@ test('an unknown tool is JSON-RPC error -32602', async () => {
 test('run_in_sandbox takes an argv array or a shell string', async () => {
   const argv = await client.callTool({ name: 'run_in_sandbox', arguments: { command: ['echo', 'a', 'b'] } });
   assert.equal(argv.structuredContent.stdout, 'a b\n', JSON.stringify(argv));
-  const shell = await client.callTool({ name: 'run_in_sandbox', arguments: { command: 'echo $((2+3)) | tr 5 five' } });
+  const shell = await client.callTool({ name: 'run_in_sandbox', arguments: { command: 'echo $((2+3)) | sed s/5/five/' } });
   assert.equal(shell.structuredContent.stdout, 'five\n');
 });
 
