@@ -145,10 +145,12 @@ void SetupFileHandle(Context& ctx) {
     ctx.skip_reason = std::string("name_to_handle_at on the host failed: ") + std::strerror(errno);
     return;
   }
+  // f_handle is a flexible array member: read the bytes through `space`.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(space) + offsetof(struct file_handle, f_handle);
   std::string hex;
-  for (unsigned i = 0; i < fh->handle_bytes; ++i) {
+  for (unsigned i = 0; i < fh->handle_bytes && i < 128; ++i) {
     char b[3];
-    std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(fh->f_handle[i]));
+    std::snprintf(b, sizeof b, "%02x", bytes[i]);
     hex += b;
   }
   ctx.probe_args.push_back("handle_type=" + std::to_string(fh->handle_type));

@@ -125,6 +125,19 @@ std::vector<std::string> BuildEnv(const LaunchOptions& options) {
   return env;
 }
 
+// The unprivileged user gets a HOME of its own (as a real user has), so that
+// cocoon's per-user artifact cache works; root keeps /var/cache/cocoon.
+std::string UserHome() {
+  const ProbeUser& user = GetProbeUser();
+  std::string home = "/tmp/cocoon-security-home-" + std::to_string(user.uid);
+  if (mkdir(home.c_str(), 0700) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (lstat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != user.uid && geteuid() == 0)
+      (void)!chown(home.c_str(), user.uid, user.gid);
+  }
+  return home;
+}
+
 LaunchResult Spawn(RunAs run_as, const std::vector<std::string>& argv, const LaunchOptions& options) {
   LaunchResult r;
   int out[2], err[2], report[2];
@@ -132,7 +145,9 @@ LaunchResult Spawn(RunAs run_as, const std::vector<std::string>& argv, const Lau
     r.start_error = std::string("pipe2: ") + std::strerror(errno);
     return r;
   }
-  std::vector<std::string> env = BuildEnv(options);
+  LaunchOptions with_home = options;
+  if (run_as == RunAs::kUser && geteuid() == 0) with_home.extra_env.emplace_back("HOME", UserHome());
+  std::vector<std::string> env = BuildEnv(with_home);
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -250,7 +265,10 @@ Scratch::Scratch(RunAs run_as) {
   mkdir(work().c_str(), 0755);
   if (run_as == RunAs::kUser && geteuid() == 0) {
     const ProbeUser& user = GetProbeUser();
-    if (chown(work().c_str(), user.uid, user.gid) != 0) root_.clear();
+    // cocoon creates its commit dir next to the work dir: the user owns both,
+    // as with a real user's project dir. bin/ stays root's.
+    if (chown(work().c_str(), user.uid, user.gid) != 0 || chown(root_.c_str(), user.uid, user.gid) != 0)
+      root_.clear();
   }
 }
 
