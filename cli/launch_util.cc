@@ -8,6 +8,13 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include <sys/random.h>
+
+#include <spdlog/spdlog.h>
+
+#include "audit/audit_log.h"
+#include "audit/events.h"
+#include "audit/outcome_events.h"
 #include "compiler/backends/artifact.h"
 #include "compiler/common/digest.h"
 #include "compiler/frontend/frontend.h"
@@ -102,6 +109,37 @@ Result<enforcer::CompiledLinuxArtifacts> CompilePolicy(const std::string& path, 
   return compiled;
 }
 
+std::string NewRunId() {
+  unsigned char bytes[12];
+  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) return std::to_string(getpid());
+  static const char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) {
+    id.push_back(kHex[b >> 4]);
+    id.push_back(kHex[b & 15]);
+  }
+  return id;
+}
+
+audit::Event LaunchEvent(const PolicyArtifacts& artifacts, const enforcer::Sandbox& sandbox,
+                         const std::vector<std::string>& argv, const LaunchRequest& request, const std::string& run_id) {
+  audit::SandboxLaunchedInfo info;
+  info.policy_name = artifacts.plan.policy_name;
+  info.policy_sha256 = artifacts.plan.policy_sha256;
+  info.profile = artifacts.profile.empty() ? artifacts.plan.policy_name : artifacts.profile;
+  info.argv = argv;
+  info.cwd = artifacts.plan.cwd;
+  info.uid_inside = artifacts.plan.uid;
+  info.gid_inside = artifacts.plan.gid;
+  info.user_inside = artifacts.plan.uid == 65534 ? "nobody" : std::to_string(artifacts.plan.uid);
+  info.namespaces = sandbox.namespaces();
+  for (const auto& limit : sandbox.limits()) info.limits.push_back(audit::LimitInfoFrom(limit));
+  info.landlock_abi = sandbox.landlock_abi();
+  info.overrides = request.overrides;
+  info.run_id = run_id;
+  return audit::SandboxLaunched(info);
+}
+
 }  // namespace
 
 Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile) {
@@ -129,9 +167,19 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
 
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
   if (request.argv.empty()) return InvalidArgumentError("missing command: give it after `--`");
+  // The audit log is opened before anything runs: a run whose record cannot
+  // be written is refused.
+  std::unique_ptr<audit::AuditLog> log;
   if (!request.audit.log_path.empty()) {
-    return UnimplementedError("not implemented: --audit-log in this build (the audit module is not wired yet)");
+    audit::AuditLogOptions options;
+    options.path = request.audit.log_path;
+    options.key_path = request.audit.key_path;
+    options.requirement = audit::AuditRequirement::kRequired;
+    auto opened = audit::AuditLog::Open(options);
+    if (!opened.ok()) return opened.status().WithContext("audit log (required; the run is refused)");
+    log = std::move(*opened);
   }
+  std::vector<std::string> argv = request.argv;
   enforcer::SandboxRequest sandbox_request;
   sandbox_request.plan = artifacts.plan;
   sandbox_request.seccomp_bpf = artifacts.seccomp_bpf;
@@ -155,7 +203,19 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   sandbox_request.on_output = std::move(request.on_output);
   sandbox_request.cancel = request.cancel;
   COCOON_ASSIGN_OR_RETURN(auto sandbox, enforcer::Sandbox::Prepare(std::move(sandbox_request)));
-  return sandbox->Run();
+  std::string run_id = NewRunId();
+  if (log) {
+    auto written = log->Append(LaunchEvent(artifacts, *sandbox, argv, request, run_id));
+    if (!written.ok()) return written.status().WithContext("writing the launch audit event (the run is refused)");
+  }
+  COCOON_ASSIGN_OR_RETURN(enforcer::Outcome outcome, sandbox->Run());
+  if (log) {
+    auto written = log->AppendBatch(audit::EventsFromOutcome(outcome, sandbox->pid(), run_id));
+    Status closed = log->Close();
+    if (!written.ok()) spdlog::error("audit: the run's events could not be written: {}", written.status().ToString());
+    if (!closed.ok()) spdlog::error("audit: closing the log: {}", closed.ToString());
+  }
+  return outcome;
 }
 
 int RefusalExitCode(const Status& status) {
