@@ -50,6 +50,7 @@ class Formatter {
  private:
   void Profile(const ast::Profile& p) {
     CommentsBefore(p.span.begin, 0);
+    BlankIfSource(p.span.begin);
     out_ += "profile " + Word(p.name);
     if (p.has_parent) out_ += " extends " + Word(p.parent);
     out_ += " {";
