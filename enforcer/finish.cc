@@ -78,7 +78,8 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
       outcome.peak_memory_kib = *peak / 1024;
       outcome.peak_memory_source = cgroup->PeakMemorySource();
     }
-    (void)cgroup->KillAll();
+    // Every process died with the namespace's init; Cgroup::Destroy (in
+    // Sandbox::Run) still sweeps the group before removing it.
   }
   if (outcome.peak_memory_source.empty()) {
     outcome.peak_memory_kib = static_cast<uint64_t>(run.usage.ru_maxrss);  // KiB (getrusage(2))
