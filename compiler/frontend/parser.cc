@@ -189,7 +189,7 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, co
 // ------------------------------------------------------- parse tree -> AST
 class AstBuilder {
  public:
-  AstBuilder(const OffsetMap& offsets) : offsets_(offsets) {}
+  AstBuilder(const OffsetMap& offsets, std::string_view text) : offsets_(offsets), text_(text) {}
 
   ast::File Build(CocoonParser::FileContext* file) {
     ast::File out;
@@ -221,14 +221,13 @@ class AstBuilder {
     return p;
   }
 
-  static bool IsStatement(antlr4::tree::ParseTree* tree) {
-    return dynamic_cast<CocoonParser::FsStmtContext*>(tree) ||
-           dynamic_cast<CocoonParser::LimitStmtContext*>(tree) ||
-           dynamic_cast<CocoonParser::SyscallStmtContext*>(tree) ||
-           dynamic_cast<CocoonParser::EnvStmtContext*>(tree) ||
-           dynamic_cast<CocoonParser::RuntimeStmtContext*>(tree) ||
-           dynamic_cast<CocoonParser::DeviceStmtContext*>(tree) ||
-           dynamic_cast<CocoonParser::AnyStmtContext*>(tree);
+  // Rule indexes instead of a dynamic_cast per rule: dynamic_cast across the
+  // runtime's shared library compares type names and dominated the profile.
+  static bool IsStatement(size_t rule) {
+    return rule == CocoonParser::RuleFsStmt || rule == CocoonParser::RuleLimitStmt ||
+           rule == CocoonParser::RuleSyscallStmt || rule == CocoonParser::RuleEnvStmt ||
+           rule == CocoonParser::RuleRuntimeStmt || rule == CocoonParser::RuleDeviceStmt ||
+           rule == CocoonParser::RuleAnyStmt;
   }
 
   ast::Statement BuildStatement(antlr4::ParserRuleContext* ctx) {
@@ -236,26 +235,31 @@ class AstBuilder {
     s.span = SpanOf(ctx);
     std::vector<ast::Word> words;
     for (antlr4::tree::ParseTree* child : ctx->children) {
-      if (auto* terminal = dynamic_cast<antlr4::tree::TerminalNode*>(child)) {
-        size_t type = terminal->getSymbol()->getType();
+      auto* rule = dynamic_cast<antlr4::ParserRuleContext*>(child);
+      if (rule == nullptr) {
+        antlr4::Token* token = static_cast<antlr4::tree::TerminalNode*>(child)->getSymbol();
+        size_t type = token->getType();
         if (type == CocoonParser::LBRACE) {
           s.has_block = true;
-          s.block_open = TokenSpan(terminal->getSymbol());
+          s.block_open = TokenSpan(token);
         } else if (type != CocoonParser::RBRACE && type != CocoonParser::IF) {
-          words.push_back(WordOf(terminal->getSymbol()));
+          words.push_back(WordOf(token));
         }
-      } else if (auto* condition = dynamic_cast<CocoonParser::ConditionContext*>(child)) {
-        s.condition = std::make_shared<ast::Condition>(BuildOr(condition));
+        continue;
+      }
+      size_t index = rule->getRuleIndex();
+      if (index == CocoonParser::RuleCondition) {
+        s.condition = std::make_shared<ast::Condition>(BuildOr(static_cast<CocoonParser::ConditionContext*>(rule)));
         s.condition_index = words.empty() ? 0 : words.size() - 1;  // words[0] is the keyword
-      } else if (auto* endpoint = dynamic_cast<CocoonParser::EndpointContext*>(child)) {
+      } else if (index == CocoonParser::RuleEndpoint) {
         ast::Statement e;
-        e.keyword = FlattenOne(endpoint);
+        e.keyword = FlattenOne(rule);
         e.span = e.keyword.span;
         s.block.push_back(std::move(e));
-      } else if (IsStatement(child)) {
-        s.block.push_back(BuildStatement(static_cast<antlr4::ParserRuleContext*>(child)));
+      } else if (IsStatement(index)) {
+        s.block.push_back(BuildStatement(rule));
       } else {
-        Flatten(child, words);
+        Flatten(rule, words);
       }
     }
     if (!words.empty()) {
@@ -322,8 +326,9 @@ class AstBuilder {
   }
 
   void Flatten(antlr4::tree::ParseTree* tree, std::vector<ast::Word>& out) {
-    if (auto* terminal = dynamic_cast<antlr4::tree::TerminalNode*>(tree)) {
-      out.push_back(WordOf(terminal->getSymbol()));
+    if (tree->children.empty()) {
+      // Only terminals are leaves: every rule of the grammar matches at least one token.
+      if (auto* terminal = dynamic_cast<antlr4::tree::TerminalNode*>(tree)) out.push_back(WordOf(terminal->getSymbol()));
       return;
     }
     for (antlr4::tree::ParseTree* child : tree->children) Flatten(child, out);
@@ -354,7 +359,8 @@ class AstBuilder {
   ast::Word WordOf(antlr4::Token* token) {
     ast::Word w;
     w.span = TokenSpan(token);
-    w.text = token->getText();
+    // From our UTF-8 text: Token::getText() re-encodes from UTF-32 on every call.
+    w.text = text_.substr(w.span.begin, w.span.size());
     switch (token->getType()) {
       case CocoonParser::IDENT: w.kind = ast::WordKind::kIdent; break;
       case CocoonParser::STRING: w.kind = ast::WordKind::kString; w.text = Unescape(w.text); break;
@@ -378,6 +384,7 @@ class AstBuilder {
   }
 
   const OffsetMap& offsets_;
+  std::string_view text_;  // the whole Source text (offsets are absolute)
 };
 
 std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, const OffsetMap& offsets) {
@@ -453,7 +460,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
-  ast::File file = AstBuilder(offsets).Build(tree);
+  ast::File file = AstBuilder(offsets, source->text()).Build(tree);
   file.source = source;
   file.comments = CollectComments(tokens, offsets);
   return file;
