@@ -107,8 +107,13 @@ class SandboxExecutor : public mcp::Executor {
     result.status = StatusOf(*outcome);
     result.exit_code = outcome->exit_code;
     result.outcome = RunOutcomeJson(*outcome, run.policy);
-    // TODO(audit refs): LaunchSandboxed does not return the launch event's
-    // EventRef yet; the result carries sequence 0 / "" until it does.
+    // The run is audited by LaunchSandboxed (launch before, exit after) when
+    // --audit-log is set, but launch_util does not hand back the launch
+    // event's EventRef yet, so the reference cannot be filled in here.
+    result.audit_note = flags_.audit_log.empty()
+                            ? "no audit log configured (cocoon mcp --audit-log FILE --audit-key KEY)"
+                            : "not implemented: the audit event reference is not returned by launch_util yet; "
+                              "the run is in " + flags_.audit_log;
     return result;
   }
 

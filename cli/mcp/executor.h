@@ -85,6 +85,7 @@ struct ExecResult {
   nlohmann::json outcome = nlohmann::json::object();
   uint64_t audit_sequence = 0;
   std::string audit_event_id;   // "" when no audit log is configured
+  std::string audit_note;       // why there is no reference, when there is none
 };
 
 enum class OutputStream { kStdout, kStderr };

@@ -347,6 +347,7 @@ json CallResultFromExec(const ExecResult& result) {
   ensure("oom_killed", result.status == ExecStatus::kOomKilled);
   ensure("termination_reason", std::string(ExecStatusName(result.status)));
   structured["audit"] = {{"sequence", result.audit_sequence}, {"event_id", result.audit_event_id}};
+  if (!result.audit_note.empty()) structured["audit"]["note"] = result.audit_note;
   return TextResult(structured, IsErrorStatus(result.status));
 }
 
