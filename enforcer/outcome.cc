@@ -31,8 +31,10 @@ std::string_view LimitMechanismName(LimitMechanism mechanism) {
 
 int ShellExitStatus(const Outcome& outcome) {
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
-  if (outcome.signal > 0) return 128 + outcome.signal;
+  // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
+  // not the SIGKILL we used on the sandbox.
   if (outcome.termination_reason == TerminationReason::kCancelled) return 130;
+  if (outcome.signal > 0) return 128 + outcome.signal;
   if (outcome.exit_code < 0) return 1;
   return outcome.exit_code;
 }

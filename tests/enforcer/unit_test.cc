@@ -49,6 +49,9 @@ TEST(OutcomeTest, ShellExitStatus) {
   EXPECT_EQ(ShellExitStatus(outcome), 137);
   outcome.timed_out = true;
   EXPECT_EQ(ShellExitStatus(outcome), 124);
+  outcome.timed_out = false;
+  outcome.termination_reason = TerminationReason::kCancelled;
+  EXPECT_EQ(ShellExitStatus(outcome), 130);
 }
 
 TEST(SeccompValidationTest, AcceptsAssembledFilter) {
