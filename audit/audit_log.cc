@@ -146,6 +146,7 @@ Result<std::vector<std::string>> AuditLog::Impl::Render(std::vector<Pending>& pl
   }
   int64_t now = NowMs();
   std::vector<Result<PreparedLine>> prepared(plan.size(), Result<PreparedLine>(InternalError("unset")));
+  severities.assign(plan.size(), 1);
   pool->ParallelFor(plan.size(), 64, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       LineContext context;
@@ -157,6 +158,8 @@ Result<std::vector<std::string>> AuditLog::Impl::Render(std::vector<Pending>& pl
       context.signed_line = options.sign_every <= 1 || plan[i].kind != "event";
       context.extra = std::move(plan[i].extra);
       prepared[i] = PrepareLine(plan[i].event, context, identity, HashMode::kDeferred);
+      auto severity = plan[i].event.find("severity_id");
+      if (severity != plan[i].event.end() && severity->is_number_integer()) severities[i] = severity->get<int>();
       plan[i].event = json();  // free the DOM here, in parallel
     }
   });
@@ -188,10 +191,6 @@ Result<std::vector<std::string>> AuditLog::Impl::Render(std::vector<Pending>& pl
     }
   });
   for (const auto& error : errors) COCOON_RETURN_IF_ERROR(error);
-  for (const auto& p : prepared) {
-    auto at = p->preimage.find("\"severity_id\":");
-    severities.push_back(at == std::string::npos ? 1 : p->preimage[at + 14] - '0');
-  }
   tail.empty = false;
   tail.partial.reset();
   tail.next_sequence += plan.size();
