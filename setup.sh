@@ -74,14 +74,15 @@ run_tests() {
   log "unit, integration and security tests (ctest)"
   (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600)
 
+  # One clang build serves both: everything compiled with ASan + UBSan and
+  # libFuzzer coverage; the unit tests and the fuzzers link from it.
   log "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
-  CC=clang CXX=clang++ configure_and_build "$build-asan" -DCOCOON_SANITIZE=ON -DCOCOON_BUILD_BENCH=OFF
+  CC=clang CXX=clang++ configure_and_build "$build-asan" -DCOCOON_SANITIZE=ON -DCOCOON_FUZZ=ON -DCOCOON_BUILD_BENCH=OFF
   (cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest --output-on-failure -j "$jobs" --timeout 900 -L unit)
 
   log "fuzzers, ${fuzz_seconds}s each"
-  CC=clang CXX=clang++ configure_and_build "$build-fuzz" -DCOCOON_FUZZ=ON -DCOCOON_BUILD_TESTS=OFF -DCOCOON_BUILD_BENCH=OFF
-  "$repo/fuzz/run_all.sh" "$build-fuzz" "$fuzz_seconds"
+  "$repo/fuzz/run_all.sh" "$build-asan" "$fuzz_seconds"
 
   if [[ -x "$repo/bench/run" ]]; then
     log "benchmark smoke run (no timing gate)"
