@@ -65,7 +65,7 @@ void AddCloneGuards(std::vector<Candidate>& out) {
   }
 }
 
-void AddFixedPrologue(std::vector<Candidate>& out) {
+void AddFixedPrologue(std::vector<Candidate>& out, IoctlGuardForm ioctl_form) {
   // clone3 passes its flags in a struct behind a pointer, which seccomp
   // cannot read; ENOSYS makes glibc fall back to clone (moby#42680).
   out.push_back({PrologueRule("clone3", Errno(ENOSYS)), true});
@@ -74,6 +74,7 @@ void AddFixedPrologue(std::vector<Candidate>& out) {
   // compare only the low 32 (else 0x1_00005412 would slip past an Eq).
   // TIOCSTI pushes input into the controlling terminal (CVE-2017-5226).
   for (uint64_t cmd : {kTiocsti, kTioclinux}) {
+    if (ioctl_form == IoctlGuardForm::kBpfPrefix) continue;  // EffectiveSyscalls::ioctl_denied_cmds
     out.push_back({PrologueRule("ioctl", Errno(EPERM), {{1, CompareOp::kMaskedEq, cmd, kLow32}}), true});
   }
   // A sandboxed process must not install a filter with a user-notification
@@ -131,6 +132,21 @@ void AddPolicyRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
   }
 }
 
+// True when `r` (an ioctl rule) only matches calls the BPF prefix denies
+// first: one of its conditions pins the low 32 bits of arg 1 (the cmd, which
+// the kernel truncates to 32 bits) to a denied value. strict.cocoon spells
+// the prologue's guard out itself (`deny ioctl if arg1 == TIOCSTI ...`);
+// kept, those rules would split `allow ioctl` into range pieces again.
+bool ShadowedByIoctlPrefix(const SyscallRule& r, const std::vector<uint32_t>& denied_cmds) {
+  if (r.name != "ioctl") return false;
+  return std::any_of(r.conditions.begin(), r.conditions.end(), [&](const ArgCondition& c) {
+    if (c.arg != 1) return false;
+    const bool pins_low32 = c.op == CompareOp::kEq || (c.op == CompareOp::kMaskedEq && (c.mask & kLow32) == kLow32);
+    const uint32_t low = static_cast<uint32_t>(c.value);
+    return pins_low32 && std::find(denied_cmds.begin(), denied_cmds.end(), low) != denied_cmds.end();
+  });
+}
+
 // Higher-ranked first; ties broken so that the output never depends on input order.
 bool Outranks(const Candidate& a, const Candidate& b) {
   const int ra = ActionRank(a.rule.action);
@@ -150,7 +166,7 @@ std::string Describe(const SyscallRule& r) {
 // Makes the rules of one syscall pairwise disjoint across different actions.
 void ResolveSyscall(std::vector<Candidate> rules, const ir::Action& default_action, EffectiveSyscalls& out) {
   // libseccomp's rule merging slows down sharply past a few dozen conditional
-  // rules on one syscall; the ioctl TIOCSTI/TIOCLINUX guard alone needs ~500.
+  // rules on one syscall; the ioctl TIOCSTI/TIOCLINUX guard in rule form (OCI) needs ~130.
   constexpr size_t kMaxPiecesPerSyscall = 1024;
   std::stable_sort(rules.begin(), rules.end(), Outranks);
   struct Piece {
@@ -230,14 +246,25 @@ int ActionRank(const ir::Action& action) {
   return 0;
 }
 
-EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy) {
+EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, IoctlGuardForm ioctl_form) {
   EffectiveSyscalls out;
   out.default_action = policy.default_action;
   out.architectures = policy.architectures;
+  // The prefix answers errno(EPERM) before any rule is consulted; a policy
+  // ioctl rule more restrictive than that (kill, trap) must win instead, so
+  // such policies keep the rule form.
+  const ir::Action eperm = Errno(EPERM);
+  const bool ioctl_outranks_eperm = std::any_of(policy.rules.begin(), policy.rules.end(), [&](const SyscallRule& r) {
+    return r.name == "ioctl" && ActionRank(r.action) > ActionRank(eperm);
+  });
+  if (ioctl_outranks_eperm) ioctl_form = IoctlGuardForm::kRules;
+  if (ioctl_form == IoctlGuardForm::kBpfPrefix) out.ioctl_denied_cmds = {kTiocsti, kTioclinux};
   std::vector<Candidate> all;
-  AddFixedPrologue(all);
+  AddFixedPrologue(all, ioctl_form);
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
+  // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.
+  std::erase_if(all, [&](const Candidate& c) { return ShadowedByIoctlPrefix(c.rule, out.ioctl_denied_cmds); });
 
   std::map<std::string, std::vector<Candidate>> by_name;
   for (Candidate& c : all) by_name[c.rule.name].push_back(std::move(c));

@@ -4,6 +4,7 @@
 // this list, so the two can never disagree about what is denied.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,25 @@ struct EffectiveSyscalls {
   // (e.g. `arg0 > 2 and arg0 < 9`: one comparison per argument). Back ends
   // must refuse to emit anything then (fail closed).
   std::vector<std::string> errors;
+  // IoctlGuardForm::kBpfPrefix only: ioctl commands (compared on the low 32
+  // bits of arg 1) that the BPF back end denies with errno(EPERM) in a
+  // hand-written prefix that runs before libseccomp's program. The prologue's
+  // ioctl rules are then absent from `rules`. Empty in kRules form.
+  std::vector<uint32_t> ioctl_denied_cmds;
+};
+
+// How the prologue's ioctl TIOCSTI/TIOCLINUX denial is expressed.
+//
+// Why two forms: libseccomp cannot say "allow ioctl except these two cmd
+// values" (an unconditional rule swallows the conditional ones of the same
+// syscall, see rule_algebra.h), so as rules the denial turns the policy's
+// `allow ioctl` into ~130 disjoint masked-compare pieces. That is the only
+// faithful form for OCI/Kubernetes JSON (runc/crun feed it to libseccomp),
+// but in BPF it costs ~300 extra instructions on ioctl's path and most of the
+// build time, where a 9-instruction prefix does the same job.
+enum class IoctlGuardForm {
+  kRules,      // masked-compare rules in `rules` (OCI, Kubernetes)
+  kBpfPrefix,  // `ioctl_denied_cmds`, for seccomp_backend's BPF prefix
 };
 
 // Prologue (always emitted, see docs/language.md#prologue):
@@ -50,7 +70,14 @@ struct EffectiveSyscalls {
 // returned rules of one syscall are pairwise disjoint unless they have the
 // same action, hold at most one comparison per argument, and none has the
 // default action. libseccomp then cannot misorder them.
-EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy);
+//
+// kBpfPrefix falls back to kRules when a policy ioctl rule outranks
+// errno(EPERM) (kill, trap): the rule algebra then decides, as before.
+// Otherwise policy ioctl rules that pin arg 1's low 32 bits to a denied cmd
+// (strict's own `deny ioctl if arg1 == TIOCSTI ...`) are dropped: the prefix
+// answers those calls first, and kept they would split `allow ioctl` again.
+EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy,
+                                           IoctlGuardForm ioctl_form = IoctlGuardForm::kRules);
 
 // The restrictiveness rank used above (higher is more restrictive).
 int ActionRank(const ir::Action& action);

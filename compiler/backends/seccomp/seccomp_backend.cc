@@ -6,10 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string_view>
 
+#include "compiler/backends/seccomp/ioctl_prefix.h"
 #include "compiler/backends/seccomp/seccomp_verify.h"
 #include "compiler/syscalls/syscall_groups.h"
 
@@ -39,6 +43,9 @@ uint32_t ToScmpAction(const ir::Action& action, SupervisedRouting routing) {
   }
   return SCMP_ACT_KILL_PROCESS;
 }
+
+// What the ioctl prefix returns for TIOCSTI/TIOCLINUX (the prologue's EPERM).
+constexpr uint32_t kIoctlDenyRet = SECCOMP_RET_ERRNO | EPERM;
 
 // libseccomp's SCMP_ACT_* values are the kernel's SECCOMP_RET_* values.
 uint32_t ExpectedRet(const ir::Action& action, bool routed) {
@@ -135,8 +142,22 @@ Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedR
 struct Built {
   std::string bpf;
   std::string pfc;
-  BpfPathStats stats;
+  BpfPathStats stats;             // prefix + libseccomp program
+  BpfPathStats libseccomp_stats;  // libseccomp's program alone
+  size_t prefix_instructions = 0;
 };
+
+// The ioctl prefix (ioctl_prefix.h) in front of libseccomp's program, then
+// the kernel's load-time checks on the whole.
+Result<BpfProgram> PrependIoctlPrefix(const EffectiveSyscalls& rules, const BpfProgram& libseccomp,
+                                      size_t* prefix_instructions) {
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program,
+                          BuildIoctlPrefix(rules.architectures, rules.ioctl_denied_cmds, kIoctlDenyRet));
+  *prefix_instructions = program.size();
+  program.insert(program.end(), libseccomp.begin(), libseccomp.end());
+  COCOON_RETURN_IF_ERROR(ValidateBpf(program).WithContext("ioctl prefix + libseccomp program is invalid"));
+  return program;
+}
 
 Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting routing, int level) {
   Context ctx(seccomp_init(ToScmpAction(rules.default_action, routing)));
@@ -154,8 +175,13 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   Built built;
   COCOON_ASSIGN_OR_RETURN(built.bpf, ExportToString(ctx.get(), seccomp_export_bpf, "cocoon-seccomp-bpf"));
   COCOON_ASSIGN_OR_RETURN(built.pfc, ExportToString(ctx.get(), seccomp_export_pfc, "cocoon-seccomp-pfc"));
-  COCOON_ASSIGN_OR_RETURN(BpfProgram program, ParseBpf(built.bpf));
-  COCOON_RETURN_IF_ERROR(ValidateBpf(program).WithContext("libseccomp emitted an invalid program"));
+  COCOON_ASSIGN_OR_RETURN(BpfProgram libseccomp, ParseBpf(built.bpf));
+  COCOON_RETURN_IF_ERROR(ValidateBpf(libseccomp).WithContext("libseccomp emitted an invalid program"));
+  built.libseccomp_stats = AnalyzeBpf(libseccomp);
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, PrependIoctlPrefix(rules, libseccomp, &built.prefix_instructions));
+  built.bpf.assign(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));
+  built.pfc += DescribeIoctlPrefix(rules.architectures, rules.ioctl_denied_cmds, kIoctlDenyRet,
+                                   built.prefix_instructions);
   // Never fail open: whatever the rules, the program's last word is a deny.
   const sock_filter& last = program.back();
   const uint32_t last_action = last.k & SECCOMP_RET_ACTION_FULL;
@@ -163,9 +189,22 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
     return InternalError("seccomp program does not end in a deny");
   }
   COCOON_RETURN_IF_ERROR(VerifyBpfAgainstRules(program, rules, ExpectedRet,
-                                               routing == SupervisedRouting::kRouteToNotify));
+                                               routing == SupervisedRouting::kRouteToNotify, kIoctlDenyRet));
   built.stats = AnalyzeBpf(program);
   return built;
+}
+
+// Below this many distinct syscalls a priority-ordered if-chain can beat
+// libseccomp's binary tree on the worst case (a chain costs ~2 instructions
+// per syscall, the tree ~2 per level plus its range checks); kAuto then
+// builds both and keeps the shorter. Strict-sized filters (~300 syscalls)
+// build the tree only.
+constexpr size_t kLinearCanWinBelow = 32;
+
+size_t DistinctSyscalls(const EffectiveSyscalls& rules) {
+  std::set<std::string_view> names;
+  for (const ir::SyscallRule& r : rules.rules) names.insert(r.name);
+  return names.size();
 }
 
 bool Permissive(const ir::Action& action) {
@@ -185,15 +224,22 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
   CompiledSeccompFilter out;
   std::optional<Built> linear, tree;
   Status linear_status, tree_status;
-  if (options.optimization != TreeOptimization::kBinaryTree) {
-    Result<Built> built = BuildAtLevel(rules, options.routing, 1);
-    if (built.ok()) linear = std::move(built).value();
-    else linear_status = built.status();
-  }
   if (options.optimization != TreeOptimization::kLinear) {
     Result<Built> built = BuildAtLevel(rules, options.routing, 2);
     if (built.ok()) tree = std::move(built).value();
     else tree_status = built.status();
+  }
+  // kAuto builds the linear layout only where it can win (few syscalls: the
+  // tree's bisection then costs more than it saves) or as the fallback when
+  // the tree failed translation validation; each build is a full libseccomp
+  // export plus verification, the bulk of compile time.
+  const bool want_linear = options.optimization == TreeOptimization::kLinear ||
+                           (options.optimization == TreeOptimization::kAuto &&
+                            (!tree || DistinctSyscalls(rules) < kLinearCanWinBelow));
+  if (want_linear) {
+    Result<Built> built = BuildAtLevel(rules, options.routing, 1);
+    if (built.ok()) linear = std::move(built).value();
+    else linear_status = built.status();
   }
   // A layout that failed verification is dropped; with none left, refuse.
   if (!linear && !tree) return linear_status.ok() ? tree_status : linear_status;
@@ -206,6 +252,8 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
   out.bpf = std::move(chosen.bpf);
   out.pfc = std::move(chosen.pfc);
   out.stats = chosen.stats;
+  out.libseccomp_stats = chosen.libseccomp_stats;
+  out.prefix_instructions = chosen.prefix_instructions;
   out.needs_listener = options.routing == SupervisedRouting::kRouteToNotify &&
                        (IsSupervised(rules.default_action.kind) ||
                         std::any_of(rules.rules.begin(), rules.rules.end(),
@@ -220,7 +268,7 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
 }
 
 Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
-  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls);
+  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls, IoctlGuardForm::kBpfPrefix);
   SeccompFilterOptions options;
   options.default_allowance = policy.syscalls.default_explicitly_allows ? DefaultAllowance::kPolicyExplicit
                                                                         : DefaultAllowance::kRefuse;

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "compiler/backends/seccomp/ioctl_prefix.h"
 #include "compiler/backends/seccomp/rule_algebra.h"
 #include "compiler/syscalls/syscall_groups.h"
 
@@ -15,9 +16,30 @@ namespace {
 
 constexpr size_t kMaxCombinations = 4096;
 
-// Values around each comparison's edge, for one argument.
-std::vector<uint64_t> BoundaryValues(const std::vector<const ir::SyscallRule*>& rules, uint8_t arg) {
+// What the checked program must do: the rules, behind the ioctl prefix.
+struct Expectation {
+  const EffectiveSyscalls& rules;
+  uint32_t (*expected_ret)(const ir::Action&, bool);
+  bool routed;
+  uint32_t ioctl_deny_ret;
+  int ioctl_nr;  // x86_64
+};
+
+bool IoctlDenied(const Expectation& e, int nr, uint64_t arg1) {
+  if (nr != e.ioctl_nr) return false;
+  const auto& cmds = e.rules.ioctl_denied_cmds;
+  return std::find(cmds.begin(), cmds.end(), static_cast<uint32_t>(arg1)) != cmds.end();
+}
+
+// Values around each comparison's edge, for one argument (plus, for ioctl's
+// cmd, the denied values with and without upper bits).
+std::vector<uint64_t> BoundaryValues(const std::vector<const ir::SyscallRule*>& rules, uint8_t arg,
+                                     const std::vector<uint32_t>& extra) {
   std::set<uint64_t> out = {0, 1, ~uint64_t{0}, 0xffffffffULL, 0x100000000ULL};
+  for (uint32_t v : extra) {
+    const uint64_t w = v;
+    for (uint64_t x : std::initializer_list<uint64_t>{w, w | 0x100000000ULL, w ^ 1, w + 1}) out.insert(x);
+  }
   for (const ir::SyscallRule* rule : rules) {
     for (const ir::ArgCondition& c : rule->conditions) {
       if (c.arg != arg) continue;
@@ -41,16 +63,17 @@ std::string ArgsText(const uint64_t args[6]) {
   return s;
 }
 
-Status VerifySyscall(const BpfProgram& program, const EffectiveSyscalls& rules, int nr,
-                     const std::vector<const ir::SyscallRule*>& mine,
-                     uint32_t (*expected_ret)(const ir::Action&, bool), bool routed) {
+Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
+                     const std::vector<const ir::SyscallRule*>& mine) {
+  const std::vector<uint32_t> no_extra;
   std::vector<std::vector<uint64_t>> per_arg(6, std::vector<uint64_t>{0});
   for (uint8_t arg = 0; arg < 6; ++arg) {
     const bool used = std::any_of(mine.begin(), mine.end(), [&](const ir::SyscallRule* r) {
       return std::any_of(r->conditions.begin(), r->conditions.end(),
                          [&](const ir::ArgCondition& c) { return c.arg == arg; });
     });
-    if (used) per_arg[arg] = BoundaryValues(mine, arg);
+    const bool ioctl_cmd = nr == e.ioctl_nr && arg == 1 && !e.rules.ioctl_denied_cmds.empty();
+    if (used || ioctl_cmd) per_arg[arg] = BoundaryValues(mine, arg, ioctl_cmd ? e.rules.ioctl_denied_cmds : no_extra);
   }
   size_t total = 1;
   for (const auto& v : per_arg) total = std::min(total * v.size(), kMaxCombinations * 64);
@@ -64,15 +87,37 @@ Status VerifySyscall(const BpfProgram& program, const EffectiveSyscalls& rules, 
       data.args[arg] = per_arg[arg][rest % per_arg[arg].size()];
       rest /= per_arg[arg].size();
     }
-    ir::Action want = rules.default_action;
+    ir::Action want = e.rules.default_action;
     for (const ir::SyscallRule* r : mine) {
       if (ConjunctionMatches(r->conditions, data.args)) want = r->action;  // disjoint across actions
     }
+    const uint32_t want_ret = IoctlDenied(e, nr, data.args[1]) ? e.ioctl_deny_ret : e.expected_ret(want, e.routed);
     COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
-    if (got.ret != expected_ret(want, routed)) {
-      return InternalError("libseccomp miscompiled " + mine.front()->name + "(" + ArgsText(data.args) +
+    if (got.ret != want_ret) {
+      return InternalError("libseccomp miscompiled syscall " + std::to_string(nr) + "(" + ArgsText(data.args) +
                            "): program returns " + DescribeSeccompRet(got.ret) + ", rules say " +
-                           DescribeSeccompRet(expected_ret(want, routed)));
+                           DescribeSeccompRet(want_ret));
+    }
+  }
+  return Status::Ok();
+}
+
+// The ioctl guard on every architecture of the filter (the prefix is ours,
+// not libseccomp's, but it is checked the same way).
+Status VerifyIoctlGuardAllArches(const BpfProgram& program, const EffectiveSyscalls& rules, uint32_t deny_ret) {
+  for (ir::Arch arch : rules.architectures) {
+    const int nr = syscalls::ResolveSyscall("ioctl", arch);
+    if (nr < 0) continue;
+    for (uint32_t cmd : rules.ioctl_denied_cmds) {
+      SeccompData data;
+      data.nr = nr;
+      data.arch = AuditArch(arch);
+      data.args[1] = uint64_t{cmd} | 0xdead00000000ULL;
+      COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
+      if (got.ret != deny_ret) {
+        return InternalError("ioctl prefix lets cmd " + std::to_string(cmd) + " through on " +
+                             std::string(syscalls::ArchName(arch)) + ": " + DescribeSeccompRet(got.ret));
+      }
     }
   }
   return Status::Ok();
@@ -81,19 +126,22 @@ Status VerifySyscall(const BpfProgram& program, const EffectiveSyscalls& rules, 
 }  // namespace
 
 Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
-                             uint32_t (*expected_ret)(const ir::Action&, bool), bool routed) {
+                             uint32_t (*expected_ret)(const ir::Action&, bool), bool routed,
+                             uint32_t ioctl_deny_ret) {
+  COCOON_RETURN_IF_ERROR(VerifyIoctlGuardAllArches(program, rules, ioctl_deny_ret));
   if (std::find(rules.architectures.begin(), rules.architectures.end(), ir::Arch::kX86_64) ==
       rules.architectures.end()) {
     return Status::Ok();
   }
+  const Expectation e{rules, expected_ret, routed, ioctl_deny_ret,
+                      syscalls::ResolveSyscall("ioctl", ir::Arch::kX86_64)};
   std::map<int, std::vector<const ir::SyscallRule*>> by_nr;
   for (const ir::SyscallRule& r : rules.rules) {
     const int nr = syscalls::ResolveSyscall(r.name, ir::Arch::kX86_64);
     if (nr >= 0) by_nr[nr].push_back(&r);
   }
-  for (const auto& [nr, mine] : by_nr) {
-    COCOON_RETURN_IF_ERROR(VerifySyscall(program, rules, nr, mine, expected_ret, routed));
-  }
+  if (!rules.ioctl_denied_cmds.empty()) by_nr[e.ioctl_nr];  // checked even without ioctl rules
+  for (const auto& [nr, mine] : by_nr) COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
   return Status::Ok();
 }
 

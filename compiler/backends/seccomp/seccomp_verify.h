@@ -1,4 +1,4 @@
-// Translation validation: checks a BPF program from libseccomp against the
+// Translation validation: checks a BPF program (ioctl prefix + libseccomp) against the
 // effective rules it was built from, by running the userspace evaluator on
 // the boundary values of every condition.
 //
@@ -19,9 +19,12 @@
 namespace cocoon::backends {
 
 // `expected_ret(action)` maps an IR action to the SECCOMP_RET_* value the
-// program should return (routing applied). Checks x86_64 only (the arch the
-// enforcer runs); returns the first disagreement as an error.
+// program should return (routing applied). `ioctl_deny_ret` is what ioctl
+// with a cmd in rules.ioctl_denied_cmds (low 32 bits of arg 1) must get,
+// before any rule. Checks the rules on x86_64 only (the arch the enforcer
+// runs) and the ioctl guard on every arch; returns the first disagreement.
 Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
-                             uint32_t (*expected_ret)(const ir::Action&, bool routed), bool routed);
+                             uint32_t (*expected_ret)(const ir::Action&, bool routed), bool routed,
+                             uint32_t ioctl_deny_ret);
 
 }  // namespace cocoon::backends

@@ -27,7 +27,7 @@ constexpr uint32_t kX32Bit = 0x40000000;
 class Filter {
  public:
   explicit Filter(const ir::Syscalls& syscalls, SupervisedRouting routing = SupervisedRouting::kNative) {
-    rules_ = ComputeEffectiveSyscalls(syscalls);
+    rules_ = ComputeEffectiveSyscalls(syscalls, IoctlGuardForm::kBpfPrefix);
     SeccompFilterOptions options;
     options.routing = routing;
     auto built = BuildSeccompFilter(rules_, options);
@@ -121,6 +121,60 @@ TEST(SeccompBackend, IoctlTiocstiDenied) {
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "allow");
 }
 
+TEST(SeccompBackend, IoctlGuardIsAPrefixNotRules) {
+  Filter f(StrictSyscalls());
+  EXPECT_EQ(f.rules().ioctl_denied_cmds, (std::vector<uint32_t>{TIOCSTI, TIOCLINUX}));
+  size_t ioctl_rules = 0;
+  for (const auto& r : f.rules().rules) ioctl_rules += r.name == "ioctl";
+  EXPECT_EQ(ioctl_rules, 1u) << "strict's `allow ioctl` should reach libseccomp as one unconditional rule";
+  EXPECT_EQ(f.compiled().prefix_instructions, 8u);  // ld/jeq arch, ld/jeq nr, ld cmd, 2 jeq, ret (x86_64 only)
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI | (uint64_t{1} << 32)}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX | (uint64_t{1} << 63)}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "allow");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI + 1}), "allow");
+  // Other syscalls pay 4 instructions for the prefix, no more.
+  SeccompData d;
+  d.arch = AUDIT_ARCH_X86_64;
+  d.nr = SYS_getpid;
+  auto libseccomp_only = BpfProgram(f.program().begin() + static_cast<long>(f.compiled().prefix_instructions),
+                                    f.program().end());
+  EXPECT_EQ(EvaluateBpf(f.program(), d)->executed, EvaluateBpf(libseccomp_only, d)->executed + 4);
+  EXPECT_EQ(f.Run(SYS_getpid), "allow");
+  EXPECT_EQ(f.Run(SYS_mount), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}, AUDIT_ARCH_AARCH64), "kill_process");  // foreign arch
+  EXPECT_NE(f.compiled().pfc.find("cocoon ioctl prefix"), std::string::npos);
+  // Worst case stays close to libseccomp's own program.
+  EXPECT_LE(f.compiled().stats.worst_case_allow, f.compiled().libseccomp_stats.worst_case_allow + 7);
+}
+
+TEST(SeccompBackend, IoctlGuardWithoutAnIoctlRuleAndOnEveryArch) {
+  ir::Syscalls s;
+  s.default_action = Errno(ENOSYS);
+  s.architectures = {ir::Arch::kX86_64, ir::Arch::kX32, ir::Arch::kX86};
+  AddRule(s, "getpid", Allow());
+  Filter f(s);
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "errno(38)");  // the policy's default
+  EXPECT_EQ(f.Run(514 | kX32Bit, {0, TIOCSTI}), "errno(1)");  // x32 ioctl
+  EXPECT_EQ(f.Run(54, {0, TIOCLINUX}, AUDIT_ARCH_I386), "errno(1)");  // i386 ioctl
+  EXPECT_EQ(f.Run(54, {0, TCGETS}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(f.Run(SYS_getpid), "allow");
+}
+
+TEST(SeccompBackend, IoctlKillRuleOutranksThePrefix) {
+  ir::Syscalls s = StrictSyscalls();
+  for (auto& r : s.rules) {
+    if (r.name == "ioctl") r.action = Kill();
+  }
+  Filter f(s);
+  EXPECT_TRUE(f.rules().ioctl_denied_cmds.empty());  // rule form: kill beats the prologue's EPERM
+  EXPECT_EQ(f.compiled().prefix_instructions, 0u);
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "kill_process");
+  EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "kill_process");
+}
+
 TEST(SeccompBackend, SeccompListenerDenied) {
   Filter f(StrictSyscalls());
   EXPECT_EQ(f.Run(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER}), "errno(1)");
@@ -180,11 +234,21 @@ TEST(SeccompBackend, EndsInDenyAndReportsBothLayouts) {
   const auto& c = f.compiled();
   EXPECT_EQ(f.program().back().code, BPF_RET | BPF_K);
   EXPECT_EQ(f.program().back().k, SECCOMP_RET_KILL_PROCESS);
-  EXPECT_GT(c.linear_stats.instructions, 0u);
+  // A strict-sized filter only builds the tree (the linear chain cannot win).
+  EXPECT_EQ(c.linear_stats.instructions, 0u);
   EXPECT_GT(c.binary_tree_stats.instructions, 0u);
-  EXPECT_EQ(c.stats.worst_case_allow,
-            std::min(c.linear_stats.worst_case_allow, c.binary_tree_stats.worst_case_allow));
+  EXPECT_EQ(c.optimize_level, 2);
   EXPECT_NE(c.pfc.find("clone"), std::string::npos);
+  // A small one builds both and keeps the shorter worst case.
+  ir::Syscalls small;
+  small.default_action = Errno(ENOSYS);
+  for (const char* name : {"read", "write", "exit_group"}) AddRule(small, name, Allow());
+  Filter g(small);
+  const auto& d = g.compiled();
+  EXPECT_GT(d.linear_stats.instructions, 0u);
+  EXPECT_GT(d.binary_tree_stats.instructions, 0u);
+  EXPECT_EQ(d.stats.worst_case_allow,
+            std::min(d.linear_stats.worst_case_allow, d.binary_tree_stats.worst_case_allow));
 }
 
 // Random conditional rules on syscalls the prologue leaves alone: the compiled

@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -63,7 +64,7 @@ ChildResult RunUnderFilter(const BpfProgram& program, const std::function<long()
 BpfProgram Compile(const ir::Syscalls& s, SupervisedRouting routing = SupervisedRouting::kNative) {
   SeccompFilterOptions options;
   options.routing = routing;
-  auto built = BuildSeccompFilter(ComputeEffectiveSyscalls(s), options);
+  auto built = BuildSeccompFilter(ComputeEffectiveSyscalls(s, IoctlGuardForm::kBpfPrefix), options);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   return built.ok() ? *ParseBpf(built->bpf) : BpfProgram{};
 }
@@ -116,6 +117,26 @@ TEST_F(SeccompKernel, DeniedSyscallsGetTheirErrno) {
   ExpectErrno(strict_, EPERM, [] {
     return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, nullptr);
   }, "seccomp listener");
+}
+
+// The ioctl prefix (ioctl_prefix.h) under the real kernel: TIOCSTI is denied
+// even with upper bits set in cmd (the kernel truncates it to 32 bits), and
+// other ioctls reach the driver (a pipe has no termios: ENOTTY).
+TEST_F(SeccompKernel, IoctlPrefixDeniesTiocstiOnly) {
+  ExpectErrno(strict_, EPERM, [] {
+    char c = 'x';
+    return syscall(SYS_ioctl, 0, static_cast<unsigned long>(TIOCSTI) | (1UL << 32), &c);
+  }, "ioctl TIOCSTI with upper bits");
+  ExpectErrno(strict_, EPERM, [] {
+    char c[2] = {0, 0};
+    return syscall(SYS_ioctl, 0, TIOCLINUX, c);
+  }, "ioctl TIOCLINUX");
+  ExpectErrno(strict_, ENOTTY, [] {
+    int fds[2];
+    if (pipe(fds) != 0) return -2L;
+    termios t;
+    return syscall(SYS_ioctl, fds[0], TCGETS, &t);
+  }, "ioctl TCGETS on a pipe");
 }
 
 TEST_F(SeccompKernel, NamespaceCreationFailsWithEperm) {
