@@ -207,6 +207,10 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   if (log) {
     auto written = log->Append(LaunchEvent(artifacts, *sandbox, argv, request, run_id));
     if (!written.ok()) return written.status().WithContext("writing the launch audit event (the run is refused)");
+    if (request.audit_reference) {
+      request.audit_reference->sequence = written->sequence;
+      request.audit_reference->event_id = written->event_id;
+    }
   }
   COCOON_ASSIGN_OR_RETURN(enforcer::Outcome outcome, sandbox->Run());
   if (log) {

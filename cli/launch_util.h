@@ -50,6 +50,11 @@ struct AuditOptions {
   std::string key_path;  // Ed25519 private key (cocoon audit keygen)
 };
 
+struct AuditReference {
+  uint64_t sequence = 0;
+  std::string event_id;  // the launch event's metadata.uid
+};
+
 struct LaunchRequest {
   std::vector<std::string> argv;
   std::string work_dir;                // host work dir, "" = throwaway tmpfs
@@ -61,6 +66,9 @@ struct LaunchRequest {
   std::shared_ptr<enforcer::CancelHandle> cancel;
   AuditOptions audit;
   std::vector<std::string> overrides;  // recorded in the launch event
+  // When set, receives the launch event's place in the signed log, so callers
+  // (the MCP tools) can tie a result to its audit line.
+  std::shared_ptr<AuditReference> audit_reference;
 };
 
 // Runs one command. A Status means the run was refused or failed before the

@@ -100,6 +100,8 @@ class SandboxExecutor : public mcp::Executor {
     auto cancel = std::make_shared<enforcer::CancelHandle>();
     launch.cancel = cancel;
     if (hooks.cancel) hooks.cancel->OnCancel([cancel] { cancel->Cancel(); });
+    auto audit_reference = std::make_shared<AuditReference>();
+    launch.audit_reference = audit_reference;
     auto outcome = LaunchPrepared(run, std::move(launch));
     if (hooks.cancel) hooks.cancel->OnCancel(nullptr);
     if (!outcome.ok()) return outcome.status();
@@ -107,13 +109,13 @@ class SandboxExecutor : public mcp::Executor {
     result.status = StatusOf(*outcome);
     result.exit_code = outcome->exit_code;
     result.outcome = RunOutcomeJson(*outcome, run.policy);
-    // The run is audited by LaunchSandboxed (launch before, exit after) when
-    // --audit-log is set, but launch_util does not hand back the launch
-    // event's EventRef yet, so the reference cannot be filled in here.
-    result.audit_note = flags_.audit_log.empty()
-                            ? "no audit log configured (cocoon mcp --audit-log FILE --audit-key KEY)"
-                            : "not implemented: the audit event reference is not returned by launch_util yet; "
-                              "the run is in " + flags_.audit_log;
+    // LaunchSandboxed wrote the launch event before the sandbox started (and
+    // the exit events after); the reference ties this result to that line.
+    result.audit_sequence = audit_reference->sequence;
+    result.audit_event_id = audit_reference->event_id;
+    if (flags_.audit_log.empty()) {
+      result.audit_note = "no audit log configured (cocoon mcp --audit-log FILE --audit-key KEY)";
+    }
     return result;
   }
 
