@@ -102,7 +102,7 @@ CompiledSeccompFilter BuildStrict(TreeOptimization opt) {
   SeccompFilterOptions o;
   o.routing = SupervisedRouting::kNative;
   o.optimization = opt;
-  return BuildSeccompFilter(ComputeEffectiveSyscalls(StrictLike(), IoctlGuardForm::kBpfPrefix), o).value();
+  return BuildSeccompFilter(ComputeEffectiveSyscalls(StrictLike(), PrologueGuardForm::kBpfPrefix), o).value();
 }
 
 // policies/strict.cocoon through the real front end (checked once).
@@ -199,7 +199,7 @@ void PrintReport() {
     SeccompFilterOptions o;
     o.routing = SupervisedRouting::kNative;
     o.optimization = TreeOptimization::kBinaryTree;
-    tree_only = BuildSeccompFilter(ComputeEffectiveSyscalls(StrictLike(), IoctlGuardForm::kBpfPrefix), o).value();
+    tree_only = BuildSeccompFilter(ComputeEffectiveSyscalls(StrictLike(), PrologueGuardForm::kBpfPrefix), o).value();
   }
   const size_t libseccomp_tree = tree_only.libseccomp_stats.worst_case_allow;
   {
@@ -207,7 +207,7 @@ void PrintReport() {
     o.routing = SupervisedRouting::kNative;
     o.optimization = TreeOptimization::kBinaryTree;
     const auto start = std::chrono::steady_clock::now();
-    auto as_rules = BuildSeccompFilter(ComputeEffectiveSyscalls(StrictLike(), IoctlGuardForm::kRules), o).value();
+    auto as_rules = BuildSeccompFilter(ComputeEffectiveSyscalls(StrictLike(), PrologueGuardForm::kRules), o).value();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::printf("strict with the ioctl guard as libseccomp rules (the old form, tree): %zu insns, worst-case "
                 "allow %zu, built in %.1f ms\n",

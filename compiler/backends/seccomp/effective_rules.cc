@@ -65,7 +65,7 @@ void AddCloneGuards(std::vector<Candidate>& out) {
   }
 }
 
-void AddFixedPrologue(std::vector<Candidate>& out, IoctlGuardForm ioctl_form) {
+void AddFixedPrologue(std::vector<Candidate>& out, PrologueGuardForm ioctl_form, PrologueGuardForm seccomp_form) {
   // clone3 passes its flags in a struct behind a pointer, which seccomp
   // cannot read; ENOSYS makes glibc fall back to clone (moby#42680).
   out.push_back({PrologueRule("clone3", Errno(ENOSYS)), true});
@@ -74,11 +74,12 @@ void AddFixedPrologue(std::vector<Candidate>& out, IoctlGuardForm ioctl_form) {
   // compare only the low 32 (else 0x1_00005412 would slip past an Eq).
   // TIOCSTI pushes input into the controlling terminal (CVE-2017-5226).
   for (uint64_t cmd : {kTiocsti, kTioclinux}) {
-    if (ioctl_form == IoctlGuardForm::kBpfPrefix) continue;  // EffectiveSyscalls::ioctl_denied_cmds
+    if (ioctl_form == PrologueGuardForm::kBpfPrefix) continue;  // EffectiveSyscalls::ioctl_denied_cmds
     out.push_back({PrologueRule("ioctl", Errno(EPERM), {{1, CompareOp::kMaskedEq, cmd, kLow32}}), true});
   }
   // A sandboxed process must not install a filter with a user-notification
   // listener: it could then answer its own (or its children's) syscalls.
+  if (seccomp_form == PrologueGuardForm::kBpfPrefix) return;  // EffectiveSyscalls::seccomp_listener_in_prefix
   out.push_back({PrologueRule("seccomp", Errno(EPERM),
                               {{0, CompareOp::kMaskedEq, kSeccompSetModeFilter, kLow32},
                                {1, CompareOp::kMaskedEq, kSeccompFlagNewListener, kSeccompFlagNewListener}}),
@@ -246,7 +247,7 @@ int ActionRank(const ir::Action& action) {
   return 0;
 }
 
-EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, IoctlGuardForm ioctl_form) {
+EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form) {
   EffectiveSyscalls out;
   out.default_action = policy.default_action;
   out.architectures = policy.architectures;
@@ -254,13 +255,18 @@ EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, IoctlGuar
   // ioctl rule more restrictive than that (kill, trap) must win instead, so
   // such policies keep the rule form.
   const ir::Action eperm = Errno(EPERM);
-  const bool ioctl_outranks_eperm = std::any_of(policy.rules.begin(), policy.rules.end(), [&](const SyscallRule& r) {
-    return r.name == "ioctl" && ActionRank(r.action) > ActionRank(eperm);
-  });
-  if (ioctl_outranks_eperm) ioctl_form = IoctlGuardForm::kRules;
-  if (ioctl_form == IoctlGuardForm::kBpfPrefix) out.ioctl_denied_cmds = {kTiocsti, kTioclinux};
+  auto form_for = [&](std::string_view name) {
+    const bool outranks = std::any_of(policy.rules.begin(), policy.rules.end(), [&](const SyscallRule& r) {
+      return r.name == name && ActionRank(r.action) > ActionRank(eperm);
+    });
+    return outranks ? PrologueGuardForm::kRules : ioctl_form;
+  };
+  const PrologueGuardForm seccomp_form = form_for("seccomp");
+  ioctl_form = form_for("ioctl");
+  if (ioctl_form == PrologueGuardForm::kBpfPrefix) out.ioctl_denied_cmds = {kTiocsti, kTioclinux};
+  out.seccomp_listener_in_prefix = seccomp_form == PrologueGuardForm::kBpfPrefix;
   std::vector<Candidate> all;
-  AddFixedPrologue(all, ioctl_form);
+  AddFixedPrologue(all, ioctl_form, seccomp_form);
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
   // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.

@@ -21,14 +21,19 @@ struct EffectiveSyscalls {
   // (e.g. `arg0 > 2 and arg0 < 9`: one comparison per argument). Back ends
   // must refuse to emit anything then (fail closed).
   std::vector<std::string> errors;
-  // IoctlGuardForm::kBpfPrefix only: ioctl commands (compared on the low 32
+  // PrologueGuardForm::kBpfPrefix only: ioctl commands (compared on the low 32
   // bits of arg 1) that the BPF back end denies with errno(EPERM) in a
   // hand-written prefix that runs before libseccomp's program. The prologue's
   // ioctl rules are then absent from `rules`. Empty in kRules form.
   std::vector<uint32_t> ioctl_denied_cmds;
+  // kBpfPrefix only: seccomp(SECCOMP_SET_MODE_FILTER, flags with
+  // SECCOMP_FILTER_FLAG_NEW_LISTENER) -> errno(EPERM) in the same prefix
+  // (the prologue's rule for it is then absent from `rules`).
+  bool seccomp_listener_in_prefix = false;
 };
 
-// How the prologue's ioctl TIOCSTI/TIOCLINUX denial is expressed.
+// How the prologue's ioctl TIOCSTI/TIOCLINUX denial (and, the same way, its
+// seccomp NEW_LISTENER denial: 34 pieces as rules) is expressed.
 //
 // Why two forms: libseccomp cannot say "allow ioctl except these two cmd
 // values" (an unconditional rule swallows the conditional ones of the same
@@ -37,7 +42,7 @@ struct EffectiveSyscalls {
 // faithful form for OCI/Kubernetes JSON (runc/crun feed it to libseccomp),
 // but in BPF it costs ~300 extra instructions on ioctl's path and most of the
 // build time, where a 9-instruction prefix does the same job.
-enum class IoctlGuardForm {
+enum class PrologueGuardForm {
   kRules,      // masked-compare rules in `rules` (OCI, Kubernetes)
   kBpfPrefix,  // `ioctl_denied_cmds`, for seccomp_backend's BPF prefix
 };
@@ -71,13 +76,13 @@ enum class IoctlGuardForm {
 // same action, hold at most one comparison per argument, and none has the
 // default action. libseccomp then cannot misorder them.
 //
-// kBpfPrefix falls back to kRules when a policy ioctl rule outranks
-// errno(EPERM) (kill, trap): the rule algebra then decides, as before.
+// kBpfPrefix falls back to kRules (per guard) when a policy ioctl / seccomp
+// rule outranks errno(EPERM) (kill, trap): the rule algebra then decides.
 // Otherwise policy ioctl rules that pin arg 1's low 32 bits to a denied cmd
 // (strict's own `deny ioctl if arg1 == TIOCSTI ...`) are dropped: the prefix
 // answers those calls first, and kept they would split `allow ioctl` again.
 EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy,
-                                           IoctlGuardForm ioctl_form = IoctlGuardForm::kRules);
+                                           PrologueGuardForm ioctl_form = PrologueGuardForm::kRules);
 
 // The restrictiveness rank used above (higher is more restrictive).
 int ActionRank(const ir::Action& action);

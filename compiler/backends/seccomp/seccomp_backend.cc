@@ -13,7 +13,7 @@
 #include <set>
 #include <string_view>
 
-#include "compiler/backends/seccomp/ioctl_prefix.h"
+#include "compiler/backends/seccomp/guard_prefix.h"
 #include "compiler/backends/seccomp/seccomp_verify.h"
 #include "compiler/syscalls/syscall_groups.h"
 
@@ -44,8 +44,8 @@ uint32_t ToScmpAction(const ir::Action& action, SupervisedRouting routing) {
   return SCMP_ACT_KILL_PROCESS;
 }
 
-// What the ioctl prefix returns for TIOCSTI/TIOCLINUX (the prologue's EPERM).
-constexpr uint32_t kIoctlDenyRet = SECCOMP_RET_ERRNO | EPERM;
+// What the guard prefix returns (the prologue's EPERM).
+constexpr uint32_t kPrefixDenyRet = SECCOMP_RET_ERRNO | EPERM;
 
 // libseccomp's SCMP_ACT_* values are the kernel's SECCOMP_RET_* values.
 uint32_t ExpectedRet(const ir::Action& action, bool routed) {
@@ -147,15 +147,19 @@ struct Built {
   size_t prefix_instructions = 0;
 };
 
-// The ioctl prefix (ioctl_prefix.h) in front of libseccomp's program, then
+PrefixGuards Guards(const EffectiveSyscalls& rules) {
+  return PrefixGuards{rules.ioctl_denied_cmds, rules.seccomp_listener_in_prefix};
+}
+
+// The guard prefix (guard_prefix.h) in front of libseccomp's program, then
 // the kernel's load-time checks on the whole.
-Result<BpfProgram> PrependIoctlPrefix(const EffectiveSyscalls& rules, const BpfProgram& libseccomp,
+Result<BpfProgram> PrependGuardPrefix(const EffectiveSyscalls& rules, const BpfProgram& libseccomp,
                                       size_t* prefix_instructions) {
   COCOON_ASSIGN_OR_RETURN(BpfProgram program,
-                          BuildIoctlPrefix(rules.architectures, rules.ioctl_denied_cmds, kIoctlDenyRet));
+                          BuildGuardPrefix(rules.architectures, Guards(rules), kPrefixDenyRet));
   *prefix_instructions = program.size();
   program.insert(program.end(), libseccomp.begin(), libseccomp.end());
-  COCOON_RETURN_IF_ERROR(ValidateBpf(program).WithContext("ioctl prefix + libseccomp program is invalid"));
+  COCOON_RETURN_IF_ERROR(ValidateBpf(program).WithContext("guard prefix + libseccomp program is invalid"));
   return program;
 }
 
@@ -178,9 +182,9 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   COCOON_ASSIGN_OR_RETURN(BpfProgram libseccomp, ParseBpf(built.bpf));
   COCOON_RETURN_IF_ERROR(ValidateBpf(libseccomp).WithContext("libseccomp emitted an invalid program"));
   built.libseccomp_stats = AnalyzeBpf(libseccomp);
-  COCOON_ASSIGN_OR_RETURN(BpfProgram program, PrependIoctlPrefix(rules, libseccomp, &built.prefix_instructions));
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, PrependGuardPrefix(rules, libseccomp, &built.prefix_instructions));
   built.bpf.assign(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));
-  built.pfc += DescribeIoctlPrefix(rules.architectures, rules.ioctl_denied_cmds, kIoctlDenyRet,
+  built.pfc += DescribeGuardPrefix(rules.architectures, Guards(rules), kPrefixDenyRet,
                                    built.prefix_instructions);
   // Never fail open: whatever the rules, the program's last word is a deny.
   const sock_filter& last = program.back();
@@ -189,7 +193,7 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
     return InternalError("seccomp program does not end in a deny");
   }
   COCOON_RETURN_IF_ERROR(VerifyBpfAgainstRules(program, rules, ExpectedRet,
-                                               routing == SupervisedRouting::kRouteToNotify, kIoctlDenyRet));
+                                               routing == SupervisedRouting::kRouteToNotify, kPrefixDenyRet));
   built.stats = AnalyzeBpf(program);
   return built;
 }
@@ -268,7 +272,7 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
 }
 
 Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
-  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls, IoctlGuardForm::kBpfPrefix);
+  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix);
   SeccompFilterOptions options;
   options.default_allowance = policy.syscalls.default_explicitly_allows ? DefaultAllowance::kPolicyExplicit
                                                                         : DefaultAllowance::kRefuse;

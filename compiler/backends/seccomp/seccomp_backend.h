@@ -75,19 +75,19 @@ struct SeccompFilterOptions {
 
 struct CompiledSeccompFilter {
   std::string bpf;           // raw sock_filter bytes
-  std::string pfc;           // libseccomp PFC of the same rules + the ioctl prefix
-  BpfPathStats stats;        // of `bpf` (ioctl prefix + libseccomp program)
+  std::string pfc;           // libseccomp PFC of the same rules + the guard prefix
+  BpfPathStats stats;        // of `bpf` (guard prefix + libseccomp program)
   BpfPathStats libseccomp_stats;   // of libseccomp's program alone (the chosen layout)
-  size_t prefix_instructions = 0;  // ioctl prefix length (ioctl_prefix.h); 0 if none
+  size_t prefix_instructions = 0;  // guard prefix length (guard_prefix.h); 0 if none
   int optimize_level = 1;    // the SCMP_FLTATR_CTL_OPTIMIZE value used
   BpfPathStats linear_stats;       // level 1 (when built), prefix included
   BpfPathStats binary_tree_stats;  // level 2 (when built), prefix included
   bool needs_listener = false;
 };
 
-// The libseccomp step plus the ioctl prefix, usable on its own (bench,
+// The libseccomp step plus the guard prefix, usable on its own (bench,
 // tests, fuzzer). `rules` should come from ComputeEffectiveSyscalls(...,
-// IoctlGuardForm::kBpfPrefix); kRules-form rules work too (no prefix then).
+// PrologueGuardForm::kBpfPrefix); kRules-form rules work too (no prefix then).
 Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
                                                  const SeccompFilterOptions& options);
 

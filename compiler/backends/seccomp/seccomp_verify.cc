@@ -1,13 +1,14 @@
 #include "compiler/backends/seccomp/seccomp_verify.h"
 
 #include <linux/audit.h>
+#include <linux/seccomp.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 
-#include "compiler/backends/seccomp/ioctl_prefix.h"
+#include "compiler/backends/seccomp/guard_prefix.h"
 #include "compiler/backends/seccomp/rule_algebra.h"
 #include "compiler/syscalls/syscall_groups.h"
 
@@ -22,13 +23,19 @@ struct Expectation {
   uint32_t (*expected_ret)(const ir::Action&, bool);
   bool routed;
   uint32_t ioctl_deny_ret;
-  int ioctl_nr;  // x86_64
+  int ioctl_nr;    // x86_64
+  int seccomp_nr;  // x86_64
 };
 
-bool IoctlDenied(const Expectation& e, int nr, uint64_t arg1) {
+// What the guard prefix denies (guard_prefix.h), on the kernel's 32-bit views.
+bool PrefixDenies(const Expectation& e, int nr, const uint64_t args[6]) {
+  if (nr == e.seccomp_nr && e.rules.seccomp_listener_in_prefix) {
+    return static_cast<uint32_t>(args[0]) == SECCOMP_SET_MODE_FILTER &&
+           (args[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
+  }
   if (nr != e.ioctl_nr) return false;
   const auto& cmds = e.rules.ioctl_denied_cmds;
-  return std::find(cmds.begin(), cmds.end(), static_cast<uint32_t>(arg1)) != cmds.end();
+  return std::find(cmds.begin(), cmds.end(), static_cast<uint32_t>(args[1])) != cmds.end();
 }
 
 // Values around each comparison's edge, for one argument (plus, for ioctl's
@@ -73,7 +80,11 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                          [&](const ir::ArgCondition& c) { return c.arg == arg; });
     });
     const bool ioctl_cmd = nr == e.ioctl_nr && arg == 1 && !e.rules.ioctl_denied_cmds.empty();
-    if (used || ioctl_cmd) per_arg[arg] = BoundaryValues(mine, arg, ioctl_cmd ? e.rules.ioctl_denied_cmds : no_extra);
+    const bool seccomp_arg = nr == e.seccomp_nr && arg <= 1 && e.rules.seccomp_listener_in_prefix;
+    const std::vector<uint32_t> seccomp_values = {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                                                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC};
+    const std::vector<uint32_t>& extra = ioctl_cmd ? e.rules.ioctl_denied_cmds : seccomp_arg ? seccomp_values : no_extra;
+    if (used || ioctl_cmd || seccomp_arg) per_arg[arg] = BoundaryValues(mine, arg, extra);
   }
   size_t total = 1;
   for (const auto& v : per_arg) total = std::min(total * v.size(), kMaxCombinations * 64);
@@ -91,7 +102,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     for (const ir::SyscallRule* r : mine) {
       if (ConjunctionMatches(r->conditions, data.args)) want = r->action;  // disjoint across actions
     }
-    const uint32_t want_ret = IoctlDenied(e, nr, data.args[1]) ? e.ioctl_deny_ret : e.expected_ret(want, e.routed);
+    const uint32_t want_ret = PrefixDenies(e, nr, data.args) ? e.ioctl_deny_ret : e.expected_ret(want, e.routed);
     COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
     if (got.ret != want_ret) {
       return InternalError("libseccomp miscompiled syscall " + std::to_string(nr) + "(" + ArgsText(data.args) +
@@ -134,13 +145,15 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
     return Status::Ok();
   }
   const Expectation e{rules, expected_ret, routed, ioctl_deny_ret,
-                      syscalls::ResolveSyscall("ioctl", ir::Arch::kX86_64)};
+                      syscalls::ResolveSyscall("ioctl", ir::Arch::kX86_64),
+                      syscalls::ResolveSyscall("seccomp", ir::Arch::kX86_64)};
   std::map<int, std::vector<const ir::SyscallRule*>> by_nr;
   for (const ir::SyscallRule& r : rules.rules) {
     const int nr = syscalls::ResolveSyscall(r.name, ir::Arch::kX86_64);
     if (nr >= 0) by_nr[nr].push_back(&r);
   }
   if (!rules.ioctl_denied_cmds.empty()) by_nr[e.ioctl_nr];  // checked even without ioctl rules
+  if (rules.seccomp_listener_in_prefix) by_nr[e.seccomp_nr];
   for (const auto& [nr, mine] : by_nr) COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
   return Status::Ok();
 }

@@ -27,7 +27,7 @@ constexpr uint32_t kX32Bit = 0x40000000;
 class Filter {
  public:
   explicit Filter(const ir::Syscalls& syscalls, SupervisedRouting routing = SupervisedRouting::kNative) {
-    rules_ = ComputeEffectiveSyscalls(syscalls, IoctlGuardForm::kBpfPrefix);
+    rules_ = ComputeEffectiveSyscalls(syscalls, PrologueGuardForm::kBpfPrefix);
     SeccompFilterOptions options;
     options.routing = routing;
     auto built = BuildSeccompFilter(rules_, options);
@@ -127,26 +127,27 @@ TEST(SeccompBackend, IoctlGuardIsAPrefixNotRules) {
   size_t ioctl_rules = 0;
   for (const auto& r : f.rules().rules) ioctl_rules += r.name == "ioctl";
   EXPECT_EQ(ioctl_rules, 1u) << "strict's `allow ioctl` should reach libseccomp as one unconditional rule";
-  EXPECT_EQ(f.compiled().prefix_instructions, 8u);  // ld/jeq arch, ld/jeq nr, ld cmd, 2 jeq, ret (x86_64 only)
+  // ld/jeq arch, ld nr, jeq ioctl, jeq seccomp, ld cmd, 2 jeq, ld op, jeq, ld flags, jset, ret
+  EXPECT_EQ(f.compiled().prefix_instructions, 13u);
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI | (uint64_t{1} << 32)}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX | (uint64_t{1} << 63)}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "allow");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI + 1}), "allow");
-  // Other syscalls pay 4 instructions for the prefix, no more.
+  // Other syscalls pay 5 instructions for the prefix, no more.
   SeccompData d;
   d.arch = AUDIT_ARCH_X86_64;
   d.nr = SYS_getpid;
   auto libseccomp_only = BpfProgram(f.program().begin() + static_cast<long>(f.compiled().prefix_instructions),
                                     f.program().end());
-  EXPECT_EQ(EvaluateBpf(f.program(), d)->executed, EvaluateBpf(libseccomp_only, d)->executed + 4);
+  EXPECT_EQ(EvaluateBpf(f.program(), d)->executed, EvaluateBpf(libseccomp_only, d)->executed + 5);
   EXPECT_EQ(f.Run(SYS_getpid), "allow");
   EXPECT_EQ(f.Run(SYS_mount), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}, AUDIT_ARCH_AARCH64), "kill_process");  // foreign arch
-  EXPECT_NE(f.compiled().pfc.find("cocoon ioctl prefix"), std::string::npos);
+  EXPECT_NE(f.compiled().pfc.find("cocoon guard prefix"), std::string::npos);
   // Worst case stays close to libseccomp's own program.
-  EXPECT_LE(f.compiled().stats.worst_case_allow, f.compiled().libseccomp_stats.worst_case_allow + 7);
+  EXPECT_LE(f.compiled().stats.worst_case_allow, f.compiled().libseccomp_stats.worst_case_allow + 9);
 }
 
 TEST(SeccompBackend, IoctlGuardWithoutAnIoctlRuleAndOnEveryArch) {
@@ -170,13 +171,18 @@ TEST(SeccompBackend, IoctlKillRuleOutranksThePrefix) {
   }
   Filter f(s);
   EXPECT_TRUE(f.rules().ioctl_denied_cmds.empty());  // rule form: kill beats the prologue's EPERM
-  EXPECT_EQ(f.compiled().prefix_instructions, 0u);
+  EXPECT_EQ(f.compiled().prefix_instructions, 9u);   // the seccomp listener guard only
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "kill_process");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "kill_process");
 }
 
 TEST(SeccompBackend, SeccompListenerDenied) {
   Filter f(StrictSyscalls());
+  EXPECT_TRUE(f.rules().seccomp_listener_in_prefix);
+  for (const auto& r : f.rules().rules) EXPECT_TRUE(r.name != "seccomp" || r.conditions.empty()) << "split seccomp rule";
+  EXPECT_EQ(f.Run(SYS_seccomp, {SECCOMP_SET_MODE_FILTER | (uint64_t{1} << 40),
+                                SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_seccomp, {SECCOMP_SET_MODE_STRICT, SECCOMP_FILTER_FLAG_NEW_LISTENER}), "allow");
   EXPECT_EQ(f.Run(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC}), "allow");
 }

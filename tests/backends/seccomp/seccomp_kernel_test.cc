@@ -64,7 +64,7 @@ ChildResult RunUnderFilter(const BpfProgram& program, const std::function<long()
 BpfProgram Compile(const ir::Syscalls& s, SupervisedRouting routing = SupervisedRouting::kNative) {
   SeccompFilterOptions options;
   options.routing = routing;
-  auto built = BuildSeccompFilter(ComputeEffectiveSyscalls(s, IoctlGuardForm::kBpfPrefix), options);
+  auto built = BuildSeccompFilter(ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix), options);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   return built.ok() ? *ParseBpf(built->bpf) : BpfProgram{};
 }
@@ -119,7 +119,7 @@ TEST_F(SeccompKernel, DeniedSyscallsGetTheirErrno) {
   }, "seccomp listener");
 }
 
-// The ioctl prefix (ioctl_prefix.h) under the real kernel: TIOCSTI is denied
+// The ioctl prefix (guard_prefix.h) under the real kernel: TIOCSTI is denied
 // even with upper bits set in cmd (the kernel truncates it to 32 bits), and
 // other ioctls reach the driver (a pipe has no termios: ENOTTY).
 TEST_F(SeccompKernel, IoctlPrefixDeniesTiocstiOnly) {

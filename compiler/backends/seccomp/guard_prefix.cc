@@ -1,0 +1,185 @@
+#include "compiler/backends/seccomp/guard_prefix.h"
+
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <map>
+
+#include "compiler/syscalls/syscall_groups.h"
+
+namespace cocoon::backends {
+namespace {
+
+// seccomp_data offsets (<linux/seccomp.h>). Every architecture Cocoon emits
+// for is little-endian, so the low 32 bits of args[1] come first.
+constexpr uint32_t kNrOffset = offsetof(seccomp_data, nr);
+constexpr uint32_t kArchOffset = offsetof(seccomp_data, arch);
+constexpr uint32_t kArg1LowOffset = offsetof(seccomp_data, args) + 8 * 1;
+static_assert(kArg1LowOffset == 24, "seccomp_data.args[1] low half (little-endian)");
+
+constexpr uint32_t kArg0LowOffset = offsetof(seccomp_data, args);
+constexpr uint32_t kSeccompSetModeFilter = SECCOMP_SET_MODE_FILTER;
+constexpr uint32_t kSeccompFlagNewListener = SECCOMP_FILTER_FLAG_NEW_LISTENER;
+
+// Symbolic jump targets, resolved once the layout is known.
+enum Label : int { kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6 };
+
+struct Insn {
+  uint16_t code;
+  uint32_t k;
+  int jt = kNext;  // kNext: fall through; otherwise a Label
+  int jf = kNext;
+};
+
+struct Block {
+  std::vector<Insn> insns;
+  size_t ioctl_check = 0;    // index of the ioctl cmd check
+  size_t seccomp_check = 0;  // index of the seccomp op check
+};
+
+// Audit arch -> the numbers of `name` there (x86_64 and x32 share one arch).
+std::map<uint32_t, std::vector<uint32_t>> Numbers(const std::vector<ir::Arch>& arches, const char* name) {
+  std::map<uint32_t, std::vector<uint32_t>> out;
+  for (ir::Arch arch : arches) {
+    out[AuditArch(arch)];
+    const int nr = syscalls::ResolveSyscall(name, arch);
+    if (nr >= 0) out[AuditArch(arch)].push_back(static_cast<uint32_t>(nr));  // else libseccomp's rules decide
+  }
+  return out;
+}
+
+// Resolves the labels of every arch block plus the shared deny/out tail.
+Result<BpfProgram> Resolve(const std::vector<Block>& blocks) {
+  std::vector<size_t> block_start;
+  size_t total = 0;
+  for (const Block& b : blocks) {
+    block_start.push_back(total);
+    total += b.insns.size();
+  }
+  const size_t deny = total;
+  const size_t out = total + 1;
+  BpfProgram program;
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const Block& b = blocks[bi];
+    for (size_t i = 0; i < b.insns.size(); ++i) {
+      const Insn& insn = b.insns[i];
+      const size_t pc = block_start[bi] + i;
+      auto target = [&](int label) -> size_t {
+        switch (label) {
+          case kDeny: return deny;
+          case kOut: return out;
+          case kNextArch: return bi + 1 < blocks.size() ? block_start[bi + 1] : out;
+          case kIoctlCheck: return block_start[bi] + b.ioctl_check;
+          case kSeccompCheck: return block_start[bi] + b.seccomp_check;
+          default: return pc + 1;
+        }
+      };
+      const size_t jt = target(insn.jt) - pc - 1;
+      const size_t jf = target(insn.jf) - pc - 1;
+      if (jt > 255 || jf > 255) return InternalError("guard prefix: jump too long");
+      program.push_back(sock_filter{insn.code, static_cast<uint8_t>(jt), static_cast<uint8_t>(jf), insn.k});
+    }
+  }
+  return program;
+}
+
+constexpr uint16_t kLoad = BPF_LD | BPF_W | BPF_ABS;
+constexpr uint16_t kJeq = BPF_JMP | BPF_JEQ | BPF_K;
+constexpr uint16_t kJset = BPF_JMP | BPF_JSET | BPF_K;
+
+// One arch's block; nullopt-like empty block when nothing is guarded there.
+Block ArchBlock(uint32_t audit_arch, const std::vector<uint32_t>& ioctl_nrs, const std::vector<uint32_t>& seccomp_nrs,
+                const PrefixGuards& guards) {
+  Block b;
+  std::vector<std::pair<uint32_t, int>> dispatch;  // nr -> check label
+  for (uint32_t nr : ioctl_nrs) dispatch.push_back({nr, kIoctlCheck});
+  for (uint32_t nr : seccomp_nrs) dispatch.push_back({nr, kSeccompCheck});
+  if (dispatch.empty()) return b;
+  b.insns.push_back({kLoad, kArchOffset});
+  b.insns.push_back({kJeq, audit_arch, kNext, kNextArch});
+  b.insns.push_back({kLoad, kNrOffset});
+  for (size_t i = 0; i < dispatch.size(); ++i) {
+    b.insns.push_back({kJeq, dispatch[i].first, dispatch[i].second, i + 1 == dispatch.size() ? kOut : kNext});
+  }
+  if (!ioctl_nrs.empty()) {
+    b.ioctl_check = b.insns.size();
+    b.insns.push_back({kLoad, kArg1LowOffset});
+    const auto& cmds = guards.ioctl_denied_cmds;
+    for (size_t i = 0; i < cmds.size(); ++i) {
+      b.insns.push_back({kJeq, cmds[i], kDeny, i + 1 == cmds.size() ? kOut : kNext});
+    }
+  }
+  if (!seccomp_nrs.empty()) {
+    b.seccomp_check = b.insns.size();
+    b.insns.push_back({kLoad, kArg0LowOffset});
+    b.insns.push_back({kJeq, kSeccompSetModeFilter, kNext, kOut});
+    b.insns.push_back({kLoad, kArg1LowOffset});
+    b.insns.push_back({kJset, kSeccompFlagNewListener, kDeny, kOut});
+  }
+  return b;
+}
+
+}  // namespace
+
+uint32_t AuditArch(ir::Arch arch) {
+  switch (arch) {
+    case ir::Arch::kX86_64: return AUDIT_ARCH_X86_64;
+    case ir::Arch::kX32: return AUDIT_ARCH_X86_64;
+    case ir::Arch::kX86: return AUDIT_ARCH_I386;
+    case ir::Arch::kAarch64: return AUDIT_ARCH_AARCH64;
+  }
+  return 0;
+}
+
+Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const PrefixGuards& guards,
+                                    uint32_t deny_ret) {
+  if (guards.empty()) return BpfProgram{};
+  const auto ioctl = Numbers(arches, "ioctl");
+  const auto seccomp = Numbers(arches, "seccomp");
+  std::vector<Block> blocks;
+  for (const auto& [audit_arch, ioctl_nrs] : ioctl) {
+    const std::vector<uint32_t> none;
+    Block b = ArchBlock(audit_arch, guards.ioctl_denied_cmds.empty() ? none : ioctl_nrs,
+                        guards.seccomp_listener ? seccomp.at(audit_arch) : none, guards);
+    if (!b.insns.empty()) blocks.push_back(std::move(b));
+  }
+  if (blocks.empty()) return BpfProgram{};
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, Resolve(blocks));
+  program.push_back(BPF_STMT(BPF_RET | BPF_K, deny_ret));
+  return program;
+}
+
+std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const PrefixGuards& guards, uint32_t deny_ret,
+                                size_t instructions) {
+  if (instructions == 0) return "";
+  std::string text = "#\n# cocoon guard prefix: these " + std::to_string(instructions) +
+                     " BPF instructions run BEFORE the libseccomp program above\n# (linux.seccomp.bpf = prefix + "
+                     "libseccomp program; the kernel truncates these arguments to 32 bits)\n";
+  const std::string action = DescribeSeccompRet(deny_ret);
+  char line[200];
+  for (const auto& [audit_arch, numbers] : Numbers(arches, "ioctl")) {
+    for (uint32_t nr : guards.ioctl_denied_cmds.empty() ? std::vector<uint32_t>{} : numbers) {
+      std::snprintf(line, sizeof(line), "if ($arch == %u && $syscall == %u)   # ioctl\n", audit_arch, nr);
+      text += line;
+      for (uint32_t cmd : guards.ioctl_denied_cmds) {
+        std::snprintf(line, sizeof(line), "  if ($a1.lo32 == 0x%x)\n    action %s;\n", cmd, action.c_str());
+        text += line;
+      }
+    }
+  }
+  for (const auto& [audit_arch, numbers] : Numbers(arches, "seccomp")) {
+    for (uint32_t nr : guards.seccomp_listener ? numbers : std::vector<uint32_t>{}) {
+      std::snprintf(line, sizeof(line),
+                    "if ($arch == %u && $syscall == %u)   # seccomp\n  if ($a0.lo32 == %u && ($a1.lo32 & 0x%x) != 0)\n"
+                    "    action %s;\n",
+                    audit_arch, nr, kSeccompSetModeFilter, kSeccompFlagNewListener, action.c_str());
+      text += line;
+    }
+  }
+  text += "# anything else: continue with the libseccomp program\n";
+  return text;
+}
+
+}  // namespace cocoon::backends

@@ -1,0 +1,75 @@
+// A hand-written classic-BPF prefix that runs before libseccomp's program and
+// answers errno(EPERM) for two prologue guards:
+//  - ioctl(fd, TIOCSTI / TIOCLINUX);
+//  - seccomp(SECCOMP_SET_MODE_FILTER, flags with SECCOMP_FILTER_FLAG_NEW_LISTENER).
+//
+// Why not libseccomp rules: libseccomp 2.5.4 cannot say "allow ioctl except
+// these two cmd values" (an unconditional rule swallows the conditional ones
+// of the same syscall, rule_algebra.h), so the denial had to be spelled as
+// ~130 disjoint masked-compare allow pieces: 361 instructions on ioctl's
+// path and most of the filter's build time. The seccomp listener guard (a
+// conjunction over two arguments) had the same problem: 34 pieces and the
+// longest path of strict's filter. The prefix costs 5 instructions for any
+// other syscall of a matching architecture and 2 for a foreign one.
+//
+// Why prepending is safe: classic BPF jumps are relative and forward-only
+// (net/core/filter.c bpf_check_classic), so libseccomp's offsets stay valid
+// when instructions are put in front of its program, and its program reloads
+// everything it tests (its first instruction loads seccomp_data.arch).
+//
+// Shape, per audit architecture the filter accepts (x86_64 and x32 share
+// AUDIT_ARCH_X86_64 and are checked against both ioctl numbers):
+//    ld  [4]                      ; seccomp_data.arch
+//    jeq AUDIT_ARCH_..., 0, next  ; foreign arch: next block / libseccomp
+//    ld  [0]                      ; seccomp_data.nr
+//    jeq __NR_ioctl, ioctl, 0
+//    jeq __NR_seccomp, seccomp, out
+//  ioctl:
+//    ld  [24]                     ; low 32 bits of args[1] (little-endian)
+//    jeq TIOCSTI, deny, 0
+//    jeq TIOCLINUX, deny, out
+//  seccomp:
+//    ld  [16]                     ; low 32 bits of args[0]: the operation
+//    jeq SECCOMP_SET_MODE_FILTER, 0, out
+//    ld  [24]                     ; low 32 bits of args[1]: the flags
+//    jset SECCOMP_FILTER_FLAG_NEW_LISTENER, deny, out
+//  deny: ret ERRNO(EPERM)
+//  out:  (instruction 0 of libseccomp's program)
+// The kernel truncates ioctl's cmd and seccomp's op and flags to unsigned
+// int (fs/ioctl.c `unsigned int, cmd`; kernel/seccomp.c `unsigned int,
+// op, unsigned int, flags`), so only low halves are compared: 0x1_00005412
+// is TIOCSTI too.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/backends/seccomp/bpf_evaluator.h"
+#include "compiler/common/status.h"
+#include "compiler/ir/policy_ir.h"
+
+namespace cocoon::backends {
+
+// The AUDIT_ARCH_* value the kernel puts in seccomp_data.arch for `arch`
+// (x32 reports AUDIT_ARCH_X86_64 and sets the x32 bit in nr).
+uint32_t AuditArch(ir::Arch arch);
+
+// The guards the prefix carries (EffectiveSyscalls in PrologueGuardForm::kBpfPrefix).
+struct PrefixGuards {
+  std::vector<uint32_t> ioctl_denied_cmds;  // low 32 bits of ioctl's arg 1
+  bool seccomp_listener = false;            // deny SET_MODE_FILTER + NEW_LISTENER
+  bool empty() const { return ioctl_denied_cmds.empty() && !seccomp_listener; }
+};
+
+// The prefix for `arches` answering `deny_ret` for the guarded calls; every
+// other path falls through to the instruction right after it. Empty when
+// there is nothing to guard.
+Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const PrefixGuards& guards,
+                                    uint32_t deny_ret);
+
+// A readable description of the prefix, appended to the PFC text.
+std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const PrefixGuards& guards, uint32_t deny_ret,
+                                size_t instructions);
+
+}  // namespace cocoon::backends
