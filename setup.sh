@@ -24,7 +24,7 @@ packages=(
   clang libclang-rt-14-dev
   # Used by tests and benchmarks: real peers and real SIEM ingestion.
   crun bubblewrap rsyslog iproute2 hyperfine passwd uidmap
-  python3 nodejs npm perl ruby php-cli lua5.4 golang-go
+  python3 perl ruby php-cli lua5.4 golang-go
 )
 
 log() { printf '\n== %s\n' "$*"; }
@@ -36,6 +36,11 @@ install_packages() {
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # Node.js may come from another packaging of the same program (a vendor
+  # build that bundles npm conflicts with Debian's npm package): only ask apt
+  # for what is missing as a command.
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
   if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     as_root apt-get update -qq
