@@ -65,11 +65,12 @@ void AddCloneGuards(std::vector<Candidate>& out) {
   }
 }
 
-void AddFixedPrologue(std::vector<Candidate>& out, PrologueGuardForm ioctl_form, PrologueGuardForm seccomp_form) {
+void AddFixedPrologue(std::vector<Candidate>& out, PrologueGuardForm ioctl_form, PrologueGuardForm seccomp_form,
+                      PrologueGuardForm clone_form) {
   // clone3 passes its flags in a struct behind a pointer, which seccomp
   // cannot read; ENOSYS makes glibc fall back to clone (moby#42680).
   out.push_back({PrologueRule("clone3", Errno(ENOSYS)), true});
-  AddCloneGuards(out);
+  if (clone_form == PrologueGuardForm::kRules) AddCloneGuards(out);  // else clone_new_mask_in_prefix
   // ioctl's cmd is an unsigned int: the kernel drops the upper 32 bits, so
   // compare only the low 32 (else 0x1_00005412 would slip past an Eq).
   // TIOCSTI pushes input into the controlling terminal (CVE-2017-5226).
@@ -262,11 +263,16 @@ EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueG
     return outranks ? PrologueGuardForm::kRules : ioctl_form;
   };
   const PrologueGuardForm seccomp_form = form_for("seccomp");
+  const PrologueGuardForm clone_form =
+      form_for("clone") == PrologueGuardForm::kRules || form_for("unshare") == PrologueGuardForm::kRules
+          ? PrologueGuardForm::kRules
+          : ioctl_form;
   ioctl_form = form_for("ioctl");
   if (ioctl_form == PrologueGuardForm::kBpfPrefix) out.ioctl_denied_cmds = {kTiocsti, kTioclinux};
   out.seccomp_listener_in_prefix = seccomp_form == PrologueGuardForm::kBpfPrefix;
+  if (clone_form == PrologueGuardForm::kBpfPrefix) out.clone_new_mask_in_prefix = kCloneNewMask;
   std::vector<Candidate> all;
-  AddFixedPrologue(all, ioctl_form, seccomp_form);
+  AddFixedPrologue(all, ioctl_form, seccomp_form, clone_form);
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
   // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.

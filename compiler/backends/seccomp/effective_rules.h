@@ -30,6 +30,9 @@ struct EffectiveSyscalls {
   // SECCOMP_FILTER_FLAG_NEW_LISTENER) -> errno(EPERM) in the same prefix
   // (the prologue's rule for it is then absent from `rules`).
   bool seccomp_listener_in_prefix = false;
+  // kBpfPrefix only: clone/unshare flags bits (CLONE_NEW*) denied with
+  // errno(EPERM) in the same prefix; 0 when the guard is in `rules`.
+  uint32_t clone_new_mask_in_prefix = 0;
 };
 
 // How the prologue's ioctl TIOCSTI/TIOCLINUX denial (and, the same way, its

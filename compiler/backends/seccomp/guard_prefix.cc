@@ -24,7 +24,9 @@ constexpr uint32_t kSeccompSetModeFilter = SECCOMP_SET_MODE_FILTER;
 constexpr uint32_t kSeccompFlagNewListener = SECCOMP_FILTER_FLAG_NEW_LISTENER;
 
 // Symbolic jump targets, resolved once the layout is known.
-enum Label : int { kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6 };
+enum Label : int {
+  kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6, kCloneCheck = -7
+};
 
 struct Insn {
   uint16_t code;
@@ -37,6 +39,7 @@ struct Block {
   std::vector<Insn> insns;
   size_t ioctl_check = 0;    // index of the ioctl cmd check
   size_t seccomp_check = 0;  // index of the seccomp op check
+  size_t clone_check = 0;    // index of the clone/unshare flags check
 };
 
 // Audit arch -> the numbers of `name` there (x86_64 and x32 share one arch).
@@ -73,6 +76,7 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks) {
           case kNextArch: return bi + 1 < blocks.size() ? block_start[bi + 1] : out;
           case kIoctlCheck: return block_start[bi] + b.ioctl_check;
           case kSeccompCheck: return block_start[bi] + b.seccomp_check;
+          case kCloneCheck: return block_start[bi] + b.clone_check;
           default: return pc + 1;
         }
       };
@@ -90,12 +94,16 @@ constexpr uint16_t kJeq = BPF_JMP | BPF_JEQ | BPF_K;
 constexpr uint16_t kJset = BPF_JMP | BPF_JSET | BPF_K;
 
 // One arch's block; nullopt-like empty block when nothing is guarded there.
-Block ArchBlock(uint32_t audit_arch, const std::vector<uint32_t>& ioctl_nrs, const std::vector<uint32_t>& seccomp_nrs,
-                const PrefixGuards& guards) {
+struct ArchNumbers {
+  std::vector<uint32_t> ioctl, seccomp, clone;  // clone holds clone and unshare
+};
+
+Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& guards) {
   Block b;
   std::vector<std::pair<uint32_t, int>> dispatch;  // nr -> check label
-  for (uint32_t nr : ioctl_nrs) dispatch.push_back({nr, kIoctlCheck});
-  for (uint32_t nr : seccomp_nrs) dispatch.push_back({nr, kSeccompCheck});
+  for (uint32_t nr : n.ioctl) dispatch.push_back({nr, kIoctlCheck});
+  for (uint32_t nr : n.seccomp) dispatch.push_back({nr, kSeccompCheck});
+  for (uint32_t nr : n.clone) dispatch.push_back({nr, kCloneCheck});
   if (dispatch.empty()) return b;
   b.insns.push_back({kLoad, kArchOffset});
   b.insns.push_back({kJeq, audit_arch, kNext, kNextArch});
@@ -103,7 +111,7 @@ Block ArchBlock(uint32_t audit_arch, const std::vector<uint32_t>& ioctl_nrs, con
   for (size_t i = 0; i < dispatch.size(); ++i) {
     b.insns.push_back({kJeq, dispatch[i].first, dispatch[i].second, i + 1 == dispatch.size() ? kOut : kNext});
   }
-  if (!ioctl_nrs.empty()) {
+  if (!n.ioctl.empty()) {
     b.ioctl_check = b.insns.size();
     b.insns.push_back({kLoad, kArg1LowOffset});
     const auto& cmds = guards.ioctl_denied_cmds;
@@ -111,12 +119,17 @@ Block ArchBlock(uint32_t audit_arch, const std::vector<uint32_t>& ioctl_nrs, con
       b.insns.push_back({kJeq, cmds[i], kDeny, i + 1 == cmds.size() ? kOut : kNext});
     }
   }
-  if (!seccomp_nrs.empty()) {
+  if (!n.seccomp.empty()) {
     b.seccomp_check = b.insns.size();
     b.insns.push_back({kLoad, kArg0LowOffset});
     b.insns.push_back({kJeq, kSeccompSetModeFilter, kNext, kOut});
     b.insns.push_back({kLoad, kArg1LowOffset});
     b.insns.push_back({kJset, kSeccompFlagNewListener, kDeny, kOut});
+  }
+  if (!n.clone.empty()) {
+    b.clone_check = b.insns.size();
+    b.insns.push_back({kLoad, kArg0LowOffset});
+    b.insns.push_back({kJset, guards.clone_new_mask, kDeny, kOut});
   }
   return b;
 }
@@ -138,11 +151,18 @@ Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const P
   if (guards.empty()) return BpfProgram{};
   const auto ioctl = Numbers(arches, "ioctl");
   const auto seccomp = Numbers(arches, "seccomp");
+  const auto clone = Numbers(arches, "clone");
+  const auto unshare = Numbers(arches, "unshare");
   std::vector<Block> blocks;
   for (const auto& [audit_arch, ioctl_nrs] : ioctl) {
-    const std::vector<uint32_t> none;
-    Block b = ArchBlock(audit_arch, guards.ioctl_denied_cmds.empty() ? none : ioctl_nrs,
-                        guards.seccomp_listener ? seccomp.at(audit_arch) : none, guards);
+    ArchNumbers n;
+    if (!guards.ioctl_denied_cmds.empty()) n.ioctl = ioctl_nrs;
+    if (guards.seccomp_listener) n.seccomp = seccomp.at(audit_arch);
+    if (guards.clone_new_mask != 0) {
+      n.clone = clone.at(audit_arch);
+      n.clone.insert(n.clone.end(), unshare.at(audit_arch).begin(), unshare.at(audit_arch).end());
+    }
+    Block b = ArchBlock(audit_arch, n, guards);
     if (!b.insns.empty()) blocks.push_back(std::move(b));
   }
   if (blocks.empty()) return BpfProgram{};
@@ -177,6 +197,11 @@ std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const Prefi
                     audit_arch, nr, kSeccompSetModeFilter, kSeccompFlagNewListener, action.c_str());
       text += line;
     }
+  }
+  if (guards.clone_new_mask != 0) {
+    std::snprintf(line, sizeof(line), "if ($syscall is clone or unshare && ($a0.lo32 & 0x%x) != 0)\n  action %s;\n",
+                  guards.clone_new_mask, action.c_str());
+    text += line;
   }
   text += "# anything else: continue with the libseccomp program\n";
   return text;

@@ -1,7 +1,10 @@
 // A hand-written classic-BPF prefix that runs before libseccomp's program and
 // answers errno(EPERM) for two prologue guards:
 //  - ioctl(fd, TIOCSTI / TIOCLINUX);
-//  - seccomp(SECCOMP_SET_MODE_FILTER, flags with SECCOMP_FILTER_FLAG_NEW_LISTENER).
+//  - seccomp(SECCOMP_SET_MODE_FILTER, flags with SECCOMP_FILTER_FLAG_NEW_LISTENER);
+//  - clone / unshare with any CLONE_NEW* bit (one jset on the flags' low half,
+//    where every CLONE_NEW* bit lives; as rules: 7 masked compares, the
+//    longest path of strict's filter).
 //
 // Why not libseccomp rules: libseccomp 2.5.4 cannot say "allow ioctl except
 // these two cmd values" (an unconditional rule swallows the conditional ones
@@ -23,7 +26,9 @@
 //    jeq AUDIT_ARCH_..., 0, next  ; foreign arch: next block / libseccomp
 //    ld  [0]                      ; seccomp_data.nr
 //    jeq __NR_ioctl, ioctl, 0
-//    jeq __NR_seccomp, seccomp, out
+//    jeq __NR_seccomp, seccomp, 0
+//    jeq __NR_clone, clone, 0
+//    jeq __NR_unshare, clone, out
 //  ioctl:
 //    ld  [24]                     ; low 32 bits of args[1] (little-endian)
 //    jeq TIOCSTI, deny, 0
@@ -33,6 +38,9 @@
 //    jeq SECCOMP_SET_MODE_FILTER, 0, out
 //    ld  [24]                     ; low 32 bits of args[1]: the flags
 //    jset SECCOMP_FILTER_FLAG_NEW_LISTENER, deny, out
+//  clone:
+//    ld  [16]                     ; low 32 bits of args[0]: the flags
+//    jset 0x7E020000, deny, out
 //  deny: ret ERRNO(EPERM)
 //  out:  (instruction 0 of libseccomp's program)
 // The kernel truncates ioctl's cmd and seccomp's op and flags to unsigned
@@ -59,7 +67,8 @@ uint32_t AuditArch(ir::Arch arch);
 struct PrefixGuards {
   std::vector<uint32_t> ioctl_denied_cmds;  // low 32 bits of ioctl's arg 1
   bool seccomp_listener = false;            // deny SET_MODE_FILTER + NEW_LISTENER
-  bool empty() const { return ioctl_denied_cmds.empty() && !seccomp_listener; }
+  uint32_t clone_new_mask = 0;              // deny clone/unshare with any of these flag bits (0: off)
+  bool empty() const { return ioctl_denied_cmds.empty() && !seccomp_listener && clone_new_mask == 0; }
 };
 
 // The prefix for `arches` answering `deny_ret` for the guarded calls; every

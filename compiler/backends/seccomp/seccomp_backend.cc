@@ -148,7 +148,7 @@ struct Built {
 };
 
 PrefixGuards Guards(const EffectiveSyscalls& rules) {
-  return PrefixGuards{rules.ioctl_denied_cmds, rules.seccomp_listener_in_prefix};
+  return PrefixGuards{rules.ioctl_denied_cmds, rules.seccomp_listener_in_prefix, rules.clone_new_mask_in_prefix};
 }
 
 // The guard prefix (guard_prefix.h) in front of libseccomp's program, then

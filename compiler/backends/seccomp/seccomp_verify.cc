@@ -25,10 +25,13 @@ struct Expectation {
   uint32_t ioctl_deny_ret;
   int ioctl_nr;    // x86_64
   int seccomp_nr;  // x86_64
+  int clone_nr;    // x86_64
+  int unshare_nr;  // x86_64
 };
 
 // What the guard prefix denies (guard_prefix.h), on the kernel's 32-bit views.
 bool PrefixDenies(const Expectation& e, int nr, const uint64_t args[6]) {
+  if (nr == e.clone_nr || nr == e.unshare_nr) return (args[0] & e.rules.clone_new_mask_in_prefix) != 0;
   if (nr == e.seccomp_nr && e.rules.seccomp_listener_in_prefix) {
     return static_cast<uint32_t>(args[0]) == SECCOMP_SET_MODE_FILTER &&
            (args[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
@@ -83,8 +86,16 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     const bool seccomp_arg = nr == e.seccomp_nr && arg <= 1 && e.rules.seccomp_listener_in_prefix;
     const std::vector<uint32_t> seccomp_values = {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
                                                   SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC};
-    const std::vector<uint32_t>& extra = ioctl_cmd ? e.rules.ioctl_denied_cmds : seccomp_arg ? seccomp_values : no_extra;
-    if (used || ioctl_cmd || seccomp_arg) per_arg[arg] = BoundaryValues(mine, arg, extra);
+    const bool clone_arg = (nr == e.clone_nr || nr == e.unshare_nr) && arg == 0 && e.rules.clone_new_mask_in_prefix;
+    std::vector<uint32_t> clone_values = {e.rules.clone_new_mask_in_prefix, 17 /* SIGCHLD */};
+    for (int bit = 0; bit < 32; ++bit) {
+      if ((e.rules.clone_new_mask_in_prefix >> bit) & 1) clone_values.push_back(uint32_t{1} << bit);
+    }
+    const std::vector<uint32_t>& extra = ioctl_cmd     ? e.rules.ioctl_denied_cmds
+                                         : seccomp_arg ? seccomp_values
+                                         : clone_arg   ? clone_values
+                                                       : no_extra;
+    if (used || ioctl_cmd || seccomp_arg || clone_arg) per_arg[arg] = BoundaryValues(mine, arg, extra);
   }
   size_t total = 1;
   for (const auto& v : per_arg) total = std::min(total * v.size(), kMaxCombinations * 64);
@@ -146,7 +157,9 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
   }
   const Expectation e{rules, expected_ret, routed, ioctl_deny_ret,
                       syscalls::ResolveSyscall("ioctl", ir::Arch::kX86_64),
-                      syscalls::ResolveSyscall("seccomp", ir::Arch::kX86_64)};
+                      syscalls::ResolveSyscall("seccomp", ir::Arch::kX86_64),
+                      syscalls::ResolveSyscall("clone", ir::Arch::kX86_64),
+                      syscalls::ResolveSyscall("unshare", ir::Arch::kX86_64)};
   std::map<int, std::vector<const ir::SyscallRule*>> by_nr;
   for (const ir::SyscallRule& r : rules.rules) {
     const int nr = syscalls::ResolveSyscall(r.name, ir::Arch::kX86_64);
@@ -154,6 +167,7 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
   }
   if (!rules.ioctl_denied_cmds.empty()) by_nr[e.ioctl_nr];  // checked even without ioctl rules
   if (rules.seccomp_listener_in_prefix) by_nr[e.seccomp_nr];
+  if (rules.clone_new_mask_in_prefix != 0) by_nr[e.clone_nr], by_nr[e.unshare_nr];
   for (const auto& [nr, mine] : by_nr) COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
   return Status::Ok();
 }

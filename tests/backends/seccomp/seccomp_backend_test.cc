@@ -93,6 +93,9 @@ TEST(SeccompBackend, X32OnlyWhenThePolicyAddsIt) {
 
 TEST(SeccompBackend, CloneGuards) {
   Filter f(StrictSyscalls());
+  EXPECT_EQ(f.rules().clone_new_mask_in_prefix, 0x7E020000u);
+  for (const auto& r : f.rules().rules) EXPECT_TRUE(r.name != "clone" || r.conditions.empty()) << "split clone rule";
+  EXPECT_EQ(f.Run(SYS_clone, {CLONE_NEWPID | (uint64_t{1} << 33)}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_clone, {CLONE_NEWUSER}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_clone, {CLONE_NEWNS | SIGCHLD}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_clone, {CLONE_NEWNET}), "errno(1)");
@@ -127,21 +130,22 @@ TEST(SeccompBackend, IoctlGuardIsAPrefixNotRules) {
   size_t ioctl_rules = 0;
   for (const auto& r : f.rules().rules) ioctl_rules += r.name == "ioctl";
   EXPECT_EQ(ioctl_rules, 1u) << "strict's `allow ioctl` should reach libseccomp as one unconditional rule";
-  // ld/jeq arch, ld nr, jeq ioctl, jeq seccomp, ld cmd, 2 jeq, ld op, jeq, ld flags, jset, ret
-  EXPECT_EQ(f.compiled().prefix_instructions, 13u);
+  // ld/jeq arch, ld nr, jeq ioctl/seccomp/clone/unshare, ld cmd, 2 jeq, ld op, jeq, ld flags, jset,
+  // ld flags, jset, ret
+  EXPECT_EQ(f.compiled().prefix_instructions, 17u);
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI | (uint64_t{1} << 32)}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX | (uint64_t{1} << 63)}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "allow");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI + 1}), "allow");
-  // Other syscalls pay 5 instructions for the prefix, no more.
+  // Other syscalls pay 7 instructions for the prefix, no more.
   SeccompData d;
   d.arch = AUDIT_ARCH_X86_64;
   d.nr = SYS_getpid;
   auto libseccomp_only = BpfProgram(f.program().begin() + static_cast<long>(f.compiled().prefix_instructions),
                                     f.program().end());
-  EXPECT_EQ(EvaluateBpf(f.program(), d)->executed, EvaluateBpf(libseccomp_only, d)->executed + 5);
+  EXPECT_EQ(EvaluateBpf(f.program(), d)->executed, EvaluateBpf(libseccomp_only, d)->executed + 7);
   EXPECT_EQ(f.Run(SYS_getpid), "allow");
   EXPECT_EQ(f.Run(SYS_mount), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}, AUDIT_ARCH_AARCH64), "kill_process");  // foreign arch
@@ -171,7 +175,7 @@ TEST(SeccompBackend, IoctlKillRuleOutranksThePrefix) {
   }
   Filter f(s);
   EXPECT_TRUE(f.rules().ioctl_denied_cmds.empty());  // rule form: kill beats the prologue's EPERM
-  EXPECT_EQ(f.compiled().prefix_instructions, 9u);   // the seccomp listener guard only
+  EXPECT_EQ(f.compiled().prefix_instructions, 13u);  // the seccomp listener and clone guards only
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "kill_process");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "kill_process");
 }
