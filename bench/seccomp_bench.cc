@@ -178,7 +178,7 @@ double NsPerGetpid(const std::string& bpf) {
 void PrintReport() {
   const CompiledSeccompFilter strict = BuildStrict(TreeOptimization::kAuto);
   std::printf("\n== seccomp figures ==\n");
-  std::printf("strict: %zu insns (ioctl prefix %zu), worst-case allow %zu (libseccomp program alone %zu; "
+  std::printf("strict: %zu insns (guard prefix %zu), worst-case allow %zu (libseccomp program alone %zu; "
               "linear %zu / tree %zu incl. prefix, 0 = not built), optimize=%d\n",
               strict.stats.instructions, strict.prefix_instructions, strict.stats.worst_case_allow,
               strict.libseccomp_stats.worst_case_allow, strict.linear_stats.worst_case_allow,
@@ -209,7 +209,7 @@ void PrintReport() {
     const auto start = std::chrono::steady_clock::now();
     auto as_rules = BuildSeccompFilter(ComputeEffectiveSyscalls(StrictLike(), PrologueGuardForm::kRules), o).value();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    std::printf("strict with the ioctl guard as libseccomp rules (the old form, tree): %zu insns, worst-case "
+    std::printf("strict with the guards as libseccomp rules (the old form, tree): %zu insns, worst-case "
                 "allow %zu, built in %.1f ms\n",
                 as_rules.stats.instructions, as_rules.stats.worst_case_allow, ms);
   }

@@ -17,7 +17,7 @@ namespace {
 
 constexpr size_t kMaxCombinations = 4096;
 
-// What the checked program must do: the rules, behind the ioctl prefix.
+// What the checked program must do: the rules, behind the guard prefix.
 struct Expectation {
   const EffectiveSyscalls& rules;
   uint32_t (*expected_ret)(const ir::Action&, bool);

@@ -1,4 +1,4 @@
-// Translation validation: checks a BPF program (ioctl prefix + libseccomp) against the
+// Translation validation: checks a BPF program (guard prefix + libseccomp) against the
 // effective rules it was built from, by running the userspace evaluator on
 // the boundary values of every condition.
 //
