@@ -60,12 +60,24 @@ std::string ArtifactCache::DefaultDir() {
   return "";
 }
 
+// The compiler that produced a cached artifact must be the one running now:
+// the version string alone does not change between builds, and a rebuilt
+// back end (say, a new prologue rule) must never be served a stale filter.
+// One stat of our own executable identifies the build cheaply.
+static std::string CompilerIdentity() {
+  struct stat st;
+  if (stat("/proc/self/exe", &st) != 0) return "unknown";
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::string& profile) {
   char real[PATH_MAX];
   if (realpath(policy_path.c_str(), real) == nullptr) return "";
   auto bytes = ReadSmallFile(real, false);
   if (!bytes) return "";
-  std::string material = std::string("cocoon-cache-v1\n") + COCOON_VERSION_STRING + "\n" + profile + "\n" + real + "\n";
+  std::string material = std::string("cocoon-cache-v2\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n" +
+                         profile + "\n" + real + "\n";
   return Sha256Hex(material + *bytes);
 }
 

@@ -2,7 +2,9 @@
 // linux.seccomp.json), so repeated launches skip the front end and libseccomp
 // (building a 300-rule filter costs 1.4-1.8 ms; loading cached bytes ~0.1 ms).
 //
-// Key: SHA-256 over the cocoon version, the profile name, the root policy
+// Key: SHA-256 over the cocoon version, the identity of the running cocoon
+// executable (so a rebuilt compiler never gets a stale filter), the profile
+// name, the root policy
 // file's absolute path and its bytes. Each entry also records every source
 // file the policy was compiled from (includes, imports) with its SHA-256, and
 // a lookup re-hashes them: an edited include is a miss.

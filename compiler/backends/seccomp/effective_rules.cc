@@ -25,6 +25,8 @@ constexpr uint64_t kCloneNewMask = 0x7E020000;
 constexpr uint64_t kLow32 = 0xffffffffULL;
 constexpr uint64_t kTiocsti = 0x5412;   // <asm-generic/ioctls.h>
 constexpr uint64_t kTioclinux = 0x541C;
+constexpr uint64_t kAfAlg = 38;     // <linux/socket.h>
+constexpr uint64_t kAfVsock = 40;
 constexpr uint64_t kSeccompSetModeFilter = 1;      // <linux/seccomp.h>
 constexpr uint64_t kSeccompFlagNewListener = 1u << 3;
 // personality(2): PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32|UNAME26 and
@@ -77,6 +79,14 @@ void AddFixedPrologue(std::vector<Candidate>& out, PrologueGuardForm ioctl_form,
   for (uint64_t cmd : {kTiocsti, kTioclinux}) {
     if (ioctl_form == PrologueGuardForm::kBpfPrefix) continue;  // EffectiveSyscalls::ioctl_denied_cmds
     out.push_back({PrologueRule("ioctl", Errno(EPERM), {{1, CompareOp::kMaskedEq, cmd, kLow32}}), true});
+  }
+  // Socket families that a network namespace does not isolate: AF_VSOCK (40)
+  // talks to the hypervisor and other VMs whatever the netns, and AF_ALG (38)
+  // exposes the kernel crypto API, a recurring source of kernel bugs. The
+  // domain is an int, so only the low 32 bits count. EAFNOSUPPORT is what a
+  // kernel without the family answers, so programs fall back cleanly.
+  for (uint64_t family : {kAfVsock, kAfAlg}) {
+    out.push_back({PrologueRule("socket", Errno(EAFNOSUPPORT), {{0, CompareOp::kMaskedEq, family, kLow32}}), true});
   }
   // A sandboxed process must not install a filter with a user-notification
   // listener: it could then answer its own (or its children's) syscalls.

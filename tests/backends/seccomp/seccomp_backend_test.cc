@@ -116,6 +116,17 @@ TEST(SeccompBackend, PersonalityLimitedToSafeValues) {
   EXPECT_EQ(f.Run(SYS_personality, {0x0040000}), "errno(38)");  // ADDR_NO_RANDOMIZE
 }
 
+// AF_VSOCK is not network-namespaced and AF_ALG exposes the kernel crypto
+// API: both are refused whatever the policy's network setting.
+TEST(SeccompBackend, SocketFamiliesOutsideTheNetnsDenied) {
+  Filter f(StrictSyscalls());
+  EXPECT_EQ(f.Run(SYS_socket, {40 /* AF_VSOCK */, 1}), "errno(97)");
+  EXPECT_EQ(f.Run(SYS_socket, {38 /* AF_ALG */, 5}), "errno(97)");
+  EXPECT_EQ(f.Run(SYS_socket, {(uint64_t{1} << 32) | 40, 1}), "errno(97)");  // int: high bits dropped
+  EXPECT_EQ(f.Run(SYS_socket, {1 /* AF_UNIX */, 1}), "allow");
+  EXPECT_EQ(f.Run(SYS_socket, {2 /* AF_INET */, 1}), "allow");
+}
+
 TEST(SeccompBackend, IoctlTiocstiDenied) {
   Filter f(StrictSyscalls());
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "errno(1)");
