@@ -49,11 +49,15 @@ install_packages() {
   fi
 }
 
-configure_and_build() {  # dir, extra cmake args...
+configure() {  # dir, extra cmake args...
   local dir=$1; shift
   cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > "$dir.configure.log" 2>&1 \
     || { cat "$dir.configure.log"; exit 1; }
-  cmake --build "$dir" -j "$jobs"
+}
+
+configure_and_build() {  # dir, extra cmake args...
+  configure "$@"
+  cmake --build "$1" -j "$jobs"
 }
 
 run_demo() {
@@ -83,7 +87,10 @@ run_tests() {
   # One clang build serves both: everything compiled with ASan + UBSan and
   # libFuzzer coverage; the unit tests and the fuzzers link from it.
   log "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
-  CC=clang CXX=clang++ configure_and_build "$build-asan" -DCOCOON_SANITIZE=ON -DCOCOON_FUZZ=ON -DCOCOON_BUILD_BENCH=OFF
+  # Only what runs here: the unit test binaries and the fuzzers (the
+  # integration suites already ran above, against the gcc build).
+  CC=clang CXX=clang++ configure "$build-asan" -DCOCOON_SANITIZE=ON -DCOCOON_FUZZ=ON -DCOCOON_BUILD_BENCH=OFF
+  cmake --build "$build-asan" -j "$jobs" --target cocoon_unit_tests cocoon_fuzzers
   (cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest --output-on-failure -j "$jobs" --timeout 900 -L unit)
 

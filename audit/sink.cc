@@ -60,6 +60,20 @@ Result<std::string_view> UnwrapLine(std::string_view text) {
   if (text.substr(0, kHecPrefix.size()) != kHecPrefix) return text;
   size_t begin = kHecPrefix.size() - 1;
   COCOON_ASSIGN_OR_RETURN(size_t end, SkipJsonValue(text, begin));
+  // The envelope around the signed event is not covered by the hash, but a
+  // SIEM must still be able to ingest the line, so it has to be exactly what
+  // WrapHec writes: valid JSON with host, source, sourcetype and time only.
+  // (Found by audit_verify_fuzzer: a lax skip accepted a broken envelope.)
+  if (end >= text.size() || text[end] != ',')
+    return DataLossError("HEC envelope: expected ',' after the event");
+  std::string rest = "{";
+  rest.append(text.substr(end + 1));
+  auto envelope = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
+  bool well_formed = envelope.is_object() && envelope.size() == 4 && envelope.contains("host") &&
+                     envelope["host"].is_string() && envelope.value("source", "") == "cocoon" &&
+                     envelope.value("sourcetype", "") == "cocoon:audit" && envelope.contains("time") &&
+                     envelope["time"].is_string();
+  if (!well_formed) return DataLossError("HEC envelope is not the JSON object cocoon writes");
   return text.substr(begin, end - begin);
 }
 

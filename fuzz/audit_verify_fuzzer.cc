@@ -48,8 +48,11 @@ void Check(bool condition, const char* what) {
 
 std::string Inner(const std::string& line) {
   if (line.rfind("{\"event\":{", 0) != 0) return line;  // Splunk HEC envelope
-  json envelope = json::parse(line);
-  return *cocoon::audit::Canonicalize(envelope["event"]);
+  json envelope = json::parse(line, nullptr, false);
+  Check(envelope.is_object() && envelope.contains("event"), "HEC envelope is not a JSON object");
+  auto inner = cocoon::audit::Canonicalize(envelope["event"]);
+  Check(inner.ok(), "HEC event does not canonicalize");
+  return *inner;
 }
 
 // The slow reference re-check of a log the fast verifier called intact.

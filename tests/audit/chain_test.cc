@@ -304,6 +304,31 @@ TEST_F(ChainTest, SplunkHecEnvelopeVerifies) {
   EXPECT_EQ(Verify({Path("hec.json")}).verdict, VerifyVerdict::kSealed);
 }
 
+TEST_F(ChainTest, BrokenHecEnvelopeIsTampered) {
+  // The envelope is outside the signed hash, but a line a SIEM cannot parse
+  // must not pass as intact (audit_verify_fuzzer found this).
+  AuditLogOptions options = Options("hec.json");
+  options.sink = SinkKind::kSplunkHecFile;
+  auto log = AuditLog::Open(options);
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE((*log)->Append(SampleDenial(1)).ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  const auto original = SplitLines(ReadFile(Path("hec.json")));
+  const std::vector<std::pair<std::string, std::string>> breakages = {
+      {",\"host\":", ",\"host\"("},                       // not JSON at all
+      {"\"source\":\"cocoon\"", "\"source\":\"other\""},  // a different envelope
+      {",\"time\":", ",\"extra\":1,\"time\":"},           // an unexpected key
+  };
+  for (const auto& [from, to] : breakages) {
+    auto lines = original;
+    size_t at = lines[1].find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    lines[1].replace(at, from.size(), to);
+    WriteFile(Path("hec.json"), JoinLines(lines));
+    EXPECT_EQ(Verify({Path("hec.json")}).verdict, VerifyVerdict::kTampered) << lines[1];
+  }
+}
+
 TEST_F(ChainTest, ShipperAddedKeysNeedTheFlag) {
   std::string path = WriteLog("log", 3);
   std::vector<std::string> shipped;
