@@ -1,10 +1,12 @@
 #include "enforcer/child_spec_builder.h"
 
+#include <dirent.h>
 #include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -82,6 +84,7 @@ Result<std::unique_ptr<PreparedChild>> PreparedChild::Build(ChildSpecInputs inpu
 }
 
 Status PreparedChild::AddMounts() {
+  if (inputs_.plan->root == ir::RootKind::kRootfs) COCOON_RETURN_IF_ERROR(AddRootfsEntries());
   for (const auto& mount : inputs_.plan->mounts) {
     COCOON_RETURN_IF_ERROR(AddMount(mount).WithContext(std::string(backends::PlanMountKindName(mount.kind)) + " " +
                                                        (mount.source.empty() ? "" : mount.source + " -> ") + mount.target));
@@ -89,8 +92,75 @@ Status PreparedChild::AddMounts() {
   return Status::Ok();
 }
 
+// `root rootfs DIR`: the new root is still a fresh tmpfs, and each top-level
+// entry of the bundle is bound read-only onto it (directories and files) or
+// recreated (symlinks; their text is read inside the sandbox). Nothing is ever
+// created inside the bundle on the host, and /proc, /dev, the work dir and the
+// policy's own mounts still land on the tmpfs. A policy mount whose target is
+// a top-level entry replaces that entry. Device nodes, FIFOs and sockets of
+// the bundle are not exposed: the enforcer builds its own minimal /dev.
+Status PreparedChild::AddRootfsEntries() {
+  const auto& plan = *inputs_.plan;
+  auto real_root = RealPath(plan.rootfs);
+  if (!real_root.ok()) return real_root.status().WithContext("root rootfs " + plan.rootfs);
+  struct stat root_st;
+  if (stat(real_root->c_str(), &root_st) != 0 || !S_ISDIR(root_st.st_mode)) {
+    return InvalidArgumentError("root rootfs " + plan.rootfs + " is not a directory");
+  }
+  std::vector<std::string> names;
+  DIR* dir = opendir(real_root->c_str());
+  if (dir == nullptr) return ErrnoError("opendir " + *real_root);
+  while (struct dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    std::string target = "/" + name;
+    if (target == "/proc" || target == "/dev") continue;
+    bool replaced = std::any_of(plan.mounts.begin(), plan.mounts.end(),
+                                [&](const PlanMount& m) { return m.target == target; });
+    if (replaced) continue;
+    std::string source = *real_root + target;
+    struct stat st;
+    if (lstat(source.c_str(), &st) != 0) return ErrnoError("lstat " + source);
+    ChildMountOp op;
+    op.target = Keep(inputs_.new_root + target);
+    if (S_ISLNK(st.st_mode)) {
+      char text[PATH_MAX];
+      ssize_t n = readlink(source.c_str(), text, sizeof(text) - 1);
+      if (n < 0) return ErrnoError("readlink " + source);
+      op.kind = ChildMountKind::kSymlink;
+      op.source = Keep(std::string(text, static_cast<size_t>(n)));
+      rootfs_symlinks_.push_back(target);
+    } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+      op.kind = ChildMountKind::kBind;
+      op.source = Keep(source);
+      op.target_is_dir = S_ISDIR(st.st_mode);
+      op.attr_set = kReadOnlyAttrs;
+      binds_.emplace_back(target, source);
+    } else {
+      continue;
+    }
+    mounted_targets_.emplace_back(target, op.target_is_dir);
+    mounts_.push_back(op);
+    mount_descriptions_.push_back("rootfs " + source + " -> " + target);
+  }
+  return Status::Ok();
+}
+
 Status PreparedChild::AddMount(const PlanMount& mount) {
   const std::string& root = inputs_.new_root;
+  // mount(2) follows symlinks in its target: a mount point under a bundle's
+  // symlink (often absolute, like /lib -> /usr/lib) would resolve against
+  // the host root before pivot_root. Ask for the real path instead.
+  for (const auto& link : rootfs_symlinks_) {
+    if (IsUnder(mount.target, link) && mount.target != link) {
+      return FailedPreconditionError("mount target " + mount.target + " is under " + link +
+                                     ", a symlink in the rootfs; name the directory it points to");
+    }
+  }
   // The closest earlier bind containing this target: a mount point inside a
   // bound host directory must already exist there (the child never creates
   // anything on a host filesystem, and mount(2) would follow a symlink).

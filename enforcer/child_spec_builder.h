@@ -48,6 +48,7 @@ class PreparedChild {
  private:
   PreparedChild() = default;
   Status AddMounts();
+  Status AddRootfsEntries();
   Status AddMount(const backends::PlanMount& mount);
   void AddLandlockRules();
   void BuildEnvironment();
@@ -60,6 +61,7 @@ class PreparedChild {
   std::vector<std::string> mount_descriptions_;
   std::vector<std::pair<std::string, bool>> mounted_targets_;  // inside path, is_dir
   std::vector<std::pair<std::string, std::string>> binds_;     // inside target -> host source (real)
+  std::vector<std::string> rootfs_symlinks_;                    // inside paths of `root rootfs` symlinks
   std::vector<ChildLandlockRule> landlock_;
   std::vector<std::string> env_strings_;
   std::vector<char*> envp_;

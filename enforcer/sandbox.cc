@@ -125,9 +125,6 @@ Status Sandbox::Impl::PrepareAll() {
     return UnimplementedError("not implemented: network allow-lists are not enforced by the Linux enforcer yet; "
                               "use `network off` or `network on`");
   }
-  if (plan.root == ir::RootKind::kRootfs) {
-    return UnimplementedError("not implemented: `root rootfs` in the Linux enforcer; use `root host`");
-  }
   if (!plan.seccomp_sha256.empty() && Sha256Hex(request.seccomp_bpf) != plan.seccomp_sha256) {
     return DataLossError("seccomp program does not match the launch plan's sha256 " + plan.seccomp_sha256);
   }

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "enforcer/sandbox.h"
@@ -331,6 +333,77 @@ TEST_F(WorkDirTest, TimedOutRunCommitsNothing) {
   EXPECT_FALSE(outcome->committed);
   struct stat st;
   EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0);
+}
+
+// `root rootfs DIR`: a bundle's own tree is the sandbox's whole view. The
+// bundle here is a minimal one built from host files (dash, cat and their
+// loader and libc), plus a marker file, a relative symlink and a FIFO.
+class RootfsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/cocoon-rootfs-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void CopyIn(const std::string& host, const std::string& inside) {
+    std::filesystem::create_directories(std::filesystem::path(dir_ + inside).parent_path());
+    std::filesystem::copy_file(std::filesystem::canonical(host), dir_ + inside);
+  }
+  ir::Policy RootfsPolicy() {
+    ir::Policy policy;
+    policy.name = "rootfs-test";
+    policy.source_sha256 = std::string(64, '0');
+    policy.filesystem.root = ir::RootKind::kRootfs;
+    policy.filesystem.rootfs = dir_;
+    policy.filesystem.mounts.push_back({ir::MountKind::kTmpfs, "", "/tmp", 1 << 20, false});
+    policy.limits.wall_time_ms = {true, 10000, ir::Enforcement::kRequired};
+    policy.limits.output_bytes = {true, 1 << 20, ir::Enforcement::kRequired};
+    policy.environment.set = {{"PATH", "/bin"}};
+    return policy;
+  }
+  std::string dir_;
+};
+
+TEST_F(RootfsTest, BundleIsTheWholeViewAndReadOnly) {
+  CopyIn("/bin/dash", "/bin/sh");
+  CopyIn("/bin/cat", "/bin/cat");
+  CopyIn("/lib64/ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2");
+  CopyIn("/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6");
+  std::filesystem::create_directories(dir_ + "/etc");
+  std::filesystem::create_directories(dir_ + "/tmp");
+  { std::ofstream(dir_ + "/etc/bundle-marker") << "from the bundle\n"; }
+  std::filesystem::create_symlink("etc", dir_ + "/config");
+  ASSERT_EQ(mkfifo((dir_ + "/fifo").c_str(), 0644), 0);
+  std::filesystem::permissions(dir_, std::filesystem::perms(0755));
+  auto outcome = RunSandbox(testing::MakeRequest(
+      RootfsPolicy(), {"sh", "-c",
+                       "cat /config/bundle-marker; echo /*; cat /proc/1/comm; "
+                       "echo x > /etc/probe; echo rc=$?; echo y > /tmp/ok && cat /tmp/ok"}));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  // The host's /usr and the bundle's FIFO are absent; /proc, /dev and /work
+  // are the enforcer's own; the bundle's symlink is recreated.
+  EXPECT_EQ(outcome->stdout_data,
+            "from the bundle\n/bin /config /dev /etc /lib /lib64 /proc /tmp /work\nsh\nrc=2\ny\n");
+  struct stat st;
+  EXPECT_NE(stat((dir_ + "/etc/probe").c_str(), &st), 0) << "the bundle on the host is never written";
+  EXPECT_NE(stat((dir_ + "/work").c_str(), &st), 0) << "no mount point is created inside the bundle";
+}
+
+TEST_F(RootfsTest, MissingBundleAndMountsUnderItsSymlinksAreRefused) {
+  ir::Policy missing = RootfsPolicy();
+  missing.filesystem.rootfs = dir_ + "/nope";
+  auto refused = RunSandbox(testing::MakeRequest(missing, {"/bin/sh"}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("nope"), std::string::npos) << refused.status().message();
+
+  std::filesystem::create_symlink("/usr/lib", dir_ + "/lib");
+  ir::Policy under_link = RootfsPolicy();
+  under_link.filesystem.mounts.push_back({ir::MountKind::kTmpfs, "", "/lib/x", 1 << 20, false});
+  refused = RunSandbox(testing::MakeRequest(under_link, {"/bin/sh"}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("symlink in the rootfs"), std::string::npos) << refused.status().message();
 }
 
 TEST_F(WorkDirTest, MissingWorkDirIsRefused) {
