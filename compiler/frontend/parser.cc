@@ -6,6 +6,10 @@
 //  3. parses in two stages (fast SLL that bails at the first error, then full
 //     LL with recovery that gives up after a capped number of errors);
 //  4. turns the parse tree into the ANTLR-free AST of ast.h.
+// The fast path feeds stage 1 from the hand-written lexer (lexer.h) instead
+// of ANTLR's. It only ever produces a successful parse: on any problem
+// (nesting too deep, a syntax error) the file goes through the original path
+// above, ANTLR lexer included, so every diagnostic comes from there.
 #include "compiler/frontend/parser.h"
 
 #include <antlr4-runtime.h>
@@ -14,9 +18,11 @@
 #include <exception>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "CocoonLexer.h"
 #include "CocoonParser.h"
+#include "compiler/frontend/lexer.h"
 
 namespace cocoon::frontend {
 namespace {
@@ -31,6 +37,9 @@ struct TooManyErrors {};
 // Maps ANTLR's code-point indexes to byte offsets in the Source text.
 class OffsetMap {
  public:
+  // For tokens whose indexes are already byte offsets (the fast lexer's).
+  static OffsetMap Bytes(uint32_t base) { return OffsetMap(base); }
+
   OffsetMap(std::string_view text, uint32_t base) : base_(base) {
     bool ascii = std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; });
     if (ascii) return;
@@ -46,6 +55,8 @@ class OffsetMap {
   }
 
  private:
+  explicit OffsetMap(uint32_t base) : base_(base) {}
+
   uint32_t base_;
   std::vector<uint32_t> starts_;  // empty when the text is pure ASCII
 };
@@ -193,36 +204,61 @@ class AstBuilder {
 
   ast::File Build(CocoonParser::FileContext* file) {
     ast::File out;
-    for (auto* item : file->topItem()) {
-      if (auto* directive = item->directive()) {
+    for (antlr4::ParserRuleContext* item : Rules(file)) {
+      antlr4::ParserRuleContext* inner = Rules(item).front();  // topItem: directive | profile
+      if (inner->getRuleIndex() == CocoonParser::RuleDirective) {
         ast::Directive d;
-        d.keyword = WordOf(directive->getStart());
-        d.target = WordOf(directive->STRING()->getSymbol());
-        d.span = SpanOf(directive);
+        d.keyword = WordOf(inner->getStart());
+        d.target = WordOf(Symbol(inner->children[1]));  // (INCLUDE | IMPORT) STRING
+        d.span = SpanOf(inner);
         out.directives.push_back(std::move(d));
-      } else if (auto* profile = item->profile()) {
-        out.profiles.push_back(BuildProfile(profile));
+      } else {
+        out.profiles.push_back(BuildProfile(inner));
       }
     }
     return out;
   }
 
  private:
-  ast::Profile BuildProfile(CocoonParser::ProfileContext* ctx) {
-    ast::Profile p;
-    auto names = ctx->name();
-    p.name = FlattenOne(names[0]);
-    if (names.size() > 1) {
-      p.has_parent = true;
-      p.parent = FlattenOne(names[1]);
+  // The parse trees built here come from error-free parses, where every rule
+  // matched at least one token: a node without children is a terminal. This
+  // replaces dynamic_cast (and the generated accessors, which use it), whose
+  // cross-library type-name compares dominated the AST build's profile.
+  static bool IsTerminal(const antlr4::tree::ParseTree* tree) { return tree->children.empty(); }
+  static antlr4::Token* Symbol(antlr4::tree::ParseTree* tree) {
+    return static_cast<antlr4::tree::TerminalNode*>(tree)->getSymbol();
+  }
+  static antlr4::ParserRuleContext* Rule(antlr4::tree::ParseTree* tree) {
+    return static_cast<antlr4::ParserRuleContext*>(tree);
+  }
+  // The rule children of `ctx` (with rule index `index`, when given).
+  static constexpr size_t kAnyRule = static_cast<size_t>(-1);
+  static std::vector<antlr4::ParserRuleContext*> Rules(antlr4::ParserRuleContext* ctx, size_t index = kAnyRule) {
+    std::vector<antlr4::ParserRuleContext*> out;
+    for (antlr4::tree::ParseTree* child : ctx->children) {
+      if (IsTerminal(child)) continue;
+      antlr4::ParserRuleContext* rule = Rule(child);
+      if (index == kAnyRule || rule->getRuleIndex() == index) out.push_back(rule);
     }
-    for (auto* stmt : ctx->profileStmt()) p.body.push_back(BuildStatement(stmt));
+    return out;
+  }
+
+  ast::Profile BuildProfile(antlr4::ParserRuleContext* ctx) {
+    ast::Profile p;
+    bool first_name = true;
+    for (antlr4::ParserRuleContext* rule : Rules(ctx)) {
+      if (rule->getRuleIndex() == CocoonParser::RuleName) {
+        (first_name ? p.name : p.parent) = FlattenOne(rule);
+        p.has_parent = !first_name;
+        first_name = false;
+      } else {
+        p.body.push_back(BuildStatement(rule));
+      }
+    }
     p.span = SpanOf(ctx);
     return p;
   }
 
-  // Rule indexes instead of a dynamic_cast per rule: dynamic_cast across the
-  // runtime's shared library compares type names and dominated the profile.
   static bool IsStatement(size_t rule) {
     return rule == CocoonParser::RuleFsStmt || rule == CocoonParser::RuleLimitStmt ||
            rule == CocoonParser::RuleSyscallStmt || rule == CocoonParser::RuleEnvStmt ||
@@ -235,9 +271,8 @@ class AstBuilder {
     s.span = SpanOf(ctx);
     std::vector<ast::Word> words;
     for (antlr4::tree::ParseTree* child : ctx->children) {
-      auto* rule = dynamic_cast<antlr4::ParserRuleContext*>(child);
-      if (rule == nullptr) {
-        antlr4::Token* token = static_cast<antlr4::tree::TerminalNode*>(child)->getSymbol();
+      if (IsTerminal(child)) {
+        antlr4::Token* token = Symbol(child);
         size_t type = token->getType();
         if (type == CocoonParser::LBRACE) {
           s.has_block = true;
@@ -247,9 +282,10 @@ class AstBuilder {
         }
         continue;
       }
+      antlr4::ParserRuleContext* rule = Rule(child);
       size_t index = rule->getRuleIndex();
       if (index == CocoonParser::RuleCondition) {
-        s.condition = std::make_shared<ast::Condition>(BuildOr(static_cast<CocoonParser::ConditionContext*>(rule)));
+        s.condition = std::make_shared<ast::Condition>(BuildOr(rule));
         s.condition_index = words.empty() ? 0 : words.size() - 1;  // words[0] is the keyword
       } else if (index == CocoonParser::RuleEndpoint) {
         ast::Statement e;
@@ -269,15 +305,16 @@ class AstBuilder {
     return s;
   }
 
-  ast::Condition BuildOr(CocoonParser::ConditionContext* ctx) {
+  // condition : conjunction (OR conjunction)*
+  ast::Condition BuildOr(antlr4::ParserRuleContext* ctx) {
     ast::Condition c;
     c.kind = ast::Condition::Kind::kOr;
     c.span = SpanOf(ctx);
-    for (auto* conj : ctx->conjunction()) {
+    for (antlr4::ParserRuleContext* conj : Rules(ctx)) {
       ast::Condition a;
       a.kind = ast::Condition::Kind::kAnd;
       a.span = SpanOf(conj);
-      for (auto* pred : conj->predicate()) a.children.push_back(BuildPredicate(pred));
+      for (antlr4::ParserRuleContext* pred : Rules(conj)) a.children.push_back(BuildPredicate(pred));
       if (a.children.size() == 1) {
         ast::Condition only = std::move(a.children[0]);  // not `a = move(a.children[0])`: that frees its source
         a = std::move(only);
@@ -288,47 +325,52 @@ class AstBuilder {
     return c;
   }
 
-  ast::Condition BuildPredicate(CocoonParser::PredicateContext* ctx) {
-    if (auto* paren = dynamic_cast<CocoonParser::ParenPredicateContext*>(ctx)) {
-      ast::Condition inner = BuildOr(paren->condition());
+  // predicate : operand compareOp valueExpr        # comparePredicate
+  //           | operand IN '{' valueExpr (',' valueExpr)* ','? '}'   # inPredicate
+  //           | '(' condition ')'                  # parenPredicate
+  ast::Condition BuildPredicate(antlr4::ParserRuleContext* ctx) {
+    const auto& children = ctx->children;
+    if (IsTerminal(children[0])) {
+      ast::Condition inner = BuildOr(Rule(children[1]));
       inner.parenthesized = true;
       inner.span = SpanOf(ctx);
       return inner;
     }
     ast::Condition c;
     c.span = SpanOf(ctx);
-    CocoonParser::OperandContext* operand = nullptr;
-    if (auto* cmp = dynamic_cast<CocoonParser::ComparePredicateContext*>(ctx)) {
-      c.kind = ast::Condition::Kind::kCompare;
-      operand = cmp->operand();
-      c.op = cmp->compareOp()->getText();
-      c.values.push_back(BuildValue(cmp->valueExpr()));
-    } else if (auto* in = dynamic_cast<CocoonParser::InPredicateContext*>(ctx)) {
+    if (IsTerminal(children[1])) {
       c.kind = ast::Condition::Kind::kIn;
-      operand = in->operand();
-      for (auto* v : in->valueExpr()) c.values.push_back(BuildValue(v));
+      for (antlr4::ParserRuleContext* v : Rules(ctx, CocoonParser::RuleValueExpr)) c.values.push_back(BuildValue(v));
+    } else {
+      c.kind = ast::Condition::Kind::kCompare;
+      antlr4::Token* op = Rule(children[1])->getStart();  // compareOp : EQ | NE | ...
+      Span op_span = TokenSpan(op);
+      c.op = std::string(text_.substr(op_span.begin, op_span.size()));
+      c.values.push_back(BuildValue(Rule(children[2])));
     }
-    if (auto* plain = dynamic_cast<CocoonParser::PlainOperandContext*>(operand)) {
-      c.arg = WordOf(plain->ARG()->getSymbol());
-    } else if (auto* masked = dynamic_cast<CocoonParser::MaskedOperandContext*>(operand)) {
-      c.arg = WordOf(masked->ARG()->getSymbol());
+    // operand : ARG  # plainOperand  |  '(' ARG '&' valueExpr ')'  # maskedOperand
+    antlr4::ParserRuleContext* operand = Rule(children[0]);
+    if (operand->children.size() == 1) {
+      c.arg = WordOf(Symbol(operand->children[0]));
+    } else {
+      c.arg = WordOf(Symbol(operand->children[1]));
       c.masked = true;
-      c.mask = BuildValue(masked->valueExpr());
+      c.mask = BuildValue(Rule(operand->children[3]));
     }
     return c;
   }
 
-  ast::ValueExpr BuildValue(CocoonParser::ValueExprContext* ctx) {
+  // valueExpr : constant (PIPE constant)*
+  ast::ValueExpr BuildValue(antlr4::ParserRuleContext* ctx) {
     ast::ValueExpr v;
     v.span = SpanOf(ctx);
-    for (auto* constant : ctx->constant()) v.terms.push_back(FlattenOne(constant));
+    for (antlr4::ParserRuleContext* constant : Rules(ctx)) v.terms.push_back(FlattenOne(constant));
     return v;
   }
 
   void Flatten(antlr4::tree::ParseTree* tree, std::vector<ast::Word>& out) {
-    if (tree->children.empty()) {
-      // Only terminals are leaves: every rule of the grammar matches at least one token.
-      if (auto* terminal = dynamic_cast<antlr4::tree::TerminalNode*>(tree)) out.push_back(WordOf(terminal->getSymbol()));
+    if (IsTerminal(tree)) {
+      out.push_back(WordOf(Symbol(tree)));
       return;
     }
     for (antlr4::tree::ParseTree* child : tree->children) Flatten(child, out);
@@ -397,6 +439,145 @@ std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, con
   return comments;
 }
 
+// ------------------------------------------------------------ fast path
+// The generated lexer's token type for each of the fast lexer's shapes.
+class FastTokenTypes {
+ public:
+  static const FastTokenTypes& Get() {
+    static const FastTokenTypes* types = new FastTokenTypes();
+    return *types;
+  }
+
+  size_t Type(LexKind kind, std::string_view text) const {
+    switch (kind) {
+      case LexKind::kLBrace: return CocoonLexer::LBRACE;
+      case LexKind::kRBrace: return CocoonLexer::RBRACE;
+      case LexKind::kLParen: return CocoonLexer::LPAREN;
+      case LexKind::kRParen: return CocoonLexer::RPAREN;
+      case LexKind::kComma: return CocoonLexer::COMMA;
+      case LexKind::kAmp: return CocoonLexer::AMP;
+      case LexKind::kPipe: return CocoonLexer::PIPE;
+      case LexKind::kEq: return CocoonLexer::EQ;
+      case LexKind::kNe: return CocoonLexer::NE;
+      case LexKind::kLe: return CocoonLexer::LE;
+      case LexKind::kGe: return CocoonLexer::GE;
+      case LexKind::kLt: return CocoonLexer::LT;
+      case LexKind::kGt: return CocoonLexer::GT;
+      case LexKind::kArg: return CocoonLexer::ARG;
+      case LexKind::kNumber: return CocoonLexer::NUMBER;
+      case LexKind::kQuantity: return CocoonLexer::QUANTITY;
+      case LexKind::kHostPort: return CocoonLexer::HOSTPORT;
+      case LexKind::kGroup: return CocoonLexer::GROUP;
+      case LexKind::kPath: return CocoonLexer::PATH;
+      case LexKind::kString: return CocoonLexer::STRING;
+      case LexKind::kComment: return CocoonLexer::COMMENT;
+      case LexKind::kErrorChar: return CocoonLexer::ERROR_CHAR;
+      case LexKind::kIdent: break;
+    }
+    // Keyword rules come first in the grammar, so an IDENT-shaped word that
+    // is a keyword's literal lexes as that keyword.
+    auto it = keywords_.find(text);
+    return it == keywords_.end() ? static_cast<size_t>(CocoonLexer::IDENT) : it->second;
+  }
+
+ private:
+  // The keywords are read from the generated vocabulary ('include', ...), so
+  // a keyword added to Cocoon.g4 needs no change here.
+  FastTokenTypes() {
+    antlr4::ANTLRInputStream input(std::string{});
+    CocoonLexer lexer(&input);
+    const antlr4::dfa::Vocabulary& vocabulary = lexer.getVocabulary();
+    std::vector<std::pair<std::string, size_t>> words;
+    for (size_t type = 1; type <= vocabulary.getMaxTokenType(); ++type) {
+      std::string literal = vocabulary.getLiteralName(type);
+      if (literal.size() < 3 || literal.front() != '\'') continue;
+      std::string word = literal.substr(1, literal.size() - 2);
+      if (std::all_of(word.begin(), word.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; })) {
+        words.emplace_back(std::move(word), type);
+      }
+    }
+    words_ = std::move(words);  // stable from here on: the map's keys view these strings
+    for (const auto& [word, type] : words_) keywords_.emplace(word, type);
+  }
+
+  std::vector<std::pair<std::string, size_t>> words_;
+  std::unordered_map<std::string_view, size_t> keywords_;
+};
+
+// Serves the fast lexer's tokens to the generated parser. Token indexes are
+// byte offsets (OffsetMap::Bytes); tokens carry no text or line (nothing on
+// the fast path reads them: words come from the spans).
+class FastTokenSource : public antlr4::TokenSource {
+ public:
+  FastTokenSource(std::string_view text, std::vector<LexToken> tokens) : text_(text), tokens_(std::move(tokens)) {}
+
+  std::unique_ptr<antlr4::Token> nextToken() override {
+    if (next_ == tokens_.size()) {
+      return std::make_unique<antlr4::CommonToken>(std::make_pair(this, nullptr), antlr4::Token::EOF,
+                                                   antlr4::Token::DEFAULT_CHANNEL, text_.size(), text_.size() - 1);
+    }
+    const LexToken& t = tokens_[next_++];
+    size_t type = FastTokenTypes::Get().Type(t.kind, text_.substr(t.begin, t.end - t.begin));
+    size_t channel = t.kind == LexKind::kComment ? size_t{antlr4::Token::HIDDEN_CHANNEL}
+                                                 : size_t{antlr4::Token::DEFAULT_CHANNEL};
+    return std::make_unique<antlr4::CommonToken>(std::make_pair(this, nullptr), type, channel, t.begin, t.end - 1);
+  }
+  size_t getLine() const override { return 0; }
+  size_t getCharPositionInLine() override { return 0; }
+  antlr4::CharStream* getInputStream() override { return nullptr; }
+  std::string getSourceName() override { return "<cocoon fast lexer>"; }
+  antlr4::TokenFactory<antlr4::CommonToken>* getTokenFactory() override {
+    return antlr4::CommonTokenFactory::DEFAULT.get();
+  }
+
+ private:
+  std::string_view text_;
+  std::vector<LexToken> tokens_;
+  size_t next_ = 0;
+};
+
+// Stage 1 on the fast lexer's tokens. nullopt means "take the original
+// path", never "the file is wrong": this adds no diagnostics.
+std::optional<ast::File> ParseFast(const SourcePtr& source, std::string_view text, uint32_t base,
+                                   const ParseOptions& options) {
+  std::vector<LexToken> lexed = LexPolicy(text);
+  std::vector<ast::Comment> comments;
+  size_t depth = 0;
+  for (const LexToken& t : lexed) {
+    switch (t.kind) {
+      case LexKind::kLBrace:
+      case LexKind::kLParen:
+        if (++depth > options.max_nesting) return std::nullopt;
+        break;
+      case LexKind::kRBrace:
+      case LexKind::kRParen:
+        if (depth > 0) --depth;
+        break;
+      case LexKind::kComment: comments.push_back({Span{base + t.begin, base + t.end}}); break;
+      case LexKind::kErrorChar: return std::nullopt;  // no parser rule accepts it
+      default: break;
+    }
+  }
+  FastTokenSource token_source(text, std::move(lexed));
+  antlr4::CommonTokenStream tokens(&token_source);
+  tokens.fill();
+  CocoonParser parser(&tokens);
+  parser.removeErrorListeners();
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  CocoonParser::FileContext* tree = nullptr;
+  try {
+    tree = parser.file();
+  } catch (const antlr4::ParseCancellationException&) {
+    return std::nullopt;
+  }
+  OffsetMap offsets = OffsetMap::Bytes(base);
+  ast::File file = AstBuilder(offsets, source->text()).Build(tree);
+  file.source = source;
+  file.comments = std::move(comments);
+  return file;
+}
+
 bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostics& diagnostics) {
   const std::string& text = source->text();
   if (text.size() > options.max_file_bytes) {
@@ -422,6 +603,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   std::string_view text = source->text();
   uint32_t base = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
   text.remove_prefix(base);
+  if (auto fast = ParseFast(source, text, base, options)) return fast;
   OffsetMap offsets(text, base);
 
   antlr4::ANTLRInputStream input(text.data(), text.size());
@@ -479,6 +661,42 @@ std::optional<ast::File> ParsePolicy(const SourcePtr& source, const ParseOptions
     diagnostics.Error(source, Span{0, 0}, "internal parser error");
   }
   return std::nullopt;
+}
+
+bool LexersAgree(std::string_view text, std::string* why) {
+  // Neither lexer ever sees invalid UTF-8 (ParsePolicy refuses it first).
+  if (FindInvalidUtf8(text) != std::string_view::npos) return true;
+  try {
+    antlr4::ANTLRInputStream input(text.data(), text.size());
+    CocoonLexer lexer(&input);
+    lexer.removeErrorListeners();
+    antlr4::CommonTokenStream tokens(&lexer);
+    tokens.fill();
+    OffsetMap offsets(text, 0);
+    std::vector<LexToken> fast = LexPolicy(text);
+    const std::vector<antlr4::Token*>& slow = tokens.getTokens();  // ends with EOF
+    for (size_t i = 0; i + 1 < slow.size() || i < fast.size(); ++i) {
+      if (i + 1 >= slow.size() || i >= fast.size()) {
+        *why = "token " + std::to_string(i) + ": one lexer ended early (" + std::to_string(slow.size() - 1) +
+               " ANTLR tokens, " + std::to_string(fast.size()) + " fast)";
+        return false;
+      }
+      const antlr4::Token* a = slow[i];
+      const LexToken& b = fast[i];
+      Span a_span{offsets.Byte(a->getStartIndex()), offsets.Byte(a->getStopIndex() + 1)};
+      size_t b_type = FastTokenTypes::Get().Type(b.kind, text.substr(b.begin, b.end - b.begin));
+      if (a->getType() != b_type || a_span != Span{b.begin, b.end}) {
+        *why = "token " + std::to_string(i) + ": ANTLR type " + std::to_string(a->getType()) + " at [" +
+               std::to_string(a_span.begin) + "," + std::to_string(a_span.end) + "), fast type " +
+               std::to_string(b_type) + " at [" + std::to_string(b.begin) + "," + std::to_string(b.end) + ")";
+        return false;
+      }
+    }
+    return true;
+  } catch (const std::exception& e) {
+    *why = std::string("exception: ") + e.what();
+    return false;
+  }
 }
 
 }  // namespace cocoon::frontend
