@@ -23,6 +23,8 @@ packages=(
   nlohmann-json3-dev libseccomp-dev libssl-dev libspdlog-dev libcap-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
+  # Cross-compiles the Windows applier against the real Win32 headers.
+  g++-mingw-w64-x86-64-posix
   # Used by tests and benchmarks: real peers and real SIEM ingestion.
   crun bubblewrap rsyslog iproute2 hyperfine passwd uidmap
   python3 perl ruby php-cli lua5.4 golang-go

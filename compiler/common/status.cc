@@ -52,7 +52,10 @@ Status ErrnoError(std::string what, int err) {
     case ENOENT: case ENOTDIR: code = ErrorCode::kNotFound; break;
     case EEXIST: code = ErrorCode::kAlreadyExists; break;
     case EPERM: case EACCES: case EROFS: code = ErrorCode::kPermissionDenied; break;
-    case ENOSPC: case EDQUOT: case EMFILE: case ENFILE: case ENOMEM: code = ErrorCode::kResourceExhausted; break;
+    case ENOSPC: case EMFILE: case ENFILE: case ENOMEM: code = ErrorCode::kResourceExhausted; break;
+#ifdef EDQUOT  // POSIX, but not in the Windows CRT (the Windows applier builds this file too)
+    case EDQUOT: code = ErrorCode::kResourceExhausted; break;
+#endif
     case EINVAL: code = ErrorCode::kInvalidArgument; break;
     case ENOSYS: case EOPNOTSUPP: code = ErrorCode::kFailedPrecondition; break;
     case EAGAIN: case EINTR: code = ErrorCode::kUnavailable; break;

@@ -2,8 +2,6 @@
 
 #include <cctype>
 
-#include "compiler/common/digest.h"
-
 namespace cocoon::backends::windows {
 
 bool IsValidSid(std::string_view sid) {
@@ -32,15 +30,6 @@ Result<std::string> Ace(AceType type, std::string_view rights, std::string_view 
   }
   std::string_view code = type == AceType::kAllow ? "A" : type == AceType::kDeny ? "D" : "ML";
   return "(" + std::string(code) + ";OICI;" + std::string(rights) + ";;;" + std::string(sid) + ")";
-}
-
-std::string DeriveSandboxSid(std::string_view name) {
-  const std::string hex = Sha256Hex("cocoon-sandbox-sid:" + std::string(name));
-  std::string sid = "S-1-15-3-1024";
-  for (size_t i = 0; i < 8; ++i) {
-    sid += "-" + std::to_string(std::stoul(hex.substr(i * 8, 8), nullptr, 16));
-  }
-  return sid;
 }
 
 }  // namespace cocoon::backends::windows

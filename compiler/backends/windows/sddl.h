@@ -30,9 +30,4 @@ bool IsValidSid(std::string_view sid);
 // directory and everything created below it later.
 Result<std::string> Ace(AceType type, std::string_view rights, std::string_view sid);
 
-// A capability-style SID (S-1-15-3-1024-<8 RIDs>) derived from the SHA-256
-// of `name`: stable per profile, so golden files and rollback notes agree,
-// and distinct from any real account.
-std::string DeriveSandboxSid(std::string_view name);
-
 }  // namespace cocoon::backends::windows

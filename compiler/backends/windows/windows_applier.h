@@ -21,6 +21,9 @@ struct WindowsLaunchRequest {
   // and hidden paths are skipped (they do not exist on Windows); an unmapped
   // writable path is an error (the policy expects to write there).
   std::map<std::string, std::string> path_map;
+  // "NAME=value" entries: the sandbox's whole environment (the caller's own is
+  // never inherited; SystemRoot is added when missing).
+  std::vector<std::string> environment;
 };
 
 struct ResolvedPathAcl {

@@ -14,11 +14,24 @@
 #include <vector>
 
 #include "compiler/backends/artifact.h"
+#include "compiler/common/digest.h"
 #include "compiler/backends/windows/sddl.h"
 #include "compiler/backends/windows/windows_plan.h"
 
 namespace cocoon::backends {
 namespace {
+
+// A capability-style SID (S-1-15-3-1024-<8 RIDs>) derived from the SHA-256
+// of the profile name: stable per profile, so golden files and rollback notes
+// agree, and distinct from any real account.
+std::string DeriveSandboxSid(std::string_view name) {
+  const std::string hex = Sha256Hex("cocoon-sandbox-sid:" + std::string(name));
+  std::string sid = "S-1-15-3-1024";
+  for (size_t i = 0; i < 8; ++i) {
+    sid += "-" + std::to_string(std::stoul(hex.substr(i * 8, 8), nullptr, 16));
+  }
+  return sid;
+}
 
 using windows::AceType;
 using windows::PathAcl;
@@ -149,7 +162,7 @@ Result<std::vector<Artifact>> CompileWindows(const ir::Policy& policy) {
   windows::WindowsPlan plan;
   std::vector<std::string> warnings;
   plan.profile = policy.name;
-  plan.sandbox_sid = windows::DeriveSandboxSid(policy.name);
+  plan.sandbox_sid = DeriveSandboxSid(policy.name);
   SetJobLimits(policy.limits, plan.job);
   SetToken(plan.sandbox_sid, plan.token);
   COCOON_RETURN_IF_ERROR(AddPaths(policy, plan.sandbox_sid, plan));

@@ -192,7 +192,7 @@ TEST(WindowsBackend, RequiredLimitsWithoutAMechanismMakeTheApplierRefuse) {
   EXPECT_EQ(plan.unenforced_required_limits, (std::vector<std::string>{"open_files", "file_size"}));
   EXPECT_EQ(warnings.size(), 2u);
   auto artifacts = backends::CompileWindows(testing::StrictPolicy());
-  auto result = backends::windows::RunInWindowsSandbox({(*artifacts)[0].bytes, "cmd", "C:\\w", "C:\\t", {}});
+  auto result = backends::windows::RunInWindowsSandbox({(*artifacts)[0].bytes, "cmd", "C:\\w", "C:\\t", {}, {}});
   EXPECT_EQ(result.status().code(), ErrorCode::kFailedPrecondition);
 }
 
@@ -228,7 +228,7 @@ TEST(WindowsApplier, ResolvesPlaceholdersAndMappings) {
   policy.limits.open_files.enforcement = ir::Enforcement::kBestEffort;
   policy.limits.file_size_bytes.enforcement = ir::Enforcement::kBestEffort;
   auto plan = CompilePlan(policy);
-  backends::windows::WindowsLaunchRequest request{"", "cmd", "C:\\runs\\1", "C:\\runs\\1-tmp", {{"/usr", "C:\\usr"}}};
+  backends::windows::WindowsLaunchRequest request{"", "cmd", "C:\\runs\\1", "C:\\runs\\1-tmp", {{"/usr", "C:\\usr"}}, {}};
   auto resolved = backends::windows::ResolvePlanPaths(plan, request);
   ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
   ASSERT_EQ(resolved->size(), 3u);  // work, /tmp, mapped /usr
