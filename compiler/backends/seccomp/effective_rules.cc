@@ -27,6 +27,7 @@ constexpr uint64_t kTiocsti = 0x5412;   // <asm-generic/ioctls.h>
 constexpr uint64_t kTioclinux = 0x541C;
 constexpr uint64_t kAfAlg = 38;     // <linux/socket.h>
 constexpr uint64_t kAfVsock = 40;
+constexpr uint64_t kRefusedSocketFamilies[] = {kAfVsock, kAfAlg};
 constexpr uint64_t kSeccompSetModeFilter = 1;      // <linux/seccomp.h>
 constexpr uint64_t kSeccompFlagNewListener = 1u << 3;
 // personality(2): PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32|UNAME26 and
@@ -67,17 +68,21 @@ void AddCloneGuards(std::vector<Candidate>& out) {
   }
 }
 
-void AddFixedPrologue(std::vector<Candidate>& out, PrologueGuardForm ioctl_form, PrologueGuardForm seccomp_form,
-                      PrologueGuardForm clone_form) {
+// Where each prologue guard lives (ComputeEffectiveSyscalls decides).
+struct GuardForms {
+  PrologueGuardForm ioctl, seccomp, clone, socket;
+};
+
+void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
   // clone3 passes its flags in a struct behind a pointer, which seccomp
   // cannot read; ENOSYS makes glibc fall back to clone (moby#42680).
   out.push_back({PrologueRule("clone3", Errno(ENOSYS)), true});
-  if (clone_form == PrologueGuardForm::kRules) AddCloneGuards(out);  // else clone_new_mask_in_prefix
+  if (forms.clone == PrologueGuardForm::kRules) AddCloneGuards(out);  // else clone_new_mask_in_prefix
   // ioctl's cmd is an unsigned int: the kernel drops the upper 32 bits, so
   // compare only the low 32 (else 0x1_00005412 would slip past an Eq).
   // TIOCSTI pushes input into the controlling terminal (CVE-2017-5226).
   for (uint64_t cmd : {kTiocsti, kTioclinux}) {
-    if (ioctl_form == PrologueGuardForm::kBpfPrefix) continue;  // EffectiveSyscalls::ioctl_denied_cmds
+    if (forms.ioctl == PrologueGuardForm::kBpfPrefix) continue;  // EffectiveSyscalls::ioctl_denied_cmds
     out.push_back({PrologueRule("ioctl", Errno(EPERM), {{1, CompareOp::kMaskedEq, cmd, kLow32}}), true});
   }
   // Socket families that a network namespace does not isolate: AF_VSOCK (40)
@@ -85,12 +90,13 @@ void AddFixedPrologue(std::vector<Candidate>& out, PrologueGuardForm ioctl_form,
   // exposes the kernel crypto API, a recurring source of kernel bugs. The
   // domain is an int, so only the low 32 bits count. EAFNOSUPPORT is what a
   // kernel without the family answers, so programs fall back cleanly.
-  for (uint64_t family : {kAfVsock, kAfAlg}) {
+  for (uint64_t family : kRefusedSocketFamilies) {
+    if (forms.socket == PrologueGuardForm::kBpfPrefix) break;  // EffectiveSyscalls::socket_denied_families_in_prefix
     out.push_back({PrologueRule("socket", Errno(EAFNOSUPPORT), {{0, CompareOp::kMaskedEq, family, kLow32}}), true});
   }
   // A sandboxed process must not install a filter with a user-notification
   // listener: it could then answer its own (or its children's) syscalls.
-  if (seccomp_form == PrologueGuardForm::kBpfPrefix) return;  // EffectiveSyscalls::seccomp_listener_in_prefix
+  if (forms.seccomp == PrologueGuardForm::kBpfPrefix) return;  // EffectiveSyscalls::seccomp_listener_in_prefix
   out.push_back({PrologueRule("seccomp", Errno(EPERM),
                               {{0, CompareOp::kMaskedEq, kSeccompSetModeFilter, kLow32},
                                {1, CompareOp::kMaskedEq, kSeccompFlagNewListener, kSeccompFlagNewListener}}),
@@ -122,6 +128,22 @@ void AddReopenableDenials(const ir::Syscalls& policy, std::vector<Candidate>& ou
   }
 }
 
+// `r` restricted to personality(value). personality(2) takes an unsigned
+// int (kernel/exec_domain.c `SYSCALL_DEFINE1(personality, unsigned int,
+// personality)`), so the low 32 bits are what the kernel acts on: one
+// 32-bit compare instead of two. When the policy's own arg-0 condition
+// cannot be combined with a masked compare, the full 64-bit equality
+// (stricter: upper bits must be zero) keeps the rule expressible.
+SyscallRule NarrowPersonality(const SyscallRule& r, uint64_t value) {
+  SyscallRule narrowed = r;
+  narrowed.conditions.push_back({0, CompareOp::kMaskedEq, value, kLow32});
+  MergeOutcome outcome;
+  if (!Normalize(narrowed.conditions, &outcome) && outcome == MergeOutcome::kUnrepresentable) {
+    narrowed.conditions.back() = {0, CompareOp::kEq, value, 0};
+  }
+  return narrowed;
+}
+
 // personality: narrow permissive policy rules to the safe values.
 void AddPolicyRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
   for (const SyscallRule& r : policy.rules) {
@@ -129,11 +151,7 @@ void AddPolicyRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
       out.push_back({r, false});
       continue;
     }
-    for (uint64_t value : kPersonalitySafe) {
-      SyscallRule narrowed = r;
-      narrowed.conditions.push_back({0, CompareOp::kEq, value, 0});
-      out.push_back({std::move(narrowed), false});
-    }
+    for (uint64_t value : kPersonalitySafe) out.push_back({NarrowPersonality(r, value), false});
   }
   if (Permits(policy.default_action) || policy.default_action.kind == ActionKind::kNotify) {
     for (int bit = 0; bit < 32; ++bit) {
@@ -277,12 +295,18 @@ EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueG
       form_for("clone") == PrologueGuardForm::kRules || form_for("unshare") == PrologueGuardForm::kRules
           ? PrologueGuardForm::kRules
           : ioctl_form;
+  const PrologueGuardForm socket_form = form_for("socket");
   ioctl_form = form_for("ioctl");
   if (ioctl_form == PrologueGuardForm::kBpfPrefix) out.ioctl_denied_cmds = {kTiocsti, kTioclinux};
   out.seccomp_listener_in_prefix = seccomp_form == PrologueGuardForm::kBpfPrefix;
   if (clone_form == PrologueGuardForm::kBpfPrefix) out.clone_new_mask_in_prefix = kCloneNewMask;
+  if (socket_form == PrologueGuardForm::kBpfPrefix) {
+    for (uint64_t family : kRefusedSocketFamilies) {
+      out.socket_denied_families_in_prefix.push_back(static_cast<uint32_t>(family));
+    }
+  }
   std::vector<Candidate> all;
-  AddFixedPrologue(all, ioctl_form, seccomp_form, clone_form);
+  AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form});
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
   // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.

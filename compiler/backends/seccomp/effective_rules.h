@@ -33,6 +33,11 @@ struct EffectiveSyscalls {
   // kBpfPrefix only: clone/unshare flags bits (CLONE_NEW*) denied with
   // errno(EPERM) in the same prefix; 0 when the guard is in `rules`.
   uint32_t clone_new_mask_in_prefix = 0;
+  // kBpfPrefix only: socket families (low 32 bits of arg 0: AF_VSOCK,
+  // AF_ALG) refused with errno(EAFNOSUPPORT) in the same prefix; empty when
+  // the refusal is in `rules` (as rules it cuts `allow socket` into ~120
+  // masked pieces, the longest path of strict's filter).
+  std::vector<uint32_t> socket_denied_families_in_prefix;
 };
 
 // How the prologue's ioctl TIOCSTI/TIOCLINUX denial (and, the same way, its
@@ -56,7 +61,9 @@ enum class PrologueGuardForm {
 //  - setns, io_uring_*, userfaultfd, bpf, perf_event_open, kexec_*, module
 //    calls, open_by_handle_at, keyctl/add_key/request_key -> errno(EPERM)
 //    unless the policy reopened them (warns);
-//  - personality limited to 0, 8, 0x20000, 0x20008, 0xffffffff;
+//  - personality limited to 0, 8, 0x20000, 0x20008, 0xffffffff (low 32 bits:
+//    the kernel's parameter is an unsigned int);
+//  - socket(AF_VSOCK / AF_ALG) -> errno(EAFNOSUPPORT);
 //  - ioctl TIOCSTI / TIOCLINUX -> errno(EPERM);
 //  - seccomp(SECCOMP_SET_MODE_FILTER) with SECCOMP_FILTER_FLAG_NEW_LISTENER -> errno(EPERM).
 //
@@ -65,8 +72,8 @@ enum class PrologueGuardForm {
 // a non-denying action (allow/log/notify). Reached only through a group, the
 // prologue denial stays and a warning says so.
 //
-// personality: non-denying policy rules are narrowed to the safe values
-// (other values fall to the default action); with a permissive default, every
+// personality: non-denying policy rules are narrowed to the safe values,
+// compared on the low 32 bits (other values fall to the default action); with a permissive default, every
 // value with a low-32 bit outside 0x20008 gets errno(EPERM) (the 0xffffffff
 // query is then denied too).
 //

@@ -3,6 +3,7 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <map>
@@ -25,7 +26,8 @@ constexpr uint32_t kSeccompFlagNewListener = SECCOMP_FILTER_FLAG_NEW_LISTENER;
 
 // Symbolic jump targets, resolved once the layout is known.
 enum Label : int {
-  kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6, kCloneCheck = -7
+  kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6, kCloneCheck = -7,
+  kSocketCheck = -8, kDenyFamily = -9
 };
 
 struct Insn {
@@ -40,6 +42,7 @@ struct Block {
   size_t ioctl_check = 0;    // index of the ioctl cmd check
   size_t seccomp_check = 0;  // index of the seccomp op check
   size_t clone_check = 0;    // index of the clone/unshare flags check
+  size_t socket_check = 0;   // index of the socket family check
 };
 
 // Audit arch -> the numbers of `name` there (x86_64 and x32 share one arch).
@@ -53,8 +56,9 @@ std::map<uint32_t, std::vector<uint32_t>> Numbers(const std::vector<ir::Arch>& a
   return out;
 }
 
-// Resolves the labels of every arch block plus the shared deny/out tail.
-Result<BpfProgram> Resolve(const std::vector<Block>& blocks) {
+// Resolves the labels of every arch block plus the shared tail: deny, then
+// (with the socket guard) deny_family, then out.
+Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_deny) {
   std::vector<size_t> block_start;
   size_t total = 0;
   for (const Block& b : blocks) {
@@ -62,7 +66,8 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks) {
     total += b.insns.size();
   }
   const size_t deny = total;
-  const size_t out = total + 1;
+  const size_t deny_family = total + 1;
+  const size_t out = total + (with_family_deny ? 2 : 1);
   BpfProgram program;
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const Block& b = blocks[bi];
@@ -72,11 +77,13 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks) {
       auto target = [&](int label) -> size_t {
         switch (label) {
           case kDeny: return deny;
+          case kDenyFamily: return deny_family;
           case kOut: return out;
           case kNextArch: return bi + 1 < blocks.size() ? block_start[bi + 1] : out;
           case kIoctlCheck: return block_start[bi] + b.ioctl_check;
           case kSeccompCheck: return block_start[bi] + b.seccomp_check;
           case kCloneCheck: return block_start[bi] + b.clone_check;
+          case kSocketCheck: return block_start[bi] + b.socket_check;
           default: return pc + 1;
         }
       };
@@ -95,7 +102,7 @@ constexpr uint16_t kJset = BPF_JMP | BPF_JSET | BPF_K;
 
 // One arch's block; nullopt-like empty block when nothing is guarded there.
 struct ArchNumbers {
-  std::vector<uint32_t> ioctl, seccomp, clone;  // clone holds clone and unshare
+  std::vector<uint32_t> ioctl, seccomp, clone, socket;  // clone holds clone and unshare
 };
 
 Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& guards) {
@@ -104,6 +111,7 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
   for (uint32_t nr : n.ioctl) dispatch.push_back({nr, kIoctlCheck});
   for (uint32_t nr : n.seccomp) dispatch.push_back({nr, kSeccompCheck});
   for (uint32_t nr : n.clone) dispatch.push_back({nr, kCloneCheck});
+  for (uint32_t nr : n.socket) dispatch.push_back({nr, kSocketCheck});
   if (dispatch.empty()) return b;
   b.insns.push_back({kLoad, kArchOffset});
   b.insns.push_back({kJeq, audit_arch, kNext, kNextArch});
@@ -131,10 +139,20 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
     b.insns.push_back({kLoad, kArg0LowOffset});
     b.insns.push_back({kJset, guards.clone_new_mask, kDeny, kOut});
   }
+  if (!n.socket.empty()) {
+    b.socket_check = b.insns.size();
+    b.insns.push_back({kLoad, kArg0LowOffset});
+    const auto& families = guards.socket_denied_families;
+    for (size_t i = 0; i < families.size(); ++i) {
+      b.insns.push_back({kJeq, families[i], kDenyFamily, i + 1 == families.size() ? kOut : kNext});
+    }
+  }
   return b;
 }
 
 }  // namespace
+
+uint32_t SocketFamilyDenyRet() { return SECCOMP_RET_ERRNO | EAFNOSUPPORT; }
 
 uint32_t AuditArch(ir::Arch arch) {
   switch (arch) {
@@ -153,6 +171,7 @@ Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const P
   const auto seccomp = Numbers(arches, "seccomp");
   const auto clone = Numbers(arches, "clone");
   const auto unshare = Numbers(arches, "unshare");
+  const auto socket = Numbers(arches, "socket");
   std::vector<Block> blocks;
   for (const auto& [audit_arch, ioctl_nrs] : ioctl) {
     ArchNumbers n;
@@ -162,12 +181,15 @@ Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const P
       n.clone = clone.at(audit_arch);
       n.clone.insert(n.clone.end(), unshare.at(audit_arch).begin(), unshare.at(audit_arch).end());
     }
+    if (!guards.socket_denied_families.empty()) n.socket = socket.at(audit_arch);
     Block b = ArchBlock(audit_arch, n, guards);
     if (!b.insns.empty()) blocks.push_back(std::move(b));
   }
   if (blocks.empty()) return BpfProgram{};
-  COCOON_ASSIGN_OR_RETURN(BpfProgram program, Resolve(blocks));
+  const bool family_deny = !guards.socket_denied_families.empty();
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, Resolve(blocks, family_deny));
   program.push_back(BPF_STMT(BPF_RET | BPF_K, deny_ret));
+  if (family_deny) program.push_back(BPF_STMT(BPF_RET | BPF_K, SocketFamilyDenyRet()));
   return program;
 }
 
@@ -201,6 +223,11 @@ std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const Prefi
   if (guards.clone_new_mask != 0) {
     std::snprintf(line, sizeof(line), "if ($syscall is clone or unshare && ($a0.lo32 & 0x%x) != 0)\n  action %s;\n",
                   guards.clone_new_mask, action.c_str());
+    text += line;
+  }
+  for (uint32_t family : guards.socket_denied_families) {
+    std::snprintf(line, sizeof(line), "if ($syscall is socket && $a0.lo32 == %u)\n  action %s;\n", family,
+                  DescribeSeccompRet(SocketFamilyDenyRet()).c_str());
     text += line;
   }
   text += "# anything else: continue with the libseccomp program\n";

@@ -13,6 +13,8 @@
 #include <set>
 #include <string_view>
 
+#include "compiler/backends/seccomp/bpf_peephole.h"
+#include "compiler/backends/seccomp/guard_inline.h"
 #include "compiler/backends/seccomp/guard_prefix.h"
 #include "compiler/backends/seccomp/seccomp_verify.h"
 #include "compiler/syscalls/syscall_groups.h"
@@ -118,23 +120,81 @@ Status SetArchitectures(scmp_filter_ctx ctx, const std::vector<ir::Arch>& arches
   return Status::Ok();
 }
 
-Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing) {
+PrefixGuards Guards(const EffectiveSyscalls& rules) {
+  return PrefixGuards{rules.ioctl_denied_cmds, rules.seccomp_listener_in_prefix, rules.clone_new_mask_in_prefix,
+                      rules.socket_denied_families_in_prefix};
+}
+
+// The guarded syscalls (guard_prefix.h) by name.
+std::vector<std::string_view> GuardedNames(const PrefixGuards& guards) {
+  std::vector<std::string_view> out;
+  GuardKind kind;
+  for (std::string_view name : {"ioctl", "seccomp", "clone", "unshare", "socket"}) {
+    if (GuardFor(name, guards, &kind)) out.push_back(name);
+  }
+  return out;
+}
+
+// The inline placement (guard_inline.h) must give exactly the prefix's
+// answers, so every call of a guarded syscall has to reach a marker: the
+// syscall has no rule (AddRules then adds an unconditional marker rule for
+// the default), or an unconditional one (after ComputeEffectiveSyscalls,
+// the only one with effect: libseccomp lets it swallow the others). A
+// guarded syscall with conditional rules only keeps the prefix.
+bool InlineEligible(const EffectiveSyscalls& rules) {
+  const PrefixGuards guards = Guards(rules);
+  if (guards.empty()) return false;
+  for (std::string_view name : GuardedNames(guards)) {
+    bool any = false, unconditional = false;
+    for (const ir::SyscallRule& r : rules.rules) {
+      if (r.name != name) continue;
+      any = true;
+      unconditional |= r.conditions.empty();
+    }
+    if (any && !unconditional) return false;
+  }
+  return true;
+}
+
+Status AddRule(scmp_filter_ctx ctx, uint32_t action, const std::string& name,
+               const std::vector<ir::ArgCondition>& conditions) {
+  const int nr = seccomp_syscall_resolve_name(name.c_str());
+  if (nr == __NR_SCMP_ERROR) return InvalidArgumentError("syscall unknown to libseccomp: " + name);
+  std::vector<scmp_arg_cmp> scmp;
+  for (const ir::ArgCondition& c : conditions) scmp.push_back(ToScmpCondition(c));
+  const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(scmp.size()), scmp.data());
+  if (rc < 0) return InternalError("libseccomp refused the rule for " + name + ": " + std::strerror(-rc));
+  return Status::Ok();
+}
+
+// `markers` (null: none) receives the guard markers of guard_inline.h: each
+// rule of a guarded syscall gets a marker action instead of its own, and a
+// guarded syscall without rules gets an unconditional marker rule for the
+// default action.
+Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing,
+                GuardMarkers* markers) {
   const uint32_t default_action = ToScmpAction(rules.default_action, routing);
+  const PrefixGuards guards = Guards(rules);
+  if (markers != nullptr) {
+    for (std::string_view name : GuardedNames(guards)) {
+      const bool has_rule = std::any_of(rules.rules.begin(), rules.rules.end(),
+                                        [&](const ir::SyscallRule& r) { return r.name == name; });
+      GuardKind kind;
+      GuardFor(name, guards, &kind);
+      if (!has_rule) COCOON_RETURN_IF_ERROR(AddRule(ctx, markers->Marker(kind, default_action), std::string(name), {}));
+    }
+  }
   for (const ir::SyscallRule& rule : rules.rules) {
-    const uint32_t action = ToScmpAction(rule.action, routing);
+    uint32_t action = ToScmpAction(rule.action, routing);
+    GuardKind kind;
+    if (markers != nullptr && GuardFor(rule.name, guards, &kind)) {
+      action = markers->Marker(kind, action);
+    }
     // After routing, a supervised rule may share the (routed) default's
     // kernel action; libseccomp rejects that with -EACCES and the rule is
     // redundant in the BPF anyway (the sidecar still lists it).
     if (action == default_action) continue;
-    const int nr = seccomp_syscall_resolve_name(rule.name.c_str());
-    if (nr == __NR_SCMP_ERROR) return InvalidArgumentError("syscall unknown to libseccomp: " + rule.name);
-    std::vector<scmp_arg_cmp> conditions;
-    for (const ir::ArgCondition& c : rule.conditions) conditions.push_back(ToScmpCondition(c));
-    const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(conditions.size()),
-                                          conditions.data());
-    if (rc < 0) {
-      return InternalError("libseccomp refused the rule for " + rule.name + ": " + std::strerror(-rc));
-    }
+    COCOON_RETURN_IF_ERROR(AddRule(ctx, action, rule.name, rule.conditions));
   }
   return Status::Ok();
 }
@@ -142,25 +202,46 @@ Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedR
 struct Built {
   std::string bpf;
   std::string pfc;
-  BpfPathStats stats;             // prefix + libseccomp program
+  BpfPathStats stats;             // the chosen program
   BpfPathStats libseccomp_stats;  // libseccomp's program alone
   size_t prefix_instructions = 0;
+  bool inline_guards = false;     // guard_inline.h placement chosen
+  BpfPathStats prefix_stats;      // the prefix placement (always built)
+  BpfPathStats inline_stats;      // the inline placement (0s when not eligible)
 };
 
-PrefixGuards Guards(const EffectiveSyscalls& rules) {
-  return PrefixGuards{rules.ioctl_denied_cmds, rules.seccomp_listener_in_prefix, rules.clone_new_mask_in_prefix};
-}
-
-// The guard prefix (guard_prefix.h) in front of libseccomp's program, then
-// the kernel's load-time checks on the whole.
+// The guard prefix (guard_prefix.h) in front of libseccomp's program.
 Result<BpfProgram> PrependGuardPrefix(const EffectiveSyscalls& rules, const BpfProgram& libseccomp,
                                       size_t* prefix_instructions) {
   COCOON_ASSIGN_OR_RETURN(BpfProgram program,
                           BuildGuardPrefix(rules.architectures, Guards(rules), kPrefixDenyRet));
   *prefix_instructions = program.size();
   program.insert(program.end(), libseccomp.begin(), libseccomp.end());
-  COCOON_RETURN_IF_ERROR(ValidateBpf(program).WithContext("guard prefix + libseccomp program is invalid"));
   return program;
+}
+
+// Both placements from one libseccomp export (markers in `exported`); keeps
+// the one with the shorter worst case to an allow (the inline one on a tie:
+// it is also shorter in total). The kernel's load-time checks on the result.
+Result<BpfProgram> PlaceGuards(const EffectiveSyscalls& rules, const GuardMarkers& markers, const BpfProgram& exported,
+                               Built& built) {
+  COCOON_ASSIGN_OR_RETURN(BpfProgram libseccomp, markers.Strip(exported));
+  built.libseccomp_stats = AnalyzeBpf(libseccomp);
+  COCOON_ASSIGN_OR_RETURN(BpfProgram prefixed, PrependGuardPrefix(rules, libseccomp, &built.prefix_instructions));
+  built.prefix_stats = AnalyzeBpf(prefixed);
+  BpfProgram chosen = std::move(prefixed);
+  if (InlineEligible(rules)) {
+    COCOON_ASSIGN_OR_RETURN(BpfProgram inlined, markers.Inline(exported, Guards(rules), kPrefixDenyRet));
+    built.inline_stats = AnalyzeBpf(inlined);
+    if (built.inline_stats.worst_case_allow <= built.prefix_stats.worst_case_allow) {
+      chosen = std::move(inlined);
+      built.inline_guards = true;
+      built.prefix_instructions = 0;
+    }
+  }
+  COCOON_RETURN_IF_ERROR(ValidateBpf(chosen).WithContext("guarded libseccomp program is invalid"));
+  built.stats = built.inline_guards ? built.inline_stats : built.prefix_stats;
+  return chosen;
 }
 
 Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting routing, int level) {
@@ -175,15 +256,17 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   }
   // The child is single-threaded when it loads the filter: no TSYNC needed.
   COCOON_RETURN_IF_ERROR(SetArchitectures(ctx.get(), rules.architectures));
-  COCOON_RETURN_IF_ERROR(AddRules(ctx.get(), rules, routing));
+  GuardMarkers markers;
+  COCOON_RETURN_IF_ERROR(AddRules(ctx.get(), rules, routing, InlineEligible(rules) ? &markers : nullptr));
   Built built;
   COCOON_ASSIGN_OR_RETURN(built.bpf, ExportToString(ctx.get(), seccomp_export_bpf, "cocoon-seccomp-bpf"));
   COCOON_ASSIGN_OR_RETURN(built.pfc, ExportToString(ctx.get(), seccomp_export_pfc, "cocoon-seccomp-pfc"));
-  COCOON_ASSIGN_OR_RETURN(BpfProgram libseccomp, ParseBpf(built.bpf));
-  COCOON_RETURN_IF_ERROR(ValidateBpf(libseccomp).WithContext("libseccomp emitted an invalid program"));
-  built.libseccomp_stats = AnalyzeBpf(libseccomp);
-  COCOON_ASSIGN_OR_RETURN(BpfProgram program, PrependGuardPrefix(rules, libseccomp, &built.prefix_instructions));
+  COCOON_ASSIGN_OR_RETURN(BpfProgram exported, ParseBpf(built.bpf));
+  COCOON_RETURN_IF_ERROR(ValidateBpf(exported).WithContext("libseccomp emitted an invalid program"));
+  exported = RemoveRedundantInstructions(exported);
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, PlaceGuards(rules, markers, exported, built));
   built.bpf.assign(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));
+  built.pfc += markers.Describe(Guards(rules), kPrefixDenyRet);
   built.pfc += DescribeGuardPrefix(rules.architectures, Guards(rules), kPrefixDenyRet,
                                    built.prefix_instructions);
   // Never fail open: whatever the rules, the program's last word is a deny.
@@ -194,7 +277,6 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   }
   COCOON_RETURN_IF_ERROR(VerifyBpfAgainstRules(program, rules, ExpectedRet,
                                                routing == SupervisedRouting::kRouteToNotify, kPrefixDenyRet));
-  built.stats = AnalyzeBpf(program);
   return built;
 }
 
@@ -258,6 +340,9 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
   out.stats = chosen.stats;
   out.libseccomp_stats = chosen.libseccomp_stats;
   out.prefix_instructions = chosen.prefix_instructions;
+  out.guards_inline = chosen.inline_guards;
+  out.prefix_placement_stats = chosen.prefix_stats;
+  out.inline_placement_stats = chosen.inline_stats;
   out.needs_listener = options.routing == SupervisedRouting::kRouteToNotify &&
                        (IsSupervised(rules.default_action.kind) ||
                         std::any_of(rules.rules.begin(), rules.rules.end(),

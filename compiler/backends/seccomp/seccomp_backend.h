@@ -77,8 +77,11 @@ struct CompiledSeccompFilter {
   std::string bpf;           // raw sock_filter bytes
   std::string pfc;           // libseccomp PFC of the same rules + the guard prefix
   BpfPathStats stats;        // of `bpf` (guard prefix + libseccomp program)
-  BpfPathStats libseccomp_stats;   // of libseccomp's program alone (the chosen layout)
-  size_t prefix_instructions = 0;  // guard prefix length (guard_prefix.h); 0 if none
+  BpfPathStats libseccomp_stats;   // of libseccomp's program alone (the chosen level, no guards)
+  size_t prefix_instructions = 0;  // guard prefix length (guard_prefix.h); 0 if none or inline
+  bool guards_inline = false;      // guards on the permitted paths (guard_inline.h), no prefix
+  BpfPathStats prefix_placement_stats;  // the chosen level with the guards as a prefix
+  BpfPathStats inline_placement_stats;  // ... and inline (0s when not eligible)
   int optimize_level = 1;    // the SCMP_FLTATR_CTL_OPTIMIZE value used
   BpfPathStats linear_stats;       // level 1 (when built), prefix included
   BpfPathStats binary_tree_stats;  // level 2 (when built), prefix included

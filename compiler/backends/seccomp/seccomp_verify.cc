@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -27,18 +28,24 @@ struct Expectation {
   int seccomp_nr;  // x86_64
   int clone_nr;    // x86_64
   int unshare_nr;  // x86_64
+  int socket_nr;   // x86_64
 };
 
-// What the guard prefix denies (guard_prefix.h), on the kernel's 32-bit views.
-bool PrefixDenies(const Expectation& e, int nr, const uint64_t args[6]) {
-  if (nr == e.clone_nr || nr == e.unshare_nr) return (args[0] & e.rules.clone_new_mask_in_prefix) != 0;
-  if (nr == e.seccomp_nr && e.rules.seccomp_listener_in_prefix) {
-    return static_cast<uint32_t>(args[0]) == SECCOMP_SET_MODE_FILTER &&
-           (args[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
-  }
-  if (nr != e.ioctl_nr) return false;
-  const auto& cmds = e.rules.ioctl_denied_cmds;
-  return std::find(cmds.begin(), cmds.end(), static_cast<uint32_t>(args[1])) != cmds.end();
+bool Contains(const std::vector<uint32_t>& values, uint64_t arg) {
+  return std::find(values.begin(), values.end(), static_cast<uint32_t>(arg)) != values.end();
+}
+
+// What the guard prefix answers (guard_prefix.h), on the kernel's 32-bit
+// views; nullopt when the rules' verdict `want` stands.
+std::optional<uint32_t> GuardAnswer(const Expectation& e, int nr, const uint64_t args[6]) {
+  const bool denied =
+      ((nr == e.clone_nr || nr == e.unshare_nr) && (args[0] & e.rules.clone_new_mask_in_prefix) != 0) ||
+      (nr == e.seccomp_nr && e.rules.seccomp_listener_in_prefix &&
+       static_cast<uint32_t>(args[0]) == SECCOMP_SET_MODE_FILTER && (args[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0) ||
+      (nr == e.ioctl_nr && Contains(e.rules.ioctl_denied_cmds, args[1]));
+  if (denied) return e.ioctl_deny_ret;
+  if (nr == e.socket_nr && Contains(e.rules.socket_denied_families_in_prefix, args[0])) return SocketFamilyDenyRet();
+  return std::nullopt;
 }
 
 // Values around each comparison's edge, for one argument (plus, for ioctl's
@@ -87,6 +94,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     const std::vector<uint32_t> seccomp_values = {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
                                                   SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC};
     const bool clone_arg = (nr == e.clone_nr || nr == e.unshare_nr) && arg == 0 && e.rules.clone_new_mask_in_prefix;
+    const bool socket_arg = nr == e.socket_nr && arg == 0 && !e.rules.socket_denied_families_in_prefix.empty();
     std::vector<uint32_t> clone_values = {e.rules.clone_new_mask_in_prefix, 17 /* SIGCHLD */};
     for (int bit = 0; bit < 32; ++bit) {
       if ((e.rules.clone_new_mask_in_prefix >> bit) & 1) clone_values.push_back(uint32_t{1} << bit);
@@ -94,8 +102,11 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     const std::vector<uint32_t>& extra = ioctl_cmd     ? e.rules.ioctl_denied_cmds
                                          : seccomp_arg ? seccomp_values
                                          : clone_arg   ? clone_values
+                                         : socket_arg  ? e.rules.socket_denied_families_in_prefix
                                                        : no_extra;
-    if (used || ioctl_cmd || seccomp_arg || clone_arg) per_arg[arg] = BoundaryValues(mine, arg, extra);
+    if (used || ioctl_cmd || seccomp_arg || clone_arg || socket_arg) {
+      per_arg[arg] = BoundaryValues(mine, arg, extra);
+    }
   }
   size_t total = 1;
   for (const auto& v : per_arg) total = std::min(total * v.size(), kMaxCombinations * 64);
@@ -113,7 +124,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     for (const ir::SyscallRule* r : mine) {
       if (ConjunctionMatches(r->conditions, data.args)) want = r->action;  // disjoint across actions
     }
-    const uint32_t want_ret = PrefixDenies(e, nr, data.args) ? e.ioctl_deny_ret : e.expected_ret(want, e.routed);
+    const uint32_t want_ret = GuardAnswer(e, nr, data.args).value_or(e.expected_ret(want, e.routed));
     COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
     if (got.ret != want_ret) {
       return InternalError("libseccomp miscompiled syscall " + std::to_string(nr) + "(" + ArgsText(data.args) +
@@ -124,20 +135,22 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
   return Status::Ok();
 }
 
-// The ioctl guard on every architecture of the filter (the prefix is ours,
-// not libseccomp's, but it is checked the same way).
-Status VerifyIoctlGuardAllArches(const BpfProgram& program, const EffectiveSyscalls& rules, uint32_t deny_ret) {
+// One value-keyed guard of the prefix on every architecture of the filter
+// (the prefix is ours, not libseccomp's, but it is checked the same way):
+// `name`(arg `arg` = each value with junk in the upper half) must get `deny_ret`.
+Status VerifyValueGuardAllArches(const BpfProgram& program, const EffectiveSyscalls& rules, const char* name,
+                                 int arg, const std::vector<uint32_t>& values, uint32_t deny_ret) {
   for (ir::Arch arch : rules.architectures) {
-    const int nr = syscalls::ResolveSyscall("ioctl", arch);
+    const int nr = syscalls::ResolveSyscall(name, arch);
     if (nr < 0) continue;
-    for (uint32_t cmd : rules.ioctl_denied_cmds) {
+    for (uint32_t value : values) {
       SeccompData data;
       data.nr = nr;
       data.arch = AuditArch(arch);
-      data.args[1] = uint64_t{cmd} | 0xdead00000000ULL;
+      data.args[arg] = uint64_t{value} | 0xdead00000000ULL;
       COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
       if (got.ret != deny_ret) {
-        return InternalError("ioctl prefix lets cmd " + std::to_string(cmd) + " through on " +
+        return InternalError(std::string(name) + " prefix lets " + std::to_string(value) + " through on " +
                              std::string(syscalls::ArchName(arch)) + ": " + DescribeSeccompRet(got.ret));
       }
     }
@@ -150,7 +163,10 @@ Status VerifyIoctlGuardAllArches(const BpfProgram& program, const EffectiveSysca
 Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
                              uint32_t (*expected_ret)(const ir::Action&, bool), bool routed,
                              uint32_t ioctl_deny_ret) {
-  COCOON_RETURN_IF_ERROR(VerifyIoctlGuardAllArches(program, rules, ioctl_deny_ret));
+  COCOON_RETURN_IF_ERROR(
+      VerifyValueGuardAllArches(program, rules, "ioctl", 1, rules.ioctl_denied_cmds, ioctl_deny_ret));
+  COCOON_RETURN_IF_ERROR(VerifyValueGuardAllArches(program, rules, "socket", 0, rules.socket_denied_families_in_prefix,
+                                                   SocketFamilyDenyRet()));
   if (std::find(rules.architectures.begin(), rules.architectures.end(), ir::Arch::kX86_64) ==
       rules.architectures.end()) {
     return Status::Ok();
@@ -159,7 +175,8 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
                       syscalls::ResolveSyscall("ioctl", ir::Arch::kX86_64),
                       syscalls::ResolveSyscall("seccomp", ir::Arch::kX86_64),
                       syscalls::ResolveSyscall("clone", ir::Arch::kX86_64),
-                      syscalls::ResolveSyscall("unshare", ir::Arch::kX86_64)};
+                      syscalls::ResolveSyscall("unshare", ir::Arch::kX86_64),
+                      syscalls::ResolveSyscall("socket", ir::Arch::kX86_64)};
   std::map<int, std::vector<const ir::SyscallRule*>> by_nr;
   for (const ir::SyscallRule& r : rules.rules) {
     const int nr = syscalls::ResolveSyscall(r.name, ir::Arch::kX86_64);
@@ -168,6 +185,7 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
   if (!rules.ioctl_denied_cmds.empty()) by_nr[e.ioctl_nr];  // checked even without ioctl rules
   if (rules.seccomp_listener_in_prefix) by_nr[e.seccomp_nr];
   if (rules.clone_new_mask_in_prefix != 0) by_nr[e.clone_nr], by_nr[e.unshare_nr];
+  if (!rules.socket_denied_families_in_prefix.empty()) by_nr[e.socket_nr];
   for (const auto& [nr, mine] : by_nr) COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
   return Status::Ok();
 }

@@ -21,7 +21,8 @@ namespace cocoon::backends {
 // `expected_ret(action)` maps an IR action to the SECCOMP_RET_* value the
 // program should return (routing applied). `ioctl_deny_ret` is what ioctl
 // with a cmd in rules.ioctl_denied_cmds (low 32 bits of arg 1) must get,
-// before any rule. Checks the rules on x86_64 only (the arch the enforcer
+// before any rule (the guard prefix and the inline guards of guard_inline.h
+// give the same answers). Checks the rules on x86_64 only (the arch the enforcer
 // runs) and the ioctl guard on every arch; returns the first disagreement.
 Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
                              uint32_t (*expected_ret)(const ir::Action&, bool routed), bool routed,

@@ -135,34 +135,53 @@ TEST(SeccompBackend, IoctlTiocstiDenied) {
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "allow");
 }
 
-TEST(SeccompBackend, IoctlGuardIsAPrefixNotRules) {
+TEST(SeccompBackend, IoctlGuardIsInlineNotRules) {
   Filter f(StrictSyscalls());
   EXPECT_EQ(f.rules().ioctl_denied_cmds, (std::vector<uint32_t>{TIOCSTI, TIOCLINUX}));
   size_t ioctl_rules = 0;
   for (const auto& r : f.rules().rules) ioctl_rules += r.name == "ioctl";
   EXPECT_EQ(ioctl_rules, 1u) << "strict's `allow ioctl` should reach libseccomp as one unconditional rule";
-  // ld/jeq arch, ld nr, jeq ioctl/seccomp/clone/unshare, ld cmd, 2 jeq, ld op, jeq, ld flags, jset,
-  // ld flags, jset, ret
-  EXPECT_EQ(f.compiled().prefix_instructions, 17u);
+  // The guards sit on the guarded syscalls' paths (guard_inline.h), no prefix.
+  EXPECT_TRUE(f.compiled().guards_inline);
+  EXPECT_EQ(f.compiled().prefix_instructions, 0u);
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI | (uint64_t{1} << 32)}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCLINUX | (uint64_t{1} << 63)}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "allow");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI + 1}), "allow");
-  // Other syscalls pay 7 instructions for the prefix, no more.
-  SeccompData d;
-  d.arch = AUDIT_ARCH_X86_64;
-  d.nr = SYS_getpid;
-  auto libseccomp_only = BpfProgram(f.program().begin() + static_cast<long>(f.compiled().prefix_instructions),
-                                    f.program().end());
-  EXPECT_EQ(EvaluateBpf(f.program(), d)->executed, EvaluateBpf(libseccomp_only, d)->executed + 7);
   EXPECT_EQ(f.Run(SYS_getpid), "allow");
   EXPECT_EQ(f.Run(SYS_mount), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}, AUDIT_ARCH_AARCH64), "kill_process");  // foreign arch
+  EXPECT_NE(f.compiled().pfc.find("cocoon guard markers"), std::string::npos);
+  // Other syscalls pay nothing for the guards; the longest path is within a
+  // guard block (5 instructions) of libseccomp's own, and never longer than
+  // the prefix placement's.
+  const auto& c = f.compiled();
+  EXPECT_LE(c.stats.worst_case_allow, c.libseccomp_stats.worst_case_allow + 5);
+  EXPECT_LE(c.inline_placement_stats.worst_case_allow, c.prefix_placement_stats.worst_case_allow);
+  EXPECT_EQ(c.stats.worst_case_allow, c.inline_placement_stats.worst_case_allow);
+}
+
+// A guarded syscall with conditional rules only: some of its calls reach no
+// marker, so the guards stay a prefix, with the same answers.
+TEST(SeccompBackend, ConditionalIoctlRulesKeepThePrefix) {
+  ir::Syscalls s = StrictSyscalls();
+  for (auto& r : s.rules) {
+    if (r.name == "ioctl") r.conditions = {{0, ir::CompareOp::kLe, 2, 0}};
+  }
+  Filter f(s);
+  EXPECT_FALSE(f.compiled().guards_inline);
+  // ld/jeq arch, ld nr, jeq ioctl/seccomp/clone/unshare/socket, ld cmd, 2 jeq, ld op, jeq, ld flags,
+  // jset, ld flags, jset, ld family, 2 jeq, ret EPERM, ret EAFNOSUPPORT
+  EXPECT_EQ(f.compiled().prefix_instructions, 22u);
   EXPECT_NE(f.compiled().pfc.find("cocoon guard prefix"), std::string::npos);
-  // Worst case stays close to libseccomp's own program.
-  EXPECT_LE(f.compiled().stats.worst_case_allow, f.compiled().libseccomp_stats.worst_case_allow + 9);
+  EXPECT_EQ(f.Run(SYS_ioctl, {1, TIOCSTI}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_ioctl, {7, TIOCSTI}), "errno(1)");  // no rule matches: the prefix still answers
+  EXPECT_EQ(f.Run(SYS_ioctl, {1, TCGETS}), "allow");
+  EXPECT_EQ(f.Run(SYS_ioctl, {7, TCGETS}), "errno(38)");
+  EXPECT_EQ(f.Run(SYS_socket, {40, 1}), "errno(97)");
+  EXPECT_EQ(f.Run(SYS_clone, {CLONE_NEWUSER}), "errno(1)");
 }
 
 TEST(SeccompBackend, IoctlGuardWithoutAnIoctlRuleAndOnEveryArch) {
@@ -186,7 +205,7 @@ TEST(SeccompBackend, IoctlKillRuleOutranksThePrefix) {
   }
   Filter f(s);
   EXPECT_TRUE(f.rules().ioctl_denied_cmds.empty());  // rule form: kill beats the prologue's EPERM
-  EXPECT_EQ(f.compiled().prefix_instructions, 13u);  // the seccomp listener and clone guards only
+  EXPECT_TRUE(f.rules().seccomp_listener_in_prefix);  // the other guards stay out of the rules
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "kill_process");
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TCGETS}), "kill_process");
 }
@@ -254,7 +273,7 @@ TEST(SeccompBackend, EndsInDenyAndReportsBothLayouts) {
   Filter f(StrictSyscalls());
   const auto& c = f.compiled();
   EXPECT_EQ(f.program().back().code, BPF_RET | BPF_K);
-  EXPECT_EQ(f.program().back().k, SECCOMP_RET_KILL_PROCESS);
+  EXPECT_EQ(f.program().back().k, SECCOMP_RET_ERRNO | EPERM);  // the inline guards' shared deny
   // A strict-sized filter only builds the tree (the linear chain cannot win).
   EXPECT_EQ(c.linear_stats.instructions, 0u);
   EXPECT_GT(c.binary_tree_stats.instructions, 0u);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -137,6 +138,20 @@ TEST_F(SeccompKernel, IoctlPrefixDeniesTiocstiOnly) {
     termios t;
     return syscall(SYS_ioctl, fds[0], TCGETS, &t);
   }, "ioctl TCGETS on a pipe");
+}
+
+// AF_VSOCK is not isolated by the network namespace (a probe escaped
+// through it) and AF_ALG exposes the kernel crypto API: the guard refuses
+// both with EAFNOSUPPORT, even with junk in the upper half of the family
+// (the kernel takes an int), while ordinary sockets still work.
+TEST_F(SeccompKernel, VsockAndAlgSocketsAreRefused) {
+  ExpectErrno(strict_, EAFNOSUPPORT, [] { return syscall(SYS_socket, 40 /* AF_VSOCK */, SOCK_STREAM, 0); },
+              "socket AF_VSOCK");
+  ExpectErrno(strict_, EAFNOSUPPORT, [] { return syscall(SYS_socket, 38 /* AF_ALG */, SOCK_SEQPACKET, 0); },
+              "socket AF_ALG");
+  ExpectErrno(strict_, EAFNOSUPPORT, [] { return syscall(SYS_socket, (1UL << 32) | 40, SOCK_STREAM, 0); },
+              "socket AF_VSOCK with upper bits");
+  ExpectErrno(strict_, 0, [] { return syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }, "socket AF_UNIX");
 }
 
 TEST_F(SeccompKernel, NamespaceCreationFailsWithEperm) {

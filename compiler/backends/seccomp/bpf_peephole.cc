@@ -1,0 +1,104 @@
+#include "compiler/backends/seccomp/bpf_peephole.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace cocoon::backends {
+namespace {
+
+constexpr uint16_t kLoadAbs = BPF_LD | BPF_W | BPF_ABS;
+constexpr uint16_t kAndK = BPF_ALU | BPF_AND | BPF_K;
+constexpr uint16_t kJeqK = BPF_JMP | BPF_JEQ | BPF_K;
+constexpr int64_t kUnknown = -1;  // A holds nothing known
+constexpr int64_t kUnset = -2;    // no path reaches here yet
+
+std::vector<size_t> Successors(const BpfProgram& p, size_t pc) {
+  const sock_filter& insn = p[pc];
+  if (BPF_CLASS(insn.code) == BPF_RET) return {};
+  if (BPF_CLASS(insn.code) != BPF_JMP) return {pc + 1};
+  if (BPF_OP(insn.code) == BPF_JA) return {pc + 1 + insn.k};
+  return {pc + 1 + insn.jt, pc + 1 + insn.jf};
+}
+
+// For each instruction: the seccomp_data offset A holds on entry on every
+// path, or kUnknown. Forward jumps only, so one pass in order suffices.
+std::vector<int64_t> LoadedOffsets(const BpfProgram& p) {
+  std::vector<int64_t> in(p.size(), kUnset);
+  in[0] = kUnknown;
+  for (size_t pc = 0; pc < p.size(); ++pc) {
+    if (in[pc] == kUnset) continue;  // unreachable
+    const sock_filter& insn = p[pc];
+    int64_t out = kUnknown;
+    if (insn.code == kLoadAbs) out = insn.k;
+    else if (BPF_CLASS(insn.code) == BPF_JMP) out = in[pc];  // jumps leave A alone
+    for (size_t next : Successors(p, pc)) {
+      if (next >= p.size()) continue;
+      in[next] = in[next] == kUnset || in[next] == out ? out : kUnknown;
+    }
+  }
+  return in;
+}
+
+std::vector<bool> JumpTargets(const BpfProgram& p) {
+  std::vector<bool> target(p.size() + 1, false);
+  for (size_t pc = 0; pc < p.size(); ++pc) {
+    if (BPF_CLASS(p[pc].code) != BPF_JMP) continue;
+    for (size_t next : Successors(p, pc)) {
+      if (next < target.size()) target[next] = true;
+    }
+  }
+  return target;
+}
+
+bool OverwritesA(const sock_filter& insn) {
+  return insn.code == kLoadAbs || BPF_CLASS(insn.code) == BPF_RET;
+}
+
+}  // namespace
+
+BpfProgram RemoveRedundantInstructions(const BpfProgram& p) {
+  if (p.size() < 2) return p;
+  const std::vector<int64_t> loaded = LoadedOffsets(p);
+  const std::vector<bool> targeted = JumpTargets(p);
+  std::vector<bool> drop(p.size(), false);
+  for (size_t pc = 0; pc < p.size(); ++pc) {
+    if (p[pc].code == kLoadAbs && loaded[pc] == static_cast<int64_t>(p[pc].k)) drop[pc] = true;
+    if (pc + 3 < p.size() && p[pc].code == kLoadAbs && p[pc + 1].code == kAndK && p[pc + 1].k == 0 &&
+        p[pc + 2].code == kJeqK && p[pc + 2].k == 0 && p[pc + 2].jt == 0 && !targeted[pc + 1] &&
+        !targeted[pc + 2] && OverwritesA(p[pc + 3])) {
+      drop[pc] = drop[pc + 1] = drop[pc + 2] = true;
+    }
+  }
+  // A dropped instruction hands control to the next one, so a jump to it
+  // goes to the first kept instruction at or after it.
+  std::vector<size_t> new_index(p.size() + 1);
+  std::vector<size_t> resolve(p.size() + 1);
+  size_t kept = 0;
+  for (size_t pc = 0; pc < p.size(); ++pc) {
+    new_index[pc] = kept;
+    if (!drop[pc]) ++kept;
+  }
+  new_index[p.size()] = kept;
+  resolve[p.size()] = p.size();
+  for (size_t pc = p.size(); pc-- > 0;) resolve[pc] = drop[pc] ? resolve[pc + 1] : pc;
+  BpfProgram out;
+  out.reserve(kept);
+  for (size_t pc = 0; pc < p.size(); ++pc) {
+    if (drop[pc]) continue;
+    sock_filter insn = p[pc];
+    const size_t here = new_index[pc];
+    auto remap = [&](size_t offset) { return new_index[resolve[pc + 1 + offset]] - here - 1; };
+    if (BPF_CLASS(insn.code) == BPF_JMP) {
+      if (BPF_OP(insn.code) == BPF_JA) {
+        insn.k = static_cast<uint32_t>(remap(insn.k));
+      } else {
+        insn.jt = static_cast<uint8_t>(remap(insn.jt));
+        insn.jf = static_cast<uint8_t>(remap(insn.jf));
+      }
+    }
+    out.push_back(insn);
+  }
+  return out;
+}
+
+}  // namespace cocoon::backends
