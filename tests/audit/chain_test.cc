@@ -43,6 +43,17 @@ class ChainTest : public AuditTempDir {
     WriteFile(path, JoinLines(lines));
     return Verify({path});
   }
+
+  // hec.json: one denial between the start and seal records, each line in
+  // Splunk HEC's envelope.
+  void WriteHecLog() {
+    AuditLogOptions options = Options("hec.json");
+    options.sink = SinkKind::kSplunkHecFile;
+    auto log = AuditLog::Open(options);
+    ASSERT_TRUE(log.ok());
+    ASSERT_TRUE((*log)->Append(SampleDenial(1)).ok());
+    ASSERT_TRUE((*log)->Close().ok());
+  }
 };
 
 TEST_F(ChainTest, CleanLogIsSealed) {
@@ -290,12 +301,7 @@ TEST_F(ChainTest, RotationContinuesTheChainAcrossFiles) {
 }
 
 TEST_F(ChainTest, SplunkHecEnvelopeVerifies) {
-  AuditLogOptions options = Options("hec.json");
-  options.sink = SinkKind::kSplunkHecFile;
-  auto log = AuditLog::Open(options);
-  ASSERT_TRUE(log.ok());
-  ASSERT_TRUE((*log)->Append(SampleDenial(1)).ok());
-  ASSERT_TRUE((*log)->Close().ok());
+  WriteHecLog();
   auto lines = SplitLines(ReadFile(Path("hec.json")));
   ASSERT_EQ(lines.size(), 3u);
   json envelope = json::parse(lines[1]);
@@ -307,12 +313,7 @@ TEST_F(ChainTest, SplunkHecEnvelopeVerifies) {
 TEST_F(ChainTest, BrokenHecEnvelopeIsTampered) {
   // The envelope is outside the signed hash, but a line a SIEM cannot parse
   // must not pass as intact (audit_verify_fuzzer found this).
-  AuditLogOptions options = Options("hec.json");
-  options.sink = SinkKind::kSplunkHecFile;
-  auto log = AuditLog::Open(options);
-  ASSERT_TRUE(log.ok());
-  ASSERT_TRUE((*log)->Append(SampleDenial(1)).ok());
-  ASSERT_TRUE((*log)->Close().ok());
+  WriteHecLog();
   const auto original = SplitLines(ReadFile(Path("hec.json")));
   const std::vector<std::pair<std::string, std::string>> breakages = {
       {",\"host\":", ",\"host\"("},                       // not JSON at all
