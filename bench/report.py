@@ -59,6 +59,22 @@ def launch_table(launch, title):
     return lines
 
 
+def mcp_table(mcp):
+    lines = ["## Agents: MCP execute_code round trip vs cocoon run", "",
+             f"{mcp.get('iterations')} of each, interleaved; the round trip is timed from the client "
+             "(request line written to response line read) against one long-lived `cocoon mcp`.", "",
+             "| case | median | p90 | p99 | failures |", "|---|---|---|---|---|"]
+    for c in mcp.get("cases", []):
+        lines.append(f"| `{c['name']}` | {ms(c['median_us'])} | {ms(c['p90_us'])} | {ms(c['p99_us'])} | "
+                     f"{c['failures']} |")
+    d = mcp.get("difference", {})
+    if d:
+        lines += ["", f"MCP minus `cocoon run`: median {ms(d['median_us'])}, p99 {ms(d['p99_us'])} "
+                      f"(budget {ms(d.get('budget_us', 3000))})."]
+    lines.append("")
+    return lines
+
+
 def gbench_table(name, data):
     lines = [f"## {name}", "", "| benchmark | time | counters |", "|---|---|---|"]
     for b in data.get("benchmarks", []):
@@ -100,6 +116,10 @@ def main():
     if agents:
         report["agents"] = agents
         md += launch_table(agents, "Agents: cocoon run -r python vs bare python3")
+    mcp = load(os.path.join(raw, "mcp.json"))
+    if mcp:
+        report["mcp"] = mcp
+        md += mcp_table(mcp)
     for path in sorted(glob.glob(os.path.join(raw, "*_bench.json"))):
         name = os.path.basename(path)[:-5]
         data = load(path)
