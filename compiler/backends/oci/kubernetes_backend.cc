@@ -156,12 +156,13 @@ ordered_json NetworkPolicy(const ir::Policy& policy, std::vector<std::string>& w
 
 Result<std::vector<Artifact>> CompileKubernetes(const ir::Policy& policy) {
   std::vector<std::string> warnings;
-  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, oci::EffectiveRulesFor(policy.syscalls));
-  warnings.insert(warnings.end(), rules.warnings.begin(), rules.warnings.end());
+  COCOON_ASSIGN_OR_RETURN(auto profile, oci::SeccompProfileFor(policy.syscalls));
+  warnings.insert(warnings.end(), profile->rule_warnings.begin(), profile->rule_warnings.end());
+  warnings.insert(warnings.end(), profile->translation_warnings.begin(), profile->translation_warnings.end());
   const std::string profile_path = "profiles/cocoon-" + DnsLabel(policy.name) + ".json";
   std::vector<Artifact> out;
   out.push_back(MakeArtifact("k8s", "k8s/seccomp.json", "application/vnd.cocoon.seccomp-profile+json",
-                             oci::SeccompToOci(rules, warnings).dump(2) + "\n"));
+                             profile->json.dump(2) + "\n"));
   out.push_back(MakeArtifact("k8s", "k8s/pod.json", "application/vnd.kubernetes.pod+json",
                              Pod(policy, profile_path, warnings).dump(2) + "\n"));
   if (policy.network.mode != ir::NetworkMode::kOn) {

@@ -119,8 +119,8 @@ ordered_json Linux(const ir::Policy& policy, ordered_json seccomp) {
 
 Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
   std::vector<std::string> warnings;
-  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, oci::EffectiveRulesFor(policy.syscalls));
-  warnings.insert(warnings.end(), rules.warnings.begin(), rules.warnings.end());
+  COCOON_ASSIGN_OR_RETURN(auto profile, oci::SeccompProfileFor(policy.syscalls));
+  warnings.insert(warnings.end(), profile->rule_warnings.begin(), profile->rule_warnings.end());
   ordered_json config;
   config["ociVersion"] = "1.0.2";
   config["process"] = Process(policy, warnings);
@@ -128,7 +128,8 @@ Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
                     {"readonly", true}};
   config["hostname"] = policy.hostname;
   config["mounts"] = Mounts(policy, warnings);
-  config["linux"] = Linux(policy, oci::SeccompToOci(rules, warnings));
+  warnings.insert(warnings.end(), profile->translation_warnings.begin(), profile->translation_warnings.end());
+  config["linux"] = Linux(policy, profile->json);
   config["annotations"] = oci::Annotations(policy);
   if (policy.network.mode == ir::NetworkMode::kAllowList) {
     warnings.push_back("oci: a network allow-list cannot be expressed in config.json; the container gets an "

@@ -1,6 +1,7 @@
 #include "compiler/backends/oci/oci_seccomp.h"
 
 #include <map>
+#include <tuple>
 
 namespace cocoon::backends::oci {
 namespace {
@@ -41,6 +42,15 @@ ordered_json ArgJson(const ir::ArgCondition& c) {
   return arg;
 }
 
+struct GroupKey {
+  std::string action;
+  int errno_ret = 0;
+  std::vector<std::tuple<uint8_t, int, uint64_t, uint64_t>> args;  // arg, op, value, mask
+  bool operator<(const GroupKey& o) const {
+    return std::tie(action, errno_ret, args) < std::tie(o.action, o.errno_ret, o.args);
+  }
+};
+
 }  // namespace
 
 std::string ScmpAction(const ir::Action& action, std::vector<std::string>& warnings) {
@@ -65,29 +75,31 @@ nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<
   ordered_json arches = ordered_json::array();
   for (ir::Arch arch : rules.architectures) arches.push_back(ScmpArch(arch));
   out["architectures"] = std::move(arches);
-  // Group names that share (action, errno, conditions). The key is the
-  // serialised entry without names, which also gives a stable order.
-  std::map<std::string, std::pair<ordered_json, std::vector<std::string>>> groups;
+  // Group names that share (action, errno, conditions); the key orders the
+  // entries (action name, errno, then each condition's fields), so the
+  // output is stable. JSON is built once per group, not per rule.
+  std::map<GroupKey, std::vector<std::string>> groups;
   std::vector<std::string> notify_warnings;
   for (const ir::SyscallRule& rule : rules.rules) {
-    ordered_json entry;
-    entry["action"] = ScmpAction(rule.action, notify_warnings);
-    if (entry["action"] == "SCMP_ACT_ERRNO") entry["errnoRet"] = errno_of(rule.action);
-    if (!rule.conditions.empty()) {
-      ordered_json args = ordered_json::array();
-      for (const auto& c : rule.conditions) args.push_back(ArgJson(c));
-      entry["args"] = std::move(args);
-    }
-    auto& slot = groups[entry.dump()];
-    slot.first = std::move(entry);
-    slot.second.push_back(rule.name);
+    GroupKey key{ScmpAction(rule.action, notify_warnings), 0, {}};
+    if (key.action == "SCMP_ACT_ERRNO") key.errno_ret = errno_of(rule.action);
+    for (const auto& c : rule.conditions) key.args.emplace_back(c.arg, static_cast<int>(c.op), c.value, c.mask);
+    groups[std::move(key)].push_back(rule.name);
   }
   if (!notify_warnings.empty()) warnings.push_back(notify_warnings.front());
   ordered_json syscalls = ordered_json::array();
-  for (auto& [key, group] : groups) {
+  for (auto& [key, names] : groups) {
     ordered_json entry;
-    entry["names"] = group.second;
-    for (auto& [k, v] : group.first.items()) entry[k] = v;
+    entry["names"] = std::move(names);
+    entry["action"] = key.action;
+    if (key.action == "SCMP_ACT_ERRNO") entry["errnoRet"] = key.errno_ret;
+    if (!key.args.empty()) {
+      ordered_json args = ordered_json::array();
+      for (const auto& [arg, op, value, mask] : key.args) {
+        args.push_back(ArgJson(ir::ArgCondition{arg, static_cast<ir::CompareOp>(op), value, mask}));
+      }
+      entry["args"] = std::move(args);
+    }
     syscalls.push_back(std::move(entry));
   }
   out["syscalls"] = std::move(syscalls);
@@ -101,6 +113,30 @@ Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls) {
   return FailedPreconditionError(
       "oci/k8s: this build has no seccomp back end (cocoon_backend_seccomp), so no seccomp profile can be emitted");
 #endif
+}
+
+namespace {
+
+bool SameSyscalls(const ir::Syscalls& a, const ir::Syscalls& b) {
+  return a.default_action == b.default_action && a.default_explicitly_allows == b.default_explicitly_allows &&
+         a.rules == b.rules && a.architectures == b.architectures && a.reopened == b.reopened;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Syscalls& syscalls) {
+  struct Memo {
+    ir::Syscalls key;
+    std::shared_ptr<const OciSeccompProfile> profile;
+  };
+  thread_local Memo memo;
+  if (memo.profile && SameSyscalls(memo.key, syscalls)) return memo.profile;
+  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, EffectiveRulesFor(syscalls));
+  auto profile = std::make_shared<OciSeccompProfile>();
+  profile->json = SeccompToOci(rules, profile->translation_warnings);
+  profile->rule_warnings = std::move(rules.warnings);
+  memo = Memo{syscalls, profile};
+  return std::shared_ptr<const OciSeccompProfile>(std::move(profile));
 }
 
 }  // namespace cocoon::backends::oci

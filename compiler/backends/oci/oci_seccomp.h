@@ -6,6 +6,7 @@
 // is the kubelet's Localhost seccomp profile.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,5 +25,20 @@ nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<
 // ComputeEffectiveSyscalls when the seccomp back end is linked; otherwise a
 // clear error (never an empty, allow-everything filter).
 Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls);
+
+// The `linux.seccomp` object for `syscalls` (EffectiveRulesFor, then
+// SeccompToOci) plus the warnings of each step, kept apart so callers can
+// keep their warning order.
+struct OciSeccompProfile {
+  nlohmann::ordered_json json;
+  std::vector<std::string> rule_warnings;         // EffectiveSyscalls::warnings
+  std::vector<std::string> translation_warnings;  // SeccompToOci's
+};
+
+// The OCI and Kubernetes back ends emit the same profile: `cocoon compile
+// --target all` would compute it twice (the rule-form prologue makes it
+// about a fifth of the compile). The last result is remembered per thread,
+// keyed by the whole of `syscalls` (compared by value, so never stale).
+Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Syscalls& syscalls);
 
 }  // namespace cocoon::backends::oci

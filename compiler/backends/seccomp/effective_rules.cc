@@ -238,6 +238,8 @@ void ResolveSyscall(std::vector<Candidate> rules, const ir::Action& default_acti
   }
   // Same action everywhere within a piece set; an unconditional piece makes
   // the others of its action redundant (libseccomp would drop them anyway).
+  // Duplicates can only be among this syscall's own rules (appended here).
+  const size_t first_own = out.rules.size();
   for (const Piece& p : accepted) {
     if (p.action == default_action) continue;  // disjoint, so the default gives the same answer
     const bool covered = !p.conditions.empty() &&
@@ -246,20 +248,27 @@ void ResolveSyscall(std::vector<Candidate> rules, const ir::Action& default_acti
                          });
     if (covered) continue;
     SyscallRule rule{rules.front().rule.name, p.action, p.conditions, p.group};
-    const bool duplicate = std::any_of(out.rules.begin(), out.rules.end(), [&](const SyscallRule& r) {
-      return r.name == rule.name && r.action == rule.action && r.conditions == rule.conditions;
-    });
+    const bool duplicate =
+        std::any_of(out.rules.begin() + static_cast<long>(first_own), out.rules.end(), [&](const SyscallRule& r) {
+          return r.action == rule.action && r.conditions == rule.conditions;
+        });
     if (!duplicate) out.rules.push_back(std::move(rule));
   }
 }
 
+// Name, then conditions (lexicographic on arg, op, value, mask), then action:
+// the order is part of the golden output. Compared in place (no key copies:
+// strict sorts ~500 rules).
 bool RuleLess(const SyscallRule& a, const SyscallRule& b) {
-  auto key = [](const SyscallRule& r) {
-    std::vector<std::tuple<uint8_t, int, uint64_t, uint64_t>> c;
-    for (const auto& x : r.conditions) c.emplace_back(x.arg, static_cast<int>(x.op), x.value, x.mask);
-    return std::make_tuple(std::cref(r.name), c, static_cast<int>(r.action.kind), r.action.errno_value);
-  };
-  return key(a) < key(b);
+  if (const int c = a.name.compare(b.name); c != 0) return c < 0;
+  auto cond_key = [](const ArgCondition& x) { return std::make_tuple(x.arg, static_cast<int>(x.op), x.value, x.mask); };
+  const bool conditions_less = std::lexicographical_compare(
+      a.conditions.begin(), a.conditions.end(), b.conditions.begin(), b.conditions.end(),
+      [&](const ArgCondition& x, const ArgCondition& y) { return cond_key(x) < cond_key(y); });
+  if (conditions_less) return true;
+  if (a.conditions != b.conditions) return false;
+  return std::make_tuple(static_cast<int>(a.action.kind), a.action.errno_value) <
+         std::make_tuple(static_cast<int>(b.action.kind), b.action.errno_value);
 }
 
 }  // namespace
