@@ -53,10 +53,23 @@ Identity CurrentIdentity(const std::string& host_override) {
 
 // One record to be written: a user event or a lifecycle record.
 struct Pending {
-  json event;
+  json event;                                     // when not yet rendered
+  std::shared_ptr<const RenderedEvent> rendered;  // from the event builders
   std::string kind = "event";
   std::map<std::string, json> extra;
   bool user = true;
+};
+
+// The finished lines of one write, in one buffer that is reused from batch to
+// batch (a fresh 800 KB string is mmap'd and page-faulted every time).
+struct Batch {
+  std::string bytes;
+  std::vector<size_t> ends;  // line i is bytes[ends[i-1], ends[i]), '\n' included
+  std::vector<int> severities;
+  std::string_view Line(size_t i) const {
+    size_t begin = i == 0 ? 0 : ends[i - 1];
+    return std::string_view(bytes).substr(begin, ends[i] - begin);
+  }
 };
 
 class AuditLog::Impl {
@@ -91,10 +104,10 @@ class AuditLog::Impl {
 
  private:
   std::vector<Pending> Plan(std::vector<Pending> records, const Tail& tail);
-  Result<std::vector<std::string>> Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs,
-                                          std::vector<int>& severities);
-  Status Emit(const std::vector<std::string>& lines, const std::vector<int>& severities, bool partial);
+  Status Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs, Batch& out);
+  Status Emit(const Batch& batch, bool partial);
   Status MaybeRotate(Tail& tail);
+  Batch batch_;
 };
 
 // Adds the records the chain needs around the caller's: recovery after a torn
@@ -136,31 +149,44 @@ std::vector<Pending> AuditLog::Impl::Plan(std::vector<Pending> records, const Ta
 }
 
 // Canonicalise in parallel, chain sequentially, sign in parallel.
-Result<std::vector<std::string>> AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail,
-                                                        std::vector<EventRef>& refs,
-                                                        std::vector<int>& severities) {
+Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs, Batch& out) {
   if (tail.empty) {
     COCOON_ASSIGN_OR_RETURN(tail.chain_id, RandomChainId());
     tail.next_sequence = 0;
     tail.last_hash = Digest{};
   }
   int64_t now = NowMs();
+  std::string timestamp = IsoTimestamp(now);  // one per batch
+  // Checked once per batch, not per line: they are spliced into every line raw.
+  for (std::string_view id : {std::string_view(tail.chain_id), std::string_view(key.key_id())}) {
+    if (id.find_first_of("\"\\") != std::string_view::npos)
+      return InternalError("audit chain and key ids must be plain ASCII");
+  }
+  std::vector<int>& severities = out.severities;
   std::vector<Result<PreparedLine>> prepared(plan.size(), Result<PreparedLine>(InternalError("unset")));
   severities.assign(plan.size(), 1);
   pool->ParallelFor(plan.size(), 64, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
+      if (!plan[i].rendered) {  // lifecycle records and hand-made events
+        auto rendered = RenderEvent(plan[i].event);
+        if (!rendered.ok()) {
+          prepared[i] = rendered.status();
+          continue;
+        }
+        plan[i].rendered = std::move(*rendered);
+        plan[i].event = json();  // free the DOM here, in parallel
+      }
       LineContext context;
       context.chain_id = tail.chain_id;
       context.sequence = tail.next_sequence + i;
       context.key_id = key.key_id();
       context.kind = plan[i].kind;
       context.time_ms = now;
+      context.timestamp = timestamp;
       context.signed_line = options.sign_every <= 1 || plan[i].kind != "event";
-      context.extra = std::move(plan[i].extra);
-      prepared[i] = PrepareLine(plan[i].event, context, identity, HashMode::kDeferred);
-      auto severity = plan[i].event.find("severity_id");
-      if (severity != plan[i].event.end() && severity->is_number_integer()) severities[i] = severity->get<int>();
-      plan[i].event = json();  // free the DOM here, in parallel
+      if (!plan[i].extra.empty()) context.extra = &plan[i].extra;
+      prepared[i] = PrepareLine(*plan[i].rendered, context, identity, HashMode::kDeferred);
+      severities[i] = plan[i].rendered->severity_id;
     }
   });
   Digest prev = tail.last_hash;
@@ -169,52 +195,67 @@ Result<std::vector<std::string>> AuditLog::Impl::Render(std::vector<Pending>& pl
     ChainLine(*prepared[i], prev);
     prev = prepared[i]->hash;
     if (plan[i].user)
-      refs.push_back(EventRef{prepared[i]->sequence, prepared[i]->event_id,
+      refs.push_back(EventRef{prepared[i]->sequence, tail.chain_id + ":" + std::to_string(prepared[i]->sequence),
                               HexEncode(prepared[i]->hash.data(), prepared[i]->hash.size())});
   }
-  std::vector<std::string> lines(plan.size());
+  // Sign in parallel; then copy every line once, in order, into the batch.
+  std::vector<Signature> signatures(plan.size());
   std::vector<Status> errors(plan.size());
   pool->ParallelFor(plan.size(), options.sign_every <= 1 ? 4 : 256, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      const PreparedLine& line = *prepared[i];
-      if (!line.signed_line) {
-        lines[i] = FinishLine(line, nullptr);
-      } else if (auto signature = key.Sign(line.hash); signature.ok()) {
-        lines[i] = FinishLine(line, &*signature);
-      } else {
-        errors[i] = signature.status();
-      }
-      if (hec) {
-        std::string_view body(lines[i]);
-        lines[i] = WrapHec(body.substr(0, body.size() - 1), now, identity.host_name) + "\n";
-      }
+      if (!prepared[i]->signed_line) continue;
+      auto signature = key.Sign(prepared[i]->hash);
+      if (signature.ok()) signatures[i] = *signature;
+      else errors[i] = signature.status();
     }
   });
   for (const auto& error : errors) COCOON_RETURN_IF_ERROR(error);
+  size_t total = 0;
+  for (const auto& line : prepared) total += FinishedSize(*line);
+  out.bytes.clear();
+  out.bytes.reserve(total);
+  out.ends.clear();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    AppendFinishedLine(*prepared[i], prepared[i]->signed_line ? &signatures[i] : nullptr, out.bytes);
+    out.ends.push_back(out.bytes.size());
+  }
+  if (hec) {  // rare sink: wrap each line in the Splunk HEC envelope
+    std::string wrapped;
+    std::vector<size_t> ends;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      std::string_view line = out.Line(i);
+      wrapped += WrapHec(line.substr(0, line.size() - 1), now, identity.host_name);
+      wrapped += '\n';
+      ends.push_back(wrapped.size());
+    }
+    out.bytes = std::move(wrapped);
+    out.ends = std::move(ends);
+  }
   tail.empty = false;
   tail.partial.reset();
   tail.next_sequence += plan.size();
   tail.last_hash = prev;
   if (!plan.empty()) tail.last_kind = plan.back().kind;
-  return lines;
+  return Status::Ok();
 }
 
-Status AuditLog::Impl::Emit(const std::vector<std::string>& lines, const std::vector<int>& severities,
-                            bool partial) {
-  if (stream) return stream->Write(lines, severities);
-  std::string batch = partial ? "\n" : "";  // terminates the torn fragment; recovery follows
+Status AuditLog::Impl::Emit(const Batch& batch, bool partial) {
+  if (stream) {
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < batch.ends.size(); ++i) lines.emplace_back(batch.Line(i));
+    return stream->Write(lines, batch.severities);
+  }
+  std::string_view torn_end = partial ? "\n" : "";  // terminates the torn fragment; recovery follows
   if (options.fsync == FsyncPolicy::kPerEvent) {
-    for (size_t i = 0; i < lines.size(); ++i) {
-      COCOON_RETURN_IF_ERROR(file->Write(i == 0 ? batch + lines[i] : lines[i]));
+    for (size_t i = 0; i < batch.ends.size(); ++i) {
+      COCOON_RETURN_IF_ERROR(file->Write(i == 0 ? std::string(torn_end) + std::string(batch.Line(i)) : batch.Line(i)));
       COCOON_RETURN_IF_ERROR(file->Sync());
     }
     return Status::Ok();
   }
-  size_t total = batch.size();
-  for (const auto& line : lines) total += line.size();
-  batch.reserve(total);
-  for (const auto& line : lines) batch += line;
-  COCOON_RETURN_IF_ERROR(file->Write(batch));  // one write(2): never interleaved
+  // One write(2) for the whole batch: never interleaved with other appenders.
+  if (partial) COCOON_RETURN_IF_ERROR(file->Write(std::string(torn_end) + batch.bytes));
+  else COCOON_RETURN_IF_ERROR(file->Write(batch.bytes));
   if (options.fsync == FsyncPolicy::kPerBatch) COCOON_RETURN_IF_ERROR(file->Sync());
   return Status::Ok();
 }
@@ -226,15 +267,15 @@ Status AuditLog::Impl::MaybeRotate(Tail& tail) {
   rotate.push_back(Lifecycle("rotate", "rotated to " + archive + "; the chain continues in " + options.path));
   rotate.back().extra["next_file"] = options.path;
   std::vector<EventRef> refs;
-  std::vector<int> severities;
-  COCOON_ASSIGN_OR_RETURN(auto rotate_lines, Render(rotate, tail, refs, severities));
-  COCOON_RETURN_IF_ERROR(Emit(rotate_lines, severities, false));
+  Batch batch;
+  COCOON_RETURN_IF_ERROR(Render(rotate, tail, refs, batch));
+  COCOON_RETURN_IF_ERROR(Emit(batch, false));
   COCOON_RETURN_IF_ERROR(file->Sync());
   std::vector<Pending> first;
   first.push_back(Lifecycle("continue", "continues the chain from " + archive));
   first.back().extra["origin_file"] = archive;
-  COCOON_ASSIGN_OR_RETURN(auto first_lines, Render(first, tail, refs, severities));
-  return file->Rotate(archive, first_lines[0]);
+  COCOON_RETURN_IF_ERROR(Render(first, tail, refs, batch));
+  return file->Rotate(archive, batch.Line(0));
 }
 
 Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records) {
@@ -248,9 +289,8 @@ Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records
   bool partial = tail.partial.has_value();
   std::vector<Pending> plan = Plan(std::move(records), tail);
   std::vector<EventRef> refs;
-  std::vector<int> severities;
-  auto lines = Render(plan, tail, refs, severities);
-  Status status = lines.ok() ? Emit(*lines, severities, partial) : lines.status();
+  Status status = Render(plan, tail, refs, batch_);
+  if (status.ok()) status = Emit(batch_, partial);
   if (status.ok()) status = MaybeRotate(tail);
   if (file) {
     if (status.ok()) file->RememberTail(tail);
@@ -310,8 +350,14 @@ Result<EventRef> AuditLog::Append(Event event) {
 Result<std::vector<EventRef>> AuditLog::AppendBatch(std::vector<Event> events) {
   std::vector<Pending> records(events.size());
   for (size_t i = 0; i < events.size(); ++i) {
-    if (!events[i].fields.is_object()) return InvalidArgumentError("audit event must be a JSON object");
-    if (events[i].fields.contains("cocoon") && events[i].fields["cocoon"].contains("integrity"))
+    if (events[i].rendered) {
+      records[i].rendered = std::move(events[i].rendered);
+      continue;
+    }
+    const json& fields = events[i].fields;
+    if (!fields.is_object()) return InvalidArgumentError("audit event must be a JSON object");
+    auto cocoon = fields.find("cocoon");
+    if (cocoon != fields.end() && cocoon->is_object() && cocoon->contains("integrity"))
       return InvalidArgumentError("audit events may not set cocoon.integrity");
     records[i].event = std::move(events[i].fields);
   }

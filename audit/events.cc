@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "audit/event_common.h"
+#include "audit/record.h"
 
 namespace cocoon::audit {
 namespace {
@@ -58,6 +59,15 @@ json SandboxedProcess(int pid, const std::string& name) {
   return process;
 }
 
+// Renders the body once, here, outside the writer's lock. Should rendering
+// fail (it cannot for these builders), the DOM is kept so that Append
+// reports the error.
+Event Rendered(json e) {
+  auto rendered = RenderEvent(e);
+  if (!rendered.ok()) return Event{std::move(e), nullptr};
+  return Event{json::object(), std::move(*rendered)};
+}
+
 }  // namespace
 
 std::string_view LimitKindName(LimitKind kind) {
@@ -89,7 +99,7 @@ Event PolicyCompiled(const PolicyCompiledInfo& info) {
   policy["artifacts"] = artifacts;
   e["message"] = S("policy " + info.policy_name + (compile ? " compiled" : " checked") +
                    (info.ok ? "" : " with errors"));
-  return Event{std::move(e)};
+  return Rendered(std::move(e));
 }
 
 Event SandboxLaunched(const SandboxLaunchedInfo& info) {
@@ -117,7 +127,7 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
   RunFields(e, info.policy_name, info.run_id);
   if (!info.policy_sha256.empty()) e["cocoon"]["policy"]["sha256"] = S(info.policy_sha256);
   e["message"] = S("sandbox launched: " + ShellJoin(info.argv));
-  return Event{std::move(e)};
+  return Rendered(std::move(e));
 }
 
 Event SyscallDenied(const SyscallDeniedInfo& info) {
@@ -142,7 +152,7 @@ Event SyscallDenied(const SyscallDeniedInfo& info) {
   RunFields(e, info.policy_name, info.run_id);
   e["message"] = S("syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" + info.action +
                    ") x" + std::to_string(info.count));
-  return Event{std::move(e)};
+  return Rendered(std::move(e));
 }
 
 Event LimitHit(const LimitHitInfo& info) {
@@ -156,7 +166,7 @@ Event LimitHit(const LimitHitInfo& info) {
                           {"unit", S(info.unit)}, {"detail", S(info.detail)}};
   RunFields(e, info.policy_name, info.run_id);
   e["message"] = S("limit hit: " + kind + (info.detail.empty() ? "" : " (" + info.detail + ")"));
-  return Event{std::move(e)};
+  return Rendered(std::move(e));
 }
 
 Event BreakoutFinding(const BreakoutFindingInfo& info) {
@@ -170,7 +180,7 @@ Event BreakoutFinding(const BreakoutFindingInfo& info) {
   RunFields(e, info.policy_name, info.run_id);
   e["message"] = S("breakout finding: " + info.kind + " at " + info.path +
                    (info.target.empty() ? "" : " -> " + info.target));
-  return Event{std::move(e)};
+  return Rendered(std::move(e));
 }
 
 Event ProcessExited(const ProcessExitedInfo& info) {
@@ -191,7 +201,7 @@ Event ProcessExited(const ProcessExitedInfo& info) {
   RunFields(e, info.policy_name, info.run_id);
   e["message"] = S("process exited: " + info.termination_reason + " code " + std::to_string(info.exit_code) +
                    (info.signal ? " signal " + std::to_string(info.signal) : ""));
-  return Event{std::move(e)};
+  return Rendered(std::move(e));
 }
 
 }  // namespace cocoon::audit

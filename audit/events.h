@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,22 @@
 
 namespace cocoon::audit {
 
+struct RenderedEvent;  // internal (audit/record.h)
+
 // One audit event body. `fields` is the OCSF/ECS object; do not set
 // `cocoon.integrity`, `time`, `@timestamp`, `metadata.uid` or sequence fields:
-// Append owns them.
+// Append owns them. The builders below return the body already rendered to
+// canonical text (`rendered`, immutable, cheap to copy) and leave `fields`
+// empty, so the serialised writer never walks or frees a DOM; EventFields()
+// gives the DOM back. A hand-made Event sets `fields` only.
 struct Event {
   nlohmann::json fields = nlohmann::json::object();
+  std::shared_ptr<const RenderedEvent> rendered;
 };
+
+// The event's fields as a DOM (for inspection and tests): `fields`, or the
+// rendered body without the per-line members.
+nlohmann::json EventFields(const Event& event);
 
 struct PolicyCompiledInfo {
   std::string policy_name;

@@ -126,6 +126,7 @@ struct Serializer {
   size_t* mark_begin;
   size_t* mark_end;
   const std::vector<Overlay>* overlays = nullptr;
+  std::vector<SplicePoint>* splices = nullptr;
 
   Status Merged(const nlohmann::json::object_t& object, const Overlay& overlay);
 
@@ -187,10 +188,8 @@ Status Serializer::Merged(const nlohmann::json::object_t& object, const Overlay&
       if (it != object.end() && extra[k].key == it->first) ++it;  // replaced
       AppendCanonicalString(extra[k].key, out);
       out += ':';
-      if (extra[k].mark) {
-        if (mark_begin) *mark_begin = out.size() + extra[k].mark_offset;
-        if (mark_end) *mark_end = out.size() + extra[k].mark_offset + extra[k].mark_size;
-      }
+      if (extra[k].splice >= 0 && splices != nullptr)
+        splices->push_back(SplicePoint{out.size() + extra[k].splice_offset, extra[k].splice});
       out += extra[k].text;
       ++k;
     } else {
@@ -310,8 +309,8 @@ Status CanonicalizeTo(const nlohmann::json& value, NumberPolicy numbers, std::st
 }
 
 Status CanonicalizeWithOverlays(const nlohmann::json& value, const std::vector<Overlay>& overlays,
-                                std::string& out, size_t* mark_begin, size_t* mark_end) {
-  Serializer serializer{NumberPolicy::kIntegersOnly, out, nullptr, mark_begin, mark_end, &overlays};
+                                std::string& out, std::vector<SplicePoint>* splices) {
+  Serializer serializer{NumberPolicy::kIntegersOnly, out, nullptr, nullptr, nullptr, &overlays, splices};
   return serializer.Value(value);
 }
 

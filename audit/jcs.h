@@ -39,26 +39,31 @@ Status CanonicalizeTo(const nlohmann::json& value, NumberPolicy numbers, std::st
                       size_t* mark_end = nullptr);
 
 // Extra members merged into an object while it is serialised, as already
-// canonical text, so the writer never copies or edits the event's DOM (that
-// allocation churn, not hashing, dominated the cost of a line). A member whose
-// key the object already has replaces it. `mark` records where bytes
-// [mark_offset, mark_offset + mark_size) of `text` land in the output.
+// canonical text, so the event's DOM is never copied or edited. A member whose
+// key the object already has replaces it. When `splice` >= 0, the output
+// offset of byte `splice_offset` of `text` is recorded as a splice point with
+// that id: the audit writer renders an event once, with the per-line values
+// (sequence, time, integrity...) cut out, and later copies bytes around them.
 struct OverlayMember {
   std::string_view key;
   std::string_view text;
-  bool mark = false;
-  size_t mark_offset = 0;
-  size_t mark_size = 0;
+  int splice = -1;
+  size_t splice_offset = 0;
 };
 struct Overlay {
   const nlohmann::json* node = nullptr;
   std::vector<OverlayMember> members;  // sorted by key (ASCII)
 };
+struct SplicePoint {
+  size_t offset = 0;
+  int id = 0;
+};
 
-// Integers-only canonical form of `value` with `overlays` merged in. Objects
+// Integers-only canonical form of `value` with `overlays` merged in; splice
+// points are appended to `splices` in ascending offset order. Objects
 // carrying an overlay must have ASCII keys.
 Status CanonicalizeWithOverlays(const nlohmann::json& value, const std::vector<Overlay>& overlays,
-                                std::string& out, size_t* mark_begin, size_t* mark_end);
+                                std::string& out, std::vector<SplicePoint>* splices);
 
 // The ECMAScript (ES2019 7.1.12.1) string form of a finite double.
 std::string FormatEcmaScriptNumber(double value);

@@ -17,6 +17,7 @@ class Scanner {
 
   Result<ScannedLine> Run() {
     if (s_.empty() || s_[0] != '{') return Fail("a line must be one JSON object");
+    result_.integrity.reserve(12);  // one allocation per line, not one per growth step
     COCOON_RETURN_IF_ERROR(Object(0, Where::kTop));
     if (pos_ != s_.size()) return Fail("trailing bytes after the object (not canonical)");
     return std::move(result_);

@@ -28,16 +28,64 @@ const EVP_MD* Sha256() {
 }
 
 struct MdCtxDeleter { void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); } };
+using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxDeleter>;
 // One context per thread and use: a context that did an Ed25519 DigestSign
 // carries a PKEY context and must not be reused for a plain digest.
 EVP_MD_CTX* HashCtx() {
-  thread_local std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  thread_local MdCtx ctx(EVP_MD_CTX_new());
   return ctx.get();
 }
-EVP_MD_CTX* SignCtx() {
-  thread_local std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
-  EVP_MD_CTX_reset(ctx.get());
-  return ctx.get();
+
+enum class KeyOp { kSign, kVerify };
+
+// EVP_DigestSignInit/VerifyInit fetch the Ed25519 implementation from the
+// provider and build a fresh EVP_PKEY_CTX each time (about 4 us, as much as
+// all the other per-line work of the verifier). A one-shot EVP_DigestSign /
+// EVP_DigestVerify leaves the context ready for the next message (Ed25519 is
+// "pure": nothing is buffered), so each thread keeps its initialised contexts
+// for the last few keys. The weak_ptr tells a live key from a freed one whose
+// address was reused. If a later OpenSSL refuses reuse, the caller re-inits
+// (Fresh) and retries, so reuse can only cost time, never a wrong answer.
+class KeyContexts {
+ public:
+  EVP_MD_CTX* Get(const std::shared_ptr<void>& key, KeyOp op, bool fresh) {
+    Entry* slot = nullptr;
+    for (auto& entry : entries_) {
+      if (entry.ctx && entry.op == op && entry.raw == key.get() && !entry.key.expired()) slot = &entry;
+    }
+    if (slot != nullptr && !fresh) return slot->ctx.get();
+    if (slot == nullptr) {
+      slot = &entries_[next_++ % entries_.size()];
+      slot->ctx.reset(EVP_MD_CTX_new());
+    }
+    slot->op = op;
+    slot->raw = key.get();
+    slot->key = key;
+    EVP_MD_CTX_reset(slot->ctx.get());
+    auto* pkey = static_cast<EVP_PKEY*>(key.get());
+    int ok = op == KeyOp::kSign ? EVP_DigestSignInit(slot->ctx.get(), nullptr, nullptr, nullptr, pkey)
+                                : EVP_DigestVerifyInit(slot->ctx.get(), nullptr, nullptr, nullptr, pkey);
+    if (ok != 1) {
+      slot->ctx.reset();
+      return nullptr;
+    }
+    return slot->ctx.get();
+  }
+
+ private:
+  struct Entry {
+    MdCtx ctx;
+    KeyOp op = KeyOp::kSign;
+    const void* raw = nullptr;
+    std::weak_ptr<void> key;
+  };
+  std::array<Entry, 4> entries_;
+  size_t next_ = 0;
+};
+
+EVP_MD_CTX* KeyCtx(const std::shared_ptr<void>& key, KeyOp op, bool fresh) {
+  thread_local KeyContexts contexts;
+  return contexts.Get(key, op, fresh);
 }
 
 std::array<uint8_t, 52> SignedMessage(const Digest& hash) {
@@ -183,9 +231,14 @@ std::string PublicKey::Base64() const {
 
 bool PublicKey::Verify(const Digest& hash, const Signature& signature) const {
   auto message = SignedMessage(hash);
-  EVP_MD_CTX* ctx = SignCtx();
-  if (EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, Raw(pkey_)) != 1) return false;
-  return EVP_DigestVerify(ctx, signature.data(), signature.size(), message.data(), message.size()) == 1;
+  // A failure on a reused context is re-checked on a fresh one, so a context
+  // state problem can never be reported as a bad signature (nor the reverse).
+  for (bool fresh : {false, true}) {
+    EVP_MD_CTX* ctx = KeyCtx(pkey_, KeyOp::kVerify, fresh);
+    if (ctx == nullptr) return false;
+    if (EVP_DigestVerify(ctx, signature.data(), signature.size(), message.data(), message.size()) == 1) return true;
+  }
+  return false;
 }
 
 Result<SigningKey> SigningKey::Generate() {
@@ -216,11 +269,14 @@ Result<Signature> SigningKey::Sign(const Digest& hash) const {
   auto message = SignedMessage(hash);
   Signature signature{};
   size_t len = signature.size();
-  EVP_MD_CTX* ctx = SignCtx();
-  if (EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, Raw(pkey_)) != 1 ||
-      EVP_DigestSign(ctx, signature.data(), &len, message.data(), message.size()) != 1 || len != 64)
-    return InternalError("Ed25519 signing failed");
-  return signature;
+  for (bool fresh : {false, true}) {
+    EVP_MD_CTX* ctx = KeyCtx(pkey_, KeyOp::kSign, fresh);
+    len = signature.size();
+    if (ctx != nullptr && EVP_DigestSign(ctx, signature.data(), &len, message.data(), message.size()) == 1 &&
+        len == 64)
+      return signature;
+  }
+  return InternalError("Ed25519 signing failed");
 }
 
 Result<std::string> SigningKey::PrivatePem() const {

@@ -27,100 +27,173 @@ Status RenderIdentity(Identity& identity) {
   return Status::Ok();
 }
 
-Result<PreparedLine> PrepareLine(const json& event, const LineContext& context, const Identity& identity) {
-  return PrepareLine(event, context, identity, HashMode::kNow);
-}
-
 void ChainLine(PreparedLine& line, const Digest& prev) {
-  std::string hex = HexEncode(prev.data(), prev.size());
-  line.preimage.replace(line.prev_at, hex.size(), hex);
+  static constexpr char kHex[] = "0123456789abcdef";
+  char* out = line.preimage.data() + line.prev_at;
+  for (size_t i = 0; i < prev.size(); ++i) {
+    out[2 * i] = kHex[prev[i] >> 4];
+    out[2 * i + 1] = kHex[prev[i] & 0xF];
+  }
   line.hash = LineHash(line.preimage);
 }
 
 namespace {
 
-// {"chain":C,"key":K,"kind":k,<extra...>,"prev":P,"seq":N,"v":1} without hash/sig.
-Result<std::string> IntegrityText(const LineContext& context, const std::string& seq) {
-  std::string out = "{\"chain\":\"" + context.chain_id + "\",\"key\":\"" + context.key_id + "\",\"kind\":\"" +
-                    context.kind + "\"";
-  for (const auto& [key, value] : context.extra) {
-    if (value.is_object() || value.is_array()) return InternalError("integrity fields must be scalars");
-    // The splice offsets rely on "chain" first and "prev","seq","v" last.
-    if (!(key > "kind" && key < "prev")) return InternalError("integrity field name out of range: " + key);
-    COCOON_ASSIGN_OR_RETURN(std::string text, Canonicalize(value));
-    out += ",\"" + key + "\":" + text;
-  }
-  out += ",\"prev\":\"" + HexEncode(context.prev.data(), context.prev.size()) + "\",\"seq\":" + seq +
-         ",\"v\":" + std::to_string(kFormatVersion) + "}";
-  if (context.chain_id.find_first_of("\"\\") != std::string::npos ||
-      context.key_id.find_first_of("\"\\") != std::string::npos ||
-      context.kind.find_first_of("\"\\") != std::string::npos)
-    return InternalError("integrity identifiers must be plain ASCII");
-  return out;
-}
+constexpr std::string_view kIntegrityHead = "{\"chain\":\"";
+constexpr std::string_view kVersionTail = "\"v\":1}";
+static_assert(kFormatVersion == 1, "kVersionTail spells the format version");
 
 const json* Member(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_object() ? &*it : nullptr;
 }
 
+void AppendUnsigned(uint64_t value, std::string& out) {
+  char buffer[24];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  out.append(buffer, result.ptr);
+}
+
+// {"chain":C,"key":K,"kind":k,<extra...>,"prev":P,"seq":N,"v":1} without
+// hash/sig, appended to `out`; records where hash, sig and prev go.
+Status AppendIntegrity(const LineContext& context, std::string& out, PreparedLine& line) {
+  // chain_id and key_id are checked once per batch by the caller.
+  if (context.kind.find_first_of("\"\\") != std::string_view::npos)
+    return InternalError("integrity kind must be plain ASCII");
+  out += kIntegrityHead;
+  out += context.chain_id;
+  out += "\",";
+  line.hash_at = out.size();
+  out += "\"key\":\"";
+  out += context.key_id;
+  out += "\",\"kind\":\"";
+  out += context.kind;
+  out += '"';
+  if (context.extra != nullptr) {
+    for (const auto& [key, value] : *context.extra) {
+      if (value.is_object() || value.is_array()) return InternalError("integrity fields must be scalars");
+      // hash_at/sig_at rely on "chain" first and "prev","seq","v" last.
+      if (!(key > "kind" && key < "prev")) return InternalError("integrity field name out of range: " + key);
+      out += ",\"";
+      out += key;
+      out += "\":";
+      COCOON_RETURN_IF_ERROR(CanonicalizeTo(value, NumberPolicy::kIntegersOnly, out));
+    }
+  }
+  out += ",\"prev\":\"";
+  line.prev_at = out.size();
+  out += HexEncode(context.prev.data(), context.prev.size());
+  out += "\",\"seq\":";
+  AppendUnsigned(context.sequence, out);
+  out += ',';
+  line.sig_at = out.size();
+  out += kVersionTail;
+  return Status::Ok();
+}
+
+// An overlay member that cuts a per-line value out of the rendered body.
+OverlayMember Cut(std::string_view key, Splice splice, std::string_view text = {}, size_t offset = 0) {
+  return OverlayMember{key, text, static_cast<int>(splice), offset};
+}
+
 }  // namespace
 
-// Per-line fields are merged in as canonical text during serialisation (see
-// Overlay in jcs.h): no copy or edit of the event DOM.
-Result<PreparedLine> PrepareLine(const json& event, const LineContext& context, const Identity& identity,
-                                 HashMode mode) {
+Result<std::shared_ptr<const RenderedEvent>> RenderEvent(const json& event) {
   if (!event.is_object()) return InvalidArgumentError("an audit event must be a JSON object");
-  std::string event_id = context.chain_id + ":" + std::to_string(context.sequence);
-  std::string seq = std::to_string(context.sequence);
-  std::string timestamp = "\"" + IsoTimestamp(context.time_ms) + "\"";
-  std::string time = std::to_string(context.time_ms);
-  std::string uid = "\"" + event_id + "\"";
-  COCOON_ASSIGN_OR_RETURN(std::string integrity, IntegrityText(context, seq));
   const json* metadata = Member(event, "metadata");
+  if (metadata == nullptr) {  // every builder sets metadata; a hand-made event gets an empty one
+    json with_metadata = event;
+    with_metadata["metadata"] = json::object();
+    return RenderEvent(with_metadata);
+  }
   const json* ecs_event = Member(event, "event");
   const json* cocoon = Member(event, "cocoon");
-  std::string metadata_text = "{\"sequence\":" + seq + ",\"uid\":" + uid + "}";
-  std::string event_text = "{\"sequence\":" + seq + "}";
-  std::string cocoon_text = "{\"integrity\":" + integrity + "}";
-
+  if (cocoon != nullptr && cocoon->contains("integrity"))
+    return InvalidArgumentError("audit events may not set cocoon.integrity");
+  constexpr std::string_view kCocoon = "{\"integrity\":}";
+  constexpr std::string_view kSequenceOnly = "{\"sequence\":}";
   std::vector<Overlay> overlays(1);
   overlays[0].node = &event;
   auto& top = overlays[0].members;
-  top.push_back({"@timestamp", timestamp});
-  if (!event.contains("actor")) top.push_back({"actor", identity.actor_text});
-  if (!cocoon) top.push_back({"cocoon", cocoon_text, true, std::string_view("{\"integrity\":").size(), integrity.size()});
-  if (!event.contains("device")) top.push_back({"device", identity.device_text});
-  if (!ecs_event) top.push_back({"event", event_text});
-  if (!metadata) top.push_back({"metadata", metadata_text});
-  top.push_back({"time", time});
-  if (metadata) overlays.push_back({metadata, {{"sequence", seq}, {"uid", uid}}});
-  if (ecs_event) overlays.push_back({ecs_event, {{"sequence", seq}}});
-  if (cocoon) overlays.push_back({cocoon, {{"integrity", integrity, true, 0, integrity.size()}}});
+  top.push_back(Cut("@timestamp", Splice::kTimestamp));
+  if (!event.contains("actor")) top.push_back(Cut("actor", Splice::kActor));
+  if (!cocoon) top.push_back(Cut("cocoon", Splice::kIntegrity, kCocoon, kCocoon.size() - 1));
+  if (!event.contains("device")) top.push_back(Cut("device", Splice::kDevice));
+  if (!ecs_event) top.push_back(Cut("event", Splice::kSequence, kSequenceOnly, kSequenceOnly.size() - 1));
+  top.push_back(Cut("time", Splice::kTime));
+  overlays.push_back({metadata, {Cut("sequence", Splice::kSequence), Cut("uid", Splice::kUid)}});
+  if (ecs_event) overlays.push_back({ecs_event, {Cut("sequence", Splice::kSequence)}});
+  if (cocoon) overlays.push_back({cocoon, {Cut("integrity", Splice::kIntegrity)}});
+  auto rendered = std::make_shared<RenderedEvent>();
+  rendered->body.reserve(2048);
+  COCOON_RETURN_IF_ERROR(CanonicalizeWithOverlays(event, overlays, rendered->body, &rendered->splices));
+  auto severity = event.find("severity_id");
+  if (severity != event.end() && severity->is_number_integer()) rendered->severity_id = severity->get<int>();
+  return std::shared_ptr<const RenderedEvent>(std::move(rendered));
+}
 
+Result<PreparedLine> PrepareLine(const json& event, const LineContext& context, const Identity& identity) {
+  COCOON_ASSIGN_OR_RETURN(auto rendered, RenderEvent(event));
+  return PrepareLine(*rendered, context, identity, HashMode::kNow);
+}
+
+Result<PreparedLine> PrepareLine(const RenderedEvent& event, const LineContext& context, const Identity& identity) {
+  return PrepareLine(event, context, identity, HashMode::kNow);
+}
+
+// Copies the rendered body and appends each per-line value at its splice
+// point: no DOM, one allocation (the reserved preimage).
+Result<PreparedLine> PrepareLine(const RenderedEvent& event, const LineContext& context, const Identity& identity,
+                                 HashMode mode) {
   PreparedLine line;
-  line.preimage.reserve(2048);
-  size_t begin = 0, end = 0;
-  COCOON_RETURN_IF_ERROR(CanonicalizeWithOverlays(event, overlays, line.preimage, &begin, &end));
-  // {"chain":"<id>",  -> hash goes right after; "v":1} closes the object.
-  line.hash_at = begin + std::string_view("{\"chain\":\"").size() + context.chain_id.size() + 2;
-  line.sig_at = end - (std::string_view("\"v\":}").size() + std::to_string(kFormatVersion).size());
-  // ..."prev":"<64 hex>","seq":<N>,"v":1}
-  line.prev_at = end - (64 + std::string_view("\",\"seq\":").size() + seq.size() + std::string_view(",\"v\":1}").size());
-  if (mode == HashMode::kNow) line.hash = LineHash(line.preimage);
+  std::string& out = line.preimage;
+  out.reserve(event.body.size() + identity.actor_text.size() + identity.device_text.size() + 512);
+  size_t at = 0;
+  for (const SplicePoint& point : event.splices) {
+    out.append(event.body, at, point.offset - at);
+    at = point.offset;
+    switch (static_cast<Splice>(point.id)) {
+      case Splice::kTimestamp: out += '"'; out += context.timestamp; out += '"'; break;
+      case Splice::kActor: out += identity.actor_text; break;
+      case Splice::kDevice: out += identity.device_text; break;
+      case Splice::kIntegrity: COCOON_RETURN_IF_ERROR(AppendIntegrity(context, out, line)); break;
+      case Splice::kSequence: AppendUnsigned(context.sequence, out); break;
+      case Splice::kUid:
+        out += '"';
+        out += context.chain_id;
+        out += ':';
+        AppendUnsigned(context.sequence, out);
+        out += '"';
+        break;
+      case Splice::kTime:
+        if (context.time_ms < 0) return InvalidArgumentError("audit time before 1970");
+        AppendUnsigned(static_cast<uint64_t>(context.time_ms), out);
+        break;
+    }
+  }
+  out.append(event.body, at, std::string::npos);
+  if (line.sig_at == 0) return InternalError("rendered audit event lost its integrity splice");
+  if (mode == HashMode::kNow) line.hash = LineHash(out);
   line.signed_line = context.signed_line;
   line.sequence = context.sequence;
-  line.event_id = std::move(event_id);
   return line;
 }
 
-std::string FinishLine(const PreparedLine& line, const Signature* signature) {
+size_t FinishedSize(const PreparedLine& line) {
+  constexpr size_t kHashMember = std::string_view("\"hash\":\"\",").size() + 64;
+  constexpr size_t kSigMember = std::string_view("\"sig\":\"\",").size() + 88;  // base64 of 64 bytes
+  return line.preimage.size() + kHashMember + (line.signed_line ? kSigMember : 0) + 1;
+}
+
+void AppendFinishedLine(const PreparedLine& line, const Signature* signature, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
   const std::string& p = line.preimage;
-  std::string out;
-  out.reserve(p.size() + 180);
   out.append(p, 0, line.hash_at);
   out += "\"hash\":\"";
-  out += HexEncode(line.hash.data(), line.hash.size());
+  for (uint8_t byte : line.hash) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xF];
+  }
   out += "\",";
   out.append(p, line.hash_at, line.sig_at - line.hash_at);
   if (signature != nullptr) {
@@ -130,7 +203,46 @@ std::string FinishLine(const PreparedLine& line, const Signature* signature) {
   }
   out.append(p, line.sig_at, std::string::npos);
   out += '\n';
+}
+
+std::string FinishLine(const PreparedLine& line, const Signature* signature) {
+  std::string out;
+  out.reserve(FinishedSize(line));
+  AppendFinishedLine(line, signature, out);
   return out;
+}
+
+json EventFields(const Event& event) {
+  if (!event.rendered) return event.fields;
+  const RenderedEvent& r = *event.rendered;
+  std::string text;
+  size_t at = 0;
+  bool cut_actor = false, cut_device = false;
+  for (const SplicePoint& point : r.splices) {
+    text.append(r.body, at, point.offset - at);
+    at = point.offset;
+    auto splice = static_cast<Splice>(point.id);
+    cut_actor |= splice == Splice::kActor;
+    cut_device |= splice == Splice::kDevice;
+    bool number = splice == Splice::kSequence || splice == Splice::kTime;
+    text += number ? "0" : (splice == Splice::kTimestamp || splice == Splice::kUid) ? "\"\"" : "{}";
+  }
+  text.append(r.body, at, std::string::npos);
+  json fields = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!fields.is_object()) return json::object();
+  fields.erase("@timestamp");
+  fields.erase("time");
+  if (cut_actor) fields.erase("actor");
+  if (cut_device) fields.erase("device");
+  for (const char* object : {"metadata", "event", "cocoon"}) {
+    auto it = fields.find(object);
+    if (it == fields.end()) continue;
+    it->erase("sequence");
+    it->erase("uid");
+    it->erase("integrity");
+    if (it->empty() && std::string_view(object) != "metadata") fields.erase(it);
+  }
+  return fields;
 }
 
 std::optional<std::string_view> RawString(std::string_view raw) {

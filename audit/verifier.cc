@@ -183,11 +183,13 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
     }
     if (p.kind == "recovery" && (i == 0 || lines_[i - 1].error.empty()))
       report_.notices.push_back(Where(i) + ": recovery record without a damaged line before it");
-    chain_ = std::string(p.chain);
-    report_.chain_id = chain_;
+    if (p.chain != chain_) {  // once per chain, not per line (no copy on the hot path)
+      chain_ = std::string(p.chain);
+      report_.chain_id = chain_;
+    }
     next_seq_ = p.sequence + 1;
     prev_hash_ = p.hash;
-    last_kind = std::string(p.kind);
+    if (p.kind != last_kind) last_kind = std::string(p.kind);
     last_valid = i;
   }
 }

@@ -3,6 +3,7 @@
 // SIEMs key on.
 #include <set>
 
+#include "audit/record.h"
 #include "tests/audit/audit_test_util.h"
 
 namespace cocoon::audit::testing {
@@ -162,16 +163,31 @@ TEST_F(OcsfTest, EveryEventTypeHasItsClassRequiredAttributes) {
   EXPECT_EQ(classes, (std::set<int>{1003, 1007, 1008, 2004, 6002}));
 }
 
+// The builders render their body once; it must be exactly what the DOM path
+// (a hand-made Event with the same fields) renders.
+TEST_F(OcsfTest, PrerenderedBuildersMatchTheirFields) {
+  for (const auto& event : OneOfEach()) {
+    ASSERT_TRUE(event.rendered);
+    json fields = EventFields(event);
+    EXPECT_TRUE(fields.contains("class_uid")) << fields.dump();
+    EXPECT_FALSE(fields.contains("time"));
+    auto again = RenderEvent(fields);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ((*again)->body, event.rendered->body);
+    EXPECT_EQ((*again)->severity_id, event.rendered->severity_id);
+  }
+}
+
 TEST_F(OcsfTest, SecurityControlFieldsForDenials) {
-  json denied = SyscallDenied({"ptrace", 101, {}, "errno(EPERM)", 1, "p", 1, "r"}).fields;
+  json denied = EventFields(SyscallDenied({"ptrace", 101, {}, "errno(EPERM)", 1, "p", 1, "r"}));
   EXPECT_EQ(denied["action_id"], 2);
   EXPECT_EQ(denied["disposition_id"], 2);
   EXPECT_EQ(denied["policy"]["name"], "p");
-  json logged = SyscallDenied({"ptrace", 101, {}, "log", 1, "p", 1, "r"}).fields;
+  json logged = EventFields(SyscallDenied({"ptrace", 101, {}, "log", 1, "p", 1, "r"}));
   EXPECT_EQ(logged["action_id"], 1);
   EXPECT_EQ(logged["disposition_id"], 17);
   // uint64 arguments are hex strings: integers above 2^53 have no exact JSON form.
-  json big = SyscallDenied({"ioctl", 16, {~0ULL}, "kill", 1, "p", 1, "r"}).fields;
+  json big = EventFields(SyscallDenied({"ioctl", 16, {~0ULL}, "kill", 1, "p", 1, "r"}));
   EXPECT_EQ(big["cocoon"]["syscall"]["args"][0], "0xffffffffffffffff");
 }
 
