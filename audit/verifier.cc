@@ -196,6 +196,9 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
 
 std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, Failure& failure, size_t& partial_file) {
   std::vector<Line> lines;
+  size_t expected = 0;  // reserve once: moving 300,000 Lines on each growth step is not free
+  for (const auto& input : inputs) expected += std::count(input.bytes.begin(), input.bytes.end(), '\n') + 1;
+  lines.reserve(expected);
   for (size_t f = 0; f < inputs.size(); ++f) {
     std::string_view bytes = inputs[f].bytes;
     uint64_t number = 0;
