@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string_view>
 #include <tuple>
 
 #include "compiler/common/digest.h"
@@ -74,6 +75,25 @@ bool Layer::FirstInLayer(const std::string& key, Span span, const std::string& w
   return false;
 }
 
+namespace {
+
+// "/" or "/a/b" with no empty, "." or ".." component: what lexically_normal()
+// would return unchanged.
+bool IsPlainAbsolute(std::string_view path) {
+  if (path == "/") return true;
+  if (path.empty() || path.front() != '/') return false;
+  size_t begin = 1;
+  while (begin <= path.size()) {
+    size_t end = std::min(path.find('/', begin), path.size());
+    std::string_view component = path.substr(begin, end - begin);
+    if (component.empty() || component == "." || component == "..") return false;
+    begin = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool Layer::AbsolutePath(const ast::Word& word, std::string& out) {
   const std::string& path = word.text;
   if (path.empty()) {
@@ -90,6 +110,10 @@ bool Layer::AbsolutePath(const ast::Word& word, std::string& out) {
     std::string hint = path[0] == '.' || path[0] == '~' ? "" : "write '/" + path + "'";
     Error(word.span, "relative path " + Quote(path) + " where an absolute path is needed", hint);
     return false;
+  }
+  if (IsPlainAbsolute(path)) {  // the common case, without path's per-component allocations
+    out = path;
+    return true;
   }
   std::string normal = std::filesystem::path(path).lexically_normal().string();
   while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
