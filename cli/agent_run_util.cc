@@ -12,6 +12,7 @@
 #include "cli/host_probe_util.h"
 #include "cli/runtime_util.h"
 #include "compiler/common/digest.h"
+#include "cli/base_summary_util.h"
 #include "compiler/frontend/frontend.h"
 #include "enforcer/artifact_cache.h"
 
@@ -22,6 +23,8 @@ namespace fs = std::filesystem;
 
 struct Base {
   std::string import_path;  // absolute path of the file that defines the base profile
+  // Compiled, or its cached summary (cli/base_summary_util.h): only the
+  // fields BuildQuickPolicy reads are guaranteed to be filled.
   ir::Policy policy;
 };
 
@@ -61,7 +64,12 @@ Result<Base> ResolveBase(const QuickPolicyOptions& options) {
     COCOON_ASSIGN_OR_RETURN(base.import_path, FindStrict());
     profile = "strict";
   }
+  if (auto cached = LookupBaseSummary(base.import_path, profile)) {
+    base.policy = std::move(*cached);
+    return base;
+  }
   COCOON_ASSIGN_OR_RETURN(base.policy, CompileFile(base.import_path, profile));
+  StoreBaseSummary(base.import_path, profile, base.policy);
   return base;
 }
 

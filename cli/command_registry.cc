@@ -21,4 +21,10 @@ void SetUpAllCommands(CLI::App& app, CommandResult& result) {
   for (auto& [name, setup] : Registry()) setup(app, result);
 }
 
+void SetUpCommandsFor(CLI::App& app, CommandResult& result, const char* name) {
+  auto it = name != nullptr ? Registry().find(name) : Registry().end();
+  if (it == Registry().end()) return SetUpAllCommands(app, result);
+  it->second(app, result);
+}
+
 }  // namespace cocoon::cli

@@ -20,6 +20,9 @@ using CommandSetup = std::function<void(CLI::App& app, CommandResult& result)>;
 
 bool RegisterCommand(std::string name, CommandSetup setup);
 void SetUpAllCommands(CLI::App& app, CommandResult& result);
+// Sets up only `name` when it is a registered command (every launch pays for
+// the CLI11 tables it builds, issue 6), else all of them (--help, typos).
+void SetUpCommandsFor(CLI::App& app, CommandResult& result, const char* name);
 
 }  // namespace cocoon::cli
 

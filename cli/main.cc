@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("cocoon ") + COCOON_VERSION_STRING);
   app.require_subcommand(1);
   cocoon::cli::CommandResult result;
-  cocoon::cli::SetUpAllCommands(app, result);
+  // argv[1] names the subcommand (no global option takes a value), so only
+  // its options are built; anything else (--help, a typo) gets them all.
+  cocoon::cli::SetUpCommandsFor(app, result, argc > 1 ? argv[1] : nullptr);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -144,4 +144,18 @@ Status ArtifactCache::Store(const std::string& key, const CompiledLinuxArtifacts
   return Status::Ok();
 }
 
+std::optional<std::string> ArtifactCache::LookupBlob(const std::string& key, std::vector<std::string>* source_files) const {
+  auto entry = Lookup(key);
+  if (!entry || !entry->seccomp_bpf.empty() || !entry->seccomp_sidecar_json.empty()) return std::nullopt;
+  if (source_files != nullptr) *source_files = std::move(entry->source_files);
+  return std::move(entry->plan_json);
+}
+
+Status ArtifactCache::StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files) const {
+  CompiledLinuxArtifacts entry;
+  entry.plan_json = std::move(blob);
+  entry.source_files = std::move(source_files);
+  return Store(key, entry);
+}
+
 }  // namespace cocoon::enforcer

@@ -46,6 +46,14 @@ class ArtifactCache {
   // callers normally ignore them: the cache is an optimisation.
   Status Store(const std::string& key, const CompiledLinuxArtifacts& artifacts) const;
 
+  // One derived blob under the same key scheme, trust rules and source
+  // verification (for `cocoon run`'s summary of a compiled base profile,
+  // cli/base_summary_util.h): the blob travels in plan_json, the other
+  // artifacts stay empty. Use a KeyFor profile string of your own so blob and
+  // artifact keys never collide.
+  std::optional<std::string> LookupBlob(const std::string& key, std::vector<std::string>* source_files = nullptr) const;
+  Status StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files) const;
+
   const std::string& dir() const { return dir_; }
 
  private:

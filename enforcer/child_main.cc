@@ -1,8 +1,9 @@
 // The child's fixed sequence (issue 4): applies the ChildSpec and execs.
 // Order and why:
 //   stdio, parent-death signal, wait for the parent's uid/gid maps
-//   -> cgroup namespace (after the parent moved us into the sandbox cgroup,
-//      so the namespace root is the sandbox's own group)
+//   -> join the v1 cgroups (we move ourselves: Cgroup::OpenJoinFds says why)
+//   -> cgroup namespace (after we are in the sandbox cgroup, so the
+//      namespace root is the sandbox's own group)
 //   -> hostname, loopback (need CAP_SYS_ADMIN / CAP_NET_ADMIN in the new ns)
 //   -> mount tree, pivot_root (needs CAP_SYS_ADMIN)
 //   -> cwd, rlimits, setsid (no controlling terminal: TIOCSTI, CVE-2017-5226)
@@ -77,6 +78,20 @@ bool WaitForParent(const ChildSpec& spec, ChildError* error) noexcept {
   return true;
 }
 
+// Joins the sandbox's v1 cgroups before anything else runs (the parent has
+// not let us go before its maps were written, and we have not exec'd): a
+// failed write is a refused run, never a run outside the limits.
+bool JoinCgroups(const ChildSpec& spec, ChildError* error) noexcept {
+  for (size_t i = 0; i < spec.cgroup_join_count; ++i) {
+    ssize_t n;
+    do {
+      n = write(spec.cgroup_join_fds[i], "0", 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) return child::Fail(error, ChildStep::kJoinCgroup, n < 0 ? errno : EIO, static_cast<int>(i));
+  }
+  return true;
+}
+
 bool CloseInheritedFds(const ChildSpec& spec, ChildError* error) noexcept {
   // Everything above stdio except the error pipe; the error pipe is O_CLOEXEC.
   unsigned int keep = static_cast<unsigned int>(spec.error_fd);
@@ -140,6 +155,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kSeccomp: return "seccomp filter";
     case ChildStep::kListenerHandoff: return "seccomp listener handoff";
     case ChildStep::kExec: return "execve";
+    case ChildStep::kJoinCgroup: return "join the sandbox cgroup";
   }
   return "unknown step";
 }
@@ -147,7 +163,7 @@ const char* ChildStepName(ChildStep step) {
 void RunChild(const ChildSpec& spec) noexcept {
   ResetSignals();
   ChildError error;
-  bool ok = SetUpStdio(spec, &error) && WaitForParent(spec, &error);
+  bool ok = SetUpStdio(spec, &error) && WaitForParent(spec, &error) && JoinCgroups(spec, &error);
   if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
   if (ok && sethostname(spec.hostname, spec.hostname_len) != 0) ok = child::Fail(&error, ChildStep::kHostname, errno);
   if (ok && spec.loopback) ok = child::BringUpLoopback(&error);

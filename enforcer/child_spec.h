@@ -62,6 +62,8 @@ enum class ChildStep : int {
   kSeccomp,
   kListenerHandoff,
   kExec,
+  // Appended (the numbers above are stable); runs right after kSyncWait.
+  kJoinCgroup,       // write "0" into each v1 cgroup `tasks` fd (Cgroup::OpenJoinFds)
 };
 
 const char* ChildStepName(ChildStep step);
@@ -116,6 +118,10 @@ struct ChildSpec {
   int work_sock = -1;  // socketpair end for MountWorkDirInChild (-1: no staging)
   pid_t parent_pid = 0;
 
+  // v1 cgroup `tasks` fds the child writes "0" into (moving itself) before
+  // anything else; see Cgroup::OpenJoinFds for why not the parent.
+  const int* cgroup_join_fds = nullptr;
+  size_t cgroup_join_count = 0;
   bool unshare_cgroup = true;
   const char* hostname = nullptr;
   size_t hostname_len = 0;

@@ -219,6 +219,11 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   spec.parent_pid = getpid();
   spec.handoff = handoff.get();
   spec.unshare_cgroup = true;
+  if (cgroup && cgroup->version() == CgroupVersion::kV1) {
+    COCOON_RETURN_IF_ERROR(cgroup->OpenJoinFds().WithContext("opening the sandbox's cgroup tasks files"));
+    spec.cgroup_join_fds = cgroup->join_fds().data();
+    spec.cgroup_join_count = cgroup->join_fds().size();
+  }
 
   auto start = Clock::now();
   Fd pidfd;
@@ -259,10 +264,8 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
 
   Status maps = WriteIdMaps(pid, id_maps);
   if (!maps.ok()) return child_report_or(maps.WithContext("writing the sandbox's uid/gid maps"));
-  if (cgroup && cgroup->version() == CgroupVersion::kV1) {
-    Status moved = cgroup->AddProcess(pid);
-    if (!moved.ok()) return abort_child(moved.WithContext("moving the sandbox into its cgroup"));
-  }
+  // v1: the child joins its cgroups itself, first thing after this byte
+  // (spec.cgroup_join_fds); v2: it was born inside (CLONE_INTO_CGROUP).
   if (write(sync_write.get(), "G", 1) != 1) return child_report_or(ErrnoError("releasing the sandbox child"));
   sync_write.Reset();
   if (staging) {

@@ -193,6 +193,16 @@ Status Cgroup::AddProcess(pid_t pid) {
   return Status::Ok();
 }
 
+Status Cgroup::OpenJoinFds() {
+  if (version_ != CgroupVersion::kV1) return Status::Ok();
+  for (const std::string& dir : dirs_) {
+    int fd = open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoError("open " + dir + "/tasks");
+    join_fds_.push_back(fd);
+  }
+  return Status::Ok();
+}
+
 Result<uint64_t> Cgroup::PeakMemoryBytes() const {
   if (memory_dir_.empty()) return NotFoundError("no memory cgroup");
   return ReadNumber(memory_dir_ + (version_ == CgroupVersion::kV2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
@@ -265,6 +275,8 @@ Status Cgroup::Destroy() {
     close(v2_dir_fd_);
     v2_dir_fd_ = -1;
   }
+  for (int fd : join_fds_) close(fd);
+  join_fds_.clear();
   Status removed;
   for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
     // rmdir can fail with EBUSY for a moment after the last task exits,

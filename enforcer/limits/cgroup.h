@@ -8,11 +8,13 @@
 //     AddProcess(pid) before letting the child continue.
 // v1: one directory per controller (memory, pids, cpu, freezer), each under
 //     our own group in that controller's hierarchy (from /proc/self/cgroup;
-//     here memory:/process_api/<id>). No CLONE_INTO_CGROUP on v1: the parent
-//     calls AddProcess(pid) while the child is blocked on the sync pipe,
-//     BEFORE it execs (so no process of the sandbox ever runs unconfined, and
-//     memory charged before the move stays with us: v1 does not move charges
-//     unless memory.move_charge_at_immigrate is set).
+//     here memory:/process_api/<id>). No CLONE_INTO_CGROUP on v1: the child
+//     moves itself through the fds of OpenJoinFds() right after the sync
+//     pipe, BEFORE it execs (so no process of the sandbox ever runs
+//     unconfined, and memory charged before the move stays with us: v1 does
+//     not move charges unless memory.move_charge_at_immigrate is set).
+//     AddProcess(pid) does the same from outside, at the price of an RCU
+//     grace period (see OpenJoinFds).
 // Either way, move the child BEFORE it unshares its cgroup namespace (i.e.
 // before releasing its sync wait): a cgroup namespace is rooted at the group
 // the process is in when it unshares (cgroup_namespaces(7)), so the sandbox
@@ -20,7 +22,8 @@
 //
 // Usage in the core sequence:
 //   COCOON_ASSIGN_OR_RETURN(auto cg, Cgroup::Create(plan.cgroup, host, "run-<id>"));
-//   clone ... ; cg->AddProcess(child_pid) (v1)  |  clone3 into cg->clone_into_fd() (v2)
+//   cg->OpenJoinFds(); clone ... ; child writes "0" to each join_fds() (v1)
+//     |  clone3 into cg->clone_into_fd() (v2)
 //   ... wait ...
 //   outcome.oom_killed = cg->OomKillCount().value_or(0) > 0;
 //   peak = cg->PeakMemoryBytes();
@@ -66,6 +69,20 @@ class Cgroup {
   // (CLONE_INTO_CGROUP, Linux 5.7). -1 on v1.
   int clone_into_fd() const { return v2_dir_fd_; }
 
+  // v1 only: O_WRONLY fds of every group's `tasks` file, opened by us (the
+  // kernel checks the opener's credentials, file->f_cred, for a v1 move), for
+  // the child to write "0" into: it moves itself before it runs anything.
+  // Why not AddProcess(pid) from the parent: writing a pid, or any write to
+  // cgroup.procs, takes the global cgroup_threadgroup_rwsem for writing, and
+  // percpu_down_write waits for an RCU grace period (rcu_sync_enter): 5-17 ms
+  // per launch on this host. A thread moving ITSELF through `tasks` ("0" =
+  // current, not a thread group) skips that lock (kernel/cgroup/cgroup.c
+  // cgroup_procs_write_start: `if (pid || threadgroup)` takes it), ~30 us.
+  // The sandbox's child is single-threaded, so moving the thread moves the
+  // process. Empty on v2 or when there is no group.
+  Status OpenJoinFds();
+  const std::vector<int>& join_fds() const { return join_fds_; }
+
   // Peak memory of the group in bytes: v2 memory.peak (Linux 5.19),
   // v1 memory.max_usage_in_bytes. NotFound when there is no memory group.
   Result<uint64_t> PeakMemoryBytes() const;
@@ -108,6 +125,7 @@ class Cgroup {
   std::string freezer_dir_;        // v1 only
   std::string procs_dir_;          // a dir whose cgroup.procs lists every sandbox process
   int v2_dir_fd_ = -1;
+  std::vector<int> join_fds_;      // v1 `tasks` files, see OpenJoinFds
   bool destroyed_ = false;
 };
 

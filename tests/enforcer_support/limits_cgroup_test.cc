@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "enforcer/limits/cgroup.h"
@@ -160,6 +161,49 @@ TEST(CgroupV1Test, CpuQuotaIsWritten) {
   ASSERT_EQ(fscanf(f, "%ld", &quota), 1);
   fclose(f);
   EXPECT_EQ(quota, 25000);
+}
+
+// The launch path's v1 join: the child writes "0" into the `tasks` fds its
+// parent opened, and lands in every group (memory, pids, ...), which then
+// lists it; the parent never writes its pid (no RCU grace period).
+TEST(CgroupV1Test, ChildJoinsItselfThroughTasksFds) {
+  auto host = DetectHostCapabilities();
+  ASSERT_TRUE(host.ok());
+  REQUIRE_ROOT_V1(*host);
+  ir::Limits limits;
+  limits.memory_bytes = Req(64ull << 20);
+  limits.processes = Req(8);
+  auto plan = PlanLimits(limits, *host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  auto cg = Cgroup::Create(plan->cgroup, *host, UniqueName("join"));
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  Status opened = (*cg)->OpenJoinFds();
+  ASSERT_TRUE(opened.ok()) << opened.ToString();
+  ASSERT_EQ((*cg)->join_fds().size(), (*cg)->dirs().size());
+  int done[2];
+  ASSERT_EQ(pipe2(done, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(done[0]);
+    for (int fd : (*cg)->join_fds()) {
+      if (write(fd, "0", 1) != 1) _exit(1);
+    }
+    (void)!write(done[1], "j", 1);
+    pause();
+    _exit(0);
+  }
+  close(done[1]);
+  char byte = 0;
+  ASSERT_EQ(read(done[0], &byte, 1), 1) << "the child could not join its cgroups";
+  close(done[0]);
+  for (const std::string& dir : (*cg)->dirs()) {
+    std::ifstream procs(dir + "/cgroup.procs");
+    pid_t listed = 0;
+    procs >> listed;
+    EXPECT_EQ(listed, pid) << dir;
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
 }
 
 // The v2 mechanics that this machine's controller-less v2 hierarchy still

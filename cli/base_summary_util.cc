@@ -1,0 +1,122 @@
+#include "cli/base_summary_util.h"
+
+#include <climits>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "enforcer/artifact_cache.h"
+
+namespace cocoon::cli {
+namespace {
+
+using nlohmann::json;
+
+// Bump when the summary's fields change: old entries then never match.
+constexpr char kSummaryKeyPrefix[] = "cocoon-run-base-summary-v1\n";
+
+json LimitToJson(const ir::Limit& limit) {
+  return {limit.set, limit.value, limit.enforcement == ir::Enforcement::kRequired};
+}
+
+ir::Limit LimitFromJson(const json& j) {
+  ir::Limit limit;
+  limit.set = j.at(0).get<bool>();
+  limit.value = j.at(1).get<uint64_t>();
+  limit.enforcement = j.at(2).get<bool>() ? ir::Enforcement::kRequired : ir::Enforcement::kBestEffort;
+  return limit;
+}
+
+// Every Limits field, by name, so ToJson and FromJson cannot drift apart.
+template <typename Limits, typename Fn>
+void ForEachLimit(Limits& limits, Fn&& fn) {
+  fn("wall_time_ms", limits.wall_time_ms);
+  fn("cpu_time_ms", limits.cpu_time_ms);
+  fn("memory_bytes", limits.memory_bytes);
+  fn("processes", limits.processes);
+  fn("open_files", limits.open_files);
+  fn("file_size_bytes", limits.file_size_bytes);
+  fn("disk_bytes", limits.disk_bytes);
+  fn("output_bytes", limits.output_bytes);
+  fn("cpu_percent", limits.cpu_percent);
+}
+
+std::string SummaryKey(const std::string& path, const std::string& profile) {
+  return enforcer::ArtifactCache::KeyFor(path, kSummaryKeyPrefix + profile);
+}
+
+}  // namespace
+
+std::string BaseSummaryToJson(const ir::Policy& policy) {
+  json j;
+  j["name"] = policy.name;
+  j["cwd"] = policy.cwd;
+  j["network"] = static_cast<int>(policy.network.mode);
+  json limits;
+  ForEachLimit(policy.limits, [&](const char* name, const ir::Limit& limit) { limits[name] = LimitToJson(limit); });
+  j["limits"] = limits;
+  j["mount_targets"] = json::array();
+  for (const auto& mount : policy.filesystem.mounts) j["mount_targets"].push_back(mount.target);
+  j["env"] = json::array();
+  for (const auto& var : policy.environment.set) j["env"].push_back({var.name, var.value});
+  if (policy.runtime) {
+    const ir::Runtime& r = *policy.runtime;
+    j["runtime"] = {{"name", r.name}, {"interpreters", r.interpreters}, {"flags", r.flags}, {"code_flag", r.code_flag},
+                    {"file_extension", r.file_extension}, {"version_args", r.version_args}};
+  }
+  return j.dump();
+}
+
+Result<ir::Policy> BaseSummaryFromJson(const std::string& text) {
+  try {
+    json j = json::parse(text);
+    ir::Policy policy;
+    policy.name = j.at("name").get<std::string>();
+    policy.cwd = j.at("cwd").get<std::string>();
+    int network = j.at("network").get<int>();
+    if (network < 0 || network > static_cast<int>(ir::NetworkMode::kAllowList)) return DataLossError("bad network mode");
+    policy.network.mode = static_cast<ir::NetworkMode>(network);
+    const json& limits = j.at("limits");
+    ForEachLimit(policy.limits, [&](const char* name, ir::Limit& limit) { limit = LimitFromJson(limits.at(name)); });
+    for (const auto& target : j.at("mount_targets")) {
+      ir::Mount mount;
+      mount.target = target.get<std::string>();
+      policy.filesystem.mounts.push_back(std::move(mount));
+    }
+    for (const auto& var : j.at("env")) policy.environment.set.push_back({var.at(0).get<std::string>(), var.at(1).get<std::string>()});
+    if (j.contains("runtime")) {
+      const json& r = j.at("runtime");
+      policy.runtime = ir::Runtime{r.at("name").get<std::string>(), r.at("interpreters").get<std::vector<std::string>>(),
+                                   r.at("flags").get<std::vector<std::string>>(), r.at("code_flag").get<std::string>(),
+                                   r.at("file_extension").get<std::string>(),
+                                   r.at("version_args").get<std::vector<std::string>>()};
+    }
+    return policy;
+  } catch (const json::exception& e) {
+    return DataLossError(std::string("base summary: ") + e.what());
+  }
+}
+
+std::optional<ir::Policy> LookupBaseSummary(const std::string& path, const std::string& profile) {
+  enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
+  std::vector<std::string> sources;
+  auto blob = cache.LookupBlob(SummaryKey(path, profile), &sources);
+  if (!blob) return std::nullopt;
+  auto policy = BaseSummaryFromJson(*blob);
+  if (!policy.ok()) return std::nullopt;
+  policy->source_files = std::move(sources);
+  return std::move(*policy);
+}
+
+void StoreBaseSummary(const std::string& path, const std::string& profile, const ir::Policy& policy) {
+  std::vector<std::string> sources;
+  for (const auto& file : policy.source_files) {
+    char real[PATH_MAX];
+    if (realpath(file.c_str(), real) == nullptr) return;  // cannot verify it later: do not cache
+    sources.push_back(real);
+  }
+  if (sources.empty()) return;
+  enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
+  (void)cache.StoreBlob(SummaryKey(path, profile), BaseSummaryToJson(policy), std::move(sources));  // an optimisation
+}
+
+}  // namespace cocoon::cli
