@@ -36,6 +36,7 @@ INSTANTIATE_TEST_SUITE_P(
         "\"a\\\"\"b\"\"\\\"\\\"\"", "# comment\n#\r\n x # y \"z\n", "== != <= >= < > = ! & | , { } ( ) =! !! <<= >>=",
         "include includes inherit in _x x-y.z IN In profile1 profile_ default:1 readonly/x best_effort",
         "caf\xC3\xA9 \xE2\x82\xAC \"\xC3\xA9\" #\xF0\x9F\x98\x80\n\xF0\x9F\x98\x80x", "\t\r\n \f\v x\x01y\x7f",
+        "\xEF\xBB\xBF# bom\nx", "\xEF\xBB\xBF\xEF\xBB\xBFx", "x\xEF\xBB\xBFy",
         "profile p extends strict { limits { memory 1GiB processes 8 } }",
         "deny clone if (arg0 & CLONE_NEWUSER | 0x10) != 0 and arg1 in {1, 2,} errno EPERM"));
 
