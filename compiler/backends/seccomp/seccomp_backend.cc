@@ -226,7 +226,6 @@ Result<BpfProgram> PrependGuardPrefix(const EffectiveSyscalls& rules, const BpfP
 Result<BpfProgram> PlaceGuards(const EffectiveSyscalls& rules, const GuardMarkers& markers, const BpfProgram& exported,
                                Built& built) {
   COCOON_ASSIGN_OR_RETURN(BpfProgram libseccomp, markers.Strip(exported));
-  built.libseccomp_stats = AnalyzeBpf(libseccomp);
   COCOON_ASSIGN_OR_RETURN(BpfProgram prefixed, PrependGuardPrefix(rules, libseccomp, &built.prefix_instructions));
   built.prefix_stats = AnalyzeBpf(prefixed);
   BpfProgram chosen = std::move(prefixed);
@@ -263,6 +262,10 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   COCOON_ASSIGN_OR_RETURN(built.pfc, ExportToString(ctx.get(), seccomp_export_pfc, "cocoon-seccomp-pfc"));
   COCOON_ASSIGN_OR_RETURN(BpfProgram exported, ParseBpf(built.bpf));
   COCOON_RETURN_IF_ERROR(ValidateBpf(exported).WithContext("libseccomp emitted an invalid program"));
+  {  // libseccomp's own program, as exported (the reference issue 3 compares against)
+    COCOON_ASSIGN_OR_RETURN(BpfProgram raw, markers.Strip(exported));
+    built.libseccomp_stats = AnalyzeBpf(raw);
+  }
   exported = RemoveRedundantInstructions(exported);
   COCOON_ASSIGN_OR_RETURN(BpfProgram program, PlaceGuards(rules, markers, exported, built));
   built.bpf.assign(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));

@@ -77,7 +77,7 @@ struct CompiledSeccompFilter {
   std::string bpf;           // raw sock_filter bytes
   std::string pfc;           // libseccomp PFC of the same rules + the guard prefix
   BpfPathStats stats;        // of `bpf` (guard prefix + libseccomp program)
-  BpfPathStats libseccomp_stats;   // of libseccomp's program alone (the chosen level, no guards)
+  BpfPathStats libseccomp_stats;   // libseccomp's program as exported (chosen level; no guards, no peephole)
   size_t prefix_instructions = 0;  // guard prefix length (guard_prefix.h); 0 if none or inline
   bool guards_inline = false;      // guards on the permitted paths (guard_inline.h), no prefix
   BpfPathStats prefix_placement_stats;  // the chosen level with the guards as a prefix
