@@ -34,7 +34,9 @@
 //   ],                                         // op: eq ne lt le gt ge masked_eq
 //   "stats": {"instructions": 123, "worst_case_allow": 14,
 //             "worst_case_any": 20, "optimize": 2,
-//             "linear": {...same 3 fields}, "binary_tree": {...}},
+//             "linear": {...same 3 fields}, "binary_tree": {...},
+//             "guards": "inline",             // "inline" | "prefix" | "none"
+//             "libseccomp": {...}},           // libseccomp's program as exported
 //   "rules": 150, "warnings": ["policy reopens bpf"]
 // }
 // A notification that no "supervised" entry matches (same arch number, all

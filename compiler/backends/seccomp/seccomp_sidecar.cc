@@ -84,6 +84,10 @@ std::string SeccompSidecarJson(const EffectiveSyscalls& rules, const CompiledSec
   stats["optimize"] = filter.optimize_level;
   if (filter.linear_stats.instructions > 0) stats["linear"] = StatsJson(filter.linear_stats);
   if (filter.binary_tree_stats.instructions > 0) stats["binary_tree"] = StatsJson(filter.binary_tree_stats);
+  // Where the prologue guards sit (guard_inline.h / guard_prefix.h) and what
+  // libseccomp's own program costs (the reference for issue 3's 1.5x bound).
+  stats["guards"] = filter.guards_inline ? "inline" : filter.prefix_instructions > 0 ? "prefix" : "none";
+  stats["libseccomp"] = StatsJson(filter.libseccomp_stats);
   const json doc = {
       {"format", "cocoon.seccomp.v1"},
       {"architectures", std::move(arches)},

@@ -125,7 +125,7 @@ TEST(ShippedPolicies, CompileToValidBpfWithThePrologue) {
 // Deterministic properties of the compiled program, not timings: the
 // guards (inline on the guarded syscalls' paths, guard_inline.h) keep the
 // longest path to an allow within 1.5x libseccomp's own binary tree for the
-// same rules (issue 3; measured 21 vs 26: the peephole pass makes it
+// same rules (issue 3; measured 21 vs 24: the peephole pass makes it
 // shorter), and strict's program small (~494 instructions: the socket
 // family refusal is a guard, not ~120 masked rule pieces).
 TEST(ShippedPolicies, StrictWorstCaseNearLibseccompsTree) {
