@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
@@ -114,6 +115,7 @@ class AuditLog::Impl {
 // write, a start record on an empty log, and checkpoints.
 std::vector<Pending> AuditLog::Impl::Plan(std::vector<Pending> records, const Tail& tail) {
   std::vector<Pending> plan;
+  plan.reserve(records.size() + 3 + records.size() / std::max<uint64_t>(1, CheckpointInterval()));
   if (tail.partial) {
     Pending recovery = Lifecycle("recovery", "previous writer crashed mid-line; " +
                                                  std::to_string(tail.partial->size()) + " bytes recovered");
@@ -351,6 +353,11 @@ Result<std::vector<EventRef>> AuditLog::AppendBatch(std::vector<Event> events) {
   std::vector<Pending> records(events.size());
   for (size_t i = 0; i < events.size(); ++i) {
     if (events[i].rendered) {
+      // The rendered body is what gets written: an edit of `fields` after
+      // the builder ran would be silently lost, so it is refused instead.
+      if (!events[i].fields.empty())
+        return InvalidArgumentError("audit event: fields set on an event a builder already rendered; "
+                                    "make a hand-made Event from EventFields(event) instead");
       records[i].rendered = std::move(events[i].rendered);
       continue;
     }

@@ -65,7 +65,7 @@ json SandboxedProcess(int pid, const std::string& name) {
 Event Rendered(json e) {
   auto rendered = RenderEvent(e);
   if (!rendered.ok()) return Event{std::move(e), nullptr};
-  return Event{json::object(), std::move(*rendered)};
+  return Event{json(), std::move(*rendered)};  // null: nothing to allocate or free
 }
 
 }  // namespace
@@ -130,7 +130,7 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
   return Rendered(std::move(e));
 }
 
-Event SyscallDenied(const SyscallDeniedInfo& info) {
+json SyscallDeniedFields(const SyscallDeniedInfo& info) {
   bool logged_only = info.action == "log" || info.action == "trace";
   bool killed = info.action.rfind("kill", 0) == 0;
   json e = OcsfBase(OcsfClass::kKernelActivity, 4, logged_only ? 1 : (killed ? 4 : 3));
@@ -152,7 +152,108 @@ Event SyscallDenied(const SyscallDeniedInfo& info) {
   RunFields(e, info.policy_name, info.run_id);
   e["message"] = S("syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" + info.action +
                    ") x" + std::to_string(info.count));
-  return Rendered(std::move(e));
+  return e;
+}
+
+namespace {
+
+// Writes a canonical object member by member. Keys must come in JCS order
+// (ASCII, sorted): the unit test PrerenderedSyscallDeniedMatchesTheDomPath
+// checks the result byte for byte against the DOM path.
+class CanonicalText {
+ public:
+  explicit CanonicalText(RenderedEvent& r) : r_(r) {}
+  CanonicalText& Open() { r_.body += '{'; first_ = true; return *this; }
+  CanonicalText& Close() { r_.body += '}'; first_ = false; return *this; }
+  CanonicalText& Key(std::string_view key) {
+    if (!first_) r_.body += ',';
+    first_ = false;
+    r_.body += '"';
+    r_.body += key;
+    r_.body += "\":";
+    return *this;
+  }
+  CanonicalText& Str(std::string_view key, std::string_view value) {  // value sanitised + escaped
+    Key(key);
+    AppendJcsString(SanitizeUtf8(value, kMaxStringBytes), r_.body);
+    return *this;
+  }
+  CanonicalText& Int(std::string_view key, int64_t value) {
+    Key(key);
+    r_.body += std::to_string(value);
+    return *this;
+  }
+  CanonicalText& Raw(std::string_view key, std::string_view canonical) {
+    Key(key);
+    r_.body += canonical;
+    return *this;
+  }
+  CanonicalText& Cut(std::string_view key, Splice splice) {
+    Key(key);
+    r_.splices.push_back(SplicePoint{r_.body.size(), static_cast<int>(splice)});
+    return *this;
+  }
+  CanonicalText& Object(std::string_view key) { Key(key); return Open(); }
+
+ private:
+  RenderedEvent& r_;
+  bool first_ = true;
+};
+
+std::string JcsString(std::string_view text) {
+  std::string out;
+  AppendJcsString(SanitizeUtf8(text, kMaxStringBytes), out);
+  return out;
+}
+
+}  // namespace
+
+// The flood event (a tight loop of denials) is written as canonical text
+// directly, with no DOM: same bytes as RenderEvent(SyscallDeniedFields(info)).
+Event SyscallDenied(const SyscallDeniedInfo& info) {
+  bool logged_only = info.action == "log" || info.action == "trace";
+  bool killed = info.action.rfind("kill", 0) == 0;
+  int severity = logged_only ? 1 : (killed ? 4 : 3);
+  static const char* const kSeverity[] = {"Unknown", "Informational", "Low", "Medium", "High"};
+  auto rendered = std::make_shared<RenderedEvent>();
+  rendered->severity_id = severity;
+  rendered->body.reserve(1200);
+  CanonicalText t(*rendered);
+  t.Open().Cut("@timestamp", Splice::kTimestamp);
+  t.Str("action", logged_only ? "Allowed" : "Denied").Int("action_id", logged_only ? 1 : 2);
+  t.Int("activity_id", 4).Str("activity_name", "Invoke");
+  t.Object("actor").Object("process");
+  if (info.pid > 0) t.Int("pid", info.pid);
+  else t.Str("uid", "unknown");
+  t.Close().Close();
+  t.Str("category_name", "System Activity").Int("category_uid", 1);
+  t.Str("class_name", "Kernel Activity").Int("class_uid", 1003);
+  t.Object("cocoon").Cut("integrity", Splice::kIntegrity);
+  if (!info.policy_name.empty()) t.Object("policy").Str("name", info.policy_name).Close();
+  if (!info.run_id.empty()) t.Str("run_id", info.run_id);
+  std::string args = "[";
+  for (size_t i = 0; i < info.args.size() && i < 6; ++i) args += (i ? ",\"" : "\"") + Hex64(info.args[i]) + "\"";
+  args += "]";
+  t.Object("syscall").Str("action", info.action).Raw("args", args).Int("count", static_cast<int64_t>(Safe53(info.count)));
+  t.Str("name", info.name).Int("nr", info.number).Close().Close();
+  t.Cut("device", Splice::kDevice);
+  t.Str("disposition", logged_only ? "Logged" : "Blocked").Int("disposition_id", logged_only ? 17 : 2);
+  t.Raw("ecs", "{\"version\":" + JcsString(kEcsVersion) + "}");
+  t.Object("event").Str("action", logged_only ? "syscall-logged" : "syscall-denied").Raw("category", "[\"process\"]");
+  t.Str("dataset", "cocoon.audit").Str("kind", "event").Str("module", "cocoon");
+  t.Str("outcome", logged_only ? "success" : "failure").Cut("sequence", Splice::kSequence);
+  t.Raw("type", logged_only ? "[\"info\"]" : "[\"denied\"]").Close();
+  t.Object("kernel").Str("name", info.name).Str("type", "System Call").Int("type_id", 2).Close();
+  t.Str("message", "syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" + info.action + ") x" +
+                       std::to_string(info.count));
+  t.Object("metadata").Str("log_name", "cocoon-audit");
+  t.Object("product").Str("name", "Cocoon").Str("vendor_name", "Cocoon").Str("version", ProductVersion()).Close();
+  t.Raw("profiles", "[\"host\",\"security_control\"]").Cut("sequence", Splice::kSequence).Cut("uid", Splice::kUid);
+  t.Str("version", kOcsfVersion).Close();
+  t.Object("policy").Str("name", info.policy_name.empty() ? std::string("unknown") : info.policy_name).Close();
+  t.Str("severity", kSeverity[severity]).Int("severity_id", severity);
+  t.Cut("time", Splice::kTime).Str("type_name", "Kernel Activity: Invoke").Int("type_uid", 100304).Close();
+  return Event{json(), std::move(rendered)};
 }
 
 Event LimitHit(const LimitHitInfo& info) {

@@ -31,8 +31,9 @@ struct RenderedEvent;  // internal (audit/record.h)
 // `cocoon.integrity`, `time`, `@timestamp`, `metadata.uid` or sequence fields:
 // Append owns them. The builders below return the body already rendered to
 // canonical text (`rendered`, immutable, cheap to copy) and leave `fields`
-// empty, so the serialised writer never walks or frees a DOM; EventFields()
-// gives the DOM back. A hand-made Event sets `fields` only.
+// null, so the serialised writer never walks or frees a DOM; EventFields()
+// gives the DOM back. A hand-made Event sets `fields` only. Append refuses an
+// event with both (its `fields` edit would otherwise be lost).
 struct Event {
   nlohmann::json fields = nlohmann::json::object();
   std::shared_ptr<const RenderedEvent> rendered;

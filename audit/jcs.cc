@@ -264,6 +264,8 @@ Status Serializer::Value(const nlohmann::json& value) {
 
 }  // namespace
 
+void AppendJcsString(std::string_view text, std::string& out) { AppendCanonicalString(text, out); }
+
 std::string SanitizeUtf8(std::string_view bytes, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(bytes.size(), max_bytes));

@@ -65,6 +65,10 @@ struct SplicePoint {
 Status CanonicalizeWithOverlays(const nlohmann::json& value, const std::vector<Overlay>& overlays,
                                 std::string& out, std::vector<SplicePoint>* splices);
 
+// Appends the JCS form of a string (quotes included; invalid UTF-8 becomes
+// U+FFFD), for code that writes canonical text directly.
+void AppendJcsString(std::string_view text, std::string& out);
+
 // The ECMAScript (ES2019 7.1.12.1) string form of a finite double.
 std::string FormatEcmaScriptNumber(double value);
 

@@ -82,7 +82,8 @@ Status AppendIntegrity(const LineContext& context, std::string& out, PreparedLin
   }
   out += ",\"prev\":\"";
   line.prev_at = out.size();
-  out += HexEncode(context.prev.data(), context.prev.size());
+  if (context.prev == Digest{}) out.append(64, '0');  // deferred: ChainLine patches it in
+  else out += HexEncode(context.prev.data(), context.prev.size());
   out += "\",\"seq\":";
   AppendUnsigned(context.sequence, out);
   out += ',';

@@ -72,6 +72,9 @@ struct RenderedEvent {
 // unsafe integers and other values that have no canonical audit form.
 Result<std::shared_ptr<const RenderedEvent>> RenderEvent(const nlohmann::json& event);
 
+// SyscallDenied's fields as a DOM (the reference its direct text must match).
+nlohmann::json SyscallDeniedFields(const SyscallDeniedInfo& info);
+
 struct PreparedLine {
   std::string preimage;
   size_t hash_at = 0;  // where `"hash":"...",` is spliced in

@@ -178,6 +178,45 @@ TEST_F(OcsfTest, PrerenderedBuildersMatchTheirFields) {
   }
 }
 
+// SyscallDenied writes canonical text directly (no DOM): byte for byte what
+// the DOM path renders, splice points included, for every branch.
+TEST_F(OcsfTest, PrerenderedSyscallDeniedMatchesTheDomPath) {
+  std::vector<SyscallDeniedInfo> cases = {
+      {"ptrace", 101, {~0ULL, 1, 0, 0, 0, 0, 7}, "errno(EPERM)", 12, "p", 77, "r"},
+      {"socket", 41, {}, "log", 1, "p", 0, "r"},
+      {"unshare", 272, {}, "kill", ~0ULL, "", 77, ""},
+      {"ioctl\xff\"\n", -1, {16}, "trace", 3, "pol\xc3\xa9 \"q\"", -5, "run\x01"}};
+  for (const auto& info : cases) {
+    Event direct = SyscallDenied(info);
+    auto reference = RenderEvent(SyscallDeniedFields(info));
+    ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+    ASSERT_TRUE(direct.rendered);
+    EXPECT_EQ(direct.rendered->body, (*reference)->body);
+    EXPECT_EQ(direct.rendered->severity_id, (*reference)->severity_id);
+    ASSERT_EQ(direct.rendered->splices.size(), (*reference)->splices.size());
+    for (size_t i = 0; i < direct.rendered->splices.size(); ++i) {
+      EXPECT_EQ(direct.rendered->splices[i].offset, (*reference)->splices[i].offset) << i;
+      EXPECT_EQ(direct.rendered->splices[i].id, (*reference)->splices[i].id) << i;
+    }
+  }
+}
+
+// Editing `fields` of a builder's (already rendered) event would be lost on
+// write; Append refuses it, and the hand-made route keeps the edit.
+TEST_F(OcsfTest, EditedBuilderEventIsRefusedNotSilentlyDropped) {
+  auto log = AuditLog::Open(Options("log"));
+  ASSERT_TRUE(log.ok());
+  Event edited = SyscallDenied({"ptrace", 101, {}, "errno(EPERM)", 1, "p", 1, "r"});
+  edited.fields["labels"] = {{"team", "red"}};
+  EXPECT_FALSE((*log)->Append(std::move(edited)).ok());
+  Event hand{EventFields(SyscallDenied({"ptrace", 101, {}, "errno(EPERM)", 1, "p", 1, "r"})), nullptr};
+  hand.fields["labels"] = {{"team", "red"}};
+  EXPECT_TRUE((*log)->Append(std::move(hand)).ok());
+  EXPECT_TRUE((*log)->Close().ok());
+  std::string text = ReadFile(Path("log"));
+  EXPECT_NE(text.find("\"labels\":{\"team\":\"red\"}"), std::string::npos);
+}
+
 TEST_F(OcsfTest, SecurityControlFieldsForDenials) {
   json denied = EventFields(SyscallDenied({"ptrace", 101, {}, "errno(EPERM)", 1, "p", 1, "r"}));
   EXPECT_EQ(denied["action_id"], 2);
