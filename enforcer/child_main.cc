@@ -1,7 +1,10 @@
 // The child's fixed sequence (issue 4): applies the ChildSpec and execs.
 // Order and why:
-//   stdio, parent-death signal, wait for the parent's uid/gid maps
-//   -> join the v1 cgroups (we move ourselves: Cgroup::OpenJoinFds says why)
+//   stdio -> join the v1 cgroups (we move ourselves: Cgroup::OpenJoinFds
+//      says why; before the wait, because joining a cpu group reschedules
+//      the task (sched_move_task -> resched_curr), and on a busy host that
+//      wait then overlaps the parent writing our maps instead of following it)
+//   -> parent-death signal, wait for the parent's uid/gid maps
 //   -> cgroup namespace (after we are in the sandbox cgroup, so the
 //      namespace root is the sandbox's own group)
 //   -> hostname, loopback (need CAP_SYS_ADMIN / CAP_NET_ADMIN in the new ns)
@@ -78,9 +81,10 @@ bool WaitForParent(const ChildSpec& spec, ChildError* error) noexcept {
   return true;
 }
 
-// Joins the sandbox's v1 cgroups before anything else runs (the parent has
-// not let us go before its maps were written, and we have not exec'd): a
-// failed write is a refused run, never a run outside the limits.
+// Joins the sandbox's v1 cgroups before anything else runs (nothing of the
+// command has run yet, and we have not exec'd): a failed write is a refused
+// run, never a run outside the limits. The permission check uses the tasks
+// file's opener (the parent), so it does not depend on our uid/gid maps.
 bool JoinCgroups(const ChildSpec& spec, ChildError* error) noexcept {
   for (size_t i = 0; i < spec.cgroup_join_count; ++i) {
     ssize_t n;
@@ -163,7 +167,7 @@ const char* ChildStepName(ChildStep step) {
 void RunChild(const ChildSpec& spec) noexcept {
   ResetSignals();
   ChildError error;
-  bool ok = SetUpStdio(spec, &error) && WaitForParent(spec, &error) && JoinCgroups(spec, &error);
+  bool ok = SetUpStdio(spec, &error) && JoinCgroups(spec, &error) && WaitForParent(spec, &error);
   if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
   if (ok && sethostname(spec.hostname, spec.hostname_len) != 0) ok = child::Fail(&error, ChildStep::kHostname, errno);
   if (ok && spec.loopback) ok = child::BringUpLoopback(&error);

@@ -62,7 +62,7 @@ enum class ChildStep : int {
   kSeccomp,
   kListenerHandoff,
   kExec,
-  // Appended (the numbers above are stable); runs right after kSyncWait.
+  // Appended (the numbers above are stable); runs right after kStdio.
   kJoinCgroup,       // write "0" into each v1 cgroup `tasks` fd (Cgroup::OpenJoinFds)
 };
 

@@ -264,7 +264,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
 
   Status maps = WriteIdMaps(pid, id_maps);
   if (!maps.ok()) return child_report_or(maps.WithContext("writing the sandbox's uid/gid maps"));
-  // v1: the child joins its cgroups itself, first thing after this byte
+  // v1: the child joins its cgroups itself, before it reads this byte
   // (spec.cgroup_join_fds); v2: it was born inside (CLONE_INTO_CGROUP).
   if (write(sync_write.get(), "G", 1) != 1) return child_report_or(ErrnoError("releasing the sandbox child"));
   sync_write.Reset();

@@ -9,8 +9,8 @@
 // v1: one directory per controller (memory, pids, cpu, freezer), each under
 //     our own group in that controller's hierarchy (from /proc/self/cgroup;
 //     here memory:/process_api/<id>). No CLONE_INTO_CGROUP on v1: the child
-//     moves itself through the fds of OpenJoinFds() right after the sync
-//     pipe, BEFORE it execs (so no process of the sandbox ever runs
+//     moves itself through the fds of OpenJoinFds() first thing after
+//     clone, BEFORE it execs (so no process of the sandbox ever runs
 //     unconfined, and memory charged before the move stays with us: v1 does
 //     not move charges unless memory.move_charge_at_immigrate is set).
 //     AddProcess(pid) does the same from outside, at the price of an RCU
