@@ -165,6 +165,48 @@ void BM_CompileStrictPerTarget(benchmark::State& state) {
 }
 BENCHMARK(BM_CompileStrictPerTarget)->Unit(benchmark::kMillisecond);
 
+// Compile scaling (issue 3 task): a generated policy of ~N bytes (the same
+// shape as bench/frontend_bench.cc: conditional syscall rules, env vars,
+// read-only mounts), checked once, then compiled target by target. A target
+// that refuses the policy (e.g. a BPF program over the kernel's 4096
+// instructions) is counted in `<target>_refused` and timed all the same.
+std::string GeneratePolicy(size_t bytes) {
+  static const char* const kCalls[] = {"read", "write", "openat", "close", "mmap", "ioctl", "socket", "fcntl"};
+  std::string sys = "  syscalls {\n    default errno ENOSYS\n    allow @basic-io\n";
+  std::string env = "  environment {\n";
+  std::string fs = "  filesystem {\n";
+  for (size_t i = 0; sys.size() + env.size() + fs.size() < bytes; ++i) {
+    if (i % 4 < 2) sys += "    deny " + std::string(kCalls[i % 8]) + " if arg1 == " + std::to_string(i) + " errno EPERM\n";
+    else if (i % 4 == 2) env += "    set VAR_" + std::to_string(i) + " \"value " + std::to_string(i) + "\"\n";
+    else fs += "    readonly optional /opt/tree/dir_" + std::to_string(i) + "\n";
+  }
+  return "profile gen {\n" + sys + "  }\n" + env + "  }\n" + fs + "  }\n}\n";
+}
+
+void BM_CompileGeneratedPerTarget(benchmark::State& state) {
+  frontend::FrontendOptions options;
+  Diagnostics diagnostics;
+  auto policy = frontend::CompilePolicyText("gen.cocoon", GeneratePolicy(static_cast<size_t>(state.range(0))), "",
+                                            options, diagnostics);
+  if (!policy) return state.SkipWithError("generated policy does not check");
+  const std::vector<driver::Target> targets = driver::AllTargets();
+  std::vector<double> ms(targets.size(), 0), refused(targets.size(), 0);
+  for (auto _ : state) {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      refused[i] += driver::CompileTargets(*policy, {targets[i]}).ok() ? 0 : 1;
+      ms[i] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const std::string name(driver::TargetName(targets[i]));
+    state.counters[name + "_ms"] = benchmark::Counter(ms[i], benchmark::Counter::kAvgIterations);
+    if (refused[i] > 0) state.counters[name + "_refused"] = 1;
+  }
+}
+BENCHMARK(BM_CompileGeneratedPerTarget)->Arg(1 << 10)->Arg(100 << 10)->Arg(1 << 20)->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
 void BM_BuildStrictFilter(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(BuildStrict(TreeOptimization::kAuto));
 }

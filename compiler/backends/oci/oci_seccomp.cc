@@ -132,6 +132,11 @@ Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Sys
   thread_local Memo memo;
   if (memo.profile && SameSyscalls(memo.key, syscalls)) return memo.profile;
   COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, EffectiveRulesFor(syscalls));
+  // Fail closed, as the BPF back end does: a syscall whose rules could not be
+  // made conflict-free has no rules at all in `rules`, so emitting the rest
+  // would hand that syscall to the default action (with `default allow`, a
+  // denial would silently vanish).
+  if (!rules.errors.empty()) return InvalidArgumentError("seccomp profile: " + rules.errors.front());
   auto profile = std::make_shared<OciSeccompProfile>();
   profile->json = SeccompToOci(rules, profile->translation_warnings);
   profile->rule_warnings = std::move(rules.warnings);

@@ -149,6 +149,24 @@ TEST(KubernetesBackend, NetworkOnHasNoNetworkPolicyAndNoNetns) {
   for (const auto& ns : docs["oci/config.json"]["linux"]["namespaces"]) EXPECT_NE(ns["type"], "network");
 }
 
+// Rules the conflict resolution cannot express (allow read, minus two
+// separate arg1 values) make the BPF back end refuse; the OCI and Kubernetes
+// profiles must refuse too rather than drop read's rules and leave read to
+// the default action (with `default allow`, the denials would vanish).
+TEST(OciSeccomp, UnrepresentableRulesFailClosed) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.syscalls.default_action = {ir::ActionKind::kAllow, 0};
+  policy.syscalls.default_explicitly_allows = true;
+  policy.syscalls.rules = {{"read", {ir::ActionKind::kAllow, 0}, {}, "@basic-io"},
+                           {"read", {ir::ActionKind::kErrno, 1}, {{1, ir::CompareOp::kEq, 0, 0}}, ""},
+                           {"read", {ir::ActionKind::kErrno, 1}, {{1, ir::CompareOp::kEq, 4, 0}}, ""}};
+  auto oci = backends::CompileOci(policy);
+  ASSERT_FALSE(oci.ok());
+  EXPECT_NE(oci.status().ToString().find("seccomp profile: syscall rule read"), std::string::npos)
+      << oci.status().ToString();
+  EXPECT_FALSE(backends::CompileKubernetes(policy).ok());
+}
+
 TEST(JsonSchemaChecker, CatchesViolations) {
   testing::JsonSchema schema(json::parse(testing::kSeccompSchema));
   EXPECT_FALSE(schema.Validate(json::parse(R"({"defaultAction": "SCMP_ACT_ALLOW"})")).empty());
