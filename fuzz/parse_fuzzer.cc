@@ -1,8 +1,7 @@
 // libFuzzer entry: arbitrary bytes -> parser (and the formatter on success).
 // The parser must never crash or hang; a parse that succeeds must format,
-// and formatting must be idempotent; the fast lexer and ANTLR's agree.
+// and formatting must be idempotent.
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -11,12 +10,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  // The fast lexer must agree with the generated one on every input.
-  std::string why;
-  if (!cocoon::frontend::LexersAgree(text, &why)) {
-    fprintf(stderr, "lexers disagree: %s\n", why.c_str());
-    std::abort();
-  }
   auto source = std::make_shared<const cocoon::Source>("fuzz.cocoon", text);
   cocoon::Diagnostics diagnostics;
   cocoon::frontend::ParseOptions options;

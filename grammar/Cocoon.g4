@@ -273,11 +273,24 @@ GROUP : '@' [a-zA-Z0-9_\-]+;
 IDENT : [a-zA-Z_] [a-zA-Z0-9_\-.]*;
 // Absolute (/usr/lib), dotted (./x, ../x, ~/x) or relative-with-slash (usr/lib)
 // paths. Relative forms exist so the checker can reject them with a message.
+// The relative form scans only name characters before its '/': a run that
+// then fails to become a PATH is consumed whole by IDENT or BAD_NAME below
+// (see the note at BAD_NAME).
 PATH : '/' PATHCHAR*
      | ('.' | '~') PATHCHAR*
-     | [a-zA-Z0-9_] PATHCHAR* '/' PATHCHAR*
+     | [a-zA-Z0-9_] HOSTCHAR* '/' PATHCHAR*
      ;
 STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"';
+
+// Hostile input must lex in linear time. ANTLR's lexer, when a rule scans a
+// long run and then fails (a HOSTPORT without its ':', a STRING without its
+// closing quote), falls back to the longest rule that did match and restarts
+// right after it: if that is one ERROR_CHAR, every position rescans the rest
+// of the run, which is quadratic (a 160 KiB line of '-' took 7 minutes). So
+// every such run also matches, whole, a token that no parser rule accepts:
+// the parser then reports it as one clear error.
+UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])*;
+BAD_NAME : [0-9\-] HOSTCHAR*;
 
 COMMENT : '#' ~[\r\n]* -> channel(HIDDEN);
 WS : [ \t\r\n]+ -> skip;

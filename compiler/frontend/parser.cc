@@ -6,10 +6,6 @@
 //  3. parses in two stages (fast SLL that bails at the first error, then full
 //     LL with recovery that gives up after a capped number of errors);
 //  4. turns the parse tree into the ANTLR-free AST of ast.h.
-// The fast path feeds stage 1 from the hand-written lexer (lexer.h) instead
-// of ANTLR's. It only ever produces a successful parse: on any problem
-// (nesting too deep, a syntax error) the file goes through the original path
-// above, ANTLR lexer included, so every diagnostic comes from there.
 #include "compiler/frontend/parser.h"
 
 #include <antlr4-runtime.h>
@@ -18,11 +14,9 @@
 #include <exception>
 #include <set>
 #include <string>
-#include <unordered_map>
 
 #include "CocoonLexer.h"
 #include "CocoonParser.h"
-#include "compiler/frontend/lexer.h"
 
 namespace cocoon::frontend {
 namespace {
@@ -37,9 +31,6 @@ struct TooManyErrors {};
 // Maps ANTLR's code-point indexes to byte offsets in the Source text.
 class OffsetMap {
  public:
-  // For tokens whose indexes are already byte offsets (the fast lexer's).
-  static OffsetMap Bytes(uint32_t base) { return OffsetMap(base); }
-
   OffsetMap(std::string_view text, uint32_t base) : base_(base) {
     bool ascii = std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; });
     if (ascii) return;
@@ -55,8 +46,6 @@ class OffsetMap {
   }
 
  private:
-  explicit OffsetMap(uint32_t base) : base_(base) {}
-
   uint32_t base_;
   std::vector<uint32_t> starts_;  // empty when the text is pure ASCII
 };
@@ -100,8 +89,8 @@ std::string TokenName(size_t type, const antlr4::dfa::Vocabulary& vocabulary) {
 std::string Describe(const antlr4::Token* token) {
   if (token == nullptr || token->getType() == antlr4::Token::EOF) return "end of file";
   std::string text = token->getText();
-  if (text == "\"") return "'\"' (unterminated string?)";
   if (text.size() > 40) text = text.substr(0, 37) + "...";
+  if (token->getType() == CocoonLexer::UNTERMINATED_STRING) return "'" + text + "' (unterminated string?)";
   return "'" + text + "'";
 }
 
@@ -439,145 +428,6 @@ std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, con
   return comments;
 }
 
-// ------------------------------------------------------------ fast path
-// The generated lexer's token type for each of the fast lexer's shapes.
-class FastTokenTypes {
- public:
-  static const FastTokenTypes& Get() {
-    static const FastTokenTypes* types = new FastTokenTypes();
-    return *types;
-  }
-
-  size_t Type(LexKind kind, std::string_view text) const {
-    switch (kind) {
-      case LexKind::kLBrace: return CocoonLexer::LBRACE;
-      case LexKind::kRBrace: return CocoonLexer::RBRACE;
-      case LexKind::kLParen: return CocoonLexer::LPAREN;
-      case LexKind::kRParen: return CocoonLexer::RPAREN;
-      case LexKind::kComma: return CocoonLexer::COMMA;
-      case LexKind::kAmp: return CocoonLexer::AMP;
-      case LexKind::kPipe: return CocoonLexer::PIPE;
-      case LexKind::kEq: return CocoonLexer::EQ;
-      case LexKind::kNe: return CocoonLexer::NE;
-      case LexKind::kLe: return CocoonLexer::LE;
-      case LexKind::kGe: return CocoonLexer::GE;
-      case LexKind::kLt: return CocoonLexer::LT;
-      case LexKind::kGt: return CocoonLexer::GT;
-      case LexKind::kArg: return CocoonLexer::ARG;
-      case LexKind::kNumber: return CocoonLexer::NUMBER;
-      case LexKind::kQuantity: return CocoonLexer::QUANTITY;
-      case LexKind::kHostPort: return CocoonLexer::HOSTPORT;
-      case LexKind::kGroup: return CocoonLexer::GROUP;
-      case LexKind::kPath: return CocoonLexer::PATH;
-      case LexKind::kString: return CocoonLexer::STRING;
-      case LexKind::kComment: return CocoonLexer::COMMENT;
-      case LexKind::kErrorChar: return CocoonLexer::ERROR_CHAR;
-      case LexKind::kIdent: break;
-    }
-    // Keyword rules come first in the grammar, so an IDENT-shaped word that
-    // is a keyword's literal lexes as that keyword.
-    auto it = keywords_.find(text);
-    return it == keywords_.end() ? static_cast<size_t>(CocoonLexer::IDENT) : it->second;
-  }
-
- private:
-  // The keywords are read from the generated vocabulary ('include', ...), so
-  // a keyword added to Cocoon.g4 needs no change here.
-  FastTokenTypes() {
-    antlr4::ANTLRInputStream input(std::string{});
-    CocoonLexer lexer(&input);
-    const antlr4::dfa::Vocabulary& vocabulary = lexer.getVocabulary();
-    std::vector<std::pair<std::string, size_t>> words;
-    for (size_t type = 1; type <= vocabulary.getMaxTokenType(); ++type) {
-      std::string literal = vocabulary.getLiteralName(type);
-      if (literal.size() < 3 || literal.front() != '\'') continue;
-      std::string word = literal.substr(1, literal.size() - 2);
-      if (std::all_of(word.begin(), word.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; })) {
-        words.emplace_back(std::move(word), type);
-      }
-    }
-    words_ = std::move(words);  // stable from here on: the map's keys view these strings
-    for (const auto& [word, type] : words_) keywords_.emplace(word, type);
-  }
-
-  std::vector<std::pair<std::string, size_t>> words_;
-  std::unordered_map<std::string_view, size_t> keywords_;
-};
-
-// Serves the fast lexer's tokens to the generated parser. Token indexes are
-// byte offsets (OffsetMap::Bytes); tokens carry no text or line (nothing on
-// the fast path reads them: words come from the spans).
-class FastTokenSource : public antlr4::TokenSource {
- public:
-  FastTokenSource(std::string_view text, std::vector<LexToken> tokens) : text_(text), tokens_(std::move(tokens)) {}
-
-  std::unique_ptr<antlr4::Token> nextToken() override {
-    if (next_ == tokens_.size()) {
-      return std::make_unique<antlr4::CommonToken>(std::make_pair(this, nullptr), antlr4::Token::EOF,
-                                                   antlr4::Token::DEFAULT_CHANNEL, text_.size(), text_.size() - 1);
-    }
-    const LexToken& t = tokens_[next_++];
-    size_t type = FastTokenTypes::Get().Type(t.kind, text_.substr(t.begin, t.end - t.begin));
-    size_t channel = t.kind == LexKind::kComment ? size_t{antlr4::Token::HIDDEN_CHANNEL}
-                                                 : size_t{antlr4::Token::DEFAULT_CHANNEL};
-    return std::make_unique<antlr4::CommonToken>(std::make_pair(this, nullptr), type, channel, t.begin, t.end - 1);
-  }
-  size_t getLine() const override { return 0; }
-  size_t getCharPositionInLine() override { return 0; }
-  antlr4::CharStream* getInputStream() override { return nullptr; }
-  std::string getSourceName() override { return "<cocoon fast lexer>"; }
-  antlr4::TokenFactory<antlr4::CommonToken>* getTokenFactory() override {
-    return antlr4::CommonTokenFactory::DEFAULT.get();
-  }
-
- private:
-  std::string_view text_;
-  std::vector<LexToken> tokens_;
-  size_t next_ = 0;
-};
-
-// Stage 1 on the fast lexer's tokens. nullopt means "take the original
-// path", never "the file is wrong": this adds no diagnostics.
-std::optional<ast::File> ParseFast(const SourcePtr& source, std::string_view text, uint32_t base,
-                                   const ParseOptions& options) {
-  std::vector<LexToken> lexed = LexPolicy(text);
-  std::vector<ast::Comment> comments;
-  size_t depth = 0;
-  for (const LexToken& t : lexed) {
-    switch (t.kind) {
-      case LexKind::kLBrace:
-      case LexKind::kLParen:
-        if (++depth > options.max_nesting) return std::nullopt;
-        break;
-      case LexKind::kRBrace:
-      case LexKind::kRParen:
-        if (depth > 0) --depth;
-        break;
-      case LexKind::kComment: comments.push_back({Span{base + t.begin, base + t.end}}); break;
-      case LexKind::kErrorChar: return std::nullopt;  // no parser rule accepts it
-      default: break;
-    }
-  }
-  FastTokenSource token_source(text, std::move(lexed));
-  antlr4::CommonTokenStream tokens(&token_source);
-  tokens.fill();
-  CocoonParser parser(&tokens);
-  parser.removeErrorListeners();
-  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
-  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
-  CocoonParser::FileContext* tree = nullptr;
-  try {
-    tree = parser.file();
-  } catch (const antlr4::ParseCancellationException&) {
-    return std::nullopt;
-  }
-  OffsetMap offsets = OffsetMap::Bytes(base);
-  ast::File file = AstBuilder(offsets, source->text()).Build(tree);
-  file.source = source;
-  file.comments = std::move(comments);
-  return file;
-}
-
 bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostics& diagnostics) {
   const std::string& text = source->text();
   if (text.size() > options.max_file_bytes) {
@@ -603,7 +453,6 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   std::string_view text = source->text();
   uint32_t base = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
   text.remove_prefix(base);
-  if (auto fast = ParseFast(source, text, base, options)) return fast;
   OffsetMap offsets(text, base);
 
   antlr4::ANTLRInputStream input(text.data(), text.size());
@@ -661,54 +510,6 @@ std::optional<ast::File> ParsePolicy(const SourcePtr& source, const ParseOptions
     diagnostics.Error(source, Span{0, 0}, "internal parser error");
   }
   return std::nullopt;
-}
-
-bool LexersAgree(std::string_view text, std::string* why) {
-  // Neither lexer ever sees invalid UTF-8 (ParsePolicy refuses it first).
-  if (FindInvalidUtf8(text) != std::string_view::npos) return true;
-  // ParseChecked strips one byte-order mark before either lexer runs. ANTLR's
-  // input stream silently drops another one, which the fast lexer reads as
-  // ERROR_CHAR instead: that sends the file down the ANTLR path, so the two
-  // never need to agree there.
-  constexpr std::string_view kBom = "\xEF\xBB\xBF";
-  if (text.substr(0, 3) == kBom) text.remove_prefix(3);
-  if (text.substr(0, 3) == kBom) {
-    std::vector<LexToken> fast = LexPolicy(text);
-    if (!fast.empty() && fast[0].kind == LexKind::kErrorChar) return true;
-    *why = "a second byte-order mark did not lex as ERROR_CHAR";
-    return false;
-  }
-  try {
-    antlr4::ANTLRInputStream input(text.data(), text.size());
-    CocoonLexer lexer(&input);
-    lexer.removeErrorListeners();
-    antlr4::CommonTokenStream tokens(&lexer);
-    tokens.fill();
-    OffsetMap offsets(text, 0);
-    std::vector<LexToken> fast = LexPolicy(text);
-    const std::vector<antlr4::Token*>& slow = tokens.getTokens();  // ends with EOF
-    for (size_t i = 0; i + 1 < slow.size() || i < fast.size(); ++i) {
-      if (i + 1 >= slow.size() || i >= fast.size()) {
-        *why = "token " + std::to_string(i) + ": one lexer ended early (" + std::to_string(slow.size() - 1) +
-               " ANTLR tokens, " + std::to_string(fast.size()) + " fast)";
-        return false;
-      }
-      const antlr4::Token* a = slow[i];
-      const LexToken& b = fast[i];
-      Span a_span{offsets.Byte(a->getStartIndex()), offsets.Byte(a->getStopIndex() + 1)};
-      size_t b_type = FastTokenTypes::Get().Type(b.kind, text.substr(b.begin, b.end - b.begin));
-      if (a->getType() != b_type || a_span != Span{b.begin, b.end}) {
-        *why = "token " + std::to_string(i) + ": ANTLR type " + std::to_string(a->getType()) + " at [" +
-               std::to_string(a_span.begin) + "," + std::to_string(a_span.end) + "), fast type " +
-               std::to_string(b_type) + " at [" + std::to_string(b.begin) + "," + std::to_string(b.end) + ")";
-        return false;
-      }
-    }
-    return true;
-  } catch (const std::exception& e) {
-    *why = std::string("exception: ") + e.what();
-    return false;
-  }
 }
 
 }  // namespace cocoon::frontend

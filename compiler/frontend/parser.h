@@ -4,8 +4,6 @@
 
 #include <cstddef>
 #include <optional>
-#include <string>
-#include <string_view>
 
 #include "compiler/common/diagnostics.h"
 #include "compiler/common/source.h"
@@ -27,11 +25,5 @@ struct ParseOptions {
 // the input for any input (hostile ones included).
 std::optional<ast::File> ParsePolicy(const SourcePtr& source, const ParseOptions& options,
                                      Diagnostics& diagnostics);
-
-// For tests and the parse fuzzer: whether the fast lexer (lexer.h) and the
-// generated ANTLR lexer produce the same tokens (type, channel, byte span)
-// for `text` (true for invalid UTF-8, which neither lexer is given). On a
-// difference, `why` names the first one.
-bool LexersAgree(std::string_view text, std::string* why);
 
 }  // namespace cocoon::frontend

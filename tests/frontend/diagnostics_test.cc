@@ -121,9 +121,9 @@ const Case kCases[] = {
      " |                   ^\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
-     "ERROR: t.cocoon:2:15: unexpected '\"' (unterminated string?); expected a \"string\"\n"
+     "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
      " |   description \"oops\n"
-     " |               ^\n"},
+     " |               ^~~~~\n"},
 };
 
 class DiagnosticsTable : public ::testing::TestWithParam<Case> {};

@@ -33,6 +33,32 @@ TEST(Robustness, RandomTokensFinish) {
   EXPECT_FALSE(Parses(text, diagnostics));
 }
 
+// Runs that a lexer rule scans to the end and then rejects (a HOSTPORT with
+// no ':', a string with no closing quote, digits and dashes) must become ONE
+// token: with one error token per character, ANTLR rescans the rest of the
+// run from every position, which is quadratic (minutes for 160 KiB). The
+// error naming the whole run (truncated) shows it was lexed as one token.
+TEST(Robustness, LongRejectedRunsAreOneToken) {
+  const std::string runs[] = {std::string(1 << 20, '-'), [] {
+                                std::string s;
+                                while (s.size() < (1 << 20)) s += "9-";
+                                return s;
+                              }(),
+                              [] {
+                                std::string s;
+                                while (s.size() < (1 << 20)) s += "\"\\";
+                                return s;
+                              }()};
+  for (const std::string& run : runs) {
+    Diagnostics diagnostics;
+    EXPECT_FALSE(Parses(run, diagnostics));
+    std::string rendered = diagnostics.Render();
+    EXPECT_NE(rendered.find("unexpected '" + run.substr(0, 37) + "...'"), std::string::npos)
+        << rendered.substr(0, 300);
+    EXPECT_EQ(diagnostics.error_count(), 1u) << rendered.substr(0, 300);
+  }
+}
+
 TEST(Robustness, DeepNestingIsRefusedNotRecursed) {
   std::string text = "profile p { syscalls { allow read if " + std::string(100000, '(') + "arg0 == 1" +
                      std::string(100000, ')') + " } }";
