@@ -4,6 +4,9 @@
 #include <set>
 
 #include "cocoon_version.h"
+#ifdef COCOON_HAVE_BACKEND_OCI
+#include "compiler/backends/oci/oci_seccomp.h"
+#endif
 
 namespace cocoon::driver {
 namespace {
@@ -114,6 +117,9 @@ Result<std::vector<Target>> ParseTargets(std::string_view spec) {
 Result<CompileOutput> CompileTargets(const ir::Policy& policy, const std::vector<Target>& targets) {
   if (targets.empty()) return InvalidArgumentError("no target given");
   CompileOutput out;
+#ifdef COCOON_HAVE_BACKEND_OCI
+  backends::oci::SeccompProfileScope shared_oci_profile;  // OCI and k8s emit the same one
+#endif
   std::set<std::string> paths{std::string(kManifestFile)};
   std::set<std::string> seen_warnings;
   for (Target target : targets) {

@@ -124,13 +124,24 @@ bool SameSyscalls(const ir::Syscalls& a, const ir::Syscalls& b) {
 
 }  // namespace
 
+struct SeccompProfileScope::Memo {
+  ir::Syscalls key;
+  std::shared_ptr<const OciSeccompProfile> profile;
+};
+
+namespace {
+thread_local SeccompProfileScope::Memo* active_memo = nullptr;
+}  // namespace
+
+SeccompProfileScope::SeccompProfileScope() : memo_(std::make_unique<Memo>()), previous_(active_memo) {
+  active_memo = memo_.get();
+}
+
+SeccompProfileScope::~SeccompProfileScope() { active_memo = previous_; }
+
 Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Syscalls& syscalls) {
-  struct Memo {
-    ir::Syscalls key;
-    std::shared_ptr<const OciSeccompProfile> profile;
-  };
-  thread_local Memo memo;
-  if (memo.profile && SameSyscalls(memo.key, syscalls)) return memo.profile;
+  SeccompProfileScope::Memo* memo = active_memo;
+  if (memo != nullptr && memo->profile && SameSyscalls(memo->key, syscalls)) return memo->profile;
   COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, EffectiveRulesFor(syscalls));
   // Fail closed, as the BPF back end does: a syscall whose rules could not be
   // made conflict-free has no rules at all in `rules`, so emitting the rest
@@ -140,7 +151,7 @@ Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Sys
   auto profile = std::make_shared<OciSeccompProfile>();
   profile->json = SeccompToOci(rules, profile->translation_warnings);
   profile->rule_warnings = std::move(rules.warnings);
-  memo = Memo{syscalls, profile};
+  if (memo != nullptr) *memo = SeccompProfileScope::Memo{syscalls, profile};
   return std::shared_ptr<const OciSeccompProfile>(std::move(profile));
 }
 

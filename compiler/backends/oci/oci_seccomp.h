@@ -37,8 +37,26 @@ struct OciSeccompProfile {
 
 // The OCI and Kubernetes back ends emit the same profile: `cocoon compile
 // --target all` would compute it twice (the rule-form prologue makes it
-// about a fifth of the compile). The last result is remembered per thread,
-// keyed by the whole of `syscalls` (compared by value, so never stale).
+// about a fifth of the compile). While a SeccompProfileScope is alive on this
+// thread, the last result is remembered, keyed by the whole of `syscalls`
+// (compared by value, so never stale); without a scope every call computes.
 Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Syscalls& syscalls);
+
+// One compile's sharing of the profile (the driver opens one per
+// CompileTargets call). Scoped on purpose: nothing is cached across compiles,
+// so a repeated compile (and its benchmark) pays the full cost every time.
+class SeccompProfileScope {
+ public:
+  SeccompProfileScope();
+  ~SeccompProfileScope();
+  SeccompProfileScope(const SeccompProfileScope&) = delete;
+  SeccompProfileScope& operator=(const SeccompProfileScope&) = delete;
+
+  struct Memo;
+
+ private:
+  std::unique_ptr<Memo> memo_;
+  Memo* previous_;
+};
 
 }  // namespace cocoon::backends::oci
