@@ -130,6 +130,14 @@ bool NotifyResponder::HandleOne(int listener_fd) {
   const auto* args = reinterpret_cast<const uint64_t*>(request->data.args);
   const SupervisedRule& rule = request->data.arch == AUDIT_ARCH_X86_64 ? Match(request->data.nr, args) : table_.default_rule;
   Record(rule, request->data.nr, args);
+  if (rule.action == SupervisedAction::kKill) {
+    // No answer at all: the caller kills the sandbox while this task is still
+    // blocked inside the syscall, so nothing runs after it. Answering first
+    // (even with an error) would let the program go on until the SIGKILL
+    // lands: a kill rule would then act like an errno rule plus a delay.
+    kill_fired_ = true;
+    return false;
+  }
   auto* response = reinterpret_cast<struct seccomp_notif_resp*>(response_buffer);
   response->id = request->id;
   switch (rule.action) {
@@ -146,12 +154,10 @@ bool NotifyResponder::HandleOne(int listener_fd) {
       response->error = -EPERM;  // deny when unsure
       break;
     case SupervisedAction::kKill:
-      response->error = -EPERM;
-      kill_fired_ = true;
-      break;
+      break;  // handled above
   }
   ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, response);
-  return rule.action != SupervisedAction::kKill;
+  return true;
 }
 
 std::vector<DeniedSyscall> NotifyResponder::TakeDenied() { return std::move(denied_); }

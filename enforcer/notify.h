@@ -45,8 +45,9 @@ Result<NotifyTable> ParseSeccompSidecar(std::string_view json);
 class NotifyResponder {
  public:
   explicit NotifyResponder(NotifyTable table) : table_(std::move(table)) {}
-  // Handles one pending notification. Returns false when a kill rule fired
-  // (the caller kills the sandbox).
+  // Handles one pending notification. Returns false when a kill rule fired:
+  // that notification is left unanswered, and the caller must kill the
+  // sandbox at once (the offending task stays blocked in the syscall).
   bool HandleOne(int listener_fd);
   std::vector<DeniedSyscall> TakeDenied();
   bool kill_fired() const { return kill_fired_; }
