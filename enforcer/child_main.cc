@@ -8,6 +8,7 @@
 //   -> cgroup namespace (after we are in the sandbox cgroup, so the
 //      namespace root is the sandbox's own group)
 //   -> hostname, loopback (need CAP_SYS_ADMIN / CAP_NET_ADMIN in the new ns)
+//   -> allow-lists: the broker's 127.0.0.1 listener to the parent (net.cc)
 //   -> mount tree, pivot_root (needs CAP_SYS_ADMIN)
 //   -> cwd, rlimits, setsid (no controlling terminal: TIOCSTI, CVE-2017-5226)
 //   -> close every fd above stdio except the error pipe (which is O_CLOEXEC):
@@ -160,6 +161,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kListenerHandoff: return "seccomp listener handoff";
     case ChildStep::kExec: return "execve";
     case ChildStep::kJoinCgroup: return "join the sandbox cgroup";
+    case ChildStep::kBrokerListener: return "network broker listener";
   }
   return "unknown step";
 }
@@ -171,6 +173,7 @@ void RunChild(const ChildSpec& spec) noexcept {
   if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
   if (ok && sethostname(spec.hostname, spec.hostname_len) != 0) ok = child::Fail(&error, ChildStep::kHostname, errno);
   if (ok && spec.loopback) ok = child::BringUpLoopback(&error);
+  if (ok && spec.broker_sock >= 0) ok = child::SendBrokerListener(spec, &error);
   ok = ok && child::BuildMountTree(spec, &error);
   if (ok && chdir(spec.cwd) != 0) ok = child::Fail(&error, ChildStep::kChdir, errno);
   if (ok) {

@@ -64,6 +64,7 @@ enum class ChildStep : int {
   kExec,
   // Appended (the numbers above are stable); runs right after kStdio.
   kJoinCgroup,       // write "0" into each v1 cgroup `tasks` fd (Cgroup::OpenJoinFds)
+  kBrokerListener,   // network allow-lists: 127.0.0.1 listener sent to the parent (net.cc)
 };
 
 const char* ChildStepName(ChildStep step);
@@ -126,6 +127,9 @@ struct ChildSpec {
   const char* hostname = nullptr;
   size_t hostname_len = 0;
   bool loopback = false;
+  // Network allow-lists: socketpair end over which the child sends its
+  // in-namespace 127.0.0.1 TCP listener to the connect broker (-1: none).
+  int broker_sock = -1;
 
   const char* new_root = nullptr;        // host dir the new root tmpfs is mounted on
   const char* new_root_data = nullptr;   // "mode=0755,size=..."

@@ -89,6 +89,9 @@ Status PreparedChild::AddMounts() {
     COCOON_RETURN_IF_ERROR(AddMount(mount).WithContext(std::string(backends::PlanMountKindName(mount.kind)) + " " +
                                                        (mount.source.empty() ? "" : mount.source + " -> ") + mount.target));
   }
+  for (const auto& mount : inputs_.extra_mounts) {
+    COCOON_RETURN_IF_ERROR(AddMount(mount).WithContext("bind " + mount.source + " -> " + mount.target));
+  }
   return Status::Ok();
 }
 

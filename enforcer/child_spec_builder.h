@@ -28,6 +28,9 @@ struct ChildSpecInputs {
   bool seccomp_listener = false;
   bool drop_supplementary_groups = false;
   uint64_t default_work_tmpfs_bytes = 64ull << 20;
+  // Mounts the enforcer adds after the plan's own (the allow-list's
+  // generated /etc/hosts, read-only).
+  std::vector<backends::PlanMount> extra_mounts;
 };
 
 class PreparedChild {

@@ -14,6 +14,10 @@ bool BuildMountTree(const ChildSpec& spec, ChildError* error) noexcept;
 // Brings up "lo" in the fresh network namespace (net.cc).
 bool BringUpLoopback(ChildError* error) noexcept;
 
+// Network allow-lists: listens on 127.0.0.1:0 inside the namespace and sends
+// that socket to the parent's connect broker over spec.broker_sock (net.cc).
+bool SendBrokerListener(const ChildSpec& spec, ChildError* error) noexcept;
+
 // Securebits, bounding and ambient sets, ids, capset(0), no_new_privs (caps.cc).
 bool DropPrivileges(const ChildSpec& spec, ChildError* error) noexcept;
 

@@ -1,6 +1,7 @@
 // After execve: supervise the sandbox, then measure, verify the work dir and
 // commit, and assemble the Outcome.
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "enforcer/notify.h"
@@ -65,8 +66,13 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   inputs.signal_fd = signal_fd;
   inputs.timeout_ms = limit_plan.wall_time_ms != 0 ? limit_plan.wall_time_ms : plan.wall_timeout_ms;
   inputs.start = start;
+  if (responder && broker) responder->AttachBroker(broker.get());
   if (responder) inputs.on_notification = [&](int fd) { return responder->HandleOne(fd); };
-  COCOON_ASSIGN_OR_RETURN(SuperviseResult run, Supervise(inputs, out, err));
+  auto supervised = Supervise(inputs, out, err);
+  // The sandbox is gone (or being torn down): stop every relay before the
+  // listener fd the workers answer on is closed by our caller.
+  if (broker) broker->Shutdown();
+  COCOON_ASSIGN_OR_RETURN(SuperviseResult run, std::move(supervised));
 
   Outcome outcome;
   bool oom = false;
@@ -101,6 +107,20 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   outcome.namespaces = namespaces;
   outcome.landlock_abi = landlock_abi;
   if (responder) outcome.denied_syscalls = responder->TakeDenied();
+  if (broker) {
+    outcome.has_network_report = true;
+    outcome.network = broker->Report();
+    // Also one denied-syscall row, so the audit log carries a SyscallDenied
+    // event for refused connects (destinations are in outcome.network).
+    if (outcome.network.connections_denied > 0) {
+      DeniedSyscall row;
+      row.name = "connect";
+      row.number = SYS_connect;
+      row.action = "errno(ECONNREFUSED)";
+      row.count = outcome.network.connections_denied;
+      outcome.denied_syscalls.push_back(std::move(row));
+    }
+  }
 
   // Commit only what a command finished on its own: a cancelled, timed-out
   // or killed run may have left half-written files, and an interrupted run

@@ -8,6 +8,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -181,6 +182,37 @@ Result<bool> ReadChildMessage(int fd, ChildError* message, int timeout_ms) {
   return true;
 }
 
+// Receives the child's in-namespace listener (net.cc SendBrokerListener).
+// EOF or a timeout means the child failed first: its report explains why.
+Result<int> ReceiveBrokerListener(int sock) {
+  struct pollfd p {sock, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, 30000);
+  } while (ready < 0 && errno == EINTR);
+  if (ready <= 0) return ready == 0 ? ResourceExhaustedError("timed out waiting for the broker listener") : ErrnoError("poll");
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr message {};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &message, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return ErrnoError("recvmsg broker listener");
+  struct cmsghdr* header = CMSG_FIRSTHDR(&message);
+  if (n != 1 || header == nullptr || header->cmsg_type != SCM_RIGHTS || header->cmsg_len != CMSG_LEN(sizeof(int))) {
+    return InternalError("the sandbox did not send its broker listener");
+  }
+  int fd;
+  memcpy(&fd, CMSG_DATA(header), sizeof(int));
+  return fd;
+}
+
 }  // namespace
 
 Result<Outcome> Sandbox::Impl::RunOnce() {
@@ -199,6 +231,13 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
     work_parent.Reset(pair[0]);
     work_child.Reset(pair[1]);
   }
+  Fd broker_parent, broker_child;
+  if (allow_list) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return ErrnoError("socketpair");
+    broker_parent.Reset(pair[0]);
+    broker_child.Reset(pair[1]);
+  }
   if (request.stdin_mode == StdinMode::kInherit && !isatty(0)) {
     stdin_fd.Reset(fcntl(0, F_DUPFD_CLOEXEC, 3));
   } else {
@@ -216,6 +255,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   spec.sync_fd = sync_read.get();
   spec.error_fd = error_write.get();
   spec.work_sock = work_child.get();
+  spec.broker_sock = broker_child.get();
   spec.parent_pid = getpid();
   spec.handoff = handoff.get();
   spec.unshare_cgroup = true;
@@ -243,6 +283,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   error_write.Reset();
   sync_read.Reset();
   work_child.Reset();
+  broker_child.Reset();
   stdin_fd.Reset();
 
   // From here on, any early return must kill and reap the child.
@@ -268,6 +309,13 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   // (spec.cgroup_join_fds); v2: it was born inside (CLONE_INTO_CGROUP).
   if (write(sync_write.get(), "G", 1) != 1) return child_report_or(ErrnoError("releasing the sandbox child"));
   sync_write.Reset();
+  if (allow_list) {
+    auto inside = ReceiveBrokerListener(broker_parent.get());
+    if (!inside.ok()) return child_report_or(inside.status().WithContext("network allow-list"));
+    auto created = NetBroker::Create(*allow_list, *inside);
+    if (!created.ok()) return abort_child(created.status());
+    broker = std::move(*created);
+  }
   if (staging) {
     Status populated = staging->ReceiveAndPopulate(work_parent.get());
     if (!populated.ok()) return child_report_or(populated.WithContext("staging the work dir"));

@@ -1,9 +1,12 @@
-// Child side, network off: the new network namespace has only a "lo" that is
-// down (network_namespaces(7)). Bringing it up gives the sandbox a working
-// 127.0.0.1 for its own servers and nothing else; there is no route out.
+// Child side, network off or allow-list: the new network namespace has only
+// a "lo" that is down (network_namespaces(7)). Bringing it up gives the
+// sandbox a working 127.0.0.1 for its own servers and nothing else; there is
+// no route out. Allow-lists add the broker's listener (SendBrokerListener).
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +34,46 @@ bool BringUpLoopback(ChildError* error) noexcept {
   }
   close(fd);
   return true;
+}
+
+// The listener the connect broker (net_broker.h) connects the sandbox's
+// sockets to. It must be created here, by a task inside the namespace: a
+// socket belongs to the network namespace of its creator for life
+// (network_namespaces(7)), so the parent could not make one for us. It is
+// sent with SCM_RIGHTS (unix(7)) and closed here; the parent's copy is the
+// only one left, and close_range later drops the socketpair end.
+bool SendBrokerListener(const ChildSpec& spec, ChildError* error) noexcept {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return Fail(error, ChildStep::kBrokerListener, errno);
+  struct sockaddr_in addr {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
+    int err = errno;
+    close(fd);
+    return Fail(error, ChildStep::kBrokerListener, err);
+  }
+  char byte = 'L';
+  struct iovec iov = {&byte, 1};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr message {};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof(control);
+  struct cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(header), &fd, sizeof(int));
+  ssize_t sent;
+  do {
+    sent = sendmsg(spec.broker_sock, &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  int err = sent == 1 ? 0 : (sent < 0 ? errno : EIO);
+  close(fd);
+  close(spec.broker_sock);
+  return err == 0 || Fail(error, ChildStep::kBrokerListener, err);
 }
 
 }  // namespace cocoon::enforcer::child

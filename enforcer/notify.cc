@@ -10,6 +10,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "enforcer/net_broker.h"
+
 namespace cocoon::enforcer {
 namespace {
 
@@ -129,6 +131,11 @@ bool NotifyResponder::HandleOne(int listener_fd) {
   if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) return true;  // ENOENT: target died
   const auto* args = reinterpret_cast<const uint64_t*>(request->data.args);
   const SupervisedRule& rule = request->data.arch == AUDIT_ARCH_X86_64 ? Match(request->data.nr, args) : table_.default_rule;
+  if (broker_ != nullptr && request->data.arch == AUDIT_ARCH_X86_64 && request->data.nr == SYS_connect &&
+      rule.action == SupervisedAction::kNotify) {
+    broker_->HandleConnect(listener_fd, *request);  // answers it, and records its own denials
+    return true;
+  }
   Record(rule, request->data.nr, args);
   if (rule.action == SupervisedAction::kKill) {
     // No answer at all: the caller kills the sandbox while this task is still

@@ -15,6 +15,8 @@
 
 namespace cocoon::enforcer {
 
+class NetBroker;
+
 enum class SupervisedAction { kLog, kNotify, kKill, kErrno, kAllow };
 
 struct SupervisedCondition {
@@ -50,6 +52,9 @@ class NotifyResponder {
   // sandbox at once (the offending task stays blocked in the syscall).
   bool HandleOne(int listener_fd);
   std::vector<DeniedSyscall> TakeDenied();
+  // Network allow-lists: connect(2) notifications whose rule says "notify"
+  // go to the broker (net_broker.h) instead of the EPERM answer. Not owned.
+  void AttachBroker(NetBroker* broker) { broker_ = broker; }
   bool kill_fired() const { return kill_fired_; }
 
  private:
@@ -59,6 +64,7 @@ class NotifyResponder {
   NotifyTable table_;
   std::vector<DeniedSyscall> denied_;
   bool kill_fired_ = false;
+  NetBroker* broker_ = nullptr;
 };
 
 }  // namespace cocoon::enforcer

@@ -79,6 +79,18 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
                                     {"action", denied.action},
                                     {"count", denied.count}});
   }
+  if (outcome.has_network_report) {
+    const NetworkReport& n = outcome.network;
+    nlohmann::json denied = nlohmann::json::array();
+    for (const auto& d : n.denied) denied.push_back({{"destination", d.destination}, {"reason", d.reason}, {"count", d.count}});
+    j["network"] = {{"mode", n.mode},
+                    {"mechanism", n.mechanism},
+                    {"allowed", n.allowed},
+                    {"connections_allowed", n.connections_allowed},
+                    {"connections_denied", n.connections_denied},
+                    {"connections_failed", n.connections_failed},
+                    {"denied", std::move(denied)}};
+  }
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& finding : outcome.breakout_findings) {
     findings.push_back({{"path", finding.path}, {"kind", finding.kind}, {"target", finding.target}});

@@ -53,6 +53,24 @@ struct DeniedSyscall {
   uint64_t count = 1;       // identical denials are coalesced
 };
 
+// `network allow { ... }` runs only: what the connect broker
+// (enforcer/net_broker.h) let out and what it refused.
+struct NetworkDenial {
+  std::string destination;  // "203.0.113.7:443", "[2001:db8::1]:80"
+  std::string reason;       // "not in the allow-list", "not TCP"
+  uint64_t count = 1;       // identical denials are coalesced
+};
+
+struct NetworkReport {
+  std::string mode;                   // "allow-list"
+  std::string mechanism;              // how the allow-list was enforced
+  std::vector<std::string> allowed;   // "host:port -> ip, ip" as resolved at launch
+  uint64_t connections_allowed = 0;   // brokered TCP connections opened from the host
+  uint64_t connections_denied = 0;    // connect(2) answered with an error by the broker
+  uint64_t connections_failed = 0;    // allowed, but the host connect failed (refused, timeout)
+  std::vector<NetworkDenial> denied;
+};
+
 struct BreakoutFinding {
   std::string path;         // relative to the work dir
   std::string kind;         // "symlink-escape", "hardlink", "device", "fifo", "socket", "setuid", "setgid"
@@ -85,6 +103,8 @@ struct Outcome {
   std::vector<std::string> namespaces;  // "user", "mnt", "pid", "net", "uts", "ipc", "cgroup"
   int landlock_abi = 0;                 // 0: Landlock not applied
   std::vector<DeniedSyscall> denied_syscalls;
+  bool has_network_report = false;      // true for allow-list runs only
+  NetworkReport network;
 
   bool breakout_clean = true;
   std::vector<BreakoutFinding> breakout_findings;

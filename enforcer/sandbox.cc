@@ -22,12 +22,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "compiler/common/digest.h"
 #include "enforcer/child_spec_builder.h"
 #include "enforcer/landlock.h"
+#include "enforcer/notify.h"
 #include "enforcer/sandbox_impl.h"
 #include "enforcer/limits/cgroup.h"
 #include "enforcer/limits/host_caps.h"
@@ -121,10 +123,6 @@ Result<std::string> NewRootDir() {
 Status Sandbox::Impl::PrepareAll() {
   const auto& plan = request.plan;
   if (request.argv.empty() || request.argv[0].empty()) return InvalidArgumentError("missing command: nothing to run");
-  if (plan.network == ir::NetworkMode::kAllowList) {
-    return UnimplementedError("not implemented: network allow-lists are not enforced by the Linux enforcer yet; "
-                              "use `network off` or `network on`");
-  }
   if (!plan.seccomp_sha256.empty() && Sha256Hex(request.seccomp_bpf) != plan.seccomp_sha256) {
     return DataLossError("seccomp program does not match the launch plan's sha256 " + plan.seccomp_sha256);
   }
@@ -170,6 +168,10 @@ Status Sandbox::Impl::PrepareAll() {
 
   landlock_abi = LandlockAbi();
   COCOON_ASSIGN_OR_RETURN(std::string new_root, NewRootDir());
+  std::vector<backends::PlanMount> extra_mounts;
+  if (plan.network == ir::NetworkMode::kAllowList) {
+    COCOON_RETURN_IF_ERROR(PrepareNetworkAllowList(new_root.substr(0, new_root.rfind('/')), extra_mounts));
+  }
   ChildSpecInputs inputs;
   inputs.plan = &request.plan;
   inputs.argv = request.argv;
@@ -180,9 +182,55 @@ Status Sandbox::Impl::PrepareAll() {
   inputs.seccomp = std::move(program);
   inputs.seccomp_listener = uses_listener;
   inputs.drop_supplementary_groups = id_maps.caller_is_root;
+  inputs.extra_mounts = std::move(extra_mounts);
   COCOON_ASSIGN_OR_RETURN(child, PreparedChild::Build(std::move(inputs)));
 
   namespaces = plan.namespaces;
+  return Status::Ok();
+}
+
+OwnedFile::~OwnedFile() {
+  if (!path_.empty()) unlink(path_.c_str());
+}
+
+Status Sandbox::Impl::PrepareNetworkAllowList(const std::string& hosts_dir,
+                                              std::vector<backends::PlanMount>& extra_mounts) {
+  // The broker only sees connects the filter sends to the listener as
+  // "notify" (ConnectRouting::kSupervisor). Without that, connects would
+  // still fail closed in the namespace, but the policy would silently not
+  // work: refuse instead (e.g. artifacts compiled by an older cocoon).
+  auto table = ParseSeccompSidecar(request.seccomp_sidecar_json);
+  bool routed = table.ok() && (table->default_rule.action == SupervisedAction::kNotify ||
+                               std::any_of(table->rules.begin(), table->rules.end(), [](const SupervisedRule& r) {
+                                 return r.number == SYS_connect && r.action == SupervisedAction::kNotify;
+                               }));
+  if (!uses_listener || !routed) {
+    return FailedPreconditionError("network allow-list: the seccomp program does not route connect(2) to the "
+                                   "supervisor (SECCOMP_RET_USER_NOTIF); recompile the policy with this cocoon");
+  }
+  // The broker takes the connecting socket with pidfd_getfd (Linux 5.6) and
+  // answers loopback connects with SECCOMP_USER_NOTIF_FLAG_CONTINUE (5.5).
+  // Probe pidfd_getfd: EBADF on a bad pidfd means it exists.
+  if (syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == ENOSYS) {
+    return FailedPreconditionError("network allow-list needs pidfd_getfd(2) (Linux 5.6+); this kernel lacks it");
+  }
+  COCOON_ASSIGN_OR_RETURN(ResolvedAllowList resolved, ResolveAllowList(request.plan.network_allow));
+  allow_list = std::make_unique<ResolvedAllowList>(std::move(resolved));
+  // The names resolved here are what the sandbox resolves too: a generated
+  // /etc/hosts, bound read-only over the policy's (the sandbox has no DNS).
+  std::string path = hosts_dir + "/hosts-XXXXXX";
+  int fd = mkostemp(path.data(), O_CLOEXEC);
+  if (fd < 0) return ErrnoError("mkstemp " + path);
+  hosts_file = std::make_unique<OwnedFile>(path);
+  std::string text = allow_list->HostsFile(request.plan.hostname);
+  bool written = fchmod(fd, 0644) == 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written) return ErrnoError("writing " + path);
+  backends::PlanMount hosts;
+  hosts.kind = backends::PlanMountKind::kBindReadOnly;
+  hosts.source = path;
+  hosts.target = "/etc/hosts";
+  extra_mounts.push_back(std::move(hosts));
   return Status::Ok();
 }
 
@@ -213,6 +261,8 @@ Result<Outcome> Sandbox::Run() {
     impl_->cgroup.reset();
   }
   impl_->staging.reset();
+  impl_->broker.reset();
+  impl_->hosts_file.reset();
   return result;
 }
 

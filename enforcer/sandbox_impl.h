@@ -11,11 +11,27 @@
 #include "enforcer/limits/cgroup.h"
 #include "enforcer/limits/host_caps.h"
 #include "enforcer/limits/limit_plan.h"
+#include "enforcer/net_allow.h"
+#include "enforcer/net_broker.h"
 #include "enforcer/sandbox.h"
 #include "enforcer/userns.h"
 #include "enforcer/workdir/staging.h"
 
 namespace cocoon::enforcer {
+
+// A file the run owns on the host, unlinked when the run is over.
+class OwnedFile {
+ public:
+  OwnedFile() = default;
+  explicit OwnedFile(std::string path) : path_(std::move(path)) {}
+  ~OwnedFile();
+  OwnedFile(const OwnedFile&) = delete;
+  OwnedFile& operator=(const OwnedFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 class Sandbox::Impl {
  public:
@@ -29,10 +45,17 @@ class Sandbox::Impl {
   std::vector<std::string> namespaces;
   int landlock_abi = 0;
   bool uses_listener = false;
+  // Network allow-lists only (sandbox.cc PrepareNetworkAllowList).
+  std::unique_ptr<ResolvedAllowList> allow_list;
+  std::unique_ptr<OwnedFile> hosts_file;
+  std::unique_ptr<NetBroker> broker;  // created in RunOnce from the child's listener
   pid_t pid = -1;
   bool ran = false;
 
   Status PrepareAll();
+  // Resolves the allow-list and writes the sandbox's /etc/hosts; fails
+  // closed when the kernel lacks what the broker needs.
+  Status PrepareNetworkAllowList(const std::string& hosts_dir, std::vector<backends::PlanMount>& extra_mounts);
   Result<Outcome> RunOnce();
   // After execve: supervise, verify and commit the work dir, build the Outcome.
   Result<Outcome> SuperviseAndFinish(std::chrono::steady_clock::time_point start, int pidfd, int stdout_fd,

@@ -88,6 +88,10 @@ struct LaunchPlan {
 
   std::vector<std::string> namespaces;  // "user", "mnt", "pid", "uts", "ipc", "cgroup", "net"
   ir::NetworkMode network = ir::NetworkMode::kOff;
+  // kAllowList only: the TCP endpoints the enforcer's connect broker opens
+  // from the host (JSON "network_allow", written only for allow-lists so the
+  // plans of other policies are unchanged).
+  std::vector<ir::NetworkEndpoint> network_allow;
   uint32_t uid = 65534;  // inside the user namespace
   uint32_t gid = 65534;
 

@@ -93,6 +93,10 @@ json ToJson(const LaunchPlan& plan) {
   j["policy"] = {{"name", plan.policy_name}, {"sha256", plan.policy_sha256}};
   j["namespaces"] = plan.namespaces;
   j["network"] = EnumName(kNetworkModes, plan.network);
+  if (plan.network == ir::NetworkMode::kAllowList) {
+    j["network_allow"] = json::array();
+    for (const auto& e : plan.network_allow) j["network_allow"].push_back({{"host", e.host}, {"port", e.port}});
+  }
   j["user"] = {{"uid", plan.uid}, {"gid", plan.gid}};
   j["root"] = {{"kind", EnumName(kRootKinds, plan.root)}, {"rootfs", plan.rootfs}};
   j["mounts"] = json::array();
@@ -135,6 +139,18 @@ Status FromJsonInto(const json& j, LaunchPlan& plan) {
   plan.policy_sha256 = j.at("policy").at("sha256").get<std::string>();
   plan.namespaces = j.at("namespaces").get<std::vector<std::string>>();
   COCOON_ASSIGN_OR_RETURN(plan.network, EnumFromName(kNetworkModes, j.at("network").get<std::string>(), "network mode"));
+  if (plan.network == ir::NetworkMode::kAllowList) {
+    // Required for allow-lists: an allow-list plan without its endpoints
+    // would otherwise mean "nothing allowed" silently.
+    for (const auto& e : j.at("network_allow")) {
+      plan.network_allow.push_back({e.at("host").get<std::string>(), e.at("port").get<uint16_t>()});
+      if (plan.network_allow.back().host.empty() || plan.network_allow.back().port == 0) {
+        return InvalidArgumentError("network_allow entry needs a host and a port in 1-65535");
+      }
+    }
+  } else if (j.contains("network_allow")) {
+    return InvalidArgumentError("network_allow is only valid with network \"allow-list\"");
+  }
   plan.uid = j.at("user").at("uid").get<uint32_t>();
   plan.gid = j.at("user").at("gid").get<uint32_t>();
   COCOON_ASSIGN_OR_RETURN(plan.root, EnumFromName(kRootKinds, j.at("root").at("kind").get<std::string>(), "root kind"));

@@ -153,6 +153,7 @@ Result<LaunchPlan> BuildLaunchPlan(const ir::Policy& policy, std::string_view se
   plan.policy_name = policy.name;
   plan.policy_sha256 = policy.source_sha256;
   plan.network = policy.network.mode;
+  if (plan.network == ir::NetworkMode::kAllowList) plan.network_allow = policy.network.allow;
   // Order matters to the enforcer only for reporting; clone sets them at once.
   plan.namespaces = {"user", "mnt", "pid", "uts", "ipc", "cgroup"};
   if (policy.network.mode != ir::NetworkMode::kOn) plan.namespaces.push_back("net");

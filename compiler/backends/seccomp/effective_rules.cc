@@ -177,6 +177,19 @@ bool ShadowedByIoctlPrefix(const SyscallRule& r, const std::vector<uint32_t>& de
   });
 }
 
+// ConnectRouting::kSupervisor: a notify twin of every permitting connect
+// rule (same conditions), and an unconditional one under a permissive
+// default. Never a notify rule where the policy denies connect: the
+// conflict resolution below lets errno/kill outrank notify.
+void AddConnectBrokerRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
+  constexpr char kBrokerGroup[] = "network-allow";
+  const ir::Action notify{ActionKind::kNotify, 0};
+  for (const SyscallRule& r : policy.rules) {
+    if (r.name == "connect" && Permits(r.action)) out.push_back({SyscallRule{"connect", notify, r.conditions, kBrokerGroup}, true});
+  }
+  if (Permits(policy.default_action)) out.push_back({SyscallRule{"connect", notify, {}, kBrokerGroup}, true});
+}
+
 // Higher-ranked first; ties broken so that the output never depends on input order.
 bool Outranks(const Candidate& a, const Candidate& b) {
   const int ra = ActionRank(a.rule.action);
@@ -285,7 +298,8 @@ int ActionRank(const ir::Action& action) {
   return 0;
 }
 
-EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form) {
+EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form,
+                                           ConnectRouting connect) {
   EffectiveSyscalls out;
   out.default_action = policy.default_action;
   out.architectures = policy.architectures;
@@ -318,6 +332,7 @@ EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueG
   AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form});
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
+  if (connect == ConnectRouting::kSupervisor) AddConnectBrokerRules(policy, all);
   // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.
   std::erase_if(all, [&](const Candidate& c) { return ShadowedByIoctlPrefix(c.rule, out.ioctl_denied_cmds); });
 

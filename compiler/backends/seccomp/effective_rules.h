@@ -91,8 +91,18 @@ enum class PrologueGuardForm {
 // Otherwise policy ioctl rules that pin arg 1's low 32 bits to a denied cmd
 // (strict's own `deny ioctl if arg1 == TIOCSTI ...`) are dropped: the prefix
 // answers those calls first, and kept they would split `allow ioctl` again.
+//
+// ConnectRouting::kSupervisor (`network allow { ... }` policies only): every
+// connect(2) the policy permits (allow/log rules, or a permissive default)
+// is routed to SECCOMP_RET_USER_NOTIF instead, so the enforcer's connect
+// broker (enforcer/net_broker.h) decides. Rules that deny connect still win
+// (errno/kill outrank notify). kFilter leaves the rules unchanged, so the
+// filters of every other policy stay byte-identical.
+enum class ConnectRouting { kFilter, kSupervisor };
+
 EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy,
-                                           PrologueGuardForm ioctl_form = PrologueGuardForm::kRules);
+                                           PrologueGuardForm ioctl_form = PrologueGuardForm::kRules,
+                                           ConnectRouting connect = ConnectRouting::kFilter);
 
 // The restrictiveness rank used above (higher is more restrictive).
 int ActionRank(const ir::Action& action);

@@ -360,7 +360,10 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
 }
 
 Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
-  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix);
+  // Allow-lists: connect goes to the enforcer's broker (effective_rules.h).
+  const ConnectRouting connect =
+      policy.network.mode == ir::NetworkMode::kAllowList ? ConnectRouting::kSupervisor : ConnectRouting::kFilter;
+  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, connect);
   SeccompFilterOptions options;
   options.default_allowance = policy.syscalls.default_explicitly_allows ? DefaultAllowance::kPolicyExplicit
                                                                         : DefaultAllowance::kRefuse;

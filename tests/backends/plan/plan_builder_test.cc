@@ -46,6 +46,29 @@ TEST(PlanBuilderTest, NamespacesIncludeNetUnlessNetworkOn) {
   EXPECT_EQ(std::count(plan->namespaces.begin(), plan->namespaces.end(), "net"), 0);
 }
 
+// Allow-lists carry their endpoints (and only allow-lists: other plans, and
+// so their golden files, are unchanged).
+TEST(PlanBuilderTest, AllowListEndpointsRoundTripOnlyForAllowLists) {
+  auto policy = StrictLikePolicy();
+  auto plain = BuildLaunchPlan(policy, "bb");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(LaunchPlanToJson(*plain).find("network_allow"), std::string::npos);
+  policy.network.mode = ir::NetworkMode::kAllowList;
+  policy.network.allow = {{"api.example.com", 443}, {"192.0.2.10", 8080}};
+  auto plan = BuildLaunchPlan(policy, "bb");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->network_allow, policy.network.allow);
+  std::string json = LaunchPlanToJson(*plan);
+  EXPECT_NE(json.find("\"network_allow\""), std::string::npos);
+  auto back = LaunchPlanFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *plan);
+  // An allow-list plan without its endpoints is refused, not read as "none".
+  auto at = json.find("\"network_allow\"");
+  std::string without = json.substr(0, at) + "\"network_allow_gone\"" + json.substr(at + 15);
+  EXPECT_FALSE(LaunchPlanFromJson(without).ok());
+}
+
 TEST(PlanBuilderTest, MountOrderParentsFirstThenProcDevMasks) {
   auto plan = BuildLaunchPlan(StrictLikePolicy(), "bb");
   ASSERT_TRUE(plan.ok());

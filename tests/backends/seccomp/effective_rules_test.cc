@@ -122,5 +122,35 @@ TEST(RuleAlgebra, MergeAndNegate) {
   EXPECT_EQ((*rest)[0][0].op, CompareOp::kNe);
 }
 
+// network allow { ... }: connect goes to the supervisor's broker where the
+// policy permits it, a denial of connect still wins, and other policies'
+// rules are untouched.
+TEST(EffectiveRules, ConnectRoutedToSupervisorOnlyWhereThePolicyPermits) {
+  ir::Syscalls s = StrictSyscalls();
+  AddRule(s, "connect", Allow());
+  EffectiveSyscalls filtered = ComputeEffectiveSyscalls(s);
+  EffectiveSyscalls routed = ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules, ConnectRouting::kSupervisor);
+  auto rules = RulesFor(routed, "connect");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0].action.kind, ir::ActionKind::kNotify);
+  EXPECT_TRUE(rules[0].conditions.empty());
+  EXPECT_EQ(rules[0].group, "network-allow");
+  ASSERT_EQ(RulesFor(filtered, "connect").size(), 1u);
+  EXPECT_EQ(RulesFor(filtered, "connect")[0].action, Allow());
+  // Everything but connect is identical.
+  std::erase_if(routed.rules, [](const ir::SyscallRule& r) { return r.name == "connect"; });
+  std::erase_if(filtered.rules, [](const ir::SyscallRule& r) { return r.name == "connect"; });
+  EXPECT_EQ(routed.rules, filtered.rules);
+
+  ir::Syscalls denies;  // default errno ENOSYS, connect denied explicitly
+  AddRule(denies, "connect", Errno(EPERM));
+  auto denied = RulesFor(ComputeEffectiveSyscalls(denies, PrologueGuardForm::kRules, ConnectRouting::kSupervisor), "connect");
+  ASSERT_EQ(denied.size(), 1u);
+  EXPECT_EQ(denied[0].action, Errno(EPERM));
+  ir::Syscalls by_default;  // default errno ENOSYS, no connect rule: stays denied
+  EXPECT_TRUE(RulesFor(ComputeEffectiveSyscalls(by_default, PrologueGuardForm::kRules, ConnectRouting::kSupervisor),
+                       "connect").empty());
+}
+
 }  // namespace
 }  // namespace cocoon::backends

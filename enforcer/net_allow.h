@@ -1,0 +1,60 @@
+// `network allow { host:port, ... }`: the parent's pure side of the
+// allow-list. Host names are resolved once, on the host, before clone; the
+// sandbox sees the result as a read-only /etc/hosts (net_broker.h explains
+// the whole design). Nothing here touches the sandbox.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/common/status.h"
+#include "compiler/ir/policy_ir.h"
+
+namespace cocoon::enforcer {
+
+// An IPv4 or IPv6 address and port. IPv4-mapped IPv6 (::ffff:a.b.c.d) is
+// stored as IPv4, so both spellings of one destination compare equal.
+struct IpEndpoint {
+  int family = AF_UNSPEC;            // AF_INET or AF_INET6
+  std::array<uint8_t, 16> addr{};    // network order; first 4 bytes for AF_INET
+  uint16_t port = 0;                 // host order
+  bool operator==(const IpEndpoint&) const = default;
+
+  bool IsLoopback() const;           // 127.0.0.0/8 or ::1
+  std::string ToString() const;      // "1.2.3.4:80", "[::1]:80"
+  // The endpoint as a sockaddr (sockaddr_in or sockaddr_in6); returns its length.
+  socklen_t ToSockaddr(sockaddr_storage* out) const;
+};
+
+// A sockaddr as connect(2) received it (raw bytes of `len`). Returns false
+// for anything that is not a complete AF_INET / AF_INET6 address (AF_UNIX,
+// AF_UNSPEC, too short): those are not the broker's business.
+bool ParseInetSockaddr(const void* data, size_t len, IpEndpoint* out);
+
+struct ResolvedEndpoint {
+  ir::NetworkEndpoint endpoint;         // as the plan names it
+  std::vector<IpEndpoint> addresses;    // what it resolved to at launch
+};
+
+struct ResolvedAllowList {
+  std::vector<ResolvedEndpoint> endpoints;
+  bool Allows(const IpEndpoint& destination) const;
+  // "127.0.0.1 localhost", "::1 localhost", then one line per address of
+  // each named (non-literal) host.
+  std::string HostsFile(const std::string& hostname) const;
+  // "api.example.com:443 -> 203.0.113.7, 2001:db8::7" per endpoint.
+  std::vector<std::string> Describe() const;
+};
+
+// Resolves every endpoint with getaddrinfo(3) (TCP, both families). An IP
+// literal is taken as is. A name that does not resolve refuses the launch
+// (fail closed: the allow-list would silently shrink otherwise). A loopback
+// entry (localhost:8080) is kept but only ever reaches the sandbox's own
+// loopback: loopback connects never leave its network namespace.
+Result<ResolvedAllowList> ResolveAllowList(const std::vector<ir::NetworkEndpoint>& allow);
+
+}  // namespace cocoon::enforcer

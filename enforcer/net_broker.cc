@@ -1,0 +1,407 @@
+// The connect broker (net_broker.h): decides connect notifications, opens
+// allowed connections from the host and relays them into the sandbox.
+#include "enforcer/net_broker.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace cocoon::enforcer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL  // <linux/pidfd.h>, Linux 6.9
+#endif
+
+constexpr size_t kMaxDenialRows = 256;
+constexpr size_t kRelayBuffer = 64 * 1024;  // per direction: bounded memory per connection
+constexpr char kMechanism[] =
+    "network namespace (loopback only) + seccomp user-notification connect broker (TCP, host-side connect, "
+    "relayed through an in-namespace listener)";
+
+// seccomp_unotify(2): the id is only meaningful while the target is still
+// blocked in the same syscall. Checked after every read of the target's
+// memory (and after pidfd_open), because a pid can be recycled between
+// SECCOMP_IOCTL_NOTIF_RECV and our look.
+bool IdValid(int notify_fd, uint64_t id) {
+  return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+bool Answer(int notify_fd, uint64_t id, int err, uint32_t flags = 0) {
+  struct seccomp_notif_resp response {};
+  response.id = id;
+  response.error = err == 0 ? 0 : -err;
+  response.val = 0;
+  response.flags = flags;
+  return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &response) == 0;
+}
+
+// Lets the kernel run the connect as if unfiltered. Safe only because it
+// then runs inside the sandbox's network namespace (see HandleConnect).
+void Continue(int notify_fd, uint64_t id) { Answer(notify_fd, id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE); }
+
+// The notification's pid is a thread id in our pid namespace. PIDFD_THREAD
+// (6.9+) names that very thread (its fd table, if it was cloned without
+// CLONE_FILES); older kernels accept only a thread-group leader.
+int OpenTaskPidfd(pid_t tid) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, PIDFD_THREAD));
+  if (fd < 0 && errno == EINVAL) fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+  return fd;
+}
+
+// Waits for `events` on `fd` or for the stop eventfd; returns the poll
+// revents of `fd`, 0 on timeout, -1 when stopped.
+int WaitFor(int fd, short events, int stop_fd, Clock::time_point deadline) {
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return 0;
+    struct pollfd fds[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
+    int ready = poll(fds, 2, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return -1;
+    if (fds[1].revents != 0) return -1;
+    if (fds[0].revents != 0) return fds[0].revents;
+  }
+}
+
+int SocketError(int fd) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+  return err;
+}
+
+bool LocalEndpoint(int fd, IpEndpoint* out, bool peer) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  int rc = peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+                : getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return rc == 0 && ParseInetSockaddr(&addr, len, out);
+}
+
+bool IsTcpStream(int fd) {
+  int type = 0, protocol = 0;
+  socklen_t len = sizeof(int);
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
+  len = sizeof(int);
+  return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 && protocol == IPPROTO_TCP;
+}
+
+}  // namespace
+
+NetBroker::NetBroker(ResolvedAllowList allow, int inside_listener, int stop_fd, NetBrokerOptions options)
+    : allow_(std::move(allow)), inside_listener_(inside_listener), stop_fd_(stop_fd), options_(options) {
+  report_.mode = "allow-list";
+  report_.mechanism = kMechanism;
+  report_.allowed = allow_.Describe();
+}
+
+Result<std::unique_ptr<NetBroker>> NetBroker::Create(ResolvedAllowList allow, int inside_listener,
+                                                     NetBrokerOptions options) {
+  IpEndpoint local;
+  if (inside_listener < 0 || !LocalEndpoint(inside_listener, &local, false) || !local.IsLoopback()) {
+    if (inside_listener >= 0) close(inside_listener);
+    return InternalError("the sandbox's broker listener is not a loopback TCP socket");
+  }
+  int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd < 0) {
+    close(inside_listener);
+    return ErrnoError("eventfd");
+  }
+  return std::unique_ptr<NetBroker>(new NetBroker(std::move(allow), inside_listener, stop_fd, options));
+}
+
+NetBroker::~NetBroker() {
+  Shutdown();
+  close(stop_fd_);
+  close(inside_listener_);
+}
+
+void NetBroker::Shutdown() {
+  std::vector<Worker> workers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    workers = std::move(workers_);
+  }
+  uint64_t one = 1;
+  ssize_t ignored = write(stop_fd_, &one, sizeof(one));  // every worker polls it
+  (void)ignored;
+  for (auto& worker : workers) worker.thread.join();
+}
+
+NetworkReport NetBroker::Report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return report_;
+}
+
+void NetBroker::Deny(int notify_fd, uint64_t id, const IpEndpoint& destination, const char* reason, int err) {
+  Answer(notify_fd, id, err);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++report_.connections_denied;
+  std::string text = destination.ToString();
+  for (auto& row : report_.denied) {
+    if (row.destination == text && row.reason == reason) {
+      ++row.count;
+      return;
+    }
+  }
+  if (report_.denied.size() < kMaxDenialRows) report_.denied.push_back({text, reason, 1});
+}
+
+void NetBroker::HandleConnect(int notify_fd, const struct seccomp_notif& request) {
+  const uint64_t id = request.id;
+  const auto tid = static_cast<pid_t>(request.pid);
+  const int sandbox_fd = static_cast<int>(request.data.args[0]);
+  // Copy the sockaddr out of the target. TOCTOU: the target (or another of
+  // its threads) may change this memory after we read it. That is harmless:
+  //  - an allowed destination is connected BY US, from the copy we read;
+  //    the sandbox's own syscall never runs (we answer it with 0);
+  //  - everything we CONTINUE (loopback, non-INET, unreadable) is run by the
+  //    kernel inside the sandbox's network namespace, where only "lo" exists:
+  //    swapped to any other address it fails with ENETUNREACH.
+  // So the namespace, not this check, is the barrier; the broker only opens
+  // the one door it decided to open.
+  unsigned char buffer[sizeof(sockaddr_storage)] = {};
+  const size_t length = std::min<uint64_t>(request.data.args[2], sizeof(buffer));
+  struct iovec local = {buffer, length};
+  struct iovec remote = {reinterpret_cast<void*>(request.data.args[1]), length};
+  ssize_t got = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+  if (!IdValid(notify_fd, id)) return;  // the task is gone (or the pid was recycled): nothing to answer
+  IpEndpoint destination;
+  if (got != static_cast<ssize_t>(length) || !ParseInetSockaddr(buffer, length, &destination) ||
+      destination.IsLoopback()) {
+    Continue(notify_fd, id);
+    return;
+  }
+  if (!allow_.Allows(destination)) return Deny(notify_fd, id, destination, "not in the allow-list", ECONNREFUSED);
+  int pidfd = OpenTaskPidfd(tid);
+  if (pidfd < 0 || !IdValid(notify_fd, id)) {  // valid after pidfd_open: the pidfd is the target
+    if (pidfd >= 0) close(pidfd);
+    return Deny(notify_fd, id, destination, "pidfd_open of the connecting task failed", ECONNREFUSED);
+  }
+  int sandbox_socket = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, sandbox_fd, 0));
+  int getfd_errno = errno;
+  close(pidfd);
+  if (sandbox_socket < 0) {
+    Answer(notify_fd, id, getfd_errno == EBADF ? EBADF : ECONNREFUSED);
+    return;
+  }
+  if (!IsTcpStream(sandbox_socket)) {
+    close(sandbox_socket);
+    return Deny(notify_fd, id, destination, "not TCP (allow-lists are TCP only)", ECONNREFUSED);
+  }
+  StartWorker(notify_fd, id, sandbox_socket, destination);
+}
+
+void NetBroker::StartWorker(int notify_fd, uint64_t id, int sandbox_socket, IpEndpoint destination) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Reap finished workers, so a long run with many connections holds only
+  // the live ones.
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (shut_down_ || workers_.size() >= options_.max_connections) {
+    close(sandbox_socket);
+    ++report_.connections_failed;
+    Answer(notify_fd, id, EAGAIN);
+    return;
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  workers_.push_back({std::thread([this, notify_fd, id, sandbox_socket, destination, done] {
+                        Broker(notify_fd, id, sandbox_socket, destination);
+                        done->store(true);
+                      }),
+                      done});
+}
+
+// Worker thread: host connect, inside connect + accept, answer, relay.
+void NetBroker::Broker(int notify_fd, uint64_t id, int sandbox_socket, IpEndpoint destination) {
+  int err = 0;
+  int host = ConnectHost(destination, &err);
+  int inside = -1;
+  if (host >= 0) {
+    inside = ConnectInside(sandbox_socket);
+    if (inside < 0) {
+      err = -inside;
+      close(host);
+      host = -1;
+    }
+  }
+  close(sandbox_socket);
+  if (host < 0) {
+    Answer(notify_fd, id, err != 0 ? err : ECONNREFUSED);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++report_.connections_failed;
+    return;
+  }
+  if (!Answer(notify_fd, id, 0)) {  // the task died (or was signalled) meanwhile
+    close(inside);
+    close(host);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++report_.connections_allowed;
+  }
+  Relay(inside, host);
+}
+
+int NetBroker::ConnectHost(const IpEndpoint& destination, int* err) {
+  int fd = socket(destination.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) {
+    *err = errno;
+    return -1;
+  }
+  sockaddr_storage addr;
+  socklen_t len = destination.ToSockaddr(&addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 && errno != EINPROGRESS) {
+    *err = errno;
+    close(fd);
+    return -1;
+  }
+  // Non-blocking connect + poll: the host connect has a deadline, and
+  // Shutdown (the sandbox ended) interrupts it.
+  auto deadline = Clock::now() + std::chrono::milliseconds(options_.host_connect_timeout_ms);
+  int revents = WaitFor(fd, POLLOUT, stop_fd_, deadline);
+  *err = revents == 0 ? ETIMEDOUT : revents < 0 ? ECONNABORTED : SocketError(fd);
+  if (*err != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Connects the sandbox's own socket (a pidfd_getfd copy: same open file, so
+// the same socket, living in the sandbox's namespace) to the in-namespace
+// listener and accepts its peer. Returns the accepted fd or -errno.
+int NetBroker::ConnectInside(int sandbox_socket) {
+  std::lock_guard<std::mutex> lock(accept_mutex_);
+  sockaddr_storage listener{};
+  socklen_t listener_len = sizeof(listener);
+  if (getsockname(inside_listener_, reinterpret_cast<sockaddr*>(&listener), &listener_len) != 0) return -errno;
+  int domain = AF_INET;
+  socklen_t domain_len = sizeof(domain);
+  getsockopt(sandbox_socket, SOL_SOCKET, SO_DOMAIN, &domain, &domain_len);
+  IpEndpoint target;
+  if (!ParseInetSockaddr(&listener, listener_len, &target)) return -EINVAL;
+  if (domain == AF_INET6) {  // an IPv6 socket reaches the IPv4 listener as ::ffff:127.0.0.1
+    sockaddr_in6 mapped{};
+    mapped.sin6_family = AF_INET6;
+    mapped.sin6_port = htons(target.port);
+    mapped.sin6_addr.s6_addr[10] = mapped.sin6_addr.s6_addr[11] = 0xff;
+    memcpy(mapped.sin6_addr.s6_addr + 12, target.addr.data(), 4);
+    memcpy(&listener, &mapped, sizeof(mapped));
+    listener_len = sizeof(mapped);
+  }
+  // The file status flags are shared with the sandbox: make the connect
+  // non-blocking for our bounded wait, then restore what the program set
+  // (its task is blocked in connect meanwhile).
+  int flags = fcntl(sandbox_socket, F_GETFL);
+  if (flags < 0 || fcntl(sandbox_socket, F_SETFL, flags | O_NONBLOCK) != 0) return -errno;
+  auto deadline = Clock::now() + std::chrono::milliseconds(options_.inside_timeout_ms);
+  int rc = connect(sandbox_socket, reinterpret_cast<sockaddr*>(&listener), listener_len);
+  int err = rc == 0 ? 0 : errno;
+  if (err == EINPROGRESS) {
+    int revents = WaitFor(sandbox_socket, POLLOUT, stop_fd_, deadline);
+    err = revents == 0 ? ETIMEDOUT : revents < 0 ? ECONNABORTED : SocketError(sandbox_socket);
+  }
+  fcntl(sandbox_socket, F_SETFL, flags);
+  IpEndpoint ours;
+  if (err == 0 && !LocalEndpoint(sandbox_socket, &ours, false)) err = ENOTCONN;
+  if (err != 0) return -err;
+  // Any process in the sandbox can connect to the listener too: accept
+  // until the peer is the socket we just connected (same local ip:port).
+  while (true) {
+    int revents = WaitFor(inside_listener_, POLLIN, stop_fd_, deadline);
+    if (revents <= 0) return revents == 0 ? -ETIMEDOUT : -ECONNABORTED;
+    int peer = accept4(inside_listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (peer < 0) continue;
+    IpEndpoint theirs;
+    if (LocalEndpoint(peer, &theirs, true) && theirs == ours) return peer;
+    close(peer);
+  }
+}
+
+namespace {
+
+// One direction of a relay: a bounded buffer from `from` to `to`.
+struct Flow {
+  int from, to;
+  std::vector<char> buffer = std::vector<char>(kRelayBuffer);
+  size_t start = 0, end = 0;
+  bool eof = false, shut = false;
+  bool Empty() const { return start == end; }
+
+  // Returns false on a hard error (the relay then ends).
+  bool Read() {
+    ssize_t n = read(from, buffer.data(), buffer.size());
+    if (n > 0) end = static_cast<size_t>(n);
+    if (n == 0) eof = true;
+    return n >= 0 || errno == EAGAIN || errno == EINTR;
+  }
+  bool Write() {
+    ssize_t n = send(to, buffer.data() + start, end - start, MSG_NOSIGNAL);
+    if (n > 0) start += static_cast<size_t>(n);
+    if (start == end) start = end = 0;
+    return n >= 0 || errno == EAGAIN || errno == EINTR;
+  }
+  // Half-close: once `from` is done and everything is written, tell `to`.
+  void MaybeShut() {
+    if (eof && Empty() && !shut) {
+      shutdown(to, SHUT_WR);
+      shut = true;
+    }
+  }
+};
+
+}  // namespace
+
+void NetBroker::Relay(int inside, int host) {
+  Flow up{inside, host}, down{host, inside};
+  while (true) {
+    up.MaybeShut();
+    down.MaybeShut();
+    if (up.shut && down.shut) break;
+    short inside_events = static_cast<short>((!up.eof && up.Empty() ? POLLIN : 0) | (!down.Empty() ? POLLOUT : 0));
+    short host_events = static_cast<short>((!down.eof && down.Empty() ? POLLIN : 0) | (!up.Empty() ? POLLOUT : 0));
+    // An fd we want nothing from is left out (-1), so its POLLHUP cannot spin us.
+    struct pollfd fds[3] = {{inside_events ? inside : -1, inside_events, 0},
+                            {host_events ? host : -1, host_events, 0},
+                            {stop_fd_, POLLIN, 0}};
+    if (poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[2].revents != 0) break;  // the sandbox ended
+    bool ok = true;
+    if (fds[0].revents != 0 && (inside_events & POLLIN)) ok = ok && up.Read();
+    if (fds[1].revents != 0 && (host_events & POLLIN)) ok = ok && down.Read();
+    if (fds[1].revents != 0 && (host_events & POLLOUT)) ok = ok && up.Write();
+    if (fds[0].revents != 0 && (inside_events & POLLOUT)) ok = ok && down.Write();
+    if (!ok) break;
+  }
+  close(inside);
+  close(host);
+}
+
+}  // namespace cocoon::enforcer

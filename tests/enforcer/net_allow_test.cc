@@ -1,0 +1,86 @@
+// Allow-list resolution and sockaddr parsing (enforcer/net_allow.h): pure.
+#include "enforcer/net_allow.h"
+
+#include <arpa/inet.h>
+#include <sys/un.h>
+
+#include <gtest/gtest.h>
+
+namespace cocoon::enforcer {
+namespace {
+
+IpEndpoint V4(const char* text, uint16_t port) {
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_port = htons(port);
+  inet_pton(AF_INET, text, &in.sin_addr);
+  IpEndpoint e;
+  EXPECT_TRUE(ParseInetSockaddr(&in, sizeof(in), &e));
+  return e;
+}
+
+TEST(NetAllow, ParsesBothFamiliesAndFoldsV4MappedV6) {
+  IpEndpoint v4 = V4("192.0.2.7", 443);
+  EXPECT_EQ(v4.ToString(), "192.0.2.7:443");
+  sockaddr_in6 in6{};
+  in6.sin6_family = AF_INET6;
+  in6.sin6_port = htons(443);
+  inet_pton(AF_INET6, "::ffff:192.0.2.7", &in6.sin6_addr);
+  IpEndpoint mapped;
+  ASSERT_TRUE(ParseInetSockaddr(&in6, sizeof(in6), &mapped));
+  EXPECT_EQ(mapped, v4);  // one destination, two spellings
+  inet_pton(AF_INET6, "2001:db8::1", &in6.sin6_addr);
+  IpEndpoint v6;
+  ASSERT_TRUE(ParseInetSockaddr(&in6, 24, &v6));  // RFC 2133 length, no scope id
+  EXPECT_EQ(v6.ToString(), "[2001:db8::1]:443");
+}
+
+TEST(NetAllow, RejectsShortAndNonInetAddresses) {
+  IpEndpoint e;
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  EXPECT_FALSE(ParseInetSockaddr(&in, sizeof(in) - 1, &e));
+  EXPECT_FALSE(ParseInetSockaddr(&in, 1, &e));
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  EXPECT_FALSE(ParseInetSockaddr(&un, sizeof(un), &e));
+}
+
+TEST(NetAllow, LoopbackIsAllOf127AndV6One) {
+  EXPECT_TRUE(V4("127.0.0.1", 1).IsLoopback());
+  EXPECT_TRUE(V4("127.9.9.9", 1).IsLoopback());
+  EXPECT_FALSE(V4("128.0.0.1", 1).IsLoopback());
+  EXPECT_FALSE(V4("10.0.0.1", 1).IsLoopback());
+}
+
+TEST(NetAllow, LiteralsResolveAndMatchOnlyTheirPort) {
+  auto list = ResolveAllowList({{"192.0.2.7", 443}, {"2001:db8::1", 80}});
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_TRUE(list->Allows(V4("192.0.2.7", 443)));
+  EXPECT_FALSE(list->Allows(V4("192.0.2.7", 444)));
+  EXPECT_FALSE(list->Allows(V4("192.0.2.8", 443)));
+  // Literals are not names: the generated hosts file only has localhost.
+  std::string hosts = list->HostsFile("cocoon");
+  EXPECT_NE(hosts.find("127.0.0.1\tlocalhost cocoon\n"), std::string::npos);
+  EXPECT_EQ(hosts.find("192.0.2.7"), std::string::npos);
+  EXPECT_EQ(list->Describe()[0], "192.0.2.7:443 -> 192.0.2.7");
+}
+
+TEST(NetAllow, UnresolvableNameFailsClosedNamingTheHost) {
+  auto list = ResolveAllowList({{"no-such-host.invalid", 443}});
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().ToString().find("'no-such-host.invalid'"), std::string::npos);
+  EXPECT_FALSE(ResolveAllowList({{"192.0.2.7", 0}}).ok());
+}
+
+TEST(NetAllow, NamesGoIntoTheHostsFile) {
+  auto list = ResolveAllowList({{"localhost", 8080}});  // resolves everywhere, via /etc/hosts
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_TRUE(list->Allows(V4("127.0.0.1", 8080)));
+  ResolvedAllowList named;
+  named.endpoints.push_back({{"api.example.test", 443}, {V4("192.0.2.9", 443)}});
+  EXPECT_NE(named.HostsFile("h").find("192.0.2.9\tapi.example.test\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer

@@ -1,0 +1,264 @@
+// `network allow { ... }` end to end (LABELS integration security): real
+// sandboxes whose connect(2) goes to the enforcer's broker. The only server
+// is an echo server in this process, bound to one of THIS machine's own
+// non-loopback addresses: no test sends traffic anywhere else. Run as root
+// and, through setpriv, as an unprivileged user (CMakeLists.txt).
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "compiler/backends/artifact.h"
+#include "enforcer/sandbox.h"
+#include "tests/enforcer/test_util.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using testing::AssembleFilter;
+using testing::TestPolicy;
+
+// connect -> user notification, everything else allowed; the sidecar says
+// the notification means "notify" (what the compiler emits for allow-lists).
+constexpr char kSidecar[] = R"({"default_action":{"action":"allow"},"needs_listener":true,
+  "supervised":[{"syscall":"connect","action":"notify","numbers":{"x86_64":42}}]})";
+
+// The first non-loopback address of `family` on an up interface.
+std::string LocalAddress(int family) {
+  struct ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (auto* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != family || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* raw = family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr)
+                                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr);
+    if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(reinterpret_cast<const in6_addr*>(raw))) continue;
+    inet_ntop(family, raw, text, sizeof(text));
+    found = text;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// A TCP echo server on ip:0 in this process (host network namespace).
+class EchoServer {
+ public:
+  explicit EchoServer(const std::string& ip) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd_, 16) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~EchoServer() {
+    stop_ = true;
+    if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      struct pollfd p {fd_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      int client = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      ++accepted_;
+      char buffer[4096];
+      ssize_t n;
+      while ((n = read(client, buffer, sizeof(buffer))) > 0) {
+        if (send(client, buffer, static_cast<size_t>(n), MSG_NOSIGNAL) != n) break;
+      }
+      close(client);
+    }
+  }
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+class NetBrokerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ip_ = LocalAddress(AF_INET);
+    if (ip_.empty()) GTEST_SKIP() << "SKIPPED LOUDLY: this host has no non-loopback IPv4 address to run the echo server on";
+    echo_ = std::make_unique<EchoServer>(ip_);
+    other_ = std::make_unique<EchoServer>(ip_);  // listening, but NOT in the allow-list
+    ASSERT_NE(echo_->port(), 0);
+    ASSERT_NE(other_->port(), 0);
+  }
+
+  ir::Policy AllowPolicy(std::vector<ir::NetworkEndpoint> extra = {}) {
+    ir::Policy policy = TestPolicy();
+    policy.network.mode = ir::NetworkMode::kAllowList;
+    policy.network.allow = {{ip_, echo_->port()}};
+    policy.network.allow.insert(policy.network.allow.end(), extra.begin(), extra.end());
+    return policy;
+  }
+
+  Result<Outcome> Run(const ir::Policy& policy, const std::string& script) {
+    auto request = testing::MakeRequest(policy, {"/bin/bash", "-c", script},
+                                        AssembleFilter({{SYS_connect, SECCOMP_RET_USER_NOTIF}}));
+    request.seccomp_sidecar_json = kSidecar;
+    return RunSandbox(std::move(request));
+  }
+
+  std::string ip_;
+  std::unique_ptr<EchoServer> echo_, other_;
+};
+
+std::string Tcp(const std::string& host, uint16_t port) { return "/dev/tcp/" + host + "/" + std::to_string(port); }
+
+TEST_F(NetBrokerTest, AllowedEndpointEchoesBothWays) {
+  // bash's /dev/tcp for a line, then python for 300 kB both ways (more than
+  // the relay's buffers) and a half-close: the server sees EOF, we see it close.
+  std::string port = std::to_string(echo_->port());
+  std::string script = "exec 3<>" + Tcp(ip_, echo_->port()) +
+                       " || exit 9; printf 'hello broker\\n' >&3; read -r line <&3; echo \"got:$line\"; exec 3<&-\n"
+                       "python3 -c \"import socket,threading\n"
+                       "c=socket.create_connection(('" + ip_ + "'," + port + ")); data=b'x'*300000\n"
+                       "t=threading.Thread(target=c.sendall,args=(data,)); t.start(); got=0\n"
+                       "while got<len(data):\n b=c.recv(65536)\n if not b: break\n got+=len(b)\n"
+                       "t.join(); c.shutdown(socket.SHUT_WR); print('bulk', got, c.recv(10)==b'')\"";
+  auto outcome = Run(AllowPolicy(), script);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  EXPECT_NE(outcome->stdout_data.find("got:hello broker"), std::string::npos) << outcome->stderr_data;
+  EXPECT_NE(outcome->stdout_data.find("bulk 300000 True"), std::string::npos) << outcome->stdout_data << outcome->stderr_data;
+  ASSERT_TRUE(outcome->has_network_report);
+  EXPECT_EQ(outcome->network.connections_allowed, 2u);
+  EXPECT_EQ(outcome->network.connections_denied, 0u);
+  EXPECT_GE(echo_->accepted(), 1);
+  EXPECT_NE(outcome->network.mechanism.find("seccomp user-notification"), std::string::npos);
+}
+
+TEST_F(NetBrokerTest, OtherPortOnTheAllowedIpIsRefusedAndReported) {
+  auto outcome = Run(AllowPolicy(), "exec 3<>" + Tcp(ip_, other_->port()) + " && echo connected || echo refused");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("refused"), std::string::npos) << outcome->stdout_data;
+  EXPECT_NE(outcome->stderr_data.find("Connection refused"), std::string::npos) << outcome->stderr_data;
+  EXPECT_EQ(other_->accepted(), 0);
+  ASSERT_TRUE(outcome->has_network_report);
+  EXPECT_EQ(outcome->network.connections_denied, 1u);
+  ASSERT_EQ(outcome->network.denied.size(), 1u);
+  EXPECT_EQ(outcome->network.denied[0].destination, ip_ + ":" + std::to_string(other_->port()));
+  bool audited = false;
+  for (const auto& row : outcome->denied_syscalls) audited = audited || (row.name == "connect" && row.count == 1);
+  EXPECT_TRUE(audited);
+}
+
+TEST_F(NetBrokerTest, OtherIpIsRefused) {
+  // Another of this machine's own addresses (never a foreign one).
+  std::string other_ip = LocalAddress(AF_INET6);
+  if (other_ip.empty()) GTEST_SKIP() << "SKIPPED LOUDLY: no second local (IPv6) address to use as a non-allowed IP";
+  auto outcome = Run(AllowPolicy(), "exec 3<>" + Tcp(other_ip, echo_->port()) + " && echo connected || echo refused");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("refused"), std::string::npos) << outcome->stdout_data;
+  EXPECT_EQ(outcome->network.connections_denied, 1u);
+  EXPECT_EQ(echo_->accepted(), 0);
+}
+
+TEST_F(NetBrokerTest, UdpToTheAllowedEndpointFails) {
+  auto outcome = Run(AllowPolicy(), "echo x > /dev/udp/" + ip_ + "/" + std::to_string(echo_->port()) +
+                                        " && echo sent || echo failed");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("failed"), std::string::npos) << outcome->stdout_data;
+  ASSERT_EQ(outcome->network.denied.size(), 1u);
+  EXPECT_NE(outcome->network.denied[0].reason.find("not TCP"), std::string::npos);
+}
+
+TEST_F(NetBrokerTest, LoopbackStillWorksInside) {
+  // A server and a client inside the sandbox, on its own 127.0.0.1.
+  const char* script =
+      "python3 -c \"import socket,threading\n"
+      "s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(1); p=s.getsockname()[1]\n"
+      "def srv():\n c,_=s.accept(); c.sendall(c.recv(100)); c.close()\n"
+      "threading.Thread(target=srv).start()\n"
+      "c=socket.create_connection(('127.0.0.1',p)); c.sendall(b'loop'); print('inside:'+c.recv(100).decode())\"";
+  auto outcome = Run(AllowPolicy(), script);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("inside:loop"), std::string::npos) << outcome->stderr_data;
+  EXPECT_EQ(outcome->network.connections_denied, 0u);
+  EXPECT_EQ(outcome->network.connections_allowed, 0u);
+}
+
+TEST_F(NetBrokerTest, HostNameResolvesInsideThroughGeneratedHosts) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  struct addrinfo hints {};
+  hints.ai_family = AF_INET;
+  struct addrinfo* list = nullptr;
+  if (getaddrinfo(name, nullptr, &hints, &list) != 0) GTEST_SKIP() << "SKIPPED LOUDLY: this host's name does not resolve";
+  freeaddrinfo(list);
+  std::string host = name;
+  auto outcome = Run(AllowPolicy({{host, 1}}), "getent hosts " + host + "; cat /etc/hosts");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stdout_data;
+  EXPECT_NE(outcome->stdout_data.find(host), std::string::npos);
+  EXPECT_NE(outcome->stdout_data.find("generated by cocoon"), std::string::npos) << outcome->stdout_data;
+}
+
+TEST_F(NetBrokerTest, UnresolvableHostRefusesTheRun) {
+  auto outcome = Run(AllowPolicy({{"no-such-host.invalid", 443}}), "true");
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_NE(outcome.status().ToString().find("no-such-host.invalid"), std::string::npos) << outcome.status().ToString();
+}
+
+// The whole pipeline: the seccomp back end's own filter and sidecar for an
+// allow-list policy (connect routed to the broker), run by the enforcer.
+TEST_F(NetBrokerTest, CompiledAllowListPolicyIsEnforced) {
+  ir::Policy policy = AllowPolicy();
+  policy.syscalls.default_action = ir::Action{ir::ActionKind::kAllow, 0};
+  policy.syscalls.default_explicitly_allows = true;
+  auto artifacts = backends::CompileSeccomp(policy);
+  ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  std::string bpf, sidecar;
+  for (const auto& a : *artifacts) {
+    if (a.path == "linux.seccomp.bpf") bpf = a.bytes;
+    if (a.path == "linux.seccomp.json") sidecar = a.bytes;
+  }
+  std::string script = "exec 3<>" + Tcp(ip_, echo_->port()) +
+                       " || exit 9; printf 'compiled\\n' >&3; read -r line <&3; echo \"got:$line\"; "
+                       "exec 4<>" + Tcp(ip_, other_->port()) + " && echo connected || echo refused";
+  auto request = testing::MakeRequest(policy, {"/bin/bash", "-c", script}, bpf);
+  request.seccomp_sidecar_json = sidecar;
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("got:compiled"), std::string::npos) << outcome->stderr_data;
+  EXPECT_NE(outcome->stdout_data.find("refused"), std::string::npos) << outcome->stdout_data;
+  EXPECT_EQ(outcome->network.connections_allowed, 1u);
+  EXPECT_EQ(outcome->network.connections_denied, 1u);
+  EXPECT_EQ(other_->accepted(), 0);
+}
+
+TEST_F(NetBrokerTest, ProgramWithoutConnectNotificationIsRefused) {
+  auto request = testing::MakeRequest(AllowPolicy(), {"/bin/true"});  // allow-all filter: no broker
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_NE(outcome.status().ToString().find("does not route connect"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer
