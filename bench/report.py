@@ -9,6 +9,8 @@ import glob
 import json
 import os
 import platform
+import re
+import shutil
 import sys
 
 
@@ -92,6 +94,110 @@ def gbench_table(name, data):
     return lines
 
 
+def ratio(value, base):
+    return f"{value / base:.2f}×" if value and base else "–"
+
+
+def seccomp_runtime_table(data, sidecars):
+    """Runtime ns per call under each filter, with its static shape."""
+    cases = data.get("cases", [])
+    none = next((c for c in cases if c["name"] == "none"), {})
+    lines = ["## Seccomp runtime cost", "",
+             f"Each case: a forked child sets no_new_privs and installs the filter as the enforcer does "
+             f"(flags 0), checks the calls succeed, then times {data.get('batches')} batches of "
+             f"{data.get('iterations')} `getpid` and {data.get('open_close_pairs')} `openat(/dev/null)`+`close` "
+             f"pairs; {data.get('rounds')} rounds, cases interleaved; median batch quoted. "
+             f"Kernel speculative-store-bypass state: {data.get('spec_store_bypass', '?')}.", "",
+             "CPU time of the calls (CLOCK_THREAD_CPUTIME_ID). *insns run* is what Cocoon's userspace model of the "
+             "kernel interpreter executes for each call; *kernel cache* says whether the kernel's seccomp action "
+             "cache (Linux 5.11+) answers the call from its bitmap without running the program.", "",
+             "| filter | BPF insns | worst path to ALLOW | insns run getpid / openat / close | kernel cache | "
+             "ns per getpid | × none | ns per open+close | × none | libseccomp reference (insns, worst) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    notes = []
+    for c in cases:
+        acts = c.get("actions", {})
+        ex = c.get("executed", {})
+        run = " / ".join(str(ex.get(k, "–")) for k in ("getpid", "openat", "close")) if ex else "–"
+        gp = c.get("getpid_ns")
+        oc = c.get("open_close_ns")
+        gp_s = f"{gp:.1f}" if gp else "not timed"
+        oc_s = f"{oc:.0f}" if oc else "not timed"
+        side = sidecars.get(c["name"], {}).get("stats", {}).get("libseccomp")
+        ref = f"{side['instructions']}, {side['worst_case_allow']}" if side else "–"
+        kc = c.get("kernel_cached", {})
+        cached = ("–" if not kc else "all 3 calls" if all(kc.values())
+                  else ", ".join(k for k, v in kc.items() if v) or "none")
+        lines.append(f"| `{c['name']}` | {c.get('instructions', 0)} | {c.get('worst_case_allow', 0)} | {run} | "
+                     f"{cached} | "
+                     f"{gp_s} | {ratio(gp, none.get('getpid_ns'))} | {oc_s} | "
+                     f"{ratio(oc, none.get('open_close_ns'))} | {ref} |")
+        refused = {k: v for k, v in acts.items() if v != "allow"}
+        if refused:
+            notes.append(f"`{c['name']}` does not allow "
+                         + ", ".join(f"`{k}` (returns {v})" for k, v in refused.items())
+                         + ": those calls were not timed.")
+        if c.get("error"):
+            notes.append(f"`{c['name']}`: {c['error']}")
+    lines.append("")
+    if notes:
+        lines += [f"- {n}" for n in notes] + [""]
+    return lines
+
+
+def kib(v):
+    return f"{v / 1024:.1f} MiB" if isinstance(v, (int, float)) and v >= 0 else "–"
+
+
+def memory_table(data, flood_bytes):
+    lines = ["## Memory: supervisor peak RSS", "",
+             f"{data.get('runs')} runs per case, interleaved. *supervisor* is the `cocoon` process's own VmHWM, "
+             "read at its PTRACE_EVENT_EXIT stop (before the kernel frees its memory); *wait4 ru_maxrss* is the "
+             "maximum of the supervisor's peak and of every descendant it reaped (the sandbox included), as "
+             "wait4 reports it; *sandbox* is the Outcome's cgroup peak."
+             + (f" The flood writes {flood_bytes / (1 << 20):.0f} MiB of zeros to stdout." if flood_bytes else ""),
+             "",
+             "| case | supervisor peak (median / max) | wait4 ru_maxrss (max) | sandbox peak | stdout written | "
+             "captured | truncated | exit | wall (median) | failures |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    mib = lambda v: f"{v / (1 << 20):.2f} MiB" if isinstance(v, int) else "–"  # noqa: E731
+    for c in data.get("cases", []):
+        o = c.get("outcome", {})
+        lines.append(
+            f"| `{c['name']}` | {kib(c['supervisor_hwm_kib_median'])} / {kib(c['supervisor_hwm_kib_max'])} | "
+            f"{kib(c['wait4_maxrss_kib_max'])} | {kib(o.get('peak_mem_kib', -1))} | "
+            f"{mib(o.get('stdout_bytes'))} | {mib(o.get('stdout_captured'))} | "
+            f"{ {True: 'yes', False: 'no'}.get(o.get('stdout_truncated'), '–')} | {c.get('exit_status')} | {c['wall_ms_median']:.0f} ms | "
+            f"{c['failures']} |")
+    lines.append("")
+    return lines
+
+
+def breakout_table(data):
+    """Scan vs find side by side, from breakout_bench's medians."""
+    rows = {}
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        m = re.match(r"(BM_\w+)/(\d+)", b.get("run_name", b["name"]))
+        if m:
+            rows.setdefault(int(m.group(2)), {})[m.group(1)] = b["real_time"]
+    lines = ["## Breakout scan vs find", "",
+             "Same tree, same checks (symlinks, devices, fifos, sockets, hardlinks, setuid/setgid), warm cache, "
+             "wall time, median of 3.", "",
+             "| entries | scan | scan entries/s | scan, 1 thread | find | find entries/s | speedup (find / scan) |",
+             "|---|---|---|---|---|---|---|"]
+    for entries in sorted(rows):
+        r = rows[entries]
+        scan, one, find = r.get("BM_BreakoutScan"), r.get("BM_BreakoutScanOneThread"), r.get("BM_FindSameChecks")
+        rate = lambda t: f"{entries / t * 1000:,.0f}" if t else "–"  # noqa: E731 (times are in ms)
+        fmt = lambda t: f"{t:.1f} ms" if t else "–"  # noqa: E731
+        lines.append(f"| {entries:,} | {fmt(scan)} | {rate(scan)} | {fmt(one)} | {fmt(find)} | {rate(find)} | "
+                     f"{ratio(find, scan)} |")
+    lines.append("")
+    return lines
+
+
 def main():
     raw, out_dir = sys.argv[1], sys.argv[2]
     smoke = "--smoke" in sys.argv
@@ -104,6 +210,8 @@ def main():
     if launch:
         report["launch"] = launch
         md += launch_table(launch, "Launch latency")
+    if not shutil.which("firejail"):
+        md += ["firejail is not installed on this machine: no `firejail --noprofile` case.", ""]
     hyper = load(os.path.join(raw, "hyperfine.json"))
     if hyper:
         report["hyperfine"] = hyper
@@ -112,6 +220,25 @@ def main():
             md.append(f"| `{r['command']}` | {r['median'] * 1000:.2f} ms | "
                       f"{r['mean'] * 1000:.2f} ± {r['stddev'] * 1000:.2f} ms |")
         md.append("")
+    seccomp = load(os.path.join(raw, "seccomp_runtime.json"))
+    if seccomp:
+        sidecars = {os.path.basename(p)[len("sidecar-seccomp-"):-5]: load(p) or {}
+                    for p in glob.glob(os.path.join(raw, "sidecar-seccomp-*.json"))}
+        report["seccomp_runtime"] = seccomp
+        report["seccomp_sidecars"] = sidecars
+        md += seccomp_runtime_table(seccomp, sidecars)
+    memory = load(os.path.join(raw, "memory.json"))
+    if memory:
+        flood_bytes = None
+        try:
+            flood_bytes = int(open(os.path.join(raw, "flood_bytes")).read())
+        except (OSError, ValueError):
+            pass
+        report["memory"] = memory
+        md += memory_table(memory, flood_bytes)
+    breakout = load(os.path.join(raw, "breakout_bench.json"))
+    if breakout:
+        md += breakout_table(breakout)
     agents = load(os.path.join(raw, "agents.json"))
     if agents:
         report["agents"] = agents
