@@ -49,7 +49,7 @@ def launch_table(launch, title):
     bwrap = cases.get("bwrap", {}).get("median_us")
     lines = [f"## {title}", "",
              f"{launch.get('iterations')} launches per case, interleaved.", "",
-             "| case | median | p99 | × floor | × bwrap | supervisor max RSS | failures |",
+             "| case | median | p99 | × floor | × bwrap | max RSS (wait4: launcher or a reaped descendant) | failures |",
              "|---|---|---|---|---|---|---|"]
     for c in launch.get("cases", []):
         med = c["median_us"]

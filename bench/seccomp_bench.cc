@@ -13,8 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -207,6 +209,39 @@ void BM_CompileGeneratedPerTarget(benchmark::State& state) {
 BENCHMARK(BM_CompileGeneratedPerTarget)->Arg(1 << 10)->Arg(100 << 10)->Arg(1 << 20)->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
+// Issue 7, item 2: check + compile to every target, per shipped policy file
+// (policies/*.cocoon and policies/runtimes/*.cocoon), from the file each time:
+// read, parse, imports, check, IR, five back ends. Registered in main().
+void BM_CheckAndCompileShipped(benchmark::State& state, const std::string& path) {
+  frontend::FrontendOptions options;
+  options.search_paths = {COCOON_SOURCE_DIR "/policies"};
+  for (auto _ : state) {
+    Diagnostics diagnostics;
+    auto policy = frontend::CompilePolicyFile(path, "", options, diagnostics);
+    if (!policy) return state.SkipWithError(("does not check: " + path).c_str());
+    auto out = driver::CompileTargets(*policy, driver::AllTargets());
+    if (!out.ok()) return state.SkipWithError(out.status().ToString().c_str());
+    benchmark::DoNotOptimize(out);
+  }
+}
+
+void RegisterShippedPolicies() {
+  std::vector<std::string> files;
+  for (const char* dir : {COCOON_SOURCE_DIR "/policies", COCOON_SOURCE_DIR "/policies/runtimes"}) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".cocoon") files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  const std::string root = COCOON_SOURCE_DIR "/";
+  for (const std::string& file : files) {
+    benchmark::RegisterBenchmark(("BM_CheckAndCompileShipped/" + file.substr(root.size())).c_str(),
+                                 BM_CheckAndCompileShipped, file)
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
 void BM_BuildStrictFilter(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(BuildStrict(TreeOptimization::kAuto));
 }
@@ -369,6 +404,7 @@ void PrintReport() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  RegisterShippedPolicies();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
