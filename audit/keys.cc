@@ -124,22 +124,41 @@ std::string HexEncode(const uint8_t* data, size_t size) {
   return out;
 }
 
+namespace {
+
+// Value of each byte as a lower-case hex digit, -1 otherwise (upper case is
+// not canonical). A table: the verifier decodes two digests per line.
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> table{};
+  for (auto& v : table) v = -1;
+  for (int c = '0'; c <= '9'; ++c) table[c] = static_cast<int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) table[c] = static_cast<int8_t>(c - 'a' + 10);
+  return table;
+}();
+
+}  // namespace
+
 bool HexDecode(std::string_view hex, uint8_t* out, size_t size) {
   if (hex.size() != size * 2) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;  // upper case is not canonical
-  };
+  const auto* p = reinterpret_cast<const unsigned char*>(hex.data());
+  int bad = 0;
   for (size_t i = 0; i < size; ++i) {
-    int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+    int hi = kHexValue[p[2 * i]], lo = kHexValue[p[2 * i + 1]];
+    bad |= hi | lo;  // any -1 sets the sign bit
+    out[i] = static_cast<uint8_t>(((hi & 0xF) << 4) | (lo & 0xF));
   }
-  return true;
+  return bad >= 0;
 }
 
 static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// Inverse of kB64 (-1: not a base64 digit), instead of a strchr per character.
+static constexpr std::array<int8_t, 256> kB64Value = [] {
+  std::array<int8_t, 256> table{};
+  for (auto& v : table) v = -1;
+  for (int i = 0; i < 64; ++i) table[static_cast<unsigned char>(kB64[i])] = static_cast<int8_t>(i);
+  return table;
+}();
 
 std::string Base64Encode(const uint8_t* data, size_t size) {
   std::string out;
@@ -172,9 +191,9 @@ bool Base64Decode(std::string_view text, std::string* out) {
       continue;
     }
     if (padding) return false;
-    const char* p = std::strchr(kB64, c);
-    if (c == '\0' || p == nullptr) return false;
-    buffer = (buffer << 6) | static_cast<uint32_t>(p - kB64);
+    int value = kB64Value[static_cast<unsigned char>(c)];
+    if (value < 0) return false;
+    buffer = (buffer << 6) | static_cast<uint32_t>(value);
     bits += 6;
     if (bits >= 8) {
       bits -= 8;
@@ -239,6 +258,48 @@ bool PublicKey::Verify(const Digest& hash, const Signature& signature) const {
     if (EVP_DigestVerify(ctx, signature.data(), signature.size(), message.data(), message.size()) == 1) return true;
   }
   return false;
+}
+
+// One EVP_DigestVerifyInit per key for the whole run (it fetches the Ed25519
+// implementation and builds an EVP_PKEY_CTX: ~4 us); each EVP_DigestVerify
+// after it is one-shot, so the context is ready for the next message. The
+// contexts die with this object: nothing is kept across verifications.
+struct SignatureChecker::Context {
+  const PublicKey* key = nullptr;
+  MdCtx ctx;
+};
+
+SignatureChecker::SignatureChecker() = default;
+SignatureChecker::~SignatureChecker() = default;
+
+bool SignatureChecker::Init(Context& entry) {
+  entry.ctx.reset(EVP_MD_CTX_new());
+  if (entry.ctx == nullptr ||
+      EVP_DigestVerifyInit(entry.ctx.get(), nullptr, nullptr, nullptr, Raw(entry.key->pkey_)) != 1) {
+    entry.ctx.reset();
+    return false;
+  }
+  return true;
+}
+
+bool SignatureChecker::Verify(const PublicKey& key, const Digest& hash, const Signature& signature) {
+  Context* entry = nullptr;
+  for (auto& context : contexts_)
+    if (context->key == &key) entry = context.get();
+  if (entry == nullptr) {
+    contexts_.push_back(std::make_unique<Context>());
+    entry = contexts_.back().get();
+    entry->key = &key;
+  }
+  auto message = SignedMessage(hash);
+  // As in PublicKey::Verify: a failure on a reused context is re-checked on a
+  // fresh one, so context state can never turn into a wrong verdict.
+  bool reused = entry->ctx != nullptr;
+  if (!reused && !Init(*entry)) return false;
+  if (EVP_DigestVerify(entry->ctx.get(), signature.data(), signature.size(), message.data(), message.size()) == 1)
+    return true;
+  if (!reused || !Init(*entry)) return false;
+  return EVP_DigestVerify(entry->ctx.get(), signature.data(), signature.size(), message.data(), message.size()) == 1;
 }
 
 Result<SigningKey> SigningKey::Generate() {

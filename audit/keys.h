@@ -32,9 +32,27 @@ class PublicKey {
   bool Verify(const Digest& hash, const Signature& signature) const;
 
  private:
+  friend class SignatureChecker;
   std::shared_ptr<void> pkey_;  // EVP_PKEY*
   std::string raw_;
   std::string key_id_;
+};
+
+// Checks many signatures for one verification run with one initialised
+// OpenSSL context per key (PublicKey::Verify keeps per-thread contexts across
+// calls instead). Not thread-safe: one per worker. `key` must outlive it.
+class SignatureChecker {
+ public:
+  SignatureChecker();
+  ~SignatureChecker();
+  SignatureChecker(const SignatureChecker&) = delete;
+  SignatureChecker& operator=(const SignatureChecker&) = delete;
+  bool Verify(const PublicKey& key, const Digest& hash, const Signature& signature);
+
+ private:
+  struct Context;
+  static bool Init(Context& entry);  // fresh EVP_DigestVerifyInit
+  std::vector<std::unique_ptr<Context>> contexts_;
 };
 
 class SigningKey {

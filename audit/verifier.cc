@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -194,10 +195,25 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   }
 }
 
+// Newlines + 1, by memchr: std::count widened every byte to a 64-bit lane
+// and took a tenth of a sign_every-1000 verification, on one core.
+size_t CountLines(std::string_view bytes) {
+  size_t count = 1;
+  const char* p = bytes.data();
+  const char* end = p + bytes.size();
+  while (p < end) {
+    const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+    if (nl == nullptr) break;
+    ++count;
+    p = static_cast<const char*>(nl) + 1;
+  }
+  return count;
+}
+
 std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, Failure& failure, size_t& partial_file) {
   std::vector<Line> lines;
   size_t expected = 0;  // reserve once: moving 300,000 Lines on each growth step is not free
-  for (const auto& input : inputs) expected += std::count(input.bytes.begin(), input.bytes.end(), '\n') + 1;
+  for (const auto& input : inputs) expected += CountLines(input.bytes);
   lines.reserve(expected);
   for (size_t f = 0; f < inputs.size(); ++f) {
     std::string_view bytes = inputs[f].bytes;
@@ -246,9 +262,10 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
   walker.Walk(failure, checks);
   std::vector<uint8_t> bad(checks.size(), 0);
   pool.ParallelFor(checks.size(), 8, [&](size_t begin, size_t end) {
+    SignatureChecker checker;  // this chunk's OpenSSL contexts, one init per key
     for (size_t k = begin; k < end; ++k) {
       const Line& line = lines[checks[k].index];
-      bad[k] = !checks[k].key->Verify(line.integrity.hash, line.integrity.signature);
+      bad[k] = !checker.Verify(*checks[k].key, line.integrity.hash, line.integrity.signature);
     }
   });
   report.signatures = checks.size();
