@@ -406,5 +406,135 @@ TEST_F(ChainTest, CheckpointsEveryNLines) {
   EXPECT_EQ(Verify({Path("log")}).verdict, VerifyVerdict::kSealed);
 }
 
+// The verifier scans, hashes and checks signatures on a worker pool, then
+// reports the lowest failing line. Every tampering below must give exactly the
+// report of the single-threaded run (verdict, line, reason), including when
+// two lines are broken and the later one lies in an earlier-finishing chunk.
+class ParallelVerifyTest : public ChainTest {
+ protected:
+  VerifyReport VerifyWith(const std::string& path, unsigned threads) const {
+    VerifyOptions options;
+    options.trusted.push_back(key_.public_key());
+    options.threads = threads;
+    auto report = VerifyFiles({path}, options);
+    EXPECT_TRUE(report.ok());
+    return report.ok() ? *report : VerifyReport{};
+  }
+
+  // A log of 300 events (302 lines: several chunks of lines and of
+  // signatures), mutated, verified on 1 and on 4 threads.
+  VerifyReport CompareThreads(uint32_t sign_every, const std::function<void(std::vector<std::string>&)>& mutate) {
+    std::string path = WriteLog("big" + std::to_string(++logs_), 300, sign_every);  // a fresh log each time
+    auto lines = SplitLines(ReadFile(path));
+    mutate(lines);
+    WriteFile(path, JoinLines(lines));
+    VerifyReport sequential = VerifyWith(path, 1);
+    for (unsigned threads : {2u, 4u}) {
+      VerifyReport parallel = VerifyWith(path, threads);
+      EXPECT_EQ(parallel.verdict, sequential.verdict) << threads;
+      EXPECT_EQ(parallel.line, sequential.line) << threads;
+      EXPECT_EQ(parallel.reason, sequential.reason) << threads;
+      EXPECT_EQ(parallel.signatures, sequential.signatures) << threads;
+      EXPECT_EQ(parallel.notices, sequential.notices) << threads;
+    }
+    return sequential;
+  }
+
+  // Gives line i the signature of line j (valid base64, wrong signature).
+  static void SwapSignature(std::vector<std::string>& lines, size_t i, size_t j) {
+    auto sig = [](const std::string& line) { return line.find("\"sig\":\""); };
+    ASSERT_NE(sig(lines[i]), std::string::npos);
+    ASSERT_NE(sig(lines[j]), std::string::npos);
+    lines[i].replace(sig(lines[i]) + 7, 88, lines[j].substr(sig(lines[j]) + 7, 88));
+  }
+  static void EditNr(std::string& line) {
+    auto at = line.find("\"nr\":165");
+    ASSERT_NE(at, std::string::npos);
+    line.replace(at, 8, "\"nr\":166");
+  }
+  int logs_ = 0;
+};
+
+TEST_F(ParallelVerifyTest, CleanLogAgrees) {
+  EXPECT_EQ(CompareThreads(1, [](auto&) {}).verdict, VerifyVerdict::kSealed);
+  EXPECT_EQ(CompareThreads(7, [](auto&) {}).verdict, VerifyVerdict::kSealed);
+}
+
+TEST_F(ParallelVerifyTest, FirstBadSignatureIsReportedWhateverTheChunking) {
+  VerifyReport report = CompareThreads(1, [](auto& lines) {
+    SwapSignature(lines, 290, 10);
+    SwapSignature(lines, 40, 41);
+  });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 41u);
+  EXPECT_NE(report.reason.find("bad Ed25519 signature"), std::string::npos) << report.reason;
+}
+
+TEST_F(ParallelVerifyTest, EarlierBadSignatureWinsOverLaterChainBreak) {
+  VerifyReport report = CompareThreads(1, [](auto& lines) {
+    SwapSignature(lines, 20, 21);
+    EditNr(lines[280]);
+  });
+  EXPECT_EQ(report.line, 21u);
+  report = CompareThreads(1, [](auto& lines) {
+    SwapSignature(lines, 280, 21);
+    EditNr(lines[20]);
+  });
+  EXPECT_EQ(report.line, 21u);
+  EXPECT_NE(report.reason.find("hash mismatch"), std::string::npos) << report.reason;
+}
+
+TEST_F(ParallelVerifyTest, ChainAttacksAgree) {
+  EXPECT_EQ(CompareThreads(1, [](auto& l) { std::swap(l[150], l[151]); }).line, 151u);
+  EXPECT_EQ(CompareThreads(1, [](auto& l) { l.erase(l.begin() + 260); }).line, 261u);
+  EXPECT_EQ(CompareThreads(1, [](auto& l) { l.insert(l.begin() + 200, l[100]); }).line, 201u);
+  EXPECT_EQ(CompareThreads(1, [](auto& l) { l.resize(250); }).verdict, VerifyVerdict::kUnsealed);
+  EXPECT_EQ(CompareThreads(1, [](auto& l) { l[299] += " "; }).line, 300u);  // not canonical
+  EXPECT_EQ(CompareThreads(7, [](auto& l) { EditNr(l[120]); }).line, 121u);
+  EXPECT_EQ(CompareThreads(7, [](auto& l) { l.erase(l.begin() + 30); }).line, 31u);
+}
+
+TEST_F(ChainTest, SignatureCheckerReusesContextsWithoutChangingVerdicts) {
+  auto other = SigningKey::Generate();
+  ASSERT_TRUE(other.ok());
+  SignatureChecker checker;
+  for (int i = 0; i < 4; ++i) {
+    Digest hash = LineHash("line " + std::to_string(i));
+    auto mine = key_.Sign(hash);
+    auto theirs = other->Sign(hash);
+    ASSERT_TRUE(mine.ok() && theirs.ok());
+    EXPECT_TRUE(checker.Verify(key_.public_key(), hash, *mine));
+    EXPECT_TRUE(checker.Verify(other->public_key(), hash, *theirs));
+    EXPECT_FALSE(checker.Verify(key_.public_key(), hash, *theirs));  // a failure does not poison the context
+    EXPECT_TRUE(checker.Verify(key_.public_key(), hash, *mine));
+    (*mine)[63] ^= 0x10;
+    EXPECT_FALSE(checker.Verify(key_.public_key(), hash, *mine));
+  }
+}
+
+TEST(AuditEncoding, HexAndBase64AreStrict) {
+  uint8_t out[2];
+  EXPECT_TRUE(HexDecode("0aff", out, 2));
+  EXPECT_EQ(out[0], 0x0a);
+  EXPECT_EQ(out[1], 0xff);
+  for (int byte = 0; byte < 256; ++byte) {
+    bool digit = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'f');
+    std::string hex = "00" + std::string(1, static_cast<char>(byte)) + "0";
+    EXPECT_EQ(HexDecode(hex, out, 2), digit) << byte;
+  }
+  EXPECT_FALSE(HexDecode("0aF0", out, 2));  // upper case is not canonical
+  EXPECT_FALSE(HexDecode("0a0", out, 2));
+  std::string decoded;
+  EXPECT_TRUE(Base64Decode("+/9h", &decoded));
+  EXPECT_EQ(decoded, "\xfb\xff\x61");
+  EXPECT_TRUE(Base64Decode("YQ==", &decoded));
+  EXPECT_EQ(decoded, "a");
+  EXPECT_FALSE(Base64Decode("YR==", &decoded));  // non-zero pad bits: a second spelling
+  EXPECT_FALSE(Base64Decode("Y Q=", &decoded));
+  EXPECT_FALSE(Base64Decode(std::string("YQ\0=", 4), &decoded));
+  EXPECT_FALSE(Base64Decode("YQ=a", &decoded));
+  EXPECT_FALSE(Base64Decode("-_==", &decoded));
+}
+
 }  // namespace
 }  // namespace cocoon::audit::testing

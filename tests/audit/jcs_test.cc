@@ -114,5 +114,52 @@ TEST(JcsScanner, DepthIsBounded) {
   EXPECT_FALSE(ScanCanonicalLine(deep).ok());
 }
 
+// The scanner skips plain string and key bytes eight at a time. Put every
+// byte value at every offset of a 40-byte string (so each lands in every lane
+// of a word, in the word-wise and the byte-wise loop) and check the scanner's
+// verdict against the DOM reference: accepted exactly when nlohmann parses the
+// line and Canonicalize() gives back the same bytes.
+bool ReferenceAccepts(const std::string& line) {
+  auto parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return false;
+  auto canonical = Canonicalize(parsed);
+  return canonical.ok() && *canonical == line;
+}
+
+TEST(JcsScanner, WordSkipAgreesWithTheReferenceForEveryByteAndOffset) {
+  const std::string plain = "abcdefghijklmnopqrstuvwxyz0123456789ABCD";
+  for (size_t at = 0; at < plain.size(); ++at) {
+    for (int byte = 0; byte < 256; ++byte) {
+      std::string value = plain;
+      value[at] = static_cast<char>(byte);
+      std::string in_string = "{\"k\":\"" + value + "\"}";
+      EXPECT_EQ(ScanCanonicalLine(in_string).ok(), ReferenceAccepts(in_string)) << "string, byte " << byte << " at " << at;
+      std::string in_key = "{\"" + value + "\":1}";
+      // Keys are stricter than JCS: printable ASCII only (no DEL, no escapes).
+      bool key_ok = byte >= 0x20 && byte <= 0x7E && byte != '"' && byte != '\\';
+      EXPECT_EQ(ScanCanonicalLine(in_key).ok(), key_ok) << "key, byte " << byte << " at " << at;
+    }
+  }
+}
+
+TEST(JcsScanner, MultiByteUtf8AndEscapesAtEveryOffset) {
+  const std::string plain(24, 'x');
+  for (std::string piece : {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\\n", "\\u001f", "\\\"",
+                            "\xc3", "\xe2\x82", "\\u0041", "\\/"}) {
+    for (size_t at = 0; at <= plain.size(); ++at) {
+      std::string line = "{\"k\":\"" + plain.substr(0, at) + piece + plain.substr(at) + "\"}";
+      EXPECT_EQ(ScanCanonicalLine(line).ok(), ReferenceAccepts(line)) << line;
+    }
+  }
+}
+
+TEST(JcsScanner, KeyOrderIsByteOrder) {
+  EXPECT_TRUE(ScanCanonicalLine("{\"a\":1,\"ab\":2,\"b\":3}").ok());
+  EXPECT_FALSE(ScanCanonicalLine("{\"ab\":1,\"a\":2}").ok());   // prefix after the longer key
+  EXPECT_FALSE(ScanCanonicalLine("{\"a\":1,\"a\":2}").ok());    // duplicate
+  EXPECT_FALSE(ScanCanonicalLine("{\"b\":1,\"a\":2}").ok());
+  EXPECT_FALSE(ScanCanonicalLine("{\"a~\":1,\"a \":2}").ok());  // 0x7E before 0x20
+}
+
 }  // namespace
 }  // namespace cocoon::audit
