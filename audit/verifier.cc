@@ -195,25 +195,31 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   }
 }
 
-// Newlines + 1, by memchr: std::count widened every byte to a 64-bit lane
-// and took a tenth of a sign_every-1000 verification, on one core.
-size_t CountLines(std::string_view bytes) {
-  size_t count = 1;
-  const char* p = bytes.data();
-  const char* end = p + bytes.size();
-  while (p < end) {
-    const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
-    if (nl == nullptr) break;
-    ++count;
-    p = static_cast<const char*>(nl) + 1;
-  }
+// Newlines + 1, by memchr (std::count widened every byte to a 64-bit lane
+// and took a tenth of a sign_every-1000 verification), in 1 MiB blocks on
+// every core: this first pass also takes the page faults of the mapping.
+size_t CountLines(std::string_view bytes, WorkerPool& pool) {
+  constexpr size_t kBlock = 1 << 20;
+  std::atomic<size_t> count{1};
+  pool.ParallelFor((bytes.size() + kBlock - 1) / kBlock, 1, [&](size_t begin, size_t end) {
+    const char* p = bytes.data() + begin * kBlock;
+    const char* stop = bytes.data() + std::min(bytes.size(), end * kBlock);
+    size_t found = 0;
+    while (p < stop) {
+      const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p));
+      if (nl == nullptr) break;
+      ++found;
+      p = static_cast<const char*>(nl) + 1;
+    }
+    count += found;
+  });
   return count;
 }
 
-std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, Failure& failure, size_t& partial_file) {
+std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, WorkerPool& pool, size_t& partial_file) {
   std::vector<Line> lines;
   size_t expected = 0;  // reserve once: moving 300,000 Lines on each growth step is not free
-  for (const auto& input : inputs) expected += CountLines(input.bytes);
+  for (const auto& input : inputs) expected += CountLines(input.bytes, pool);
   lines.reserve(expected);
   for (size_t f = 0; f < inputs.size(); ++f) {
     std::string_view bytes = inputs[f].bytes;
@@ -235,7 +241,6 @@ std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, Failure& failu
       bytes.remove_prefix(nl + 1);
     }
   }
-  (void)failure;
   return lines;
 }
 
@@ -245,14 +250,14 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
   VerifyReport report;
   Failure failure;
   size_t partial_file = SIZE_MAX;
-  std::vector<Line> lines = SplitLines(inputs, failure, partial_file);
+  WorkerPool pool(options.threads);
+  std::vector<Line> lines = SplitLines(inputs, pool, partial_file);
   report.lines = lines.size();
   if (lines.empty()) {
     report.reason = "empty log";
     report.file = inputs.empty() ? "" : inputs[0].name;
     return report;
   }
-  WorkerPool pool(options.threads);
   pool.ParallelFor(lines.size(), 256, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
       if (lines[i].error.empty()) Analyse(lines[i], options.ignore_extra_keys);
