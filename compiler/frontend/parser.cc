@@ -11,7 +11,9 @@
 #include <antlr4-runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <exception>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -163,6 +165,60 @@ class ErrorListener : public antlr4::BaseErrorListener {
   size_t cap_;
   Diagnostics& diagnostics_;
   size_t count_ = 0;
+};
+
+// Each parse owns its ANTLR DFAs (lexer and parser). The generated
+// recognizers keep theirs in statics shared by every parse in the process:
+// a cache across calls, which made the in-process benchmarks measure a warm
+// DFA while each `cocoon check` process starts cold (build.cocoon: 1.3 ms
+// in-process vs ~6 ms of CPU more than `cocoon --version` in a fresh
+// process). With a DFA per parse, every parse does the cold work a fresh
+// process does, and nothing one input taught ANTLR carries over to the next.
+class PerParseDfa {
+ public:
+  explicit PerParseDfa(const antlr4::atn::ATN& atn) {
+    for (size_t i = 0; i < atn.getNumberOfDecisions(); ++i) dfa_.emplace_back(atn.getDecisionState(i), i);
+  }
+  std::vector<antlr4::dfa::DFA>& dfa() { return dfa_; }
+  antlr4::atn::PredictionContextCache& contexts() { return contexts_; }
+
+ private:
+  std::vector<antlr4::dfa::DFA> dfa_;
+  antlr4::atn::PredictionContextCache contexts_;
+};
+
+// ANTLR 4.9's lexer simulator finds each character's DFA edge in a
+// std::unordered_map, under a process-wide reader lock
+// (LexerATNSimulator::getExistingTargetState, ATNSimulator::_edgeLock): that
+// lookup was a third of lexing time on a 1 MiB policy. The token rules stay
+// ANTLR's, and so does computing every edge; this only remembers, in a dense
+// table per DFA state, the ASCII edges (the only ones ANTLR puts in its DFA:
+// MAX_DFA_EDGE is 127) already looked up. The table dies with the lexer.
+// Anything it does not hold (a miss, a non-ASCII symbol, an unnumbered
+// state) goes to the runtime.
+class DenseEdgeLexerSimulator : public antlr4::atn::LexerATNSimulator {
+ public:
+  DenseEdgeLexerSimulator(antlr4::Lexer* lexer, PerParseDfa& dfa)
+      : LexerATNSimulator(lexer, lexer->getATN(), dfa.dfa(), dfa.contexts()) {}
+
+ protected:
+  antlr4::dfa::DFAState* getExistingTargetState(antlr4::dfa::DFAState* s, size_t t) override {
+    if (t > MAX_DFA_EDGE || s->stateNumber < 0) return LexerATNSimulator::getExistingTargetState(s, t);
+    const size_t n = static_cast<size_t>(s->stateNumber);
+    if (n >= rows_.size()) rows_.resize(n + 1);
+    Row& row = rows_[n];
+    if (row.state != s) row = Row{s, {}};  // numbers are unique per DFA; be safe anyway
+    antlr4::dfa::DFAState*& slot = row.next[t];
+    if (slot == nullptr) slot = LexerATNSimulator::getExistingTargetState(s, t);  // null: not computed yet
+    return slot;
+  }
+
+ private:
+  struct Row {
+    antlr4::dfa::DFAState* state = nullptr;
+    std::array<antlr4::dfa::DFAState*, MAX_DFA_EDGE + 1> next{};
+  };
+  std::vector<Row> rows_;
 };
 
 // Reports the first bracket nested deeper than the limit (unbalanced brackets
@@ -456,7 +512,13 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   OffsetMap offsets(text, base);
 
   antlr4::ANTLRInputStream input(text.data(), text.size());
+  // The DFAs outlive the recognizers, whose destructors delete the
+  // simulators that use them; each is built after its recognizer, whose
+  // constructor deserializes the ATN (lazily, grammar/lazy_atn_init.cmake).
+  std::optional<PerParseDfa> lexer_dfa, parser_dfa;
   CocoonLexer lexer(&input);
+  lexer_dfa.emplace(lexer.getATN());
+  lexer.setInterpreter(new DenseEdgeLexerSimulator(&lexer, *lexer_dfa));  // deletes the generated one
   ErrorListener listener(source, offsets, std::max<size_t>(1, options.max_syntax_errors), diagnostics);
   lexer.removeErrorListeners();
   lexer.addErrorListener(&listener);
@@ -466,6 +528,9 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
 
   CocoonParser parser(&tokens);
+  parser_dfa.emplace(parser.getATN());
+  parser.setInterpreter(new antlr4::atn::ParserATNSimulator(&parser, parser.getATN(), parser_dfa->dfa(),
+                                                            parser_dfa->contexts()));  // deletes the generated one
   parser.removeErrorListeners();
   // Stage 1: SLL prediction, bail at the first error. Almost every real file
   // parses here, and it is the fast path.
