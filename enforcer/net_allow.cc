@@ -78,6 +78,12 @@ bool IpEndpoint::IsLoopback() const {
   return family == AF_INET6 && memcmp(addr.data(), kV6Loopback, 16) == 0;
 }
 
+bool IpEndpoint::IsLocalOnly() const {
+  static const std::array<uint8_t, 16> kZero{};
+  const size_t size = family == AF_INET ? 4 : 16;
+  return IsLoopback() || std::equal(addr.begin(), addr.begin() + static_cast<long>(size), kZero.begin());
+}
+
 std::string IpEndpoint::ToString() const {
   std::string address = AddressText(*this);
   if (family == AF_INET6) address = "[" + address + "]";

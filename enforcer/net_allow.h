@@ -25,6 +25,9 @@ struct IpEndpoint {
   bool operator==(const IpEndpoint&) const = default;
 
   bool IsLoopback() const;           // 127.0.0.0/8 or ::1
+  // Loopback, or the unspecified address (0.0.0.0, ::), which connect(2)
+  // treats as "this host": inside the sandbox, its own namespace.
+  bool IsLocalOnly() const;
   std::string ToString() const;      // "1.2.3.4:80", "[::1]:80"
   // The endpoint as a sockaddr (sockaddr_in or sockaddr_in6); returns its length.
   socklen_t ToSockaddr(sockaddr_storage* out) const;

@@ -184,7 +184,7 @@ void NetBroker::HandleConnect(int notify_fd, const struct seccomp_notif& request
   if (!IdValid(notify_fd, id)) return;  // the task is gone (or the pid was recycled): nothing to answer
   IpEndpoint destination;
   if (got != static_cast<ssize_t>(length) || !ParseInetSockaddr(buffer, length, &destination) ||
-      destination.IsLoopback()) {
+      destination.IsLocalOnly()) {
     Continue(notify_fd, id);
     return;
   }

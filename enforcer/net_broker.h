@@ -16,7 +16,7 @@
 //    thread then relays bytes between the accepted peer and the host socket.
 //    The sandbox sees a connected socket (getpeername shows 127.0.0.1 and
 //    the listener's port, not the real destination: a documented quirk).
-// 5. A loopback destination, or a non-INET family (AF_UNIX...), continues
+// 5. A loopback (or 0.0.0.0 / ::) destination, or a non-INET family, continues
 //    in the kernel; any other INET destination is refused (ECONNREFUSED,
 //    what a host with nothing listening answers, so clients fail fast) and
 //    recorded in the Outcome.

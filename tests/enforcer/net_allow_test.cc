@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "enforcer/outcome.h"
+
 namespace cocoon::enforcer {
 namespace {
 
@@ -51,6 +55,9 @@ TEST(NetAllow, LoopbackIsAllOf127AndV6One) {
   EXPECT_TRUE(V4("127.9.9.9", 1).IsLoopback());
   EXPECT_FALSE(V4("128.0.0.1", 1).IsLoopback());
   EXPECT_FALSE(V4("10.0.0.1", 1).IsLoopback());
+  EXPECT_TRUE(V4("0.0.0.0", 1).IsLocalOnly());  // connect(2): "this host"
+  EXPECT_TRUE(V4("127.0.0.1", 1).IsLocalOnly());
+  EXPECT_FALSE(V4("10.0.0.1", 1).IsLocalOnly());
 }
 
 TEST(NetAllow, LiteralsResolveAndMatchOnlyTheirPort) {
@@ -80,6 +87,24 @@ TEST(NetAllow, NamesGoIntoTheHostsFile) {
   ResolvedAllowList named;
   named.endpoints.push_back({{"api.example.test", 443}, {V4("192.0.2.9", 443)}});
   EXPECT_NE(named.HostsFile("h").find("192.0.2.9\tapi.example.test\n"), std::string::npos);
+}
+
+// The Outcome's "network" object exists for allow-list runs only, so the
+// JSON of every other run is unchanged.
+TEST(NetAllow, OutcomeHasANetworkSectionOnlyForAllowLists) {
+  Outcome plain;
+  EXPECT_FALSE(OutcomeToJson(plain).contains("network"));
+  Outcome brokered;
+  brokered.has_network_report = true;
+  brokered.network.mode = "allow-list";
+  brokered.network.connections_allowed = 2;
+  brokered.network.connections_denied = 1;
+  brokered.network.denied.push_back({"192.0.2.7:22", "not in the allow-list", 1});
+  auto j = OutcomeToJson(brokered);
+  ASSERT_TRUE(j.contains("network"));
+  EXPECT_EQ(j["network"]["connections_allowed"], 2);
+  EXPECT_EQ(j["network"]["connections_denied"], 1);
+  EXPECT_EQ(j["network"]["denied"][0]["destination"], "192.0.2.7:22");
 }
 
 }  // namespace
