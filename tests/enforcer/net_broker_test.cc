@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <iostream>
 #include <thread>
 
 #include "compiler/backends/artifact.h"
@@ -187,6 +188,48 @@ TEST_F(NetBrokerTest, UdpToTheAllowedEndpointFails) {
   EXPECT_NE(outcome->stdout_data.find("failed"), std::string::npos) << outcome->stdout_data;
   ASSERT_EQ(outcome->network.denied.size(), 1u);
   EXPECT_NE(outcome->network.denied[0].reason.find("not TCP"), std::string::npos);
+}
+
+// Paths out that never call connect(2): the namespace is the barrier.
+TEST_F(NetBrokerTest, SendsWithoutConnectCannotLeaveTheNamespace) {
+  std::string target = "('" + ip_ + "'," + std::to_string(echo_->port()) + ")";
+  std::string script =
+      "python3 -c \"import socket\n"
+      "for kind,flags in (('fastopen',socket.MSG_FASTOPEN),('udp',0)):\n"
+      " s=socket.socket(type=socket.SOCK_STREAM if kind=='fastopen' else socket.SOCK_DGRAM)\n"
+      " try:\n  s.sendto(b'x',flags," + target + "); print(kind,'sent')\n"
+      " except OSError as e: print(kind,'errno',e.errno)\"";
+  auto outcome = Run(AllowPolicy(), script);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("fastopen errno " + std::to_string(ENETUNREACH)), std::string::npos)
+      << outcome->stdout_data << outcome->stderr_data;
+  EXPECT_NE(outcome->stdout_data.find("udp errno " + std::to_string(ENETUNREACH)), std::string::npos)
+      << outcome->stdout_data << outcome->stderr_data;
+  EXPECT_EQ(echo_->accepted(), 0);
+}
+
+// TOCTOU: a second thread flips the connect address between a loopback one
+// (continued in the kernel, which re-reads it) and a host one that is not
+// allowed, while connect(2) waits for the broker. Whatever the kernel reads
+// last runs inside the namespace, so nothing ever reaches the host server.
+TEST_F(NetBrokerTest, SwappingTheAddressDuringTheCheckNeverEscapes) {
+  std::string port = std::to_string(other_->port());
+  std::string script =
+      "python3 -c \"import ctypes,socket,struct,threading\n"
+      "libc=ctypes.CDLL(None,use_errno=True)\n"
+      "def sa(ip): return struct.pack('=H',2)+struct.pack('!H'," + port + ")+socket.inet_aton(ip)+bytes(8)\n"
+      "a=sa('127.0.0.1'); b=sa('" + ip_ + "'); buf=ctypes.create_string_buffer(a,16); run=[True]\n"
+      "def flip():\n while run[0]:\n  ctypes.memmove(buf,a,16); ctypes.memmove(buf,b,16)\n"
+      "t=threading.Thread(target=flip); t.start(); ok=0\n"
+      "for i in range(300):\n"
+      " s=socket.socket(); ok+=libc.connect(s.fileno(),buf,16)==0; s.close()\n"
+      "run[0]=False; t.join(); print('connected',ok)\"";
+  auto outcome = Run(AllowPolicy(), script);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("connected 0"), std::string::npos) << outcome->stdout_data << outcome->stderr_data;
+  EXPECT_EQ(other_->accepted(), 0);
+  EXPECT_EQ(outcome->network.connections_allowed, 0u);
+  std::cerr << "broker denials during the race: " << outcome->network.connections_denied << " of 300\n";
 }
 
 TEST_F(NetBrokerTest, LoopbackStillWorksInside) {
