@@ -56,16 +56,19 @@ std::string LocalAddress(int family) {
 class EchoServer {
  public:
   explicit EchoServer(const std::string& ip) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    socklen_t len = sizeof(addr);
+    // IPv4 or IPv6 (no ':' in an IPv4 literal).
+    const int family = ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
+    sockaddr_in6 addr{};  // large enough for both; sin_port sits at the same offset
+    addr.sin6_family = static_cast<sa_family_t>(family);
+    inet_pton(family, ip.c_str(), family == AF_INET ? static_cast<void*>(&reinterpret_cast<sockaddr_in*>(&addr)->sin_addr)
+                                                     : static_cast<void*>(&addr.sin6_addr));
+    fd_ = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
     if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd_, 16) != 0 ||
         getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       return;
     }
-    port_ = ntohs(addr.sin_port);
+    port_ = ntohs(addr.sin6_port);
     thread_ = std::thread([this] { Serve(); });
   }
   ~EchoServer() {
@@ -179,6 +182,22 @@ TEST_F(NetBrokerTest, OtherIpIsRefused) {
   EXPECT_NE(outcome->stdout_data.find("refused"), std::string::npos) << outcome->stdout_data;
   EXPECT_EQ(outcome->network.connections_denied, 1u);
   EXPECT_EQ(echo_->accepted(), 0);
+}
+
+// An IPv6 endpoint: the sandbox's AF_INET6 socket is connected to the
+// IPv4 in-namespace listener as ::ffff:127.0.0.1.
+TEST_F(NetBrokerTest, AllowedIpv6EndpointEchoes) {
+  std::string ip6 = LocalAddress(AF_INET6);
+  if (ip6.empty()) GTEST_SKIP() << "SKIPPED LOUDLY: no non-loopback, non-link-local IPv6 address on this host";
+  EchoServer echo6(ip6);
+  ASSERT_NE(echo6.port(), 0);
+  ir::Policy policy = AllowPolicy({{ip6, echo6.port()}});
+  auto outcome = Run(policy, "exec 3<>" + Tcp(ip6, echo6.port()) +
+                                 " || exit 9; printf 'six\\n' >&3; read -r line <&3; echo \"got:$line\"");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE(outcome->stdout_data.find("got:six"), std::string::npos) << outcome->stderr_data;
+  EXPECT_EQ(outcome->network.connections_allowed, 1u);
+  EXPECT_EQ(echo6.accepted(), 1);
 }
 
 TEST_F(NetBrokerTest, UdpToTheAllowedEndpointFails) {
