@@ -18,17 +18,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "enforcer/workdir/dirent64.h"
+
 namespace cocoon::enforcer {
 namespace {
-
-// getdents64 record (man 2 getdents); glibc < 2.30 has no wrapper.
-struct LinuxDirent64 {
-  uint64_t d_ino;
-  int64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
 
 constexpr size_t kDentsBuffer = 32 * 1024;
 

@@ -10,16 +10,10 @@
 #include <climits>
 #include <memory>
 
+#include "enforcer/workdir/dirent64.h"
+
 namespace cocoon::enforcer::tree {
 namespace {
-
-struct LinuxDirent64 {
-  uint64_t d_ino;
-  int64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
 
 bool IsDotOrDotDot(const char* name) {
   return name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0));
