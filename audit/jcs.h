@@ -94,6 +94,9 @@ struct ScanLimits {
 // ASCII keys and integer numbers only. The error message names the byte offset
 // and the rule that failed ("keys not sorted", "float number", ...).
 Result<ScannedLine> ScanCanonicalLine(std::string_view line, ScanLimits limits = {});
+// The same into a caller-owned `result` whose capacity is reused, so a
+// worker scanning many lines allocates nothing per line.
+Status ScanCanonicalLine(std::string_view line, ScannedLine& result, ScanLimits limits = {});
 
 // Offset just past the first complete JSON value that starts at `text[pos]`
 // (syntax only, no canonical checks); used to unwrap Splunk HEC envelopes.

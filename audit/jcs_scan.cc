@@ -52,17 +52,20 @@ inline bool KeyLess(std::string_view a, std::string_view b) {
 
 class Scanner {
  public:
-  Scanner(std::string_view text, ScanLimits limits) : s_(text), limits_(limits) {}
+  Scanner(std::string_view text, ScanLimits limits, ScannedLine& result)
+      : s_(text), limits_(limits), result_(result) {}
 
-  Result<ScannedLine> Run() {
+  Status Run() {
+    result_.integrity.clear();  // keeps its capacity: a reused ScannedLine allocates nothing
+    result_.has_integrity = false;
     if (s_.empty() || s_[0] != '{') return DataLossError("not canonical JCS at byte 0: a line must be one JSON object");
-    result_.integrity.reserve(12);  // one allocation per line, not one per growth step
+    result_.integrity.reserve(12);  // at most one allocation per line, not one per growth step
     if (!Object(0, Where::kTop)) return std::move(error_);
     if (pos_ != s_.size()) {
       Fail("trailing bytes after the object (not canonical)");
       return std::move(error_);
     }
-    return std::move(result_);
+    return Status::Ok();
   }
 
  private:
@@ -248,14 +251,21 @@ class Scanner {
   std::string_view s_;
   ScanLimits limits_;
   size_t pos_ = 0;
-  ScannedLine result_;
+  ScannedLine& result_;
   Status error_;
 };
 
 }  // namespace
 
 Result<ScannedLine> ScanCanonicalLine(std::string_view line, ScanLimits limits) {
-  Scanner scanner(line, limits);
+  ScannedLine result;
+  Scanner scanner(line, limits, result);
+  COCOON_RETURN_IF_ERROR(scanner.Run());
+  return result;
+}
+
+Status ScanCanonicalLine(std::string_view line, ScannedLine& result, ScanLimits limits) {
+  Scanner scanner(line, limits, result);
   return scanner.Run();
 }
 

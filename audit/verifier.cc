@@ -50,7 +50,8 @@ Result<std::string> Normalize(std::string_view text) {
   return Canonicalize(parsed);
 }
 
-void Analyse(Line& line, bool ignore_extra_keys) {
+// `scanned` is the calling worker's scratch (reused: no allocation per line).
+void Analyse(Line& line, bool ignore_extra_keys, ScannedLine& scanned) {
   auto inner = UnwrapLine(line.text);
   if (!inner.ok()) { line.error = inner.status().message(); return; }
   std::string_view text = *inner;
@@ -60,9 +61,9 @@ void Analyse(Line& line, bool ignore_extra_keys) {
     line.normalized = std::move(*normalized);
     text = line.normalized;
   }
-  auto scanned = ScanCanonicalLine(text);
-  if (!scanned.ok()) { line.error = scanned.status().message(); return; }
-  auto parsed = ParseIntegrity(text, *scanned, &line.computed);
+  Status valid = ScanCanonicalLine(text, scanned);
+  if (!valid.ok()) { line.error = valid.message(); return; }
+  auto parsed = ParseIntegrity(text, scanned, &line.computed);
   if (!parsed.ok()) { line.error = parsed.status().message(); return; }
   line.integrity = std::move(*parsed);
 }
@@ -259,8 +260,9 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
     return report;
   }
   pool.ParallelFor(lines.size(), 256, [&](size_t begin, size_t end) {
+    ScannedLine scanned;
     for (size_t i = begin; i < end; ++i)
-      if (lines[i].error.empty()) Analyse(lines[i], options.ignore_extra_keys);
+      if (lines[i].error.empty()) Analyse(lines[i], options.ignore_extra_keys, scanned);
   });
   ChainWalker walker(lines, inputs, options, report);
   std::vector<SignatureCheck> checks;

@@ -153,6 +153,21 @@ TEST(JcsScanner, MultiByteUtf8AndEscapesAtEveryOffset) {
   }
 }
 
+TEST(JcsScanner, ReusedResultIsResetForEachLine) {
+  ScannedLine scanned;
+  ASSERT_TRUE(ScanCanonicalLine("{\"cocoon\":{\"integrity\":{\"a\":1,\"b\":\"x\"}}}", scanned).ok());
+  EXPECT_TRUE(scanned.has_integrity);
+  ASSERT_EQ(scanned.integrity.size(), 2u);
+  EXPECT_EQ(scanned.integrity[1].raw_value, "\"x\"");
+  ASSERT_TRUE(ScanCanonicalLine("{\"a\":1}", scanned).ok());
+  EXPECT_FALSE(scanned.has_integrity);
+  EXPECT_TRUE(scanned.integrity.empty());
+  EXPECT_FALSE(ScanCanonicalLine("{\"cocoon\":{\"integrity\":{\"a\":1}}} ", scanned).ok());
+  ASSERT_TRUE(ScanCanonicalLine("{\"cocoon\":{\"integrity\":{\"c\":2}}}", scanned).ok());
+  ASSERT_EQ(scanned.integrity.size(), 1u);
+  EXPECT_EQ(scanned.integrity[0].key, "c");
+}
+
 TEST(JcsScanner, KeyOrderIsByteOrder) {
   EXPECT_TRUE(ScanCanonicalLine("{\"a\":1,\"ab\":2,\"b\":3}").ok());
   EXPECT_FALSE(ScanCanonicalLine("{\"ab\":1,\"a\":2}").ok());   // prefix after the longer key
