@@ -90,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 64 * 1024) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
   cocoon::frontend::FrontendOptions options;
+  options.dfa_reuse = cocoon::frontend::DfaReuse::kProcessWide;  // a cold DFA per input cut exec/s ~6x
   options.max_file_bytes = 64 * 1024;
   cocoon::Diagnostics diagnostics(options.diagnostics);
   auto policy = cocoon::frontend::CompilePolicyText("fuzz.cocoon", text, "", options, diagnostics);

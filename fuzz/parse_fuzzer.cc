@@ -13,6 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto source = std::make_shared<const cocoon::Source>("fuzz.cocoon", text);
   cocoon::Diagnostics diagnostics;
   cocoon::frontend::ParseOptions options;
+  options.dfa_reuse = cocoon::frontend::DfaReuse::kProcessWide;  // a cold DFA per input cut exec/s ~6x
   options.max_file_bytes = 1 << 20;
   if (!cocoon::frontend::ParsePolicy(source, options, diagnostics)) return 0;
   cocoon::Diagnostics fmt_diagnostics;

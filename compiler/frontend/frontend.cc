@@ -23,6 +23,7 @@ LoadOptions MakeLoadOptions(const FrontendOptions& options) {
   load.max_include_depth = options.max_include_depth;
   load.parse.max_file_bytes = options.max_file_bytes;
   load.parse.max_nesting = options.max_nesting;
+  load.parse.dfa_reuse = options.dfa_reuse;
   load.parse.max_syntax_errors = std::min<size_t>(options.diagnostics.max_errors, 25);
   return load;
 }

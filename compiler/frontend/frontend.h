@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compiler/common/diagnostics.h"
+#include "compiler/frontend/parser.h"  // DfaReuse
 #include "compiler/ir/policy_ir.h"
 
 namespace cocoon::frontend {
@@ -27,6 +28,7 @@ struct FrontendOptions {
   size_t max_include_depth = 16;
   size_t max_nesting = 64;
   DiagnosticsOptions diagnostics;         // the cap callers should give their Diagnostics
+  DfaReuse dfa_reuse = DfaReuse::kPerParse;  // see parser.h
 };
 
 // $COCOON_POLICY_PATH (colon-separated) when set, else the repo's policies/

@@ -205,6 +205,18 @@ class PerParseDfa {
   antlr4::atn::PredictionContextCache contexts_;
 };
 
+// DfaReuse::kProcessWide: one DFA set per recognizer for the process
+// (never freed, like the generated statics it stands in for). ANTLR's DFA
+// is built for sharing: its edge and state maps are guarded by ANTLR's locks.
+PerParseDfa& ProcessWideLexerDfa(const antlr4::atn::ATN& atn) {
+  static PerParseDfa* const dfa = new PerParseDfa(atn);
+  return *dfa;
+}
+PerParseDfa& ProcessWideParserDfa(const antlr4::atn::ATN& atn) {
+  static PerParseDfa* const dfa = new PerParseDfa(atn);
+  return *dfa;
+}
+
 // ANTLR 4.9's lexer simulator finds each character's DFA edge in a
 // std::unordered_map, under a process-wide reader lock
 // (LexerATNSimulator::getExistingTargetState, ATNSimulator::_edgeLock): that
@@ -534,9 +546,10 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   // simulators that use them; each is built after its recognizer, whose
   // constructor deserializes the ATN (lazily, grammar/lazy_atn_init.cmake).
   std::optional<PerParseDfa> lexer_dfa, parser_dfa;
+  const bool shared = options.dfa_reuse == DfaReuse::kProcessWide;
   CocoonLexer lexer(&input);
-  lexer_dfa.emplace(lexer.getATN());
-  lexer.setInterpreter(new DenseEdgeLexerSimulator(&lexer, *lexer_dfa));  // deletes the generated one
+  PerParseDfa& lexer_dfas = shared ? ProcessWideLexerDfa(lexer.getATN()) : lexer_dfa.emplace(lexer.getATN());
+  lexer.setInterpreter(new DenseEdgeLexerSimulator(&lexer, lexer_dfas));  // deletes the generated one
   ErrorListener listener(source, offsets, std::max<size_t>(1, options.max_syntax_errors), diagnostics);
   lexer.removeErrorListeners();
   lexer.addErrorListener(&listener);
@@ -546,9 +559,9 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
 
   CocoonParser parser(&tokens);
-  parser_dfa.emplace(parser.getATN());
-  parser.setInterpreter(new antlr4::atn::ParserATNSimulator(&parser, parser.getATN(), parser_dfa->dfa(),
-                                                            parser_dfa->contexts()));  // deletes the generated one
+  PerParseDfa& parser_dfas = shared ? ProcessWideParserDfa(parser.getATN()) : parser_dfa.emplace(parser.getATN());
+  parser.setInterpreter(new antlr4::atn::ParserATNSimulator(&parser, parser.getATN(), parser_dfas.dfa(),
+                                                            parser_dfas.contexts()));  // deletes the generated one
   parser.removeErrorListeners();
   // Stage 1: SLL prediction, bail at the first error. Almost every real file
   // parses here, and it is the fast path.

@@ -11,7 +11,19 @@
 
 namespace cocoon::frontend {
 
+// Where a parse keeps the ANTLR DFAs it builds while lexing and predicting.
+enum class DfaReuse {
+  // Built afresh by every parse: each parse does the cold work a new
+  // `cocoon check` process does. The default, and what the benchmarks time.
+  kPerParse,
+  // Shared by every parse in the process that asks for it (what the
+  // generated recognizers do by default): for long-lived callers that parse
+  // many inputs, such as the fuzzers, where the cold DFA would dominate.
+  kProcessWide,
+};
+
 struct ParseOptions {
+  DfaReuse dfa_reuse = DfaReuse::kPerParse;
   size_t max_file_bytes = 4 << 20;
   // Deepest nesting of { } and ( ): bounds the parser's recursion.
   size_t max_nesting = 64;
