@@ -46,6 +46,10 @@ bool ProgramUsesUserNotif(const std::vector<sock_filter>& program) {
 }
 
 namespace child {
+namespace {
+// <linux/seccomp.h> from Linux 5.19; spelled out for older headers.
+constexpr unsigned int kWaitKillableRecv = 1U << 5;  // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+}  // namespace
 
 // After the filter is installed every syscall is filtered, including the ones
 // a handshake would need (write/read could be denied, or themselves routed to
@@ -64,7 +68,18 @@ bool LoadSeccomp(const ChildSpec& spec, ChildError* error) noexcept {
       return Fail(error, ChildStep::kListenerHandoff, errno);
     }
   }
+  // With a listener, WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor
+  // has received a notification, the task waits for the answer ignoring
+  // non-fatal signals. Without it a signal interrupts the wait and the
+  // syscall restarts: a brokered connect the supervisor already completed
+  // would then fail with EISCONN, and a logged call is notified twice. Fatal
+  // signals (a kill rule's SIGKILL, the timeout) still end the wait. Older
+  // kernels reject the flag with EINVAL and get the plain listener.
+  if (spec.seccomp_listener) flags |= kWaitKillableRecv;
   long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, spec.seccomp);
+  if (rc < 0 && errno == EINVAL && (flags & kWaitKillableRecv) != 0) {
+    rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags & ~kWaitKillableRecv, spec.seccomp);
+  }
   if (rc < 0) return Fail(error, ChildStep::kSeccomp, errno);
   if (!spec.seccomp_listener) return true;
   spec.handoff->listener_fd.store(static_cast<int>(rc), std::memory_order_release);
