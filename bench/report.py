@@ -13,6 +13,8 @@ import re
 import shutil
 import sys
 
+import ratios
+
 
 def machine():
     cpu = "unknown"
@@ -258,6 +260,11 @@ def main():
         if data:
             report[name] = data
             md += gbench_table(name, data)
+    report["ratios"] = {name: value for name, (value, _) in ratios.ratios(report).items()}
+    previous = load(os.path.join(out_dir, "latest.json"))
+    if previous and previous.get("smoke") != smoke:
+        previous = None  # a smoke run is no baseline for a full run, nor the reverse
+    md += ratios.regression_section(previous, report)
     with open(os.path.join(out_dir, "latest.json"), "w") as f:
         json.dump(report, f, indent=2)
     with open(os.path.join(out_dir, "latest.md"), "w") as f:
