@@ -109,6 +109,9 @@ class AuditLog::Impl {
   Status Emit(const Batch& batch, bool partial);
   Status MaybeRotate(Tail& tail);
   Batch batch_;
+  // Batch slot i's working state, reused from batch to batch like batch_.
+  std::vector<std::unique_ptr<LineHasher>> hashers_;  // SHA-256 context
+  std::vector<PreparedLine> lines_;                   // its preimage keeps its capacity
 };
 
 // Adds the records the chain needs around the caller's: recovery after a torn
@@ -150,7 +153,8 @@ std::vector<Pending> AuditLog::Impl::Plan(std::vector<Pending> records, const Ta
   return plan;
 }
 
-// Canonicalise in parallel, chain sequentially, sign in parallel.
+// Canonicalise and hash each line's chain-independent head in parallel,
+// finish the chain hashes sequentially, then sign and lay out in parallel.
 Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs, Batch& out) {
   if (tail.empty) {
     COCOON_ASSIGN_OR_RETURN(tail.chain_id, RandomChainId());
@@ -165,14 +169,23 @@ Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vecto
       return InternalError("audit chain and key ids must be plain ASCII");
   }
   std::vector<int>& severities = out.severities;
-  std::vector<Result<PreparedLine>> prepared(plan.size(), Result<PreparedLine>(InternalError("unset")));
+  std::vector<Status> prepare_errors(plan.size());
+  if (lines_.size() < plan.size()) lines_.resize(plan.size());
+  std::vector<PreparedLine>& prepared = lines_;
   severities.assign(plan.size(), 1);
+  while (hashers_.size() < plan.size()) {  // one per line of the largest batch so far
+    hashers_.push_back(std::make_unique<LineHasher>());
+    if (!hashers_.back()->ok()) {
+      hashers_.pop_back();
+      return InternalError("OpenSSL could not allocate a SHA-256 context");
+    }
+  }
   pool->ParallelFor(plan.size(), 64, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       if (!plan[i].rendered) {  // lifecycle records and hand-made events
         auto rendered = RenderEvent(plan[i].event);
         if (!rendered.ok()) {
-          prepared[i] = rendered.status();
+          prepare_errors[i] = rendered.status();
           continue;
         }
         plan[i].rendered = std::move(*rendered);
@@ -187,40 +200,56 @@ Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vecto
       context.timestamp = timestamp;
       context.signed_line = options.sign_every <= 1 || plan[i].kind != "event";
       if (!plan[i].extra.empty()) context.extra = &plan[i].extra;
-      prepared[i] = PrepareLine(*plan[i].rendered, context, identity, HashMode::kDeferred);
+      prepare_errors[i] = PrepareLineInto(*plan[i].rendered, context, identity, HashMode::kDeferred, prepared[i]);
       severities[i] = plan[i].rendered->severity_id;
+      // The bytes before integrity.prev do not depend on the chain: hash them
+      // here, on every core, so the sequential pass below hashes only the rest.
+      if (prepare_errors[i].ok()) StartChainHash(prepared[i], *hashers_[i]);
     }
   });
   Digest prev = tail.last_hash;
   for (size_t i = 0; i < plan.size(); ++i) {
-    if (!prepared[i].ok()) return prepared[i].status().WithContext("audit event");
-    ChainLine(*prepared[i], prev);
-    prev = prepared[i]->hash;
-    if (plan[i].user)
-      refs.push_back(EventRef{prepared[i]->sequence, tail.chain_id + ":" + std::to_string(prepared[i]->sequence),
-                              HexEncode(prepared[i]->hash.data(), prepared[i]->hash.size())});
+    if (!prepare_errors[i].ok()) return prepare_errors[i].WithContext("audit event");
+    ChainLine(prepared[i], prev, *hashers_[i]);
+    prev = prepared[i].hash;
   }
-  // Sign in parallel; then copy every line once, in order, into the batch.
-  std::vector<Signature> signatures(plan.size());
+  // Every line's place in the batch buffer is known from its size, so the
+  // lines are signed and finished in parallel, each straight into its place
+  // (the buffer keeps its capacity from batch to batch).
+  out.ends.resize(plan.size());
+  std::vector<size_t> ref_at(plan.size(), SIZE_MAX);
+  size_t total = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    total += FinishedSize(prepared[i]);
+    out.ends[i] = total;
+    if (plan[i].user) {
+      ref_at[i] = refs.size();
+      refs.emplace_back();
+    }
+  }
+  out.bytes.resize(total);
   std::vector<Status> errors(plan.size());
-  pool->ParallelFor(plan.size(), options.sign_every <= 1 ? 4 : 256, [&](size_t begin, size_t end) {
+  pool->ParallelFor(plan.size(), options.sign_every <= 1 ? 4 : 64, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      if (!prepared[i]->signed_line) continue;
-      auto signature = key.Sign(prepared[i]->hash);
-      if (signature.ok()) signatures[i] = *signature;
-      else errors[i] = signature.status();
+      const PreparedLine& line = prepared[i];
+      Signature signature{};
+      if (line.signed_line) {
+        auto signed_hash = key.Sign(line.hash);
+        if (!signed_hash.ok()) {
+          errors[i] = signed_hash.status();
+          continue;
+        }
+        signature = *signed_hash;
+      }
+      char* at = out.bytes.data() + (i == 0 ? 0 : out.ends[i - 1]);
+      if (WriteFinishedLine(line, line.signed_line ? &signature : nullptr, at) != out.bytes.data() + out.ends[i])
+        errors[i] = InternalError("audit line size differs from its reserved size");
+      if (ref_at[i] != SIZE_MAX)
+        refs[ref_at[i]] = EventRef{line.sequence, tail.chain_id + ":" + std::to_string(line.sequence),
+                                   HexEncode(line.hash.data(), line.hash.size())};
     }
   });
   for (const auto& error : errors) COCOON_RETURN_IF_ERROR(error);
-  size_t total = 0;
-  for (const auto& line : prepared) total += FinishedSize(*line);
-  out.bytes.clear();
-  out.bytes.reserve(total);
-  out.ends.clear();
-  for (size_t i = 0; i < plan.size(); ++i) {
-    AppendFinishedLine(*prepared[i], prepared[i]->signed_line ? &signatures[i] : nullptr, out.bytes);
-    out.ends.push_back(out.bytes.size());
-  }
   if (hec) {  // rare sink: wrap each line in the Splunk HEC envelope
     std::string wrapped;
     std::vector<size_t> ends;
@@ -233,6 +262,11 @@ Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vecto
     out.bytes = std::move(wrapped);
     out.ends = std::move(ends);
   }
+  // Keep working state for ordinary batches only: one huge batch must not
+  // pin its memory for the life of the log.
+  constexpr size_t kKeptSlots = 4096;
+  if (lines_.size() > kKeptSlots) lines_.resize(kKeptSlots);
+  if (hashers_.size() > kKeptSlots) hashers_.resize(kKeptSlots);
   tail.empty = false;
   tail.partial.reset();
   tail.next_sequence += plan.size();

@@ -221,6 +221,26 @@ Digest LineHash(std::string_view preimage) {
   return out;
 }
 
+LineHasher::LineHasher() : ctx_(EVP_MD_CTX_new()) {}
+LineHasher::~LineHasher() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void LineHasher::Start() {
+  auto* ctx = static_cast<EVP_MD_CTX*>(ctx_);
+  EVP_DigestInit_ex(ctx, Sha256(), nullptr);
+  EVP_DigestUpdate(ctx, kHashTag.data(), kHashTag.size());
+}
+
+void LineHasher::Update(std::string_view bytes) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size());
+}
+
+Digest LineHasher::Finish() {
+  Digest out{};
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), out.data(), &len);
+  return out;
+}
+
 Digest LineHashParts(std::initializer_list<std::string_view> parts) {
   Digest out{};
   EVP_MD_CTX* ctx = HashCtx();

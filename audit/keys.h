@@ -81,6 +81,25 @@ std::string KeyIdFromRaw(std::string_view raw32);
 
 // Domain-separated line hash: SHA-256("cocoon-audit-v1\n" || preimage).
 Digest LineHash(std::string_view preimage);
+
+// LineHash fed in pieces, so the part of a line known early can be absorbed
+// first (on another core) and the rest later: the writer hashes each line's
+// bytes before integrity.prev in parallel and only the rest in chain order.
+// One OpenSSL digest context, reused by Start(); not thread-safe.
+class LineHasher {
+ public:
+  LineHasher();
+  ~LineHasher();
+  LineHasher(const LineHasher&) = delete;
+  LineHasher& operator=(const LineHasher&) = delete;
+  bool ok() const { return ctx_ != nullptr; }  // false: OpenSSL could not allocate the context
+  void Start();  // absorbs the domain tag
+  void Update(std::string_view bytes);
+  Digest Finish();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX*
+};
 // The same over the concatenation of `parts` (no copy).
 Digest LineHashParts(std::initializer_list<std::string_view> parts);
 std::string HexEncode(const uint8_t* data, size_t size);

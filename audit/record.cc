@@ -28,14 +28,34 @@ Status RenderIdentity(Identity& identity) {
   return Status::Ok();
 }
 
-void ChainLine(PreparedLine& line, const Digest& prev) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  char* out = line.preimage.data() + line.prev_at;
-  for (size_t i = 0; i < prev.size(); ++i) {
-    out[2 * i] = kHex[prev[i] >> 4];
-    out[2 * i + 1] = kHex[prev[i] & 0xF];
+namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+char* WriteHex(const uint8_t* data, size_t size, char* out) {
+  for (size_t i = 0; i < size; ++i) {
+    *out++ = kHexDigits[data[i] >> 4];
+    *out++ = kHexDigits[data[i] & 0xF];
   }
+  return out;
+}
+
+}  // namespace
+
+void ChainLine(PreparedLine& line, const Digest& prev) {
+  WriteHex(prev.data(), prev.size(), line.preimage.data() + line.prev_at);
   line.hash = LineHash(line.preimage);
+}
+
+void StartChainHash(const PreparedLine& line, LineHasher& hasher) {
+  hasher.Start();
+  hasher.Update(std::string_view(line.preimage).substr(0, line.prev_at));
+}
+
+void ChainLine(PreparedLine& line, const Digest& prev, LineHasher& hasher) {
+  WriteHex(prev.data(), prev.size(), line.preimage.data() + line.prev_at);
+  hasher.Update(std::string_view(line.preimage).substr(line.prev_at));
+  line.hash = hasher.Finish();
 }
 
 namespace {
@@ -148,7 +168,16 @@ Result<PreparedLine> PrepareLine(const RenderedEvent& event, const LineContext& 
 Result<PreparedLine> PrepareLine(const RenderedEvent& event, const LineContext& context, const Identity& identity,
                                  HashMode mode) {
   PreparedLine line;
+  COCOON_RETURN_IF_ERROR(PrepareLineInto(event, context, identity, mode, line));
+  return line;
+}
+
+Status PrepareLineInto(const RenderedEvent& event, const LineContext& context, const Identity& identity,
+                       HashMode mode, PreparedLine& line) {
   std::string& out = line.preimage;
+  out.clear();
+  line.hash_at = line.sig_at = line.prev_at = 0;
+  line.hash = Digest{};
   out.reserve(event.body.size() + identity.actor_text.size() + identity.device_text.size() + 512);
   size_t at = 0;
   for (const SplicePoint& point : event.splices) {
@@ -178,7 +207,7 @@ Result<PreparedLine> PrepareLine(const RenderedEvent& event, const LineContext& 
   if (mode == HashMode::kNow) line.hash = LineHash(out);
   line.signed_line = context.signed_line;
   line.sequence = context.sequence;
-  return line;
+  return Status::Ok();
 }
 
 size_t FinishedSize(const PreparedLine& line) {
@@ -187,24 +216,35 @@ size_t FinishedSize(const PreparedLine& line) {
   return line.preimage.size() + kHashMember + (line.signed_line ? kSigMember : 0) + 1;
 }
 
-void AppendFinishedLine(const PreparedLine& line, const Signature* signature, std::string& out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const std::string& p = line.preimage;
-  out.append(p, 0, line.hash_at);
-  out += "\"hash\":\"";
-  for (uint8_t byte : line.hash) {
-    out += kHex[byte >> 4];
-    out += kHex[byte & 0xF];
-  }
-  out += "\",";
-  out.append(p, line.hash_at, line.sig_at - line.hash_at);
+char* WriteFinishedLine(const PreparedLine& line, const Signature* signature, char* out) {
+  constexpr std::string_view kHashKey = "\"hash\":\"";
+  constexpr std::string_view kSigKey = "\"sig\":\"";
+  const char* p = line.preimage.data();
+  auto put = [&out](const char* data, size_t size) {
+    std::memcpy(out, data, size);
+    out += size;
+  };
+  put(p, line.hash_at);
+  put(kHashKey.data(), kHashKey.size());
+  out = WriteHex(line.hash.data(), line.hash.size(), out);
+  put("\",", 2);
+  put(p + line.hash_at, line.sig_at - line.hash_at);
   if (signature != nullptr) {
-    out += "\"sig\":\"";
-    out += Base64Encode(signature->data(), signature->size());
-    out += "\",";
+    std::string base64 = Base64Encode(signature->data(), signature->size());
+    put(kSigKey.data(), kSigKey.size());
+    put(base64.data(), base64.size());
+    put("\",", 2);
   }
-  out.append(p, line.sig_at, std::string::npos);
-  out += '\n';
+  put(p + line.sig_at, line.preimage.size() - line.sig_at);
+  *out++ = '\n';
+  return out;
+}
+
+void AppendFinishedLine(const PreparedLine& line, const Signature* signature, std::string& out) {
+  size_t at = out.size();
+  out.resize(at + FinishedSize(line));
+  char* end = WriteFinishedLine(line, signature, out.data() + at);
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 std::string FinishLine(const PreparedLine& line, const Signature* signature) {

@@ -97,11 +97,23 @@ enum class HashMode { kNow, kDeferred };
 Result<PreparedLine> PrepareLine(const RenderedEvent& event, const LineContext& context, const Identity& identity,
                                  HashMode mode);
 void ChainLine(PreparedLine& line, const Digest& prev);
+// PrepareLine into an existing `line`, whose preimage keeps its capacity (the
+// writer reuses one PreparedLine per batch slot: no 2 KB allocation per line).
+Status PrepareLineInto(const RenderedEvent& event, const LineContext& context, const Identity& identity,
+                       HashMode mode, PreparedLine& line);
+// The same split in two: StartChainHash absorbs the bytes before prev (they
+// do not depend on the chain, so it runs on any core, ahead of time); then
+// ChainLine patches prev in and absorbs the rest into the same hasher.
+void StartChainHash(const PreparedLine& line, LineHasher& hasher);
+void ChainLine(PreparedLine& line, const Digest& prev, LineHasher& hasher);
 
 // Exact size of AppendFinishedLine's output (signed or not), for one preallocated batch.
 size_t FinishedSize(const PreparedLine& line);
 // Appends the final line, with '\n', to `out`. `signature` is null for unsigned lines.
 void AppendFinishedLine(const PreparedLine& line, const Signature* signature, std::string& out);
+// The same bytes written at `out`, which has room for FinishedSize(line)
+// (so lines can be finished in parallel into one batch buffer); returns the end.
+char* WriteFinishedLine(const PreparedLine& line, const Signature* signature, char* out);
 
 // The final line, with '\n'. `signature` is null for unsigned lines.
 std::string FinishLine(const PreparedLine& line, const Signature* signature);

@@ -9,12 +9,20 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <thread>
+
+// Only for BM_Ed25519's floor rows: OpenSSL called directly, with no Cocoon
+// code around it, so the library's own path can be compared with it.
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "audit/audit_log.h"
 #include "audit/events.h"
 #include "audit/keys.h"
+#include "audit/record.h"
 #include "audit/verifier.h"
 
 namespace {
@@ -58,6 +66,31 @@ uint64_t FileSize(const std::string& path) {
   struct stat st {};
   stat(path.c_str(), &st);
   return static_cast<uint64_t>(st.st_size);
+}
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CPU microseconds of one Ed25519 verify through the library's own
+// SignatureChecker (what the verifier's workers call), median of 5 rounds.
+double Ed25519VerifyCpuUs(int per_round) {
+  auto key = SigningKey::LoadPem(Dir().key);
+  Digest digest{};
+  digest[0] = 1;
+  auto signature = key->Sign(digest);
+  SignatureChecker checker;
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; ++r) {
+    double start = ThreadCpuSeconds();
+    for (int i = 0; i < per_round / 5; ++i)
+      benchmark::DoNotOptimize(checker.Verify(key->public_key(), digest, *signature));
+    rounds.push_back((ThreadCpuSeconds() - start) * 1e6 / (per_round / 5));
+  }
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[rounds.size() / 2];
 }
 
 // range(0): sign_every; range(1): 1 = fsync per batch; range(2): 1 = build events inside the timing.
@@ -140,6 +173,7 @@ void BM_Verify(benchmark::State& state) {
   options.trusted.push_back(Dir().pub);
   options.threads = threads;
   uint64_t verified = 0;
+  uint64_t signatures = 0;
   uint64_t file_lines = 1;
   double cpu_start = ProcessCpuSeconds();
   for (auto _ : state) {
@@ -149,6 +183,7 @@ void BM_Verify(benchmark::State& state) {
       break;
     }
     verified += report->lines;
+    signatures += report->signatures;
     file_lines = report->lines;
   }
   double cpu = ProcessCpuSeconds() - cpu_start;
@@ -161,32 +196,146 @@ void BM_Verify(benchmark::State& state) {
   state.counters["lines_per_s_per_core"] =
       benchmark::Counter(static_cast<double>(verified) / cores, benchmark::Counter::kIsRate);
   state.counters["bytes_per_line"] = static_cast<double>(FileSize(path)) / static_cast<double>(file_lines);
+  // The same minute's Ed25519 verify (library path, one pre-initialised
+  // context), so the per-line work outside OpenSSL's verify can be read off
+  // whatever the load: cpu per line - signatures per line * verify.
+  double verify_us = Ed25519VerifyCpuUs(200);
+  double signatures_per_line = static_cast<double>(signatures) / static_cast<double>(std::max<uint64_t>(1, verified));
+  state.counters["ed25519_verify_us"] = verify_us;
+  state.counters["non_sig_us_per_line"] =
+      cpu * 1e6 / static_cast<double>(std::max<uint64_t>(1, verified)) - signatures_per_line * verify_us;
 }
 BENCHMARK(BM_Verify)
     ->ArgNames({"sign_every", "lines", "threads"})
     ->Args({1, 20000, 1})->Args({1, 20000, 0})->Args({1000, 300000, 1})->Args({1000, 300000, 0})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
+// Where a verified line's time goes, per line of a sign_every 1000 log (the
+// first 4,096 lines, in turn): range(0) 0 = the canonical-form scan alone,
+// 1 = scan + integrity members + line hash (what each worker does per line).
+void BM_VerifyLine(benchmark::State& state) {
+  const bool with_hash = state.range(0) != 0;
+  std::string path = Dir().dir + "/line-parts.log";
+  if (FileSize(path) == 0) {
+    AuditLogOptions options;
+    options.path = path;
+    options.key_path = Dir().key;
+    options.sign_every = 1000;
+    auto log = AuditLog::Open(options);
+    std::vector<Event> batch;
+    for (int i = 0; i < 4096; ++i) batch.push_back(Denial(static_cast<uint64_t>(i)));
+    (void)(*log)->AppendBatch(std::move(batch));
+    (void)(*log)->Close();
+  }
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ScannedLine scanned;
+  Digest computed{};
+  size_t i = 0;
+  uint64_t bytes = 0;
+  for (auto _ : state) {
+    const std::string& line = lines[i++ % lines.size()];
+    bool ok = ScanCanonicalLine(line, scanned).ok();
+    if (with_hash) ok = ok && ParseIntegrity(line, scanned, &computed).ok();
+    if (!ok) state.SkipWithError("line rejected");
+    benchmark::DoNotOptimize(computed);
+    bytes += line.size();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+BENCHMARK(BM_VerifyLine)->ArgNames({"hash"})->Arg(0)->Arg(1)->MinTime(0.5);
+
 // The raw OpenSSL Ed25519 cost in this run, so that the per-line overhead of
 // the writer and verifier (their CPU per line minus this) can be read off
 // even when the shared machine's load inflates every absolute figure.
+// range(1), how the OpenSSL context is set up:
+//   0 = the library's own path (SigningKey::Sign, SignatureChecker::Verify),
+//   1 = OpenSSL alone, one context initialised once and reused (the floor),
+//   2 = a fresh EVP_MD_CTX + EVP_Digest{Sign,Verify}Init per call,
+//   3 = a copy (EVP_MD_CTX_copy_ex) of a pre-initialised context per call,
+//   4 = as 1, over 1,024 different messages and signatures in turn (rows
+//       0-3 repeat one message: Ed25519 verify is variable-time, so a
+//       repeated signature lets the branch predictor learn its pattern).
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+
+MdCtxPtr InitCtx(EVP_PKEY* pkey, bool verify) {
+  MdCtxPtr ctx(EVP_MD_CTX_new());
+  int ok = verify ? EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, pkey)
+                  : EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, pkey);
+  return ok == 1 ? std::move(ctx) : nullptr;
+}
+
+bool OpenSslOp(EVP_MD_CTX* ctx, bool verify, const uint8_t* message, uint8_t* signature) {
+  size_t len = 64;
+  return verify ? EVP_DigestVerify(ctx, signature, 64, message, 52) == 1
+                : EVP_DigestSign(ctx, signature, &len, message, 52) == 1;
+}
+
 void BM_Ed25519(benchmark::State& state) {
   const bool verify = state.range(0) != 0;
+  const int64_t mode = state.range(1);
   auto key = SigningKey::LoadPem(Dir().key);
   Digest digest{};
   auto signature = key->Sign(digest);
+  // The same 52-byte message the library signs ("cocoon-audit-sig-v1\n" || hash).
+  std::string message = std::string("cocoon-audit-sig-v1\n") + std::string(32, '\0');
+  Signature sig = *signature;
+  FILE* file = std::fopen(verify ? (Dir().key + ".pub").c_str() : Dir().key.c_str(), "re");
+  EVP_PKEY* pkey = verify ? PEM_read_PUBKEY(file, nullptr, nullptr, nullptr)
+                          : PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
+  std::fclose(file);
+  MdCtxPtr ready = InitCtx(pkey, verify);
+  SignatureChecker checker;
+  const auto* msg = reinterpret_cast<const uint8_t*>(message.data());
+  std::vector<std::string> messages;
+  std::vector<Signature> signatures;
+  if (mode == 4) {
+    for (int i = 0; i < 1024; ++i) {
+      Digest d{};
+      d[0] = static_cast<uint8_t>(i);
+      d[1] = static_cast<uint8_t>(i >> 8);
+      messages.push_back(std::string("cocoon-audit-sig-v1\n") + std::string(d.begin(), d.end()));
+      signatures.push_back(*key->Sign(d));
+    }
+  }
   uint64_t done = 0;
+  bool all_ok = true;
   double cpu_start = ProcessCpuSeconds();
   for (auto _ : state) {
-    if (verify) benchmark::DoNotOptimize(key->public_key().Verify(digest, *signature));
-    else benchmark::DoNotOptimize(key->Sign(digest));
+    bool ok = true;
+    if (mode == 0) {
+      ok = verify ? checker.Verify(key->public_key(), digest, sig) : key->Sign(digest).ok();
+    } else if (mode == 1) {
+      ok = OpenSslOp(ready.get(), verify, msg, sig.data());
+    } else if (mode == 2) {
+      MdCtxPtr fresh = InitCtx(pkey, verify);
+      ok = fresh != nullptr && OpenSslOp(fresh.get(), verify, msg, sig.data());
+    } else if (mode == 4) {
+      size_t k = done % messages.size();
+      ok = OpenSslOp(ready.get(), verify, reinterpret_cast<const uint8_t*>(messages[k].data()),
+                     verify ? signatures[k].data() : sig.data());
+    } else {
+      MdCtxPtr copy(EVP_MD_CTX_new());  // EVP_MD_CTX_dup is OpenSSL 3.1+
+      ok = EVP_MD_CTX_copy_ex(copy.get(), ready.get()) == 1 && OpenSslOp(copy.get(), verify, msg, sig.data());
+    }
+    all_ok &= ok;
     ++done;
   }
   double cpu = ProcessCpuSeconds() - cpu_start;
+  EVP_PKEY_free(pkey);
+  if (!all_ok) state.SkipWithError("an Ed25519 operation failed");
   state.counters["cpu_us_per_op"] = benchmark::Counter(cpu * 1e6 / static_cast<double>(done));
   state.counters["ops_per_cpu_s"] = benchmark::Counter(static_cast<double>(done) / cpu);
 }
-BENCHMARK(BM_Ed25519)->ArgNames({"verify"})->Arg(0)->Arg(1)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_Ed25519)
+    ->ArgNames({"verify", "ctx"})
+    ->Args({0, 0})->Args({0, 1})->Args({0, 2})->Args({0, 3})->Args({0, 4})
+    ->Args({1, 0})->Args({1, 1})->Args({1, 2})->Args({1, 3})->Args({1, 4})
+    ->UseRealTime()->MinTime(1.0);
 
 }  // namespace
 
