@@ -203,6 +203,31 @@ bool Base64Decode(std::string_view text, std::string* out) {
   return Base64Encode(reinterpret_cast<const uint8_t*>(out->data()), out->size()) == text;
 }
 
+// Canonical means: exactly the padding `size` needs, and the bits of the last
+// digit beyond the data are zero (what Base64Decode checks by re-encoding).
+bool Base64DecodeExact(std::string_view text, uint8_t* out, size_t size) {
+  const size_t padding = (3 - size % 3) % 3;
+  if (text.size() != (size + 2) / 3 * 4) return false;
+  const size_t digits = text.size() - padding;
+  for (size_t i = digits; i < text.size(); ++i)
+    if (text[i] != '=') return false;
+  uint32_t buffer = 0;
+  int bits = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    int value = kB64Value[static_cast<unsigned char>(text[i])];
+    if (value < 0) return false;
+    buffer = (buffer << 6) | static_cast<uint32_t>(value);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (n == size) return false;
+      out[n++] = static_cast<uint8_t>((buffer >> bits) & 0xFF);
+    }
+  }
+  return n == size && (buffer & ((1u << bits) - 1)) == 0;
+}
+
 std::string KeyIdFromRaw(std::string_view raw32) {
   unsigned char digest[32];
   unsigned int len = 0;

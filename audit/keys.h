@@ -106,5 +106,8 @@ std::string HexEncode(const uint8_t* data, size_t size);
 bool HexDecode(std::string_view hex, uint8_t* out, size_t size);
 std::string Base64Encode(const uint8_t* data, size_t size);
 bool Base64Decode(std::string_view text, std::string* out);
+// Base64Decode of exactly `size` bytes into `out`, with no allocation (one
+// signature per verified line): the same strict, single-spelling rules.
+bool Base64DecodeExact(std::string_view text, uint8_t* out, size_t size);
 
 }  // namespace cocoon::audit

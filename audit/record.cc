@@ -347,10 +347,8 @@ Result<ParsedIntegrity> ParseIntegrity(std::string_view line, const ScannedLine&
   if (!hash->followed_by_comma || (sig && !sig->followed_by_comma)) return Bad("integrity.v must be last");
   if (sig) {
     auto sig_text = RawString(sig->raw_value);
-    std::string decoded;
-    if (!sig_text || !Base64Decode(*sig_text, &decoded) || decoded.size() != 64)
+    if (!sig_text || !Base64DecodeExact(*sig_text, out.signature.data(), out.signature.size()))
       return Bad("integrity.sig is not a base64 Ed25519 signature");
-    std::copy(decoded.begin(), decoded.end(), out.signature.begin());
     out.has_signature = true;
   }
   // Pre-image: the line without the hash and sig members (sig comes after hash).

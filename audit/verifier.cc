@@ -196,50 +196,67 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   }
 }
 
-// Newlines + 1, by memchr (std::count widened every byte to a 64-bit lane
-// and took a tenth of a sign_every-1000 verification), in 1 MiB blocks on
-// every core: this first pass also takes the page faults of the mapping.
-size_t CountLines(std::string_view bytes, WorkerPool& pool) {
+// Offsets of every '\n' in `bytes`, in order: memchr over 1 MiB blocks on
+// every core (this first pass also takes the page faults of the mapping).
+// One pass: the lines are then cut from these offsets, also in parallel.
+std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool) {
   constexpr size_t kBlock = 1 << 20;
-  std::atomic<size_t> count{1};
-  pool.ParallelFor((bytes.size() + kBlock - 1) / kBlock, 1, [&](size_t begin, size_t end) {
-    const char* p = bytes.data() + begin * kBlock;
-    const char* stop = bytes.data() + std::min(bytes.size(), end * kBlock);
-    size_t found = 0;
-    while (p < stop) {
-      const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p));
-      if (nl == nullptr) break;
-      ++found;
-      p = static_cast<const char*>(nl) + 1;
+  std::vector<std::vector<size_t>> found((bytes.size() + kBlock - 1) / kBlock);
+  pool.ParallelFor(found.size(), 1, [&](size_t begin, size_t end) {
+    for (size_t block = begin; block < end; ++block) {
+      const char* base = bytes.data();
+      const char* p = base + block * kBlock;
+      const char* stop = base + std::min(bytes.size(), (block + 1) * kBlock);
+      while (p < stop) {
+        const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p));
+        if (nl == nullptr) break;
+        p = static_cast<const char*>(nl);
+        found[block].push_back(static_cast<size_t>(p - base));
+        ++p;
+      }
     }
-    count += found;
   });
-  return count;
+  size_t total = 0;
+  for (const auto& block : found) total += block.size();
+  std::vector<size_t> all;
+  all.reserve(total);
+  for (const auto& block : found) all.insert(all.end(), block.begin(), block.end());
+  return all;
 }
 
 std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, WorkerPool& pool, size_t& partial_file) {
+  std::vector<std::vector<size_t>> newlines;
+  size_t expected = 0;
+  for (const auto& input : inputs) {
+    newlines.push_back(FindNewlines(input.bytes, pool));
+    expected += newlines.back().size() + 1;
+  }
   std::vector<Line> lines;
-  size_t expected = 0;  // reserve once: moving 300,000 Lines on each growth step is not free
-  for (const auto& input : inputs) expected += CountLines(input.bytes, pool);
-  lines.reserve(expected);
+  lines.reserve(expected);  // once: moving 300,000 Lines on each growth step is not free
   for (size_t f = 0; f < inputs.size(); ++f) {
     std::string_view bytes = inputs[f].bytes;
-    uint64_t number = 0;
-    while (!bytes.empty()) {
-      size_t nl = bytes.find('\n');
+    const std::vector<size_t>& ends = newlines[f];
+    size_t first = lines.size();
+    lines.resize(first + ends.size());
+    pool.ParallelFor(ends.size(), 4096, [&](size_t begin, size_t end) {
+      for (size_t j = begin; j < end; ++j) {
+        Line& line = lines[first + j];
+        size_t start = j == 0 ? 0 : ends[j - 1] + 1;
+        line.file = f;
+        line.number = j + 1;
+        line.text = bytes.substr(start, ends[j] - start);
+      }
+    });
+    size_t tail = ends.empty() ? 0 : ends.back() + 1;
+    if (tail < bytes.size()) {  // no newline: a partial last line
+      if (partial_file == SIZE_MAX) partial_file = f;
       Line line;
       line.file = f;
-      line.number = ++number;
-      line.text = bytes.substr(0, nl);
-      if (nl == std::string_view::npos) {  // no newline: a partial last line
-        if (partial_file == SIZE_MAX) partial_file = f;
-        lines.push_back(std::move(line));
-        lines.back().error = "partial last line (" + std::to_string(lines.back().text.size()) +
-                             " bytes, no newline): the writer crashed mid-line or the file was cut";
-        break;
-      }
+      line.number = ends.size() + 1;
+      line.text = bytes.substr(tail);
+      line.error = "partial last line (" + std::to_string(line.text.size()) +
+                   " bytes, no newline): the writer crashed mid-line or the file was cut";
       lines.push_back(std::move(line));
-      bytes.remove_prefix(nl + 1);
     }
   }
   return lines;

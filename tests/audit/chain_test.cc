@@ -536,5 +536,35 @@ TEST(AuditEncoding, HexAndBase64AreStrict) {
   EXPECT_FALSE(Base64Decode("-_==", &decoded));
 }
 
+// The verifier decodes signatures with Base64DecodeExact (no allocation): it
+// must accept exactly what Base64Decode accepts with the same length, for
+// every byte value at every position of a real 64-byte signature's spelling
+// and for every size from 0 to 66.
+TEST(AuditEncoding, Base64DecodeExactAgreesWithBase64Decode) {
+  std::string raw;
+  for (int i = 0; i < 66; ++i) raw += static_cast<char>(i * 37 + 11);
+  for (size_t size = 0; size <= raw.size(); ++size) {
+    std::string text = Base64Encode(reinterpret_cast<const uint8_t*>(raw.data()), size);
+    uint8_t out[66];
+    ASSERT_TRUE(Base64DecodeExact(text, out, size)) << size;
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(out), size), raw.substr(0, size));
+    EXPECT_FALSE(Base64DecodeExact(text, out, size + 1)) << size;
+  }
+  std::string text = Base64Encode(reinterpret_cast<const uint8_t*>(raw.data()), 64);
+  for (size_t at = 0; at < text.size(); ++at) {
+    for (int byte = 0; byte < 256; ++byte) {
+      std::string mutated = text;
+      mutated[at] = static_cast<char>(byte);
+      std::string decoded;
+      bool reference = Base64Decode(mutated, &decoded) && decoded.size() == 64;
+      uint8_t out[64];
+      ASSERT_EQ(Base64DecodeExact(mutated, out, 64), reference) << "byte " << byte << " at " << at;
+      if (reference) {
+        EXPECT_EQ(std::string(reinterpret_cast<char*>(out), 64), decoded);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cocoon::audit::testing
