@@ -1,11 +1,15 @@
 #include "compiler/driver/driver.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "cocoon_version.h"
 #ifdef COCOON_HAVE_BACKEND_OCI
 #include "compiler/backends/oci/oci_seccomp.h"
+#endif
+#ifdef COCOON_HAVE_BACKEND_SECCOMP
+#include "compiler/backends/seccomp/seccomp_backend.h"
 #endif
 
 namespace cocoon::driver {
@@ -20,23 +24,64 @@ constexpr Target kAll[] = {Target::kLinux, Target::kMacos, Target::kWindows, Tar
                                  "has no " + std::string(library));
 }
 
-Result<std::vector<Artifact>> CompileLinux(const ir::Policy& policy) {
+bool Wants(const std::vector<Target>& targets, Target target) {
+  return std::find(targets.begin(), targets.end(), target) != targets.end();
+}
+
+// What several targets of one CompileTargets call would each compute: made
+// once here and handed down. It lives for that one call only (nothing is
+// kept across compiles, so a repeated compile pays the full cost).
+//  - linux and oci/k8s: the BPF-form and rule-form effective syscalls come
+//    from one ComputeEffectiveSyscallForms (most syscalls resolve once);
+//  - oci and k8s: the same seccomp profile, built and serialised once.
+struct SharedWork {
+#ifdef COCOON_HAVE_BACKEND_SECCOMP
+  std::optional<backends::EffectiveSyscalls> bpf_rules;
+#endif
+#ifdef COCOON_HAVE_BACKEND_OCI
+  std::optional<Result<backends::oci::OciSeccompProfile>> oci_profile;
+#endif
+};
+
+SharedWork PrepareSharedWork(const ir::Policy& policy, const std::vector<Target>& targets) {
+  SharedWork shared;
+  const bool want_linux = Wants(targets, Target::kLinux);
+  const bool want_oci = Wants(targets, Target::kOci) || Wants(targets, Target::kKubernetes);
+#if defined(COCOON_HAVE_BACKEND_SECCOMP) && defined(COCOON_HAVE_BACKEND_OCI)
+  if (want_linux && want_oci) {
+    backends::EffectiveSyscallForms forms =
+        backends::ComputeEffectiveSyscallForms(policy.syscalls, backends::SeccompConnectRouting(policy));
+    shared.bpf_rules = std::move(forms.bpf);
+    shared.oci_profile = backends::oci::SeccompProfileFromRules(std::move(forms.rules));
+    return shared;
+  }
+#endif
+#ifdef COCOON_HAVE_BACKEND_OCI
+  if (want_oci) shared.oci_profile = backends::oci::SeccompProfileFor(policy.syscalls);
+#endif
+  (void)policy, (void)want_linux, (void)want_oci;
+  return shared;
+}
+
+Result<std::vector<Artifact>> CompileLinux(const ir::Policy& policy, const SharedWork& shared) {
 #if defined(COCOON_HAVE_BACKEND_SECCOMP) && defined(COCOON_HAVE_BACKEND_PLAN)
-  COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> out, backends::CompileSeccomp(policy));
+  COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> out, shared.bpf_rules
+                                                         ? backends::CompileSeccompFromRules(policy, *shared.bpf_rules)
+                                                         : backends::CompileSeccomp(policy));
   auto bpf = std::find_if(out.begin(), out.end(), [](const Artifact& a) { return a.path == "linux.seccomp.bpf"; });
   if (bpf == out.end()) return InternalError("seccomp back end produced no linux.seccomp.bpf");
   COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> plan, backends::CompileLinuxPlan(policy, *bpf));
   out.insert(out.end(), plan.begin(), plan.end());
   return out;
 #else
-  (void)policy;
+  (void)policy, (void)shared;
   return Unavailable(Target::kLinux, "seccomp BPF or launch-plan back end (cocoon_backend_seccomp/plan)");
 #endif
 }
 
-Result<std::vector<Artifact>> CompileOne(const ir::Policy& policy, Target target) {
+Result<std::vector<Artifact>> CompileOne(const ir::Policy& policy, Target target, const SharedWork& shared) {
   switch (target) {
-    case Target::kLinux: return CompileLinux(policy);
+    case Target::kLinux: return CompileLinux(policy, shared);
     case Target::kMacos:
 #ifdef COCOON_HAVE_BACKEND_SBPL
       return backends::CompileSbpl(policy);
@@ -51,13 +96,17 @@ Result<std::vector<Artifact>> CompileOne(const ir::Policy& policy, Target target
 #endif
     case Target::kOci:
 #ifdef COCOON_HAVE_BACKEND_OCI
-      return backends::CompileOci(policy);
+      if (!shared.oci_profile) return backends::CompileOci(policy);
+      if (!shared.oci_profile->ok()) return shared.oci_profile->status();
+      return backends::CompileOciWithProfile(policy, **shared.oci_profile);
 #else
       return Unavailable(target, "OCI back end (cocoon_backend_oci)");
 #endif
     case Target::kKubernetes:
 #ifdef COCOON_HAVE_BACKEND_OCI
-      return backends::CompileKubernetes(policy);
+      if (!shared.oci_profile) return backends::CompileKubernetes(policy);
+      if (!shared.oci_profile->ok()) return shared.oci_profile->status();
+      return backends::CompileKubernetesWithProfile(policy, **shared.oci_profile);
 #else
       return Unavailable(target, "Kubernetes back end (cocoon_backend_oci)");
 #endif
@@ -117,13 +166,11 @@ Result<std::vector<Target>> ParseTargets(std::string_view spec) {
 Result<CompileOutput> CompileTargets(const ir::Policy& policy, const std::vector<Target>& targets) {
   if (targets.empty()) return InvalidArgumentError("no target given");
   CompileOutput out;
-#ifdef COCOON_HAVE_BACKEND_OCI
-  backends::oci::SeccompProfileScope shared_oci_profile;  // OCI and k8s emit the same one
-#endif
+  const SharedWork shared = PrepareSharedWork(policy, targets);
   std::set<std::string> paths{std::string(kManifestFile)};
   std::set<std::string> seen_warnings;
   for (Target target : targets) {
-    auto artifacts = CompileOne(policy, target);
+    auto artifacts = CompileOne(policy, target, shared);
     if (!artifacts.ok()) return artifacts.status().WithContext("compiling target " + std::string(TargetName(target)));
     for (Artifact& artifact : *artifacts) {
       if (!IsSafeArtifactPath(artifact.path) || !paths.insert(artifact.path).second) {

@@ -155,14 +155,19 @@ ordered_json NetworkPolicy(const ir::Policy& policy, std::vector<std::string>& w
 }  // namespace
 
 Result<std::vector<Artifact>> CompileKubernetes(const ir::Policy& policy) {
+  COCOON_ASSIGN_OR_RETURN(oci::OciSeccompProfile profile, oci::SeccompProfileFor(policy.syscalls));
+  return CompileKubernetesWithProfile(policy, profile);
+}
+
+Result<std::vector<Artifact>> CompileKubernetesWithProfile(const ir::Policy& policy,
+                                                           const oci::OciSeccompProfile& profile) {
   std::vector<std::string> warnings;
-  COCOON_ASSIGN_OR_RETURN(auto profile, oci::SeccompProfileFor(policy.syscalls));
-  warnings.insert(warnings.end(), profile->rule_warnings.begin(), profile->rule_warnings.end());
-  warnings.insert(warnings.end(), profile->translation_warnings.begin(), profile->translation_warnings.end());
+  warnings.insert(warnings.end(), profile.rule_warnings.begin(), profile.rule_warnings.end());
+  warnings.insert(warnings.end(), profile.translation_warnings.begin(), profile.translation_warnings.end());
   const std::string profile_path = "profiles/cocoon-" + DnsLabel(policy.name) + ".json";
   std::vector<Artifact> out;
   out.push_back(MakeArtifact("k8s", "k8s/seccomp.json", "application/vnd.cocoon.seccomp-profile+json",
-                             profile->json.dump(2) + "\n"));
+                             profile.text + "\n"));
   out.push_back(MakeArtifact("k8s", "k8s/pod.json", "application/vnd.kubernetes.pod+json",
                              Pod(policy, profile_path, warnings).dump(2) + "\n"));
   if (policy.network.mode != ir::NetworkMode::kOn) {

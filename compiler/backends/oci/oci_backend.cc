@@ -95,7 +95,9 @@ ordered_json Resources(const ir::Limits& limits) {
   return resources;
 }
 
-ordered_json Linux(const ir::Policy& policy, ordered_json seccomp) {
+// `linux.seccomp` is left null here: the caller embeds the profile's text
+// (oci::DumpWithEmbedded) when it serialises the config.
+ordered_json Linux(const ir::Policy& policy) {
   ordered_json linux;
   ordered_json namespaces = ordered_json::array();
   for (const char* type : {"pid", "ipc", "uts", "mount", "cgroup"}) namespaces.push_back({{"type", type}});
@@ -104,7 +106,7 @@ ordered_json Linux(const ir::Policy& policy, ordered_json seccomp) {
   if (policy.network.mode != ir::NetworkMode::kOn) namespaces.push_back({{"type", "network"}});
   linux["namespaces"] = std::move(namespaces);
   linux["resources"] = Resources(policy.limits);
-  linux["seccomp"] = std::move(seccomp);
+  linux["seccomp"] = nullptr;
   ordered_json masked = ordered_json::array();
   for (const char* path : kDefaultMasked) masked.push_back(path);
   for (const std::string& path : policy.filesystem.hidden) masked.push_back(path);
@@ -118,9 +120,13 @@ ordered_json Linux(const ir::Policy& policy, ordered_json seccomp) {
 }  // namespace
 
 Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
+  COCOON_ASSIGN_OR_RETURN(oci::OciSeccompProfile profile, oci::SeccompProfileFor(policy.syscalls));
+  return CompileOciWithProfile(policy, profile);
+}
+
+Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, const oci::OciSeccompProfile& profile) {
   std::vector<std::string> warnings;
-  COCOON_ASSIGN_OR_RETURN(auto profile, oci::SeccompProfileFor(policy.syscalls));
-  warnings.insert(warnings.end(), profile->rule_warnings.begin(), profile->rule_warnings.end());
+  warnings.insert(warnings.end(), profile.rule_warnings.begin(), profile.rule_warnings.end());
   ordered_json config;
   config["ociVersion"] = "1.0.2";
   config["process"] = Process(policy, warnings);
@@ -128,8 +134,8 @@ Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
                     {"readonly", true}};
   config["hostname"] = policy.hostname;
   config["mounts"] = Mounts(policy, warnings);
-  warnings.insert(warnings.end(), profile->translation_warnings.begin(), profile->translation_warnings.end());
-  config["linux"] = Linux(policy, profile->json);
+  warnings.insert(warnings.end(), profile.translation_warnings.begin(), profile.translation_warnings.end());
+  config["linux"] = Linux(policy);
   config["annotations"] = oci::Annotations(policy);
   if (policy.network.mode == ir::NetworkMode::kAllowList) {
     warnings.push_back("oci: a network allow-list cannot be expressed in config.json; the container gets an "
@@ -137,7 +143,9 @@ Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
   }
   std::vector<Artifact> out;
   out.push_back(MakeArtifact("oci", "oci/config.json", "application/vnd.cocoon.oci-runtime-config+json",
-                             config.dump(2) + "\n"));
+                             oci::DumpWithEmbedded(std::move(config), ordered_json::json_pointer("/linux/seccomp"),
+                                                   profile.text) +
+                                 "\n"));
   out[0].warnings = std::move(warnings);
   return out;
 }

@@ -115,44 +115,61 @@ Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls) {
 #endif
 }
 
-namespace {
-
-bool SameSyscalls(const ir::Syscalls& a, const ir::Syscalls& b) {
-  return a.default_action == b.default_action && a.default_explicitly_allows == b.default_explicitly_allows &&
-         a.rules == b.rules && a.architectures == b.architectures && a.reopened == b.reopened;
-}
-
-}  // namespace
-
-struct SeccompProfileScope::Memo {
-  ir::Syscalls key;
-  std::shared_ptr<const OciSeccompProfile> profile;
-};
-
-namespace {
-thread_local SeccompProfileScope::Memo* active_memo = nullptr;
-}  // namespace
-
-SeccompProfileScope::SeccompProfileScope() : memo_(std::make_unique<Memo>()), previous_(active_memo) {
-  active_memo = memo_.get();
-}
-
-SeccompProfileScope::~SeccompProfileScope() { active_memo = previous_; }
-
-Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Syscalls& syscalls) {
-  SeccompProfileScope::Memo* memo = active_memo;
-  if (memo != nullptr && memo->profile && SameSyscalls(memo->key, syscalls)) return memo->profile;
-  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, EffectiveRulesFor(syscalls));
+Result<OciSeccompProfile> SeccompProfileFromRules(EffectiveSyscalls rules) {
   // Fail closed, as the BPF back end does: a syscall whose rules could not be
   // made conflict-free has no rules at all in `rules`, so emitting the rest
   // would hand that syscall to the default action (with `default allow`, a
   // denial would silently vanish).
   if (!rules.errors.empty()) return InvalidArgumentError("seccomp profile: " + rules.errors.front());
-  auto profile = std::make_shared<OciSeccompProfile>();
-  profile->json = SeccompToOci(rules, profile->translation_warnings);
-  profile->rule_warnings = std::move(rules.warnings);
-  if (memo != nullptr) *memo = SeccompProfileScope::Memo{syscalls, profile};
-  return std::shared_ptr<const OciSeccompProfile>(std::move(profile));
+  OciSeccompProfile profile;
+  profile.text = SeccompToOci(rules, profile.translation_warnings).dump(2);
+  profile.rule_warnings = std::move(rules.warnings);
+  return profile;
+}
+
+Result<OciSeccompProfile> SeccompProfileFor(const ir::Syscalls& syscalls) {
+  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, EffectiveRulesFor(syscalls));
+  return SeccompProfileFromRules(std::move(rules));
+}
+
+namespace {
+
+// `text` with `depth` levels of dump(2) indentation added after each line
+// break. Line breaks in a dump are structural only: a newline inside a
+// string is escaped as \n.
+void AppendIndented(std::string_view text, int depth, std::string& out) {
+  const std::string indent = "\n" + std::string(static_cast<size_t>(depth) * 2, ' ');
+  size_t start = 0;
+  for (size_t nl = text.find('\n'); nl != std::string_view::npos; nl = text.find('\n', start)) {
+    out.append(text.substr(start, nl - start));
+    out.append(indent);
+    start = nl + 1;
+  }
+  out.append(text.substr(start));
+}
+
+}  // namespace
+
+std::string DumpWithEmbedded(nlohmann::ordered_json outer, const nlohmann::ordered_json::json_pointer& at,
+                             std::string_view inner_text) {
+  // A string no policy writes in practice; if one does, the slow path below.
+  constexpr char kPlaceholder[] = "\x01cocoon-embedded-json\x01";
+  outer[at] = kPlaceholder;
+  const std::string token = nlohmann::ordered_json(kPlaceholder).dump();  // quoted and escaped, as dump(2) writes it
+  const std::string text = outer.dump(2);
+  const size_t found = text.find(token);
+  if (found == std::string::npos || text.find(token, found + 1) != std::string::npos) {
+    outer[at] = nlohmann::ordered_json::parse(inner_text, nullptr, /*allow_exceptions=*/false);
+    return outer.dump(2);
+  }
+  int depth = 0;
+  for (char c : at.to_string()) depth += c == '/' ? 1 : 0;
+  std::string out;
+  out.reserve(text.size() + inner_text.size() + inner_text.size() / 4);
+  out.append(text, 0, found);
+  AppendIndented(inner_text, depth, out);
+  out.append(text, found + token.size());
+  return out;
 }
 
 }  // namespace cocoon::backends::oci

@@ -6,11 +6,12 @@
 // is the kubelet's Localhost seccomp profile.
 #pragma once
 
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "compiler/backends/artifact.h"
 #include "compiler/backends/seccomp/effective_rules.h"
 #include "compiler/common/status.h"
 
@@ -26,37 +27,42 @@ nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<
 // clear error (never an empty, allow-everything filter).
 Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls);
 
-// The `linux.seccomp` object for `syscalls` (EffectiveRulesFor, then
-// SeccompToOci) plus the warnings of each step, kept apart so callers can
-// keep their warning order.
+// The `linux.seccomp` object for one policy, serialised once: the same text
+// is k8s/seccomp.json and, re-indented, oci/config.json's `linux.seccomp`
+// (the two back ends emit the same profile). Warnings of each step are kept
+// apart so callers can keep their warning order.
 struct OciSeccompProfile {
-  nlohmann::ordered_json json;
+  std::string text;                               // SeccompToOci(...).dump(2), no final newline
   std::vector<std::string> rule_warnings;         // EffectiveSyscalls::warnings
   std::vector<std::string> translation_warnings;  // SeccompToOci's
 };
 
-// The OCI and Kubernetes back ends emit the same profile: `cocoon compile
-// --target all` would compute it twice (the rule-form prologue makes it
-// about a fifth of the compile). While a SeccompProfileScope is alive on this
-// thread, the last result is remembered, keyed by the whole of `syscalls`
-// (compared by value, so never stale); without a scope every call computes.
-Result<std::shared_ptr<const OciSeccompProfile>> SeccompProfileFor(const ir::Syscalls& syscalls);
+// From kRules-form effective rules (ComputeEffectiveSyscalls(..., kRules) or
+// ComputeEffectiveSyscallForms(...).rules). Fails closed when the rules
+// carry errors.
+Result<OciSeccompProfile> SeccompProfileFromRules(EffectiveSyscalls rules);
+// EffectiveRulesFor, then SeccompProfileFromRules: what CompileOci and
+// CompileKubernetes do on their own. `cocoon compile --target all` computes
+// the profile once in the driver and hands it to both *WithProfile calls.
+Result<OciSeccompProfile> SeccompProfileFor(const ir::Syscalls& syscalls);
 
-// One compile's sharing of the profile (the driver opens one per
-// CompileTargets call). Scoped on purpose: nothing is cached across compiles,
-// so a repeated compile (and its benchmark) pays the full cost every time.
-class SeccompProfileScope {
- public:
-  SeccompProfileScope();
-  ~SeccompProfileScope();
-  SeccompProfileScope(const SeccompProfileScope&) = delete;
-  SeccompProfileScope& operator=(const SeccompProfileScope&) = delete;
-
-  struct Memo;
-
- private:
-  std::unique_ptr<Memo> memo_;
-  Memo* previous_;
-};
+// `outer.dump(2)` with `inner_text` (a dump(2) of a JSON value) as the
+// value at `at`: the same bytes as putting the parsed value there and
+// dumping the whole, without copying or re-serialising it. How: the dump is
+// taken with a placeholder string at `at`, which is then replaced by
+// `inner_text` indented to its depth (line breaks in a dump are structural
+// only; a newline inside a string is escaped). If a policy string happens to
+// contain the placeholder, the value is parsed back in and dumped instead.
+std::string DumpWithEmbedded(nlohmann::ordered_json outer, const nlohmann::ordered_json::json_pointer& at,
+                             std::string_view inner_text);
 
 }  // namespace cocoon::backends::oci
+
+namespace cocoon::backends {
+
+// CompileOci / CompileKubernetes (artifact.h) with the profile given.
+Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, const oci::OciSeccompProfile& profile);
+Result<std::vector<Artifact>> CompileKubernetesWithProfile(const ir::Policy& policy,
+                                                           const oci::OciSeccompProfile& profile);
+
+}  // namespace cocoon::backends

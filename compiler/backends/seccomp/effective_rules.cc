@@ -298,9 +298,18 @@ int ActionRank(const ir::Action& action) {
   return 0;
 }
 
-EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form,
-                                           ConnectRouting connect) {
+namespace {
+
+// Everything ComputeEffectiveSyscalls decides before the conflict
+// resolution: `out` without rules or errors, and the candidate rules by name.
+struct Prepared {
   EffectiveSyscalls out;
+  std::map<std::string, std::vector<Candidate>> by_name;
+};
+
+Prepared Prepare(const ir::Syscalls& policy, PrologueGuardForm ioctl_form, ConnectRouting connect) {
+  Prepared prepared;
+  EffectiveSyscalls& out = prepared.out;
   out.default_action = policy.default_action;
   out.architectures = policy.architectures;
   // The prefix answers errno(EPERM) before any rule is consulted; a policy
@@ -335,12 +344,74 @@ EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueG
   if (connect == ConnectRouting::kSupervisor) AddConnectBrokerRules(policy, all);
   // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.
   std::erase_if(all, [&](const Candidate& c) { return ShadowedByIoctlPrefix(c.rule, out.ioctl_denied_cmds); });
+  for (Candidate& c : all) prepared.by_name[c.rule.name].push_back(std::move(c));
+  return prepared;
+}
 
-  std::map<std::string, std::vector<Candidate>> by_name;
-  for (Candidate& c : all) by_name[c.rule.name].push_back(std::move(c));
-  for (auto& [name, rules] : by_name) ResolveSyscall(std::move(rules), policy.default_action, out);
-  std::sort(out.rules.begin(), out.rules.end(), RuleLess);
-  return out;
+// The resolved rules of one syscall (sorted by RuleLess) and its errors.
+struct Resolved {
+  std::vector<SyscallRule> rules;
+  std::vector<std::string> errors;
+};
+
+Resolved ResolveOne(std::vector<Candidate> candidates, const ir::Action& default_action) {
+  EffectiveSyscalls one;
+  ResolveSyscall(std::move(candidates), default_action, one);
+  // RuleLess orders by name first, so sorting each syscall's rules on its
+  // own gives the order one sort of the whole list would.
+  std::sort(one.rules.begin(), one.rules.end(), RuleLess);
+  return {std::move(one.rules), std::move(one.errors)};
+}
+
+void Append(const Resolved& resolved, EffectiveSyscalls& out) {
+  out.rules.insert(out.rules.end(), resolved.rules.begin(), resolved.rules.end());
+  out.errors.insert(out.errors.end(), resolved.errors.begin(), resolved.errors.end());
+}
+
+void Append(Resolved&& resolved, EffectiveSyscalls& out) {
+  out.rules.insert(out.rules.end(), std::make_move_iterator(resolved.rules.begin()),
+                   std::make_move_iterator(resolved.rules.end()));
+  out.errors.insert(out.errors.end(), std::make_move_iterator(resolved.errors.begin()),
+                    std::make_move_iterator(resolved.errors.end()));
+}
+
+bool SameCandidates(const std::vector<Candidate>& a, const std::vector<Candidate>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Candidate& x, const Candidate& y) {
+    return x.from_prologue == y.from_prologue && x.rule == y.rule;
+  });
+}
+
+}  // namespace
+
+EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form,
+                                           ConnectRouting connect) {
+  Prepared prepared = Prepare(policy, ioctl_form, connect);
+  EffectiveSyscalls& out = prepared.out;
+  for (auto& [name, candidates] : prepared.by_name) Append(ResolveOne(std::move(candidates), policy.default_action), out);
+  return std::move(out);
+}
+
+EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect) {
+  Prepared bpf = Prepare(policy, PrologueGuardForm::kBpfPrefix, bpf_connect);
+  Prepared rules = Prepare(policy, PrologueGuardForm::kRules, ConnectRouting::kFilter);
+  // A syscall with the same candidates in both forms (all but the guarded
+  // ones and, for allow-lists, connect) resolves the same way: once.
+  auto bpf_it = bpf.by_name.begin();
+  for (auto& [name, candidates] : rules.by_name) {
+    for (; bpf_it != bpf.by_name.end() && bpf_it->first < name; ++bpf_it) {
+      Append(ResolveOne(std::move(bpf_it->second), policy.default_action), bpf.out);
+    }
+    if (bpf_it != bpf.by_name.end() && bpf_it->first == name && SameCandidates(bpf_it->second, candidates)) {
+      Resolved shared = ResolveOne(std::move(candidates), policy.default_action);
+      Append(shared, rules.out);
+      Append(std::move(shared), bpf.out);
+      ++bpf_it;
+      continue;
+    }
+    Append(ResolveOne(std::move(candidates), policy.default_action), rules.out);
+  }
+  for (; bpf_it != bpf.by_name.end(); ++bpf_it) Append(ResolveOne(std::move(bpf_it->second), policy.default_action), bpf.out);
+  return {std::move(bpf.out), std::move(rules.out)};
 }
 
 }  // namespace cocoon::backends

@@ -104,6 +104,19 @@ EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy,
                                            PrologueGuardForm ioctl_form = PrologueGuardForm::kRules,
                                            ConnectRouting connect = ConnectRouting::kFilter);
 
+// The two forms one `cocoon compile --target all` needs, computed together:
+// `bpf` is ComputeEffectiveSyscalls(policy, kBpfPrefix, bpf_connect) (the
+// seccomp back end), `rules` is ComputeEffectiveSyscalls(policy, kRules,
+// kFilter) (OCI, Kubernetes). Equal to those two calls; a syscall whose
+// candidate rules are the same in both forms (all but the guarded ioctl,
+// seccomp, clone, unshare, socket and, for allow-lists, connect) is resolved
+// once.
+struct EffectiveSyscallForms {
+  EffectiveSyscalls bpf;
+  EffectiveSyscalls rules;
+};
+EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect);
+
 // The restrictiveness rank used above (higher is more restrictive).
 int ActionRank(const ir::Action& action);
 

@@ -156,32 +156,69 @@ bool InlineEligible(const EffectiveSyscalls& rules) {
   return true;
 }
 
-Status AddRule(scmp_filter_ctx ctx, uint32_t action, const std::string& name,
-               const std::vector<ir::ArgCondition>& conditions) {
-  const int nr = seccomp_syscall_resolve_name(name.c_str());
-  if (nr == __NR_SCMP_ERROR) return InvalidArgumentError("syscall unknown to libseccomp: " + name);
+// One libseccomp rule, resolved: what AddRules hands to seccomp_rule_add_array.
+struct PendingRule {
+  int nr = 0;
+  uint32_t action = 0;
+  const char* name = nullptr;  // NUL-terminated: a rule's name or a literal
+  const std::vector<ir::ArgCondition>* conditions = nullptr;
+};
+
+Status AppendRule(std::vector<PendingRule>& out, uint32_t action, const char* name,
+                  const std::vector<ir::ArgCondition>& conditions) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return InvalidArgumentError(std::string("syscall unknown to libseccomp: ") + name);
+  out.push_back({nr, action, name, &conditions});
+  return Status::Ok();
+}
+
+// Insertion order. libseccomp 2.5.4 keeps each arch's syscalls in a list
+// sorted by number and finds a rule's place by walking it from the lowest
+// number (src/db.c db_rule_add, once for the filter and once for its shadow
+// transaction), so adding in ascending order walks the whole list every
+// time. Adding the highest number first makes each walk stop at the head.
+// The result does not depend on this order: the lists stay sorted by
+// number, and each syscall still receives its own rules in their original
+// order (stable sort), so its argument tree is built the same way. Not for
+// x86 (32-bit): there libseccomp folds the socket and IPC calls into
+// socketcall/ipc rules (src/arch-x86.c), where rules of different names
+// share one tree, so their relative order is kept as it was.
+void OrderForInsertion(std::vector<PendingRule>& pending, const std::vector<ir::Arch>& arches) {
+  if (std::find(arches.begin(), arches.end(), ir::Arch::kX86) != arches.end()) return;
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const PendingRule& a, const PendingRule& b) { return a.nr > b.nr; });
+}
+
+Status AddPending(scmp_filter_ctx ctx, const PendingRule& rule) {
   std::vector<scmp_arg_cmp> scmp;
-  for (const ir::ArgCondition& c : conditions) scmp.push_back(ToScmpCondition(c));
-  const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(scmp.size()), scmp.data());
-  if (rc < 0) return InternalError("libseccomp refused the rule for " + name + ": " + std::strerror(-rc));
+  scmp.reserve(rule.conditions->size());
+  for (const ir::ArgCondition& c : *rule.conditions) scmp.push_back(ToScmpCondition(c));
+  const int rc = seccomp_rule_add_array(ctx, rule.action, rule.nr, static_cast<unsigned>(scmp.size()), scmp.data());
+  if (rc < 0) return InternalError(std::string("libseccomp refused the rule for ") + rule.name + ": " + std::strerror(-rc));
   return Status::Ok();
 }
 
 // `markers` (null: none) receives the guard markers of guard_inline.h: each
 // rule of a guarded syscall gets a marker action instead of its own, and a
 // guarded syscall without rules gets an unconditional marker rule for the
-// default action.
+// default action. Markers are numbered in rule order, before the rules are
+// reordered for insertion.
 Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing,
                 GuardMarkers* markers) {
+  static const std::vector<ir::ArgCondition> kNoConditions;
   const uint32_t default_action = ToScmpAction(rules.default_action, routing);
   const PrefixGuards guards = Guards(rules);
+  std::vector<PendingRule> pending;
+  pending.reserve(rules.rules.size() + 5);
   if (markers != nullptr) {
     for (std::string_view name : GuardedNames(guards)) {
       const bool has_rule = std::any_of(rules.rules.begin(), rules.rules.end(),
                                         [&](const ir::SyscallRule& r) { return r.name == name; });
       GuardKind kind;
       GuardFor(name, guards, &kind);
-      if (!has_rule) COCOON_RETURN_IF_ERROR(AddRule(ctx, markers->Marker(kind, default_action), std::string(name), {}));
+      if (has_rule) continue;
+      // `name` views one of GuardedNames' string literals: NUL-terminated.
+      COCOON_RETURN_IF_ERROR(AppendRule(pending, markers->Marker(kind, default_action), name.data(), kNoConditions));
     }
   }
   for (const ir::SyscallRule& rule : rules.rules) {
@@ -194,8 +231,10 @@ Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedR
     // kernel action; libseccomp rejects that with -EACCES and the rule is
     // redundant in the BPF anyway (the sidecar still lists it).
     if (action == default_action) continue;
-    COCOON_RETURN_IF_ERROR(AddRule(ctx, action, rule.name, rule.conditions));
+    COCOON_RETURN_IF_ERROR(AppendRule(pending, action, rule.name.c_str(), rule.conditions));
   }
+  OrderForInsertion(pending, rules.architectures);
+  for (const PendingRule& rule : pending) COCOON_RETURN_IF_ERROR(AddPending(ctx, rule));
   return Status::Ok();
 }
 
@@ -359,11 +398,17 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
   return out;
 }
 
-Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
+ConnectRouting SeccompConnectRouting(const ir::Policy& policy) {
   // Allow-lists: connect goes to the enforcer's broker (effective_rules.h).
-  const ConnectRouting connect =
-      policy.network.mode == ir::NetworkMode::kAllowList ? ConnectRouting::kSupervisor : ConnectRouting::kFilter;
-  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, connect);
+  return policy.network.mode == ir::NetworkMode::kAllowList ? ConnectRouting::kSupervisor : ConnectRouting::kFilter;
+}
+
+Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
+  return CompileSeccompFromRules(
+      policy, ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy)));
+}
+
+Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules) {
   SeccompFilterOptions options;
   options.default_allowance = policy.syscalls.default_explicitly_allows ? DefaultAllowance::kPolicyExplicit
                                                                         : DefaultAllowance::kRefuse;

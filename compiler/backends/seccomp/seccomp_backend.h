@@ -96,6 +96,16 @@ struct CompiledSeccompFilter {
 Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
                                                  const SeccompFilterOptions& options);
 
+// The connect routing CompileSeccomp uses (effective_rules.h): kSupervisor
+// for `network allow { ... }` policies, kFilter otherwise.
+ConnectRouting SeccompConnectRouting(const ir::Policy& policy);
+
+// CompileSeccomp with its effective rules already computed: `rules` must be
+// ComputeEffectiveSyscalls(policy.syscalls, kBpfPrefix,
+// SeccompConnectRouting(policy)) (the driver gets them, with the OCI form,
+// from one ComputeEffectiveSyscallForms call).
+Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules);
+
 // The json sidecar described above.
 std::string SeccompSidecarJson(const EffectiveSyscalls& rules, const CompiledSeccompFilter& filter,
                                SupervisedRouting routing);

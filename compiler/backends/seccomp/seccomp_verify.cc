@@ -29,6 +29,9 @@ struct Expectation {
   int clone_nr;    // x86_64
   int unshare_nr;  // x86_64
   int socket_nr;   // x86_64
+  // Extra boundary values of the prefix guards' arguments (VerifySyscall).
+  std::vector<uint32_t> seccomp_values;
+  std::vector<uint32_t> clone_values;
 };
 
 bool Contains(const std::vector<uint32_t>& values, uint64_t arg) {
@@ -82,8 +85,8 @@ std::string ArgsText(const uint64_t args[6]) {
 
 Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                      const std::vector<const ir::SyscallRule*>& mine) {
-  const std::vector<uint32_t> no_extra;
-  std::vector<std::vector<uint64_t>> per_arg(6, std::vector<uint64_t>{0});
+  static const std::vector<uint32_t> no_extra;
+  std::vector<uint64_t> per_arg[6];
   for (uint8_t arg = 0; arg < 6; ++arg) {
     const bool used = std::any_of(mine.begin(), mine.end(), [&](const ir::SyscallRule* r) {
       return std::any_of(r->conditions.begin(), r->conditions.end(),
@@ -91,21 +94,17 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     });
     const bool ioctl_cmd = nr == e.ioctl_nr && arg == 1 && !e.rules.ioctl_denied_cmds.empty();
     const bool seccomp_arg = nr == e.seccomp_nr && arg <= 1 && e.rules.seccomp_listener_in_prefix;
-    const std::vector<uint32_t> seccomp_values = {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                                                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC};
     const bool clone_arg = (nr == e.clone_nr || nr == e.unshare_nr) && arg == 0 && e.rules.clone_new_mask_in_prefix;
     const bool socket_arg = nr == e.socket_nr && arg == 0 && !e.rules.socket_denied_families_in_prefix.empty();
-    std::vector<uint32_t> clone_values = {e.rules.clone_new_mask_in_prefix, 17 /* SIGCHLD */};
-    for (int bit = 0; bit < 32; ++bit) {
-      if ((e.rules.clone_new_mask_in_prefix >> bit) & 1) clone_values.push_back(uint32_t{1} << bit);
-    }
     const std::vector<uint32_t>& extra = ioctl_cmd     ? e.rules.ioctl_denied_cmds
-                                         : seccomp_arg ? seccomp_values
-                                         : clone_arg   ? clone_values
+                                         : seccomp_arg ? e.seccomp_values
+                                         : clone_arg   ? e.clone_values
                                          : socket_arg  ? e.rules.socket_denied_families_in_prefix
                                                        : no_extra;
     if (used || ioctl_cmd || seccomp_arg || clone_arg || socket_arg) {
       per_arg[arg] = BoundaryValues(mine, arg, extra);
+    } else {
+      per_arg[arg].assign(1, 0);
     }
   }
   size_t total = 1;
@@ -171,16 +170,26 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
       rules.architectures.end()) {
     return Status::Ok();
   }
-  const Expectation e{rules, expected_ret, routed, ioctl_deny_ret,
+  Expectation e{rules, expected_ret, routed, ioctl_deny_ret,
                       syscalls::ResolveSyscall("ioctl", ir::Arch::kX86_64),
                       syscalls::ResolveSyscall("seccomp", ir::Arch::kX86_64),
                       syscalls::ResolveSyscall("clone", ir::Arch::kX86_64),
                       syscalls::ResolveSyscall("unshare", ir::Arch::kX86_64),
-                      syscalls::ResolveSyscall("socket", ir::Arch::kX86_64)};
+                      syscalls::ResolveSyscall("socket", ir::Arch::kX86_64),
+                      {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                       SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC},
+                      {rules.clone_new_mask_in_prefix, 17 /* SIGCHLD */}};
+  for (int bit = 0; bit < 32; ++bit) {
+    if ((rules.clone_new_mask_in_prefix >> bit) & 1) e.clone_values.push_back(uint32_t{1} << bit);
+  }
   std::map<int, std::vector<const ir::SyscallRule*>> by_nr;
-  for (const ir::SyscallRule& r : rules.rules) {
-    const int nr = syscalls::ResolveSyscall(r.name, ir::Arch::kX86_64);
-    if (nr >= 0) by_nr[nr].push_back(&r);
+  for (size_t i = 0; i < rules.rules.size();) {
+    // A run of rules with one name (ComputeEffectiveSyscalls sorts by name) resolves once.
+    const std::string& name = rules.rules[i].name;
+    const int nr = syscalls::ResolveSyscall(name, ir::Arch::kX86_64);
+    for (; i < rules.rules.size() && rules.rules[i].name == name; ++i) {
+      if (nr >= 0) by_nr[nr].push_back(&rules.rules[i]);
+    }
   }
   if (!rules.ioctl_denied_cmds.empty()) by_nr[e.ioctl_nr];  // checked even without ioctl rules
   if (rules.seccomp_listener_in_prefix) by_nr[e.seccomp_nr];

@@ -81,6 +81,34 @@ TEST(OciSeccomp, HandBuiltRulesBecomeResolvedEntries) {
   EXPECT_EQ(warnings.size(), 1u);
 }
 
+// oci/config.json embeds the profile's text (DumpWithEmbedded) instead of
+// copying the JSON tree: the bytes must be those of dumping the whole tree,
+// at any depth, and also when a policy string collides with the placeholder.
+TEST(OciSeccomp, EmbeddedTextDumpsLikeTheTree) {
+  using nlohmann::ordered_json;
+  const ordered_json inner = {{"defaultAction", "SCMP_ACT_ERRNO"},
+                              {"architectures", {"SCMP_ARCH_X86_64"}},
+                              {"syscalls", {{{"names", {"read", "a\nb \"q\""}}, {"args", ordered_json::array()}}}},
+                              {"empty", ordered_json::object()}};
+  for (const char* pointer : {"/seccomp", "/linux/seccomp", "/a/b/c"}) {
+    ordered_json outer = {{"first", "x"}, {"linux", {{"before", 1}}}, {"a", {{"b", {{"c", nullptr}}}}}, {"last", {1, 2}}};
+    const ordered_json::json_pointer at(pointer);
+    outer[at] = nullptr;
+    ordered_json whole = outer;
+    whole[at] = inner;
+    EXPECT_EQ(backends::oci::DumpWithEmbedded(outer, at, inner.dump(2)), whole.dump(2)) << pointer;
+    // A policy string equal to the placeholder: the slow path, same bytes.
+    outer["first"] = "\x01cocoon-embedded-json\x01";
+    whole["first"] = outer["first"];
+    EXPECT_EQ(backends::oci::DumpWithEmbedded(outer, at, inner.dump(2)), whole.dump(2)) << pointer;
+  }
+  // The real thing: strict's config carries the profile k8s/seccomp.json holds.
+  auto oci = backends::CompileOci(testing::StrictPolicy());
+  auto k8s = backends::CompileKubernetes(testing::StrictPolicy());
+  ASSERT_TRUE(oci.ok() && k8s.ok());
+  EXPECT_EQ(json::parse((*oci)[0].bytes)["linux"]["seccomp"], json::parse((*k8s)[0].bytes));
+}
+
 TEST(OciBackend, ConfigPassesSchemaAndLocksDown) {
   auto docs = CompileAll(testing::StrictPolicy());
   ASSERT_TRUE(docs.count("oci/config.json"));

@@ -152,5 +152,40 @@ TEST(EffectiveRules, ConnectRoutedToSupervisorOnlyWhereThePolicyPermits) {
                        "connect").empty());
 }
 
+void ExpectSame(const EffectiveSyscalls& a, const EffectiveSyscalls& b) {
+  EXPECT_EQ(a.default_action, b.default_action);
+  EXPECT_EQ(a.rules, b.rules);
+  EXPECT_EQ(a.architectures, b.architectures);
+  EXPECT_EQ(a.warnings, b.warnings);
+  EXPECT_EQ(a.errors, b.errors);
+  EXPECT_EQ(a.ioctl_denied_cmds, b.ioctl_denied_cmds);
+  EXPECT_EQ(a.seccomp_listener_in_prefix, b.seccomp_listener_in_prefix);
+  EXPECT_EQ(a.clone_new_mask_in_prefix, b.clone_new_mask_in_prefix);
+  EXPECT_EQ(a.socket_denied_families_in_prefix, b.socket_denied_families_in_prefix);
+}
+
+// ComputeEffectiveSyscallForms (what `cocoon compile --target all` uses)
+// gives exactly the two separate computations: plain strict, an allow-list
+// (connect differs between the forms), a kill ioctl rule (keeps the rule
+// form in both), a permissive default, and rules that cannot be expressed.
+TEST(EffectiveRules, BothFormsAtOnceEqualEachFormAlone) {
+  std::vector<ir::Syscalls> cases(5, StrictSyscalls());
+  AddRule(cases[1], "connect", Allow());
+  AddRule(cases[2], "ioctl", Kill(), {{1, ir::CompareOp::kEq, 0x5401, 0}});
+  AddRule(cases[2], "socket", Allow(), {{0, ir::CompareOp::kEq, 1, 0}});
+  cases[3].default_action = Allow();
+  cases[3].default_explicitly_allows = true;
+  AddRule(cases[3], "personality", Log());
+  AddRule(cases[4], "read", Allow(), {{0, ir::CompareOp::kGt, 2, 0}, {0, ir::CompareOp::kLt, 9, 0}});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    for (ConnectRouting connect : {ConnectRouting::kFilter, ConnectRouting::kSupervisor}) {
+      const EffectiveSyscallForms forms = ComputeEffectiveSyscallForms(cases[i], connect);
+      ExpectSame(forms.bpf, ComputeEffectiveSyscalls(cases[i], PrologueGuardForm::kBpfPrefix, connect));
+      ExpectSame(forms.rules, ComputeEffectiveSyscalls(cases[i], PrologueGuardForm::kRules, ConnectRouting::kFilter));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cocoon::backends
