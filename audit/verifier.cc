@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -21,6 +22,21 @@
 namespace cocoon::audit {
 namespace {
 
+// integrity.kind, named once per line by the parallel pass: the sequential
+// chain walk then compares bytes held in the Line, not string_views into a
+// line that left the cache long ago (those compares were its main cost).
+enum class Kind : uint8_t { kOther, kEvent, kStart, kContinue, kRotate, kSeal, kKeyRotate, kRecovery };
+
+Kind KindOf(std::string_view kind) {
+  static constexpr std::pair<std::string_view, Kind> kKinds[] = {
+      {"event", Kind::kEvent},   {"start", Kind::kStart}, {"continue", Kind::kContinue},
+      {"rotate", Kind::kRotate}, {"seal", Kind::kSeal},   {"key-rotate", Kind::kKeyRotate},
+      {"recovery", Kind::kRecovery}};
+  for (const auto& [name, value] : kKinds)
+    if (kind == name) return value;
+  return Kind::kOther;
+}
+
 struct Line {
   size_t file = 0;
   uint64_t number = 0;  // 1-based within its file
@@ -29,6 +45,14 @@ struct Line {
   std::string error;       // scan/parse failure
   ParsedIntegrity integrity;
   Digest computed{};
+  Kind kind = Kind::kOther;
+  // A copy of integrity.chain when it fits (Cocoon writes 32 hex digits).
+  uint8_t chain_size = 0;  // 0: no copy, compare integrity.chain itself
+  std::array<char, 40> chain_copy{};
+  bool SameChain(const std::string& chain) const {
+    if (chain_size == 0) return integrity.chain == chain;
+    return chain.size() == chain_size && std::memcmp(chain.data(), chain_copy.data(), chain_size) == 0;
+  }
 };
 
 struct Failure {
@@ -66,6 +90,12 @@ void Analyse(Line& line, bool ignore_extra_keys, ScannedLine& scanned) {
   auto parsed = ParseIntegrity(text, scanned, &line.computed);
   if (!parsed.ok()) { line.error = parsed.status().message(); return; }
   line.integrity = std::move(*parsed);
+  line.kind = KindOf(line.integrity.kind);
+  std::string_view chain = line.integrity.chain;
+  if (!chain.empty() && chain.size() <= line.chain_copy.size()) {
+    std::memcpy(line.chain_copy.data(), chain.data(), chain.size());
+    line.chain_size = static_cast<uint8_t>(chain.size());
+  }
 }
 
 std::string Hex(const Digest& d) { return HexEncode(d.data(), d.size()); }
@@ -122,6 +152,7 @@ class ChainWalker {
   std::map<std::string, PublicKey, std::less<>> trusted_;
   std::vector<std::unique_ptr<PublicKey>> announced_;
   std::string chain_;
+  Kind last_kind_ = Kind::kOther;  // last_kind, named
   uint64_t next_seq_ = 0;
   Digest prev_hash_{};
 };
@@ -129,17 +160,18 @@ class ChainWalker {
 // How line i attaches to what came before; nullopt when it does.
 std::optional<std::string> ChainWalker::Link(size_t i, bool first) {
   const ParsedIntegrity& p = lines_[i].integrity;
+  const Kind kind = lines_[i].kind;
   if (lines_[i].computed != p.hash) return "hash mismatch: the line was edited after it was written";
   if (first) {
-    bool genesis = p.kind == "start" && p.sequence == 0 && p.prev == Digest{};
-    if (!genesis && p.kind != "continue")
+    bool genesis = kind == Kind::kStart && p.sequence == 0 && p.prev == Digest{};
+    if (!genesis && kind != Kind::kContinue)
       return "the log does not begin with its first record (start, seq 0): lines removed from the head";
     if (!genesis)
       report_.notices.push_back(Where(i) + ": chain " + std::string(p.chain) + " continues from seq " +
                                 std::to_string(p.sequence - 1) + " in an earlier file that was not given");
     return std::nullopt;
   }
-  if (p.chain != chain_)
+  if (!lines_[i].SameChain(chain_))
     return "chain id " + std::string(p.chain) + " differs from " + chain_ + ": line replayed from another log";
   if (p.sequence != next_seq_) {
     return "sequence " + std::to_string(p.sequence) + " where " + std::to_string(next_seq_) + " was expected: " +
@@ -147,9 +179,9 @@ std::optional<std::string> ChainWalker::Link(size_t i, bool first) {
   }
   if (p.prev != prev_hash_) return "prev hash does not match the previous line: line inserted or reordered";
   bool file_start = lines_[i].number == 1 || lines_[i - 1].file != lines_[i].file;
-  if (lines_[i].file != lines_[last_valid].file && !(last_kind == "rotate" && p.kind == "continue"))
+  if (lines_[i].file != lines_[last_valid].file && !(last_kind_ == Kind::kRotate && kind == Kind::kContinue))
     return "file does not continue the previous file (expected a rotation record, then a continue record)";
-  if (p.kind == "continue" && !(last_kind == "rotate" && file_start))
+  if (kind == Kind::kContinue && !(last_kind_ == Kind::kRotate && file_start))
     return "continue record that does not follow a rotation";
   return std::nullopt;
 }
@@ -167,7 +199,8 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
     }
     const ParsedIntegrity& p = line.integrity;
     if (auto broken = Link(i, last_valid == SIZE_MAX)) return failure.Offer(i, *broken);
-    if (p.kind != "event" && !p.has_signature) return failure.Offer(i, "unsigned " + std::string(p.kind) + " record");
+    if (line.kind != Kind::kEvent && !p.has_signature)
+      return failure.Offer(i, "unsigned " + std::string(p.kind) + " record");
     if (p.has_signature) {
       auto key = trusted_.find(p.key_id);
       if (key == trusted_.end())
@@ -175,7 +208,7 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       checks.push_back(SignatureCheck{i, &key->second});
       last_signed = i;
     }
-    if (p.kind == "key-rotate") {
+    if (line.kind == Kind::kKeyRotate) {
       std::string raw;
       auto text = ExtraString(p, "new_key");
       auto key = text && Base64Decode(*text, &raw) ? PublicKey::FromRaw(raw) : Result<PublicKey>(DataLossError(""));
@@ -183,15 +216,18 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       report_.notices.push_back(Where(i) + ": signing key rotated to " + key->key_id());
       trusted_.emplace(key->key_id(), *key);
     }
-    if (p.kind == "recovery" && (i == 0 || lines_[i - 1].error.empty()))
+    if (line.kind == Kind::kRecovery && (i == 0 || lines_[i - 1].error.empty()))
       report_.notices.push_back(Where(i) + ": recovery record without a damaged line before it");
-    if (p.chain != chain_) {  // once per chain, not per line (no copy on the hot path)
+    if (!line.SameChain(chain_)) {  // once per chain, not per line (no copy on the hot path)
       chain_ = std::string(p.chain);
       report_.chain_id = chain_;
     }
     next_seq_ = p.sequence + 1;
     prev_hash_ = p.hash;
-    if (p.kind != last_kind) last_kind = std::string(p.kind);
+    if (line.kind != last_kind_ || line.kind == Kind::kOther) {  // the name only when it changes
+      last_kind_ = line.kind;
+      last_kind = std::string(p.kind);
+    }
     last_valid = i;
   }
 }
