@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include "compiler/backends/seccomp/rule_algebra.h"
@@ -103,26 +104,30 @@ void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
                  true});
 }
 
-bool IsReopened(std::string_view name, const ir::Syscalls& policy) {
-  if (std::find(policy.reopened.begin(), policy.reopened.end(), name) != policy.reopened.end()) return true;
-  return std::any_of(policy.rules.begin(), policy.rules.end(), [&](const SyscallRule& r) {
-    return r.name == name && r.group.empty() && !Denies(r.action);
-  });
-}
-
 void AddReopenableDenials(const ir::Syscalls& policy, std::vector<Candidate>& out,
                           std::vector<std::string>& warnings) {
-  for (std::string_view name : syscalls::PrologueDeniedSyscalls()) {
-    if (IsReopened(name, policy)) {
+  // One pass over the policy: per prologue-denied name, whether a named
+  // non-denying rule reopens it, else the first group rule that tried to.
+  const std::vector<std::string_view>& denied = syscalls::PrologueDeniedSyscalls();  // sorted
+  std::vector<bool> named(denied.size(), false);
+  std::vector<const SyscallRule*> via_group(denied.size(), nullptr);
+  for (const SyscallRule& r : policy.rules) {
+    if (Denies(r.action)) continue;
+    const auto it = std::lower_bound(denied.begin(), denied.end(), std::string_view(r.name));
+    if (it == denied.end() || *it != r.name) continue;
+    const auto index = static_cast<size_t>(it - denied.begin());
+    if (r.group.empty()) named[index] = true;
+    else if (via_group[index] == nullptr) via_group[index] = &r;
+  }
+  for (size_t i = 0; i < denied.size(); ++i) {
+    const std::string_view name = denied[i];
+    if (named[i] || std::find(policy.reopened.begin(), policy.reopened.end(), name) != policy.reopened.end()) {
       warnings.push_back("policy reopens " + std::string(name) + ", which the prologue denies by default");
       continue;
     }
-    for (const SyscallRule& r : policy.rules) {
-      if (r.name == name && !Denies(r.action)) {
-        warnings.push_back("policy allows " + r.name + " through " + r.group +
-                           " but the prologue keeps it denied; name it on its own to reopen it");
-        break;
-      }
+    if (via_group[i] != nullptr) {
+      warnings.push_back("policy allows " + via_group[i]->name + " through " + via_group[i]->group +
+                         " but the prologue keeps it denied; name it on its own to reopen it");
     }
     out.push_back({PrologueRule(std::string(name), Errno(EPERM)), true});
   }
@@ -206,12 +211,29 @@ std::string Describe(const SyscallRule& r) {
   return r.name + (r.group.empty() ? "" : " (from " + r.group + ")");
 }
 
-// Makes the rules of one syscall pairwise disjoint across different actions.
-void ResolveSyscall(std::vector<Candidate> rules, const ir::Action& default_action, EffectiveSyscalls& out) {
+// Name, then conditions (lexicographic on arg, op, value, mask), then action:
+// the order is part of the golden output. Compared in place (no key copies:
+// strict sorts ~500 rules).
+bool RuleLess(const SyscallRule& a, const SyscallRule& b) {
+  if (const int c = a.name.compare(b.name); c != 0) return c < 0;
+  auto cond_key = [](const ArgCondition& x) { return std::make_tuple(x.arg, static_cast<int>(x.op), x.value, x.mask); };
+  const bool conditions_less = std::lexicographical_compare(
+      a.conditions.begin(), a.conditions.end(), b.conditions.begin(), b.conditions.end(),
+      [&](const ArgCondition& x, const ArgCondition& y) { return cond_key(x) < cond_key(y); });
+  if (conditions_less) return true;
+  if (a.conditions != b.conditions) return false;
+  return std::make_tuple(static_cast<int>(a.action.kind), a.action.errno_value) <
+         std::make_tuple(static_cast<int>(b.action.kind), b.action.errno_value);
+}
+
+// Makes the rules of one syscall pairwise disjoint across different actions
+// and appends them to `out.rules` sorted by RuleLess.
+// `rules` (all of one syscall) is reordered in place.
+void ResolveSyscall(std::span<Candidate> rules, const ir::Action& default_action, EffectiveSyscalls& out) {
   // libseccomp's rule merging slows down sharply past a few dozen conditional
   // rules on one syscall; the ioctl TIOCSTI/TIOCLINUX guard in rule form (OCI) needs ~130.
   constexpr size_t kMaxPiecesPerSyscall = 1024;
-  std::stable_sort(rules.begin(), rules.end(), Outranks);
+  if (rules.size() > 1) std::stable_sort(rules.begin(), rules.end(), Outranks);
   struct Piece {
     Conjunction conditions;
     ir::Action action;
@@ -251,37 +273,30 @@ void ResolveSyscall(std::vector<Candidate> rules, const ir::Action& default_acti
   }
   // Same action everywhere within a piece set; an unconditional piece makes
   // the others of its action redundant (libseccomp would drop them anyway).
-  // Duplicates can only be among this syscall's own rules (appended here).
-  const size_t first_own = out.rules.size();
+  std::vector<ir::Action> unconditional;
   for (const Piece& p : accepted) {
+    if (p.conditions.empty() && std::find(unconditional.begin(), unconditional.end(), p.action) == unconditional.end()) {
+      unconditional.push_back(p.action);
+    }
+  }
+  const std::string& name = rules.front().rule.name;
+  const auto first_own = static_cast<std::ptrdiff_t>(out.rules.size());
+  for (Piece& p : accepted) {
     if (p.action == default_action) continue;  // disjoint, so the default gives the same answer
     const bool covered = !p.conditions.empty() &&
-                         std::any_of(accepted.begin(), accepted.end(), [&](const Piece& other) {
-                           return other.action == p.action && other.conditions.empty();
-                         });
-    if (covered) continue;
-    SyscallRule rule{rules.front().rule.name, p.action, p.conditions, p.group};
-    const bool duplicate =
-        std::any_of(out.rules.begin() + static_cast<long>(first_own), out.rules.end(), [&](const SyscallRule& r) {
-          return r.action == rule.action && r.conditions == rule.conditions;
-        });
-    if (!duplicate) out.rules.push_back(std::move(rule));
+                         std::find(unconditional.begin(), unconditional.end(), p.action) != unconditional.end();
+    if (!covered) out.rules.push_back(SyscallRule{name, p.action, std::move(p.conditions), std::move(p.group)});
   }
-}
-
-// Name, then conditions (lexicographic on arg, op, value, mask), then action:
-// the order is part of the golden output. Compared in place (no key copies:
-// strict sorts ~500 rules).
-bool RuleLess(const SyscallRule& a, const SyscallRule& b) {
-  if (const int c = a.name.compare(b.name); c != 0) return c < 0;
-  auto cond_key = [](const ArgCondition& x) { return std::make_tuple(x.arg, static_cast<int>(x.op), x.value, x.mask); };
-  const bool conditions_less = std::lexicographical_compare(
-      a.conditions.begin(), a.conditions.end(), b.conditions.begin(), b.conditions.end(),
-      [&](const ArgCondition& x, const ArgCondition& y) { return cond_key(x) < cond_key(y); });
-  if (conditions_less) return true;
-  if (a.conditions != b.conditions) return false;
-  return std::make_tuple(static_cast<int>(a.action.kind), a.action.errno_value) <
-         std::make_tuple(static_cast<int>(b.action.kind), b.action.errno_value);
+  // In output order (RuleLess), then without duplicates (same action and
+  // conditions; they can only be among this syscall's own rules): the first
+  // of each, as the stable sort keeps them in the order they came.
+  if (out.rules.size() - static_cast<size_t>(first_own) < 2) return;
+  std::stable_sort(out.rules.begin() + first_own, out.rules.end(), RuleLess);
+  out.rules.erase(std::unique(out.rules.begin() + first_own, out.rules.end(),
+                              [](const SyscallRule& a, const SyscallRule& b) {
+                                return a.action == b.action && a.conditions == b.conditions;
+                              }),
+                  out.rules.end());
 }
 
 }  // namespace
@@ -301,11 +316,39 @@ int ActionRank(const ir::Action& action) {
 namespace {
 
 // Everything ComputeEffectiveSyscalls decides before the conflict
-// resolution: `out` without rules or errors, and the candidate rules by name.
+// resolution: `out` without rules or errors, and the candidate rules sorted
+// by name (stably: each syscall's in the order they were made), with the
+// range of each name.
 struct Prepared {
   EffectiveSyscalls out;
-  std::map<std::string, std::vector<Candidate>> by_name;
+  std::vector<Candidate> candidates;
+  struct Run {
+    std::string name;  // a copy: ResolveSyscall reorders the candidates
+    size_t begin, end;
+  };
+  std::vector<Run> runs;  // by name
+
+  std::span<Candidate> Of(const Run& run) { return {candidates.data() + run.begin, run.end - run.begin}; }
 };
+
+// Sorts `all` stably by name into `prepared` (an index sort: each
+// Candidate is moved once).
+void GroupByName(std::vector<Candidate>& all, Prepared& prepared) {
+  std::vector<uint32_t> order(all.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return all[a].rule.name < all[b].rule.name; });
+  prepared.candidates.reserve(all.size());
+  for (uint32_t i : order) prepared.candidates.push_back(std::move(all[i]));
+  for (size_t begin = 0; begin < prepared.candidates.size();) {
+    size_t end = begin + 1;
+    while (end < prepared.candidates.size() && prepared.candidates[end].rule.name == prepared.candidates[begin].rule.name) {
+      ++end;
+    }
+    prepared.runs.push_back({prepared.candidates[begin].rule.name, begin, end});
+    begin = end;
+  }
+}
 
 Prepared Prepare(const ir::Syscalls& policy, PrologueGuardForm ioctl_form, ConnectRouting connect) {
   Prepared prepared;
@@ -338,44 +381,28 @@ Prepared Prepare(const ir::Syscalls& policy, PrologueGuardForm ioctl_form, Conne
     }
   }
   std::vector<Candidate> all;
+  all.reserve(policy.rules.size() + 128);  // the prologue adds a few dozen
   AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form});
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
   if (connect == ConnectRouting::kSupervisor) AddConnectBrokerRules(policy, all);
   // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.
   std::erase_if(all, [&](const Candidate& c) { return ShadowedByIoctlPrefix(c.rule, out.ioctl_denied_cmds); });
-  for (Candidate& c : all) prepared.by_name[c.rule.name].push_back(std::move(c));
+  GroupByName(all, prepared);
   return prepared;
 }
 
-// The resolved rules of one syscall (sorted by RuleLess) and its errors.
-struct Resolved {
-  std::vector<SyscallRule> rules;
-  std::vector<std::string> errors;
-};
-
-Resolved ResolveOne(std::vector<Candidate> candidates, const ir::Action& default_action) {
-  EffectiveSyscalls one;
-  ResolveSyscall(std::move(candidates), default_action, one);
-  // RuleLess orders by name first, so sorting each syscall's rules on its
-  // own gives the order one sort of the whole list would.
-  std::sort(one.rules.begin(), one.rules.end(), RuleLess);
-  return {std::move(one.rules), std::move(one.errors)};
+// Resolves `candidates` into `first` and copies what that added to `second`.
+void ResolveIntoBoth(std::span<Candidate> candidates, const ir::Action& default_action, EffectiveSyscalls& first,
+                     EffectiveSyscalls& second) {
+  const auto rules_before = static_cast<std::ptrdiff_t>(first.rules.size());
+  const auto errors_before = static_cast<std::ptrdiff_t>(first.errors.size());
+  ResolveSyscall(candidates, default_action, first);
+  second.rules.insert(second.rules.end(), first.rules.begin() + rules_before, first.rules.end());
+  second.errors.insert(second.errors.end(), first.errors.begin() + errors_before, first.errors.end());
 }
 
-void Append(const Resolved& resolved, EffectiveSyscalls& out) {
-  out.rules.insert(out.rules.end(), resolved.rules.begin(), resolved.rules.end());
-  out.errors.insert(out.errors.end(), resolved.errors.begin(), resolved.errors.end());
-}
-
-void Append(Resolved&& resolved, EffectiveSyscalls& out) {
-  out.rules.insert(out.rules.end(), std::make_move_iterator(resolved.rules.begin()),
-                   std::make_move_iterator(resolved.rules.end()));
-  out.errors.insert(out.errors.end(), std::make_move_iterator(resolved.errors.begin()),
-                    std::make_move_iterator(resolved.errors.end()));
-}
-
-bool SameCandidates(const std::vector<Candidate>& a, const std::vector<Candidate>& b) {
+bool SameCandidates(std::span<const Candidate> a, std::span<const Candidate> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Candidate& x, const Candidate& y) {
     return x.from_prologue == y.from_prologue && x.rule == y.rule;
   });
@@ -386,9 +413,8 @@ bool SameCandidates(const std::vector<Candidate>& a, const std::vector<Candidate
 EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form,
                                            ConnectRouting connect) {
   Prepared prepared = Prepare(policy, ioctl_form, connect);
-  EffectiveSyscalls& out = prepared.out;
-  for (auto& [name, candidates] : prepared.by_name) Append(ResolveOne(std::move(candidates), policy.default_action), out);
-  return std::move(out);
+  for (const Prepared::Run& run : prepared.runs) ResolveSyscall(prepared.Of(run), policy.default_action, prepared.out);
+  return std::move(prepared.out);
 }
 
 EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect) {
@@ -396,21 +422,20 @@ EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, C
   Prepared rules = Prepare(policy, PrologueGuardForm::kRules, ConnectRouting::kFilter);
   // A syscall with the same candidates in both forms (all but the guarded
   // ones and, for allow-lists, connect) resolves the same way: once.
-  auto bpf_it = bpf.by_name.begin();
-  for (auto& [name, candidates] : rules.by_name) {
-    for (; bpf_it != bpf.by_name.end() && bpf_it->first < name; ++bpf_it) {
-      Append(ResolveOne(std::move(bpf_it->second), policy.default_action), bpf.out);
+  const ir::Action& default_action = policy.default_action;
+  auto bpf_run = bpf.runs.begin();
+  for (const Prepared::Run& run : rules.runs) {
+    for (; bpf_run != bpf.runs.end() && bpf_run->name < run.name; ++bpf_run) {
+      ResolveSyscall(bpf.Of(*bpf_run), default_action, bpf.out);
     }
-    if (bpf_it != bpf.by_name.end() && bpf_it->first == name && SameCandidates(bpf_it->second, candidates)) {
-      Resolved shared = ResolveOne(std::move(candidates), policy.default_action);
-      Append(shared, rules.out);
-      Append(std::move(shared), bpf.out);
-      ++bpf_it;
+    if (bpf_run != bpf.runs.end() && bpf_run->name == run.name && SameCandidates(bpf.Of(*bpf_run), rules.Of(run))) {
+      ResolveIntoBoth(rules.Of(run), default_action, rules.out, bpf.out);
+      ++bpf_run;
       continue;
     }
-    Append(ResolveOne(std::move(candidates), policy.default_action), rules.out);
+    ResolveSyscall(rules.Of(run), default_action, rules.out);
   }
-  for (; bpf_it != bpf.by_name.end(); ++bpf_it) Append(ResolveOne(std::move(bpf_it->second), policy.default_action), bpf.out);
+  for (; bpf_run != bpf.runs.end(); ++bpf_run) ResolveSyscall(bpf.Of(*bpf_run), default_action, bpf.out);
   return {std::move(bpf.out), std::move(rules.out)};
 }
 
