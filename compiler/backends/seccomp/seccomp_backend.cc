@@ -185,8 +185,11 @@ Status AppendRule(std::vector<PendingRule>& out, uint32_t action, const char* na
 // share one tree, so their relative order is kept as it was.
 void OrderForInsertion(std::vector<PendingRule>& pending, const std::vector<ir::Arch>& arches) {
   if (std::find(arches.begin(), arches.end(), ir::Arch::kX86) != arches.end()) return;
-  std::stable_sort(pending.begin(), pending.end(),
-                   [](const PendingRule& a, const PendingRule& b) { return a.nr > b.nr; });
+  // The list is ordered by `unsigned int num`: libseccomp's pseudo-syscall
+  // numbers (negative, for names this arch lacks) sort last, so compare unsigned.
+  std::stable_sort(pending.begin(), pending.end(), [](const PendingRule& a, const PendingRule& b) {
+    return static_cast<uint32_t>(a.nr) > static_cast<uint32_t>(b.nr);
+  });
 }
 
 Status AddPending(scmp_filter_ctx ctx, const PendingRule& rule) {
