@@ -81,7 +81,7 @@ void AddVolumes(const ir::Policy& policy, ordered_json& volumes, ordered_json& m
 ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std::vector<std::string>& warnings) {
   const std::string label = DnsLabel(policy.name);
   const ordered_json seccomp_ref = {{"type", "Localhost"}, {"localhostProfile", profile_path}};
-  ordered_json container;
+  ordered_json container = oci::ReservedObject(9);
   container["name"] = "sandbox";
   container["image"] = "debian:bookworm-slim";
   container["command"] = oci::PlaceholderArgs(policy);
@@ -96,7 +96,7 @@ ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std:
   AddVolumes(policy, volumes, mounts, warnings);
   container["volumeMounts"] = std::move(mounts);
 
-  ordered_json spec;
+  ordered_json spec = oci::ReservedObject(12);
   spec["restartPolicy"] = "Never";
   if (policy.limits.wall_time_ms.set) spec["activeDeadlineSeconds"] = (policy.limits.wall_time_ms.value + 999) / 1000;
   spec["automountServiceAccountToken"] = false;
@@ -113,7 +113,7 @@ ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std:
   spec["volumes"] = std::move(volumes);
   if (policy.user.uid == 0) warnings.push_back("k8s: user 0 conflicts with runAsNonRoot; the kubelet will refuse the Pod");
 
-  ordered_json pod;
+  ordered_json pod = oci::ReservedObject(4);
   pod["apiVersion"] = "v1";
   pod["kind"] = "Pod";
   pod["metadata"] = {{"name", "cocoon-" + label},
@@ -141,7 +141,7 @@ ordered_json NetworkPolicy(const ir::Policy& policy, std::vector<std::string>& w
                       {"ports", {{{"protocol", "TCP"}, {"port", endpoint.port}}}}});
   }
   const std::string label = DnsLabel(policy.name);
-  ordered_json np;
+  ordered_json np = oci::ReservedObject(4);
   np["apiVersion"] = "networking.k8s.io/v1";
   np["kind"] = "NetworkPolicy";
   np["metadata"] = {{"name", "cocoon-" + label}, {"labels", {{"app.kubernetes.io/managed-by", "cocoon"}}}};

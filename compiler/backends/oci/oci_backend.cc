@@ -62,7 +62,7 @@ ordered_json Mounts(const ir::Policy& policy, std::vector<std::string>& warnings
 }
 
 ordered_json Process(const ir::Policy& policy, std::vector<std::string>& warnings) {
-  ordered_json process;
+  ordered_json process = oci::ReservedObject(9);
   process["terminal"] = false;
   process["user"] = {{"uid", policy.user.uid}, {"gid", policy.user.gid}, {"additionalGids", ordered_json::array()}};
   process["args"] = oci::PlaceholderArgs(policy);
@@ -82,7 +82,7 @@ ordered_json Process(const ir::Policy& policy, std::vector<std::string>& warning
 }
 
 ordered_json Resources(const ir::Limits& limits) {
-  ordered_json resources = ordered_json::object();
+  ordered_json resources = oci::ReservedObject(4);
   if (limits.memory_bytes.set) {
     // swap = limit: memory+swap capped at the same value, so no swap at all.
     resources["memory"] = {{"limit", limits.memory_bytes.value}, {"swap", limits.memory_bytes.value}};
@@ -98,7 +98,7 @@ ordered_json Resources(const ir::Limits& limits) {
 // `linux.seccomp` is left null here: the caller embeds the profile's text
 // (oci::DumpWithEmbedded) when it serialises the config.
 ordered_json Linux(const ir::Policy& policy) {
-  ordered_json linux;
+  ordered_json linux = oci::ReservedObject(5);
   ordered_json namespaces = ordered_json::array();
   for (const char* type : {"pid", "ipc", "uts", "mount", "cgroup"}) namespaces.push_back({{"type", type}});
   // A new, empty network namespace has only loopback: that is network off.
@@ -127,7 +127,7 @@ Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
 Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, const oci::OciSeccompProfile& profile) {
   std::vector<std::string> warnings;
   warnings.insert(warnings.end(), profile.rule_warnings.begin(), profile.rule_warnings.end());
-  ordered_json config;
+  ordered_json config = oci::ReservedObject(8);
   config["ociVersion"] = "1.0.2";
   config["process"] = Process(policy, warnings);
   config["root"] = {{"path", policy.filesystem.root == ir::RootKind::kRootfs ? policy.filesystem.rootfs : "rootfs"},

@@ -38,6 +38,12 @@ nlohmann::ordered_json EnvList(const ir::Policy& policy, const std::string& targ
   return env;
 }
 
+nlohmann::ordered_json ReservedObject(size_t members) {
+  nlohmann::ordered_json object = nlohmann::ordered_json::object();
+  object.get_ref<nlohmann::ordered_json::object_t&>().reserve(members);
+  return object;
+}
+
 nlohmann::ordered_json Annotations(const ir::Policy& policy) {
   nlohmann::ordered_json a;
   a["cocoon.dev/profile"] = policy.name;

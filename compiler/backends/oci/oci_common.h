@@ -30,6 +30,14 @@ nlohmann::ordered_json PlaceholderArgs(const ir::Policy& policy);
 nlohmann::ordered_json EnvList(const ir::Policy& policy, const std::string& target,
                                std::vector<std::string>& warnings);
 
+// An empty object with room for `members` members. nlohmann's ordered_json
+// keeps an object's members in a std::vector<std::pair<const std::string,
+// json>>: the const key makes the pair's move constructor potentially
+// throwing, so each time that vector grows it COPIES every member, nested
+// values included (a Pod spec copied with its containers, a seccomp entry
+// with its names). Objects that take large values get their room up front.
+nlohmann::ordered_json ReservedObject(size_t members);
+
 // cocoon.dev/* provenance: profile, policy hash, compiler version, timeouts.
 nlohmann::ordered_json Annotations(const ir::Policy& policy);
 

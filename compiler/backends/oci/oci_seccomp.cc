@@ -3,6 +3,8 @@
 #include <map>
 #include <tuple>
 
+#include "compiler/backends/oci/oci_common.h"
+
 namespace cocoon::backends::oci {
 namespace {
 
@@ -34,7 +36,7 @@ const char* ScmpOp(ir::CompareOp op) {
 // For SCMP_CMP_MASKED_EQ, runc and crun pass `value` as libseccomp's datum_a
 // (the mask) and `valueTwo` as datum_b: (arg & value) == valueTwo.
 ordered_json ArgJson(const ir::ArgCondition& c) {
-  ordered_json arg;
+  ordered_json arg = ReservedObject(4);
   arg["index"] = c.arg;
   arg["value"] = c.op == ir::CompareOp::kMaskedEq ? c.mask : c.value;
   arg["valueTwo"] = c.op == ir::CompareOp::kMaskedEq ? c.value : 0;
@@ -69,7 +71,7 @@ std::string ScmpAction(const ir::Action& action, std::vector<std::string>& warni
 
 nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<std::string>& warnings) {
   auto errno_of = [](const ir::Action& a) { return a.kind == ir::ActionKind::kNotify ? 1 : a.errno_value; };
-  ordered_json out;
+  ordered_json out = ReservedObject(4);
   out["defaultAction"] = ScmpAction(rules.default_action, warnings);
   if (out["defaultAction"] == "SCMP_ACT_ERRNO") out["defaultErrnoRet"] = errno_of(rules.default_action);
   ordered_json arches = ordered_json::array();
@@ -89,7 +91,7 @@ nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<
   if (!notify_warnings.empty()) warnings.push_back(notify_warnings.front());
   ordered_json syscalls = ordered_json::array();
   for (auto& [key, names] : groups) {
-    ordered_json entry;
+    ordered_json entry = ReservedObject(4);
     entry["names"] = std::move(names);
     entry["action"] = key.action;
     if (key.action == "SCMP_ACT_ERRNO") entry["errnoRet"] = key.errno_ret;
