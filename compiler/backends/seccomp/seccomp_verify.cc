@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 
 #include "compiler/backends/seccomp/guard_prefix.h"
@@ -86,7 +87,9 @@ std::string ArgsText(const uint64_t args[6]) {
 Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                      const std::vector<const ir::SyscallRule*>& mine) {
   static const std::vector<uint32_t> no_extra;
-  std::vector<uint64_t> per_arg[6];
+  static constexpr uint64_t kZero[] = {0};  // an argument no condition looks at
+  std::vector<uint64_t> boundary[6];
+  std::span<const uint64_t> per_arg[6];
   for (uint8_t arg = 0; arg < 6; ++arg) {
     const bool used = std::any_of(mine.begin(), mine.end(), [&](const ir::SyscallRule* r) {
       return std::any_of(r->conditions.begin(), r->conditions.end(),
@@ -102,9 +105,10 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                                          : socket_arg  ? e.rules.socket_denied_families_in_prefix
                                                        : no_extra;
     if (used || ioctl_cmd || seccomp_arg || clone_arg || socket_arg) {
-      per_arg[arg] = BoundaryValues(mine, arg, extra);
+      boundary[arg] = BoundaryValues(mine, arg, extra);
+      per_arg[arg] = boundary[arg];
     } else {
-      per_arg[arg].assign(1, 0);
+      per_arg[arg] = kZero;
     }
   }
   size_t total = 1;
@@ -182,20 +186,32 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
   for (int bit = 0; bit < 32; ++bit) {
     if ((rules.clone_new_mask_in_prefix >> bit) & 1) e.clone_values.push_back(uint32_t{1} << bit);
   }
-  std::map<int, std::vector<const ir::SyscallRule*>> by_nr;
+  // (number, rule) pairs, checked by number in ascending order; a null rule
+  // stands for a guarded syscall checked even without rules.
+  std::vector<std::pair<int, const ir::SyscallRule*>> by_nr;
+  by_nr.reserve(rules.rules.size() + 5);
   for (size_t i = 0; i < rules.rules.size();) {
     // A run of rules with one name (ComputeEffectiveSyscalls sorts by name) resolves once.
     const std::string& name = rules.rules[i].name;
     const int nr = syscalls::ResolveSyscall(name, ir::Arch::kX86_64);
     for (; i < rules.rules.size() && rules.rules[i].name == name; ++i) {
-      if (nr >= 0) by_nr[nr].push_back(&rules.rules[i]);
+      if (nr >= 0) by_nr.emplace_back(nr, &rules.rules[i]);
     }
   }
-  if (!rules.ioctl_denied_cmds.empty()) by_nr[e.ioctl_nr];  // checked even without ioctl rules
-  if (rules.seccomp_listener_in_prefix) by_nr[e.seccomp_nr];
-  if (rules.clone_new_mask_in_prefix != 0) by_nr[e.clone_nr], by_nr[e.unshare_nr];
-  if (!rules.socket_denied_families_in_prefix.empty()) by_nr[e.socket_nr];
-  for (const auto& [nr, mine] : by_nr) COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
+  if (!rules.ioctl_denied_cmds.empty()) by_nr.emplace_back(e.ioctl_nr, nullptr);
+  if (rules.seccomp_listener_in_prefix) by_nr.emplace_back(e.seccomp_nr, nullptr);
+  if (rules.clone_new_mask_in_prefix != 0) by_nr.emplace_back(e.clone_nr, nullptr), by_nr.emplace_back(e.unshare_nr, nullptr);
+  if (!rules.socket_denied_families_in_prefix.empty()) by_nr.emplace_back(e.socket_nr, nullptr);
+  std::stable_sort(by_nr.begin(), by_nr.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const ir::SyscallRule*> mine;
+  for (size_t i = 0; i < by_nr.size();) {
+    const int nr = by_nr[i].first;
+    mine.clear();
+    for (; i < by_nr.size() && by_nr[i].first == nr; ++i) {
+      if (by_nr[i].second != nullptr) mine.push_back(by_nr[i].second);
+    }
+    COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
+  }
   return Status::Ok();
 }
 
