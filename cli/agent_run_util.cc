@@ -15,6 +15,7 @@
 #include "cli/base_summary_util.h"
 #include "compiler/frontend/frontend.h"
 #include "enforcer/artifact_cache.h"
+#include "enforcer/cache_pruning.h"
 
 namespace cocoon::cli {
 namespace {
@@ -376,10 +377,14 @@ Result<std::string> QuickDir() {
 
 Result<std::string> WriteContentAddressed(const std::string& bytes, const std::string& suffix) {
   COCOON_ASSIGN_OR_RETURN(std::string dir, QuickDir());
-  std::string path = dir + "/" + Sha256Hex(bytes) + suffix;
+  std::string hash = Sha256Hex(bytes);
+  std::string path = dir + "/" + hash + suffix;
   struct stat st{};
   if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
       static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644) {
+    // Fresh again: pruning spares files modified in the last minutes, and
+    // this run is about to bind or compile this one.
+    utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
     return path;
   }
   std::string tmp = path + ".tmp." + std::to_string(getpid());
@@ -394,6 +399,10 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
     unlink(tmp.c_str());
     return ErrnoError("write " + path, ok ? errno : err);
+  }
+  // Every distinct -c snippet and flag set adds a file here: keep it bounded.
+  if (enforcer::ShouldPruneAfterStore(hash)) {
+    enforcer::PruneCacheDir(dir, "", enforcer::PruneLimits{.max_files = 1024});
   }
   return path;
 }

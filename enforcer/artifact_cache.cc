@@ -10,6 +10,7 @@
 
 #include "cocoon_version.h"
 #include "compiler/common/digest.h"
+#include "enforcer/cache_pruning.h"
 
 namespace cocoon::enforcer {
 namespace {
@@ -141,6 +142,8 @@ Status ArtifactCache::Store(const std::string& key, const CompiledLinuxArtifacts
     unlink(temp.c_str());
     return ErrnoError("rename cache entry");
   }
+  // Entries of old cocoon builds and forgotten policies are never hit again.
+  if (ShouldPruneAfterStore(key)) PruneCacheDir(dir_, ".entry", PruneLimits{});
   return Status::Ok();
 }
 

@@ -1,15 +1,15 @@
 // The child's fixed sequence (issue 4): applies the ChildSpec and execs.
 // Order and why:
-//   stdio -> join the v1 cgroups (we move ourselves: Cgroup::OpenJoinFds
-//      says why; before the wait, because joining a cpu group reschedules
-//      the task (sched_move_task -> resched_curr), and on a busy host that
-//      wait then overlaps the parent writing our maps instead of following it)
-//   -> parent-death signal, wait for the parent's uid/gid maps
-//   -> cgroup namespace (after we are in the sandbox cgroup, so the
-//      namespace root is the sandbox's own group)
+//   stdio -> realtime scheduling dropped -> parent-death signal, wait for
+//      the parent's uid/gid maps
+//   -> cgroup namespace, unless v1 groups are still to be joined (below)
 //   -> hostname, loopback (need CAP_SYS_ADMIN / CAP_NET_ADMIN in the new ns)
 //   -> allow-lists: the broker's 127.0.0.1 listener to the parent (net.cc)
 //   -> mount tree, pivot_root (needs CAP_SYS_ADMIN)
+//   -> v1 cgroups: wait until the parent has created them (it does so while
+//      we build the mount tree: the two run in parallel), join them (we
+//      move ourselves: Cgroup::OpenV1ParentDirs says why), and only then
+//      unshare the cgroup namespace, so its root is the sandbox's own group
 //   -> cwd, rlimits, setsid (no controlling terminal: TIOCSTI, CVE-2017-5226)
 //   -> close every fd above stdio except the error pipe (which is O_CLOEXEC):
 //      runc CVE-2024-21626 leaked a host directory fd into the container
@@ -53,6 +53,21 @@ void ResetSignals() noexcept {
   sigprocmask(SIG_SETMASK, &empty, nullptr);
 }
 
+// A realtime scheduling policy is inherited across clone and execve
+// (sched(7)), and RLIMIT_RTPRIO=0 only stops raising it: a caller running
+// under SCHED_FIFO/RR would hand the sandboxed code a CPU it can monopolise.
+// It also makes the v1 cpu group refuse us (EINVAL: a new group has no
+// realtime budget, cpu.rt_runtime_us = 0, under CONFIG_RT_GROUP_SCHED).
+// Leaving a realtime policy for SCHED_OTHER needs no privilege.
+bool DropRealtimeScheduling(ChildError* error) noexcept {
+  int policy = sched_getscheduler(0);
+  if (policy != SCHED_FIFO && policy != SCHED_RR) return true;
+  struct sched_param param {};
+  param.sched_priority = 0;
+  if (sched_setscheduler(0, SCHED_OTHER, &param) != 0) return child::Fail(error, ChildStep::kScheduler, errno);
+  return true;
+}
+
 bool SetUpStdio(const ChildSpec& spec, ChildError* error) noexcept {
   const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
   for (int target = 0; target < 3; ++target) {
@@ -66,33 +81,44 @@ bool SetUpStdio(const ChildSpec& spec, ChildError* error) noexcept {
   return true;
 }
 
+bool ReadSyncByte(const ChildSpec& spec, char expected, ChildStep step, ChildError* error) noexcept {
+  char byte = 0;
+  ssize_t n;
+  do {
+    n = read(spec.sync_fd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1 || byte != expected) return child::Fail(error, step, n < 0 ? errno : EPIPE);
+  return true;
+}
+
 bool WaitForParent(const ChildSpec& spec, ChildError* error) noexcept {
   // Dies with the supervisor: a sandbox must never outlive the process that
   // enforces its timeout. (getppid() is 0 in a new pid namespace, so the
   // usual re-check after arming cannot be used; if the parent died before
   // the prctl, its end of the sync pipe is closed and the read below fails.)
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return child::Fail(error, ChildStep::kParentDeathSignal, errno);
-  char byte = 0;
-  ssize_t n;
-  do {
-    n = read(spec.sync_fd, &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1 || byte != 'G') return child::Fail(error, ChildStep::kSyncWait, n < 0 ? errno : EPIPE);
-  close(spec.sync_fd);
+  if (!ReadSyncByte(spec, 'G', ChildStep::kSyncWait, error)) return false;
+  if (spec.cgroup_parent_count == 0) close(spec.sync_fd);
   return true;
 }
 
-// Joins the sandbox's v1 cgroups before anything else runs (nothing of the
-// command has run yet, and we have not exec'd): a failed write is a refused
-// run, never a run outside the limits. The permission check uses the tasks
-// file's opener (the parent), so it does not depend on our uid/gid maps.
+// Joins the sandbox's v1 cgroups once the parent says they exist ('C'):
+// nothing of the command has run yet, and a failed join is a refused run,
+// never a run outside the limits.
 bool JoinCgroups(const ChildSpec& spec, ChildError* error) noexcept {
-  for (size_t i = 0; i < spec.cgroup_join_count; ++i) {
+  if (!ReadSyncByte(spec, 'C', ChildStep::kJoinCgroup, error)) return false;
+  close(spec.sync_fd);
+  for (size_t i = 0; i < spec.cgroup_parent_count; ++i) {
+    int fd = openat(spec.cgroup_parent_fds[i], spec.cgroup_tasks_path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return child::Fail(error, ChildStep::kJoinCgroup, errno, static_cast<int>(i));
     ssize_t n;
     do {
-      n = write(spec.cgroup_join_fds[i], "0", 1);
+      n = write(fd, "0", 1);
     } while (n < 0 && errno == EINTR);
-    if (n != 1) return child::Fail(error, ChildStep::kJoinCgroup, n < 0 ? errno : EIO, static_cast<int>(i));
+    int err = errno;
+    close(fd);
+    if (n != 1) return child::Fail(error, ChildStep::kJoinCgroup, n < 0 ? err : EIO, static_cast<int>(i));
+    close(spec.cgroup_parent_fds[i]);
   }
   return true;
 }
@@ -162,6 +188,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kExec: return "execve";
     case ChildStep::kJoinCgroup: return "join the sandbox cgroup";
     case ChildStep::kBrokerListener: return "network broker listener";
+    case ChildStep::kScheduler: return "leave realtime scheduling";
   }
   return "unknown step";
 }
@@ -169,12 +196,19 @@ const char* ChildStepName(ChildStep step) {
 void RunChild(const ChildSpec& spec) noexcept {
   ResetSignals();
   ChildError error;
-  bool ok = SetUpStdio(spec, &error) && JoinCgroups(spec, &error) && WaitForParent(spec, &error);
-  if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
+  bool ok = SetUpStdio(spec, &error) && DropRealtimeScheduling(&error) && WaitForParent(spec, &error);
+  bool join_cgroups_later = spec.cgroup_parent_count != 0;
+  if (ok && spec.unshare_cgroup && !join_cgroups_later && unshare(CLONE_NEWCGROUP) != 0) {
+    ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
+  }
   if (ok && sethostname(spec.hostname, spec.hostname_len) != 0) ok = child::Fail(&error, ChildStep::kHostname, errno);
   if (ok && spec.loopback) ok = child::BringUpLoopback(&error);
   if (ok && spec.broker_sock >= 0) ok = child::SendBrokerListener(spec, &error);
   ok = ok && child::BuildMountTree(spec, &error);
+  if (ok && join_cgroups_later) {
+    ok = JoinCgroups(spec, &error);
+    if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
+  }
   if (ok && chdir(spec.cwd) != 0) ok = child::Fail(&error, ChildStep::kChdir, errno);
   if (ok) {
     int resource = 0;

@@ -62,9 +62,10 @@ enum class ChildStep : int {
   kSeccomp,
   kListenerHandoff,
   kExec,
-  // Appended (the numbers above are stable); runs right after kStdio.
-  kJoinCgroup,       // write "0" into each v1 cgroup `tasks` fd (Cgroup::OpenJoinFds)
+  // Appended (the numbers above are stable); see child_main.cc for the order.
+  kJoinCgroup,       // write "0" into each v1 group's `tasks` (Cgroup::OpenV1ParentDirs)
   kBrokerListener,   // network allow-lists: 127.0.0.1 listener sent to the parent (net.cc)
+  kScheduler,        // leave an inherited SCHED_FIFO/RR for SCHED_OTHER
 };
 
 const char* ChildStepName(ChildStep step);
@@ -114,15 +115,21 @@ struct ChildSpec {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
-  int sync_fd = -1;    // read end; the parent writes one byte once maps are written
+  int sync_fd = -1;    // read end; the parent writes 'G' once maps are written ('C': v1 groups made)
   int error_fd = -1;   // write end, O_CLOEXEC
   int work_sock = -1;  // socketpair end for MountWorkDirInChild (-1: no staging)
   pid_t parent_pid = 0;
 
-  // v1 cgroup `tasks` fds the child writes "0" into (moving itself) before
-  // anything else; see Cgroup::OpenJoinFds for why not the parent.
-  const int* cgroup_join_fds = nullptr;
-  size_t cgroup_join_count = 0;
+  // v1 cgroups: O_PATH fds of the directories the parent creates the
+  // sandbox's groups in after clone (Cgroup::OpenV1ParentDirs). Once its
+  // mount tree is built, the child waits for the parent's second sync byte
+  // ('C': the groups exist and hold their limits) and moves itself by
+  // writing "0" into openat(fd, cgroup_tasks_path) for each, before it
+  // unshares its cgroup namespace. See Cgroup::OpenV1ParentDirs for why not
+  // the parent.
+  const int* cgroup_parent_fds = nullptr;
+  size_t cgroup_parent_count = 0;
+  const char* cgroup_tasks_path = nullptr;  // "<group name>/tasks"
   bool unshare_cgroup = true;
   const char* hostname = nullptr;
   size_t hostname_len = 0;

@@ -6,13 +6,13 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "enforcer/child_steps.h"
+#include "enforcer/fd_passing.h"
 
 namespace cocoon::enforcer::child {
 
@@ -53,24 +53,7 @@ bool SendBrokerListener(const ChildSpec& spec, ChildError* error) noexcept {
     close(fd);
     return Fail(error, ChildStep::kBrokerListener, err);
   }
-  char byte = 'L';
-  struct iovec iov = {&byte, 1};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr message {};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  struct cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(header), &fd, sizeof(int));
-  ssize_t sent;
-  do {
-    sent = sendmsg(spec.broker_sock, &message, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  int err = sent == 1 ? 0 : (sent < 0 ? errno : EIO);
+  int err = SendFds(spec.broker_sock, 'L', &fd, 1);
   close(fd);
   close(spec.broker_sock);
   return err == 0 || Fail(error, ChildStep::kBrokerListener, err);

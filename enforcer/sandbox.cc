@@ -140,8 +140,15 @@ Status Sandbox::Impl::PrepareAll() {
   COCOON_RETURN_IF_ERROR(MergePlanRlimits(plan, limit_plan.rlimits));
   if (limit_plan.cgroup.version != CgroupVersion::kNone) {
     static int counter = 0;
-    std::string name = "cocoon-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
-    COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, name));
+    cgroup_name = "cocoon-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+    if (limit_plan.cgroup.version == CgroupVersion::kV1) {
+      // Created in RunOnce, while the child builds its namespaces; only the
+      // directories they go in are opened now, for the child to join by name.
+      COCOON_ASSIGN_OR_RETURN(std::vector<int> fds, Cgroup::OpenV1ParentDirs(limit_plan.cgroup, host));
+      for (int fd : fds) cgroup_v1_parents.emplace_back(fd);
+    } else {
+      COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, cgroup_name));
+    }
   }
 
   std::vector<ir::Copy> copies = plan.copies;
@@ -187,6 +194,10 @@ Status Sandbox::Impl::PrepareAll() {
 
   namespaces = plan.namespaces;
   return Status::Ok();
+}
+
+OwnedFd::~OwnedFd() {
+  if (fd_ >= 0) close(fd_);
 }
 
 OwnedFile::~OwnedFile() {

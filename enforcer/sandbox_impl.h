@@ -33,13 +33,29 @@ class OwnedFile {
   std::string path_;
 };
 
+// A file descriptor the run owns, closed when the run is over.
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  ~OwnedFd();
+  OwnedFd(OwnedFd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
 class Sandbox::Impl {
  public:
   SandboxRequest request;
   HostCapabilities host;
   IdMaps id_maps;
   LimitPlan limit_plan;
-  std::unique_ptr<Cgroup> cgroup;
+  std::unique_ptr<Cgroup> cgroup;  // v1: created in RunOnce, after clone
+  std::string cgroup_name;
+  std::vector<OwnedFd> cgroup_v1_parents;  // Cgroup::OpenV1ParentDirs
   std::unique_ptr<Staging> staging;
   std::unique_ptr<PreparedChild> child;
   std::vector<std::string> namespaces;

@@ -193,14 +193,23 @@ Status Cgroup::AddProcess(pid_t pid) {
   return Status::Ok();
 }
 
-Status Cgroup::OpenJoinFds() {
-  if (version_ != CgroupVersion::kV1) return Status::Ok();
-  for (const std::string& dir : dirs_) {
-    int fd = open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return ErrnoError("open " + dir + "/tasks");
-    join_fds_.push_back(fd);
+Result<std::vector<int>> Cgroup::OpenV1ParentDirs(const CgroupSpec& spec, const HostCapabilities& host) {
+  std::vector<int> fds;
+  if (spec.version != CgroupVersion::kV1) return fds;
+  // The same hierarchies, in the same order, as SetUpV1 creates groups in.
+  for (auto [wanted, hierarchy] : {std::pair{spec.memory, &host.v1_memory}, {spec.pids, &host.v1_pids},
+                                   {spec.cpu, &host.v1_cpu}, {spec.freezer, &host.v1_freezer}}) {
+    if (!wanted) continue;
+    std::string dir = hierarchy->Dir();
+    int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      Status status = ErrnoError("open " + dir);
+      for (int open_fd : fds) close(open_fd);
+      return status;
+    }
+    fds.push_back(fd);
   }
-  return Status::Ok();
+  return fds;
 }
 
 Result<uint64_t> Cgroup::PeakMemoryBytes() const {
@@ -270,17 +279,25 @@ void Cgroup::KillRoundV1() {
 
 Status Cgroup::Destroy() {
   if (destroyed_) return Status::Ok();
-  Status killed = KillAll();
   if (v2_dir_fd_ >= 0) {
     close(v2_dir_fd_);
     v2_dir_fd_ = -1;
   }
-  for (int fd : join_fds_) close(fd);
-  join_fds_.clear();
+  // rmdir refuses (EBUSY) a group that still holds a process, so a removal
+  // that succeeds proves the group empty; only then is KillAll (a read of
+  // every cgroup.procs, freeze, kill) worth its cost. Normally the sandbox's
+  // pid namespace died with its init, and with it every process.
+  Status killed;
   Status removed;
+  bool killed_once = false;
   for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
-    // rmdir can fail with EBUSY for a moment after the last task exits,
-    // while the kernel finishes releasing it.
+    if (rmdir(it->c_str()) == 0 || errno == ENOENT) continue;
+    if (errno == EBUSY && !killed_once) {
+      killed = KillAll();
+      killed_once = true;
+    }
+    // rmdir can also fail with EBUSY for a moment after the last task
+    // exits, while the kernel finishes releasing it.
     auto deadline = Clock::now() + kKillDeadline;
     while (rmdir(it->c_str()) != 0 && errno == EBUSY && Clock::now() < deadline) {
       std::this_thread::sleep_for(kPollInterval);

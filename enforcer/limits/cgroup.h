@@ -9,21 +9,25 @@
 // v1: one directory per controller (memory, pids, cpu, freezer), each under
 //     our own group in that controller's hierarchy (from /proc/self/cgroup;
 //     here memory:/process_api/<id>). No CLONE_INTO_CGROUP on v1: the child
-//     moves itself through the fds of OpenJoinFds() first thing after
-//     clone, BEFORE it execs (so no process of the sandbox ever runs
+//     moves itself, BEFORE it execs (so no process of the sandbox ever runs
 //     unconfined, and memory charged before the move stays with us: v1 does
-//     not move charges unless memory.move_charge_at_immigrate is set).
-//     AddProcess(pid) does the same from outside, at the price of an RCU
-//     grace period (see OpenJoinFds).
+//     not move charges unless memory.move_charge_at_immigrate is set). It
+//     writes "0" into `<name>/tasks`, opened relative to the parent
+//     directories from OpenV1ParentDirs(), which the launcher opens before
+//     clone and the child inherits; so the groups can be created while the
+//     child builds its namespaces (see launcher.cc). AddProcess(pid) does the
+//     same from outside, at the price of an RCU grace period (see
+//     OpenV1ParentDirs).
 // Either way, move the child BEFORE it unshares its cgroup namespace (i.e.
 // before releasing its sync wait): a cgroup namespace is rooted at the group
 // the process is in when it unshares (cgroup_namespaces(7)), so the sandbox
 // then sees only its own group as "/".
 //
 // Usage in the core sequence:
-//   COCOON_ASSIGN_OR_RETURN(auto cg, Cgroup::Create(plan.cgroup, host, "run-<id>"));
-//   cg->OpenJoinFds(); clone ... ; child writes "0" to each join_fds() (v1)
-//     |  clone3 into cg->clone_into_fd() (v2)
+//   v1: parents = OpenV1ParentDirs(plan.cgroup, host); clone ...;
+//       cg = Cgroup::Create(plan.cgroup, host, "run-<id>"); let the child go;
+//       the child writes "0" to openat(parent, "run-<id>/tasks") for each
+//   v2: cg = Cgroup::Create(...); clone3 into cg->clone_into_fd()
 //   ... wait ...
 //   outcome.oom_killed = cg->OomKillCount().value_or(0) > 0;
 //   peak = cg->PeakMemoryBytes();
@@ -69,9 +73,13 @@ class Cgroup {
   // (CLONE_INTO_CGROUP, Linux 5.7). -1 on v1.
   int clone_into_fd() const { return v2_dir_fd_; }
 
-  // v1 only: O_WRONLY fds of every group's `tasks` file, opened by us (the
-  // kernel checks the opener's credentials, file->f_cred, for a v1 move), for
-  // the child to write "0" into: it moves itself before it runs anything.
+  // v1 only: O_PATH fds of the directories Create() makes its groups in
+  // (one per controller the spec asks for), opened before clone so that the
+  // child, which inherits them, can join the groups once they exist: it
+  // writes "0" into openat(fd, "<name>/tasks") for each. The kernel checks
+  // the opener's credentials (file->f_cred) for a v1 move; the child opens
+  // as host root (the root caller's map, userns.h), the only caller v1 is
+  // planned for.
   // Why not AddProcess(pid) from the parent: writing a pid, or any write to
   // cgroup.procs, takes the global cgroup_threadgroup_rwsem for writing, and
   // percpu_down_write waits for an RCU grace period (rcu_sync_enter): 5-17 ms
@@ -79,9 +87,8 @@ class Cgroup {
   // current, not a thread group) skips that lock (kernel/cgroup/cgroup.c
   // cgroup_procs_write_start: `if (pid || threadgroup)` takes it), ~30 us.
   // The sandbox's child is single-threaded, so moving the thread moves the
-  // process. Empty on v2 or when there is no group.
-  Status OpenJoinFds();
-  const std::vector<int>& join_fds() const { return join_fds_; }
+  // process. The caller owns (closes) the fds.
+  static Result<std::vector<int>> OpenV1ParentDirs(const CgroupSpec& spec, const HostCapabilities& host);
 
   // Peak memory of the group in bytes: v2 memory.peak (Linux 5.19),
   // v1 memory.max_usage_in_bytes. NotFound when there is no memory group.
@@ -103,8 +110,9 @@ class Cgroup {
   // repeat until empty. Returns an error if processes remain.
   Status KillAll();
 
-  // KillAll, then rmdir every directory (children first). Idempotent; the
-  // destructor calls it and ignores the result.
+  // Removes every directory (children first), calling KillAll first when a
+  // group is still busy. Idempotent; the destructor calls it and ignores the
+  // result.
   Status Destroy();
 
   // The directories created, for logs and tests.
@@ -125,7 +133,6 @@ class Cgroup {
   std::string freezer_dir_;        // v1 only
   std::string procs_dir_;          // a dir whose cgroup.procs lists every sandbox process
   int v2_dir_fd_ = -1;
-  std::vector<int> join_fds_;      // v1 `tasks` files, see OpenJoinFds
   bool destroyed_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "enforcer/fd_passing.h"
 #include "enforcer/workdir/tree_ops.h"
 
 namespace cocoon::enforcer {
@@ -51,31 +52,6 @@ Status CheckCopies(const std::vector<ir::Copy>& copies) {
     }
   }
   return Status::Ok();
-}
-
-Result<std::pair<int, int>> ReceiveFds(int sock) {
-  char byte = 0;
-  struct iovec iov = {&byte, 1};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return ErrnoError("receiving the staged work dir from the sandbox");
-  if (n == 0) return FailedPreconditionError("the sandbox exited before mounting its work dir");
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (!cmsg || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS ||
-      cmsg->cmsg_len != CMSG_LEN(2 * sizeof(int)) || (msg.msg_flags & MSG_CTRUNC)) {
-    return InternalError("malformed work dir handoff from the sandbox");
-  }
-  int fds[2];
-  memcpy(fds, CMSG_DATA(cmsg), sizeof fds);
-  return std::make_pair(fds[0], fds[1]);
 }
 
 }  // namespace
@@ -151,8 +127,8 @@ void Staging::AdoptFds(int tree_fd, int view_fd) {
 
 Status Staging::ReceiveAndPopulate(int sock) {
   if (spec_.strategy == StagingStrategy::kDirect) return Status::Ok();
-  COCOON_ASSIGN_OR_RETURN(auto fds, ReceiveFds(sock));
-  AdoptFds(fds.first, fds.second);
+  COCOON_ASSIGN_OR_RETURN(std::vector<int> fds, ReceiveFds(sock, 2, "its staged work dir"));
+  AdoptFds(fds[0], fds[1]);
   COCOON_RETURN_IF_ERROR(Populate().WithContext("filling the staged work dir"));
   ssize_t n;
   do {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "enforcer/fd_passing.h"
 #include "enforcer/workdir/staging.h"
 
 namespace cocoon::enforcer {
@@ -21,31 +22,6 @@ namespace {
 int Fail(WorkMountStep* failed_step, WorkMountStep step, int err) noexcept {
   if (failed_step) *failed_step = step;
   return err == 0 ? EIO : err;
-}
-
-// Sends two fds with one SCM_RIGHTS message (unix(7)).
-int SendFds(int sock, int tree_fd, int view_fd) noexcept {
-  char byte = 'F';
-  struct iovec iov = {&byte, 1};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
-  memset(control, 0, sizeof control);
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(2 * sizeof(int));
-  int fds[2] = {tree_fd, view_fd};
-  memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
-  for (;;) {
-    ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    if (n == 1) return 0;
-    if (n < 0 && errno == EINTR) continue;
-    return n < 0 ? errno : EPIPE;
-  }
 }
 
 int WaitForParent(int sock) noexcept {
@@ -130,7 +106,8 @@ int MountWorkDirInChild(const WorkMountChildSpec& spec, const char* target, int 
     close(tree_fd);
     return Fail(failed_step, WorkMountStep::kOpenFds, err);
   }
-  err = SendFds(sock, tree_fd, view_fd);
+  const int handoff[2] = {tree_fd, view_fd};
+  err = SendFds(sock, 'F', handoff, 2);
   close(tree_fd);
   close(view_fd);
   if (err != 0) return Fail(failed_step, WorkMountStep::kSendFds, err);

@@ -3,6 +3,7 @@
 // run by ctest as root and as an unprivileged user (see CMakeLists.txt).
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -11,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -271,6 +274,26 @@ TEST(SandboxTest, MaskedPathsAreHidden) {
   policy.filesystem.hidden = {"/etc/hostname", "/etc/ssl"};
   Outcome outcome = Sh("wc -c < /etc/hostname; ls /etc/ssl | wc -l; cat /proc/kcore 2>/dev/null | wc -c", policy);
   EXPECT_EQ(outcome.stdout_data, "0\n0\n0\n") << outcome.stderr_data;
+}
+
+// A caller's realtime policy must not reach the sandboxed code (it could
+// monopolise a CPU), nor stop the sandbox joining a v1 cpu group (which
+// refuses realtime tasks). Root only: only root may take SCHED_FIFO here.
+TEST(SandboxTest, RealtimeCallerRunsTheSandboxUnderSchedOther) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: setting SCHED_FIFO on the test needs root";
+  struct sched_param fifo {};
+  fifo.sched_priority = 1;
+  ASSERT_EQ(sched_setscheduler(0, SCHED_FIFO, &fifo), 0) << strerror(errno);
+  ir::Policy policy = TestPolicy();
+  policy.limits.cpu_percent = {true, 50, ir::Enforcement::kRequired};
+  policy.limits.memory_bytes = {true, 64ull << 20, ir::Enforcement::kRequired};
+  // Field 41 of stat(5) is the scheduling policy (0 = SCHED_OTHER).
+  auto outcome = RunSandbox(MakeRequest(policy, {"/bin/sh", "-c", "cut -d' ' -f41 /proc/self/stat"}));
+  struct sched_param other {};
+  sched_setscheduler(0, SCHED_OTHER, &other);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  EXPECT_EQ(outcome->stdout_data, "0\n");
 }
 
 TEST(SandboxTest, MeasuresCpuAndMemory) {

@@ -163,10 +163,12 @@ TEST(CgroupV1Test, CpuQuotaIsWritten) {
   EXPECT_EQ(quota, 25000);
 }
 
-// The launch path's v1 join: the child writes "0" into the `tasks` fds its
-// parent opened, and lands in every group (memory, pids, ...), which then
-// lists it; the parent never writes its pid (no RCU grace period).
-TEST(CgroupV1Test, ChildJoinsItselfThroughTasksFds) {
+// The launch path's v1 join: the parent opens the groups' parent
+// directories, forks, and only then creates the groups; the child joins by
+// writing "0" into openat(parent, "<name>/tasks") and lands in every group
+// (memory, pids, ...), which then lists it; the parent never writes its pid
+// (no RCU grace period).
+TEST(CgroupV1Test, ChildJoinsItselfThroughParentDirFds) {
   auto host = DetectHostCapabilities();
   ASSERT_TRUE(host.ok());
   REQUIRE_ROOT_V1(*host);
@@ -175,27 +177,46 @@ TEST(CgroupV1Test, ChildJoinsItselfThroughTasksFds) {
   limits.processes = Req(8);
   auto plan = PlanLimits(limits, *host, LimitPlanOptions{});
   ASSERT_TRUE(plan.ok());
-  auto cg = Cgroup::Create(plan->cgroup, *host, UniqueName("join"));
-  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
-  Status opened = (*cg)->OpenJoinFds();
-  ASSERT_TRUE(opened.ok()) << opened.ToString();
-  ASSERT_EQ((*cg)->join_fds().size(), (*cg)->dirs().size());
-  int done[2];
+  auto parents = Cgroup::OpenV1ParentDirs(plan->cgroup, *host);
+  ASSERT_TRUE(parents.ok()) << parents.status().ToString();
+  std::string name = UniqueName("join");
+  std::string tasks = name + "/tasks";
+  int go[2], done[2];
+  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
   ASSERT_EQ(pipe2(done, O_CLOEXEC), 0);
   pid_t pid = fork();
   if (pid == 0) {
+    close(go[1]);
     close(done[0]);
-    for (int fd : (*cg)->join_fds()) {
-      if (write(fd, "0", 1) != 1) _exit(1);
+    char byte = 0;
+    if (read(go[0], &byte, 1) != 1) _exit(1);
+    for (int parent : *parents) {
+      int fd = openat(parent, tasks.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, "0", 1) != 1) _exit(1);
+      close(fd);
     }
     (void)!write(done[1], "j", 1);
     pause();
     _exit(0);
   }
+  close(go[0]);
   close(done[1]);
+  auto cg = Cgroup::Create(plan->cgroup, *host, name);
+  // Released or not, the child never blocks forever: closing `go` ends its read.
+  if (cg.ok()) {
+    EXPECT_EQ(write(go[1], "C", 1), 1);
+  }
+  close(go[1]);
   char byte = 0;
-  ASSERT_EQ(read(done[0], &byte, 1), 1) << "the child could not join its cgroups";
+  ssize_t joined = read(done[0], &byte, 1);
   close(done[0]);
+  if (!cg.ok() || joined != 1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    for (int fd : *parents) close(fd);
+    FAIL() << (cg.ok() ? "the child could not join its cgroups" : cg.status().ToString());
+  }
+  EXPECT_EQ(parents->size(), (*cg)->dirs().size());
   for (const std::string& dir : (*cg)->dirs()) {
     std::ifstream procs(dir + "/cgroup.procs");
     pid_t listed = 0;
@@ -204,6 +225,7 @@ TEST(CgroupV1Test, ChildJoinsItselfThroughTasksFds) {
   }
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
+  for (int fd : *parents) close(fd);
 }
 
 // The v2 mechanics that this machine's controller-less v2 hierarchy still

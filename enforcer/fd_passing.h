@@ -1,0 +1,31 @@
+// Passing file descriptors between the supervisor and the sandbox's child
+// over a unix socketpair: one byte of data carrying one SCM_RIGHTS message
+// (unix(7)). The child sends (its listener inside the network namespace, the
+// staged work dir's mounts); the supervisor receives.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "compiler/common/status.h"
+
+namespace cocoon::enforcer {
+
+// The most fds one message carries here.
+inline constexpr size_t kMaxPassedFds = 4;
+
+// Sends `count` (1..kMaxPassedFds) fds and the byte `tag` in one message.
+// Async-signal-safe, allocation-free and restarted on EINTR, for the child
+// between clone and execve. MSG_NOSIGNAL: a dead receiver is EPIPE, not a
+// SIGPIPE. Returns 0 or an errno (EPIPE for a short send).
+int SendFds(int sock, char tag, const int* fds, size_t count) noexcept;
+
+// Receives exactly `count` (1..kMaxPassedFds) fds sent by SendFds, close-on-
+// exec (MSG_CMSG_CLOEXEC). `what` names them in errors: the peer closing
+// first is FailedPrecondition ("the sandbox exited before sending <what>"),
+// a message with the wrong count, type or a truncated control part is
+// Internal, and any fds such a message did carry are closed.
+Result<std::vector<int>> ReceiveFds(int sock, size_t count, std::string_view what);
+
+}  // namespace cocoon::enforcer
