@@ -14,12 +14,24 @@ namespace cocoon::frontend {
 namespace internal {
 
 bool RuleKey::operator<(const RuleKey& other) const {
-  if (name != other.name) return name < other.name;
+  if (int order = name.compare(other.name); order != 0) return order < 0;
   return std::lexicographical_compare(
       conditions.begin(), conditions.end(), other.conditions.begin(), other.conditions.end(),
       [](const ir::ArgCondition& a, const ir::ArgCondition& b) {
         return std::tie(a.arg, a.op, a.value, a.mask) < std::tie(b.arg, b.op, b.value, b.mask);
       });
+}
+
+size_t RuleKeyHash::operator()(const RuleKey& key) const {
+  size_t h = std::hash<std::string>{}(key.name);
+  auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  for (const ir::ArgCondition& c : key.conditions) {
+    mix(c.arg);
+    mix(static_cast<uint64_t>(c.op));
+    mix(c.value);
+    mix(c.mask);
+  }
+  return h;
 }
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
@@ -290,7 +302,7 @@ ir::Policy Finalize(State& state, const Program& program) {
   for (auto& [key, entry] : state.rules) {
     // A rule that repeats the default action changes nothing.
     if (entry.rule.conditions.empty() && entry.rule.action == policy.syscalls.default_action) continue;
-    policy.syscalls.rules.push_back(entry.rule);
+    policy.syscalls.rules.push_back(std::move(entry.rule));
   }
   policy.syscalls.architectures.assign(state.arches.begin(), state.arches.end());
   policy.syscalls.reopened.assign(state.reopened.begin(), state.reopened.end());

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/common/diagnostics.h"
@@ -18,6 +19,11 @@ struct RuleKey {
   std::string name;
   std::vector<ir::ArgCondition> conditions;  // sorted
   bool operator<(const RuleKey& other) const;
+  bool operator==(const RuleKey& other) const = default;
+};
+
+struct RuleKeyHash {
+  size_t operator()(const RuleKey& key) const;
 };
 
 struct RuleEntry {
@@ -71,7 +77,8 @@ class Layer {
     bool from_group = false;
     Span span;
   };
-  std::map<RuleKey, LayerRule>& layer_rules() { return layer_rules_; }
+  // Only looked up (never walked in order): hashed, one probe per rule.
+  std::unordered_map<RuleKey, LayerRule, RuleKeyHash>& layer_rules() { return layer_rules_; }
   // Mount targets set by this profile, to catch "both read-only and writable".
   struct LayerMount {
     ir::MountKind kind;
@@ -86,7 +93,7 @@ class Layer {
   Diagnostics& diagnostics_;
   std::set<std::string> relaxed_;
   std::map<std::string, Span> seen_;
-  std::map<RuleKey, LayerRule> layer_rules_;
+  std::unordered_map<RuleKey, LayerRule, RuleKeyHash> layer_rules_;
   std::map<std::string, LayerMount> layer_mounts_;
 };
 

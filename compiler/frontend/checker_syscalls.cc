@@ -219,15 +219,20 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
     if (!first.from_group) return;
     if (from_group && Permissiveness(stmt.action) >= Permissiveness(first.action)) return;
     first = Layer::LayerRule{stmt.action, from_group, stmt.span};
-  } else {
-    auto previous = layer.state().rules.find(key);
-    if (previous != layer.state().rules.end() && Permissiveness(previous->second.rule.action) <= 2 &&
-        Permissiveness(stmt.action) > 2) {
-      stmt.reallowed.push_back(name);
-    }
   }
-  ir::SyscallRule rule{name, stmt.action, conditions, group};
-  layer.state().rules[key] = RuleEntry{std::move(rule), from_group};
+  // One lookup in the profile's merged rules, for both the check and the update.
+  auto& rules = layer.state().rules;
+  auto previous = rules.lower_bound(key);
+  const bool existed = previous != rules.end() && !(key < previous->first);
+  if (inserted && existed && Permissiveness(previous->second.rule.action) <= 2 && Permissiveness(stmt.action) > 2) {
+    stmt.reallowed.push_back(name);
+  }
+  RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group};
+  if (existed) {
+    previous->second = std::move(entry);
+  } else {
+    rules.emplace_hint(previous, std::move(key), std::move(entry));
+  }
   if (!from_group) {
     layer.Origin("syscalls.rule:" + name, stmt.span);
     if (Permissiveness(stmt.action) > 2 && PrologueSyscalls().count(name)) layer.state().reopened.insert(name);

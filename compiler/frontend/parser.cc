@@ -12,10 +12,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <exception>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "CocoonLexer.h"
 #include "CocoonParser.h"
@@ -183,6 +185,42 @@ class PolicyInputStream : public antlr4::ANTLRInputStream {
     _data.assign(text.begin(), text.end());
     p = 0;
   }
+  // The code points of [begin, end).
+  std::u32string_view Slice(size_t begin, size_t end) const {
+    return std::u32string_view(_data).substr(begin, end - begin);
+  }
+};
+
+// The keyword token types by spelling. They come from the grammar: the
+// literal names ('readonly') of the rules of grammar/CocoonKeywords.g4.
+class KeywordTable {
+ public:
+  explicit KeywordTable(const antlr4::dfa::Vocabulary& vocabulary) {
+    for (size_t type = 1; type <= vocabulary.getMaxTokenType(); ++type) {
+      std::string literal = vocabulary.getLiteralName(type);  // "'readonly'", "'{'", or ""
+      if (literal.size() < 3 || literal.size() - 2 > kMaxLength) continue;
+      std::string word = literal.substr(1, literal.size() - 2);
+      if (!std::isalpha(static_cast<unsigned char>(word[0]))) continue;
+      by_length_[word.size()].push_back(Keyword{std::move(word), type});
+    }
+  }
+
+  // The keyword type of an IDENT spelled `word`, or IDENT.
+  size_t TypeOf(std::u32string_view word) const {
+    if (word.size() > kMaxLength) return CocoonLexer::IDENT;
+    for (const Keyword& keyword : by_length_[word.size()]) {
+      if (std::equal(word.begin(), word.end(), keyword.word.begin())) return keyword.type;
+    }
+    return CocoonLexer::IDENT;
+  }
+
+ private:
+  static constexpr size_t kMaxLength = 15;  // 'best_effort' is the longest
+  struct Keyword {
+    std::string word;
+    size_t type;
+  };
+  std::array<std::vector<Keyword>, kMaxLength + 1> by_length_;
 };
 
 // Each parse owns its ANTLR DFAs (lexer and parser). The generated
@@ -217,30 +255,98 @@ PerParseDfa& ProcessWideParserDfa(const antlr4::atn::ATN& atn) {
   return *dfa;
 }
 
+// A set of ASCII characters (the only ones ANTLR 4.9 keeps lexer DFA edges
+// for: LexerATNSimulator::MAX_DFA_EDGE is 127).
+class AsciiSet {
+ public:
+  static constexpr size_t kSize = 128;
+  static AsciiSet All() { return AsciiSet(~uint64_t{0}, ~uint64_t{0}); }
+  AsciiSet() = default;
+
+  // Adds [first, last] (inclusive, as ANTLR's intervals), clipped to ASCII.
+  void Add(ssize_t first, ssize_t last) {
+    for (size_t word = 0; word < 2; ++word) {
+      const ssize_t low = std::max<ssize_t>(first, 64 * word), high = std::min<ssize_t>(last, 64 * word + 63);
+      if (low > high) continue;
+      const size_t width = static_cast<size_t>(high - low + 1);
+      const uint64_t ones = width == 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+      bits_[word] |= ones << (low - 64 * static_cast<ssize_t>(word));
+    }
+  }
+  bool Has(size_t c) const { return (bits_[c / 64] >> (c % 64)) & 1; }
+  AsciiSet operator~() const { return AsciiSet(~bits_[0], ~bits_[1]); }
+  AsciiSet& operator&=(const AsciiSet& other) {
+    bits_[0] &= other.bits_[0];
+    bits_[1] &= other.bits_[1];
+    return *this;
+  }
+
+ private:
+  AsciiSet(uint64_t low, uint64_t high) : bits_{low, high} {}
+  uint64_t bits_[2] = {0, 0};
+};
+
+// The ASCII characters an ATN transition consumes (what its matches() says
+// yes to): its label set, the complement of it for a negated set (~["\\]),
+// everything for `.`, nothing for an epsilon, rule, action or predicate edge.
+AsciiSet AsciiMatches(const antlr4::atn::Transition& transition) {
+  using Type = antlr4::atn::Transition::SerializationType;
+  AsciiSet set;
+  const Type type = transition.getSerializationType();
+  if (type == Type::WILDCARD) return AsciiSet::All();
+  if (type != Type::ATOM && type != Type::RANGE && type != Type::SET && type != Type::NOT_SET) return set;
+  const antlr4::misc::IntervalSet label = transition.label();  // by value: keep it alive while iterating
+  for (const antlr4::misc::Interval& interval : label.getIntervals()) set.Add(interval.a, interval.b);
+  return type == Type::NOT_SET ? ~set : set;
+}
+
 // ANTLR 4.9's lexer simulator finds each character's DFA edge in a
 // std::unordered_map, under a process-wide reader lock
 // (LexerATNSimulator::getExistingTargetState, ATNSimulator::_edgeLock): that
 // lookup was a third of lexing time on a 1 MiB policy. The token rules stay
 // ANTLR's, and so does computing every edge; this only remembers, in a dense
-// table per DFA state, the ASCII edges (the only ones ANTLR puts in its DFA:
-// MAX_DFA_EDGE is 127) already looked up. The table dies with the lexer.
-// Anything it does not hold (a miss, a non-ASCII symbol, an unnumbered
-// state) goes to the runtime.
+// table per DFA state, the ASCII edges already looked up. The table dies
+// with the lexer. Anything it does not hold (a miss, a non-ASCII symbol, an
+// unnumbered state) goes to the runtime.
+//
+// A cold DFA computes an edge for each state and character it meets, each a
+// closure over the state's ATN configurations: most of the time of checking
+// a small file. But from a DFA state, an edge depends on the character only
+// through which of its configurations' transitions match it, so when ANTLR
+// computes the edge on `t`, the table records the same target for every
+// ASCII character that those transitions cannot tell from `t` (alphabet
+// compression, per state): in a comment, every character but a newline; in
+// a name, every name character. Only an edge ANTLR itself cached is spread:
+// ANTLR caches an edge only when it depends on nothing but the state and the
+// character (no semantic predicate).
 class DenseEdgeLexerSimulator : public antlr4::atn::LexerATNSimulator {
  public:
   DenseEdgeLexerSimulator(antlr4::Lexer* lexer, PerParseDfa& dfa)
-      : LexerATNSimulator(lexer, lexer->getATN(), dfa.dfa(), dfa.contexts()) {}
+      : LexerATNSimulator(lexer, lexer->getATN(), dfa.dfa(), dfa.contexts()),
+        matches_(lexer->getATN().states.size()) {}
 
  protected:
   antlr4::dfa::DFAState* getExistingTargetState(antlr4::dfa::DFAState* s, size_t t) override {
-    if (t > MAX_DFA_EDGE || s->stateNumber < 0) return LexerATNSimulator::getExistingTargetState(s, t);
-    const size_t n = static_cast<size_t>(s->stateNumber);
-    if (n >= rows_.size()) rows_.resize(n + 1);
-    Row& row = rows_[n];
-    if (row.state != s) row = Row{s, {}};  // numbers are unique per DFA; be safe anyway
-    antlr4::dfa::DFAState*& slot = row.next[t];
+    Row* row = RowOf(s, t);
+    if (row == nullptr) return LexerATNSimulator::getExistingTargetState(s, t);
+    antlr4::dfa::DFAState*& slot = row->next[t];
     if (slot == nullptr) slot = LexerATNSimulator::getExistingTargetState(s, t);  // null: not computed yet
     return slot;
+  }
+
+  antlr4::dfa::DFAState* computeTargetState(antlr4::CharStream* input, antlr4::dfa::DFAState* s,
+                                            size_t t) override {
+    antlr4::dfa::DFAState* target = LexerATNSimulator::computeTargetState(input, s, t);
+    Row* row = RowOf(s, t);
+    if (row == nullptr || LexerATNSimulator::getExistingTargetState(s, t) != target) return target;
+    AsciiSet same = AsciiSet::All();  // the characters no transition out of `s` tells from `t`
+    for (const auto& config : s->configs->configs) {
+      for (const AsciiSet& matches : MatchesOf(config->state)) same &= matches.Has(t) ? matches : ~matches;
+    }
+    for (size_t c = 0; c < AsciiSet::kSize; ++c) {
+      if (same.Has(c)) row->next[c] = target;
+    }
+    return target;
   }
 
  private:
@@ -248,7 +354,84 @@ class DenseEdgeLexerSimulator : public antlr4::atn::LexerATNSimulator {
     antlr4::dfa::DFAState* state = nullptr;
     std::array<antlr4::dfa::DFAState*, MAX_DFA_EDGE + 1> next{};
   };
+  static_assert(MAX_DFA_EDGE + 1 == AsciiSet::kSize);
+
+  // The table row of `s`, or null when the edge on `t` is not in the table.
+  Row* RowOf(antlr4::dfa::DFAState* s, size_t t) {
+    if (t > MAX_DFA_EDGE || s->stateNumber < 0) return nullptr;
+    const size_t n = static_cast<size_t>(s->stateNumber);
+    if (n >= rows_.size()) rows_.resize(n + 1);
+    Row& row = rows_[n];
+    if (row.state != s) row = Row{s, {}};  // numbers are unique per DFA; be safe anyway
+    return &row;
+  }
+
+  // What each transition out of `state` matches (worked out on first use).
+  const std::vector<AsciiSet>& MatchesOf(const antlr4::atn::ATNState* state) {
+    Matches& entry = matches_[state->stateNumber];
+    if (!entry.known) {
+      for (const antlr4::atn::Transition* transition : state->transitions) {
+        entry.sets.push_back(AsciiMatches(*transition));
+      }
+      entry.known = true;
+    }
+    return entry.sets;
+  }
+
+  struct Matches {
+    bool known = false;
+    std::vector<AsciiSet> sets;
+  };
+  std::vector<Matches> matches_;  // by ATN state number
   std::vector<Row> rows_;
+};
+
+// The generated lexer, with keywords typed on the way out: the grammar lexes
+// them as IDENT (see the note at the top of grammar/CocoonLexer.g4), and an
+// IDENT whose whole text is a keyword is that keyword's token. Whitespace
+// (WS) is dropped here too, making no token, where `-> skip` would run a
+// lexer action: ANTLR 4.9 runs each through a std::function and a few
+// dynamic_casts, 8% of checking a 1 MiB policy.
+class PolicyLexer : public CocoonLexer {
+ public:
+  explicit PolicyLexer(PolicyInputStream* input) : CocoonLexer(input), input_(*input), keywords_(getVocabulary()) {}
+
+  // Lexes with `dfa` (built after the lexer, whose constructor deserializes
+  // the ATN: grammar/lazy_atn_init.cmake).
+  void UseDfa(PerParseDfa& dfa) {
+    setInterpreter(new DenseEdgeLexerSimulator(this, dfa));  // deletes the generated one
+  }
+
+  std::unique_ptr<antlr4::Token> nextToken() override {
+    for (;;) {
+      std::unique_ptr<antlr4::Token> token = CocoonLexer::nextToken();
+      if (token != nullptr) return token;  // null: whitespace, which emit() made no token of
+    }
+  }
+
+  antlr4::Token* emit() override {
+    if (type == WS) return nullptr;
+    if (type == IDENT) type = keywords_.TypeOf(input_.Slice(tokenStartCharIndex, getCharIndex()));
+    return CocoonLexer::emit();
+  }
+
+ private:
+  const PolicyInputStream& input_;
+  KeywordTable keywords_;
+};
+
+// The generated parser. ANTLR's Parser::addContextToParseTree dynamic_casts
+// the parent of every rule context it enters (3% of checking a 1 MiB
+// policy); in a generated parser every context, parents included, is a
+// ParserRuleContext.
+class PolicyParser : public CocoonParser {
+ public:
+  using CocoonParser::CocoonParser;
+
+ protected:
+  void addContextToParseTree() override {
+    if (_ctx->parent != nullptr) static_cast<antlr4::ParserRuleContext*>(_ctx->parent)->addChild(_ctx);
+  }
 };
 
 // Reports the first bracket nested deeper than the limit (unbalanced brackets
@@ -341,10 +524,24 @@ class AstBuilder {
            rule == CocoonParser::RuleAnyStmt;
   }
 
+  // The words of a statement in source order: the first is its keyword.
+  struct Words {
+    ast::Statement& statement;
+    bool has_keyword = false;
+    void Add(ast::Word word) {
+      if (has_keyword) {
+        statement.args.push_back(std::move(word));
+      } else {
+        statement.keyword = std::move(word);
+        has_keyword = true;
+      }
+    }
+  };
+
   ast::Statement BuildStatement(antlr4::ParserRuleContext* ctx) {
     ast::Statement s;
     s.span = SpanOf(ctx);
-    std::vector<ast::Word> words;
+    Words words{s};
     for (antlr4::tree::ParseTree* child : ctx->children) {
       if (IsTerminal(child)) {
         antlr4::Token* token = Symbol(child);
@@ -353,7 +550,7 @@ class AstBuilder {
           s.has_block = true;
           s.block_open = TokenSpan(token);
         } else if (type != CocoonParser::RBRACE && type != CocoonParser::IF) {
-          words.push_back(WordOf(token));
+          words.Add(WordOf(token));
         }
         continue;
       }
@@ -361,7 +558,7 @@ class AstBuilder {
       size_t index = rule->getRuleIndex();
       if (index == CocoonParser::RuleCondition) {
         s.condition = std::make_shared<ast::Condition>(BuildOr(rule));
-        s.condition_index = words.empty() ? 0 : words.size() - 1;  // words[0] is the keyword
+        s.condition_index = s.args.size();  // the words after the keyword so far
       } else if (index == CocoonParser::RuleEndpoint) {
         ast::Statement e;
         e.keyword = FlattenOne(rule);
@@ -373,10 +570,6 @@ class AstBuilder {
         Flatten(rule, words);
       }
     }
-    if (!words.empty()) {
-      s.keyword = words.front();
-      s.args.assign(words.begin() + 1, words.end());
-    }
     return s;
   }
 
@@ -385,11 +578,15 @@ class AstBuilder {
     ast::Condition c;
     c.kind = ast::Condition::Kind::kOr;
     c.span = SpanOf(ctx);
-    for (antlr4::ParserRuleContext* conj : Rules(ctx)) {
+    for (antlr4::tree::ParseTree* conj_tree : ctx->children) {
+      if (IsTerminal(conj_tree)) continue;  // OR
+      antlr4::ParserRuleContext* conj = Rule(conj_tree);
       ast::Condition a;
       a.kind = ast::Condition::Kind::kAnd;
       a.span = SpanOf(conj);
-      for (antlr4::ParserRuleContext* pred : Rules(conj)) a.children.push_back(BuildPredicate(pred));
+      for (antlr4::tree::ParseTree* pred : conj->children) {
+        if (!IsTerminal(pred)) a.children.push_back(BuildPredicate(Rule(pred)));  // not AND
+      }
       if (a.children.size() == 1) {
         ast::Condition only = std::move(a.children[0]);  // not `a = move(a.children[0])`: that frees its source
         a = std::move(only);
@@ -439,22 +636,24 @@ class AstBuilder {
   ast::ValueExpr BuildValue(antlr4::ParserRuleContext* ctx) {
     ast::ValueExpr v;
     v.span = SpanOf(ctx);
-    for (antlr4::ParserRuleContext* constant : Rules(ctx)) v.terms.push_back(FlattenOne(constant));
+    for (antlr4::tree::ParseTree* constant : ctx->children) {
+      if (!IsTerminal(constant)) v.terms.push_back(FlattenOne(constant));  // not PIPE
+    }
     return v;
   }
 
-  void Flatten(antlr4::tree::ParseTree* tree, std::vector<ast::Word>& out) {
+  void Flatten(antlr4::tree::ParseTree* tree, Words& out) {
     if (IsTerminal(tree)) {
-      out.push_back(WordOf(Symbol(tree)));
+      out.Add(WordOf(Symbol(tree)));
       return;
     }
     for (antlr4::tree::ParseTree* child : tree->children) Flatten(child, out);
   }
 
+  // The first word under `tree` (every rule matched at least one token).
   ast::Word FlattenOne(antlr4::tree::ParseTree* tree) {
-    std::vector<ast::Word> words;
-    Flatten(tree, words);
-    return words.empty() ? ast::Word{} : words.front();
+    while (!IsTerminal(tree)) tree = tree->children.front();
+    return WordOf(Symbol(tree));
   }
 
   static std::string Unescape(std::string_view quoted) {
@@ -547,9 +746,8 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   // constructor deserializes the ATN (lazily, grammar/lazy_atn_init.cmake).
   std::optional<PerParseDfa> lexer_dfa, parser_dfa;
   const bool shared = options.dfa_reuse == DfaReuse::kProcessWide;
-  CocoonLexer lexer(&input);
-  PerParseDfa& lexer_dfas = shared ? ProcessWideLexerDfa(lexer.getATN()) : lexer_dfa.emplace(lexer.getATN());
-  lexer.setInterpreter(new DenseEdgeLexerSimulator(&lexer, lexer_dfas));  // deletes the generated one
+  PolicyLexer lexer(&input);
+  lexer.UseDfa(shared ? ProcessWideLexerDfa(lexer.getATN()) : lexer_dfa.emplace(lexer.getATN()));
   ErrorListener listener(source, offsets, std::max<size_t>(1, options.max_syntax_errors), diagnostics);
   lexer.removeErrorListeners();
   lexer.addErrorListener(&listener);
@@ -558,7 +756,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (listener.count() > 0) return std::nullopt;
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
 
-  CocoonParser parser(&tokens);
+  PolicyParser parser(&tokens);
   PerParseDfa& parser_dfas = shared ? ProcessWideParserDfa(parser.getATN()) : parser_dfa.emplace(parser.getATN());
   parser.setInterpreter(new antlr4::atn::ParserATNSimulator(&parser, parser.getATN(), parser_dfas.dfa(),
                                                             parser_dfas.contexts()));  // deletes the generated one

@@ -1,4 +1,5 @@
-// The .cocoon policy language. See docs/language.md for the reference.
+// The .cocoon policy language, parser rules. See docs/language.md for the
+// reference, and CocoonLexer.g4 for the tokens.
 //
 // The grammar fixes the *shape* of every statement; the checker
 // (compiler/frontend/checker.cc) gives them meaning, so that unknown keys get
@@ -6,7 +7,9 @@
 // including newlines, is insignificant: `limits { memory 1GiB processes 8 }`
 // and one statement per line are the same program. Comments go to the hidden
 // channel (not skipped) so that `cocoon fmt` can keep them.
-grammar Cocoon;
+parser grammar CocoonParser;
+
+options { tokenVocab = CocoonLexer; }
 
 file
   : topItem* EOF
@@ -192,111 +195,3 @@ keyword
   | BEST_EFFORT | UNLIMITED | DEFAULT | DENY | KILL | LOG | NOTIFY | TRAP | ERRNO
   | IF | AND | OR | IN | ARCH | CLEAR | INHERIT | SET | PASS | UNSET
   ;
-
-// ------------------------------------------------------------------ lexer
-INCLUDE : 'include';
-IMPORT : 'import';
-PROFILE : 'profile';
-EXTENDS : 'extends';
-DESCRIPTION : 'description';
-NETWORK : 'network';
-FILESYSTEM : 'filesystem';
-LIMITS : 'limits';
-SYSCALLS : 'syscalls';
-ENVIRONMENT : 'environment';
-CWD : 'cwd';
-HOSTNAME : 'hostname';
-USER : 'user';
-RUNTIME : 'runtime';
-RELAXES : 'relaxes';
-OFF : 'off';
-ON : 'on';
-ALLOW : 'allow';
-ROOT : 'root';
-HOST : 'host';
-ROOTFS : 'rootfs';
-READONLY : 'readonly';
-WRITABLE : 'writable';
-OPTIONAL : 'optional';
-AS : 'as';
-WORK : 'work';
-QUOTA : 'quota';
-STAGED : 'staged';
-DIRECT : 'direct';
-COPY : 'copy';
-TO : 'to';
-TMPFS : 'tmpfs';
-SIZE : 'size';
-HIDE : 'hide';
-DEVICES : 'devices';
-BEST_EFFORT : 'best_effort';
-UNLIMITED : 'unlimited';
-DEFAULT : 'default';
-DENY : 'deny';
-KILL : 'kill';
-LOG : 'log';
-NOTIFY : 'notify';
-TRAP : 'trap';
-ERRNO : 'errno';
-IF : 'if';
-AND : 'and';
-OR : 'or';
-IN : 'in';
-ARCH : 'arch';
-CLEAR : 'clear';
-INHERIT : 'inherit';
-SET : 'set';
-PASS : 'pass';
-UNSET : 'unset';
-
-LBRACE : '{';
-RBRACE : '}';
-LPAREN : '(';
-RPAREN : ')';
-COMMA : ',';
-AMP : '&';
-PIPE : '|';
-EQ : '==';
-NE : '!=';
-LE : '<=';
-GE : '>=';
-LT : '<';
-GT : '>';
-
-ARG : 'arg' [0-9]+;
-NUMBER : [0-9]+ | '0' [xX] [0-9a-fA-F]+;
-// 5s, 2m, 128MiB, 1.5GiB, 95%: the checker validates the unit.
-QUANTITY : [0-9]+ ('.' [0-9]+)? [a-zA-Z%]+;
-// host:port, 10.0.0.1:53, [::1]:8080, and uid:gid for `user`.
-HOSTPORT : (HOSTCHAR+ | '[' [0-9a-fA-F:.]+ ']') ':' [0-9a-zA-Z]+;
-GROUP : '@' [a-zA-Z0-9_\-]+;
-IDENT : [a-zA-Z_] [a-zA-Z0-9_\-.]*;
-// Absolute (/usr/lib), dotted (./x, ../x, ~/x) or relative-with-slash (usr/lib)
-// paths. Relative forms exist so the checker can reject them with a message.
-// The relative form scans only name characters before its '/': a run that
-// then fails to become a PATH is consumed whole by IDENT or BAD_NAME below
-// (see the note at BAD_NAME).
-PATH : '/' PATHCHAR*
-     | ('.' | '~') PATHCHAR*
-     | [a-zA-Z0-9_] HOSTCHAR* '/' PATHCHAR*
-     ;
-STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"';
-
-// Hostile input must lex in linear time. ANTLR's lexer, when a rule scans a
-// long run and then fails (a HOSTPORT without its ':', a STRING without its
-// closing quote), falls back to the longest rule that did match and restarts
-// right after it: if that is one ERROR_CHAR, every position rescans the rest
-// of the run, which is quadratic (a 160 KiB line of '-' took 7 minutes). So
-// every such run also matches, whole, a token that no parser rule accepts:
-// the parser then reports it as one clear error.
-UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])*;
-BAD_NAME : [0-9\-] HOSTCHAR*;
-
-COMMENT : '#' ~[\r\n]* -> channel(HIDDEN);
-WS : [ \t\r\n]+ -> skip;
-// Anything else becomes one token the parser rejects with a clear message,
-// rather than a lexer error per character.
-ERROR_CHAR : .;
-
-fragment HOSTCHAR : [a-zA-Z0-9_\-.];
-fragment PATHCHAR : [a-zA-Z0-9_\-.+@%=,~:/];
