@@ -399,7 +399,8 @@ class PolicyLexer : public CocoonLexer {
   // Lexes with `dfa` (built after the lexer, whose constructor deserializes
   // the ATN: grammar/lazy_atn_init.cmake).
   void UseDfa(PerParseDfa& dfa) {
-    setInterpreter(new DenseEdgeLexerSimulator(this, dfa));  // deletes the generated one
+    simulator_ = new DenseEdgeLexerSimulator(this, dfa);
+    setInterpreter(simulator_);  // deletes the generated one
   }
 
   std::unique_ptr<antlr4::Token> nextToken() override {
@@ -415,9 +416,17 @@ class PolicyLexer : public CocoonLexer {
     return CocoonLexer::emit();
   }
 
+  // Every token asks for its line and column (CommonToken's constructor),
+  // and Lexer's versions dynamic_cast the interpreter on each call.
+  size_t getLine() const override { return simulator_ ? simulator_->getLine() : CocoonLexer::getLine(); }
+  size_t getCharPositionInLine() override {
+    return simulator_ ? simulator_->getCharPositionInLine() : CocoonLexer::getCharPositionInLine();
+  }
+
  private:
   const PolicyInputStream& input_;
   KeywordTable keywords_;
+  DenseEdgeLexerSimulator* simulator_ = nullptr;  // owned by the Lexer base
 };
 
 // The generated parser. ANTLR's Parser::addContextToParseTree dynamic_casts
