@@ -112,6 +112,32 @@ TEST(SandboxTest, OnlyLoopbackWhenNetworkOff) {
   EXPECT_EQ(up.exit_code, 0);
 }
 
+// Network off: the namespace is the sandbox's own (made by the child's
+// helper process, netns_helper.cc, or by clone3), loopback is up and works,
+// nothing else is reachable, and the helper is gone before the command runs.
+TEST(SandboxTest, OwnNetworkNamespaceWithWorkingLoopbackAndNoHelperLeft) {
+  // Builtins only after readlink, so every process listed is the shell (pid 1).
+  Outcome outcome = Sh("readlink /proc/self/ns/net; for f in /proc/[0-9]*/comm; do read c < $f; echo $c; done");
+  std::string host_ns = ReadLink("/proc/self/ns/net");
+  ASSERT_FALSE(host_ns.empty());
+  size_t newline = outcome.stdout_data.find('\n');
+  ASSERT_NE(newline, std::string::npos) << outcome.stderr_data;
+  std::string sandbox_ns = outcome.stdout_data.substr(0, newline);
+  EXPECT_EQ(sandbox_ns.rfind("net:[", 0), 0u) << sandbox_ns;
+  EXPECT_NE(sandbox_ns, host_ns);
+  EXPECT_EQ(outcome.stdout_data.substr(newline + 1), "sh\n") << "a process other than the command is left";
+  const char* script =
+      "import socket\n"
+      "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+      "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b'lo'); print(a.recv(2).decode())\n"
+      "try:\n"
+      "    socket.create_connection(('192.0.2.1', 80), timeout=1); print('reached')\n"
+      "except OSError as e:\n"
+      "    print(e.errno)\n";
+  Outcome python = MustRun(MakeRequest(TestPolicy(), {"/usr/bin/python3", "-I", "-S", "-c", script}));
+  EXPECT_EQ(python.stdout_data, "lo\n101\n") << python.stderr_data;  // ENETUNREACH
+}
+
 TEST(SandboxTest, EnvironmentIsOnlyThePolicys) {
   setenv("COCOON_TEST_CANARY_SECRET", "hunter2", 1);
   Outcome outcome = MustRun(MakeRequest(TestPolicy(), {"/usr/bin/env"}));
