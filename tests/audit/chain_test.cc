@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "audit/jcs.h"
 #include "audit/record.h"
@@ -534,6 +535,32 @@ TEST(AuditEncoding, HexAndBase64AreStrict) {
   EXPECT_FALSE(Base64Decode(std::string("YQ\0=", 4), &decoded));
   EXPECT_FALSE(Base64Decode("YQ=a", &decoded));
   EXPECT_FALSE(Base64Decode("-_==", &decoded));
+}
+
+// HexDecode takes 16 digits at a time: every byte value at every position of
+// a 64-digit digest, against a byte-at-a-time reference.
+TEST(AuditEncoding, HexDecodeOfDigestsIsStrictAtEveryPosition) {
+  const std::string digits = "0123456789abcdef";
+  std::string hex;
+  for (int i = 0; i < 64; ++i) hex += digits[(i * 7 + 3) % 16];
+  for (size_t at = 0; at < hex.size(); ++at) {
+    for (int byte = 0; byte < 256; ++byte) {
+      std::string mutated = hex;
+      mutated[at] = static_cast<char>(byte);
+      bool valid = true;
+      uint8_t expected[32];
+      for (size_t i = 0; i < 32; ++i) {
+        size_t hi = digits.find(mutated[2 * i]), lo = digits.find(mutated[2 * i + 1]);
+        if (hi == std::string::npos || lo == std::string::npos) valid = false;
+        else expected[i] = static_cast<uint8_t>(hi << 4 | lo);
+      }
+      uint8_t out[32];
+      ASSERT_EQ(HexDecode(mutated, out, 32), valid) << "byte " << byte << " at " << at;
+      if (valid) {
+        EXPECT_EQ(std::memcmp(out, expected, 32), 0) << "byte " << byte << " at " << at;
+      }
+    }
+  }
 }
 
 // The verifier decodes signatures with Base64DecodeExact (no allocation): it
