@@ -67,7 +67,7 @@ UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])*;
 BAD_NAME : [0-9\-] [a-zA-Z0-9_\-.]*;
 
 COMMENT : '#' ~[\r\n]* -> channel(HIDDEN);
-// Whitespace is dropped by the lexer itself (PolicyLexer::emit in
+// Whitespace is dropped by the lexer itself (PolicyLexer::nextToken in
 // compiler/frontend/parser.cc), not by a `-> skip` action: ANTLR 4.9 runs a
 // lexer action per token through a std::function and dynamic_casts, and
 // whitespace is every other token.

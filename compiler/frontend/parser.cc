@@ -403,15 +403,48 @@ class PolicyLexer : public CocoonLexer {
     setInterpreter(simulator_);  // deletes the generated one
   }
 
+  // Lexer::nextToken's loop (ANTLR 4.9) around the same LexerATNSimulator
+  // match, with two differences: the simulator is called directly (the
+  // runtime dynamic_casts its interpreter three times per token), and WS
+  // loops like a skipped token. The runtime's input mark/release pair is
+  // left out: it only matters for unbuffered streams, and ours holds the
+  // whole text. Matching, token types and errors stay ANTLR's.
   std::unique_ptr<antlr4::Token> nextToken() override {
+    while (simulator_ == nullptr) {  // not reached: UseDfa comes first
+      std::unique_ptr<antlr4::Token> next = CocoonLexer::nextToken();
+      if (next->getType() != WS) return next;
+    }
     for (;;) {
-      std::unique_ptr<antlr4::Token> token = CocoonLexer::nextToken();
-      if (token != nullptr) return token;  // null: whitespace, which emit() made no token of
+      if (hitEOF) {
+        emitEOF();
+        return std::move(token);
+      }
+      token.reset();
+      channel = antlr4::Token::DEFAULT_CHANNEL;
+      tokenStartCharIndex = _input->index();
+      tokenStartCharPositionInLine = simulator_->getCharPositionInLine();
+      tokenStartLine = simulator_->getLine();
+      _text.clear();
+      do {
+        type = antlr4::Token::INVALID_TYPE;
+        size_t matched;
+        try {
+          matched = simulator_->match(_input, mode);
+        } catch (antlr4::LexerNoViableAltException& e) {
+          notifyListeners(e);  // report the error
+          recover(e);
+          matched = SKIP;
+        }
+        if (_input->LA(1) == antlr4::Token::EOF) hitEOF = true;
+        if (type == antlr4::Token::INVALID_TYPE) type = matched;
+      } while (type == MORE);
+      if (type == SKIP || type == WS) continue;
+      if (token == nullptr) emit();
+      return std::move(token);
     }
   }
 
   antlr4::Token* emit() override {
-    if (type == WS) return nullptr;
     if (type == IDENT) type = keywords_.TypeOf(input_.Slice(tokenStartCharIndex, getCharIndex()));
     return CocoonLexer::emit();
   }
