@@ -85,13 +85,12 @@ void AddMount(Layer& layer, ir::Mount mount, Span span) {
     }
     return;
   }
-  auto previous = state.mounts.find(mount.target);
-  if (previous != state.mounts.end() && previous->second.kind == ir::MountKind::kReadOnly &&
-      mount.kind == ir::MountKind::kWritable) {
+  auto [previous, added] = state.mounts.try_emplace(mount.target);  // one lookup: check, then set
+  if (!added && previous->second.kind == ir::MountKind::kReadOnly && mount.kind == ir::MountKind::kWritable) {
     layer.Weakens("filesystem", span, Quote(mount.target) + " made writable (it was read-only)");
   }
   layer.Origin("filesystem.mount:" + mount.target, span);
-  state.mounts[mount.target] = std::move(mount);
+  previous->second = std::move(mount);
 }
 
 void ApplyBinds(Layer& layer, const ast::Statement& stmt) {

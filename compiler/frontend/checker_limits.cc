@@ -126,9 +126,10 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
   } else if (key == "set") {
     const ast::Word& name = stmt.args[0];
     if (!EnvName(layer, name)) return;
-    if (!layer.FirstInLayer("environment.set:" + name.text, stmt.span, "variable " + name.text)) return;
+    const std::string setting = "environment.set:" + name.text;
+    if (!layer.FirstInLayer(setting, stmt.span, "variable " + name.text)) return;
     state.env_set[name.text] = stmt.args[1].text;
-    layer.Origin("environment.set:" + name.text, stmt.span);
+    layer.Origin(setting, stmt.span);
   } else {  // pass, unset
     for (const ast::Word& name : stmt.args) {
       if (!EnvName(layer, name)) continue;
