@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -66,6 +67,13 @@ uint64_t FileSize(const std::string& path) {
   struct stat st {};
   stat(path.c_str(), &st);
   return static_cast<uint64_t>(st.st_size);
+}
+
+// bench/run --smoke sets COCOON_BENCH_SMOKE=1: a row's own MinTime would
+// override --benchmark_min_time, so the smoke run shortens them here.
+double MinTime(double full) {
+  const char* smoke = std::getenv("COCOON_BENCH_SMOKE");
+  return smoke != nullptr && std::string_view(smoke) == "1" ? 0.01 : full;
 }
 
 double ThreadCpuSeconds() {
@@ -147,7 +155,7 @@ BENCHMARK(BM_Append)
     ->ArgNames({"sign_every", "fsync", "build"})
     ->Args({1, 0, 0})->Args({1, 1, 0})->Args({1, 0, 1})
     ->Args({1000, 0, 0})->Args({1000, 1, 0})->Args({1000, 0, 1})
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(MinTime(2.0));
 
 // range(0): sign_every; range(1): lines; range(2): verifier threads (0 = every core).
 void BM_Verify(benchmark::State& state) {
@@ -208,7 +216,7 @@ void BM_Verify(benchmark::State& state) {
 BENCHMARK(BM_Verify)
     ->ArgNames({"sign_every", "lines", "threads"})
     ->Args({1, 20000, 1})->Args({1, 20000, 0})->Args({1000, 300000, 1})->Args({1000, 300000, 0})
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(MinTime(2.0));
 
 // Where a verified line's time goes, per line of a sign_every 1000 log (the
 // first 4,096 lines, in turn): range(0) 0 = the canonical-form scan alone,
@@ -244,7 +252,7 @@ void BM_VerifyLine(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
 }
-BENCHMARK(BM_VerifyLine)->ArgNames({"hash"})->Arg(0)->Arg(1)->MinTime(0.5);
+BENCHMARK(BM_VerifyLine)->ArgNames({"hash"})->Arg(0)->Arg(1)->MinTime(MinTime(0.5));
 
 // The raw OpenSSL Ed25519 cost in this run, so that the per-line overhead of
 // the writer and verifier (their CPU per line minus this) can be read off
@@ -335,7 +343,7 @@ BENCHMARK(BM_Ed25519)
     ->ArgNames({"verify", "ctx"})
     ->Args({0, 0})->Args({0, 1})->Args({0, 2})->Args({0, 3})->Args({0, 4})
     ->Args({1, 0})->Args({1, 1})->Args({1, 2})->Args({1, 3})->Args({1, 4})
-    ->UseRealTime()->MinTime(1.0);
+    ->UseRealTime()->MinTime(MinTime(1.0));
 
 }  // namespace
 
