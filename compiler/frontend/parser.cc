@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <cctype>
 #include <exception>
 #include <optional>
@@ -357,13 +358,17 @@ class DenseEdgeLexerSimulator : public antlr4::atn::LexerATNSimulator {
   static_assert(MAX_DFA_EDGE + 1 == AsciiSet::kSize);
 
   // The table row of `s`, or null when the edge on `t` is not in the table.
+  // Rows are allocated as states are met: with a process-wide DFA (the
+  // fuzzers') state numbers run into the thousands, and a table sized by
+  // them would be megabytes to zero for every parse.
   Row* RowOf(antlr4::dfa::DFAState* s, size_t t) {
     if (t > MAX_DFA_EDGE || s->stateNumber < 0) return nullptr;
     const size_t n = static_cast<size_t>(s->stateNumber);
     if (n >= rows_.size()) rows_.resize(n + 1);
-    Row& row = rows_[n];
-    if (row.state != s) row = Row{s, {}};  // numbers are unique per DFA; be safe anyway
-    return &row;
+    std::unique_ptr<Row>& row = rows_[n];
+    if (row == nullptr) row = std::make_unique<Row>();
+    if (row->state != s) *row = Row{s, {}};  // numbers are unique per DFA; be safe anyway
+    return row.get();
   }
 
   // What each transition out of `state` matches (worked out on first use).
@@ -383,7 +388,7 @@ class DenseEdgeLexerSimulator : public antlr4::atn::LexerATNSimulator {
     std::vector<AsciiSet> sets;
   };
   std::vector<Matches> matches_;  // by ATN state number
-  std::vector<Row> rows_;
+  std::vector<std::unique_ptr<Row>> rows_;
 };
 
 // The generated lexer, with keywords typed on the way out: the grammar lexes
