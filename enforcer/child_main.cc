@@ -3,13 +3,9 @@
 //   stdio -> realtime scheduling dropped -> parent-death signal, wait for
 //      the parent's uid/gid maps
 //   -> cgroup namespace, unless v1 groups are still to be joined (below)
-//   -> network off: fork the helper that makes the network namespace and
-//      brings lo up in parallel with the mount tree (netns_helper.cc)
-//   -> hostname, loopback (need CAP_SYS_ADMIN / CAP_NET_ADMIN in the new ns;
-//      clone3 made the network namespace unless the helper does)
+//   -> hostname, loopback (need CAP_SYS_ADMIN / CAP_NET_ADMIN in the new ns)
 //   -> allow-lists: the broker's 127.0.0.1 listener to the parent (net.cc)
 //   -> mount tree, pivot_root (needs CAP_SYS_ADMIN)
-//   -> network off: join the helper's network namespace (fails closed)
 //   -> v1 cgroups: wait until the parent has created them (it does so while
 //      we build the mount tree: the two run in parallel), join them (we
 //      move ourselves: Cgroup::OpenV1ParentDirs says why), and only then
@@ -193,7 +189,6 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kJoinCgroup: return "join the sandbox cgroup";
     case ChildStep::kBrokerListener: return "network broker listener";
     case ChildStep::kScheduler: return "leave realtime scheduling";
-    case ChildStep::kNetns: return "network namespace";
   }
   return "unknown step";
 }
@@ -202,17 +197,14 @@ void RunChild(const ChildSpec& spec) noexcept {
   ResetSignals();
   ChildError error;
   bool ok = SetUpStdio(spec, &error) && DropRealtimeScheduling(&error) && WaitForParent(spec, &error);
-  child::NetnsHelper netns;
-  if (ok && spec.netns_helper) ok = child::StartNetnsHelper(&netns, &error);
   bool join_cgroups_later = spec.cgroup_parent_count != 0;
   if (ok && spec.unshare_cgroup && !join_cgroups_later && unshare(CLONE_NEWCGROUP) != 0) {
     ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
   }
   if (ok && sethostname(spec.hostname, spec.hostname_len) != 0) ok = child::Fail(&error, ChildStep::kHostname, errno);
-  if (ok && spec.loopback && !spec.netns_helper) ok = child::BringUpLoopback(&error);
+  if (ok && spec.loopback) ok = child::BringUpLoopback(&error);
   if (ok && spec.broker_sock >= 0) ok = child::SendBrokerListener(spec, &error);
   ok = ok && child::BuildMountTree(spec, &error);
-  if (ok && spec.netns_helper) ok = child::JoinNetnsHelper(&netns, &error);
   if (ok && join_cgroups_later) {
     ok = JoinCgroups(spec, &error);
     if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
@@ -224,7 +216,6 @@ void RunChild(const ChildSpec& spec) noexcept {
     if (err != 0) ok = child::Fail(&error, ChildStep::kRlimit, err, resource);
   }
   if (ok && setsid() < 0) ok = child::Fail(&error, ChildStep::kSetsid, errno);
-  if (ok) child::ReapNetnsHelper(&netns);
   ok = ok && CloseInheritedFds(spec, &error) && child::DropPrivileges(spec, &error) &&
        child::ApplyLandlock(spec, &error) && child::LoadSeccomp(spec, &error);
   if (!ok) Report(spec, error);

@@ -66,7 +66,6 @@ enum class ChildStep : int {
   kJoinCgroup,       // write "0" into each v1 group's `tasks` (Cgroup::OpenV1ParentDirs)
   kBrokerListener,   // network allow-lists: 127.0.0.1 listener sent to the parent (net.cc)
   kScheduler,        // leave an inherited SCHED_FIFO/RR for SCHED_OTHER
-  kNetns,            // network off: the helper-made network namespace (netns_helper.cc)
 };
 
 const char* ChildStepName(ChildStep step);
@@ -135,10 +134,6 @@ struct ChildSpec {
   const char* hostname = nullptr;
   size_t hostname_len = 0;
   bool loopback = false;
-  // Network off: the network namespace comes from a helper process made in
-  // parallel (netns_helper.cc), not from clone3(CLONE_NEWNET); the helper
-  // brings "lo" up.
-  bool netns_helper = false;
   // Network allow-lists: socketpair end over which the child sends its
   // in-namespace 127.0.0.1 TCP listener to the connect broker (-1: none).
   int broker_sock = -1;

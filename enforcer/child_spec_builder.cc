@@ -4,13 +4,11 @@
 #include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -33,16 +31,6 @@ Result<std::string> RealPath(const std::string& path) {
   char buffer[PATH_MAX];
   if (realpath(path.c_str(), buffer) == nullptr) return ErrnoError(path);
   return std::string(buffer);
-}
-
-// The running kernel's version from uname(2), e.g. "6.18.44-..." >= 5.8.
-bool KernelAtLeast(int major, int minor) {
-  struct utsname uts;
-  if (uname(&uts) != 0) return false;
-  int have_major = 0;
-  int have_minor = 0;
-  if (sscanf(uts.release, "%d.%d", &have_major, &have_minor) != 2) return false;
-  return have_major > major || (have_major == major && have_minor >= minor);
 }
 
 constexpr uint64_t kReadOnlyAttrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -73,11 +61,6 @@ Result<std::unique_ptr<PreparedChild>> PreparedChild::Build(ChildSpecInputs inpu
   spec.hostname = prepared->Keep(plan.hostname);
   spec.hostname_len = plan.hostname.size();
   spec.loopback = plan.network != ir::NetworkMode::kOn;
-  // Network off: a helper makes the network namespace in parallel with the
-  // mount tree; the child joins it with setns on a pidfd, Linux 5.8
-  // (netns_helper.cc). Allow-lists keep clone3's: their broker listener is
-  // made inside the namespace before the mount tree.
-  spec.netns_helper = plan.network == ir::NetworkMode::kOff && KernelAtLeast(5, 8);
   spec.new_root = prepared->Keep(prepared->inputs_.new_root);
   spec.new_root_data = "mode=0755,size=1m";
   spec.mounts = prepared->mounts_.data();

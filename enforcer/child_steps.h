@@ -3,8 +3,6 @@
 // returns false after filling *error with the failing step and errno.
 #pragma once
 
-#include <sys/types.h>
-
 #include "enforcer/child_spec.h"
 
 namespace cocoon::enforcer::child {
@@ -15,20 +13,6 @@ bool BuildMountTree(const ChildSpec& spec, ChildError* error) noexcept;
 
 // Brings up "lo" in the fresh network namespace (net.cc).
 bool BringUpLoopback(ChildError* error) noexcept;
-
-// Network off: the network namespace made by a helper process in parallel
-// with the mount tree (netns_helper.cc says why). Start after the uid/gid
-// maps, Join before anything of the command runs (it fails closed: until
-// then the child is in the host's namespace), Reap before execve.
-struct NetnsHelper {
-  pid_t pid = -1;
-  int pidfd = -1;
-  int ready_fd = -1;    // the helper's ChildError: err 0 = namespace ready, lo up
-  int release_fd = -1;  // closed once we have joined: the helper exits
-};
-bool StartNetnsHelper(NetnsHelper* helper, ChildError* error) noexcept;
-bool JoinNetnsHelper(NetnsHelper* helper, ChildError* error) noexcept;
-void ReapNetnsHelper(NetnsHelper* helper) noexcept;
 
 // Network allow-lists: listens on 127.0.0.1:0 inside the namespace and sends
 // that socket to the parent's connect broker over spec.broker_sock (net.cc).

@@ -135,10 +135,9 @@ long Clone3(uint64_t flags, int* pidfd, int cgroup_fd) {
   return syscall(SYS_clone3, &args, sizeof(args));
 }
 
-uint64_t CloneFlags(const backends::LaunchPlan& plan, const ChildSpec& spec) {
+uint64_t CloneFlags(const backends::LaunchPlan& plan) {
   uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
-  // With spec.netns_helper the child makes it in parallel (netns_helper.cc).
-  if (plan.network != ir::NetworkMode::kOn && !spec.netns_helper) flags |= CLONE_NEWNET;
+  if (plan.network != ir::NetworkMode::kOn) flags |= CLONE_NEWNET;
   return flags;
 }
 
@@ -252,7 +251,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   auto start = Clock::now();
   Fd pidfd;
   int cgroup_fd = cgroup ? cgroup->clone_into_fd() : -1;
-  long rc = Clone3(CloneFlags(plan, spec), pidfd.out(), cgroup_fd);
+  long rc = Clone3(CloneFlags(plan), pidfd.out(), cgroup_fd);
   if (rc == 0) RunChild(spec);  // the child; never returns
   if (rc < 0) {
     int err = errno;

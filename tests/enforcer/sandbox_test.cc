@@ -112,10 +112,10 @@ TEST(SandboxTest, OnlyLoopbackWhenNetworkOff) {
   EXPECT_EQ(up.exit_code, 0);
 }
 
-// Network off: the namespace is the sandbox's own (made by the child's
-// helper process, netns_helper.cc, or by clone3), loopback is up and works,
-// nothing else is reachable, and the helper is gone before the command runs.
-TEST(SandboxTest, OwnNetworkNamespaceWithWorkingLoopbackAndNoHelperLeft) {
+// Network off: the namespace is the sandbox's own, loopback is up and works,
+// nothing else is reachable, and no process but the command's is left in the
+// sandbox when it runs.
+TEST(SandboxTest, OwnNetworkNamespaceWithWorkingLoopbackAndNoOtherProcess) {
   // Builtins only after readlink, so every process listed is the shell (pid 1).
   Outcome outcome = Sh("readlink /proc/self/ns/net; for f in /proc/[0-9]*/comm; do read c < $f; echo $c; done");
   std::string host_ns = ReadLink("/proc/self/ns/net");
