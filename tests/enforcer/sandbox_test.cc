@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -136,6 +137,27 @@ TEST(SandboxTest, OwnNetworkNamespaceWithWorkingLoopbackAndNoOtherProcess) {
       "    print(e.errno)\n";
   Outcome python = MustRun(MakeRequest(TestPolicy(), {"/usr/bin/python3", "-I", "-S", "-c", script}));
   EXPECT_EQ(python.stdout_data, "lo\n101\n") << python.stderr_data;  // ENETUNREACH
+}
+
+// An ignored signal survives clone and execve: the sandbox must start with
+// default dispositions whatever its caller ignores or handles.
+TEST(SandboxTest, SignalsStartAtTheirDefaults) {
+  struct sigaction ignore {}, handle {}, old_pipe {}, old_usr1 {}, old_usr2 {};
+  ignore.sa_handler = SIG_IGN;
+  handle.sa_handler = [](int) {};
+  ASSERT_EQ(sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  ASSERT_EQ(sigaction(SIGUSR1, &ignore, &old_usr1), 0);
+  ASSERT_EQ(sigaction(SIGUSR2, &handle, &old_usr2), 0);
+  // cat installs no handler of its own (grep does: SIGSEGV), so its SigCgt
+  // shows whether a handler leaked through too.
+  Outcome outcome = MustRun(MakeRequest(TestPolicy(), {"/bin/cat", "/proc/self/status"}));
+  sigaction(SIGPIPE, &old_pipe, nullptr);
+  sigaction(SIGUSR1, &old_usr1, nullptr);
+  sigaction(SIGUSR2, &old_usr2, nullptr);
+  for (const char* line : {"\nSigBlk:\t0000000000000000\n", "\nSigIgn:\t0000000000000000\n",
+                           "\nSigCgt:\t0000000000000000\n"}) {
+    EXPECT_NE(outcome.stdout_data.find(line), std::string::npos) << line << outcome.stdout_data;
+  }
 }
 
 TEST(SandboxTest, EnvironmentIsOnlyThePolicys) {
