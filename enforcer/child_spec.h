@@ -119,12 +119,6 @@ struct ChildSpec {
   int error_fd = -1;   // write end, O_CLOEXEC
   int work_sock = -1;  // socketpair end for MountWorkDirInChild (-1: no staging)
   pid_t parent_pid = 0;
-  // Signal dispositions (child_main.cc ResetSignals): clone3 cleared every
-  // handled signal (CLONE_CLEAR_SIGHAND, Linux 5.5) when this is set, so
-  // only the ignored ones, which survive it and execve, need resetting;
-  // bit n-1 = signal n, from the parent's /proc/self/status SigIgn.
-  bool signal_handlers_cleared = false;
-  uint64_t ignored_signals = ~uint64_t{0};
 
   // v1 cgroups: O_PATH fds of the directories the parent creates the
   // sandbox's groups in after clone (Cgroup::OpenV1ParentDirs). Once its

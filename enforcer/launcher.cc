@@ -13,7 +13,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 
 #include "enforcer/fd_passing.h"
@@ -136,25 +135,6 @@ long Clone3(uint64_t flags, int* pidfd, int cgroup_fd) {
   return syscall(SYS_clone3, &args, sizeof(args));
 }
 
-// The signals this process ignores (SIG_IGN), from /proc/self/status:
-// bit n-1 = signal n. All ones when it cannot be read, so the child then
-// resets every signal.
-uint64_t IgnoredSignals() {
-  uint64_t mask = ~uint64_t{0};
-  FILE* status = fopen("/proc/self/status", "re");
-  if (status == nullptr) return mask;
-  char line[256];
-  while (fgets(line, sizeof(line), status) != nullptr) {
-    unsigned long long value = 0;
-    if (sscanf(line, "SigIgn: %llx", &value) == 1) {
-      mask = value;
-      break;
-    }
-  }
-  fclose(status);
-  return mask;
-}
-
 uint64_t CloneFlags(const backends::LaunchPlan& plan) {
   uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
   if (plan.network != ir::NetworkMode::kOn) flags |= CLONE_NEWNET;
@@ -272,14 +252,11 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   Fd pidfd;
   int cgroup_fd = cgroup ? cgroup->clone_into_fd() : -1;
   // CLONE_CLEAR_SIGHAND (Linux 5.5): the kernel resets every handled signal
-  // in the child, which then resets only the ignored ones (ResetSignals).
-  spec.ignored_signals = IgnoredSignals();
-  spec.signal_handlers_cleared = true;
+  // in the child, so none of this process's handlers can run in it before
+  // ResetSignals; older kernels refuse the flag (EINVAL) and get the plain
+  // clone, where ResetSignals runs first thing.
   long rc = Clone3(CloneFlags(plan) | CLONE_CLEAR_SIGHAND, pidfd.out(), cgroup_fd);
-  if (rc < 0 && errno == EINVAL) {
-    spec.signal_handlers_cleared = false;
-    rc = Clone3(CloneFlags(plan), pidfd.out(), cgroup_fd);
-  }
+  if (rc < 0 && errno == EINVAL) rc = Clone3(CloneFlags(plan), pidfd.out(), cgroup_fd);
   if (rc == 0) RunChild(spec);  // the child; never returns
   if (rc < 0) {
     int err = errno;
