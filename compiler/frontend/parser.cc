@@ -467,20 +467,6 @@ class PolicyLexer : public CocoonLexer {
   DenseEdgeLexerSimulator* simulator_ = nullptr;  // owned by the Lexer base
 };
 
-// The generated parser. ANTLR's Parser::addContextToParseTree dynamic_casts
-// the parent of every rule context it enters (3% of checking a 1 MiB
-// policy); in a generated parser every context, parents included, is a
-// ParserRuleContext.
-class PolicyParser : public CocoonParser {
- public:
-  using CocoonParser::CocoonParser;
-
- protected:
-  void addContextToParseTree() override {
-    if (_ctx->parent != nullptr) static_cast<antlr4::ParserRuleContext*>(_ctx->parent)->addChild(_ctx);
-  }
-};
-
 // Reports the first bracket nested deeper than the limit (unbalanced brackets
 // are left to the parser, which explains them better).
 bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
@@ -502,205 +488,253 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, co
   return true;
 }
 
-// ------------------------------------------------------- parse tree -> AST
-class AstBuilder {
+// ------------------------------------------------- parse events -> AST
+// The AST is built while the parser runs, from its rule entry and exit
+// events and the tokens it consumes; the parser keeps no parse tree
+// (setBuildParseTree(false)). Building the tree, walking it and freeing it
+// again (a node and a child vector per token and per rule) was a third of
+// checking a 1 MiB policy.
+//
+// Each open rule has a frame saying where its tokens go (its sink): rules
+// that only group tokens (name, pathArg, value, target...) pass theirs on to
+// the enclosing statement, as the grammar's words in source order. The
+// AST's shape is the one the grammar gives: a statement rule is a Statement,
+// whose first token is its keyword; `condition`, `conjunction` and
+// `predicate` are Condition nodes; `valueExpr` is a ValueExpr.
+//
+// Only an error-free parse's AST is used. On a parse with syntax errors
+// (error recovery consumes and skips tokens) the events still pair up, and
+// every step below is bounds-checked, so the throwaway AST is merely wrong.
+class AstListener : public antlr4::tree::ParseTreeListener {
  public:
-  AstBuilder(const OffsetMap& offsets, std::string_view text) : offsets_(offsets), text_(text) {}
+  AstListener(const OffsetMap& offsets, std::string_view text) : offsets_(offsets), text_(text) {}
 
-  ast::File Build(CocoonParser::FileContext* file) {
-    ast::File out;
-    for (antlr4::ParserRuleContext* item : Rules(file)) {
-      antlr4::ParserRuleContext* inner = Rules(item).front();  // topItem: directive | profile
-      if (inner->getRuleIndex() == CocoonParser::RuleDirective) {
-        ast::Directive d;
-        d.keyword = WordOf(inner->getStart());
-        d.target = WordOf(Symbol(inner->children[1]));  // (INCLUDE | IMPORT) STRING
-        d.span = SpanOf(inner);
-        out.directives.push_back(std::move(d));
-      } else {
-        out.profiles.push_back(BuildProfile(inner));
-      }
-    }
-    return out;
+  // Before a second parse of the same tokens.
+  void Reset() {
+    file_ = ast::File{};
+    frames_.clear();
+    statements_.clear();
+    conditions_.clear();
+    values_.clear();
   }
+  ast::File Take() { return std::move(file_); }
+
+  void enterEveryRule(antlr4::ParserRuleContext* ctx) override {
+    const size_t rule = ctx->getRuleIndex();
+    const Sink parent = frames_.empty() ? Sink::kNone : frames_.back().sink;
+    Sink sink = parent;  // a grouping rule: its tokens are its parent's
+    switch (rule) {
+      case CocoonParser::RuleFile:
+      case CocoonParser::RuleTopItem:
+        sink = Sink::kNone;
+        break;
+      case CocoonParser::RuleDirective:
+        file_.directives.emplace_back();
+        sink = Sink::kDirective;
+        break;
+      case CocoonParser::RuleProfile:
+        file_.profiles.emplace_back();
+        sink = Sink::kNone;  // PROFILE, EXTENDS and the braces
+        break;
+      case CocoonParser::RuleName:
+        if (!frames_.empty() && frames_.back().rule == CocoonParser::RuleProfile) sink = Sink::kProfileName;
+        break;
+      case CocoonParser::RuleCondition:
+        if (parent == Sink::kStatement && !statements_.empty()) {
+          statements_.back().condition_index = statements_.back().args.size();  // the words before `if`
+        }
+        conditions_.emplace_back().kind = ast::Condition::Kind::kOr;
+        sink = Sink::kCondition;
+        break;
+      case CocoonParser::RuleConjunction:
+        conditions_.emplace_back().kind = ast::Condition::Kind::kAnd;
+        sink = Sink::kCondition;
+        break;
+      case CocoonParser::RulePredicate:
+        conditions_.emplace_back().kind = ast::Condition::Kind::kCompare;
+        sink = Sink::kCondition;
+        break;
+      case CocoonParser::RuleOperand: sink = Sink::kOperand; break;
+      case CocoonParser::RuleCompareOp: sink = Sink::kCompareOp; break;
+      case CocoonParser::RuleValueExpr:
+        values_.emplace_back();
+        sink = Sink::kValue;
+        break;
+      default:
+        if (IsStatement(rule)) {
+          statements_.emplace_back();
+          sink = Sink::kStatement;
+        }
+        break;
+    }
+    frames_.push_back(Frame{rule, sink});
+  }
+
+  void exitEveryRule(antlr4::ParserRuleContext* ctx) override {
+    // ANTLR exits every rule also while an exception unwinds the parse
+    // (stage 1 bailing out, too many errors): that AST is thrown away (and
+    // Reset), and nothing may throw from inside the unwinding.
+    if (std::uncaught_exceptions() > 0 || frames_.empty()) return;
+    const size_t rule = frames_.back().rule;
+    frames_.pop_back();
+    if (IsStatement(rule)) return ExitStatement(rule, ctx);
+    switch (rule) {
+      case CocoonParser::RuleDirective:
+        if (!file_.directives.empty()) file_.directives.back().span = SpanOf(ctx);
+        break;
+      case CocoonParser::RuleProfile:
+        if (!file_.profiles.empty()) file_.profiles.back().span = SpanOf(ctx);
+        break;
+      case CocoonParser::RuleCondition:
+      case CocoonParser::RuleConjunction:
+      case CocoonParser::RulePredicate:
+        ExitCondition(rule, ctx);
+        break;
+      case CocoonParser::RuleValueExpr:
+        ExitValue(ctx);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Every token the parser consumes, in order (PolicyParser::consume).
+  void Consumed(antlr4::Token* token) {
+    if (frames_.empty()) return;
+    switch (frames_.back().sink) {
+      case Sink::kNone: break;
+      case Sink::kDirective: return DirectiveToken(token);
+      case Sink::kProfileName: return ProfileNameToken(token);
+      case Sink::kStatement: return StatementToken(token);
+      case Sink::kCondition: return ConditionToken(token);
+      case Sink::kOperand: return OperandToken(token);
+      case Sink::kCompareOp:
+        if (!conditions_.empty()) conditions_.back().op = std::string(text_.substr(TokenSpan(token).begin, TokenSpan(token).size()));
+        break;
+      case Sink::kValue:
+        if (!values_.empty() && token->getType() != CocoonParser::PIPE) values_.back().terms.push_back(WordOf(token));
+        break;
+    }
+  }
+
+  // Tokens come through Consumed(): the parser makes no terminal nodes.
+  void visitTerminal(antlr4::tree::TerminalNode*) override {}
+  void visitErrorNode(antlr4::tree::ErrorNode*) override {}
 
  private:
-  // The parse trees built here come from error-free parses, where every rule
-  // matched at least one token: a node without children is a terminal. This
-  // replaces dynamic_cast (and the generated accessors, which use it), whose
-  // cross-library type-name compares dominated the AST build's profile.
-  static bool IsTerminal(const antlr4::tree::ParseTree* tree) { return tree->children.empty(); }
-  static antlr4::Token* Symbol(antlr4::tree::ParseTree* tree) {
-    return static_cast<antlr4::tree::TerminalNode*>(tree)->getSymbol();
-  }
-  static antlr4::ParserRuleContext* Rule(antlr4::tree::ParseTree* tree) {
-    return static_cast<antlr4::ParserRuleContext*>(tree);
-  }
-  // The rule children of `ctx` (with rule index `index`, when given).
-  static constexpr size_t kAnyRule = static_cast<size_t>(-1);
-  static std::vector<antlr4::ParserRuleContext*> Rules(antlr4::ParserRuleContext* ctx, size_t index = kAnyRule) {
-    std::vector<antlr4::ParserRuleContext*> out;
-    for (antlr4::tree::ParseTree* child : ctx->children) {
-      if (IsTerminal(child)) continue;
-      antlr4::ParserRuleContext* rule = Rule(child);
-      if (index == kAnyRule || rule->getRuleIndex() == index) out.push_back(rule);
-    }
-    return out;
-  }
-
-  ast::Profile BuildProfile(antlr4::ParserRuleContext* ctx) {
-    ast::Profile p;
-    bool first_name = true;
-    for (antlr4::ParserRuleContext* rule : Rules(ctx)) {
-      if (rule->getRuleIndex() == CocoonParser::RuleName) {
-        (first_name ? p.name : p.parent) = FlattenOne(rule);
-        p.has_parent = !first_name;
-        first_name = false;
-      } else {
-        p.body.push_back(BuildStatement(rule));
-      }
-    }
-    p.span = SpanOf(ctx);
-    return p;
-  }
-
-  static bool IsStatement(size_t rule) {
-    return rule == CocoonParser::RuleFsStmt || rule == CocoonParser::RuleLimitStmt ||
-           rule == CocoonParser::RuleSyscallStmt || rule == CocoonParser::RuleEnvStmt ||
-           rule == CocoonParser::RuleRuntimeStmt || rule == CocoonParser::RuleDeviceStmt ||
-           rule == CocoonParser::RuleAnyStmt;
-  }
-
-  // The words of a statement in source order: the first is its keyword.
-  struct Words {
-    ast::Statement& statement;
-    bool has_keyword = false;
-    void Add(ast::Word word) {
-      if (has_keyword) {
-        statement.args.push_back(std::move(word));
-      } else {
-        statement.keyword = std::move(word);
-        has_keyword = true;
-      }
-    }
+  enum class Sink : uint8_t { kNone, kDirective, kProfileName, kStatement, kCondition, kOperand, kCompareOp, kValue };
+  struct Frame {
+    size_t rule;
+    Sink sink;
   };
 
-  ast::Statement BuildStatement(antlr4::ParserRuleContext* ctx) {
-    ast::Statement s;
-    s.span = SpanOf(ctx);
-    Words words{s};
-    for (antlr4::tree::ParseTree* child : ctx->children) {
-      if (IsTerminal(child)) {
-        antlr4::Token* token = Symbol(child);
-        size_t type = token->getType();
-        if (type == CocoonParser::LBRACE) {
-          s.has_block = true;
-          s.block_open = TokenSpan(token);
-        } else if (type != CocoonParser::RBRACE && type != CocoonParser::IF) {
-          words.Add(WordOf(token));
-        }
-        continue;
-      }
-      antlr4::ParserRuleContext* rule = Rule(child);
-      size_t index = rule->getRuleIndex();
-      if (index == CocoonParser::RuleCondition) {
-        s.condition = std::make_shared<ast::Condition>(BuildOr(rule));
-        s.condition_index = s.args.size();  // the words after the keyword so far
-      } else if (index == CocoonParser::RuleEndpoint) {
-        ast::Statement e;
-        e.keyword = FlattenOne(rule);
-        e.span = e.keyword.span;
-        s.block.push_back(std::move(e));
-      } else if (IsStatement(index)) {
-        s.block.push_back(BuildStatement(rule));
+  static bool IsStatement(size_t rule) {
+    return rule == CocoonParser::RuleProfileStmt || rule == CocoonParser::RuleFsStmt ||
+           rule == CocoonParser::RuleLimitStmt || rule == CocoonParser::RuleSyscallStmt ||
+           rule == CocoonParser::RuleEnvStmt || rule == CocoonParser::RuleRuntimeStmt ||
+           rule == CocoonParser::RuleDeviceStmt || rule == CocoonParser::RuleAnyStmt ||
+           rule == CocoonParser::RuleEndpoint;  // an endpoint is a one-word statement in its block
+  }
+
+  void DirectiveToken(antlr4::Token* token) {  // (INCLUDE | IMPORT) STRING
+    if (file_.directives.empty()) return;
+    ast::Directive& d = file_.directives.back();
+    (d.keyword.span.size() == 0 ? d.keyword : d.target) = WordOf(token);
+  }
+
+  void ProfileNameToken(antlr4::Token* token) {  // PROFILE name (EXTENDS name)?
+    if (file_.profiles.empty()) return;
+    ast::Profile& p = file_.profiles.back();
+    if (p.name.span.size() == 0) {
+      p.name = WordOf(token);
+    } else {
+      p.parent = WordOf(token);
+      p.has_parent = true;
+    }
+  }
+
+  // The first word of a statement is its keyword; braces mark its block.
+  void StatementToken(antlr4::Token* token) {
+    if (statements_.empty()) return;
+    ast::Statement& s = statements_.back();
+    const size_t type = token->getType();
+    if (type == CocoonParser::LBRACE) {
+      s.has_block = true;
+      s.block_open = TokenSpan(token);
+    } else if (type != CocoonParser::RBRACE && type != CocoonParser::IF) {
+      if (s.keyword.span.size() == 0) {
+        s.keyword = WordOf(token);
       } else {
-        Flatten(rule, words);
+        s.args.push_back(WordOf(token));
       }
     }
-    return s;
   }
 
-  // condition : conjunction (OR conjunction)*
-  ast::Condition BuildOr(antlr4::ParserRuleContext* ctx) {
-    ast::Condition c;
-    c.kind = ast::Condition::Kind::kOr;
+  void ExitStatement(size_t rule, antlr4::ParserRuleContext* ctx) {
+    if (statements_.empty()) return;
+    ast::Statement s = std::move(statements_.back());
+    statements_.pop_back();
+    s.span = rule == CocoonParser::RuleEndpoint ? s.keyword.span : SpanOf(ctx);
+    if (!statements_.empty()) {
+      statements_.back().block.push_back(std::move(s));
+    } else if (!file_.profiles.empty()) {
+      file_.profiles.back().body.push_back(std::move(s));
+    }
+  }
+
+  // predicate : operand compareOp valueExpr | operand IN '{' valueExpr (',' valueExpr)* ','? '}'
+  //           | '(' condition ')'
+  // Tokens of `condition` and `conjunction` themselves (OR, AND) say nothing.
+  void ConditionToken(antlr4::Token* token) {
+    if (conditions_.empty() || frames_.back().rule != CocoonParser::RulePredicate) return;
+    const size_t type = token->getType();
+    if (type == CocoonParser::IN) conditions_.back().kind = ast::Condition::Kind::kIn;
+    if (type == CocoonParser::LPAREN) conditions_.back().parenthesized = true;  // replaced by the inner condition
+  }
+
+  // operand : ARG | '(' ARG '&' valueExpr ')'
+  void OperandToken(antlr4::Token* token) {
+    if (conditions_.empty()) return;
+    const size_t type = token->getType();
+    if (type == CocoonParser::ARG) conditions_.back().arg = WordOf(token);
+    if (type == CocoonParser::LPAREN) conditions_.back().masked = true;
+  }
+
+  // A condition or conjunction of one part is that part; a parenthesized
+  // condition is its predicate, spanning the parentheses.
+  void ExitCondition(size_t rule, antlr4::ParserRuleContext* ctx) {
+    if (conditions_.empty()) return;
+    ast::Condition c = std::move(conditions_.back());
+    conditions_.pop_back();
     c.span = SpanOf(ctx);
-    for (antlr4::tree::ParseTree* conj_tree : ctx->children) {
-      if (IsTerminal(conj_tree)) continue;  // OR
-      antlr4::ParserRuleContext* conj = Rule(conj_tree);
-      ast::Condition a;
-      a.kind = ast::Condition::Kind::kAnd;
-      a.span = SpanOf(conj);
-      for (antlr4::tree::ParseTree* pred : conj->children) {
-        if (!IsTerminal(pred)) a.children.push_back(BuildPredicate(Rule(pred)));  // not AND
-      }
-      if (a.children.size() == 1) {
-        ast::Condition only = std::move(a.children[0]);  // not `a = move(a.children[0])`: that frees its source
-        a = std::move(only);
-      }
-      c.children.push_back(std::move(a));
+    if (rule != CocoonParser::RulePredicate && c.children.size() == 1) {
+      ast::Condition only = std::move(c.children[0]);  // not `c = move(c.children[0])`: that frees its source
+      c = std::move(only);
     }
-    if (c.children.size() == 1) return std::move(c.children[0]);
-    return c;
+    if (rule == CocoonParser::RuleCondition) {
+      if (!frames_.empty() && frames_.back().rule == CocoonParser::RulePredicate && !conditions_.empty()) {
+        c.parenthesized = true;
+        conditions_.back() = std::move(c);  // '(' condition ')': the predicate's span is set on its exit
+      } else if (!statements_.empty()) {
+        statements_.back().condition = std::make_shared<ast::Condition>(std::move(c));
+      }
+    } else if (!conditions_.empty()) {
+      conditions_.back().children.push_back(std::move(c));
+    }
   }
 
-  // predicate : operand compareOp valueExpr        # comparePredicate
-  //           | operand IN '{' valueExpr (',' valueExpr)* ','? '}'   # inPredicate
-  //           | '(' condition ')'                  # parenPredicate
-  ast::Condition BuildPredicate(antlr4::ParserRuleContext* ctx) {
-    const auto& children = ctx->children;
-    if (IsTerminal(children[0])) {
-      ast::Condition inner = BuildOr(Rule(children[1]));
-      inner.parenthesized = true;
-      inner.span = SpanOf(ctx);
-      return inner;
-    }
-    ast::Condition c;
-    c.span = SpanOf(ctx);
-    if (IsTerminal(children[1])) {
-      c.kind = ast::Condition::Kind::kIn;
-      for (antlr4::ParserRuleContext* v : Rules(ctx, CocoonParser::RuleValueExpr)) c.values.push_back(BuildValue(v));
-    } else {
-      c.kind = ast::Condition::Kind::kCompare;
-      antlr4::Token* op = Rule(children[1])->getStart();  // compareOp : EQ | NE | ...
-      Span op_span = TokenSpan(op);
-      c.op = std::string(text_.substr(op_span.begin, op_span.size()));
-      c.values.push_back(BuildValue(Rule(children[2])));
-    }
-    // operand : ARG  # plainOperand  |  '(' ARG '&' valueExpr ')'  # maskedOperand
-    antlr4::ParserRuleContext* operand = Rule(children[0]);
-    if (operand->children.size() == 1) {
-      c.arg = WordOf(Symbol(operand->children[0]));
-    } else {
-      c.arg = WordOf(Symbol(operand->children[1]));
-      c.masked = true;
-      c.mask = BuildValue(Rule(operand->children[3]));
-    }
-    return c;
-  }
-
-  // valueExpr : constant (PIPE constant)*
-  ast::ValueExpr BuildValue(antlr4::ParserRuleContext* ctx) {
-    ast::ValueExpr v;
+  // valueExpr : constant (PIPE constant)*   -- a mask, or a compared value
+  void ExitValue(antlr4::ParserRuleContext* ctx) {
+    if (values_.empty()) return;
+    ast::ValueExpr v = std::move(values_.back());
+    values_.pop_back();
     v.span = SpanOf(ctx);
-    for (antlr4::tree::ParseTree* constant : ctx->children) {
-      if (!IsTerminal(constant)) v.terms.push_back(FlattenOne(constant));  // not PIPE
+    if (conditions_.empty() || frames_.empty()) return;
+    if (frames_.back().rule == CocoonParser::RuleOperand) {
+      conditions_.back().mask = std::move(v);
+    } else {
+      conditions_.back().values.push_back(std::move(v));
     }
-    return v;
-  }
-
-  void Flatten(antlr4::tree::ParseTree* tree, Words& out) {
-    if (IsTerminal(tree)) {
-      out.Add(WordOf(Symbol(tree)));
-      return;
-    }
-    for (antlr4::tree::ParseTree* child : tree->children) Flatten(child, out);
-  }
-
-  // The first word under `tree` (every rule matched at least one token).
-  ast::Word FlattenOne(antlr4::tree::ParseTree* tree) {
-    while (!IsTerminal(tree)) tree = tree->children.front();
-    return WordOf(Symbol(tree));
   }
 
   static std::string Unescape(std::string_view quoted) {
@@ -719,14 +753,14 @@ class AstBuilder {
     return out;
   }
 
-  ast::Word WordOf(antlr4::Token* token) {
+  ast::Word WordOf(antlr4::Token* token) const {
     ast::Word w;
     w.span = TokenSpan(token);
     // From our UTF-8 text: Token::getText() re-encodes from UTF-32 on every call.
-    w.text = text_.substr(w.span.begin, w.span.size());
+    const std::string_view text = text_.substr(w.span.begin, w.span.size());
     switch (token->getType()) {
       case CocoonParser::IDENT: w.kind = ast::WordKind::kIdent; break;
-      case CocoonParser::STRING: w.kind = ast::WordKind::kString; w.text = Unescape(w.text); break;
+      case CocoonParser::STRING: w.kind = ast::WordKind::kString; w.text = Unescape(text); return w;
       case CocoonParser::PATH: w.kind = ast::WordKind::kPath; break;
       case CocoonParser::NUMBER: w.kind = ast::WordKind::kNumber; break;
       case CocoonParser::QUANTITY: w.kind = ast::WordKind::kQuantity; break;
@@ -735,6 +769,7 @@ class AstBuilder {
       case CocoonParser::ARG: w.kind = ast::WordKind::kArg; break;
       default: w.kind = ast::WordKind::kKeyword; break;
     }
+    w.text = text;
     return w;
   }
 
@@ -742,12 +777,40 @@ class AstBuilder {
     return Span{offsets_.Byte(token->getStartIndex()), offsets_.Byte(token->getStopIndex() + 1)};
   }
   Span SpanOf(antlr4::ParserRuleContext* ctx) const {
-    antlr4::Token* stop = ctx->getStop() ? ctx->getStop() : ctx->getStart();
-    return Span{offsets_.Byte(ctx->getStart()->getStartIndex()), offsets_.Byte(stop->getStopIndex() + 1)};
+    antlr4::Token* stop = ctx->stop ? ctx->stop : ctx->start;
+    return Span{offsets_.Byte(ctx->start->getStartIndex()), offsets_.Byte(stop->getStopIndex() + 1)};
   }
 
   const OffsetMap& offsets_;
   std::string_view text_;  // the whole Source text (offsets are absolute)
+  ast::File file_;
+  std::vector<Frame> frames_;                // one per rule the parser is in
+  std::vector<ast::Statement> statements_;   // open statements, outermost first
+  std::vector<ast::Condition> conditions_;   // open condition, conjunction and predicate nodes
+  std::vector<ast::ValueExpr> values_;       // open valueExprs
+};
+
+// The generated parser, building no parse tree: each rule's context is still
+// made (the generated code does that), but consume() makes no terminal node
+// and links nothing; it hands the token to the AST listener instead.
+class PolicyParser : public CocoonParser {
+ public:
+  PolicyParser(antlr4::TokenStream* input, AstListener& listener) : CocoonParser(input), listener_(listener) {
+    setBuildParseTree(false);
+    addParseListener(&listener_);  // enterEveryRule / exitEveryRule
+  }
+
+  // Parser::consume (ANTLR 4.9) without the tree: it makes a node for every
+  // token when a tree is built *or a listener is registered*.
+  antlr4::Token* consume() override {
+    antlr4::Token* token = getCurrentToken();
+    if (token->getType() != antlr4::Token::EOF) _input->consume();
+    listener_.Consumed(token);
+    return token;
+  }
+
+ private:
+  AstListener& listener_;
 };
 
 std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, const OffsetMap& offsets) {
@@ -803,7 +866,8 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (listener.count() > 0) return std::nullopt;
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
 
-  PolicyParser parser(&tokens);
+  AstListener ast_listener(offsets, source->text());
+  PolicyParser parser(&tokens, ast_listener);
   PerParseDfa& parser_dfas = shared ? ProcessWideParserDfa(parser.getATN()) : parser_dfa.emplace(parser.getATN());
   parser.setInterpreter(new antlr4::atn::ParserATNSimulator(&parser, parser.getATN(), parser_dfas.dfa(),
                                                             parser_dfas.contexts()));  // deletes the generated one
@@ -812,18 +876,18 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   // parses here, and it is the fast path.
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
   parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
-  CocoonParser::FileContext* tree = nullptr;
   try {
-    tree = parser.file();
+    parser.file();
   } catch (const antlr4::ParseCancellationException&) {
     // Stage 2: full LL with error recovery, to report good messages.
     tokens.seek(0);
     parser.reset();
+    ast_listener.Reset();
     parser.addErrorListener(&listener);
     parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
     try {
-      tree = parser.file();
+      parser.file();
     } catch (const TooManyErrors&) {
       diagnostics.Note(nullptr, Span{}, source->name() + ": stopped parsing after " +
                                             std::to_string(listener.count()) + " syntax errors");
@@ -832,7 +896,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
-  ast::File file = AstBuilder(offsets, source->text()).Build(tree);
+  ast::File file = ast_listener.Take();
   file.source = source;
   file.comments = CollectComments(tokens, offsets);
   return file;
