@@ -89,40 +89,26 @@ value
   | IDENT
   ;
 
+// The words of a rule are written out rather than as rules of their own
+// (verb, target, errno value): every rule the parser enters is a context
+// object made, entered, exited and freed per use, and syscall rules are most
+// of a large policy. A syscall whose name is a keyword (`kill`) is written
+// as a string: "kill".
 syscallStmt
   : DEFAULT action                                       # defaultStmt
-  | ruleVerb target+ (IF condition)? (ERRNO errnoValue)? # ruleStmt
+  | (ALLOW | DENY | KILL | LOG | NOTIFY | TRAP)          // the verb
+    (IDENT | GROUP | STRING)+                            // syscalls and @groups
+    (IF condition)? (ERRNO (IDENT | NUMBER))?            # ruleStmt
   | ARCH IDENT+                                          # archStmt
   ;
 
 action
   : ALLOW
-  | ERRNO errnoValue
+  | ERRNO (IDENT | NUMBER)
   | KILL
   | LOG
   | NOTIFY
   | TRAP
-  ;
-
-ruleVerb
-  : ALLOW
-  | DENY
-  | KILL
-  | LOG
-  | NOTIFY
-  | TRAP
-  ;
-
-errnoValue
-  : IDENT
-  | NUMBER
-  ;
-
-// A syscall whose name is a keyword (`kill`) is written as a string: "kill".
-target
-  : IDENT
-  | GROUP
-  | STRING
   ;
 
 condition
@@ -134,7 +120,7 @@ conjunction
   ;
 
 predicate
-  : operand compareOp valueExpr                          # comparePredicate
+  : operand (EQ | NE | LT | LE | GT | GE) valueExpr      # comparePredicate
   | operand IN LBRACE valueExpr (COMMA valueExpr)* COMMA? RBRACE   # inPredicate
   | LPAREN condition RPAREN                              # parenPredicate
   ;
@@ -144,18 +130,9 @@ operand
   | LPAREN ARG AMP valueExpr RPAREN                      # maskedOperand
   ;
 
-compareOp
-  : EQ | NE | LT | LE | GT | GE
-  ;
-
-// Constants may be or-ed: CLONE_NEWUSER | CLONE_NEWNS.
+// Constants (numbers or names) may be or-ed: CLONE_NEWUSER | CLONE_NEWNS.
 valueExpr
-  : constant (PIPE constant)*
-  ;
-
-constant
-  : NUMBER
-  | IDENT
+  : (NUMBER | IDENT) (PIPE (NUMBER | IDENT))*
   ;
 
 envStmt
