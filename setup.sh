@@ -20,7 +20,7 @@ fuzz_seconds=${COCOON_FUZZ_SECONDS:-30}
 packages=(
   build-essential cmake pkg-config git ca-certificates
   antlr4 default-jre-headless libantlr4-runtime-dev
-  nlohmann-json3-dev libseccomp-dev libssl-dev libspdlog-dev libcap-dev libcli11-dev
+  nlohmann-json3-dev libseccomp-dev libssl-dev libsodium-dev libspdlog-dev libcap-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
   # Cross-compiles the Windows applier against the real Win32 headers.

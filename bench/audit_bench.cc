@@ -15,8 +15,9 @@
 #include <fstream>
 #include <thread>
 
-// Only for BM_Ed25519's floor rows: OpenSSL called directly, with no Cocoon
-// code around it, so the library's own path can be compared with it.
+// Only for BM_Ed25519's floor rows and BM_Verify's OpenSSL comparison:
+// OpenSSL called directly, with no Cocoon code around it, so the library's
+// own path (OpenSSL signs, libsodium verifies) can be compared with it.
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
@@ -82,21 +83,53 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// CPU microseconds of one Ed25519 verify through the library's own
-// SignatureChecker (what the verifier's workers call), median of 5 rounds.
-double Ed25519VerifyCpuUs(int per_round) {
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+
+MdCtxPtr InitCtx(EVP_PKEY* pkey, bool verify) {
+  MdCtxPtr ctx(EVP_MD_CTX_new());
+  int ok = verify ? EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, pkey)
+                  : EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, pkey);
+  return ok == 1 ? std::move(ctx) : nullptr;
+}
+
+// The bench key as an OpenSSL EVP_PKEY (private for signing, public for verifying).
+EVP_PKEY* ReadBenchPkey(bool verify) {
+  FILE* file = std::fopen(verify ? (Dir().key + ".pub").c_str() : Dir().key.c_str(), "re");
+  EVP_PKEY* pkey = verify ? PEM_read_PUBKEY(file, nullptr, nullptr, nullptr)
+                          : PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
+  std::fclose(file);
+  return pkey;
+}
+
+enum class VerifyPath { kLibrary, kOpenSsl };
+
+// CPU microseconds of one Ed25519 verify, median of 5 rounds: kLibrary is
+// PublicKey::Verify (libsodium, what the verifier's workers call); kOpenSsl is
+// EVP_DigestVerify on one pre-initialised context (the path before libsodium).
+double Ed25519VerifyCpuUs(int per_round, VerifyPath path) {
   auto key = SigningKey::LoadPem(Dir().key);
   Digest digest{};
   digest[0] = 1;
   auto signature = key->Sign(digest);
-  SignatureChecker checker;
+  std::string message = std::string("cocoon-audit-sig-v1\n") + std::string(digest.begin(), digest.end());
+  EVP_PKEY* pkey = ReadBenchPkey(true);
+  MdCtxPtr ctx = InitCtx(pkey, true);
   std::vector<double> rounds;
   for (int r = 0; r < 5; ++r) {
     double start = ThreadCpuSeconds();
-    for (int i = 0; i < per_round / 5; ++i)
-      benchmark::DoNotOptimize(checker.Verify(key->public_key(), digest, *signature));
+    for (int i = 0; i < per_round / 5; ++i) {
+      bool ok = path == VerifyPath::kLibrary
+                    ? key->public_key().Verify(digest, *signature)
+                    : EVP_DigestVerify(ctx.get(), signature->data(), 64,
+                                       reinterpret_cast<const uint8_t*>(message.data()), message.size()) == 1;
+      benchmark::DoNotOptimize(ok);
+    }
     rounds.push_back((ThreadCpuSeconds() - start) * 1e6 / (per_round / 5));
   }
+  EVP_PKEY_free(pkey);
   std::sort(rounds.begin(), rounds.end());
   return rounds[rounds.size() / 2];
 }
@@ -204,12 +237,14 @@ void BM_Verify(benchmark::State& state) {
   state.counters["lines_per_s_per_core"] =
       benchmark::Counter(static_cast<double>(verified) / cores, benchmark::Counter::kIsRate);
   state.counters["bytes_per_line"] = static_cast<double>(FileSize(path)) / static_cast<double>(file_lines);
-  // The same minute's Ed25519 verify (library path, one pre-initialised
-  // context), so the per-line work outside OpenSSL's verify can be read off
-  // whatever the load: cpu per line - signatures per line * verify.
-  double verify_us = Ed25519VerifyCpuUs(200);
+  // The same minute's Ed25519 verify through the library's path (libsodium),
+  // so the per-line work outside the signature check can be read off
+  // whatever the load: cpu per line - signatures per line * verify. OpenSSL's
+  // verify in the same minute, for comparison.
+  double verify_us = Ed25519VerifyCpuUs(200, VerifyPath::kLibrary);
   double signatures_per_line = static_cast<double>(signatures) / static_cast<double>(std::max<uint64_t>(1, verified));
   state.counters["ed25519_verify_us"] = verify_us;
+  state.counters["openssl_verify_us"] = Ed25519VerifyCpuUs(200, VerifyPath::kOpenSsl);
   state.counters["non_sig_us_per_line"] =
       cpu * 1e6 / static_cast<double>(std::max<uint64_t>(1, verified)) - signatures_per_line * verify_us;
 }
@@ -254,28 +289,21 @@ void BM_VerifyLine(benchmark::State& state) {
 }
 BENCHMARK(BM_VerifyLine)->ArgNames({"hash"})->Arg(0)->Arg(1)->MinTime(MinTime(0.5));
 
-// The raw OpenSSL Ed25519 cost in this run, so that the per-line overhead of
-// the writer and verifier (their CPU per line minus this) can be read off
-// even when the shared machine's load inflates every absolute figure.
-// range(1), how the OpenSSL context is set up:
-//   0 = the library's own path (SigningKey::Sign, SignatureChecker::Verify),
+// The raw Ed25519 cost in this run, so that the per-line overhead of the
+// writer and verifier (their CPU per line minus this) can be read off even
+// when the shared machine's load inflates every absolute figure.
+// range(1), the path and how the OpenSSL context is set up:
+//   0 = the library's own path (SigningKey::Sign through OpenSSL,
+//       PublicKey::Verify through libsodium),
 //   1 = OpenSSL alone, one context initialised once and reused (the floor),
 //   2 = a fresh EVP_MD_CTX + EVP_Digest{Sign,Verify}Init per call,
 //   3 = a copy (EVP_MD_CTX_copy_ex) of a pre-initialised context per call,
 //   4 = as 1, over 1,024 different messages and signatures in turn (rows
 //       0-3 repeat one message: Ed25519 verify is variable-time, so a
-//       repeated signature lets the branch predictor learn its pattern).
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
-
-MdCtxPtr InitCtx(EVP_PKEY* pkey, bool verify) {
-  MdCtxPtr ctx(EVP_MD_CTX_new());
-  int ok = verify ? EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, pkey)
-                  : EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, pkey);
-  return ok == 1 ? std::move(ctx) : nullptr;
-}
+//       repeated signature lets the branch predictor learn its pattern),
+//   5 = as 0 (the library's path), over the same 1,024 messages.
+// Rows 1-4 are OpenSSL for both operations (the verifier's path before
+// libsodium), for comparison with row 0 / 5.
 
 bool OpenSslOp(EVP_MD_CTX* ctx, bool verify, const uint8_t* message, uint8_t* signature) {
   size_t len = 64;
@@ -292,20 +320,18 @@ void BM_Ed25519(benchmark::State& state) {
   // The same 52-byte message the library signs ("cocoon-audit-sig-v1\n" || hash).
   std::string message = std::string("cocoon-audit-sig-v1\n") + std::string(32, '\0');
   Signature sig = *signature;
-  FILE* file = std::fopen(verify ? (Dir().key + ".pub").c_str() : Dir().key.c_str(), "re");
-  EVP_PKEY* pkey = verify ? PEM_read_PUBKEY(file, nullptr, nullptr, nullptr)
-                          : PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
-  std::fclose(file);
+  EVP_PKEY* pkey = ReadBenchPkey(verify);
   MdCtxPtr ready = InitCtx(pkey, verify);
-  SignatureChecker checker;
   const auto* msg = reinterpret_cast<const uint8_t*>(message.data());
+  std::vector<Digest> digests;
   std::vector<std::string> messages;
   std::vector<Signature> signatures;
-  if (mode == 4) {
+  if (mode == 4 || mode == 5) {
     for (int i = 0; i < 1024; ++i) {
       Digest d{};
       d[0] = static_cast<uint8_t>(i);
       d[1] = static_cast<uint8_t>(i >> 8);
+      digests.push_back(d);
       messages.push_back(std::string("cocoon-audit-sig-v1\n") + std::string(d.begin(), d.end()));
       signatures.push_back(*key->Sign(d));
     }
@@ -316,7 +342,10 @@ void BM_Ed25519(benchmark::State& state) {
   for (auto _ : state) {
     bool ok = true;
     if (mode == 0) {
-      ok = verify ? checker.Verify(key->public_key(), digest, sig) : key->Sign(digest).ok();
+      ok = verify ? key->public_key().Verify(digest, sig) : key->Sign(digest).ok();
+    } else if (mode == 5) {
+      size_t k = done % digests.size();
+      ok = verify ? key->public_key().Verify(digests[k], signatures[k]) : key->Sign(digests[k]).ok();
     } else if (mode == 1) {
       ok = OpenSslOp(ready.get(), verify, msg, sig.data());
     } else if (mode == 2) {
@@ -341,8 +370,8 @@ void BM_Ed25519(benchmark::State& state) {
 }
 BENCHMARK(BM_Ed25519)
     ->ArgNames({"verify", "ctx"})
-    ->Args({0, 0})->Args({0, 1})->Args({0, 2})->Args({0, 3})->Args({0, 4})
-    ->Args({1, 0})->Args({1, 1})->Args({1, 2})->Args({1, 3})->Args({1, 4})
+    ->Args({0, 0})->Args({0, 1})->Args({0, 2})->Args({0, 3})->Args({0, 4})->Args({0, 5})
+    ->Args({1, 0})->Args({1, 1})->Args({1, 2})->Args({1, 3})->Args({1, 4})->Args({1, 5})
     ->UseRealTime()->MinTime(MinTime(1.0));
 
 }  // namespace

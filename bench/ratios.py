@@ -85,7 +85,8 @@ def ratios(report):
         if scan and find:
             put(f"find / breakout scan, {int(size) - 2} entries", find / scan, "higher")
     # Verification against the machine's own Ed25519 speed: lines verified per
-    # signature check OpenSSL can do on one core in the same run.
+    # signature check the library's path (ctx:0, libsodium) does on one core in
+    # the same run.
     audit = report.get("audit_bench")
     ed_verify_ns = _bench_median_time(audit, "BM_Ed25519/verify:1")
     signed = _rate(audit, "BM_Verify/sign_every:1/lines:20000/threads:1")

@@ -1,8 +1,8 @@
 # COCOON_STATIC_DEPS (issue 6): every `cocoon` command is a fresh process, and
 # with the libraries shared, ~35% of `cocoon --version` went to the dynamic
 # loader (symbol lookups for ~30k relocations in libcrypto, the ANTLR runtime,
-# libstdc++...). Debian ships archives of libcrypto, libseccomp, libcap and
-# the ANTLR runtime; the imported targets the modules link by name are pointed
+# libstdc++...). Debian ships archives of libcrypto, libseccomp, libcap,
+# libsodium and the ANTLR runtime; the imported targets the modules link by name are pointed
 # at them here, so no module's CMakeLists changes. spdlog and fmt have no
 # archive in Debian but ship header-only targets (the top-level CMakeLists
 # picks spdlog::spdlog_header_only), so with no shared C++ library left,
@@ -22,6 +22,7 @@ cocoon_find_archive(COCOON_CRYPTO_ARCHIVE libcrypto.a)
 cocoon_find_archive(COCOON_SECCOMP_ARCHIVE libseccomp.a)
 cocoon_find_archive(COCOON_CAP_ARCHIVE libcap.a)
 cocoon_find_archive(COCOON_ANTLR4_ARCHIVE libantlr4-runtime.a)
+cocoon_find_archive(COCOON_SODIUM_ARCHIVE libsodium.a)
 
 # libcrypto.a needs libdl/pthread (FindOpenSSL adds them only when it found
 # the archive itself).
@@ -30,6 +31,8 @@ set_target_properties(OpenSSL::Crypto PROPERTIES
   INTERFACE_LINK_LIBRARIES "Threads::Threads;${CMAKE_DL_LIBS}")
 set_property(TARGET PkgConfig::SECCOMP PROPERTY INTERFACE_LINK_LIBRARIES ${COCOON_SECCOMP_ARCHIVE})
 set_property(TARGET PkgConfig::LIBCAP PROPERTY INTERFACE_LINK_LIBRARIES ${COCOON_CAP_ARCHIVE})
+# libsodium.a (audit's Ed25519 verify) uses pthread for sodium_init's lock.
+set_property(TARGET PkgConfig::SODIUM PROPERTY INTERFACE_LINK_LIBRARIES "${COCOON_SODIUM_ARCHIVE};Threads::Threads")
 # grammar/CMakeLists.txt links ${ANTLR4_RUNTIME_LIB} from its find_library,
 # which keeps a cached value: set the cache entry to the archive.
 set(ANTLR4_RUNTIME_LIB ${COCOON_ANTLR4_ARCHIVE} CACHE FILEPATH "ANTLR4 C++ runtime (COCOON_STATIC_DEPS: the archive)" FORCE)

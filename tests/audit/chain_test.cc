@@ -495,22 +495,77 @@ TEST_F(ParallelVerifyTest, ChainAttacksAgree) {
   EXPECT_EQ(CompareThreads(7, [](auto& l) { l.erase(l.begin() + 30); }).line, 31u);
 }
 
-TEST_F(ChainTest, SignatureCheckerReusesContextsWithoutChangingVerdicts) {
+// Signatures are made by OpenSSL (SigningKey::Sign) and checked by libsodium
+// (PublicKey::Verify): every honest one must verify, any flipped bit must not.
+TEST_F(ChainTest, OpenSslSignaturesVerifyUnderLibsodium) {
   auto other = SigningKey::Generate();
   ASSERT_TRUE(other.ok());
-  SignatureChecker checker;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 64; ++i) {
     Digest hash = LineHash("line " + std::to_string(i));
     auto mine = key_.Sign(hash);
     auto theirs = other->Sign(hash);
     ASSERT_TRUE(mine.ok() && theirs.ok());
-    EXPECT_TRUE(checker.Verify(key_.public_key(), hash, *mine));
-    EXPECT_TRUE(checker.Verify(other->public_key(), hash, *theirs));
-    EXPECT_FALSE(checker.Verify(key_.public_key(), hash, *theirs));  // a failure does not poison the context
-    EXPECT_TRUE(checker.Verify(key_.public_key(), hash, *mine));
-    (*mine)[63] ^= 0x10;
-    EXPECT_FALSE(checker.Verify(key_.public_key(), hash, *mine));
+    EXPECT_TRUE(key_.public_key().Verify(hash, *mine)) << i;
+    EXPECT_TRUE(other->public_key().Verify(hash, *theirs)) << i;
+    EXPECT_FALSE(key_.public_key().Verify(hash, *theirs)) << i;  // another key's signature
+    Signature flipped = *mine;
+    flipped[(i * 37) % 64] ^= static_cast<uint8_t>(1u << (i % 8));  // a bit of R or of S
+    EXPECT_FALSE(key_.public_key().Verify(hash, flipped)) << i;
+    Digest edited = hash;
+    edited[i % 32] ^= 0x01;
+    EXPECT_FALSE(key_.public_key().Verify(edited, *mine)) << i;
   }
+  EXPECT_FALSE(PublicKey().Verify(LineHash("x"), *key_.Sign(LineHash("x"))));  // no key: nothing verifies
+}
+
+// S + L is the same scalar mod L, so a verifier that skipped RFC 8032's
+// "0 <= S < L" check would accept a second spelling of every signature.
+Signature AddGroupOrderToS(const Signature& signature) {
+  static constexpr uint8_t kL[32] = {0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
+                                     0xa2, 0xde, 0xf9, 0xde, 0x14, 0,    0,    0,    0,    0,    0,
+                                     0,    0,    0,    0,    0,    0,    0,    0,    0,    0x10};
+  Signature out = signature;
+  unsigned carry = 0;
+  for (int i = 0; i < 32; ++i) {  // little-endian; S < L < 2^253, so S + L < 2^256
+    unsigned sum = signature[32 + i] + kL[i] + carry;
+    out[32 + i] = static_cast<uint8_t>(sum);
+    carry = sum >> 8;
+  }
+  return out;
+}
+
+TEST_F(ChainTest, NonCanonicalSignatureScalarIsRejected) {
+  Digest hash = LineHash("line");
+  auto signature = key_.Sign(hash);
+  ASSERT_TRUE(signature.ok());
+  ASSERT_TRUE(key_.public_key().Verify(hash, *signature));
+  EXPECT_FALSE(key_.public_key().Verify(hash, AddGroupOrderToS(*signature)));
+  // The same re-spelled signature in a log line is caught as a bad signature.
+  VerifyReport report = Tamper([](auto& lines) {
+    json j = json::parse(lines[4]);
+    std::string sig = j["cocoon"]["integrity"]["sig"];
+    Signature raw{};
+    ASSERT_TRUE(Base64DecodeExact(sig, raw.data(), raw.size()));
+    raw = AddGroupOrderToS(raw);
+    j["cocoon"]["integrity"]["sig"] = Base64Encode(raw.data(), raw.size());
+    lines[4] = *Canonicalize(j);
+  });
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
+  EXPECT_EQ(report.line, 5u);
+  EXPECT_EQ(report.reason, "bad Ed25519 signature (line forged or re-signed)");
+}
+
+// The identity point as a key with R = identity and S = 0 satisfies the
+// cofactorless equation [S]B = R + [k]A for every message; libsodium refuses
+// small-order keys and R, so such a "key" in a trust file verifies nothing.
+TEST(AuditSignatures, SmallOrderKeyCannotVerifyAnything) {
+  std::string identity(32, '\0');
+  identity[0] = 1;
+  auto key = PublicKey::FromRaw(identity);
+  ASSERT_TRUE(key.ok());
+  Signature forged{};
+  forged[0] = 1;  // R = identity, S = 0
+  EXPECT_FALSE(key->Verify(LineHash("anything"), forged));
 }
 
 TEST(AuditEncoding, HexAndBase64AreStrict) {
