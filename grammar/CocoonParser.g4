@@ -7,6 +7,13 @@
 // including newlines, is insignificant: `limits { memory 1GiB processes 8 }`
 // and one statement per line are the same program. Comments go to the hidden
 // channel (not skipped) so that `cocoon fmt` can keep them.
+//
+// Speed (issue 2): the parser builds no parse tree; compiler/frontend/
+// parser.cc builds the AST from its rule entry and exit events. Every rule
+// the parser enters still costs a context object made, entered, exited and
+// freed, so the hot statements use token sets rather than one-token rules,
+// and alternatives are named in comments, not with `# label`s (a labelled
+// alternative makes a second context object on every use).
 parser grammar CocoonParser;
 
 options { tokenVocab = CocoonLexer; }
@@ -35,18 +42,18 @@ name
   ;
 
 profileStmt
-  : DESCRIPTION STRING                                   # descriptionStmt
-  | NETWORK (OFF | ON | ALLOW LBRACE endpoint* RBRACE)    # networkStmt
-  | FILESYSTEM LBRACE fsStmt* RBRACE                      # filesystemStmt
-  | LIMITS LBRACE limitStmt* RBRACE                       # limitsStmt
-  | SYSCALLS LBRACE syscallStmt* RBRACE                   # syscallsStmt
-  | ENVIRONMENT LBRACE envStmt* RBRACE                    # environmentStmt
-  | CWD pathArg                                          # cwdStmt
-  | HOSTNAME (IDENT | STRING)                            # hostnameStmt
-  | USER (HOSTPORT | NUMBER)                             # userStmt
-  | RUNTIME name LBRACE runtimeStmt* RBRACE              # runtimeBlock
-  | RELAXES relaxName+                                   # relaxesStmt
-  | IDENT anyArg* (LBRACE anyStmt* RBRACE)?              # unknownStmt
+  : DESCRIPTION STRING                                   // descriptionStmt
+  | NETWORK (OFF | ON | ALLOW LBRACE endpoint* RBRACE)    // networkStmt
+  | FILESYSTEM LBRACE fsStmt* RBRACE                      // filesystemStmt
+  | LIMITS LBRACE limitStmt* RBRACE                       // limitsStmt
+  | SYSCALLS LBRACE syscallStmt* RBRACE                   // syscallsStmt
+  | ENVIRONMENT LBRACE envStmt* RBRACE                    // environmentStmt
+  | CWD pathArg                                          // cwdStmt
+  | HOSTNAME (IDENT | STRING)                            // hostnameStmt
+  | USER (HOSTPORT | NUMBER)                             // userStmt
+  | RUNTIME name LBRACE runtimeStmt* RBRACE              // runtimeBlock
+  | RELAXES relaxName+                                   // relaxesStmt
+  | IDENT anyArg* (LBRACE anyStmt* RBRACE)?              // unknownStmt
   ;
 
 endpoint
@@ -60,14 +67,14 @@ pathArg
   ;
 
 fsStmt
-  : ROOT (HOST | ROOTFS pathArg)                         # rootStmt
-  | (READONLY | WRITABLE) OPTIONAL? bindSpec+           # bindStmt
-  | WORK pathArg (QUOTA value)? (STAGED | DIRECT)?       # workStmt
-  | COPY pathArg TO pathArg                              # copyStmt
-  | TMPFS pathArg (SIZE value)?                          # tmpfsStmt
-  | HIDE pathArg+                                        # hideStmt
-  | DEVICES LBRACE deviceStmt* RBRACE                    # devicesStmt
-  | IDENT anyArg* (LBRACE anyStmt* RBRACE)?              # unknownFsStmt
+  : ROOT (HOST | ROOTFS pathArg)                         // rootStmt
+  | (READONLY | WRITABLE) OPTIONAL? bindSpec+           // bindStmt
+  | WORK pathArg (QUOTA value)? (STAGED | DIRECT)?       // workStmt
+  | COPY pathArg TO pathArg                              // copyStmt
+  | TMPFS pathArg (SIZE value)?                          // tmpfsStmt
+  | HIDE pathArg+                                        // hideStmt
+  | DEVICES LBRACE deviceStmt* RBRACE                    // devicesStmt
+  | IDENT anyArg* (LBRACE anyStmt* RBRACE)?              // unknownFsStmt
   ;
 
 bindSpec
@@ -95,11 +102,11 @@ value
 // of a large policy. A syscall whose name is a keyword (`kill`) is written
 // as a string: "kill".
 syscallStmt
-  : DEFAULT action                                       # defaultStmt
+  : DEFAULT action                                       // defaultStmt
   | (ALLOW | DENY | KILL | LOG | NOTIFY | TRAP)          // the verb
     (IDENT | GROUP | STRING)+                            // syscalls and @groups
-    (IF condition)? (ERRNO (IDENT | NUMBER))?            # ruleStmt
-  | ARCH IDENT+                                          # archStmt
+    (IF condition)? (ERRNO (IDENT | NUMBER))?            // ruleStmt
+  | ARCH IDENT+                                          // archStmt
   ;
 
 action
@@ -120,14 +127,14 @@ conjunction
   ;
 
 predicate
-  : operand (EQ | NE | LT | LE | GT | GE) valueExpr      # comparePredicate
-  | operand IN LBRACE valueExpr (COMMA valueExpr)* COMMA? RBRACE   # inPredicate
-  | LPAREN condition RPAREN                              # parenPredicate
+  : operand (EQ | NE | LT | LE | GT | GE) valueExpr      // comparePredicate
+  | operand IN LBRACE valueExpr (COMMA valueExpr)* COMMA? RBRACE   // inPredicate
+  | LPAREN condition RPAREN                              // parenPredicate
   ;
 
 operand
-  : ARG                                                  # plainOperand
-  | LPAREN ARG AMP valueExpr RPAREN                      # maskedOperand
+  : ARG                                                  // plainOperand
+  | LPAREN ARG AMP valueExpr RPAREN                      // maskedOperand
   ;
 
 // Constants (numbers or names) may be or-ed: CLONE_NEWUSER | CLONE_NEWNS.
