@@ -84,7 +84,7 @@ class Layer {
     ir::MountKind kind;
     Span span;
   };
-  std::map<std::string, LayerMount>& layer_mounts() { return layer_mounts_; }
+  std::unordered_map<std::string, LayerMount>& layer_mounts() { return layer_mounts_; }
 
  private:
   const ProfileRef& ref_;
@@ -92,9 +92,11 @@ class Layer {
   State& state_;
   Diagnostics& diagnostics_;
   std::set<std::string> relaxed_;
-  std::map<std::string, Span> seen_;
+  // Only looked up, like layer_rules_: hashed (a 1 MiB policy sets tens of
+  // thousands of keys, and ordered maps compared their long shared prefixes).
+  std::unordered_map<std::string, Span> seen_;
   std::unordered_map<RuleKey, LayerRule, RuleKeyHash> layer_rules_;
-  std::map<std::string, LayerMount> layer_mounts_;
+  std::unordered_map<std::string, LayerMount> layer_mounts_;
 };
 
 // The sections (checker_*.cc).

@@ -239,8 +239,8 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
   }
 }
 
-void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const Dnf& dnf) {
-  std::vector<ir::Arch> arches(layer.state().arches.begin(), layer.state().arches.end());
+void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const Dnf& dnf,
+               const std::vector<ir::Arch>& arches) {
   if (target.kind == ast::WordKind::kGroup) {
     if (syscalls::FindGroup(target.text) == nullptr) {
       std::vector<std::string> names;
@@ -274,7 +274,8 @@ ir::Action VerbAction(const std::string& verb) {
   return {ir::ActionKind::kErrno, 1 /* EPERM */};
 }
 
-void ApplyRule(Layer& layer, const ast::Statement& stmt) {
+// `arches`: the profile's architectures, which decide the known syscalls.
+void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::Arch>& arches) {
   RuleStatement rule{VerbAction(stmt.keyword.text), stmt.span, {}};
   std::vector<const ast::Word*> targets;
   bool ok = true;  // keep going after a problem, to report every one
@@ -302,7 +303,7 @@ void ApplyRule(Layer& layer, const ast::Statement& stmt) {
     if (!ok) return;
     dnf.push_back({});
   }
-  for (const ast::Word* target : targets) AddTarget(layer, rule, *target, dnf);
+  for (const ast::Word* target : targets) AddTarget(layer, rule, *target, dnf, arches);
   if (!rule.reallowed.empty()) {
     std::string names;
     for (size_t i = 0; i < rule.reallowed.size() && i < 3; ++i) names += (i ? ", " : "") + Quote(rule.reallowed[i]);
@@ -367,8 +368,9 @@ void ApplySyscalls(Layer& layer, const ast::Statement& stmt) {
   for (const ast::Statement& s : stmt.block) {
     if (s.keyword.IsKeyword("default")) ApplyDefault(layer, s);
   }
+  const std::vector<ir::Arch> arches(layer.state().arches.begin(), layer.state().arches.end());
   for (const ast::Statement& s : stmt.block) {
-    if (!s.keyword.IsKeyword("arch") && !s.keyword.IsKeyword("default")) ApplyRule(layer, s);
+    if (!s.keyword.IsKeyword("arch") && !s.keyword.IsKeyword("default")) ApplyRule(layer, s, arches);
   }
 }
 
