@@ -118,12 +118,11 @@ action
   | TRAP
   ;
 
+// `and` binds tighter than `or`: a condition is an `or` of `and` groups.
+// The AST builder (compiler/frontend/parser.cc) makes the groups, rather
+// than a rule of its own per group entered for every condition.
 condition
-  : conjunction (OR conjunction)*
-  ;
-
-conjunction
-  : predicate (AND predicate)*
+  : predicate ((AND | OR) predicate)*
   ;
 
 predicate

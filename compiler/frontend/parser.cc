@@ -568,7 +568,7 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, co
 // that only group tokens (name, pathArg, value, action...) pass theirs on to
 // the enclosing statement, as the grammar's words in source order. The
 // AST's shape is the one the grammar gives: a statement rule is a Statement,
-// whose first token is its keyword; `condition`, `conjunction` and
+// whose first token is its keyword; `condition` (an `or` of `and` groups) and
 // `predicate` are Condition nodes; `valueExpr` is a ValueExpr.
 //
 // Only an error-free parse's AST is used. On a parse with syntax errors
@@ -613,10 +613,7 @@ class AstListener : public antlr4::tree::ParseTreeListener {
           statements_.back().condition_index = statements_.back().args.size();  // the words before `if`
         }
         conditions_.emplace_back().kind = ast::Condition::Kind::kOr;
-        sink = Sink::kCondition;
-        break;
-      case CocoonParser::RuleConjunction:
-        conditions_.emplace_back().kind = ast::Condition::Kind::kAnd;
+        conditions_.emplace_back().kind = ast::Condition::Kind::kAnd;  // its first `and` group
         sink = Sink::kCondition;
         break;
       case CocoonParser::RulePredicate:
@@ -654,7 +651,6 @@ class AstListener : public antlr4::tree::ParseTreeListener {
         if (!file_.profiles.empty()) file_.profiles.back().span = SpanOf(ctx);
         break;
       case CocoonParser::RuleCondition:
-      case CocoonParser::RuleConjunction:
       case CocoonParser::RulePredicate:
         ExitCondition(rule, ctx);
         break;
@@ -750,8 +746,14 @@ class AstListener : public antlr4::tree::ParseTreeListener {
   // predicate : operand (EQ | NE | LT | LE | GT | GE) valueExpr
   //           | operand IN '{' valueExpr (',' valueExpr)* ','? '}'
   //           | '(' condition ')'
-  // Tokens of `condition` and `conjunction` themselves (OR, AND) say nothing.
+  // condition : predicate ((AND | OR) predicate)*   -- OR ends an `and` group.
   void ConditionToken(antlr4::Token* token) {
+    if (frames_.back().rule == CocoonParser::RuleCondition) {
+      if (token->getType() == CocoonParser::OR && CloseGroup()) {
+        conditions_.emplace_back().kind = ast::Condition::Kind::kAnd;
+      }
+      return;
+    }
     if (conditions_.empty() || frames_.back().rule != CocoonParser::RulePredicate) return;
     ast::Condition& c = conditions_.back();
     switch (token->getType()) {
@@ -779,9 +781,25 @@ class AstListener : public antlr4::tree::ParseTreeListener {
     if (type == CocoonParser::LPAREN) conditions_.back().masked = true;
   }
 
-  // A condition or conjunction of one part is that part; a parenthesized
-  // condition is its predicate, spanning the parentheses.
+  // Ends the open `and` group of a condition, which spans its predicates,
+  // and adds it to the condition's `or`. A group of one is that predicate.
+  bool CloseGroup() {
+    if (conditions_.size() < 2) return false;
+    ast::Condition group = std::move(conditions_.back());
+    conditions_.pop_back();
+    if (!group.children.empty()) group.span = Span{group.children.front().span.begin, group.children.back().span.end};
+    if (group.children.size() == 1) {
+      ast::Condition only = std::move(group.children[0]);  // not `group = move(group.children[0])`: that frees its source
+      group = std::move(only);
+    }
+    conditions_.back().children.push_back(std::move(group));
+    return true;
+  }
+
+  // A condition of one group is that group; a parenthesized condition is
+  // its predicate, spanning the parentheses.
   void ExitCondition(size_t rule, antlr4::ParserRuleContext* ctx) {
+    if (rule == CocoonParser::RuleCondition && !CloseGroup()) return;
     if (conditions_.empty()) return;
     ast::Condition c = std::move(conditions_.back());
     conditions_.pop_back();
@@ -802,7 +820,7 @@ class AstListener : public antlr4::tree::ParseTreeListener {
     }
   }
 
-  // valueExpr : constant (PIPE constant)*   -- a mask, or a compared value
+  // valueExpr : (NUMBER | IDENT) (PIPE (NUMBER | IDENT))*   -- a mask, or a compared value
   void ExitValue(antlr4::ParserRuleContext* ctx) {
     if (values_.empty()) return;
     ast::ValueExpr v = std::move(values_.back());
@@ -865,7 +883,7 @@ class AstListener : public antlr4::tree::ParseTreeListener {
   ast::File file_;
   std::vector<Frame> frames_;                // one per rule the parser is in
   std::vector<ast::Statement> statements_;   // open statements, outermost first
-  std::vector<ast::Condition> conditions_;   // open condition, conjunction and predicate nodes
+  std::vector<ast::Condition> conditions_;   // open condition, `and` group and predicate nodes
   std::vector<ast::ValueExpr> values_;       // open valueExprs
 };
 
