@@ -401,6 +401,23 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
   return out;
 }
 
+void PrepareLibseccompForThreads() {
+  // seccomp_api_get() runs _seccomp_api_update() once per process: it
+  // probes seccomp(2) and, level by level, the TSYNC, LOG, KILL_PROCESS,
+  // SPEC_ALLOW, NEW_LISTENER, USER_NOTIF and TSYNC_ESRCH support, stopping
+  // at the first level the kernel lacks. At level 6 every probe a compile
+  // can reach is done.
+  if (seccomp_api_get() >= 6) return;
+  // Below it, the probes a compile can still reach are the actions checked
+  // by seccomp_init/seccomp_rule_add (db_col_action_valid) and, for a
+  // notify rule, the TSYNC_ESRCH flag (src/db.c): make them here.
+  for (uint32_t action : {SCMP_ACT_KILL_PROCESS, SCMP_ACT_LOG, SCMP_ACT_NOTIFY}) {
+    if (scmp_filter_ctx probe = seccomp_init(action)) seccomp_release(probe);
+  }
+  Context probe(seccomp_init(SCMP_ACT_ERRNO(ENOSYS)));
+  if (probe) (void)seccomp_rule_add(probe.get(), SCMP_ACT_NOTIFY, SCMP_SYS(getpid), 0);
+}
+
 ConnectRouting SeccompConnectRouting(const ir::Policy& policy) {
   // Allow-lists: connect goes to the enforcer's broker (effective_rules.h).
   return policy.network.mode == ir::NetworkMode::kAllowList ? ConnectRouting::kSupervisor : ConnectRouting::kFilter;

@@ -106,6 +106,13 @@ ConnectRouting SeccompConnectRouting(const ir::Policy& policy);
 // from one ComputeEffectiveSyscallForms call).
 Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules);
 
+// Fills libseccomp's process-wide state (the API level and the kernel
+// feature probes of src/api.c and src/system.c, which 2.5.4 fills lazily
+// and without a lock) on the calling thread. Call it before compiling on
+// another thread (the driver's linux worker); it is idempotent and cheap
+// after the first call. Separate filter contexts share nothing else.
+void PrepareLibseccompForThreads();
+
 // The json sidecar described above.
 std::string SeccompSidecarJson(const EffectiveSyscalls& rules, const CompiledSeccompFilter& filter,
                                SupervisedRouting routing);

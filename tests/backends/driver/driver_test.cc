@@ -81,6 +81,53 @@ TEST(CompileTargets, ManifestDescribesEveryArtifact) {
   EXPECT_FALSE(out.manifest.compiler_version.empty());
 }
 
+// The linux target compiles on a worker thread when other targets are
+// requested too: the result must be exactly what each target gives alone.
+TEST(CompileTargets, AllTargetsTogetherEqualEachTargetAlone) {
+  const std::vector<Target> targets = AvailableTargets();
+  auto together = CompileStrict();
+  std::vector<backends::Artifact> alone;
+  for (Target target : targets) {
+    auto out = driver::CompileTargets(testing::StrictPolicy(), {target});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    for (auto& artifact : out->artifacts) alone.push_back(std::move(artifact));
+  }
+  ASSERT_EQ(together.artifacts.size(), alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) {
+    EXPECT_EQ(together.artifacts[i].path, alone[i].path);
+    EXPECT_EQ(together.artifacts[i].bytes, alone[i].bytes) << alone[i].path;
+  }
+}
+
+// A failure on the worker thread (linux refuses a default that allows
+// without the policy saying so) is a status naming the target, never a crash
+// or a partial result; repeated, so a race would have chances to show.
+TEST(CompileTargets, LinuxFailureOnTheWorkerIsReportedWhole) {
+  if (AvailableTargets().front() != Target::kLinux) GTEST_SKIP() << "this build has no linux target";
+  ir::Policy policy = testing::StrictPolicy();
+  policy.syscalls.default_action = {ir::ActionKind::kAllow, 0};
+  policy.syscalls.default_explicitly_allows = false;
+  for (int i = 0; i < 20; ++i) {
+    auto out = driver::CompileTargets(policy, driver::AllTargets());
+    ASSERT_FALSE(out.ok());
+    EXPECT_NE(out.status().message().find("compiling target linux"), std::string::npos) << out.status().ToString();
+    EXPECT_NE(out.status().message().find("default action allows"), std::string::npos) << out.status().ToString();
+  }
+}
+
+// Two targets failing on two threads: the first in target order is the one
+// reported, as in a sequential compile.
+TEST(CompileTargets, FirstFailureInTargetOrderIsReported) {
+  if (AvailableTargets().front() != Target::kLinux) GTEST_SKIP() << "this build has no linux target";
+  ir::Policy policy = testing::StrictPolicy();
+  policy.syscalls.rules.push_back(testing::Rule("no_such_syscall_xyz", ir::ActionKind::kAllow));
+  auto linux_alone = driver::CompileTargets(policy, {Target::kLinux});
+  ASSERT_FALSE(linux_alone.ok());
+  auto all = driver::CompileTargets(policy, driver::AllTargets());
+  ASSERT_FALSE(all.ok());
+  EXPECT_EQ(all.status().ToString(), linux_alone.status().ToString());
+}
+
 TEST(CompiledDir, WriteThenLoadRoundTrips) {
   TempDir tmp;
   auto out = CompileStrict();
