@@ -5,7 +5,8 @@
 //     recursive-descent parser cannot overflow the stack;
 //  3. parses in two stages (fast SLL that bails at the first error, then full
 //     LL with recovery that gives up after a capped number of errors);
-//  4. turns the parse tree into the ANTLR-free AST of ast.h.
+//  4. builds the ANTLR-free AST of ast.h from the parser's rule events and
+//     tokens while it parses (no parse tree is built).
 #include "compiler/frontend/parser.h"
 
 #include <antlr4-runtime.h>
@@ -410,7 +411,7 @@ class DenseEdgeLexerSimulator : public antlr4::atn::LexerATNSimulator {
 
 // A token whose memory comes from its parse's arena (a
 // std::pmr::monotonic_buffer_resource that outlives every token) instead of
-// one malloc and free per token: a 1 MiB policy is ~290,000 tokens, and the
+// one malloc and free per token: a 1 MiB policy is ~145,000 tokens, and the
 // allocator's time was a quarter of checking it. The token stream owns and
 // deletes tokens as usual; delete only runs the destructor, and the arena
 // frees all their memory at once when the parse ends.
