@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/backends/seccomp/seccomp_backend.h"
 #include "compiler/driver/driver.h"
 #include "compiler/frontend/frontend.h"
 
@@ -97,6 +98,25 @@ BENCHMARK_CAPTURE(BM_CompileLinux, strict, std::string("strict"))
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MeasureProcessCPUTime();
+
+// The effective-rule phase the driver runs before the linux worker starts:
+// both forms in one pass (what it does) vs each form alone.
+void BM_EffectiveSyscalls(benchmark::State& state, int forms) {
+  const ir::Policy& policy = CheckedPolicy("strict");
+  const backends::ConnectRouting routing = backends::SeccompConnectRouting(policy);
+  for (auto _ : state) {
+    if (forms == 2) {
+      benchmark::DoNotOptimize(backends::ComputeEffectiveSyscallForms(policy.syscalls, routing));
+    } else {
+      benchmark::DoNotOptimize(backends::ComputeEffectiveSyscalls(
+          policy.syscalls, forms == 0 ? backends::PrologueGuardForm::kBpfPrefix : backends::PrologueGuardForm::kRules,
+          forms == 0 ? routing : backends::ConnectRouting::kFilter));
+    }
+  }
+}
+BENCHMARK_CAPTURE(BM_EffectiveSyscalls, both_forms, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EffectiveSyscalls, bpf_form, 0)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EffectiveSyscalls, rule_form, 1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -32,75 +32,48 @@ bool Wants(const std::vector<Target>& targets, Target target) {
 }
 
 // What several targets of one CompileTargets call would each compute: made
-// once here and handed down. It lives for that one call only (nothing is
-// kept across compiles, so a repeated compile pays the full cost).
-//  - linux and oci/k8s: the BPF-form and rule-form effective syscalls come
-//    from one ComputeEffectiveSyscallForms (most syscalls resolve once);
-//  - oci and k8s: the same seccomp profile, built and serialised once.
-// PrepareSharedWork makes the rules; the profile is built by
-// PrepareOciProfile on the calling thread while the linux target, which only
-// reads `bpf_rules`, compiles on its own (CompileTargets).
+// once and handed down. It lives for that one call only (nothing is kept
+// across compiles, so a repeated compile pays the full cost): oci and k8s
+// share one seccomp profile, built and serialised once, on the calling
+// thread. The linux target computes its own BPF-form effective rules on its
+// worker thread (CompileAll): sharing one ComputeEffectiveSyscallForms pass
+// with OCI would save CPU (~0.2 ms for strict) but put the whole pass
+// (~0.8 ms) before the worker could start, on the critical path; alone, the
+// BPF form takes ~0.2 ms there and the rule form ~0.45 ms here, in parallel.
 struct SharedWork {
-#ifdef COCOON_HAVE_BACKEND_SECCOMP
-  std::optional<backends::EffectiveSyscalls> bpf_rules;
-#endif
 #ifdef COCOON_HAVE_BACKEND_OCI
-  std::optional<backends::EffectiveSyscalls> oci_rules;  // consumed by PrepareOciProfile
   std::optional<Result<backends::oci::OciSeccompProfile>> oci_profile;
 #endif
 };
 
-bool WantsOci(const std::vector<Target>& targets) {
-  return Wants(targets, Target::kOci) || Wants(targets, Target::kKubernetes);
-}
-
 SharedWork PrepareSharedWork(const ir::Policy& policy, const std::vector<Target>& targets) {
   SharedWork shared;
-#if defined(COCOON_HAVE_BACKEND_SECCOMP) && defined(COCOON_HAVE_BACKEND_OCI)
-  if (Wants(targets, Target::kLinux) && WantsOci(targets)) {
-    backends::EffectiveSyscallForms forms =
-        backends::ComputeEffectiveSyscallForms(policy.syscalls, backends::SeccompConnectRouting(policy));
-    shared.bpf_rules = std::move(forms.bpf);
-    shared.oci_rules = std::move(forms.rules);
+#ifdef COCOON_HAVE_BACKEND_OCI
+  if (Wants(targets, Target::kOci) || Wants(targets, Target::kKubernetes)) {
+    shared.oci_profile = backends::oci::SeccompProfileFor(policy.syscalls);
   }
 #endif
   (void)policy, (void)targets;
   return shared;
 }
 
-// The OCI/Kubernetes profile, from the rule form PrepareSharedWork made (or
-// from scratch when the linux target was not requested).
-void PrepareOciProfile(const ir::Policy& policy, const std::vector<Target>& targets, SharedWork& shared) {
-#ifdef COCOON_HAVE_BACKEND_OCI
-  if (shared.oci_rules) {
-    shared.oci_profile = backends::oci::SeccompProfileFromRules(*std::move(shared.oci_rules));
-    shared.oci_rules.reset();
-  } else if (WantsOci(targets)) {
-    shared.oci_profile = backends::oci::SeccompProfileFor(policy.syscalls);
-  }
-#endif
-  (void)policy, (void)targets, (void)shared;
-}
-
-Result<std::vector<Artifact>> CompileLinux(const ir::Policy& policy, const SharedWork& shared) {
+Result<std::vector<Artifact>> CompileLinux(const ir::Policy& policy) {
 #if defined(COCOON_HAVE_BACKEND_SECCOMP) && defined(COCOON_HAVE_BACKEND_PLAN)
-  COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> out, shared.bpf_rules
-                                                         ? backends::CompileSeccompFromRules(policy, *shared.bpf_rules)
-                                                         : backends::CompileSeccomp(policy));
+  COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> out, backends::CompileSeccomp(policy));
   auto bpf = std::find_if(out.begin(), out.end(), [](const Artifact& a) { return a.path == "linux.seccomp.bpf"; });
   if (bpf == out.end()) return InternalError("seccomp back end produced no linux.seccomp.bpf");
   COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> plan, backends::CompileLinuxPlan(policy, *bpf));
   out.insert(out.end(), plan.begin(), plan.end());
   return out;
 #else
-  (void)policy, (void)shared;
+  (void)policy;
   return Unavailable(Target::kLinux, "seccomp BPF or launch-plan back end (cocoon_backend_seccomp/plan)");
 #endif
 }
 
 Result<std::vector<Artifact>> CompileOne(const ir::Policy& policy, Target target, const SharedWork& shared) {
   switch (target) {
-    case Target::kLinux: return CompileLinux(policy, shared);
+    case Target::kLinux: return CompileLinux(policy);
     case Target::kMacos:
 #ifdef COCOON_HAVE_BACKEND_SBPL
       return backends::CompileSbpl(policy);
@@ -144,32 +117,34 @@ TargetResult CompileOneNoThrow(const ir::Policy& policy, Target target, const Sh
 }
 
 // The linux target is most of a compile (libseccomp 2.5.4 builds the filter
-// and exports BPF and PFC, ~3.3 ms of strict's ~6.5 ms on one core) and
-// shares nothing mutable with the others, so when other targets are
-// requested it runs on a second thread while they compile on this one.
+// and exports BPF and PFC: ~3.3 ms of strict's ~6.5 ms on one core) and
+// shares nothing with the others, so when other targets are requested it
+// runs on a second thread while they compile on this one. (Two cores are a
+// fair resource for an in-process compile; on one core it costs only the
+// thread start, ~0.05 ms.)
 //
 // libseccomp and threads: each scmp_filter_ctx is its own heap object, used
-// here by the worker alone (the other back ends call only the read-only name
-// tables, src/arch.c). The library's process-wide state is the API level
-// (src/api.c seccomp_api_level) and the kernel feature probes
+// by the worker alone (the other back ends call only the read-only syscall
+// name tables, src/arch*.c). The library's process-wide state is the API
+// level (src/api.c seccomp_api_level) and the kernel feature probes
 // (src/system.c `state`), filled lazily and without a lock on first use;
-// PrepareLibseccompForThreads probes them here, before the thread exists.
+// PrepareLibseccompForThreads fills them here, before the thread exists.
 //
 // The returned future always holds a value (an exception on the worker
 // becomes a status); if no thread can be started the target is compiled
 // right here. A std::async future joins its thread when destroyed, so the
-// worker never outlives `policy` and `shared`, whatever path leaves the
-// caller.
-std::future<TargetResult> StartLinux(const ir::Policy& policy, const SharedWork& shared) {
+// worker never outlives `policy`, whatever path leaves the caller.
+std::future<TargetResult> StartLinux(const ir::Policy& policy) {
 #ifdef COCOON_HAVE_BACKEND_SECCOMP
   backends::PrepareLibseccompForThreads();
 #endif
+  // Linux uses no shared work: it gets an empty SharedWork of its own.
   try {
     return std::async(std::launch::async,
-                      [&policy, &shared] { return CompileOneNoThrow(policy, Target::kLinux, shared); });
+                      [&policy] { return CompileOneNoThrow(policy, Target::kLinux, SharedWork{}); });
   } catch (const std::system_error&) {  // no thread (EAGAIN): fall back to this one
     std::promise<TargetResult> inline_result;
-    inline_result.set_value(CompileOneNoThrow(policy, Target::kLinux, shared));
+    inline_result.set_value(CompileOneNoThrow(policy, Target::kLinux, SharedWork{}));
     return inline_result.get_future();
   }
 }
@@ -177,17 +152,14 @@ std::future<TargetResult> StartLinux(const ir::Policy& policy, const SharedWork&
 // Every requested target's result, in `targets` order. Each target runs to
 // completion even if another fails (the caller reports the first failure in
 // target order, as a sequential compile would, and returns no artifact).
-std::vector<std::optional<TargetResult>> CompileAll(const ir::Policy& policy, const std::vector<Target>& targets,
-                                                    SharedWork& shared) {
+std::vector<std::optional<TargetResult>> CompileAll(const ir::Policy& policy, const std::vector<Target>& targets) {
   std::vector<std::optional<TargetResult>> results(targets.size());
   const size_t linux_at =
       static_cast<size_t>(std::find(targets.begin(), targets.end(), Target::kLinux) - targets.begin());
   const bool linux_apart = linux_at < targets.size() && targets.size() > 1;
   std::future<TargetResult> linux;
-  // From here the worker reads shared.bpf_rules; this thread writes only
-  // shared.oci_rules/oci_profile (distinct members) and reads the policy.
-  if (linux_apart) linux = StartLinux(policy, shared);
-  PrepareOciProfile(policy, targets, shared);
+  if (linux_apart) linux = StartLinux(policy);
+  const SharedWork shared = PrepareSharedWork(policy, targets);
   for (size_t i = 0; i < targets.size(); ++i) {
     if (linux_apart && i == linux_at) continue;
     results[i] = CompileOneNoThrow(policy, targets[i], shared);
@@ -248,8 +220,7 @@ Result<std::vector<Target>> ParseTargets(std::string_view spec) {
 Result<CompileOutput> CompileTargets(const ir::Policy& policy, const std::vector<Target>& targets) {
   if (targets.empty()) return InvalidArgumentError("no target given");
   CompileOutput out;
-  SharedWork shared = PrepareSharedWork(policy, targets);
-  std::vector<std::optional<TargetResult>> results = CompileAll(policy, targets, shared);
+  std::vector<std::optional<TargetResult>> results = CompileAll(policy, targets);
   std::set<std::string> paths{std::string(kManifestFile)};
   std::set<std::string> seen_warnings;
   for (size_t i = 0; i < targets.size(); ++i) {
