@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "cli/command_registry.h"
 #include "cli/launch_util.h"
+#include "compiler/common/json_fd_writer.h"
 #include "enforcer/outcome.h"
 
 namespace cocoon::cli {
@@ -67,8 +69,13 @@ int RunEnforce(const EnforceOptions& options) {
     return RefusalExitCode(outcome.status());
   }
   if (options.json) {
-    std::string text = enforcer::OutcomeToJsonText(*outcome, 2) + "\n";
-    WriteAll(STDOUT_FILENO, text);
+    // Streamed, and the captured output moved rather than copied: the
+    // supervisor's memory stays within the output cap (json_fd_writer.h).
+    int status = enforcer::ShellExitStatus(*outcome);
+    if (!WriteJsonLine(STDOUT_FILENO, enforcer::OutcomeToJson(std::move(*outcome)), 2)) {
+      std::cerr << "cocoon enforce: cannot write the Outcome to stdout: " << std::strerror(errno) << "\n";
+    }
+    return status;
   } else {
     if (outcome->stdout_truncated || outcome->stderr_truncated) {
       std::cerr << "cocoon enforce: output truncated at the policy's cap (" << outcome->stdout_bytes << " stdout / "

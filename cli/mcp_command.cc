@@ -108,7 +108,7 @@ class SandboxExecutor : public mcp::Executor {
     mcp::ExecResult result;
     result.status = StatusOf(*outcome);
     result.exit_code = outcome->exit_code;
-    result.outcome = RunOutcomeJson(*outcome, run.policy);
+    result.outcome = RunOutcomeJson(std::move(*outcome), run.policy);
     // LaunchSandboxed wrote the launch event before the sandbox started (and
     // the exit events after); the reference ties this result to that line.
     result.audit_sequence = audit_reference->sequence;

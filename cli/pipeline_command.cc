@@ -18,6 +18,7 @@
 #include "cli/agent_run_util.h"
 #include "cli/command_registry.h"
 #include "cli/run_output_util.h"
+#include "compiler/common/json_fd_writer.h"
 
 namespace cocoon::cli {
 namespace {
@@ -112,7 +113,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
     return result;
   }
   *exit_status = enforcer::ShellExitStatus(*outcome);
-  result["outcome"] = RunOutcomeJson(*outcome, prepared->policy);
+  result["outcome"] = RunOutcomeJson(std::move(*outcome), prepared->policy);
   return result;
 }
 
@@ -152,7 +153,7 @@ int RunPipeline(const PipelineFlags& flags) {
                           {"total", {{"steps", steps->size()}, {"run", results.size()}, {"failed", failed},
                                      {"ok", failed == 0 && results.size() == steps->size()},
                                      {"exit_status", first_failure}, {"wall_ms", wall_ms}}}};
-    WriteAllFd(STDOUT_FILENO, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    WriteJsonLine(STDOUT_FILENO, out, 2);
   } else if (failed > 0) {
     std::cerr << "cocoon pipeline: " << failed << " step(s) failed" << (flags.keep_going ? "" : "; stopped") << "\n";
   }

@@ -1,13 +1,15 @@
 #include "cli/run_output_util.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <iostream>
 
 #include "cli/mcp/json_rpc.h"
+#include "compiler/common/json_fd_writer.h"
 
 namespace cocoon::cli {
 namespace {
@@ -108,7 +110,7 @@ void NdjsonStreamer::Finish(nlohmann::json outcome) {
   }
   outcome["stream"] = "outcome";
   outcome["seq"] = ++seq_;
-  WriteAllFd(fd_, outcome.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  WriteJsonLine(fd_, outcome);
 }
 
 Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request) {
@@ -118,8 +120,8 @@ Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest r
   return LaunchSandboxed(artifacts, std::move(request));
 }
 
-nlohmann::json RunOutcomeJson(const enforcer::Outcome& outcome, const QuickPolicy& policy) {
-  nlohmann::json j = enforcer::OutcomeToJson(outcome);
+nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& policy) {
+  nlohmann::json j = enforcer::OutcomeToJson(std::move(outcome));
   j["overrides"] = policy.overrides;
   j["notes"] = policy.notes;
   return j;
@@ -152,20 +154,25 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
     }
     return RefusalExitCode(outcome.status());
   }
-  nlohmann::json j = RunOutcomeJson(*outcome, run.policy);
+  int status = enforcer::ShellExitStatus(*outcome);
+  if (output.mode == RunOutputMode::kPassThrough) PrintOutcomeNotes(*outcome, output.command_name);
+  if (output.mode == RunOutputMode::kPassThrough && output.log_json.empty()) return status;
+  // From here the Outcome is only serialised: its captured output is moved
+  // into the JSON and streamed out (json_fd_writer.h), never copied whole.
+  nlohmann::json j = RunOutcomeJson(std::move(*outcome), run.policy);
   if (!output.log_json.empty()) {
-    std::ofstream log(output.log_json);
-    log << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    if (!log) std::cerr << output.command_name << ": cannot write " << output.log_json << "\n";
+    int fd = open(output.log_json.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || !WriteJsonLine(fd, j, 2)) {
+      std::cerr << output.command_name << ": cannot write " << output.log_json << ": " << std::strerror(errno) << "\n";
+    }
+    if (fd >= 0) close(fd);
   }
   if (output.mode == RunOutputMode::kJson) {
-    WriteAllFd(STDOUT_FILENO, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    WriteJsonLine(STDOUT_FILENO, j, 2);
   } else if (output.mode == RunOutputMode::kStream) {
-    streamer.Finish(j);
-  } else {
-    PrintOutcomeNotes(*outcome, output.command_name);
+    streamer.Finish(std::move(j));
   }
-  return enforcer::ShellExitStatus(*outcome);
+  return status;
 }
 
 }  // namespace cocoon::cli

@@ -32,7 +32,9 @@ std::string EnvOr(const std::string& value, const char* name);
 Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request);
 
 // OutcomeToJson plus what the flags did: {"overrides": [...], "notes": [...]}.
-nlohmann::json RunOutcomeJson(const enforcer::Outcome& outcome, const QuickPolicy& policy);
+// Takes the Outcome by value: callers move it in at its last use, so the
+// captured output (up to the cap) is moved into the JSON, not copied.
+nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& policy);
 
 // Launch + report; returns the process exit status.
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,

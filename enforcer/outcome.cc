@@ -100,6 +100,17 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
   return j;
 }
 
+nlohmann::json OutcomeToJson(Outcome&& outcome) {
+  std::string stdout_data = std::move(outcome.stdout_data);
+  std::string stderr_data = std::move(outcome.stderr_data);
+  outcome.stdout_data.clear();
+  outcome.stderr_data.clear();
+  nlohmann::json j = OutcomeToJson(static_cast<const Outcome&>(outcome));
+  j["stdout"] = std::move(stdout_data);
+  j["stderr"] = std::move(stderr_data);
+  return j;
+}
+
 std::string OutcomeToJsonText(const Outcome& outcome, int indent) {
   return OutcomeToJson(outcome).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -119,6 +119,9 @@ std::string_view LimitMechanismName(LimitMechanism mechanism);
 int ShellExitStatus(const Outcome& outcome);
 
 nlohmann::json OutcomeToJson(const Outcome& outcome);
+// The same, moving the captured stdout/stderr into the JSON instead of
+// copying them (up to the output cap each): for the last use of an Outcome.
+nlohmann::json OutcomeToJson(Outcome&& outcome);
 
 // OutcomeToJson serialised; invalid UTF-8 in the captured output is replaced
 // with U+FFFD (nlohmann's dump would throw). indent < 0: one line.

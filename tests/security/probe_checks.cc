@@ -221,7 +221,7 @@ void VerifyDiskFill(Context& ctx, const LaunchResult& r, const Verdict& v) {
   }
 }
 
-void VerifyOutputFlood(Context&, const LaunchResult& r, const Verdict& v) {
+void VerifyOutputFlood(Context& ctx, const LaunchResult& r, const Verdict& v) {
   ASSERT_TRUE(r.outcome.has_value());
   const auto& o = *r.outcome;
   EXPECT_TRUE(JsonBool(o, "stdout_truncated")) << "a 1 GiB flood must be marked truncated";
@@ -238,10 +238,31 @@ void VerifyOutputFlood(Context&, const LaunchResult& r, const Verdict& v) {
       EXPECT_EQ(counted, wrote) << "stdout_bytes must count everything the command wrote";
     }
   }
-  // wait4(2) on cocoon: its own peak RSS (the probe it reaped is ~1 MiB).
+  // wait4(2) on cocoon: its own peak RSS (the probe it reaped is ~2 MiB).
   long max_rss_kib = r.usage.ru_maxrss;
   ::testing::Test::RecordProperty("cocoon_max_rss_kib", static_cast<int>(max_rss_kib));
   EXPECT_LT(max_rss_kib, 64 * 1024) << "the supervisor's RSS grew with the flood";
+  // Issue 4: the flood must not grow the supervisor's memory beyond the cap.
+  // Both figures come from rss_meter (wait4 from the test binary would count
+  // the test's own memory, see rss_meter.c): this flood and the same launch
+  // running /bin/true. The slack covers the drain buffers and the JSON
+  // document's own overhead. Escaping must not count: a NUL is six
+  // characters of JSON, and the Outcome text is streamed out rather than
+  // built (compiler/common/json_fd_writer.h).
+  if (cap > 0) {
+    LaunchOptions measured = ctx.launch;
+    measured.measure_rss = true;
+    LaunchResult flood = Launch(measured);
+    measured.command = {"/bin/true"};
+    LaunchResult quiet = Launch(measured);
+    ASSERT_GT(flood.cocoon_max_rss_kib, 0) << flood.Describe();
+    ASSERT_GT(quiet.cocoon_max_rss_kib, 0) << quiet.Describe();
+    long growth_kib = flood.cocoon_max_rss_kib - quiet.cocoon_max_rss_kib;
+    ::testing::Test::RecordProperty("cocoon_rss_growth_kib", static_cast<int>(growth_kib));
+    EXPECT_LE(growth_kib, cap / 1024 + 2048)
+        << "the supervisor grew by " << growth_kib << " KiB over a /bin/true launch (" << quiet.cocoon_max_rss_kib
+        << " KiB) for an output cap of " << cap / 1024 << " KiB";
+  }
 }
 
 void VerifyTimedOut(Context&, const LaunchResult& r, const Verdict&) {

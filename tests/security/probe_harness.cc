@@ -289,6 +289,7 @@ std::string Scratch::StageProbe(const std::string& name, const std::string& as) 
 
 LaunchResult Launch(const LaunchOptions& options) {
   std::vector<std::string> argv{COCOON_BINARY, "enforce"};
+  if (options.measure_rss) argv.insert(argv.begin(), COCOON_RSS_METER);
   argv.insert(argv.end(), options.cocoon_args.begin(), options.cocoon_args.end());
   argv.push_back("--");
   argv.insert(argv.end(), options.command.begin(), options.command.end());
@@ -297,6 +298,11 @@ LaunchResult Launch(const LaunchOptions& options) {
   if (brace != std::string::npos) {
     auto parsed = nlohmann::json::parse(r.out.substr(brace), nullptr, /*allow_exceptions=*/false);
     if (parsed.is_object()) r.outcome = std::move(parsed);
+  }
+  const std::string meter_tag = "RSS_METER maxrss_kib=";
+  auto meter = r.err.rfind(meter_tag);
+  if (options.measure_rss && meter != std::string::npos) {
+    r.cocoon_max_rss_kib = std::strtol(r.err.c_str() + meter + meter_tag.size(), nullptr, 10);
   }
   return r;
 }

@@ -74,6 +74,7 @@ struct LaunchOptions {
   std::string ctty_slave;                // pty slave: becomes stdin and controlling tty
   int timeout_s = 180;                   // the harness's own watchdog
   size_t capture_limit = 64u << 20;      // bytes of cocoon's stdout kept
+  bool measure_rss = false;              // run cocoon under rss_meter (LaunchResult::cocoon_max_rss_kib)
 };
 
 struct LaunchResult {
@@ -88,6 +89,7 @@ struct LaunchResult {
   struct rusage usage {};     // wait4(2) on cocoon: max RSS of cocoon and what it reaped
   double wall_s = 0;
   std::optional<nlohmann::json> outcome;  // parsed --json Outcome
+  long cocoon_max_rss_kib = -1;           // with measure_rss: cocoon's own peak (rss_meter.c)
   std::string Describe() const;           // for failure messages
 };
 

@@ -79,6 +79,7 @@ std::vector<ProbeCase> AllCases() {
   all.push_back(memory);
   all.push_back(Case("disk_fill", "disk_fill", {"max_mib=2048"}, nullptr, VerifyDiskFill));
   all.push_back(Case("output_flood_1gib", "output_flood", {"mib=1024"}, nullptr, VerifyOutputFlood));
+  all.push_back(Case("output_flood_nul_256mib", "output_flood", {"mib=256", "byte=0"}, nullptr, VerifyOutputFlood));
   ProbeCase loop = Case("infinite_loop_timeout", "infinite_loop", {"op=spin"}, nullptr, VerifyTimedOut);
   loop.expect = Expect::kTimeout;
   all.push_back(loop);

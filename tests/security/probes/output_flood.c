@@ -1,4 +1,6 @@
-/* Probe: flood stdout with mib= (default 1024) MiB. The supervisor must keep
+/* Probe: flood stdout with mib= (default 1024) MiB of byte= (default 'A',
+ * in lines of 64; byte=0 writes NULs, which JSON escapes to six characters
+ * each). The supervisor must keep
  * draining (no deadlock), cap what it keeps, mark the Outcome truncated, and
  * keep its own memory bounded: the harness checks stdout_truncated, the size
  * of the captured stdout, and cocoon's max RSS from wait4(2). The verdict goes
@@ -11,9 +13,12 @@ int main(int argc, char** argv) {
   probe_verdict_to_stderr();
   signal(SIGPIPE, SIG_IGN);
   long mib = (long)probe_arg_ll("mib", 1024);
+  long byte = (long)probe_arg_ll("byte", 'A');
   static char chunk[1 << 20];
-  memset(chunk, 'A', sizeof chunk);
-  for (size_t i = 63; i < sizeof chunk; i += 64) chunk[i] = '\n';
+  memset(chunk, (int)byte, sizeof chunk);
+  if (byte != 0) {
+    for (size_t i = 63; i < sizeof chunk; i += 64) chunk[i] = '\n';
+  }
   long long total = 0;
   for (long i = 0; i < mib; ++i) {
     size_t off = 0;
