@@ -109,11 +109,13 @@ class Loader {
     return out;
   }
 
-  // Shows paths relative to the current directory when that is shorter.
+  // Shows a file under the current directory relative to it (as compilers
+  // do); anything else keeps its absolute path: "../work/main/x.cocoon" from
+  // /tmp says less than "/work/main/x.cocoon" and is no shorter.
   static std::string DisplayName(const std::string& path) {
     std::error_code ec;
     fs::path relative = fs::relative(path, fs::current_path(ec), ec);
-    if (ec || relative.empty() || relative.string().rfind("../../", 0) == 0) return path;
+    if (ec || relative.empty() || *relative.begin() == "..") return path;
     return relative.string();
   }
 
