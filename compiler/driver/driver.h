@@ -36,6 +36,10 @@ struct CompileOutput {
 
 // Fails if any requested target fails or is not part of this build
 // ("target linux unavailable: ..."): a partial result is never returned.
+// When linux and another target are requested, linux (libseccomp's filter
+// build and exports, the bulk of a compile) runs on a second thread, joined
+// before returning; the output is the same bytes as target by target, and a
+// failure is reported as the first failing target in `targets` order.
 Result<CompileOutput> CompileTargets(const ir::Policy& policy, const std::vector<Target>& targets);
 
 // Writes every artifact and manifest.json into a fresh temporary directory
