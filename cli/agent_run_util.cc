@@ -1,4 +1,5 @@
 #include "cli/agent_run_util.h"
+#include "cli/frontend_util.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -31,6 +32,7 @@ struct Base {
 
 Result<ir::Policy> CompileFile(const std::string& path, const std::string& profile) {
   frontend::FrontendOptions options;
+  AddBackEndChecks(options);
   Diagnostics diagnostics(options.diagnostics);
   auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
   if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check");
@@ -349,6 +351,7 @@ Result<PreparedRun> PrepareRun(RunSpec spec) {
 
 Result<ir::Policy> CompileQuickPolicy(const QuickPolicy& policy, std::string* warnings) {
   frontend::FrontendOptions options;
+  AddBackEndChecks(options);
   Diagnostics diagnostics(options.diagnostics);
   auto compiled = frontend::CompilePolicyText("<cocoon run flags>", policy.text, policy.profile, options, diagnostics);
   if (!compiled) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/frontend_util.h"
 #include "compiler/frontend/frontend.h"
 
 namespace cocoon::cli {
@@ -21,6 +22,7 @@ int RunCheck(const CheckOptions& options) {
   frontend::FrontendOptions frontend_options;
   frontend_options.search_paths = options.include_dirs;
   frontend_options.diagnostics.max_errors = options.max_errors;
+  AddBackEndChecks(frontend_options);
   bool clean = true;
   nlohmann::json reports = nlohmann::json::array();
   for (const std::string& file : options.files) {

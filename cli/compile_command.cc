@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/command_registry.h"
+#include "cli/frontend_util.h"
 #include "compiler/driver/driver.h"
 #include "compiler/frontend/frontend.h"
 
@@ -27,6 +28,7 @@ int RunCompile(const CompileOptions& options) {
   }
   frontend::FrontendOptions frontend_options;
   frontend_options.search_paths = options.include_dirs;
+  AddBackEndChecks(frontend_options);
   Diagnostics diagnostics(frontend_options.diagnostics);
   auto policy = frontend::CompilePolicyFile(options.policy, options.profile, frontend_options, diagnostics);
   std::cerr << diagnostics.Render();

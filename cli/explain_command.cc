@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/frontend_util.h"
 #include "compiler/backends/artifact.h"
 #include "compiler/frontend/frontend.h"
 
@@ -50,6 +51,7 @@ int AppendLinuxStats(const ir::Policy& policy) {
 int RunExplain(const ExplainOptions& options) {
   frontend::FrontendOptions frontend_options;
   frontend_options.search_paths = options.include_dirs;
+  AddBackEndChecks(frontend_options);
   Diagnostics diagnostics(frontend_options.diagnostics);
   std::optional<ir::Policy> policy =
       frontend::CompilePolicyFile(options.file, options.profile, frontend_options, diagnostics);

@@ -15,6 +15,7 @@
 #include "audit/audit_log.h"
 #include "audit/events.h"
 #include "audit/outcome_events.h"
+#include "cli/frontend_util.h"
 #include "compiler/backends/artifact.h"
 #include "compiler/common/digest.h"
 #include "compiler/frontend/frontend.h"
@@ -90,6 +91,7 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir) {
 
 Result<enforcer::CompiledLinuxArtifacts> CompilePolicy(const std::string& path, const std::string& profile) {
   frontend::FrontendOptions options;
+  AddBackEndChecks(options);
   Diagnostics diagnostics(options.diagnostics);
   auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
   if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check; refusing to run");

@@ -341,7 +341,7 @@ std::optional<std::string> SelectProfile(const Program& program, const std::stri
 }
 
 std::optional<ir::Policy> CheckProfile(const Program& program, const std::string& profile,
-                                       Diagnostics& diagnostics) {
+                                       Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
   auto chain = Lineage(program, profile, diagnostics);
   if (!chain) return std::nullopt;
@@ -364,7 +364,20 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
   }
   state.policy.name = profile;
   if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;
-  return Finalize(state, program);
+  ir::Policy policy = Finalize(state, program);
+  if (!rule_check) return policy;
+  std::vector<ir::SyscallRuleProblem> problems = rule_check(policy);
+  for (const ir::SyscallRuleProblem& problem : problems) {
+    auto site = state.rule_sites.find(problem.syscall);
+    const bool located = site != state.rule_sites.end() && site->second.source != nullptr;
+    diagnostics.Error(located ? site->second.source : self.file->source,
+                      located ? site->second.span : self.profile->name.span, problem.message,
+                      "seccomp compares each argument of a rule once, and rules of different actions "
+                      "for one syscall must not partly overlap: split or narrow the conditions (docs/language.md, "
+                      "Syscalls, Conditions)");
+  }
+  if (!problems.empty()) return std::nullopt;
+  return policy;
 }
 
 }  // namespace cocoon::frontend

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/common/diagnostics.h"
+#include "compiler/frontend/frontend.h"  // SyscallRuleCheck
 #include "compiler/frontend/loader.h"
 #include "compiler/ir/policy_ir.h"
 
@@ -21,8 +22,9 @@ namespace cocoon::frontend {
 std::optional<std::string> SelectProfile(const Program& program, const std::string& requested,
                                          Diagnostics& diagnostics);
 
-// Compiles one profile of the program. nullopt when it has errors.
+// Compiles one profile of the program. nullopt when it has errors, including
+// the problems `rule_check` (when set) finds in its syscall rules.
 std::optional<ir::Policy> CheckProfile(const Program& program, const std::string& profile,
-                                       Diagnostics& diagnostics);
+                                       Diagnostics& diagnostics, const SyscallRuleCheck& rule_check = {});
 
 }  // namespace cocoon::frontend

@@ -43,6 +43,14 @@ struct State {
   std::map<std::string, std::string> env_set;
   std::set<std::string> env_pass;
   bool has_syscalls = false;
+  // Per syscall, the statement that last set one of its rules (a rule naming
+  // it beats a group): where a back end's problem with them is reported.
+  struct RuleSite {
+    SourcePtr source;
+    Span span;
+    bool from_group = false;
+  };
+  std::map<std::string, RuleSite> rule_sites;
 };
 
 // One profile being applied on top of its parent's State.

@@ -227,6 +227,10 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
   if (inserted && existed && Permissiveness(previous->second.rule.action) <= 2 && Permissiveness(stmt.action) > 2) {
     stmt.reallowed.push_back(name);
   }
+  State::RuleSite& site = layer.state().rule_sites[name];
+  if (site.source == nullptr || from_group <= site.from_group) {
+    site = State::RuleSite{layer.file().source, stmt.span, from_group};
+  }
   RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group};
   if (existed) {
     previous->second = std::move(entry);

@@ -29,11 +29,11 @@ LoadOptions MakeLoadOptions(const FrontendOptions& options) {
 }
 
 std::optional<ir::Policy> CompileProgram(const Program& program, const std::string& profile,
-                                         Diagnostics& diagnostics) {
+                                         const FrontendOptions& options, Diagnostics& diagnostics) {
   if (diagnostics.has_errors() || program.root() == nullptr) return std::nullopt;
   std::optional<std::string> name = SelectProfile(program, profile, diagnostics);
   if (!name) return std::nullopt;
-  return CheckProfile(program, *name, diagnostics);
+  return CheckProfile(program, *name, diagnostics, options.syscall_rule_check);
 }
 
 // Adds the diagnostics of `from` to `to`, skipping exact repeats (a parent's
@@ -70,14 +70,14 @@ std::vector<std::string> DefaultSearchPaths() {
 std::optional<ir::Policy> CompilePolicyFile(const std::string& path, const std::string& profile,
                                             const FrontendOptions& options, Diagnostics& diagnostics) {
   Program program = LoadProgramFromFile(path, MakeLoadOptions(options), diagnostics);
-  return CompileProgram(program, profile, diagnostics);
+  return CompileProgram(program, profile, options, diagnostics);
 }
 
 std::optional<ir::Policy> CompilePolicyText(const std::string& display_name, const std::string& text,
                                             const std::string& profile, const FrontendOptions& options,
                                             Diagnostics& diagnostics) {
   Program program = LoadProgramFromText(display_name, text, MakeLoadOptions(options), diagnostics);
-  return CompileProgram(program, profile, diagnostics);
+  return CompileProgram(program, profile, options, diagnostics);
 }
 
 bool CheckPolicyFile(const std::string& path, const std::string& profile, const FrontendOptions& options,
@@ -93,7 +93,7 @@ bool CheckPolicyFile(const std::string& path, const std::string& profile, const 
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
   for (const std::string& name : names) {
     Diagnostics one(options.diagnostics);
-    CheckProfile(program, name, one);
+    CheckProfile(program, name, one, options.syscall_rule_check);
     MergeUnique(one, diagnostics, seen);
   }
   return !diagnostics.has_errors();

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,13 @@
 
 namespace cocoon::frontend {
 
+// Run on each checked profile; each problem is an error at the statement
+// that made the syscall's rules. The seccomp back end's check
+// (backends::SyscallRuleProblems: rule sets seccomp cannot express) is
+// wired in by the CLI (cli/frontend_util.h), compile_fuzzer and the tests;
+// the front end does not link the back ends, so it cannot call it itself.
+using SyscallRuleCheck = std::function<std::vector<ir::SyscallRuleProblem>(const ir::Policy&)>;
+
 struct FrontendOptions {
   std::vector<std::string> search_paths;  // -I DIR, searched before the defaults
   size_t max_file_bytes = 4 << 20;
@@ -29,6 +37,7 @@ struct FrontendOptions {
   size_t max_nesting = 64;
   DiagnosticsOptions diagnostics;         // the cap callers should give their Diagnostics
   DfaReuse dfa_reuse = DfaReuse::kPerParse;  // see parser.h
+  SyscallRuleCheck syscall_rule_check;    // empty: none
 };
 
 // $COCOON_POLICY_PATH (colon-separated) when set, else the repo's policies/

@@ -155,6 +155,15 @@ struct SyscallRule {
 
 enum class Arch { kX86_64, kX32, kX86, kAarch64 };
 
+// A set of syscall rules a back end cannot express (e.g. two exceptions on
+// one argument of an allowed syscall): the checker reports it at the policy
+// statement that made `syscall`'s rules (frontend::FrontendOptions::
+// syscall_rule_check, backends::SyscallRuleProblems).
+struct SyscallRuleProblem {
+  std::string syscall;
+  std::string message;
+};
+
 struct Syscalls {
   // Applies to every syscall no rule matches. Explicit by construction: the
   // checker fills it from the policy or the built-in default (errno ENOSYS).

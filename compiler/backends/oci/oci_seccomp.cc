@@ -122,7 +122,7 @@ Result<OciSeccompProfile> SeccompProfileFromRules(EffectiveSyscalls rules) {
   // made conflict-free has no rules at all in `rules`, so emitting the rest
   // would hand that syscall to the default action (with `default allow`, a
   // denial would silently vanish).
-  if (!rules.errors.empty()) return InvalidArgumentError("seccomp profile: " + rules.errors.front());
+  if (!rules.errors.empty()) return InvalidArgumentError("seccomp profile: " + rules.errors.front().message);
   OciSeccompProfile profile;
   profile.text = SeccompToOci(rules, profile.translation_warnings).dump(2);
   profile.rule_warnings = std::move(rules.warnings);

@@ -245,8 +245,9 @@ void ResolveSyscall(std::span<Candidate> rules, const ir::Action& default_action
     std::optional<Conjunction> own = Normalize(c.rule.conditions, &outcome);
     if (!own) {
       if (outcome == MergeOutcome::kUnrepresentable) {
-        out.errors.push_back("syscall rule " + Describe(c.rule) +
-                             ": its conditions on one argument cannot be combined into a single comparison");
+        out.errors.push_back({c.rule.name, "syscall rule " + Describe(c.rule) +
+                                               ": its conditions on one argument cannot be combined into a single "
+                                               "comparison"});
       }
       continue;  // kEmpty: the rule can never match
     }
@@ -257,15 +258,15 @@ void ResolveSyscall(std::span<Candidate> rules, const ir::Action& default_action
       for (const Conjunction& piece : pieces) {
         std::optional<std::vector<Conjunction>> rest = Subtract(piece, higher.conditions);
         if (!rest) {
-          out.errors.push_back("syscall rule " + Describe(c.rule) +
-                               " overlaps a more restrictive rule in a way seccomp cannot express");
+          out.errors.push_back({c.rule.name, "syscall rule " + Describe(c.rule) +
+                                                 " overlaps a more restrictive rule in a way seccomp cannot express"});
           return;
         }
         next.insert(next.end(), rest->begin(), rest->end());
       }
       pieces = std::move(next);
       if (pieces.size() + accepted.size() > kMaxPiecesPerSyscall) {
-        out.errors.push_back("syscall " + c.rule.name + ": too many overlapping conditional rules");
+        out.errors.push_back({c.rule.name, "syscall " + c.rule.name + ": too many overlapping conditional rules"});
         return;
       }
     }

@@ -19,8 +19,14 @@ struct EffectiveSyscalls {
   std::vector<std::string> warnings;   // e.g. "policy reopens bpf"
   // Non-empty when the rules cannot be expressed faithfully as seccomp rules
   // (e.g. `arg0 > 2 and arg0 < 9`: one comparison per argument). Back ends
-  // must refuse to emit anything then (fail closed).
-  std::vector<std::string> errors;
+  // must refuse to emit anything then (fail closed); the checker reports
+  // them at the policy's rule for `syscall` (SyscallRuleProblems below).
+  struct Error {
+    std::string syscall;
+    std::string message;
+    bool operator==(const Error&) const = default;
+  };
+  std::vector<Error> errors;
   // PrologueGuardForm::kBpfPrefix only: ioctl commands (compared on the low 32
   // bits of arg 1) that the BPF back end denies with errno(EPERM) in a
   // hand-written prefix that runs before libseccomp's program. The prologue's

@@ -346,7 +346,7 @@ bool Permissive(const ir::Action& action) {
 
 Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
                                                  const SeccompFilterOptions& options) {
-  if (!rules.errors.empty()) return InvalidArgumentError(rules.errors.front());
+  if (!rules.errors.empty()) return InvalidArgumentError(rules.errors.front().message);
   if (Permissive(rules.default_action) && options.default_allowance != DefaultAllowance::kPolicyExplicit) {
     return FailedPreconditionError(
         "refusing to emit a seccomp filter whose default action allows: the policy must say `default allow` "
@@ -421,6 +421,20 @@ void PrepareLibseccompForThreads() {
 ConnectRouting SeccompConnectRouting(const ir::Policy& policy) {
   // Allow-lists: connect goes to the enforcer's broker (effective_rules.h).
   return policy.network.mode == ir::NetworkMode::kAllowList ? ConnectRouting::kSupervisor : ConnectRouting::kFilter;
+}
+
+std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy) {
+  EffectiveSyscallForms forms = ComputeEffectiveSyscallForms(policy.syscalls, SeccompConnectRouting(policy));
+  std::vector<ir::SyscallRuleProblem> problems;
+  for (std::vector<EffectiveSyscalls::Error>* errors : {&forms.bpf.errors, &forms.rules.errors}) {
+    for (EffectiveSyscalls::Error& error : *errors) {
+      bool seen = std::any_of(problems.begin(), problems.end(), [&](const ir::SyscallRuleProblem& known) {
+        return known.syscall == error.syscall && known.message == error.message;
+      });
+      if (!seen) problems.push_back({std::move(error.syscall), std::move(error.message)});
+    }
+  }
+  return problems;
 }
 
 Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {

@@ -92,7 +92,8 @@ TEST(EffectiveRules, UnrepresentableIsAnError) {
   AddRule(s, "read", Allow(), {{0, ir::CompareOp::kGt, 2, 0}, {0, ir::CompareOp::kLt, 9, 0}});
   EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
   ASSERT_FALSE(e.errors.empty());
-  EXPECT_NE(e.errors[0].find("read"), std::string::npos);
+  EXPECT_EQ(e.errors[0].syscall, "read");
+  EXPECT_NE(e.errors[0].message.find("read"), std::string::npos);
 }
 
 TEST(EffectiveRules, SortedAndDeterministic) {

@@ -1,0 +1,14 @@
+// Front-end options every `cocoon` command that checks a policy uses.
+#pragma once
+
+#include "compiler/frontend/frontend.h"
+
+namespace cocoon::cli {
+
+// Wires the back ends' checks of a checked profile into the front end
+// (frontend::FrontendOptions::syscall_rule_check): a syscall rule set that
+// seccomp cannot express is then a `cocoon check` error at the policy's
+// statement, not a `cocoon compile` refusal without a location.
+void AddBackEndChecks(frontend::FrontendOptions& options);
+
+}  // namespace cocoon::cli
