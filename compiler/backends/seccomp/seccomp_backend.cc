@@ -424,15 +424,15 @@ ConnectRouting SeccompConnectRouting(const ir::Policy& policy) {
 }
 
 std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy) {
-  EffectiveSyscallForms forms = ComputeEffectiveSyscallForms(policy.syscalls, SeccompConnectRouting(policy));
+  // The filter's form only: the one `cocoon enforce` loads. The rule form
+  // (OCI, Kubernetes) expresses the prologue's guards as rules and can fail
+  // where the filter does not (moby's `allow socket if arg0 > 0x28` against
+  // the socket-family guard); those targets still refuse at compile time.
   std::vector<ir::SyscallRuleProblem> problems;
-  for (std::vector<EffectiveSyscalls::Error>* errors : {&forms.bpf.errors, &forms.rules.errors}) {
-    for (EffectiveSyscalls::Error& error : *errors) {
-      bool seen = std::any_of(problems.begin(), problems.end(), [&](const ir::SyscallRuleProblem& known) {
-        return known.syscall == error.syscall && known.message == error.message;
-      });
-      if (!seen) problems.push_back({std::move(error.syscall), std::move(error.message)});
-    }
+  EffectiveSyscalls rules =
+      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy));
+  for (EffectiveSyscalls::Error& error : rules.errors) {
+    problems.push_back({std::move(error.syscall), std::move(error.message)});
   }
   return problems;
 }

@@ -100,10 +100,12 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
 // for `network allow { ... }` policies, kFilter otherwise.
 ConnectRouting SeccompConnectRouting(const ir::Policy& policy);
 
-// What CompileSeccomp, the OCI and the Kubernetes back ends would refuse in
-// a checked policy's syscall rules (EffectiveSyscalls::errors of both rule
-// forms, de-duplicated), for the checker to report at the policy's own
-// statement (frontend::FrontendOptions::syscall_rule_check). Empty: fine.
+// What CompileSeccomp would refuse in a checked policy's syscall rules
+// (EffectiveSyscalls::errors of the filter's form), for the checker to
+// report at the policy's own statement (frontend::FrontendOptions::
+// syscall_rule_check). Empty: fine. The OCI and Kubernetes back ends' rule
+// form can refuse more (the prologue's guards as rules); they say so when
+// those targets are compiled.
 std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy);
 
 // CompileSeccomp with its effective rules already computed: `rules` must be
