@@ -1,6 +1,7 @@
-// Ed25519 signing and SHA-256 through OpenSSL 3's EVP interface (the only
-// place besides compiler/common/digest.cc that includes OpenSSL), Ed25519
-// verification through libsodium (see keys.h for why).
+// Ed25519 keys and signing through OpenSSL 3's EVP interface, loaded on
+// first use (audit/libcrypto.h says why); SHA-256 through OpenSSL's
+// low-level functions, linked (the same assembly without EVP's tables);
+// Ed25519 verification through libsodium (see keys.h for why).
 #include "audit/keys.h"
 
 #include <fcntl.h>
@@ -14,9 +15,13 @@
 #include <emmintrin.h>
 #endif
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
+// SHA256_Init/Update/Final: deprecated in favour of EVP, not removed (see
+// compiler/common/digest.cc), and EVP is what this file no longer links.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 #include <sodium.h>
+
+#include "audit/libcrypto.h"
 
 namespace cocoon::audit {
 namespace {
@@ -25,22 +30,17 @@ constexpr std::string_view kHashTag = "cocoon-audit-v1\n";
 constexpr std::string_view kSignatureTag = "cocoon-audit-sig-v1\n";
 
 EVP_PKEY* Raw(const std::shared_ptr<void>& p) { return static_cast<EVP_PKEY*>(p.get()); }
-std::shared_ptr<void> Own(EVP_PKEY* p) { return std::shared_ptr<void>(p, [](void* k) { EVP_PKEY_free(static_cast<EVP_PKEY*>(k)); }); }
-
-const EVP_MD* Sha256() {
-  // Fetch once: EVP_sha256() would re-fetch the implementation on every call.
-  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  return md;
+// Only called with libcrypto loaded: every EVP_PKEY came from it.
+std::shared_ptr<void> Own(const LibCrypto& lc, EVP_PKEY* p) {
+  return std::shared_ptr<void>(p, [free_key = lc.EVP_PKEY_free](void* k) { free_key(static_cast<EVP_PKEY*>(k)); });
 }
 
-struct MdCtxDeleter { void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); } };
+struct MdCtxDeleter {
+  void operator()(EVP_MD_CTX* c) const {
+    if (auto lc = LoadLibCrypto(); lc.ok()) (*lc)->EVP_MD_CTX_free(c);
+  }
+};
 using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxDeleter>;
-// One context per thread and use: a context that did an Ed25519 DigestSign
-// carries a PKEY context and must not be reused for a plain digest.
-EVP_MD_CTX* HashCtx() {
-  thread_local MdCtx ctx(EVP_MD_CTX_new());
-  return ctx.get();
-}
 
 // EVP_DigestSignInit fetches the Ed25519 implementation from the provider
 // and builds a fresh EVP_PKEY_CTX each time (about 4 us). A one-shot
@@ -52,7 +52,7 @@ EVP_MD_CTX* HashCtx() {
 // signature.
 class SignContexts {
  public:
-  EVP_MD_CTX* Get(const std::shared_ptr<void>& key, bool fresh) {
+  EVP_MD_CTX* Get(const LibCrypto& lc, const std::shared_ptr<void>& key, bool fresh) {
     Entry* slot = nullptr;
     for (auto& entry : entries_) {
       if (entry.ctx && entry.raw == key.get() && !entry.key.expired()) slot = &entry;
@@ -60,12 +60,13 @@ class SignContexts {
     if (slot != nullptr && !fresh) return slot->ctx.get();
     if (slot == nullptr) {
       slot = &entries_[next_++ % entries_.size()];
-      slot->ctx.reset(EVP_MD_CTX_new());
+      slot->ctx.reset(lc.EVP_MD_CTX_new());
     }
+    if (!slot->ctx) return nullptr;
     slot->raw = key.get();
     slot->key = key;
-    EVP_MD_CTX_reset(slot->ctx.get());
-    if (EVP_DigestSignInit(slot->ctx.get(), nullptr, nullptr, nullptr, static_cast<EVP_PKEY*>(key.get())) != 1) {
+    lc.EVP_MD_CTX_reset(slot->ctx.get());
+    if (lc.EVP_DigestSignInit(slot->ctx.get(), nullptr, nullptr, nullptr, static_cast<EVP_PKEY*>(key.get())) != 1) {
       slot->ctx.reset();
       return nullptr;
     }
@@ -82,9 +83,9 @@ class SignContexts {
   size_t next_ = 0;
 };
 
-EVP_MD_CTX* SignCtx(const std::shared_ptr<void>& key, bool fresh) {
+EVP_MD_CTX* SignCtx(const LibCrypto& lc, const std::shared_ptr<void>& key, bool fresh) {
   thread_local SignContexts contexts;
-  return contexts.Get(key, fresh);
+  return contexts.Get(lc, key, fresh);
 }
 
 std::array<uint8_t, 52> SignedMessage(const Digest& hash) {
@@ -95,19 +96,30 @@ std::array<uint8_t, 52> SignedMessage(const Digest& hash) {
 }
 static_assert(kSignatureTag.size() + 32 == 52);
 
-Result<std::string> RawPublic(EVP_PKEY* pkey) {
+Result<std::string> RawPublic(const LibCrypto& lc, EVP_PKEY* pkey) {
   std::string raw(32, '\0');
   size_t len = raw.size();
-  if (EVP_PKEY_get_raw_public_key(pkey, reinterpret_cast<unsigned char*>(raw.data()), &len) != 1 || len != 32)
+  if (lc.EVP_PKEY_get_raw_public_key(pkey, reinterpret_cast<unsigned char*>(raw.data()), &len) != 1 || len != 32)
     return InvalidArgumentError("not an Ed25519 key");
   return raw;
 }
 
-Result<std::string> BioToString(BIO* bio) {
+Result<std::string> BioToString(const LibCrypto& lc, BIO* bio) {
   char* data = nullptr;
-  long len = BIO_get_mem_data(bio, &data);
-  std::string out(data, static_cast<size_t>(len));
-  BIO_free(bio);
+  long len = lc.BIO_ctrl(bio, BIO_CTRL_INFO, 0, &data);  // BIO_get_mem_data
+  std::string out(data != nullptr && len > 0 ? std::string(data, static_cast<size_t>(len)) : std::string());
+  lc.BIO_free(bio);
+  return out;
+}
+
+// SHA-256("cocoon-audit-v1\n" || parts...).
+Digest TaggedSha256(std::initializer_list<std::string_view> parts) {
+  SHA256_CTX ctx;
+  SHA256_Init(&ctx);
+  SHA256_Update(&ctx, kHashTag.data(), kHashTag.size());
+  for (std::string_view part : parts) SHA256_Update(&ctx, part.data(), part.size());
+  Digest out{};
+  SHA256_Final(out.data(), &ctx);
   return out;
 }
 
@@ -249,53 +261,38 @@ bool Base64DecodeExact(std::string_view text, uint8_t* out, size_t size) {
 }
 
 std::string KeyIdFromRaw(std::string_view raw32) {
-  unsigned char digest[32];
-  unsigned int len = 0;
-  EVP_Digest(raw32.data(), raw32.size(), digest, &len, Sha256(), nullptr);
+  // Not the one-shot SHA256(): in OpenSSL 3 it goes through EVP_Q_digest,
+  // which would link EVP and its tables back in.
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256_CTX ctx;
+  SHA256_Init(&ctx);
+  SHA256_Update(&ctx, raw32.data(), raw32.size());
+  SHA256_Final(digest, &ctx);
   return "ed25519:" + HexEncode(digest, 16);
 }
 
-Digest LineHash(std::string_view preimage) {
-  Digest out{};
-  EVP_MD_CTX* ctx = HashCtx();
-  unsigned int len = 0;
-  EVP_DigestInit_ex(ctx, Sha256(), nullptr);
-  EVP_DigestUpdate(ctx, kHashTag.data(), kHashTag.size());
-  EVP_DigestUpdate(ctx, preimage.data(), preimage.size());
-  EVP_DigestFinal_ex(ctx, out.data(), &len);
-  return out;
-}
+Digest LineHash(std::string_view preimage) { return TaggedSha256({preimage}); }
 
-LineHasher::LineHasher() : ctx_(EVP_MD_CTX_new()) {}
-LineHasher::~LineHasher() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+LineHasher::LineHasher() : ctx_(new SHA256_CTX) {}
+LineHasher::~LineHasher() { delete static_cast<SHA256_CTX*>(ctx_); }
 
 void LineHasher::Start() {
-  auto* ctx = static_cast<EVP_MD_CTX*>(ctx_);
-  EVP_DigestInit_ex(ctx, Sha256(), nullptr);
-  EVP_DigestUpdate(ctx, kHashTag.data(), kHashTag.size());
+  auto* ctx = static_cast<SHA256_CTX*>(ctx_);
+  SHA256_Init(ctx);
+  SHA256_Update(ctx, kHashTag.data(), kHashTag.size());
 }
 
 void LineHasher::Update(std::string_view bytes) {
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size());
+  SHA256_Update(static_cast<SHA256_CTX*>(ctx_), bytes.data(), bytes.size());
 }
 
 Digest LineHasher::Finish() {
   Digest out{};
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), out.data(), &len);
+  SHA256_Final(out.data(), static_cast<SHA256_CTX*>(ctx_));
   return out;
 }
 
-Digest LineHashParts(std::initializer_list<std::string_view> parts) {
-  Digest out{};
-  EVP_MD_CTX* ctx = HashCtx();
-  unsigned int len = 0;
-  EVP_DigestInit_ex(ctx, Sha256(), nullptr);
-  EVP_DigestUpdate(ctx, kHashTag.data(), kHashTag.size());
-  for (std::string_view part : parts) EVP_DigestUpdate(ctx, part.data(), part.size());
-  EVP_DigestFinal_ex(ctx, out.data(), &len);
-  return out;
-}
+Digest LineHashParts(std::initializer_list<std::string_view> parts) { return TaggedSha256(parts); }
 
 // No point validation here (OpenSSL's EVP_PKEY_new_raw_public_key did none
 // either): Verify rejects a key that is not a canonical point of large order.
@@ -332,37 +329,42 @@ bool PublicKey::Verify(const Digest& hash, const Signature& signature) const {
 }
 
 Result<SigningKey> SigningKey::Generate() {
-  EVP_PKEY* pkey = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  COCOON_ASSIGN_OR_RETURN(const LibCrypto* lc, LoadLibCrypto());
+  EVP_PKEY* pkey = lc->EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
   if (pkey == nullptr) return InternalError("Ed25519 key generation failed");
   SigningKey key;
-  key.pkey_ = Own(pkey);
-  COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(pkey));
+  key.pkey_ = Own(*lc, pkey);
+  COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(*lc, pkey));
   COCOON_ASSIGN_OR_RETURN(key.public_key_, PublicKey::FromRaw(raw));
   return key;
 }
 
 Result<SigningKey> SigningKey::LoadPem(const std::string& path) {
+  COCOON_ASSIGN_OR_RETURN(const LibCrypto* lc, LoadLibCrypto());
   FILE* file = std::fopen(path.c_str(), "re");
   if (file == nullptr) return ErrnoError("opening audit signing key " + path);
-  EVP_PKEY* pkey = PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
+  EVP_PKEY* pkey = lc->PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
   std::fclose(file);
   if (pkey == nullptr) return InvalidArgumentError(path + ": not a PEM private key");
   SigningKey key;
-  key.pkey_ = Own(pkey);
-  if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) return InvalidArgumentError(path + ": not an Ed25519 key");
-  COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(pkey));
+  key.pkey_ = Own(*lc, pkey);
+  if (lc->EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) return InvalidArgumentError(path + ": not an Ed25519 key");
+  COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(*lc, pkey));
   COCOON_ASSIGN_OR_RETURN(key.public_key_, PublicKey::FromRaw(raw));
   return key;
 }
 
 Result<Signature> SigningKey::Sign(const Digest& hash) const {
+  // Loaded already: a SigningKey only comes from Generate or LoadPem.
+  COCOON_ASSIGN_OR_RETURN(const LibCrypto* lc, LoadLibCrypto());
+  if (!pkey_) return FailedPreconditionError("signing with an empty key");
   auto message = SignedMessage(hash);
   Signature signature{};
   size_t len = signature.size();
   for (bool fresh : {false, true}) {
-    EVP_MD_CTX* ctx = SignCtx(pkey_, fresh);
+    EVP_MD_CTX* ctx = SignCtx(*lc, pkey_, fresh);
     len = signature.size();
-    if (ctx != nullptr && EVP_DigestSign(ctx, signature.data(), &len, message.data(), message.size()) == 1 &&
+    if (ctx != nullptr && lc->EVP_DigestSign(ctx, signature.data(), &len, message.data(), message.size()) == 1 &&
         len == 64)
       return signature;
   }
@@ -370,21 +372,25 @@ Result<Signature> SigningKey::Sign(const Digest& hash) const {
 }
 
 Result<std::string> SigningKey::PrivatePem() const {
-  BIO* bio = BIO_new(BIO_s_mem());
-  if (PEM_write_bio_PrivateKey(bio, Raw(pkey_), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
-    BIO_free(bio);
+  COCOON_ASSIGN_OR_RETURN(const LibCrypto* lc, LoadLibCrypto());
+  BIO* bio = lc->BIO_new(lc->BIO_s_mem());
+  if (bio == nullptr) return InternalError("encoding private key: out of memory");
+  if (lc->PEM_write_bio_PrivateKey(bio, Raw(pkey_), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    lc->BIO_free(bio);
     return InternalError("encoding private key");
   }
-  return BioToString(bio);
+  return BioToString(*lc, bio);
 }
 
 Result<std::string> SigningKey::PublicPem() const {
-  BIO* bio = BIO_new(BIO_s_mem());
-  if (PEM_write_bio_PUBKEY(bio, Raw(pkey_)) != 1) {
-    BIO_free(bio);
+  COCOON_ASSIGN_OR_RETURN(const LibCrypto* lc, LoadLibCrypto());
+  BIO* bio = lc->BIO_new(lc->BIO_s_mem());
+  if (bio == nullptr) return InternalError("encoding public key: out of memory");
+  if (lc->PEM_write_bio_PUBKEY(bio, Raw(pkey_)) != 1) {
+    lc->BIO_free(bio);
     return InternalError("encoding public key");
   }
-  return BioToString(bio);
+  return BioToString(*lc, bio);
 }
 
 static Status WriteNewFile(const std::string& path, const std::string& data, mode_t mode) {
@@ -419,20 +425,29 @@ Status WriteKeyPair(const SigningKey& key, const std::string& path) {
 }
 
 Result<std::vector<PublicKey>> LoadPublicKeys(const std::string& path) {
-  BIO* bio = BIO_new_file(path.c_str(), "r");
+  COCOON_ASSIGN_OR_RETURN(const LibCrypto* lc, LoadLibCrypto());
+  BIO* bio = lc->BIO_new_file(path.c_str(), "r");
   if (bio == nullptr) return NotFoundError("cannot open trust file " + path);
   std::vector<PublicKey> keys;
-  while (EVP_PKEY* pkey = PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr)) {
-    auto owned = Own(pkey);
-    if (EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
-      BIO_free(bio);
+  while (EVP_PKEY* pkey = lc->PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr)) {
+    auto owned = Own(*lc, pkey);
+    if (lc->EVP_PKEY_get_id(pkey) != EVP_PKEY_ED25519) {
+      lc->BIO_free(bio);
       return InvalidArgumentError(path + ": holds a key that is not Ed25519");
     }
-    COCOON_ASSIGN_OR_RETURN(std::string raw, RawPublic(pkey));
-    COCOON_ASSIGN_OR_RETURN(PublicKey key, PublicKey::FromRaw(raw));
-    keys.push_back(std::move(key));
+    Result<std::string> raw = RawPublic(*lc, pkey);
+    if (!raw.ok()) {
+      lc->BIO_free(bio);
+      return raw.status();
+    }
+    Result<PublicKey> key = PublicKey::FromRaw(*raw);
+    if (!key.ok()) {
+      lc->BIO_free(bio);
+      return key.status();
+    }
+    keys.push_back(std::move(*key));
   }
-  BIO_free(bio);
+  lc->BIO_free(bio);
   if (keys.empty()) return InvalidArgumentError(path + ": no PEM public key found");
   return keys;
 }
