@@ -95,6 +95,13 @@ struct ChildMountOp {
   bool target_is_dir = true;     // create a directory (else an empty file) as mount point
   uint64_t attr_set = 0;         // MOUNT_ATTR_* for kBind / kDevice
   unsigned long flags = 0;       // mount(2) flags for tmpfs/proc
+  // Length of the longest ancestor of the target (as seen inside the
+  // sandbox) that an earlier op already made or mounted: the child's
+  // mkdir -p starts below it. 0: every ancestor from the new root.
+  size_t existing_parent_len = 0;
+  // The mount point itself exists (a /proc entry being masked): no mkdir or
+  // open for it.
+  bool mount_point_exists = false;
 };
 
 struct ChildLandlockRule {

@@ -8,6 +8,7 @@
 
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ class PreparedChild {
   Status AddMounts();
   Status AddRootfsEntries();
   Status AddMount(const backends::PlanMount& mount);
+  // Appends `op` for inside path `target`, telling the child which of its
+  // ancestors earlier ops made (existing_parent_len).
+  void PushOp(ChildMountOp op, const std::string& target, std::string description);
+  bool TargetHasMountsBelow(const std::string& target) const;
   void AddLandlockRules();
   void BuildEnvironment();
   void BuildExec();
@@ -65,6 +70,7 @@ class PreparedChild {
   std::vector<std::pair<std::string, bool>> mounted_targets_;  // inside path, is_dir
   std::vector<std::pair<std::string, std::string>> binds_;     // inside target -> host source (real)
   std::vector<std::string> rootfs_symlinks_;                    // inside paths of `root rootfs` symlinks
+  std::set<std::string> existing_dirs_{"/"};                    // inside dirs the ops so far make or mount
   std::vector<ChildLandlockRule> landlock_;
   std::vector<std::string> env_strings_;
   std::vector<char*> envp_;

@@ -15,7 +15,9 @@
 //     writable), the work dir, tmpfs, a new procfs (needs a fully visible proc
 //     in this namespace: fs/namespace.c mount_too_revealing), device nodes
 //     bind-mounted onto empty files (mknod is not allowed in a user namespace),
-//     /dev symlinks, masks.
+//     symlinks (/dev/fd..., and a merged-/usr host's /bin -> usr/bin when
+//     /usr is bound: child_spec_builder.cc), masks. Each op's mkdir -p starts
+//     below the deepest ancestor an earlier op made (existing_parent_len).
 //  4. The new root's own tmpfs remounted read-only: nothing but the
 //     policy's writable places can be written.
 //  5. pivot_root(".", ".") then umount2(".", MNT_DETACH): the old root is
@@ -43,22 +45,27 @@ int SetMountAttr(const char* path, uint64_t attr_set, unsigned int flags) noexce
   return static_cast<int>(syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr)));
 }
 
+enum class MountPoint { kDirectory, kFile, kParentsOnly };
+
 // mkdir -p for the components of `target` below `root_len` bytes (the new
-// root, which exists), then the mount point itself: a directory or an empty
-// file. EEXIST is fine everywhere: the parent has checked that components
-// inside bind mounts already exist on the host, so nothing is created there.
-bool MakeMountPoint(const char* target, size_t root_len, bool is_dir, ChildError* error, int index) noexcept {
+// root, which exists) and below the ancestor an earlier op made (the
+// parent's existing_parent_len), then the mount point itself: a directory or
+// an empty file. EEXIST is fine everywhere: the parent has checked that
+// components inside bind mounts already exist on the host, so nothing is
+// created there.
+bool MakeMountPoint(const ChildMountOp& op, size_t root_len, MountPoint what, ChildError* error, int index) noexcept {
   char path[PATH_MAX];
-  size_t len = strlen(target);
+  size_t len = strlen(op.target);
   if (len >= sizeof(path)) return Fail(error, ChildStep::kMkdirTarget, ENAMETOOLONG, index);
-  memcpy(path, target, len + 1);
-  for (size_t i = root_len + 1; i < len; ++i) {
+  memcpy(path, op.target, len + 1);
+  for (size_t i = root_len + op.existing_parent_len + 1; i < len; ++i) {
     if (path[i] != '/') continue;
     path[i] = '\0';
     if (mkdir(path, 0755) != 0 && errno != EEXIST) return Fail(error, ChildStep::kMkdirTarget, errno, index);
     path[i] = '/';
   }
-  if (is_dir) {
+  if (what == MountPoint::kParentsOnly) return true;
+  if (what == MountPoint::kDirectory) {
     if (mkdir(path, 0755) != 0 && errno != EEXIST) return Fail(error, ChildStep::kMkdirTarget, errno, index);
     return true;
   }
@@ -76,12 +83,14 @@ bool MakeMountPoint(const char* target, size_t root_len, bool is_dir, ChildError
 
 bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, ChildError* error, int index) noexcept {
   if (op.kind == ChildMountKind::kSymlink) {
-    if (!MakeMountPoint(op.target, root_len, true, error, index)) return false;  // creates parents
-    rmdir(op.target);
+    if (!MakeMountPoint(op, root_len, MountPoint::kParentsOnly, error, index)) return false;
     if (symlink(op.source, op.target) != 0 && errno != EEXIST) return Fail(error, ChildStep::kSymlink, errno, index);
     return true;
   }
-  if (!MakeMountPoint(op.target, root_len, op.target_is_dir, error, index)) return false;
+  if (!op.mount_point_exists &&
+      !MakeMountPoint(op, root_len, op.target_is_dir ? MountPoint::kDirectory : MountPoint::kFile, error, index)) {
+    return false;
+  }
   switch (op.kind) {
     case ChildMountKind::kBind:
       if (mount(op.source, op.target, nullptr, MS_BIND | MS_REC, nullptr) != 0) return Fail(error, ChildStep::kBind, errno, index);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,26 @@ TEST(SandboxTest, ReadOnlyMountsCannotBeWritten) {
   struct stat st;
   EXPECT_NE(stat("/usr/cocoon-probe", &st), 0);
   EXPECT_NE(stat("/etc/cocoon-probe", &st), 0);
+}
+
+// Merged /usr: a top-level host symlink into a bound /usr (/bin -> usr/bin)
+// is recreated as that symlink, not bound a second time; it is as read-only
+// as /usr, and the root it lives on cannot be changed. Without /usr bound,
+// the same path is still a bind of what it points to.
+TEST(SandboxTest, MergedUsrSymlinksAreTheHostsAndReadOnly) {
+  char host_link[PATH_MAX] = {};
+  if (readlink("/bin", host_link, sizeof(host_link) - 1) <= 0) {
+    GTEST_SKIP() << "this host's /bin is not a symlink (no merged /usr): nothing to recreate";
+  }
+  Outcome outcome = Sh("readlink /bin; test -x /bin/sh && echo exec-ok; touch /bin/cocoon-probe; echo rc=$?; "
+                       "ln -sfn /tmp /bin; echo rc=$?; readlink /bin");
+  EXPECT_EQ(outcome.stdout_data, std::string(host_link) + "\nexec-ok\nrc=1\nrc=1\n" + host_link + "\n")
+      << outcome.stderr_data;
+
+  ir::Policy without_usr = TestPolicy();
+  std::erase_if(without_usr.filesystem.mounts, [](const ir::Mount& m) { return m.target == "/usr"; });
+  Outcome bound = MustRun(MakeRequest(without_usr, {"/bin/sh", "-c", "test -L /bin || echo bound; test -d /usr || echo no-usr"}));
+  EXPECT_EQ(bound.stdout_data, "bound\nno-usr\n") << bound.stderr_data;
 }
 
 TEST(SandboxTest, WritablePlacesWork) {
