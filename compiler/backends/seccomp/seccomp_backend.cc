@@ -13,6 +13,7 @@
 #include <set>
 #include <string_view>
 
+#include "compiler/backends/seccomp/bpf_dispatch.h"
 #include "compiler/backends/seccomp/bpf_peephole.h"
 #include "compiler/backends/seccomp/guard_inline.h"
 #include "compiler/backends/seccomp/guard_prefix.h"
@@ -310,10 +311,21 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   }
   exported = RemoveRedundantInstructions(exported);
   COCOON_ASSIGN_OR_RETURN(BpfProgram program, PlaceGuards(rules, markers, exported, built));
+  const size_t before_dispatch = program.size();
+  if (std::optional<BpfProgram> compressed = CompressSyscallDispatch(program)) {
+    program = std::move(*compressed);
+    built.stats = AnalyzeBpf(program);
+  }
   built.bpf.assign(reinterpret_cast<const char*>(program.data()), program.size() * sizeof(sock_filter));
   built.pfc += markers.Describe(Guards(rules), kPrefixDenyRet);
   built.pfc += DescribeGuardPrefix(rules.architectures, Guards(rules), kPrefixDenyRet,
                                    built.prefix_instructions);
+  if (program.size() != before_dispatch) {
+    built.pfc += "#\n# The syscall-number tree above is emitted as a search over number ranges\n"
+                 "# (compiler/backends/seccomp/bpf_dispatch.h): same actions, " +
+                 std::to_string(program.size()) + " instructions instead of " + std::to_string(before_dispatch) +
+                 ".\n";
+  }
   // Never fail open: whatever the rules, the program's last word is a deny.
   const sock_filter& last = program.back();
   const uint32_t last_action = last.k & SECCOMP_RET_ACTION_FULL;

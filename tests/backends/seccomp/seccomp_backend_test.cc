@@ -160,7 +160,10 @@ TEST(SeccompBackend, IoctlGuardIsInlineNotRules) {
   const auto& c = f.compiled();
   EXPECT_LE(c.stats.worst_case_allow, c.libseccomp_stats.worst_case_allow + 5);
   EXPECT_LE(c.inline_placement_stats.worst_case_allow, c.prefix_placement_stats.worst_case_allow);
-  EXPECT_EQ(c.stats.worst_case_allow, c.inline_placement_stats.worst_case_allow);
+  // The emitted program's number search (bpf_dispatch.h) can only shorten it.
+  EXPECT_LE(c.stats.worst_case_allow, c.inline_placement_stats.worst_case_allow);
+  EXPECT_LT(c.stats.instructions, c.inline_placement_stats.instructions / 2)
+      << "strict's per-syscall compares should have become a search over number ranges";
 }
 
 // A guarded syscall with conditional rules only: some of its calls reach no
