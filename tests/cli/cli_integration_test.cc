@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,13 +31,15 @@ struct Ran {
 
 // fork/exec with stdout and stderr captured (to files, so a flood cannot
 // deadlock the test), and the child's peak RSS from wait4.
-Ran Cocoon(const std::vector<std::string>& args, const std::string& cwd = "") {
+Ran Cocoon(const std::vector<std::string>& args, const std::string& cwd = "",
+           const std::vector<std::pair<std::string, std::string>>& env = {}) {
   std::string dir = fs::temp_directory_path() / ("cocoon-cli-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::string out_path = dir + "/out", err_path = dir + "/err";
   pid_t pid = fork();
   if (pid == 0) {
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(125);
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     FILE* out = freopen(out_path.c_str(), "w", stdout);
     FILE* err = freopen(err_path.c_str(), "w", stderr);
     if (!out || !err) _exit(125);
@@ -112,6 +115,32 @@ TEST(CocoonRun, OpeningFlagsAreOverridesAndExplainDoesNotRun) {
   Ran tighter = Cocoon({"run", "--json", "--mem", "64", "--timeout", "2", "-r", "python", "-c", "print(1)"});
   json j = Json(tighter);
   for (const auto& o : j["overrides"]) EXPECT_EQ(o.get<std::string>().find("limits."), std::string::npos) << o;
+}
+
+// Audit signing loads libcrypto.so.3 on first use (audit/libcrypto.h). When
+// it cannot be loaded, an audited run is refused before anything runs: a
+// clear error, no audit log, nothing committed to the work dir.
+TEST(CocoonRun, AuditedRunWithoutLibcryptoIsRefusedAndWritesNothing) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-nolibcrypto-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "lib");
+  fs::create_directories(dir / "work");
+  std::ofstream(dir / "lib" / "libcrypto.so.3").close();  // found first, and not a library
+  const std::string key = (dir / "key").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  const std::string log = (dir / "audit.ndjson").string();
+  Ran ran = Cocoon({"run", "--work", (dir / "work").string(), "--audit-log", log, "--audit-key", key, "--",
+                    "/bin/sh", "-c", "echo ran > /work/out.txt"},
+                   "", {{"LD_LIBRARY_PATH", (dir / "lib").string()}});
+  EXPECT_NE(ran.status, 0);
+  EXPECT_NE(ran.err.find("libcrypto.so.3 (Debian package libssl3)"), std::string::npos) << ran.err;
+  EXPECT_FALSE(fs::exists(log));
+  EXPECT_FALSE(fs::exists(dir / "work" / "out.txt"));
+  Ran keygen = Cocoon({"audit", "keygen", "--out", (dir / "key2").string()}, "",
+                      {{"LD_LIBRARY_PATH", (dir / "lib").string()}});
+  EXPECT_NE(keygen.status, 0);
+  EXPECT_FALSE(fs::exists(dir / "key2"));
+  fs::remove_all(dir);
 }
 
 TEST(CocoonRun, UnknownRuntimeIsAUsageError) {
