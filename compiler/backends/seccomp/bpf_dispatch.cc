@@ -9,40 +9,14 @@
 #include <stddef.h>
 #include <utility>
 
+#include "compiler/backends/seccomp/bpf_flow.h"
+
 namespace cocoon::backends {
 namespace {
 
 constexpr uint16_t kLoadAbs = BPF_LD | BPF_W | BPF_ABS;
 constexpr uint32_t kNrOffset = offsetof(struct seccomp_data, nr);
-constexpr int64_t kUnknown = -1;  // A holds nothing known
-constexpr int64_t kUnset = -2;    // no path reaches here yet
 constexpr size_t kMaxJump = 255;  // jt/jf are 8 bits
-
-std::vector<size_t> Successors(const BpfProgram& p, size_t pc) {
-  const sock_filter& insn = p[pc];
-  if (BPF_CLASS(insn.code) == BPF_RET) return {};
-  if (BPF_CLASS(insn.code) != BPF_JMP) return {pc + 1};
-  if (BPF_OP(insn.code) == BPF_JA) return {pc + 1 + insn.k};
-  return {pc + 1 + insn.jt, pc + 1 + insn.jf};
-}
-
-// For each instruction: the seccomp_data offset A holds on entry on every
-// path, or kUnknown (bpf_peephole.cc does the same for its reloads).
-std::vector<int64_t> LoadedOffsets(const BpfProgram& p) {
-  std::vector<int64_t> in(p.size(), kUnset);
-  in[0] = kUnknown;
-  for (size_t pc = 0; pc < p.size(); ++pc) {
-    if (in[pc] == kUnset) continue;
-    const sock_filter& insn = p[pc];
-    int64_t out = kUnknown;
-    if (insn.code == kLoadAbs) out = insn.k;
-    else if (BPF_CLASS(insn.code) == BPF_JMP) out = in[pc];
-    for (size_t next : Successors(p, pc)) {
-      if (next < p.size()) in[next] = in[next] == kUnset || in[next] == out ? out : kUnknown;
-    }
-  }
-  return in;
-}
 
 // A jump whose outcome depends only on A compared with a constant (ja: on
 // nothing), so that its outcome is constant between compare constants.
@@ -69,7 +43,7 @@ Region RegionFrom(const BpfProgram& p, const std::vector<int64_t>& loaded, size_
     if (loaded[pc] != kNrOffset || !IsConstantCompare(p[pc])) continue;
     region.member[pc] = true;
     ++region.size;
-    for (size_t next : Successors(p, pc)) stack.push_back(next);
+    for (size_t next : BpfSuccessors(p, pc)) stack.push_back(next);
   }
   return region;
 }
@@ -161,7 +135,7 @@ std::optional<BpfProgram> CompressAt(const BpfProgram& p, const Region& region) 
   // Nothing outside the region may jump into it except to its entry.
   for (size_t pc = 0; pc < p.size(); ++pc) {
     if (region.member[pc]) continue;
-    for (size_t next : Successors(p, pc)) {
+    for (size_t next : BpfSuccessors(p, pc)) {
       if (next < p.size() && region.member[next] && next != entry) return std::nullopt;
     }
   }
@@ -183,7 +157,7 @@ std::optional<BpfProgram> CompressAt(const BpfProgram& p, const Region& region) 
     if (!e.is_ret) roots.push_back(e.value);
   }
   for (size_t pc = 0; pc < entry; ++pc) {
-    for (size_t next : Successors(p, pc)) {
+    for (size_t next : BpfSuccessors(p, pc)) {
       if (next > entry && next < p.size()) roots.push_back(next);
     }
   }
@@ -194,7 +168,7 @@ std::optional<BpfProgram> CompressAt(const BpfProgram& p, const Region& region) 
     if (pc < entry || pc >= p.size() || kept[pc]) continue;
     if (region.member[pc]) return std::nullopt;  // cannot happen: jumps go forward
     kept[pc] = true;
-    for (size_t next : Successors(p, pc)) roots.push_back(next);
+    for (size_t next : BpfSuccessors(p, pc)) roots.push_back(next);
   }
   const size_t search_at = entry;
   const size_t exits_at = search_at + nodes.size();
@@ -264,7 +238,7 @@ std::optional<BpfProgram> CompressAt(const BpfProgram& p, const Region& region) 
 
 std::optional<BpfProgram> CompressSyscallDispatch(const BpfProgram& program) {
   if (program.size() < 2) return std::nullopt;
-  const std::vector<int64_t> loaded = LoadedOffsets(program);
+  const std::vector<int64_t> loaded = BpfLoadedOffsets(program);
   // The region after whichever load of the number starts the largest one
   // (libseccomp's main tree; a guard prefix has its own small one).
   Region best;

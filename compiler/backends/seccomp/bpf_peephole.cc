@@ -3,47 +3,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "compiler/backends/seccomp/bpf_flow.h"
+
 namespace cocoon::backends {
 namespace {
 
 constexpr uint16_t kLoadAbs = BPF_LD | BPF_W | BPF_ABS;
 constexpr uint16_t kAndK = BPF_ALU | BPF_AND | BPF_K;
 constexpr uint16_t kJeqK = BPF_JMP | BPF_JEQ | BPF_K;
-constexpr int64_t kUnknown = -1;  // A holds nothing known
-constexpr int64_t kUnset = -2;    // no path reaches here yet
-
-std::vector<size_t> Successors(const BpfProgram& p, size_t pc) {
-  const sock_filter& insn = p[pc];
-  if (BPF_CLASS(insn.code) == BPF_RET) return {};
-  if (BPF_CLASS(insn.code) != BPF_JMP) return {pc + 1};
-  if (BPF_OP(insn.code) == BPF_JA) return {pc + 1 + insn.k};
-  return {pc + 1 + insn.jt, pc + 1 + insn.jf};
-}
-
-// For each instruction: the seccomp_data offset A holds on entry on every
-// path, or kUnknown. Forward jumps only, so one pass in order suffices.
-std::vector<int64_t> LoadedOffsets(const BpfProgram& p) {
-  std::vector<int64_t> in(p.size(), kUnset);
-  in[0] = kUnknown;
-  for (size_t pc = 0; pc < p.size(); ++pc) {
-    if (in[pc] == kUnset) continue;  // unreachable
-    const sock_filter& insn = p[pc];
-    int64_t out = kUnknown;
-    if (insn.code == kLoadAbs) out = insn.k;
-    else if (BPF_CLASS(insn.code) == BPF_JMP) out = in[pc];  // jumps leave A alone
-    for (size_t next : Successors(p, pc)) {
-      if (next >= p.size()) continue;
-      in[next] = in[next] == kUnset || in[next] == out ? out : kUnknown;
-    }
-  }
-  return in;
-}
 
 std::vector<bool> JumpTargets(const BpfProgram& p) {
   std::vector<bool> target(p.size() + 1, false);
   for (size_t pc = 0; pc < p.size(); ++pc) {
     if (BPF_CLASS(p[pc].code) != BPF_JMP) continue;
-    for (size_t next : Successors(p, pc)) {
+    for (size_t next : BpfSuccessors(p, pc)) {
       if (next < target.size()) target[next] = true;
     }
   }
@@ -58,7 +31,7 @@ bool OverwritesA(const sock_filter& insn) {
 
 BpfProgram RemoveRedundantInstructions(const BpfProgram& p) {
   if (p.size() < 2) return p;
-  const std::vector<int64_t> loaded = LoadedOffsets(p);
+  const std::vector<int64_t> loaded = BpfLoadedOffsets(p);
   const std::vector<bool> targeted = JumpTargets(p);
   std::vector<bool> drop(p.size(), false);
   for (size_t pc = 0; pc < p.size(); ++pc) {
