@@ -1,5 +1,4 @@
 #include "cli/agent_run_util.h"
-#include "cli/frontend_util.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +13,8 @@
 #include "cli/runtime_util.h"
 #include "compiler/common/digest.h"
 #include "cli/base_summary_util.h"
-#include "compiler/frontend/frontend.h"
+#include "cli/policy_compile.h"
+#include "compiler/frontend/search_paths.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/cache_pruning.h"
 
@@ -29,15 +29,6 @@ struct Base {
   // fields BuildQuickPolicy reads are guaranteed to be filled.
   ir::Policy policy;
 };
-
-Result<ir::Policy> CompileFile(const std::string& path, const std::string& profile) {
-  frontend::FrontendOptions options;
-  AddBackEndChecks(options);
-  Diagnostics diagnostics(options.diagnostics);
-  auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
-  if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check");
-  return *policy;
-}
 
 Result<std::string> FindStrict() {
   for (const std::string& dir : frontend::DefaultSearchPaths()) {
@@ -71,7 +62,7 @@ Result<Base> ResolveBase(const QuickPolicyOptions& options) {
     base.policy = std::move(*cached);
     return base;
   }
-  COCOON_ASSIGN_OR_RETURN(base.policy, CompileFile(base.import_path, profile));
+  COCOON_ASSIGN_OR_RETURN(base.policy, CheckPolicyFile(base.import_path, profile));
   StoreBaseSummary(base.import_path, profile, base.policy);
   return base;
 }
@@ -350,15 +341,12 @@ Result<PreparedRun> PrepareRun(RunSpec spec) {
 }
 
 Result<ir::Policy> CompileQuickPolicy(const QuickPolicy& policy, std::string* warnings) {
-  frontend::FrontendOptions options;
-  AddBackEndChecks(options);
-  Diagnostics diagnostics(options.diagnostics);
-  auto compiled = frontend::CompilePolicyText("<cocoon run flags>", policy.text, policy.profile, options, diagnostics);
-  if (!compiled) {
-    return InvalidArgumentError(diagnostics.Render() + "the policy generated from the flags does not check:\n" + policy.text);
+  auto compiled = CheckPolicyText("<cocoon run flags>", policy.text, policy.profile, warnings);
+  if (!compiled.ok() && compiled.status().code() == ErrorCode::kInvalidArgument) {
+    return InvalidArgumentError(compiled.status().message() + "the policy generated from the flags does not check:\n" +
+                                policy.text);
   }
-  if (warnings && diagnostics.warning_count() > 0) *warnings = diagnostics.Render();
-  return *compiled;
+  return compiled;
 }
 
 Result<std::string> QuickDir() {

@@ -4,8 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include <sys/random.h>
@@ -15,10 +13,8 @@
 #include "audit/audit_log.h"
 #include "audit/events.h"
 #include "audit/outcome_events.h"
-#include "cli/frontend_util.h"
-#include "compiler/backends/artifact.h"
+#include "cli/policy_compile.h"
 #include "compiler/common/digest.h"
-#include "compiler/frontend/frontend.h"
 #include "enforcer/artifact_cache.h"
 
 namespace cocoon::cli {
@@ -35,13 +31,6 @@ Result<std::string> ReadFile(const std::string& path) {
   close(fd);
   if (n < 0) return ErrnoError("read " + path, err);
   return data;
-}
-
-const backends::Artifact* FindArtifact(const std::vector<backends::Artifact>& artifacts, std::string_view path) {
-  for (const auto& artifact : artifacts) {
-    if (artifact.path == path) return &artifact;
-  }
-  return nullptr;
 }
 
 // Collects {path, sha256} pairs anywhere in the manifest (the driver owns the
@@ -87,28 +76,6 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir) {
   }
   COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(plan_text));
   return artifacts;
-}
-
-Result<enforcer::CompiledLinuxArtifacts> CompilePolicy(const std::string& path, const std::string& profile) {
-  frontend::FrontendOptions options;
-  AddBackEndChecks(options);
-  Diagnostics diagnostics(options.diagnostics);
-  auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
-  if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check; refusing to run");
-  COCOON_ASSIGN_OR_RETURN(auto seccomp, backends::CompileSeccomp(*policy));
-  const backends::Artifact* bpf = FindArtifact(seccomp, "linux.seccomp.bpf");
-  const backends::Artifact* sidecar = FindArtifact(seccomp, "linux.seccomp.json");
-  if (bpf == nullptr || sidecar == nullptr) return InternalError("seccomp back end returned no BPF or sidecar");
-  COCOON_ASSIGN_OR_RETURN(auto plan, backends::CompileLinuxPlan(*policy, *bpf));
-  enforcer::CompiledLinuxArtifacts compiled;
-  compiled.plan_json = plan.at(0).bytes;
-  compiled.seccomp_bpf = bpf->bytes;
-  compiled.seccomp_sidecar_json = sidecar->bytes;
-  for (const auto& file : policy->source_files) {
-    char real[PATH_MAX];
-    if (realpath(file.c_str(), real) != nullptr) compiled.source_files.push_back(real);
-  }
-  return compiled;
 }
 
 std::string NewRunId() {
@@ -157,7 +124,7 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
   std::optional<enforcer::CompiledLinuxArtifacts> compiled = cache.Lookup(key);
   artifacts.origin = compiled ? "cache" : "compiled";
   if (!compiled) {
-    COCOON_ASSIGN_OR_RETURN(auto fresh, CompilePolicy(policy, profile));
+    COCOON_ASSIGN_OR_RETURN(auto fresh, CompilePolicyOnCacheMiss(policy, profile));
     (void)cache.Store(key, fresh);  // an optimisation: a read-only cache is fine
     compiled = std::move(fresh);
   }

@@ -25,7 +25,7 @@
 #include "cli/command_registry.h"
 #include "cli/run_output_util.h"
 #include "cli/runtime_util.h"
-#include "compiler/frontend/frontend.h"
+#include "cli/policy_compile.h"
 
 namespace cocoon::cli {
 namespace {
@@ -75,6 +75,7 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
   } else if (!f.explain) {
     if (isatty(STDIN_FILENO)) return InvalidArgumentError("no code: pass -c CODE, a script file, or pipe code on stdin");
     std::string code((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    RememberConsumedStdin(code);
     p.code = std::move(code);
   } else {
     p.code = "";
@@ -102,7 +103,12 @@ int Explain(const PreparedRun& run) {
     std::cerr << "cocoon run: " << policy.status().message() << "\n";
     return kExitRefused;
   }
-  std::printf("%s\n", frontend::ExplainPolicy(*policy).c_str());
+  auto explained = ExplainCheckedPolicy(*policy);
+  if (!explained.ok()) {
+    std::cerr << "cocoon run: " << explained.status().message() << "\n";
+    return kExitRefused;
+  }
+  std::printf("%s\n", explained->c_str());
   std::printf("Command:\n ");
   for (const auto& a : run.argv) std::printf(" %s", nlohmann::json(a).dump().c_str());
   std::printf("\n  cwd: %s\n", run.policy.cwd.c_str());

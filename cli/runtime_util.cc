@@ -14,7 +14,8 @@
 #include <map>
 #include <mutex>
 
-#include "compiler/frontend/frontend.h"
+#include "cli/policy_compile.h"
+#include "compiler/frontend/search_paths.h"
 
 namespace cocoon::cli {
 namespace {
@@ -106,7 +107,7 @@ std::optional<ir::Policy> LoadRuntimePreset(const std::string& name, Diagnostics
                       "see `cocoon run --list-runtimes`; presets live in policies/runtimes/");
     return std::nullopt;
   }
-  auto policy = frontend::CompilePolicyFile(*path, name, {}, diagnostics);
+  auto policy = CheckRuntimePresetFile(*path, name, diagnostics);
   if (policy && !policy->runtime) {
     diagnostics.Error(nullptr, Span{}, "preset '" + name + "' has no runtime block");
     return std::nullopt;

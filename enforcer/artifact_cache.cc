@@ -64,10 +64,22 @@ std::string ArtifactCache::DefaultDir() {
 // The compiler that produced a cached artifact must be the one running now:
 // the version string alone does not change between builds, and a rebuilt
 // back end (say, a new prologue rule) must never be served a stale filter.
-// One stat of our own executable identifies the build cheaply.
+// One stat of the compiler's executable identifies the build cheaply. That
+// executable is cocoon-full, beside the running one: the launcher `cocoon`
+// never compiles (it execs cocoon-full on a miss), so both must key the cache
+// by the same file. A test or bench binary with no cocoon-full beside it
+// compiles itself and keys by its own file.
 static std::string CompilerIdentity() {
   struct stat st;
-  if (stat("/proc/self/exe", &st) != 0) return "unknown";
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  bool found = false;
+  if (n > 0) {
+    std::string path(self, static_cast<size_t>(n));
+    path = path.substr(0, path.find_last_of('/') + 1) + kCompilerExecutableName;
+    found = stat(path.c_str(), &st) == 0;
+  }
+  if (!found && stat("/proc/self/exe", &st) != 0) return "unknown";
   return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
 }

@@ -33,6 +33,10 @@ struct CompiledLinuxArtifacts {
   std::vector<std::string> source_files;  // absolute paths the policy came from
 };
 
+// The executable that compiles policies into cached artifacts: the cache key
+// names its build (cli/fast_path/full_cocoon.h explains the two executables).
+inline constexpr char kCompilerExecutableName[] = "cocoon-full";
+
 class ArtifactCache {
  public:
   explicit ArtifactCache(std::string dir) : dir_(std::move(dir)) {}

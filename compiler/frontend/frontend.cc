@@ -9,10 +9,6 @@
 #include "compiler/frontend/checker.h"
 #include "compiler/frontend/loader.h"
 
-#ifndef COCOON_POLICIES_DIR
-#define COCOON_POLICIES_DIR ""
-#endif
-
 namespace cocoon::frontend {
 namespace {
 
@@ -53,19 +49,6 @@ void MergeUnique(const Diagnostics& from, Diagnostics& to, std::set<std::tuple<s
 
 }  // namespace
 
-std::vector<std::string> DefaultSearchPaths() {
-  std::vector<std::string> paths;
-  if (const char* env = std::getenv("COCOON_POLICY_PATH"); env != nullptr && *env != '\0') {
-    std::stringstream stream(env);
-    std::string dir;
-    while (std::getline(stream, dir, ':')) {
-      if (!dir.empty()) paths.push_back(dir);
-    }
-    return paths;
-  }
-  if (*COCOON_POLICIES_DIR != '\0') paths.emplace_back(COCOON_POLICIES_DIR);
-  return paths;
-}
 
 std::optional<ir::Policy> CompilePolicyFile(const std::string& path, const std::string& profile,
                                             const FrontendOptions& options, Diagnostics& diagnostics) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/frontend/search_paths.h"
 #include "compiler/common/diagnostics.h"
 #include "compiler/frontend/parser.h"  // DfaReuse
 #include "compiler/ir/policy_ir.h"
@@ -39,10 +40,6 @@ struct FrontendOptions {
   DfaReuse dfa_reuse = DfaReuse::kPerParse;  // see parser.h
   SyscallRuleCheck syscall_rule_check;    // empty: none
 };
-
-// $COCOON_POLICY_PATH (colon-separated) when set, else the repo's policies/
-// directory compiled in at build time.
-std::vector<std::string> DefaultSearchPaths();
 
 // Compiles one profile: `profile` if not empty, else the file's only profile,
 // else the profile named like the file. nullopt when there are errors.

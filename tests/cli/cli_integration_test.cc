@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -31,22 +32,26 @@ struct Ran {
 
 // fork/exec with stdout and stderr captured (to files, so a flood cannot
 // deadlock the test), and the child's peak RSS from wait4.
+// `binary` is the launcher to run (tests/cli copies it to check the split
+// into `cocoon` and cocoon-full); `stdin_text`, when given, is its stdin.
 Ran Cocoon(const std::vector<std::string>& args, const std::string& cwd = "",
-           const std::vector<std::pair<std::string, std::string>>& env = {}) {
+           const std::vector<std::pair<std::string, std::string>>& env = {},
+           const std::string& binary = COCOON_BINARY, const std::optional<std::string>& stdin_text = std::nullopt) {
   std::string dir = fs::temp_directory_path() / ("cocoon-cli-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  std::string out_path = dir + "/out", err_path = dir + "/err";
+  std::string out_path = dir + "/out", err_path = dir + "/err", in_path = dir + "/in";
+  if (stdin_text) std::ofstream(in_path) << *stdin_text;
   pid_t pid = fork();
   if (pid == 0) {
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(125);
     for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     FILE* out = freopen(out_path.c_str(), "w", stdout);
     FILE* err = freopen(err_path.c_str(), "w", stderr);
-    if (!out || !err) _exit(125);
-    std::vector<char*> argv = {const_cast<char*>(COCOON_BINARY)};
+    if (!out || !err || (stdin_text && !freopen(in_path.c_str(), "r", stdin))) _exit(125);
+    std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(COCOON_BINARY, argv.data());
+    execv(binary.c_str(), argv.data());
     _exit(127);
   }
   Ran ran;
@@ -326,6 +331,85 @@ TEST(CocoonInfo, MemoryCeilingIs95Percent) {
                       : total;
   EXPECT_EQ(ceiling, base / 100 * 95);
   EXPECT_FALSE(j["kernel"]["release"].get<std::string>().empty());
+}
+
+// The launcher `cocoon` and cocoon-full (docs/cli.md, "Two executables").
+// A private copy of both, with a private artifact cache: the cache key names
+// cocoon-full's build by its inode, size and mtime, so a copy starts cold.
+class CocoonLauncher : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cocoon-launcher-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "cache");
+    fs::permissions(dir_ / "cache", fs::perms::owner_all, fs::perm_options::replace);
+    fs::create_directories(dir_ / "work");
+    fs::path built = fs::path(COCOON_BINARY).parent_path();
+    fs::copy_file(built / "cocoon", dir_ / "cocoon");
+    fs::copy_file(built / "cocoon-full", dir_ / "cocoon-full");
+    env_ = {{"COCOON_CACHE_DIR", (dir_ / "cache").string()}};
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Ran Run(const std::vector<std::string>& args, const std::optional<std::string>& stdin_text = std::nullopt) {
+    return Cocoon(args, "", env_, (dir_ / "cocoon").string(), stdin_text);
+  }
+
+  fs::path dir_;
+  std::vector<std::pair<std::string, std::string>> env_;
+  const std::string strict_ = std::string(COCOON_POLICIES_DIR) + "/strict.cocoon";
+};
+
+TEST_F(CocoonLauncher, WarmEnforceAndRunAreServedWithoutCocoonFull) {
+  // Cold: the launcher hands both to cocoon-full, which compiles and fills
+  // the caches.
+  Ran cold_enforce = Run({"enforce", strict_, "--", "/bin/echo", "cold"});
+  ASSERT_EQ(cold_enforce.status, 0) << cold_enforce.err;
+  EXPECT_EQ(cold_enforce.out, "cold\n");
+  Ran cold_run = Run({"run", "--", "/bin/echo", "cold"});
+  ASSERT_EQ(cold_run.status, 0) << cold_run.err;
+
+  // cocoon-full can no longer be executed; chmod changes its ctime only, not
+  // the inode, size and mtime that the cache key names.
+  fs::permissions(dir_ / "cocoon-full", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read,
+                  fs::perm_options::replace);
+  Ran warm_enforce = Run({"enforce", strict_, "--", "/bin/echo", "served"});
+  EXPECT_EQ(warm_enforce.status, 0) << warm_enforce.err;
+  EXPECT_EQ(warm_enforce.out, "served\n");
+  Ran warm_run = Run({"run", "--", "/bin/echo", "served"});
+  EXPECT_EQ(warm_run.status, 0) << warm_run.err;
+  EXPECT_EQ(warm_run.out, "served\n");
+
+  // Whatever needs the compiler is refused with a message naming the file,
+  // and nothing runs.
+  const std::string expected = "cannot run " + (dir_ / "cocoon-full").string();
+  Ran check = Run({"check", strict_});
+  EXPECT_EQ(check.status, 1);
+  EXPECT_NE(check.err.find(expected), std::string::npos) << check.err;
+  Ran new_flags = Run({"run", "--work", (dir_ / "work").string(), "--timeout", "7", "--", "/bin/sh", "-c",
+                       "echo ran > /work/out.txt"});
+  EXPECT_EQ(new_flags.status, 1);
+  EXPECT_NE(new_flags.err.find(expected), std::string::npos) << new_flags.err;
+  EXPECT_FALSE(fs::exists(dir_ / "work" / "out.txt"));
+}
+
+TEST_F(CocoonLauncher, CodeReadFromStdinReachesCocoonFullOnAColdCache) {
+  // The launcher reads the code, then finds it must compile: cocoon-full gets
+  // the same bytes on its stdin.
+  Ran cold = Run({"run", "-r", "python"}, "print('from stdin', 6 * 7)\n");
+  EXPECT_EQ(cold.status, 0) << cold.err;
+  EXPECT_EQ(cold.out, "from stdin 42\n");
+  Ran warm = Run({"run", "-r", "python"}, "print('again')\n");
+  EXPECT_EQ(warm.status, 0) << warm.err;
+  EXPECT_EQ(warm.out, "again\n");
+}
+
+TEST_F(CocoonLauncher, PolicyMistakesOnAColdCacheAreReportedByCocoonFull) {
+  fs::path bad = dir_ / "bad.cocoon";
+  std::ofstream(bad) << "profile bad {\n  network sideways\n}\n";
+  Ran ran = Run({"enforce", bad.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1);
+  EXPECT_NE(ran.err.find(bad.string() + ":2:"), std::string::npos) << ran.err;
 }
 
 }  // namespace

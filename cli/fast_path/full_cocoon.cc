@@ -1,0 +1,96 @@
+// The launcher's side of the compiler seam (cli/policy_compile.h): each entry
+// point hands the whole command line to cocoon-full.
+#include "cli/fast_path/full_cocoon.h"
+
+#include <limits.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <optional>
+
+#include "cli/policy_compile.h"
+
+namespace cocoon::cli {
+namespace {
+
+char** remembered_argv = nullptr;
+std::optional<std::string> consumed_stdin;
+
+// cocoon-full must read the code the launcher already took from stdin: put
+// the same bytes on its fd 0 (a memfd, read from the start).
+Status HandOnConsumedStdin() {
+  if (!consumed_stdin) return Status::Ok();
+  int fd = memfd_create("cocoon-stdin", MFD_CLOEXEC);
+  if (fd < 0) return ErrnoError("memfd_create for the code read from stdin");
+  std::string_view rest = *consumed_stdin;
+  while (!rest.empty()) {
+    ssize_t n = write(fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      close(fd);
+      return ErrnoError("writing the code read from stdin to a memfd", err);
+    }
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  // dup2 leaves the new fd 0 without FD_CLOEXEC, so it survives the exec.
+  bool ok = lseek(fd, 0, SEEK_SET) == 0 && dup2(fd, STDIN_FILENO) == STDIN_FILENO;
+  int err = errno;
+  close(fd);
+  if (!ok) return ErrnoError("putting the code read from stdin back on fd 0", err);
+  return Status::Ok();
+}
+
+Status HandOver() {
+  Status status = ExecFullCocoon();
+  return status;
+}
+
+}  // namespace
+
+Result<std::string> FullCocoonPath() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n < 0) return ErrnoError("cannot locate cocoon-full: readlink /proc/self/exe (is /proc mounted?)");
+  std::string path(self, static_cast<size_t>(n));
+  return path.substr(0, path.find_last_of('/') + 1) + enforcer::kCompilerExecutableName;
+}
+
+void RememberCommandLine(char** argv) { remembered_argv = argv; }
+
+Status ExecFullCocoon() {
+  if (remembered_argv == nullptr) return InternalError("ExecFullCocoon before RememberCommandLine");
+  COCOON_ASSIGN_OR_RETURN(std::string path, FullCocoonPath());
+  COCOON_RETURN_IF_ERROR(HandOnConsumedStdin());
+  execv(path.c_str(), remembered_argv);
+  return ErrnoError("cannot run " + path +
+                    ", the part of cocoon that holds the policy compiler and every command but a warm-cache "
+                    "`enforce` and `run`; it is installed beside the `cocoon` launcher: rebuild or reinstall cocoon");
+}
+
+// Nothing has been started, written or opened without O_CLOEXEC when these
+// are called (policy_compile.h), so the exec loses nothing: cocoon-full
+// compiles, stores the result in the caches (so that the next launch is
+// served here) and runs the command.
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string&, const std::string&) {
+  return HandOver();
+}
+
+Result<ir::Policy> CheckPolicyFile(const std::string&, const std::string&) { return HandOver(); }
+
+Result<ir::Policy> CheckPolicyText(const std::string&, const std::string&, const std::string&, std::string*) {
+  return HandOver();
+}
+
+std::optional<ir::Policy> CheckRuntimePresetFile(const std::string& path, const std::string&,
+                                                 Diagnostics& diagnostics) {
+  Status status = HandOver();
+  diagnostics.Error(nullptr, Span{}, path + ": " + status.message());
+  return std::nullopt;
+}
+
+Result<std::string> ExplainCheckedPolicy(const ir::Policy&) { return HandOver(); }
+
+void RememberConsumedStdin(const std::string& bytes) { consumed_stdin = bytes; }
+
+}  // namespace cocoon::cli

@@ -1,0 +1,71 @@
+// cocoon-full's side of the compiler seam (policy_compile.h): the whole
+// compiler, in process.
+#include <climits>
+#include <cstdlib>
+
+#include "cli/frontend_util.h"
+#include "cli/policy_compile.h"
+#include "compiler/backends/artifact.h"
+#include "compiler/frontend/frontend.h"
+
+namespace cocoon::cli {
+namespace {
+
+const backends::Artifact* FindArtifact(const std::vector<backends::Artifact>& artifacts, std::string_view path) {
+  for (const auto& artifact : artifacts) {
+    if (artifact.path == path) return &artifact;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string& path, const std::string& profile) {
+  auto policy = CheckPolicyFile(path, profile);
+  if (!policy.ok()) return InvalidArgumentError(policy.status().message() + "; refusing to run");
+  COCOON_ASSIGN_OR_RETURN(auto seccomp, backends::CompileSeccomp(*policy));
+  const backends::Artifact* bpf = FindArtifact(seccomp, "linux.seccomp.bpf");
+  const backends::Artifact* sidecar = FindArtifact(seccomp, "linux.seccomp.json");
+  if (bpf == nullptr || sidecar == nullptr) return InternalError("seccomp back end returned no BPF or sidecar");
+  COCOON_ASSIGN_OR_RETURN(auto plan, backends::CompileLinuxPlan(*policy, *bpf));
+  enforcer::CompiledLinuxArtifacts compiled;
+  compiled.plan_json = plan.at(0).bytes;
+  compiled.seccomp_bpf = bpf->bytes;
+  compiled.seccomp_sidecar_json = sidecar->bytes;
+  for (const auto& file : policy->source_files) {
+    char real[PATH_MAX];
+    if (realpath(file.c_str(), real) != nullptr) compiled.source_files.push_back(real);
+  }
+  return compiled;
+}
+
+Result<ir::Policy> CheckPolicyFile(const std::string& path, const std::string& profile) {
+  frontend::FrontendOptions options;
+  AddBackEndChecks(options);
+  Diagnostics diagnostics(options.diagnostics);
+  auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
+  if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check");
+  return *policy;
+}
+
+Result<ir::Policy> CheckPolicyText(const std::string& display_name, const std::string& text,
+                                   const std::string& profile, std::string* warnings) {
+  frontend::FrontendOptions options;
+  AddBackEndChecks(options);
+  Diagnostics diagnostics(options.diagnostics);
+  auto compiled = frontend::CompilePolicyText(display_name, text, profile, options, diagnostics);
+  if (!compiled) return InvalidArgumentError(diagnostics.Render());
+  if (warnings && diagnostics.warning_count() > 0) *warnings = diagnostics.Render();
+  return *compiled;
+}
+
+std::optional<ir::Policy> CheckRuntimePresetFile(const std::string& path, const std::string& name,
+                                                 Diagnostics& diagnostics) {
+  return frontend::CompilePolicyFile(path, name, {}, diagnostics);
+}
+
+Result<std::string> ExplainCheckedPolicy(const ir::Policy& policy) { return frontend::ExplainPolicy(policy); }
+
+void RememberConsumedStdin(const std::string& /*bytes*/) {}  // nothing to hand on: this process compiles
+
+}  // namespace cocoon::cli
