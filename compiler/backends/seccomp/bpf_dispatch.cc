@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <stddef.h>
+#include <tuple>
 #include <utility>
 
 #include "compiler/backends/seccomp/bpf_flow.h"
@@ -187,6 +189,14 @@ std::optional<BpfProgram> CompressAt(const BpfProgram& p, const Region& region) 
     if (to <= from) return std::nullopt;
     return static_cast<uint32_t>(to - from - 1);
   };
+  // A conditional jump's two targets as its 8-bit jt/jf offsets, if both
+  // are forward and within reach.
+  auto branch_offsets = [&](size_t at, size_t if_true, size_t if_false) -> std::optional<std::pair<uint8_t, uint8_t>> {
+    auto jt = offset(at, if_true);
+    auto jf = offset(at, if_false);
+    if (!jt || !jf || *jt > kMaxJump || *jf > kMaxJump) return std::nullopt;
+    return std::pair{static_cast<uint8_t>(*jt), static_cast<uint8_t>(*jf)};
+  };
   auto relink = [&](sock_filter insn, size_t old_pc, size_t at) -> std::optional<sock_filter> {
     if (BPF_CLASS(insn.code) != BPF_JMP) return insn;
     if (BPF_OP(insn.code) == BPF_JA) {
@@ -195,11 +205,9 @@ std::optional<BpfProgram> CompressAt(const BpfProgram& p, const Region& region) 
       insn.k = *k;
       return insn;
     }
-    auto jt = offset(at, new_pc[old_pc + 1 + insn.jt]);
-    auto jf = offset(at, new_pc[old_pc + 1 + insn.jf]);
-    if (!jt || !jf || *jt > kMaxJump || *jf > kMaxJump) return std::nullopt;
-    insn.jt = static_cast<uint8_t>(*jt);
-    insn.jf = static_cast<uint8_t>(*jf);
+    auto branches = branch_offsets(at, new_pc[old_pc + 1 + insn.jt], new_pc[old_pc + 1 + insn.jf]);
+    if (!branches) return std::nullopt;
+    std::tie(insn.jt, insn.jf) = *branches;
     return insn;
   };
   for (size_t pc = 0; pc < entry; ++pc) {
@@ -210,10 +218,9 @@ std::optional<BpfProgram> CompressAt(const BpfProgram& p, const Region& region) 
   auto target_of = [&](long ref) { return ref >= 0 ? search_at + static_cast<size_t>(ref) : exits_at + static_cast<size_t>(-ref - 1); };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const size_t at = search_at + i;
-    auto jt = offset(at, target_of(nodes[i].jt));
-    auto jf = offset(at, target_of(nodes[i].jf));
-    if (!jt || !jf || *jt > kMaxJump || *jf > kMaxJump) return std::nullopt;
-    out.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, nodes[i].k, static_cast<uint8_t>(*jt), static_cast<uint8_t>(*jf)));
+    auto branches = branch_offsets(at, target_of(nodes[i].jt), target_of(nodes[i].jf));
+    if (!branches) return std::nullopt;
+    out.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, nodes[i].k, branches->first, branches->second));
   }
   for (size_t i = 0; i < exits.size(); ++i) {
     if (exits[i].is_ret) {
