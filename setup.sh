@@ -27,7 +27,7 @@ packages=(
   g++-mingw-w64-x86-64-posix
   # Used by tests and benchmarks: real peers and real SIEM ingestion.
   crun bubblewrap rsyslog iproute2 hyperfine passwd uidmap
-  python3 perl ruby php-cli lua5.4 golang-go
+  python3 perl ruby php-cli lua5.4 golang-go rustc
 )
 
 log() { printf '\n== %s\n' "$*"; }
