@@ -69,10 +69,18 @@ Result<std::string_view> UnwrapLine(std::string_view text) {
   std::string rest = "{";
   rest.append(text.substr(end + 1));
   auto envelope = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
-  bool well_formed = envelope.is_object() && envelope.size() == 4 && envelope.contains("host") &&
-                     envelope["host"].is_string() && envelope.value("source", "") == "cocoon" &&
-                     envelope.value("sourcetype", "") == "cocoon:audit" && envelope.contains("time") &&
-                     envelope["time"].is_string();
+  // Every member is type-checked before it is read: json::value(key, default)
+  // throws when the key holds another type (found by audit_verify_fuzzer:
+  // "source": 0 escaped the verifier as an uncaught type_error).
+  auto string_member = [&](const char* key) -> const std::string* {
+    auto it = envelope.find(key);
+    return it != envelope.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+  };
+  const std::string* source = envelope.is_object() ? string_member("source") : nullptr;
+  const std::string* sourcetype = envelope.is_object() ? string_member("sourcetype") : nullptr;
+  bool well_formed = envelope.is_object() && envelope.size() == 4 && string_member("host") != nullptr &&
+                     source != nullptr && *source == "cocoon" && sourcetype != nullptr &&
+                     *sourcetype == "cocoon:audit" && string_member("time") != nullptr;
   if (!well_formed) return DataLossError("HEC envelope is not the JSON object cocoon writes");
   return text.substr(begin, end - begin);
 }

@@ -26,6 +26,13 @@ constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/serverInfo
 constexpr std::array<std::string_view, 8> kLevelNames = {"debug", "info",     "notice", "warning",
                                                          "error", "critical", "alert",  "emergency"};
 
+// clientInfo.name when the client sent a string there, else "". It is only
+// recorded (audit events, logs), so a malformed one is not an error.
+std::string ClientName(const json& client_info) {
+  auto name = client_info.find("name");
+  return name != client_info.end() && name->is_string() ? SanitizeUtf8(name->get<std::string>()) : std::string();
+}
+
 // Bytes at the end of `data` that start a UTF-8 sequence the next chunk will
 // finish; they are held back so that a character split across two reads is
 // not turned into two replacement characters.
@@ -124,15 +131,25 @@ void Server::HandleLine(std::string_view line) {
 
 void Server::HandleValue(const json& value) {
   Message message = ParseMessage(value);
-  switch (message.kind) {
-    case MessageKind::kInvalid:
-      return SendError(message.id, message.error_code, message.error_message);
-    case MessageKind::kResponse:
-      return;  // we never send requests, so there is nothing to match it to
-    case MessageKind::kNotification:
-      return HandleNotification(message);
-    case MessageKind::kRequest:
-      return HandleRequest(message);
+  // Every read of a client's params checks the type first; this catch is the
+  // backstop that keeps one malformed message from ending the session (a
+  // json::value() on a member of another type throws type_error).
+  try {
+    switch (message.kind) {
+      case MessageKind::kInvalid:
+        return SendError(message.id, message.error_code, message.error_message);
+      case MessageKind::kResponse:
+        return;  // we never send requests, so there is nothing to match it to
+      case MessageKind::kNotification:
+        return HandleNotification(message);
+      case MessageKind::kRequest:
+        return HandleRequest(message);
+    }
+  } catch (const json::exception& e) {
+    spdlog::warn("mcp: malformed params in {}: {}", SanitizeUtf8(message.method), e.what());
+    if (message.kind == MessageKind::kRequest) {
+      SendError(message.id, kInvalidParams, "Invalid params: " + SanitizeUtf8(e.what()));
+    }
   }
 }
 
@@ -189,7 +206,7 @@ bool Server::ResolveEra(const Message& message, RequestContext* context) {
     context->log_level = *parsed;
   }
   if (auto info = meta->find(kMetaClientInfo); info != meta->end() && info->is_object()) {
-    context->client_name = SanitizeUtf8(info->value("name", ""));
+    context->client_name = ClientName(*info);
   }
   return true;
 }
@@ -243,7 +260,7 @@ json Server::Initialize(const json& params) {
     std::lock_guard lock(mutex_);
     negotiated_version_ = version;
     if (params.contains("clientInfo") && params["clientInfo"].is_object()) {
-      client_name_ = SanitizeUtf8(params["clientInfo"].value("name", ""));
+      client_name_ = ClientName(params["clientInfo"]);
     }
   }
   json result = {{"protocolVersion", version}, {"capabilities", Capabilities()}, {"serverInfo", ServerInfo()}};

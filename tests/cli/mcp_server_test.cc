@@ -337,6 +337,22 @@ TEST_F(McpServerTest, ModernPerRequestStyle) {
   EXPECT_EQ(executor_.requests().back().client_name, "modern");
 }
 
+// A clientInfo.name that is not a string used to end the server: json::value()
+// threw type_error out of initialize (and out of a modern request's _meta).
+// It is only recorded, so the request succeeds with no client name.
+TEST_F(McpServerTest, MalformedClientInfoDoesNotEndTheSession) {
+  for (json name : {json(5), json::array({1}), json::object(), json(nullptr)}) {
+    json init = Call(Request(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"clientInfo", {{"name", name}}}}));
+    EXPECT_EQ(init["result"]["protocolVersion"], "2025-06-18") << name;
+    json meta = ModernMeta();
+    meta["io.modelcontextprotocol/clientInfo"]["name"] = name;
+    json call = Call(ToolCall(2, "execute_code", {{"language", "python"}, {"code", "x"}}, meta));
+    EXPECT_EQ(call["result"]["isError"], false) << name;
+    EXPECT_EQ(executor_.requests().back().client_name, "") << name;
+  }
+  EXPECT_EQ(Call(Request(3, "ping"))["result"], json::object());
+}
+
 TEST_F(McpServerTest, ModernErrors) {
   json r = Call(Request(1, "tools/list", {{"_meta", ModernMeta("2099-01-01")}}));
   EXPECT_EQ(r["error"]["code"], -32022);
