@@ -61,6 +61,14 @@ std::string ArtifactCache::DefaultDir() {
   return "";
 }
 
+std::string CompilerExecutablePath() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "";
+  std::string path(self, static_cast<size_t>(n));
+  return path.substr(0, path.find_last_of('/') + 1) + kCompilerExecutableName;
+}
+
 // The compiler that produced a cached artifact must be the one running now:
 // the version string alone does not change between builds, and a rebuilt
 // back end (say, a new prologue rule) must never be served a stale filter.
@@ -68,20 +76,18 @@ std::string ArtifactCache::DefaultDir() {
 // executable is cocoon-full, beside the running one: the launcher `cocoon`
 // never compiles (it execs cocoon-full on a miss), so both must key the cache
 // by the same file. A test or bench binary with no cocoon-full beside it
-// compiles itself and keys by its own file.
-static std::string CompilerIdentity() {
-  struct stat st;
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  bool found = false;
-  if (n > 0) {
-    std::string path(self, static_cast<size_t>(n));
-    path = path.substr(0, path.find_last_of('/') + 1) + kCompilerExecutableName;
-    found = stat(path.c_str(), &st) == 0;
-  }
-  if (!found && stat("/proc/self/exe", &st) != 0) return "unknown";
-  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+// compiles itself and keys by its own file. Computed once per process: `cocoon
+// run` keys two entries per launch (the base summary and the policy).
+static const std::string& CompilerIdentity() {
+  static const std::string identity = [] {
+    struct stat st;
+    std::string compiler = CompilerExecutablePath();
+    bool found = !compiler.empty() && stat(compiler.c_str(), &st) == 0;
+    if (!found && stat("/proc/self/exe", &st) != 0) return std::string("unknown");
+    return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  }();
+  return identity;
 }
 
 std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::string& profile) {

@@ -37,6 +37,11 @@ struct CompiledLinuxArtifacts {
 // names its build (cli/fast_path/full_cocoon.h explains the two executables).
 inline constexpr char kCompilerExecutableName[] = "cocoon-full";
 
+// kCompilerExecutableName in the running executable's directory (through
+// /proc/self/exe, never PATH or the environment); "" when /proc/self/exe
+// cannot be read.
+std::string CompilerExecutablePath();
+
 class ArtifactCache {
  public:
   explicit ArtifactCache(std::string dir) : dir_(std::move(dir)) {}

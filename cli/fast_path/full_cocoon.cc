@@ -2,7 +2,6 @@
 // point hands the whole command line to cocoon-full.
 #include "cli/fast_path/full_cocoon.h"
 
-#include <limits.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -41,19 +40,12 @@ Status HandOnConsumedStdin() {
   return Status::Ok();
 }
 
-Status HandOver() {
-  Status status = ExecFullCocoon();
-  return status;
-}
-
 }  // namespace
 
 Result<std::string> FullCocoonPath() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n < 0) return ErrnoError("cannot locate cocoon-full: readlink /proc/self/exe (is /proc mounted?)");
-  std::string path(self, static_cast<size_t>(n));
-  return path.substr(0, path.find_last_of('/') + 1) + enforcer::kCompilerExecutableName;
+  std::string path = enforcer::CompilerExecutablePath();
+  if (path.empty()) return ErrnoError("cannot locate cocoon-full: readlink /proc/self/exe (is /proc mounted?)");
+  return path;
 }
 
 void RememberCommandLine(char** argv) { remembered_argv = argv; }
@@ -73,23 +65,23 @@ Status ExecFullCocoon() {
 // compiles, stores the result in the caches (so that the next launch is
 // served here) and runs the command.
 Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string&, const std::string&) {
-  return HandOver();
+  return ExecFullCocoon();
 }
 
-Result<ir::Policy> CheckPolicyFile(const std::string&, const std::string&) { return HandOver(); }
+Result<ir::Policy> CheckPolicyFile(const std::string&, const std::string&) { return ExecFullCocoon(); }
 
 Result<ir::Policy> CheckPolicyText(const std::string&, const std::string&, const std::string&, std::string*) {
-  return HandOver();
+  return ExecFullCocoon();
 }
 
 std::optional<ir::Policy> CheckRuntimePresetFile(const std::string& path, const std::string&,
                                                  Diagnostics& diagnostics) {
-  Status status = HandOver();
+  Status status = ExecFullCocoon();
   diagnostics.Error(nullptr, Span{}, path + ": " + status.message());
   return std::nullopt;
 }
 
-Result<std::string> ExplainCheckedPolicy(const ir::Policy&) { return HandOver(); }
+Result<std::string> ExplainCheckedPolicy(const ir::Policy&) { return ExecFullCocoon(); }
 
 void RememberConsumedStdin(const std::string& bytes) { consumed_stdin = bytes; }
 
