@@ -1,9 +1,12 @@
 // What the sandbox's child process reads after clone: a flat, fully
-// precomputed description of every step, built by the parent (child_spec.cc)
-// from the LaunchPlan. The child only follows pointers into memory the parent
-// allocated BEFORE clone; it never allocates, parses or formats (it runs
-// between clone and execve in a copy of a possibly multi-threaded parent, so
-// malloc locks may be held; see signal-safety(7)).
+// precomputed description of every step, built by the parent
+// (child_spec_builder.cc) from the LaunchPlan. The parent builds it while the
+// child is already creating its namespaces (launcher.cc says why), then
+// copies it into a shared arena mapped before clone (child_spec_arena.h); the
+// child reads it only after the parent's 'G' byte, and only follows pointers
+// into that arena. It never allocates, parses or formats (it runs between
+// clone and execve in a copy of a possibly multi-threaded parent, so malloc
+// locks may be held; see signal-safety(7)).
 //
 // The first failing step is reported to the parent as a ChildError over the
 // error pipe (O_CLOEXEC: a successful execve closes it, so EOF = success).
@@ -66,6 +69,7 @@ enum class ChildStep : int {
   kJoinCgroup,       // write "0" into each v1 group's `tasks` (Cgroup::OpenV1ParentDirs)
   kBrokerListener,   // network allow-lists: 127.0.0.1 listener sent to the parent (net.cc)
   kScheduler,        // leave an inherited SCHED_FIFO/RR for SCHED_OTHER
+  kUnshareNamespaces,  // mount, uts, ipc [, net]: made by the child itself (launcher.cc)
 };
 
 const char* ChildStepName(ChildStep step);
@@ -119,11 +123,6 @@ struct ListenerHandoff {
 };
 
 struct ChildSpec {
-  int stdin_fd = -1;
-  int stdout_fd = -1;
-  int stderr_fd = -1;
-  int sync_fd = -1;    // read end; the parent writes 'G' once maps are written ('C': v1 groups made)
-  int error_fd = -1;   // write end, O_CLOEXEC
   int work_sock = -1;  // socketpair end for MountWorkDirInChild (-1: no staging)
   pid_t parent_pid = 0;
 
@@ -175,7 +174,24 @@ struct ChildSpec {
   char* const* envp = nullptr;
 };
 
-// The child's entry point: applies the spec and execs. Never returns.
-[[noreturn]] void RunChild(const ChildSpec& spec) noexcept;
+// What the child needs before its spec exists, set by the parent before
+// clone (the child gets it in its copy of the parent's memory).
+struct ChildBootstrap {
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int sync_fd = -1;    // read end; the parent writes 'G' once the spec and maps are written ('C': v1 groups made)
+  int error_fd = -1;   // write end, O_CLOEXEC
+  // CLONE_NEW* flags the child passes to unshare(2) first thing: every
+  // namespace but the user and pid ones, which clone3 makes.
+  int unshare_flags = 0;
+  // In the shared arena mapped before clone; written by the parent after
+  // clone and read only once 'G' has arrived.
+  const ChildSpec* spec = nullptr;
+};
+
+// The child's entry point: creates its namespaces, waits for the spec,
+// applies it and execs. Never returns.
+[[noreturn]] void RunChild(const ChildBootstrap& boot) noexcept;
 
 }  // namespace cocoon::enforcer

@@ -25,8 +25,9 @@ bool DropPrivileges(const ChildSpec& spec, ChildError* error) noexcept;
 bool ApplyLandlock(const ChildSpec& spec, ChildError* error) noexcept;
 
 // Loads the BPF program; with a listener, hands its fd to the parent through
-// the shared page (seccomp_loader.cc). Must be the last step before execve.
-bool LoadSeccomp(const ChildSpec& spec, ChildError* error) noexcept;
+// the shared page, announcing it on the error pipe `error_fd` first
+// (seccomp_loader.cc). Must be the last step before execve.
+bool LoadSeccomp(const ChildSpec& spec, int error_fd, ChildError* error) noexcept;
 
 inline bool Fail(ChildError* error, ChildStep step, int err, int detail = 0) noexcept {
   error->step = static_cast<int>(step);

@@ -1,12 +1,13 @@
 // Sandbox::Prepare and Sandbox::Run: the parent's side of the launch.
 //
 // Prepare (no process created yet): plan/BPF validation, limit planning and
-// cgroup creation, work dir staging, the child's flat spec.
-// Run: pipes -> clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET],
-// CLONE_PIDFD) -> uid/gid maps -> cgroup -> sync byte -> work dir handshake
-// -> seccomp listener handoff -> wait for execve (error pipe EOF) ->
-// supervise -> verify and commit -> Outcome. Every exit path kills the
-// sandbox and removes the cgroup and staging (RAII).
+// cgroup creation, work dir staging, the inputs of the child's spec.
+// Run: pipes, spec arena -> clone3(CLONE_NEWUSER|NEWPID, CLONE_PIDFD) (the
+// child unshares NEWNS|NEWUTS|NEWIPC[|NEWNET] itself) -> the child's flat
+// spec, built and placed in the arena meanwhile -> uid/gid maps -> sync
+// byte -> cgroup -> work dir handshake -> seccomp listener handoff -> wait
+// for execve (error pipe EOF) -> supervise -> verify and commit -> Outcome.
+// Every exit path kills the sandbox and removes the cgroup and staging (RAII).
 #include "enforcer/sandbox.h"
 
 #include <fcntl.h>
@@ -179,20 +180,36 @@ Status Sandbox::Impl::PrepareAll() {
   if (plan.network == ir::NetworkMode::kAllowList) {
     COCOON_RETURN_IF_ERROR(PrepareNetworkAllowList(new_root.substr(0, new_root.rfind('/')), extra_mounts));
   }
-  ChildSpecInputs inputs;
-  inputs.plan = &request.plan;
-  inputs.argv = request.argv;
-  inputs.work_spec = staging ? &staging->child_spec() : nullptr;
-  inputs.new_root = new_root;
-  inputs.rlimits = limit_plan.rlimits;
-  inputs.landlock_abi = landlock_abi;
-  inputs.seccomp = std::move(program);
-  inputs.seccomp_listener = uses_listener;
-  inputs.drop_supplementary_groups = id_maps.caller_is_root;
-  inputs.extra_mounts = std::move(extra_mounts);
-  COCOON_ASSIGN_OR_RETURN(child, PreparedChild::Build(std::move(inputs)));
+  // The child's spec itself (realpath of every bind source and the like) is
+  // built in RunOnce, after clone, while the child creates its namespaces.
+  child_inputs.plan = &request.plan;
+  child_inputs.argv = request.argv;
+  child_inputs.work_spec = staging ? &staging->child_spec() : nullptr;
+  child_inputs.new_root = new_root;
+  child_inputs.rlimits = limit_plan.rlimits;
+  child_inputs.landlock_abi = landlock_abi;
+  child_inputs.seccomp = std::move(program);
+  child_inputs.seccomp_listener = uses_listener;
+  child_inputs.drop_supplementary_groups = id_maps.caller_is_root;
+  child_inputs.extra_mounts = std::move(extra_mounts);
 
   namespaces = plan.namespaces;
+  return Status::Ok();
+}
+
+Status Sandbox::Impl::BuildChildSpec(ListenerHandoff* handoff, int work_sock, int broker_sock) {
+  COCOON_ASSIGN_OR_RETURN(child, PreparedChild::Build(std::move(child_inputs)));
+  ChildSpec& spec = child->spec();
+  spec.work_sock = work_sock;
+  spec.broker_sock = broker_sock;
+  spec.parent_pid = getpid();
+  spec.handoff = handoff;
+  spec.unshare_cgroup = true;
+  for (const OwnedFd& fd : cgroup_v1_parents) cgroup_v1_parent_fds.push_back(fd.get());
+  cgroup_v1_tasks_path = cgroup_name + "/tasks";
+  spec.cgroup_parent_fds = cgroup_v1_parent_fds.data();
+  spec.cgroup_parent_count = cgroup_v1_parent_fds.size();
+  spec.cgroup_tasks_path = cgroup_v1_tasks_path.c_str();
   return Status::Ok();
 }
 

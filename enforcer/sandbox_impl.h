@@ -57,7 +57,10 @@ class Sandbox::Impl {
   std::string cgroup_name;
   std::vector<OwnedFd> cgroup_v1_parents;  // Cgroup::OpenV1ParentDirs
   std::unique_ptr<Staging> staging;
-  std::unique_ptr<PreparedChild> child;
+  ChildSpecInputs child_inputs;            // PrepareAll -> BuildChildSpec
+  std::unique_ptr<PreparedChild> child;    // built in RunOnce, after clone
+  std::vector<int> cgroup_v1_parent_fds;   // the spec's view of cgroup_v1_parents
+  std::string cgroup_v1_tasks_path;
   std::vector<std::string> namespaces;
   int landlock_abi = 0;
   bool uses_listener = false;
@@ -72,6 +75,9 @@ class Sandbox::Impl {
   // Resolves the allow-list and writes the sandbox's /etc/hosts; fails
   // closed when the kernel lacks what the broker needs.
   Status PrepareNetworkAllowList(const std::string& hosts_dir, std::vector<backends::PlanMount>& extra_mounts);
+  // Builds `child` from child_inputs and fills in the parent-side fields
+  // (the child's socketpair ends, the listener page, the v1 groups).
+  Status BuildChildSpec(ListenerHandoff* handoff, int work_sock, int broker_sock);
   Result<Outcome> RunOnce();
   // After execve: supervise, verify and commit the work dir, build the Outcome.
   Result<Outcome> SuperviseAndFinish(std::chrono::steady_clock::time_point start, int pidfd, int stdout_fd,

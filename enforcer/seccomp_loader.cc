@@ -58,13 +58,13 @@ constexpr unsigned int kWaitKillableRecv = 1U << 5;  // SECCOMP_FILTER_FLAG_WAIT
 // copied it with pidfd_getfd(2). The fd is O_CLOEXEC (kernel/seccomp.c), so
 // execve closes the child's copy: the sandboxed program never holds its own
 // listener (it could otherwise answer, and allow, its own notifications).
-bool LoadSeccomp(const ChildSpec& spec, ChildError* error) noexcept {
+bool LoadSeccomp(const ChildSpec& spec, int error_fd, ChildError* error) noexcept {
   if (spec.seccomp == nullptr) return Fail(error, ChildStep::kSeccomp, EINVAL);
   unsigned int flags = spec.seccomp_listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
   if (spec.seccomp_listener) {
     // Tell the parent to start watching the shared page (last unfiltered write).
     ChildError progress{static_cast<int>(ChildStep::kListenerHandoff), 0, 0};
-    if (write(spec.error_fd, &progress, sizeof(progress)) != sizeof(progress)) {
+    if (write(error_fd, &progress, sizeof(progress)) != sizeof(progress)) {
       return Fail(error, ChildStep::kListenerHandoff, errno);
     }
   }

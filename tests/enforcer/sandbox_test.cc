@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -336,6 +337,12 @@ TEST(SandboxTest, BadInputIsRefusedBeforeLaunch) {
   auto missing = RunSandbox(MakeRequest(policy, {"/bin/true"}));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent-cocoon"), std::string::npos) << missing.status().message();
+  // The spec (and so this mistake) is built after clone, while the child
+  // creates its namespaces: that child must be gone, reaped, when the
+  // refusal is returned.
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD) << "a refused launch left a child process behind";
 }
 
 TEST(SandboxTest, MaskedPathsAreHidden) {
