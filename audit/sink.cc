@@ -69,6 +69,7 @@ Result<std::string_view> UnwrapLine(std::string_view text) {
   std::string rest = "{";
   rest.append(text.substr(end + 1));
   auto envelope = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
+  if (!envelope.is_object()) return DataLossError("HEC envelope is not the JSON object cocoon writes");
   // Every member is type-checked before it is read: json::value(key, default)
   // throws when the key holds another type (found by audit_verify_fuzzer:
   // "source": 0 escaped the verifier as an uncaught type_error).
@@ -76,9 +77,9 @@ Result<std::string_view> UnwrapLine(std::string_view text) {
     auto it = envelope.find(key);
     return it != envelope.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
   };
-  const std::string* source = envelope.is_object() ? string_member("source") : nullptr;
-  const std::string* sourcetype = envelope.is_object() ? string_member("sourcetype") : nullptr;
-  bool well_formed = envelope.is_object() && envelope.size() == 4 && string_member("host") != nullptr &&
+  const std::string* source = string_member("source");
+  const std::string* sourcetype = string_member("sourcetype");
+  bool well_formed = envelope.size() == 4 && string_member("host") != nullptr &&
                      source != nullptr && *source == "cocoon" && sourcetype != nullptr &&
                      *sourcetype == "cocoon:audit" && string_member("time") != nullptr;
   if (!well_formed) return DataLossError("HEC envelope is not the JSON object cocoon writes");

@@ -110,7 +110,7 @@ TEST(SandboxTest, ReadOnlyMountsCannotBeWritten) {
 TEST(SandboxTest, MergedUsrSymlinksAreTheHostsAndReadOnly) {
   char host_link[PATH_MAX] = {};
   if (readlink("/bin", host_link, sizeof(host_link) - 1) <= 0) {
-    GTEST_SKIP() << "this host's /bin is not a symlink (no merged /usr): nothing to recreate";
+    GTEST_SKIP() << "SKIPPED: this host's /bin is not a symlink (no merged /usr): nothing to recreate";
   }
   Outcome outcome = Sh("readlink /bin; test -x /bin/sh && echo exec-ok; touch /bin/cocoon-probe; echo rc=$?; "
                        "ln -sfn /tmp /bin; echo rc=$?; readlink /bin");

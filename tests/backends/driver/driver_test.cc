@@ -103,7 +103,7 @@ TEST(CompileTargets, AllTargetsTogetherEqualEachTargetAlone) {
 // without the policy saying so) is a status naming the target, never a crash
 // or a partial result; repeated, so a race would have chances to show.
 TEST(CompileTargets, LinuxFailureOnTheWorkerIsReportedWhole) {
-  if (AvailableTargets().front() != Target::kLinux) GTEST_SKIP() << "this build has no linux target";
+  if (AvailableTargets().front() != Target::kLinux) GTEST_SKIP() << "SKIPPED: this build has no linux target";
   ir::Policy policy = testing::StrictPolicy();
   policy.syscalls.default_action = {ir::ActionKind::kAllow, 0};
   policy.syscalls.default_explicitly_allows = false;
@@ -118,7 +118,7 @@ TEST(CompileTargets, LinuxFailureOnTheWorkerIsReportedWhole) {
 // Two targets failing on two threads: the first in target order is the one
 // reported, as in a sequential compile.
 TEST(CompileTargets, FirstFailureInTargetOrderIsReported) {
-  if (AvailableTargets().front() != Target::kLinux) GTEST_SKIP() << "this build has no linux target";
+  if (AvailableTargets().front() != Target::kLinux) GTEST_SKIP() << "SKIPPED: this build has no linux target";
   ir::Policy policy = testing::StrictPolicy();
   policy.syscalls.rules.push_back(testing::Rule("no_such_syscall_xyz", ir::ActionKind::kAllow));
   auto linux_alone = driver::CompileTargets(policy, {Target::kLinux});

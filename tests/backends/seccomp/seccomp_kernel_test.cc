@@ -177,7 +177,7 @@ TEST_F(SeccompKernel, Int80IsKilled) {
     bare = WaitFor(pid);
   }
   if (bare.signaled || bare.exit_code != 0) {
-    GTEST_SKIP() << "LOUD: int 0x80 does not work on this kernel even without a filter (" << bare.Describe()
+    GTEST_SKIP() << "SKIPPED, NOT PASSED: int 0x80 does not work on this kernel even without a filter (" << bare.Describe()
                  << "); the i386 entry cannot be tested here";
   }
   ExpectSigsys(strict_, [] { return Int80(20); }, "int 0x80 getpid");
@@ -193,7 +193,7 @@ TEST_F(SeccompKernel, RoutedKillWithoutSupervisorNeverRuns) {
 
 // @system-service must be enough for ordinary programs.
 void ExpectProgramRuns(const BpfProgram& p, std::vector<std::string> argv) {
-  if (access(argv[0].c_str(), X_OK) != 0) GTEST_SKIP() << "LOUD: " << argv[0] << " is not installed";
+  if (access(argv[0].c_str(), X_OK) != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: " << argv[0] << " is not installed";
   const pid_t pid = fork();
   if (pid == 0) {
     std::vector<char*> args;
