@@ -8,11 +8,8 @@
 
 #include <sys/random.h>
 
-#include <spdlog/spdlog.h>
 
-#include "audit/audit_log.h"
-#include "audit/events.h"
-#include "audit/outcome_events.h"
+#include "cli/launch_dynamic.h"
 #include "cli/policy_compile.h"
 #include "compiler/common/digest.h"
 #include "enforcer/artifact_cache.h"
@@ -90,25 +87,6 @@ std::string NewRunId() {
   return id;
 }
 
-audit::Event LaunchEvent(const PolicyArtifacts& artifacts, const enforcer::Sandbox& sandbox,
-                         const std::vector<std::string>& argv, const LaunchRequest& request, const std::string& run_id) {
-  audit::SandboxLaunchedInfo info;
-  info.policy_name = artifacts.plan.policy_name;
-  info.policy_sha256 = artifacts.plan.policy_sha256;
-  info.profile = artifacts.profile.empty() ? artifacts.plan.policy_name : artifacts.profile;
-  info.argv = argv;
-  info.cwd = artifacts.plan.cwd;
-  info.uid_inside = artifacts.plan.uid;
-  info.gid_inside = artifacts.plan.gid;
-  info.user_inside = artifacts.plan.uid == 65534 ? "nobody" : std::to_string(artifacts.plan.uid);
-  info.namespaces = sandbox.namespaces();
-  for (const auto& limit : sandbox.limits()) info.limits.push_back(audit::LimitInfoFrom(limit));
-  info.landlock_abi = sandbox.landlock_abi();
-  info.overrides = request.overrides;
-  info.run_id = run_id;
-  return audit::SandboxLaunched(info);
-}
-
 }  // namespace
 
 Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile) {
@@ -137,16 +115,16 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
   if (request.argv.empty()) return InvalidArgumentError("missing command: give it after `--`");
   // The audit log is opened before anything runs: a run whose record cannot
-  // be written is refused.
-  std::unique_ptr<audit::AuditLog> log;
+  // be written is refused. Like the allow-list's resolver, it needs the
+  // dynamic loader: the launcher hands over to cocoon-full here
+  // (cli/launch_dynamic.h), before anything has started.
+  std::unique_ptr<LaunchAuditLog> log;
   if (!request.audit.log_path.empty()) {
-    audit::AuditLogOptions options;
-    options.path = request.audit.log_path;
-    options.key_path = request.audit.key_path;
-    options.requirement = audit::AuditRequirement::kRequired;
-    auto opened = audit::AuditLog::Open(options);
-    if (!opened.ok()) return opened.status().WithContext("audit log (required; the run is refused)");
-    log = std::move(*opened);
+    COCOON_ASSIGN_OR_RETURN(log, OpenLaunchAuditLog(request.audit));
+  }
+  enforcer::AllowListResolver resolver = nullptr;
+  if (artifacts.plan.network == ir::NetworkMode::kAllowList) {
+    COCOON_ASSIGN_OR_RETURN(resolver, HostNameResolver());
   }
   std::vector<std::string> argv = request.argv;
   enforcer::SandboxRequest sandbox_request;
@@ -171,23 +149,15 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   sandbox_request.signals = request.signals;
   sandbox_request.on_output = std::move(request.on_output);
   sandbox_request.cancel = request.cancel;
+  sandbox_request.resolve_allow_list = resolver;
   COCOON_ASSIGN_OR_RETURN(auto sandbox, enforcer::Sandbox::Prepare(std::move(sandbox_request)));
   std::string run_id = NewRunId();
   if (log) {
-    auto written = log->Append(LaunchEvent(artifacts, *sandbox, argv, request, run_id));
-    if (!written.ok()) return written.status().WithContext("writing the launch audit event (the run is refused)");
-    if (request.audit_reference) {
-      request.audit_reference->sequence = written->sequence;
-      request.audit_reference->event_id = written->event_id;
-    }
+    COCOON_ASSIGN_OR_RETURN(AuditReference reference, log->RecordLaunch(artifacts, *sandbox, argv, request, run_id));
+    if (request.audit_reference) *request.audit_reference = reference;
   }
   COCOON_ASSIGN_OR_RETURN(enforcer::Outcome outcome, sandbox->Run());
-  if (log) {
-    auto written = log->AppendBatch(audit::EventsFromOutcome(outcome, sandbox->pid(), run_id));
-    Status closed = log->Close();
-    if (!written.ok()) spdlog::error("audit: the run's events could not be written: {}", written.status().ToString());
-    if (!closed.ok()) spdlog::error("audit: closing the log: {}", closed.ToString());
-  }
+  if (log) log->RecordOutcome(outcome, sandbox->pid(), run_id);
   return outcome;
 }
 

@@ -1,8 +1,8 @@
-// Allow-list resolution and sockaddr parsing (net_allow.h).
+// Allow-list matching and sockaddr parsing (net_allow.h); host name
+// resolution is in net_resolve.cc.
 #include "enforcer/net_allow.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -13,7 +13,15 @@ namespace {
 
 constexpr uint8_t kV4MappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-IpEndpoint FromV4(const in_addr& a, uint16_t port) {
+std::string AddressText(const IpEndpoint& e) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(e.family, e.addr.data(), text, sizeof(text));
+  return text;
+}
+
+}  // namespace
+
+IpEndpoint IpEndpoint::FromV4(const in_addr& a, uint16_t port) {
   IpEndpoint e;
   e.family = AF_INET;
   memcpy(e.addr.data(), &a, 4);
@@ -21,7 +29,7 @@ IpEndpoint FromV4(const in_addr& a, uint16_t port) {
   return e;
 }
 
-IpEndpoint FromV6(const in6_addr& a, uint16_t port) {
+IpEndpoint IpEndpoint::FromV6(const in6_addr& a, uint16_t port) {
   if (memcmp(a.s6_addr, kV4MappedPrefix, sizeof(kV4MappedPrefix)) == 0) {
     in_addr v4;
     memcpy(&v4, a.s6_addr + 12, 4);
@@ -34,43 +42,10 @@ IpEndpoint FromV6(const in6_addr& a, uint16_t port) {
   return e;
 }
 
-std::string AddressText(const IpEndpoint& e) {
-  char text[INET6_ADDRSTRLEN] = {};
-  inet_ntop(e.family, e.addr.data(), text, sizeof(text));
-  return text;
-}
-
 bool IsIpLiteral(const std::string& host) {
   in6_addr scratch;
   return inet_pton(AF_INET, host.c_str(), &scratch) == 1 || inet_pton(AF_INET6, host.c_str(), &scratch) == 1;
 }
-
-Result<std::vector<IpEndpoint>> Resolve(const ir::NetworkEndpoint& endpoint) {
-  struct addrinfo hints {};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_protocol = IPPROTO_TCP;
-  hints.ai_flags = IsIpLiteral(endpoint.host) ? AI_NUMERICHOST : 0;
-  struct addrinfo* list = nullptr;
-  int rc = getaddrinfo(endpoint.host.c_str(), nullptr, &hints, &list);
-  if (rc != 0) {
-    return FailedPreconditionError("network allow: host '" + endpoint.host + "' does not resolve on this host (" +
-                                   gai_strerror(rc) + "); refusing to run with a smaller allow-list");
-  }
-  std::vector<IpEndpoint> out;
-  for (auto* ai = list; ai != nullptr; ai = ai->ai_next) {
-    IpEndpoint e;
-    if (ai->ai_family == AF_INET) e = FromV4(reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, endpoint.port);
-    else if (ai->ai_family == AF_INET6) e = FromV6(reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr, endpoint.port);
-    else continue;
-    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
-  }
-  freeaddrinfo(list);
-  if (out.empty()) return FailedPreconditionError("network allow: host '" + endpoint.host + "' has no IPv4/IPv6 address");
-  return out;
-}
-
-}  // namespace
 
 bool IpEndpoint::IsLoopback() const {
   if (family == AF_INET) return addr[0] == 127;
@@ -113,7 +88,7 @@ bool ParseInetSockaddr(const void* data, size_t len, IpEndpoint* out) {
   if (family == AF_INET && len >= sizeof(sockaddr_in)) {
     sockaddr_in in;
     memcpy(&in, data, sizeof(in));
-    *out = FromV4(in.sin_addr, ntohs(in.sin_port));
+    *out = IpEndpoint::FromV4(in.sin_addr, ntohs(in.sin_port));
     return true;
   }
   // The kernel accepts the RFC 2133 length (24 bytes, without the scope id).
@@ -121,7 +96,7 @@ bool ParseInetSockaddr(const void* data, size_t len, IpEndpoint* out) {
   if (family == AF_INET6 && len >= kMinV6) {
     sockaddr_in6 in6{};
     memcpy(&in6, data, std::min(len, sizeof(in6)));
-    *out = FromV6(in6.sin6_addr, ntohs(in6.sin6_port));
+    *out = IpEndpoint::FromV6(in6.sin6_addr, ntohs(in6.sin6_port));
     return true;
   }
   return false;
@@ -156,18 +131,6 @@ std::vector<std::string> ResolvedAllowList::Describe() const {
     out.push_back(std::move(line));
   }
   return out;
-}
-
-Result<ResolvedAllowList> ResolveAllowList(const std::vector<ir::NetworkEndpoint>& allow) {
-  ResolvedAllowList list;
-  for (const auto& endpoint : allow) {
-    if (endpoint.host.empty() || endpoint.port == 0) {
-      return InvalidArgumentError("network allow: an entry needs a host and a port in 1-65535");
-    }
-    COCOON_ASSIGN_OR_RETURN(std::vector<IpEndpoint> addresses, Resolve(endpoint));
-    list.endpoints.push_back({endpoint, std::move(addresses)});
-  }
-  return list;
 }
 
 }  // namespace cocoon::enforcer

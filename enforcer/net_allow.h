@@ -24,6 +24,10 @@ struct IpEndpoint {
   uint16_t port = 0;                 // host order
   bool operator==(const IpEndpoint&) const = default;
 
+  // IPv4-mapped IPv6 addresses become IPv4 (FromV6).
+  static IpEndpoint FromV4(const in_addr& address, uint16_t port);
+  static IpEndpoint FromV6(const in6_addr& address, uint16_t port);
+
   bool IsLoopback() const;           // 127.0.0.0/8 or ::1
   // Loopback, or the unspecified address (0.0.0.0, ::), which connect(2)
   // treats as "this host": inside the sandbox, its own namespace.
@@ -37,6 +41,9 @@ struct IpEndpoint {
 // for anything that is not a complete AF_INET / AF_INET6 address (AF_UNIX,
 // AF_UNSPEC, too short): those are not the broker's business.
 bool ParseInetSockaddr(const void* data, size_t len, IpEndpoint* out);
+
+// An IPv4 or IPv6 address literal (taken as is, never resolved).
+bool IsIpLiteral(const std::string& host);
 
 struct ResolvedEndpoint {
   ir::NetworkEndpoint endpoint;         // as the plan names it
@@ -53,11 +60,17 @@ struct ResolvedAllowList {
   std::vector<std::string> Describe() const;
 };
 
-// Resolves every endpoint with getaddrinfo(3) (TCP, both families). An IP
+// Resolves every endpoint with getaddrinfo(3) (TCP, both families;
+// net_resolve.cc). An IP
 // literal is taken as is. A name that does not resolve refuses the launch
 // (fail closed: the allow-list would silently shrink otherwise). A loopback
 // entry (localhost:8080) is kept but only ever reaches the sandbox's own
 // loopback: loopback connects never leave its network namespace.
 Result<ResolvedAllowList> ResolveAllowList(const std::vector<ir::NetworkEndpoint>& allow);
+
+// How a Sandbox resolves its allow-list (SandboxRequest::resolve_allow_list):
+// ResolveAllowList, passed in by the caller so that linking the enforcer does
+// not link getaddrinfo.
+using AllowListResolver = Result<ResolvedAllowList> (*)(const std::vector<ir::NetworkEndpoint>& allow);
 
 }  // namespace cocoon::enforcer

@@ -242,7 +242,11 @@ Status Sandbox::Impl::PrepareNetworkAllowList(const std::string& hosts_dir,
   if (syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == ENOSYS) {
     return FailedPreconditionError("network allow-list needs pidfd_getfd(2) (Linux 5.6+); this kernel lacks it");
   }
-  COCOON_ASSIGN_OR_RETURN(ResolvedAllowList resolved, ResolveAllowList(request.plan.network_allow));
+  if (request.resolve_allow_list == nullptr) {
+    return FailedPreconditionError("network allow-list: this launch has no host name resolver "
+                                   "(SandboxRequest::resolve_allow_list); refusing to run without the allow-list");
+  }
+  COCOON_ASSIGN_OR_RETURN(ResolvedAllowList resolved, request.resolve_allow_list(request.plan.network_allow));
   allow_list = std::make_unique<ResolvedAllowList>(std::move(resolved));
   // The names resolved here are what the sandbox resolves too: a generated
   // /etc/hosts, bound read-only over the policy's (the sandbox has no DNS).

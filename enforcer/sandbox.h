@@ -30,6 +30,7 @@
 #include "compiler/backends/plan/launch_plan.h"
 #include "compiler/common/status.h"
 #include "compiler/ir/policy_ir.h"
+#include "enforcer/net_allow.h"
 #include "enforcer/outcome.h"
 
 namespace cocoon::enforcer {
@@ -92,6 +93,12 @@ struct SandboxRequest {
   OutputCallback on_output;
   std::shared_ptr<CancelHandle> cancel;
   // Names of the caller's environment are read from this process's environ.
+
+  // Network allow-lists only: resolves the plan's host names
+  // (&ResolveAllowList). A plan with an allow-list and no resolver is
+  // refused. A parameter, not a call, so that linking the enforcer does not
+  // link getaddrinfo (cli/launch_dynamic.h).
+  AllowListResolver resolve_allow_list = nullptr;
 };
 
 class Sandbox {

@@ -1,5 +1,6 @@
-// The launcher's side of the compiler seam (cli/policy_compile.h): each entry
-// point hands the whole command line to cocoon-full.
+// The launcher's side of the compiler seam (cli/policy_compile.h) and of the
+// dynamic-loader seam (cli/launch_dynamic.h): each entry point hands the
+// whole command line to cocoon-full.
 #include "cli/fast_path/full_cocoon.h"
 
 #include <sys/mman.h>
@@ -7,6 +8,7 @@
 
 #include <optional>
 
+#include "cli/launch_dynamic.h"
 #include "cli/policy_compile.h"
 
 namespace cocoon::cli {
@@ -84,5 +86,12 @@ std::optional<ir::Policy> CheckRuntimePresetFile(const std::string& path, const 
 Result<std::string> ExplainCheckedPolicy(const ir::Policy&) { return ExecFullCocoon(); }
 
 void RememberConsumedStdin(const std::string& bytes) { consumed_stdin = bytes; }
+
+// LaunchSandboxed calls these before it prepares the sandbox: nothing has
+// started, so cocoon-full runs the same launch with the audit log or the
+// allow-list (and fills nothing twice: the caches are already warm).
+Result<std::unique_ptr<LaunchAuditLog>> OpenLaunchAuditLog(const AuditOptions&) { return ExecFullCocoon(); }
+
+Result<enforcer::AllowListResolver> HostNameResolver() { return ExecFullCocoon(); }
 
 }  // namespace cocoon::cli

@@ -3,8 +3,8 @@
 // Why two executables: every sandboxed launch is a fresh `cocoon` process,
 // and what that process maps, relocates and initialises is on the critical
 // path of every run (issue 4). The launcher links only what a warm-cache
-// `cocoon enforce` needs (CLI11, the enforcer, the launch plan, the audit
-// writer); the front end, ANTLR and the compiler back ends live in
+// `cocoon enforce` needs (CLI11, the enforcer, the launch plan); the front
+// end, ANTLR, the compiler back ends and the signed audit log live in
 // cocoon-full. git and the clang driver split theirs the same way.
 #pragma once
 

@@ -404,6 +404,44 @@ TEST_F(CocoonLauncher, CodeReadFromStdinReachesCocoonFullOnAColdCache) {
   EXPECT_EQ(warm.out, "again\n");
 }
 
+// The launcher is a static executable: a signed audit log (libcrypto is
+// dlopen'ed) and a network allow-list (getaddrinfo) are handed to cocoon-full
+// before anything starts (cli/launch_dynamic.h). Shown by taking cocoon-full
+// away on a warm cache: those launches are refused and run nothing, while a
+// plain warm launch is still served.
+TEST_F(CocoonLauncher, AuditedAndAllowListLaunchesAreHandedToCocoonFull) {
+  const std::string key = (dir_ / "key").string();
+  ASSERT_EQ(Run({"audit", "keygen", "--out", key}).status, 0);
+  fs::path allow = dir_ / "allow.cocoon";
+  std::ofstream(allow) << "import \"strict\"\nprofile allow extends strict {\n  network allow { 127.0.0.1:9 }\n}\n";
+  const std::string log = (dir_ / "audit.ndjson").string();
+  // Warm both caches; with cocoon-full present, both launches work.
+  Ran audited = Run({"enforce", strict_, "--audit-log", log, "--audit-key", key, "--", "/bin/echo", "audited"});
+  ASSERT_EQ(audited.status, 0) << audited.err;
+  EXPECT_EQ(audited.out, "audited\n");
+  Ran verified = Run({"audit", "verify", log, "--trust", key + ".pub"});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+  Ran allowed = Run({"enforce", allow.string(), "--", "/bin/echo", "allow-list"});
+  ASSERT_EQ(allowed.status, 0) << allowed.err;
+  EXPECT_EQ(allowed.out, "allow-list\n");
+  fs::remove(log);
+
+  fs::permissions(dir_ / "cocoon-full", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read,
+                  fs::perm_options::replace);
+  const std::string expected = "cannot run " + (dir_ / "cocoon-full").string();
+  Ran plain = Run({"enforce", strict_, "--", "/bin/echo", "served"});
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  Ran audited_warm = Run({"enforce", strict_, "--audit-log", log, "--audit-key", key, "--", "/bin/sh", "-c",
+                          "echo ran > " + (dir_ / "work" / "audited.txt").string()});
+  EXPECT_EQ(audited_warm.status, 1);
+  EXPECT_NE(audited_warm.err.find(expected), std::string::npos) << audited_warm.err;
+  EXPECT_FALSE(fs::exists(log)) << "the launcher must not write the audit log itself";
+  Ran allowed_warm = Run({"enforce", allow.string(), "--", "/bin/echo", "allow-list"});
+  EXPECT_EQ(allowed_warm.status, 1);
+  EXPECT_NE(allowed_warm.err.find(expected), std::string::npos) << allowed_warm.err;
+  EXPECT_EQ(allowed_warm.out, "");
+}
+
 TEST_F(CocoonLauncher, PolicyMistakesOnAColdCacheAreReportedByCocoonFull) {
   fs::path bad = dir_ / "bad.cocoon";
   std::ofstream(bad) << "profile bad {\n  network sideways\n}\n";

@@ -58,6 +58,7 @@ inline SandboxRequest MakeRequest(const ir::Policy& policy, std::vector<std::str
   if (plan.ok()) request.plan = *plan;
   request.seccomp_bpf = std::move(bpf);
   request.argv = std::move(argv);
+  request.resolve_allow_list = &ResolveAllowList;
   return request;
 }
 
