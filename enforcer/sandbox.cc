@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -140,8 +141,11 @@ Status Sandbox::Impl::PrepareAll() {
   COCOON_ASSIGN_OR_RETURN(limit_plan, PlanLimits(LimitsFromPlan(plan), host, options));
   COCOON_RETURN_IF_ERROR(MergePlanRlimits(plan, limit_plan.rlimits));
   if (limit_plan.cgroup.version != CgroupVersion::kNone) {
-    static int counter = 0;
-    cgroup_name = "cocoon-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+    // Unique per run of this process: `cocoon mcp` prepares sandboxes on
+    // several threads at once (a plain static int raced: two runs got the
+    // same name and the second was refused with EEXIST).
+    static std::atomic<uint64_t> counter{0};
+    cgroup_name = "cocoon-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1) + 1);
     if (limit_plan.cgroup.version == CgroupVersion::kV1) {
       // Created in RunOnce, while the child builds its namespaces; only the
       // directories they go in are opened now, for the child to join by name.

@@ -14,12 +14,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "enforcer/sandbox.h"
 #include "tests/enforcer/test_util.h"
@@ -370,6 +372,38 @@ TEST(SandboxTest, RealtimeCallerRunsTheSandboxUnderSchedOther) {
   ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
   EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
   EXPECT_EQ(outcome->stdout_data, "0\n");
+}
+
+// `cocoon mcp` runs sandboxes on several threads at once: each must get its
+// own cgroup. (The groups' names once came from an unsynchronised counter;
+// two runs got the same name and one was refused with EEXIST.)
+TEST(SandboxTest, ConcurrentRunsGetTheirOwnCgroups) {
+  ir::Policy policy = TestPolicy();
+  policy.limits.memory_bytes = {true, 256ull << 20, ir::Enforcement::kBestEffort};
+  policy.limits.processes = {true, 64, ir::Enforcement::kBestEffort};
+  // A race shows only sometimes: several bursts of runs released together.
+  constexpr int kThreads = 8;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<Result<Outcome>> results(kThreads, InternalError("not run"));
+    std::vector<SandboxRequest> requests;
+    for (int i = 0; i < kThreads; ++i) requests.push_back(MakeRequest(policy, {"/bin/sh", "-c", "echo $$"}));
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) {
+        }
+        results[i] = RunSandbox(std::move(requests[i]));
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    for (int i = 0; i < kThreads; ++i) {
+      ASSERT_TRUE(results[i].ok()) << "round " << round << ", run " << i << ": " << results[i].status().ToString();
+      EXPECT_EQ(results[i]->exit_code, 0) << results[i]->stderr_data;
+      EXPECT_EQ(results[i]->stdout_data, "1\n") << "each run is the init of its own pid namespace";
+    }
+  }
 }
 
 TEST(SandboxTest, MeasuresCpuAndMemory) {
