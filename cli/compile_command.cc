@@ -1,6 +1,7 @@
 // `cocoon compile POLICY --target T -o DIR`: checks the policy, compiles it
 // for each target and writes the artifacts plus manifest.json atomically.
 // Exit 0 compiled, 1 policy errors or a target that cannot be compiled, 2 usage.
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command_registry.h"
@@ -28,7 +29,10 @@ int RunCompile(const CompileOptions& options) {
   }
   frontend::FrontendOptions frontend_options;
   frontend_options.search_paths = options.include_dirs;
-  AddBackEndChecks(frontend_options);
+  bool rule_form = std::any_of(targets->begin(), targets->end(), [](driver::Target t) {
+    return t == driver::Target::kOci || t == driver::Target::kKubernetes;
+  });
+  AddBackEndChecks(frontend_options, rule_form ? BackEndChecks::kLinuxFilterAndRuleForm : BackEndChecks::kLinuxFilter);
   Diagnostics diagnostics(frontend_options.diagnostics);
   auto policy = frontend::CompilePolicyFile(options.policy, options.profile, frontend_options, diagnostics);
   std::cerr << diagnostics.Render();

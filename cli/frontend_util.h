@@ -9,6 +9,12 @@ namespace cocoon::cli {
 // (frontend::FrontendOptions::syscall_rule_check): a syscall rule set that
 // seccomp cannot express is then a `cocoon check` error at the policy's
 // statement, not a `cocoon compile` refusal without a location.
-void AddBackEndChecks(frontend::FrontendOptions& options);
+//
+// kLinuxFilter checks what `cocoon enforce` loads (every command that checks
+// a policy). kLinuxFilterAndRuleForm adds the OCI/Kubernetes rule form, for
+// `cocoon compile` when those targets are asked for: that form can fail
+// where the filter does not (backends::RuleFormProblems).
+enum class BackEndChecks { kLinuxFilter, kLinuxFilterAndRuleForm };
+void AddBackEndChecks(frontend::FrontendOptions& options, BackEndChecks checks = BackEndChecks::kLinuxFilter);
 
 }  // namespace cocoon::cli

@@ -148,6 +148,47 @@ TEST(CocoonRun, AuditedRunWithoutLibcryptoIsRefusedAndWritesNothing) {
   fs::remove_all(dir);
 }
 
+// The OCI/Kubernetes profile spells Cocoon's built-in guards as rules and
+// can fail where the Linux filter does not (moby's `allow socket if arg0 >
+// 0x28` against the socket-family guard). `cocoon compile --target oci`
+// must name the file, line and rule, and write nothing; the Linux target
+// still compiles the same policy.
+TEST(CocoonCompile, RuleFormRefusalNamesThePolicysRule) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-ruleform-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string moby = (dir / "moby.cocoon").string();
+  Ran imported = Cocoon({"import", "docker-seccomp",
+                         std::string(COCOON_POLICIES_DIR) + "/../tests/backends/oci/data/moby-default-seccomp.json",
+                         "-o", moby});
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  std::ifstream in(moby);
+  std::string line;
+  int number = 0, socket_line = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find("allow socket if arg0 > 0x28") != std::string::npos) socket_line = number;
+  }
+  ASSERT_NE(socket_line, 0) << "the imported profile no longer has the rule this test is about";
+
+  for (const char* target : {"oci", "k8s", "all"}) {
+    Ran refused = Cocoon({"compile", moby, "--target", target, "-o", (dir / target).string()});
+    EXPECT_EQ(refused.status, 1) << target;
+    EXPECT_NE(refused.err.find("moby.cocoon:" + std::to_string(socket_line) + ":5: "), std::string::npos)
+        << target << ": " << refused.err;
+    EXPECT_NE(refused.err.find("allow socket if arg0 > 0x28\n"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("^~~~"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("--target linux"), std::string::npos) << refused.err;
+    EXPECT_FALSE(fs::exists(dir / target)) << "a refused compile must write nothing";
+  }
+  Ran linux = Cocoon({"compile", moby, "--target", "linux", "-o", (dir / "linux").string()});
+  EXPECT_EQ(linux.status, 0) << linux.err;
+  EXPECT_TRUE(fs::exists(dir / "linux" / "manifest.json"));
+  Ran checked = Cocoon({"check", moby});
+  EXPECT_EQ(checked.status, 0) << "the rule form is not the enforcer's: `check` must not refuse\n" << checked.err;
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, UnknownRuntimeIsAUsageError) {
   Ran ran = Cocoon({"run", "-r", "cobol", "-c", "x"});
   EXPECT_EQ(ran.status, 2);

@@ -117,6 +117,25 @@ Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls) {
 #endif
 }
 
+std::vector<ir::SyscallRuleProblem> RuleFormProblems(const ir::Policy& policy) {
+  std::vector<ir::SyscallRuleProblem> problems;
+#ifdef COCOON_HAVE_EFFECTIVE_RULES
+  for (EffectiveSyscalls::Error& error : ComputeEffectiveSyscalls(policy.syscalls).errors) {
+    // The rule this one overlaps is usually none of the policy's own: the
+    // rule form writes Cocoon's built-in guards (the refused socket
+    // families, the ioctl, clone and unshare guards) as rules beside it.
+    problems.push_back({std::move(error.syscall),
+                        "for the OCI and Kubernetes seccomp profile: " + error.message +
+                            " (that profile writes Cocoon's built-in guards, such as the socket families it always "
+                            "refuses, as rules next to the policy's; the Linux filter checks them first, so "
+                            "`--target linux` compiles this policy)"});
+  }
+#else
+  (void)policy;
+#endif
+  return problems;
+}
+
 Result<OciSeccompProfile> SeccompProfileFromRules(EffectiveSyscalls rules) {
   // Fail closed, as the BPF back end does: a syscall whose rules could not be
   // made conflict-free has no rules at all in `rules`, so emitting the rest

@@ -27,6 +27,16 @@ nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<
 // clear error (never an empty, allow-everything filter).
 Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls);
 
+// What the OCI and Kubernetes targets cannot express, per syscall: the
+// errors of the rule form (ComputeEffectiveSyscalls(..., kRules)). That form
+// spells the prologue's guards as rules and can fail where the Linux filter
+// does not (moby's `allow socket if arg0 > 0x28` against the socket-family
+// guard). `cocoon compile --target oci|k8s|all` hands these to the front end
+// next to SyscallRuleProblems, so the refusal names the policy's file, line
+// and rule. Empty when the seccomp back end is not linked (EffectiveRulesFor
+// then refuses at compile time).
+std::vector<ir::SyscallRuleProblem> RuleFormProblems(const ir::Policy& policy);
+
 // The `linux.seccomp` object for one policy, serialised once: the same text
 // is k8s/seccomp.json and, re-indented, oci/config.json's `linux.seccomp`
 // (the two back ends emit the same profile). Warnings of each step are kept

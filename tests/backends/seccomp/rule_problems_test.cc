@@ -10,6 +10,7 @@
 #include <string>
 
 #include "compiler/backends/oci/docker_seccomp_import.h"
+#include "compiler/backends/oci/oci_seccomp.h"
 #include "compiler/backends/seccomp/seccomp_backend.h"
 #include "compiler/frontend/frontend.h"
 
@@ -90,7 +91,8 @@ TEST(SyscallRuleProblemsTest, EveryShippedProfilePassesTheCheck) {
 // moby's default profile, imported, passes the check and compiles to a
 // filter: `allow socket if arg0 > 0x28` overlaps the prologue's socket-family
 // guard in the OCI rule form only, which the check does not report (the
-// filter puts that guard in its prefix; bench/run compiles this for Linux).
+// filter puts that guard in its prefix; bench/run compiles this for Linux);
+// oci::RuleFormProblems does.
 TEST(SyscallRuleProblemsTest, ImportedMobyProfilePassesTheCheckAndCompiles) {
   std::ifstream in(kRepo / "tests/backends/oci/data/moby-default-seccomp.json");
   std::stringstream json;
@@ -101,6 +103,12 @@ TEST(SyscallRuleProblemsTest, ImportedMobyProfilePassesTheCheckAndCompiles) {
   auto policy = frontend::CompilePolicyText("moby.cocoon", *text, "", Options(true), diagnostics);
   ASSERT_TRUE(policy.has_value()) << diagnostics.Render();
   EXPECT_TRUE(CompileSeccomp(*policy).ok());
+  // The rule form's one problem, which `cocoon compile --target oci|k8s`
+  // reports at the rule (tests/cli, CocoonCompile).
+  std::vector<ir::SyscallRuleProblem> rule_form = oci::RuleFormProblems(*policy);
+  ASSERT_EQ(rule_form.size(), 1u);
+  EXPECT_EQ(rule_form[0].syscall, "socket");
+  EXPECT_NE(rule_form[0].message.find("OCI and Kubernetes"), std::string::npos) << rule_form[0].message;
 }
 
 }  // namespace
