@@ -8,7 +8,6 @@
 
 #include <sys/random.h>
 
-
 #include "cli/launch_dynamic.h"
 #include "cli/policy_compile.h"
 #include "compiler/common/digest.h"

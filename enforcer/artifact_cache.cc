@@ -100,6 +100,13 @@ std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::str
   return Sha256Hex(material + *bytes);
 }
 
+std::string ArtifactCache::KeyForContent(std::string_view domain, std::string_view content) {
+  std::string material = std::string("cocoon-cache-v2\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n" +
+                         "content:" + std::string(domain) + "\n";
+  material.append(content);
+  return Sha256Hex(material);
+}
+
 std::optional<CompiledLinuxArtifacts> ArtifactCache::Lookup(const std::string& key) const {
   if (dir_.empty() || key.empty()) return std::nullopt;
   struct stat st;

@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/common/status.h"
@@ -49,6 +50,10 @@ class ArtifactCache {
 
   // Key for a root policy file and profile; "" if the file cannot be read.
   static std::string KeyFor(const std::string& policy_path, const std::string& profile);
+  // Key for artifacts derived from `content` alone (the seccomp back end's
+  // input, cli/policy_compile_util.cc), under the same version and compiler
+  // identity as KeyFor. `domain` keeps kinds of content apart.
+  static std::string KeyForContent(std::string_view domain, std::string_view content);
 
   std::optional<CompiledLinuxArtifacts> Lookup(const std::string& key) const;
   // Atomic (write to a temporary file, rename). Errors are returned but

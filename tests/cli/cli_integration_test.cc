@@ -483,6 +483,39 @@ TEST_F(CocoonLauncher, AuditedAndAllowListLaunchesAreHandedToCocoonFull) {
   EXPECT_EQ(allowed_warm.out, "");
 }
 
+// A compiled filter is cached under what it is compiled from (the syscall
+// rules and the connect routing: backends::SeccompCompileInput), so `run`
+// flags that change only limits reuse it; a different rule set gets its own.
+TEST_F(CocoonLauncher, FlagsThatChangeOnlyLimitsReuseTheCompiledFilter) {
+  // {all entries, filter-only entries} in the private cache dir.
+  auto count = [&] {
+    std::pair<int, int> n{0, 0};
+    for (const auto& entry : fs::directory_iterator(dir_ / "cache")) {
+      if (entry.path().extension() != ".entry") continue;
+      ++n.first;
+      std::ifstream in(entry.path());
+      std::string index;
+      std::getline(in, index);
+      auto j = nlohmann::json::parse(index);
+      if (j["plan"]["size"] == 0 && j["bpf"]["size"] != 0) ++n.second;
+    }
+    return n;
+  };
+  Ran first = Run({"run", "--timeout", "3", "--", "/bin/true"});
+  ASSERT_EQ(first.status, 0) << first.err;
+  auto after_first = count();
+  EXPECT_EQ(after_first.second, 1);
+  Ran other_timeout = Run({"run", "--timeout", "4", "--", "/bin/true"});
+  ASSERT_EQ(other_timeout.status, 0) << other_timeout.err;
+  auto after_second = count();
+  EXPECT_EQ(after_second.first, after_first.first + 1) << "a new policy entry, and no new filter";
+  EXPECT_EQ(after_second.second, 1);
+  Ran other_rules = Run({"run", "--policy", std::string(COCOON_POLICIES_DIR) + "/build.cocoon", "--timeout", "4", "--",
+                         "/bin/true"});
+  ASSERT_EQ(other_rules.status, 0) << other_rules.err;
+  EXPECT_EQ(count().second, 2) << "build's syscall rules are not strict's: a filter of their own";
+}
+
 TEST_F(CocoonLauncher, PolicyMistakesOnAColdCacheAreReportedByCocoonFull) {
   fs::path bad = dir_ / "bad.cocoon";
   std::ofstream(bad) << "profile bad {\n  network sideways\n}\n";

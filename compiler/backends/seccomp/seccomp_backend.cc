@@ -435,6 +435,38 @@ ConnectRouting SeccompConnectRouting(const ir::Policy& policy) {
   return policy.network.mode == ir::NetworkMode::kAllowList ? ConnectRouting::kSupervisor : ConnectRouting::kFilter;
 }
 
+// SeccompCompileInput is a cache key for compiled filters: a field added to
+// these structs and left out of it would let two different rule sets share
+// one filter. This check makes such a change fail to compile until the
+// field is considered there.
+static_assert(sizeof(ir::Syscalls) == 88 && sizeof(ir::SyscallRule) == 96 && sizeof(ir::ArgCondition) == 24 &&
+                  sizeof(ir::Action) == 8,
+              "ir::Syscalls changed: add the new field to SeccompCompileInput, then update these sizes");
+
+std::string SeccompCompileInput(const ir::Policy& policy) {
+  const ir::Syscalls& syscalls = policy.syscalls;
+  auto action = [](const ir::Action& a) {
+    return std::to_string(static_cast<int>(a.kind)) + "/" + std::to_string(a.errno_value);
+  };
+  std::string text = "cocoon-seccomp-input-v1\n";
+  text += "routing " + std::to_string(static_cast<int>(SeccompConnectRouting(policy))) + "\n";
+  text += "default " + action(syscalls.default_action) + (syscalls.default_explicitly_allows ? " explicit" : "") + "\n";
+  for (ir::Arch arch : syscalls.architectures) text += "arch " + std::to_string(static_cast<int>(arch)) + "\n";
+  for (const std::string& name : syscalls.reopened) text += "reopened " + name + "\n";
+  for (const ir::SyscallRule& rule : syscalls.rules) {
+    // Names and groups are libseccomp identifiers and @group names (no
+    // spaces or newlines); the length prefix keeps the text unambiguous anyway.
+    text += "rule " + std::to_string(rule.name.size()) + ":" + rule.name + " " + action(rule.action) + " group " +
+            std::to_string(rule.group.size()) + ":" + rule.group;
+    for (const ir::ArgCondition& c : rule.conditions) {
+      text += " arg" + std::to_string(c.arg) + " " + std::to_string(static_cast<int>(c.op)) + " " +
+              std::to_string(c.value) + " " + std::to_string(c.mask);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
 std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy) {
   // The filter's form only: the one `cocoon enforce` loads. The rule form
   // (OCI, Kubernetes) expresses the prologue's guards as rules and can fail

@@ -100,6 +100,15 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
 // for `network allow { ... }` policies, kFilter otherwise.
 ConnectRouting SeccompConnectRouting(const ir::Policy& policy);
 
+// Everything of a checked policy that CompileSeccomp reads, as canonical
+// text: the syscall section (default action, rules with their conditions
+// and groups, architectures, reopened prologue syscalls) and the connect
+// routing. Two policies with the same text compile to the same filter and
+// sidecar, so `cocoon run` flags that change only limits, mounts or the
+// environment reuse a compiled filter (cli/policy_compile_util.cc). Anything
+// CompileSeccomp starts to read must be added here.
+std::string SeccompCompileInput(const ir::Policy& policy);
+
 // What CompileSeccomp would refuse in a checked policy's syscall rules
 // (EffectiveSyscalls::errors of the filter's form), for the checker to
 // report at the policy's own statement (frontend::FrontendOptions::

@@ -247,6 +247,57 @@ TEST(SeccompBackend, RoutedActionsGoToUserNotif) {
   EXPECT_GT(json["stats"]["worst_case_allow"].get<int>(), 0);
 }
 
+// SeccompCompileInput keys the compiled-filter cache (cli/policy_compile_util.cc):
+// what the filter does not read must not change it, and everything it reads must.
+TEST(SeccompBackend, CompileInputCoversWhatTheFilterReadsAndNothingElse) {
+  ir::Policy base;
+  base.syscalls = StrictSyscalls();
+  const std::string key = SeccompCompileInput(base);
+
+  ir::Policy other_limits = base;
+  other_limits.limits.wall_time_ms = {true, 1234, ir::Enforcement::kRequired};
+  other_limits.limits.memory_bytes = {true, 1 << 30, ir::Enforcement::kBestEffort};
+  other_limits.environment.set.push_back({"A", "b"});
+  other_limits.filesystem.mounts.push_back({ir::MountKind::kReadOnly, "/opt", "/opt", 0, false});
+  other_limits.cwd = "/elsewhere";
+  EXPECT_EQ(SeccompCompileInput(other_limits), key);
+
+  auto differs = [&](const char* what, const ir::Policy& changed) {
+    EXPECT_NE(SeccompCompileInput(changed), key) << what << " must change the filter's cache key";
+  };
+  ir::Policy p = base;
+  p.network.mode = ir::NetworkMode::kAllowList;  // connect goes to the broker
+  differs("an allow-list", p);
+  p = base;
+  p.syscalls.default_action = Kill();
+  differs("the default action", p);
+  p = base;
+  p.syscalls.default_explicitly_allows = true;
+  differs("an explicit default allow", p);
+  p = base;
+  p.syscalls.architectures.push_back(ir::Arch::kX32);
+  differs("an extra architecture", p);
+  p = base;
+  p.syscalls.reopened.push_back("bpf");
+  differs("a reopened prologue syscall", p);
+  ASSERT_FALSE(base.syscalls.rules.empty());
+  p = base;
+  p.syscalls.rules[0].action = Errno(13);
+  differs("a rule's action", p);
+  p = base;
+  p.syscalls.rules[0].conditions.push_back({1, ir::CompareOp::kMaskedEq, 2, 3});
+  differs("a rule's condition", p);
+  ir::Policy q = p;
+  q.syscalls.rules[0].conditions.back().mask = 7;
+  EXPECT_NE(SeccompCompileInput(q), SeccompCompileInput(p)) << "a condition's mask";
+  p = base;
+  p.syscalls.rules[0].group = "@other";
+  differs("a rule's group (the sidecar names it)", p);
+  p = base;
+  p.syscalls.rules.pop_back();
+  differs("a rule less", p);
+}
+
 TEST(SeccompBackend, RefusesPermissiveDefaultUnlessExplicit) {
   ir::Syscalls s;
   s.default_action = Allow();
