@@ -1,4 +1,5 @@
 #include "cli/host_probe_util.h"
+#include "compiler/common/file_read.h"
 
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -14,9 +15,7 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "cli/runtime_util.h"
 #include "enforcer/landlock.h"
@@ -25,11 +24,10 @@
 namespace cocoon::cli {
 namespace {
 
+// "" when the file is missing or unreadable: each probe reports that itself.
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = ReadFileToString(path);
+  return text.ok() ? std::move(*text) : std::string();
 }
 
 std::string Trim(std::string s) {

@@ -1,6 +1,6 @@
 #include "cli/launch_util.h"
+#include "compiler/common/file_read.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,19 +16,6 @@
 namespace cocoon::cli {
 namespace {
 
-Result<std::string> ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open " + path);
-  std::string data;
-  char buffer[65536];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) data.append(buffer, static_cast<size_t>(n));
-  int err = errno;
-  close(fd);
-  if (n < 0) return ErrnoError("read " + path, err);
-  return data;
-}
-
 // Collects {path, sha256} pairs anywhere in the manifest (the driver owns the
 // exact layout; every artifact entry carries both keys).
 void CollectHashes(const nlohmann::json& j, std::vector<std::pair<std::string, std::string>>& out) {
@@ -43,7 +30,7 @@ void CollectHashes(const nlohmann::json& j, std::vector<std::pair<std::string, s
 }
 
 Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir) {
-  auto manifest_text = ReadFile(dir + "/manifest.json");
+  auto manifest_text = ReadFileToString(dir + "/manifest.json");
   if (!manifest_text.ok()) {
     return InvalidArgumentError(dir + " is a directory but has no manifest.json; is it `cocoon compile` output?");
   }
@@ -59,7 +46,7 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir) {
   std::string plan_text;
   for (auto [name, out] : {std::pair{"linux.plan.json", &plan_text}, std::pair{"linux.seccomp.bpf", &artifacts.seccomp_bpf},
                            std::pair{"linux.seccomp.json", &artifacts.seccomp_sidecar_json}}) {
-    COCOON_ASSIGN_OR_RETURN(*out, ReadFile(dir + "/" + name));
+    COCOON_ASSIGN_OR_RETURN(*out, ReadFileToString(dir + "/" + name));
     std::string expected;
     for (const auto& [path, sha] : hashes) {
       if (path == name || path == std::string("linux/") + name) expected = sha;

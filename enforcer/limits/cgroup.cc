@@ -1,4 +1,5 @@
 #include "enforcer/limits/cgroup.h"
+#include "compiler/common/file_read.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -29,27 +30,9 @@ Status WriteFile(const std::string& path, const std::string& value) {
   return Status::Ok();
 }
 
-Result<std::string> ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open " + path);
-  std::string text;
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = read(fd, buffer, sizeof buffer);
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return ErrnoError("read " + path, err);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return text;
-}
 
 Result<uint64_t> ReadNumber(const std::string& path) {
-  COCOON_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  COCOON_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc()) return InternalError("unexpected contents of " + path + ": '" + text + "'");
@@ -59,7 +42,7 @@ Result<uint64_t> ReadNumber(const std::string& path) {
 // Finds "<key> <number>" in a flat-keyed file such as memory.events or
 // memory.oom_control.
 Result<uint64_t> ReadKeyed(const std::string& path, std::string_view key) {
-  COCOON_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  COCOON_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -77,7 +60,7 @@ Result<uint64_t> ReadKeyed(const std::string& path, std::string_view key) {
 
 std::set<pid_t> ReadPids(const std::string& dir) {
   std::set<pid_t> pids;
-  auto text = ReadFile(dir + "/cgroup.procs");
+  auto text = ReadFileToString(dir + "/cgroup.procs");
   if (!text.ok()) return pids;
   const char* p = text->data();
   const char* end = p + text->size();
@@ -266,7 +249,7 @@ void Cgroup::KillRoundV1() {
   bool frozen = !freezer_dir_.empty() && WriteFile(freezer_dir_ + "/freezer.state", "FROZEN").ok();
   if (frozen) {
     for (int i = 0; i < 100; ++i) {
-      auto state = ReadFile(freezer_dir_ + "/freezer.state");
+      auto state = ReadFileToString(freezer_dir_ + "/freezer.state");
       if (!state.ok() || state->rfind("FROZEN", 0) == 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

@@ -1,9 +1,8 @@
 #include "enforcer/limits/host_caps.h"
+#include "compiler/common/file_read.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,22 +53,11 @@ std::string Unescape(std::string_view field) {
   return out;
 }
 
-// /proc and cgroupfs files report a size of 0: read until EOF. Plain
-// read(2) rather than an ifstream: this runs on every launch, before clone,
-// and the stream machinery (locale, buffers) cost ~40 us of it cold.
+// An unreadable file is an absent fact about the host (host_caps.h), never
+// an error.
 std::string ReadSmallFile(const std::string& path) {
-  std::string text;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
-  char buffer[4096];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return text;
+  auto text = ReadFileToString(path);
+  return text.ok() ? std::move(*text) : std::string();
 }
 
 // Applies one mountinfo line: "... mountpoint opts - fstype source superopts".
