@@ -302,8 +302,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   };
 
   // The child is creating its namespaces meanwhile (on the other CPU).
-  Status built = BuildChildSpec(handoff.get(), work_child_end, broker_child_end);
-  if (built.ok()) built = arena.Place(child->spec());
+  Status built = BuildChildSpec(arena, handoff.get(), work_child_end, broker_child_end);
   if (!built.ok()) return abort_child(built);
   Status maps = WriteIdMaps(pid, id_maps);
   if (!maps.ok()) return child_report_or(maps.WithContext("writing the sandbox's uid/gid maps"));

@@ -201,7 +201,8 @@ Status Sandbox::Impl::PrepareAll() {
   return Status::Ok();
 }
 
-Status Sandbox::Impl::BuildChildSpec(ListenerHandoff* handoff, int work_sock, int broker_sock) {
+Status Sandbox::Impl::BuildChildSpec(ChildSpecArena& arena, ListenerHandoff* handoff, int work_sock,
+                                     int broker_sock) {
   COCOON_ASSIGN_OR_RETURN(child, PreparedChild::Build(std::move(child_inputs)));
   ChildSpec& spec = child->spec();
   spec.work_sock = work_sock;
@@ -209,12 +210,14 @@ Status Sandbox::Impl::BuildChildSpec(ListenerHandoff* handoff, int work_sock, in
   spec.parent_pid = getpid();
   spec.handoff = handoff;
   spec.unshare_cgroup = true;
-  for (const OwnedFd& fd : cgroup_v1_parents) cgroup_v1_parent_fds.push_back(fd.get());
-  cgroup_v1_tasks_path = cgroup_name + "/tasks";
-  spec.cgroup_parent_fds = cgroup_v1_parent_fds.data();
-  spec.cgroup_parent_count = cgroup_v1_parent_fds.size();
-  spec.cgroup_tasks_path = cgroup_v1_tasks_path.c_str();
-  return Status::Ok();
+  // Place() copies what these point to, so they need live only until then.
+  std::vector<int> v1_parent_fds;
+  for (const OwnedFd& fd : cgroup_v1_parents) v1_parent_fds.push_back(fd.get());
+  std::string v1_tasks_path = cgroup_name + "/tasks";
+  spec.cgroup_parent_fds = v1_parent_fds.data();
+  spec.cgroup_parent_count = v1_parent_fds.size();
+  spec.cgroup_tasks_path = v1_tasks_path.c_str();
+  return arena.Place(spec);
 }
 
 OwnedFd::~OwnedFd() {

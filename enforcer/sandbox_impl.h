@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "enforcer/child_spec_arena.h"
 #include "enforcer/child_spec_builder.h"
 #include "enforcer/limits/cgroup.h"
 #include "enforcer/limits/host_caps.h"
@@ -59,8 +60,6 @@ class Sandbox::Impl {
   std::unique_ptr<Staging> staging;
   ChildSpecInputs child_inputs;            // PrepareAll -> BuildChildSpec
   std::unique_ptr<PreparedChild> child;    // built in RunOnce, after clone
-  std::vector<int> cgroup_v1_parent_fds;   // the spec's view of cgroup_v1_parents
-  std::string cgroup_v1_tasks_path;
   std::vector<std::string> namespaces;
   int landlock_abi = 0;
   bool uses_listener = false;
@@ -75,9 +74,10 @@ class Sandbox::Impl {
   // Resolves the allow-list and writes the sandbox's /etc/hosts; fails
   // closed when the kernel lacks what the broker needs.
   Status PrepareNetworkAllowList(const std::string& hosts_dir, std::vector<backends::PlanMount>& extra_mounts);
-  // Builds `child` from child_inputs and fills in the parent-side fields
-  // (the child's socketpair ends, the listener page, the v1 groups).
-  Status BuildChildSpec(ListenerHandoff* handoff, int work_sock, int broker_sock);
+  // Builds `child` from child_inputs, fills in the parent-side fields (the
+  // child's socketpair ends, the listener page, the v1 groups) and places
+  // the spec in `arena` for the child (child_spec_arena.h).
+  Status BuildChildSpec(ChildSpecArena& arena, ListenerHandoff* handoff, int work_sock, int broker_sock);
   Result<Outcome> RunOnce();
   // After execve: supervise, verify and commit the work dir, build the Outcome.
   Result<Outcome> SuperviseAndFinish(std::chrono::steady_clock::time_point start, int pidfd, int stdout_fd,
