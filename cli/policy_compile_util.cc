@@ -26,12 +26,11 @@ const backends::Artifact* FindArtifact(const std::vector<backends::Artifact>& ar
 // --timeout, --mem, --ro, stdin) is a new policy, but not a new filter, and
 // building strict's filter is ~4.5 ms of a ~10 ms cache miss. Same cache
 // directory, trust rules and integrity hashes as the policy entries.
-Result<std::pair<std::string, std::string>> SeccompFilterFor(const ir::Policy& policy) {
+// (Only seccomp_bpf and seccomp_sidecar_json are set.)
+Result<enforcer::CompiledLinuxArtifacts> SeccompFilterFor(const ir::Policy& policy) {
   enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
   std::string key = enforcer::ArtifactCache::KeyForContent("seccomp", backends::SeccompCompileInput(policy));
-  if (auto hit = cache.Lookup(key); hit && hit->plan_json.empty() && !hit->seccomp_bpf.empty()) {
-    return std::pair{std::move(hit->seccomp_bpf), std::move(hit->seccomp_sidecar_json)};
-  }
+  if (auto hit = cache.Lookup(key); hit && hit->plan_json.empty() && !hit->seccomp_bpf.empty()) return std::move(*hit);
   COCOON_ASSIGN_OR_RETURN(auto seccomp, backends::CompileSeccomp(policy));
   const backends::Artifact* bpf = FindArtifact(seccomp, "linux.seccomp.bpf");
   const backends::Artifact* sidecar = FindArtifact(seccomp, "linux.seccomp.json");
@@ -40,7 +39,7 @@ Result<std::pair<std::string, std::string>> SeccompFilterFor(const ir::Policy& p
   filter.seccomp_bpf = bpf->bytes;
   filter.seccomp_sidecar_json = sidecar->bytes;
   (void)cache.Store(key, filter);  // an optimisation: a read-only cache is fine
-  return std::pair{bpf->bytes, sidecar->bytes};
+  return filter;
 }
 
 }  // namespace
@@ -48,14 +47,11 @@ Result<std::pair<std::string, std::string>> SeccompFilterFor(const ir::Policy& p
 Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string& path, const std::string& profile) {
   auto policy = CheckPolicyFile(path, profile);
   if (!policy.ok()) return InvalidArgumentError(policy.status().message() + "; refusing to run");
-  COCOON_ASSIGN_OR_RETURN(auto filter, SeccompFilterFor(*policy));
+  COCOON_ASSIGN_OR_RETURN(enforcer::CompiledLinuxArtifacts compiled, SeccompFilterFor(*policy));
   backends::Artifact bpf = backends::MakeArtifact("linux", "linux.seccomp.bpf", "application/vnd.cocoon.seccomp-bpf",
-                                                  filter.first);
+                                                  compiled.seccomp_bpf);
   COCOON_ASSIGN_OR_RETURN(auto plan, backends::CompileLinuxPlan(*policy, bpf));
-  enforcer::CompiledLinuxArtifacts compiled;
   compiled.plan_json = plan.at(0).bytes;
-  compiled.seccomp_bpf = std::move(filter.first);
-  compiled.seccomp_sidecar_json = std::move(filter.second);
   for (const auto& file : policy->source_files) {
     char real[PATH_MAX];
     if (realpath(file.c_str(), real) != nullptr) compiled.source_files.push_back(real);

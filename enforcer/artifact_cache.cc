@@ -90,19 +90,22 @@ static const std::string& CompilerIdentity() {
   return identity;
 }
 
+// What every key starts with: the cache layout's version, cocoon's version
+// and the compiler that produced the entry.
+static std::string KeyMaterialPrefix() {
+  return std::string("cocoon-cache-v2\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n";
+}
+
 std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::string& profile) {
   char real[PATH_MAX];
   if (realpath(policy_path.c_str(), real) == nullptr) return "";
   auto bytes = ReadSmallFile(real, false);
   if (!bytes) return "";
-  std::string material = std::string("cocoon-cache-v2\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n" +
-                         profile + "\n" + real + "\n";
-  return Sha256Hex(material + *bytes);
+  return Sha256Hex(KeyMaterialPrefix() + profile + "\n" + real + "\n" + *bytes);
 }
 
 std::string ArtifactCache::KeyForContent(std::string_view domain, std::string_view content) {
-  std::string material = std::string("cocoon-cache-v2\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n" +
-                         "content:" + std::string(domain) + "\n";
+  std::string material = KeyMaterialPrefix() + "content:" + std::string(domain) + "\n";
   material.append(content);
   return Sha256Hex(material);
 }
