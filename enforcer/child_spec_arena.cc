@@ -134,7 +134,8 @@ Status ChildSpecArena::Place(const ChildSpec& spec) {
 
   if (bump.full()) {
     return ResourceExhaustedError("the sandbox's launch description (command line, environment, mounts, rules) exceeds " +
-                                  std::to_string(capacity_ >> 20) + " MiB");
+                                  std::to_string(capacity_ >> 20) +
+                                  " MiB: pass large data through the work dir or stdin, not argv or --env");
   }
   return Status::Ok();
 }
