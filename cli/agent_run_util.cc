@@ -398,9 +398,9 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   return path;
 }
 
-Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy) {
+Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy, LaunchRequest* launch) {
   COCOON_ASSIGN_OR_RETURN(std::string path, WriteContentAddressed(policy.text, ".cocoon"));
-  return LoadPolicyArtifacts(path, policy.profile);
+  return LoadPolicyArtifacts(path, policy.profile, launch);
 }
 
 }  // namespace cocoon::cli

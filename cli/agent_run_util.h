@@ -99,7 +99,7 @@ Result<ir::Policy> CompileQuickPolicy(const QuickPolicy& policy, std::string* wa
 // Writes the text to a private, content-addressed file (so identical flags
 // hit the compiled-artifact cache) and loads its artifacts with
 // LoadPolicyArtifacts, the path `cocoon enforce` uses.
-Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy);
+Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy, LaunchRequest* launch = nullptr);
 
 // A private directory for generated policies and staged code files
 // (<artifact cache>/quick, mode 0700, owned by us).

@@ -44,11 +44,6 @@ int RunEnforce(const EnforceOptions& options) {
     std::cerr << "cocoon enforce: --audit-log and --audit-key go together\n";
     return kExitUsage;
   }
-  auto artifacts = LoadPolicyArtifacts(options.policy, options.profile);
-  if (!artifacts.ok()) {
-    std::cerr << "cocoon enforce: " << artifacts.status().message() << "\n";
-    return kExitRefused;
-  }
   LaunchRequest request;
   request.argv = options.command;
   request.work_dir = options.work_dir;
@@ -62,6 +57,13 @@ int RunEnforce(const EnforceOptions& options) {
     request.on_output = [](enforcer::OutputStream stream, std::string_view chunk) {
       WriteAll(stream == enforcer::OutputStream::kStdout ? STDOUT_FILENO : STDERR_FILENO, chunk);
     };
+  }
+  // Passing the request lets the sandbox's first process start while the
+  // plan is parsed (launch_util.h).
+  auto artifacts = LoadPolicyArtifacts(options.policy, options.profile, &request);
+  if (!artifacts.ok()) {
+    std::cerr << "cocoon enforce: " << artifacts.status().message() << "\n";
+    return kExitRefused;
   }
   auto outcome = LaunchSandboxed(*artifacts, std::move(request));
   if (!outcome.ok()) {

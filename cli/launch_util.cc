@@ -12,6 +12,7 @@
 #include "cli/policy_compile.h"
 #include "compiler/common/digest.h"
 #include "enforcer/artifact_cache.h"
+#include "enforcer/started_child.h"
 
 namespace cocoon::cli {
 namespace {
@@ -29,7 +30,18 @@ void CollectHashes(const nlohmann::json& j, std::vector<std::pair<std::string, s
   }
 }
 
-Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir) {
+// LoadPolicyArtifacts's early start, between reading the plan and parsing
+// it. A hint that turns out wrong (LaunchPlanFromJson is the authority)
+// costs a second child, never a different run (Sandbox::Run checks Fits).
+void StartChildBeforeParsing(std::string_view plan_json, LaunchRequest* launch) {
+  if (launch == nullptr || !launch->audit.log_path.empty()) return;
+  std::optional<ir::NetworkMode> network = backends::PeekLaunchPlanNetwork(plan_json);
+  if (!network || *network == ir::NetworkMode::kAllowList) return;
+  launch->started_child = enforcer::StartedChild::StartBeforePlan(*network, launch->stdin_mode, launch->signals,
+                                                                  !launch->work_dir.empty());
+}
+
+Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* launch) {
   auto manifest_text = ReadFileToString(dir + "/manifest.json");
   if (!manifest_text.ok()) {
     return InvalidArgumentError(dir + " is a directory but has no manifest.json; is it `cocoon compile` output?");
@@ -57,6 +69,7 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir) {
                            "); the compiled policy was modified, refusing to run it");
     }
   }
+  StartChildBeforeParsing(plan_text, launch);
   COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(plan_text));
   return artifacts;
 }
@@ -75,10 +88,11 @@ std::string NewRunId() {
 
 }  // namespace
 
-Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile) {
+Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile,
+                                            LaunchRequest* launch) {
   struct stat st;
   if (stat(policy.c_str(), &st) != 0) return ErrnoError("policy " + policy);
-  if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy);
+  if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy, launch);
 
   enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
   std::string key = enforcer::ArtifactCache::KeyFor(policy, profile);
@@ -92,6 +106,7 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
     (void)cache.Store(key, fresh);  // an optimisation: a read-only cache is fine
     compiled = std::move(fresh);
   }
+  StartChildBeforeParsing(compiled->plan_json, launch);
   COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(compiled->plan_json));
   artifacts.seccomp_bpf = std::move(compiled->seccomp_bpf);
   artifacts.seccomp_sidecar_json = std::move(compiled->seccomp_sidecar_json);
@@ -136,6 +151,7 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   sandbox_request.on_output = std::move(request.on_output);
   sandbox_request.cancel = request.cancel;
   sandbox_request.resolve_allow_list = resolver;
+  sandbox_request.started_child = std::move(request.started_child);
   COCOON_ASSIGN_OR_RETURN(auto sandbox, enforcer::Sandbox::Prepare(std::move(sandbox_request)));
   std::string run_id = NewRunId();
   if (log) {

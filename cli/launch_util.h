@@ -39,11 +39,6 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitCannotExecute = 126;
 inline constexpr int kExitCommandNotFound = 127;
 
-// POLICY is a .cocoon file (compiled, or taken from the artifact cache) or a
-// directory written by `cocoon compile` (its manifest hashes are verified; a
-// mismatch is refused). Policy mistakes come back as kInvalidArgument with
-// the rendered diagnostics as the message.
-Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile);
 
 struct AuditOptions {
   std::string log_path;  // "" = no audit log
@@ -69,7 +64,24 @@ struct LaunchRequest {
   // When set, receives the launch event's place in the signed log, so callers
   // (the MCP tools) can tie a result to its audit line.
   std::shared_ptr<AuditReference> audit_reference;
+  // Set by LoadPolicyArtifacts(..., &request); killed if the launch is refused.
+  std::shared_ptr<enforcer::StartedChild> started_child;
 };
+
+// POLICY is a .cocoon file (compiled, or taken from the artifact cache) or a
+// directory written by `cocoon compile` (its manifest hashes are verified; a
+// mismatch is refused). Policy mistakes come back as kInvalidArgument with
+// the rendered diagnostics as the message.
+//
+// `launch`: the one launch these artifacts are loaded for (cocoon enforce,
+// cocoon run). Its sandbox's first process is then started as soon as the
+// compiled plan is read and verified, before it is parsed, and travels in
+// launch->started_child (enforcer/started_child.h): the kernel builds the
+// namespaces while the plan is parsed and the sandbox prepared. Not for an
+// audited launch or a network allow-list, which hand over to cocoon-full
+// first (launch_dynamic.h).
+Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile,
+                                            LaunchRequest* launch = nullptr);
 
 // Runs one command. A Status means the run was refused or failed before the
 // command started; map it to an exit code with RefusalExitCode.

@@ -114,7 +114,7 @@ void NdjsonStreamer::Finish(nlohmann::json outcome) {
 }
 
 Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request) {
-  COCOON_ASSIGN_OR_RETURN(PolicyArtifacts artifacts, QuickPolicyArtifacts(run.policy));
+  COCOON_ASSIGN_OR_RETURN(PolicyArtifacts artifacts, QuickPolicyArtifacts(run.policy, &request));
   request.argv = run.argv;
   request.overrides = run.policy.overrides;
   return LaunchSandboxed(artifacts, std::move(request));

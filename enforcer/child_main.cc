@@ -9,9 +9,10 @@
 //   -> hostname, loopback (need CAP_SYS_ADMIN / CAP_NET_ADMIN in the new ns)
 //   -> allow-lists: the broker's 127.0.0.1 listener to the parent (net.cc)
 //   -> mount tree, pivot_root (needs CAP_SYS_ADMIN)
-//   -> v1 cgroups: wait until the parent has created them (it does so while
-//      we build the mount tree: the two run in parallel), join them (we
-//      move ourselves: Cgroup::OpenV1ParentDirs says why), and only then
+//   -> v1 cgroups: open the directories the groups go in (still seeing the
+//      host's tree), wait until the parent has created them (it does so
+//      while we build the mount tree: the two run in parallel), join them
+//      (we move ourselves: Cgroup::V1ParentDirs says why), and only then
 //      unshare the cgroup namespace, so its root is the sandbox's own group
 //   -> cwd, rlimits, setsid (no controlling terminal: TIOCSTI, CVE-2017-5226)
 //   -> close every fd above stdio except the error pipe (which is O_CLOEXEC):
@@ -125,14 +126,33 @@ bool WaitForSpec(const ChildBootstrap& boot, ChildError* error) noexcept {
   return true;
 }
 
+// The v1 groups' parent directories, opened right after 'G': the mount
+// tree built next hides the host's /sys. One per v1 controller at most.
+struct CgroupParents {
+  static constexpr size_t kMax = 8;
+  int fds[kMax];
+  size_t count = 0;
+};
+
+bool OpenCgroupParents(const ChildSpec& spec, CgroupParents* parents, ChildError* error) noexcept {
+  if (spec.cgroup_parent_count > CgroupParents::kMax) return child::Fail(error, ChildStep::kJoinCgroup, E2BIG);
+  for (size_t i = 0; i < spec.cgroup_parent_count; ++i) {
+    int fd = open(spec.cgroup_parent_dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return child::Fail(error, ChildStep::kJoinCgroup, errno, static_cast<int>(i));
+    parents->fds[parents->count++] = fd;
+  }
+  return true;
+}
+
 // Joins the sandbox's v1 cgroups once the parent says they exist ('C'):
 // nothing of the command has run yet, and a failed join is a refused run,
 // never a run outside the limits.
-bool JoinCgroups(const ChildBootstrap& boot, const ChildSpec& spec, ChildError* error) noexcept {
+bool JoinCgroups(const ChildBootstrap& boot, const ChildSpec& spec, const CgroupParents& parents,
+                 ChildError* error) noexcept {
   if (!ReadSyncByte(boot, 'C', ChildStep::kJoinCgroup, error)) return false;
   close(boot.sync_fd);
-  for (size_t i = 0; i < spec.cgroup_parent_count; ++i) {
-    int fd = openat(spec.cgroup_parent_fds[i], spec.cgroup_tasks_path, O_WRONLY | O_CLOEXEC);
+  for (size_t i = 0; i < parents.count; ++i) {
+    int fd = openat(parents.fds[i], spec.cgroup_tasks_path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return child::Fail(error, ChildStep::kJoinCgroup, errno, static_cast<int>(i));
     ssize_t n;
     do {
@@ -141,7 +161,7 @@ bool JoinCgroups(const ChildBootstrap& boot, const ChildSpec& spec, ChildError* 
     int err = errno;
     close(fd);
     if (n != 1) return child::Fail(error, ChildStep::kJoinCgroup, n < 0 ? err : EIO, static_cast<int>(i));
-    close(spec.cgroup_parent_fds[i]);
+    close(parents.fds[i]);
   }
   return true;
 }
@@ -225,7 +245,10 @@ void RunChild(const ChildBootstrap& boot) noexcept {
   if (!ok) Report(boot, error);
   const ChildSpec& spec = *boot.spec;
   bool join_cgroups_later = spec.cgroup_parent_count != 0;
-  if (spec.unshare_cgroup && !join_cgroups_later && unshare(CLONE_NEWCGROUP) != 0) {
+  CgroupParents cgroup_parents;
+  if (join_cgroups_later) {
+    ok = OpenCgroupParents(spec, &cgroup_parents, &error);
+  } else if (spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) {
     ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
   }
   if (ok && sethostname(spec.hostname, spec.hostname_len) != 0) ok = child::Fail(&error, ChildStep::kHostname, errno);
@@ -233,7 +256,7 @@ void RunChild(const ChildBootstrap& boot) noexcept {
   if (ok && spec.broker_sock >= 0) ok = child::SendBrokerListener(spec, &error);
   ok = ok && child::BuildMountTree(spec, &error);
   if (ok && join_cgroups_later) {
-    ok = JoinCgroups(boot, spec, &error);
+    ok = JoinCgroups(boot, spec, cgroup_parents, &error);
     if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
   }
   if (ok && chdir(spec.cwd) != 0) ok = child::Fail(&error, ChildStep::kChdir, errno);

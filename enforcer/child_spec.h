@@ -66,7 +66,7 @@ enum class ChildStep : int {
   kListenerHandoff,
   kExec,
   // Appended (the numbers above are stable); see child_main.cc for the order.
-  kJoinCgroup,       // write "0" into each v1 group's `tasks` (Cgroup::OpenV1ParentDirs)
+  kJoinCgroup,       // open the v1 parent dirs, write "0" into each group's `tasks` (Cgroup::V1ParentDirs)
   kBrokerListener,   // network allow-lists: 127.0.0.1 listener sent to the parent (net.cc)
   kScheduler,        // leave an inherited SCHED_FIFO/RR for SCHED_OTHER
   kUnshareNamespaces,  // mount, uts, ipc [, net]: made by the child itself (launcher.cc)
@@ -126,14 +126,15 @@ struct ChildSpec {
   int work_sock = -1;  // socketpair end for MountWorkDirInChild (-1: no staging)
   pid_t parent_pid = 0;
 
-  // v1 cgroups: O_PATH fds of the directories the parent creates the
-  // sandbox's groups in after clone (Cgroup::OpenV1ParentDirs). Once its
-  // mount tree is built, the child waits for the parent's second sync byte
-  // ('C': the groups exist and hold their limits) and moves itself by
-  // writing "0" into openat(fd, cgroup_tasks_path) for each, before it
-  // unshares its cgroup namespace. See Cgroup::OpenV1ParentDirs for why not
-  // the parent.
-  const int* cgroup_parent_fds = nullptr;
+  // v1 cgroups: the directories the parent creates the sandbox's groups in
+  // after clone (Cgroup::V1ParentDirs), NULL-terminated. The child opens
+  // them (O_PATH) as soon as it has its spec, while it still sees the host's
+  // mount tree; once its own tree is built, it waits for the parent's second
+  // sync byte ('C': the groups exist and hold their limits) and moves itself
+  // by writing "0" into openat(dir, cgroup_tasks_path) for each, before it
+  // unshares its cgroup namespace. See Cgroup::V1ParentDirs for why not the
+  // parent.
+  char* const* cgroup_parent_dirs = nullptr;
   size_t cgroup_parent_count = 0;
   const char* cgroup_tasks_path = nullptr;  // "<group name>/tasks"
   bool unshare_cgroup = true;

@@ -94,7 +94,7 @@ Status ChildSpecArena::Place(const ChildSpec& spec) {
   Bump bump(base_, capacity_);
   auto* out = new (bump.Take(sizeof(ChildSpec), alignof(ChildSpec))) ChildSpec(spec);
 
-  out->cgroup_parent_fds = bump.CopyArray(spec.cgroup_parent_fds, spec.cgroup_parent_count);
+  out->cgroup_parent_dirs = bump.CopyStringVector(spec.cgroup_parent_dirs);
   out->cgroup_tasks_path = bump.CopyString(spec.cgroup_tasks_path);
   out->hostname = bump.CopyArray(spec.hostname, spec.hostname_len);
   out->new_root = bump.CopyString(spec.new_root);

@@ -147,10 +147,9 @@ Status Sandbox::Impl::PrepareAll() {
     static std::atomic<uint64_t> counter{0};
     cgroup_name = "cocoon-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1) + 1);
     if (limit_plan.cgroup.version == CgroupVersion::kV1) {
-      // Created in RunOnce, while the child builds its namespaces; only the
-      // directories they go in are opened now, for the child to join by name.
-      COCOON_ASSIGN_OR_RETURN(std::vector<int> fds, Cgroup::OpenV1ParentDirs(limit_plan.cgroup, host));
-      for (int fd : fds) cgroup_v1_parents.emplace_back(fd);
+      // Created in RunOnce, while the child builds its namespaces; the child
+      // opens the directories they go in and joins them by name.
+      cgroup_v1_parent_dirs = Cgroup::V1ParentDirs(limit_plan.cgroup, host);
     } else {
       COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, cgroup_name));
     }
@@ -211,17 +210,14 @@ Status Sandbox::Impl::BuildChildSpec(ChildSpecArena& arena, ListenerHandoff* han
   spec.handoff = handoff;
   spec.unshare_cgroup = true;
   // Place() copies what these point to, so they need live only until then.
-  std::vector<int> v1_parent_fds;
-  for (const OwnedFd& fd : cgroup_v1_parents) v1_parent_fds.push_back(fd.get());
+  std::vector<char*> v1_parent_dirs;
+  for (std::string& dir : cgroup_v1_parent_dirs) v1_parent_dirs.push_back(dir.data());
+  v1_parent_dirs.push_back(nullptr);
   std::string v1_tasks_path = cgroup_name + "/tasks";
-  spec.cgroup_parent_fds = v1_parent_fds.data();
-  spec.cgroup_parent_count = v1_parent_fds.size();
+  spec.cgroup_parent_dirs = v1_parent_dirs.data();
+  spec.cgroup_parent_count = cgroup_v1_parent_dirs.size();
   spec.cgroup_tasks_path = v1_tasks_path.c_str();
   return arena.Place(spec);
-}
-
-OwnedFd::~OwnedFd() {
-  if (fd_ >= 0) close(fd_);
 }
 
 OwnedFile::~OwnedFile() {

@@ -74,6 +74,8 @@ class CancelHandle {
   int event_fd_ = -1;
 };
 
+class StartedChild;  // started_child.h
+
 struct SandboxRequest {
   backends::LaunchPlan plan;
   std::string seccomp_bpf;  // raw linux.seccomp.bpf bytes; must match plan.seccomp_sha256
@@ -99,6 +101,12 @@ struct SandboxRequest {
   // refused. A parameter, not a call, so that linking the enforcer does not
   // link getaddrinfo (cli/launch_dynamic.h).
   AllowListResolver resolve_allow_list = nullptr;
+  // Optional: the sandbox's first process, started before the plan was
+  // parsed (StartedChild::Start, started_child.h) so that the kernel builds
+  // its namespaces while Prepare runs. Run uses it when it fits what the
+  // prepared run needs and otherwise kills it and starts another; Prepare
+  // failing, or the Sandbox being destroyed unrun, kills it too.
+  std::shared_ptr<StartedChild> started_child;
 };
 
 class Sandbox {

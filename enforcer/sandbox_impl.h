@@ -34,20 +34,6 @@ class OwnedFile {
   std::string path_;
 };
 
-// A file descriptor the run owns, closed when the run is over.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  ~OwnedFd();
-  OwnedFd(OwnedFd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 class Sandbox::Impl {
  public:
   SandboxRequest request;
@@ -56,7 +42,7 @@ class Sandbox::Impl {
   LimitPlan limit_plan;
   std::unique_ptr<Cgroup> cgroup;  // v1: created in RunOnce, after clone
   std::string cgroup_name;
-  std::vector<OwnedFd> cgroup_v1_parents;  // Cgroup::OpenV1ParentDirs
+  std::vector<std::string> cgroup_v1_parent_dirs;  // Cgroup::V1ParentDirs
   std::unique_ptr<Staging> staging;
   ChildSpecInputs child_inputs;            // PrepareAll -> BuildChildSpec
   std::unique_ptr<PreparedChild> child;    // built in RunOnce, after clone

@@ -176,23 +176,15 @@ Status Cgroup::AddProcess(pid_t pid) {
   return Status::Ok();
 }
 
-Result<std::vector<int>> Cgroup::OpenV1ParentDirs(const CgroupSpec& spec, const HostCapabilities& host) {
-  std::vector<int> fds;
-  if (spec.version != CgroupVersion::kV1) return fds;
+std::vector<std::string> Cgroup::V1ParentDirs(const CgroupSpec& spec, const HostCapabilities& host) {
+  std::vector<std::string> dirs;
+  if (spec.version != CgroupVersion::kV1) return dirs;
   // The same hierarchies, in the same order, as SetUpV1 creates groups in.
   for (auto [wanted, hierarchy] : {std::pair{spec.memory, &host.v1_memory}, {spec.pids, &host.v1_pids},
                                    {spec.cpu, &host.v1_cpu}, {spec.freezer, &host.v1_freezer}}) {
-    if (!wanted) continue;
-    std::string dir = hierarchy->Dir();
-    int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-      Status status = ErrnoError("open " + dir);
-      for (int open_fd : fds) close(open_fd);
-      return status;
-    }
-    fds.push_back(fd);
+    if (wanted) dirs.push_back(hierarchy->Dir());
   }
-  return fds;
+  return dirs;
 }
 
 Result<uint64_t> Cgroup::PeakMemoryBytes() const {

@@ -13,20 +13,20 @@
 //     unconfined, and memory charged before the move stays with us: v1 does
 //     not move charges unless memory.move_charge_at_immigrate is set). It
 //     writes "0" into `<name>/tasks`, opened relative to the parent
-//     directories from OpenV1ParentDirs(), which the launcher opens before
-//     clone and the child inherits; so the groups can be created while the
+//     directories from V1ParentDirs(), which the child opens itself before
+//     it builds its mount tree; so the groups can be created while the
 //     child builds its namespaces (see launcher.cc). AddProcess(pid) does the
 //     same from outside, at the price of an RCU grace period (see
-//     OpenV1ParentDirs).
+//     V1ParentDirs).
 // Either way, move the child BEFORE it unshares its cgroup namespace (i.e.
 // before releasing its sync wait): a cgroup namespace is rooted at the group
 // the process is in when it unshares (cgroup_namespaces(7)), so the sandbox
 // then sees only its own group as "/".
 //
 // Usage in the core sequence:
-//   v1: parents = OpenV1ParentDirs(plan.cgroup, host); clone ...;
-//       cg = Cgroup::Create(plan.cgroup, host, "run-<id>"); let the child go;
-//       the child writes "0" to openat(parent, "run-<id>/tasks") for each
+//   v1: parents = V1ParentDirs(plan.cgroup, host); clone ...; the child
+//       opens each parent; cg = Cgroup::Create(plan.cgroup, host, "run-<id>");
+//       let the child go; it writes "0" to openat(parent, "run-<id>/tasks")
 //   v2: cg = Cgroup::Create(...); clone3 into cg->clone_into_fd()
 //   ... wait ...
 //   outcome.oom_killed = cg->OomKillCount().value_or(0) > 0;
@@ -73,10 +73,12 @@ class Cgroup {
   // (CLONE_INTO_CGROUP, Linux 5.7). -1 on v1.
   int clone_into_fd() const { return v2_dir_fd_; }
 
-  // v1 only: O_PATH fds of the directories Create() makes its groups in
-  // (one per controller the spec asks for), opened before clone so that the
-  // child, which inherits them, can join the groups once they exist: it
-  // writes "0" into openat(fd, "<name>/tasks") for each. The kernel checks
+  // v1 only: the directories Create() makes its groups in (one per
+  // controller the spec asks for, in Create's order). The child opens them
+  // (O_PATH) while it still sees the host's mount tree, and joins the groups
+  // once they exist: it writes "0" into openat(fd, "<name>/tasks") for each.
+  // Paths rather than fds opened here, so that a child started before the
+  // limits were planned (started_child.h) can join too. The kernel checks
   // the opener's credentials (file->f_cred) for a v1 move; the child opens
   // as host root (the root caller's map, userns.h), the only caller v1 is
   // planned for.
@@ -87,8 +89,8 @@ class Cgroup {
   // current, not a thread group) skips that lock (kernel/cgroup/cgroup.c
   // cgroup_procs_write_start: `if (pid || threadgroup)` takes it), ~30 us.
   // The sandbox's child is single-threaded, so moving the thread moves the
-  // process. The caller owns (closes) the fds.
-  static Result<std::vector<int>> OpenV1ParentDirs(const CgroupSpec& spec, const HostCapabilities& host);
+  // process.
+  static std::vector<std::string> V1ParentDirs(const CgroupSpec& spec, const HostCapabilities& host);
 
   // Peak memory of the group in bytes: v2 memory.peak (Linux 5.19),
   // v1 memory.max_usage_in_bytes. NotFound when there is no memory group.

@@ -156,4 +156,14 @@ Result<HostCapabilities> DetectHostCapabilities() {
   return caps;
 }
 
+bool CgroupV2ControllersMayBeInUse() {
+  for (const char* path : {"/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/unified/cgroup.controllers"}) {
+    std::string text = ReadSmallFile(path);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    auto names = Split(text, ' ');
+    if (Contains(names, "memory") || Contains(names, "pids") || Contains(names, "cpu")) return true;
+  }
+  return false;
+}
+
 }  // namespace cocoon::enforcer

@@ -67,6 +67,16 @@ struct HostCapabilities {
 // `mounted = false` / `writable = false`); fails only when /proc is unreadable.
 Result<HostCapabilities> DetectHostCapabilities();
 
+// A cheap question for a caller deciding before the limits are planned: does
+// a cgroup v2 hierarchy where systemd mounts it (/sys/fs/cgroup, or
+// /sys/fs/cgroup/unified on hybrid hosts) offer a controller the planner
+// uses (memory, pids, cpu)? On this machine's hybrid layout it offers only
+// hugetlb: no.
+// When true, a run may be planned into a v2 group and must then be born in
+// it (CLONE_INTO_CGROUP), so its child cannot be started before the plan
+// (started_child.h). Two small reads instead of the mountinfo walk.
+bool CgroupV2ControllersMayBeInUse();
+
 // Parsers behind DetectHostCapabilities, exposed for tests.
 // `mountinfo` is the text of /proc/self/mountinfo, `proc_cgroup` of
 // /proc/self/cgroup. Writability and controller files are not probed here.

@@ -18,7 +18,8 @@ namespace {
 
 // A spec with every pointer field set, backed by this object's heap.
 struct HeapSpec {
-  std::vector<int> cgroup_fds{7, 8, 9};
+  std::vector<std::string> cgroup_dir_text{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu"};
+  std::vector<char*> cgroup_dirs;
   std::string tasks = "cocoon-1-1/tasks";
   std::string hostname = "sandbox";
   std::string new_root = "/tmp/.cocoon-0/root";
@@ -59,8 +60,10 @@ struct HeapSpec {
 
     spec.work_sock = 11;
     spec.parent_pid = 4242;
-    spec.cgroup_parent_fds = cgroup_fds.data();
-    spec.cgroup_parent_count = cgroup_fds.size();
+    for (auto& d : cgroup_dir_text) cgroup_dirs.push_back(d.data());
+    cgroup_dirs.push_back(nullptr);
+    spec.cgroup_parent_dirs = cgroup_dirs.data();
+    spec.cgroup_parent_count = cgroup_dir_text.size();
     spec.cgroup_tasks_path = tasks.c_str();
     spec.hostname = hostname.c_str();
     spec.hostname_len = hostname.size();
@@ -114,8 +117,9 @@ TEST(ChildSpecArena, PlacesADeepSelfContainedCopy) {
   EXPECT_TRUE(placed.loopback);
   EXPECT_EQ(placed.landlock_abi, 6);
   ASSERT_EQ(placed.cgroup_parent_count, 3u);
-  ExpectInside(*arena, placed.cgroup_parent_fds, 3 * sizeof(int), "cgroup fds");
-  EXPECT_EQ(placed.cgroup_parent_fds[2], 9);
+  ExpectInside(*arena, placed.cgroup_parent_dirs, 4 * sizeof(char*), "cgroup dirs");
+  ExpectString(*arena, placed.cgroup_parent_dirs[2], heap.cgroup_dir_text[2], "cgroup dir");
+  EXPECT_EQ(placed.cgroup_parent_dirs[3], nullptr);
   ExpectString(*arena, placed.cgroup_tasks_path, heap.tasks, "tasks path");
   ASSERT_EQ(placed.hostname_len, heap.hostname.size());
   ExpectInside(*arena, placed.hostname, placed.hostname_len, "hostname");

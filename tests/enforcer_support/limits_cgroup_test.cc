@@ -163,9 +163,9 @@ TEST(CgroupV1Test, CpuQuotaIsWritten) {
   EXPECT_EQ(quota, 25000);
 }
 
-// The launch path's v1 join: the parent opens the groups' parent
-// directories, forks, and only then creates the groups; the child joins by
-// writing "0" into openat(parent, "<name>/tasks") and lands in every group
+// The launch path's v1 join: the parent forks, the child opens the groups'
+// parent directories, and only then does the parent create the groups; the
+// child joins by writing "0" into openat(parent, "<name>/tasks") and lands in every group
 // (memory, pids, ...), which then lists it; the parent never writes its pid
 // (no RCU grace period).
 TEST(CgroupV1Test, ChildJoinsItselfThroughParentDirFds) {
@@ -177,8 +177,8 @@ TEST(CgroupV1Test, ChildJoinsItselfThroughParentDirFds) {
   limits.processes = Req(8);
   auto plan = PlanLimits(limits, *host, LimitPlanOptions{});
   ASSERT_TRUE(plan.ok());
-  auto parents = Cgroup::OpenV1ParentDirs(plan->cgroup, *host);
-  ASSERT_TRUE(parents.ok()) << parents.status().ToString();
+  std::vector<std::string> parents = Cgroup::V1ParentDirs(plan->cgroup, *host);
+  ASSERT_FALSE(parents.empty());
   std::string name = UniqueName("join");
   std::string tasks = name + "/tasks";
   int go[2], done[2];
@@ -188,9 +188,11 @@ TEST(CgroupV1Test, ChildJoinsItselfThroughParentDirFds) {
   if (pid == 0) {
     close(go[1]);
     close(done[0]);
+    std::vector<int> parent_fds;
+    for (const std::string& dir : parents) parent_fds.push_back(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     char byte = 0;
     if (read(go[0], &byte, 1) != 1) _exit(1);
-    for (int parent : *parents) {
+    for (int parent : parent_fds) {
       int fd = openat(parent, tasks.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0 || write(fd, "0", 1) != 1) _exit(1);
       close(fd);
@@ -213,10 +215,9 @@ TEST(CgroupV1Test, ChildJoinsItselfThroughParentDirFds) {
   if (!cg.ok() || joined != 1) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
-    for (int fd : *parents) close(fd);
     FAIL() << (cg.ok() ? "the child could not join its cgroups" : cg.status().ToString());
   }
-  EXPECT_EQ(parents->size(), (*cg)->dirs().size());
+  EXPECT_EQ(parents.size(), (*cg)->dirs().size());
   for (const std::string& dir : (*cg)->dirs()) {
     std::ifstream procs(dir + "/cgroup.procs");
     pid_t listed = 0;
@@ -225,7 +226,6 @@ TEST(CgroupV1Test, ChildJoinsItselfThroughParentDirFds) {
   }
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  for (int fd : *parents) close(fd);
 }
 
 // The v2 mechanics that this machine's controller-less v2 hierarchy still

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -129,6 +130,12 @@ Result<LaunchPlan> BuildLaunchPlan(const ir::Policy& policy, std::string_view se
 std::string LaunchPlanToJson(const LaunchPlan& plan);
 // Strict: unknown kinds, a wrong version or a missing field are errors.
 Result<LaunchPlan> LaunchPlanFromJson(std::string_view json);
+// The plan's top-level "network" mode, read without building the document
+// (a SAX pass that stops at the key, a third of a full parse): the launcher
+// starts the sandbox's first process on it before the plan is parsed
+// (enforcer/started_child.h). A hint only: nullopt when the key is missing
+// or the text is malformed, and LaunchPlanFromJson stays the authority.
+std::optional<ir::NetworkMode> PeekLaunchPlanNetwork(std::string_view json);
 
 // Used when a limit is unset: RLIMIT_NOFILE default, the output cap default.
 inline constexpr uint64_t kDefaultOpenFiles = 1024;

@@ -214,4 +214,60 @@ Result<LaunchPlan> LaunchPlanFromJson(std::string_view text) {
   return plan;
 }
 
+namespace {
+
+// Stops the parse (returns false) at the top-level "network" key's value, or
+// at anything that is not a plan.
+class NetworkPeek final : public json::json_sax_t {
+ public:
+  std::optional<std::string> value;
+
+  bool key(string_t& name) override {
+    at_network_ = depth_ == 1 && name == "network";
+    return true;
+  }
+  bool string(string_t& text) override {
+    if (!at_network_) return true;
+    value = text;
+    return false;
+  }
+  bool start_object(std::size_t) override { return Enter(); }
+  bool start_array(std::size_t) override { return Enter(); }
+  bool end_object() override { return Leave(); }
+  bool end_array() override { return Leave(); }
+  bool null() override { return !at_network_; }
+  bool boolean(bool) override { return !at_network_; }
+  bool number_integer(number_integer_t) override { return !at_network_; }
+  bool number_unsigned(number_unsigned_t) override { return !at_network_; }
+  bool number_float(number_float_t, const string_t&) override { return !at_network_; }
+  bool binary(binary_t&) override { return !at_network_; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool Enter() {
+    if (at_network_) return false;  // "network" must be a string
+    ++depth_;
+    return true;
+  }
+  bool Leave() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+  bool at_network_ = false;
+};
+
+}  // namespace
+
+std::optional<ir::NetworkMode> PeekLaunchPlanNetwork(std::string_view text) {
+  NetworkPeek peek;
+  // sax_parse reports "false" both for a stop and for an error; the value
+  // tells them apart. No exceptions: parse_error returns false.
+  (void)json::sax_parse(text.begin(), text.end(), &peek, json::input_format_t::json, false);
+  if (!peek.value) return std::nullopt;
+  auto mode = EnumFromName(kNetworkModes, *peek.value, "network mode");
+  if (!mode.ok()) return std::nullopt;
+  return *mode;
+}
+
 }  // namespace cocoon::backends

@@ -1,5 +1,6 @@
 // The Linux launch plan back end: ordering, defaults and the JSON round trip.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -178,6 +179,34 @@ TEST(PlanJsonTest, StrictReader) {
   EXPECT_FALSE(LaunchPlanFromJson(replace("\"target\": \"/usr\"", "\"target\": \"/usr/../etc\"")).ok());
   EXPECT_FALSE(LaunchPlanFromJson("{").ok());
   EXPECT_FALSE(LaunchPlanFromJson("[]").ok());
+}
+
+// The launcher starts the sandbox's child on this peek before it parses the
+// plan: it must agree with the full reader on every real plan, and never
+// invent a mode from something that is not the top-level "network" string.
+TEST(PlanJsonTest, PeekNetworkAgreesWithTheReader) {
+  auto policy = StrictLikePolicy();
+  for (ir::NetworkMode mode : {ir::NetworkMode::kOff, ir::NetworkMode::kOn, ir::NetworkMode::kAllowList}) {
+    policy.network.mode = mode;
+    policy.network.allow.clear();
+    if (mode == ir::NetworkMode::kAllowList) policy.network.allow = {{"api.example.com", 443}};
+    auto plan = BuildLaunchPlan(policy, "bb");
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    std::string json = LaunchPlanToJson(*plan);
+    EXPECT_EQ(PeekLaunchPlanNetwork(json), LaunchPlanFromJson(json)->network);
+    EXPECT_EQ(PeekLaunchPlanNetwork(nlohmann::json::parse(json).dump()), mode) << "compact JSON";
+  }
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"a": {"network": "on"}, "network": "off"})"), ir::NetworkMode::kOff)
+      << "a nested \"network\" key is not the plan's";
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"a": ["network", "on"], "network": "allow-list"})"), ir::NetworkMode::kAllowList);
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"env": "\"network\": \"on\"", "network": "off"})"), ir::NetworkMode::kOff);
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"a": {"network": "on"}})"), std::nullopt);
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": {"mode": "on"}})"), std::nullopt);
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": 1})"), std::nullopt);
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": "sideways"})"), std::nullopt);
+  EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": )"), std::nullopt);
+  EXPECT_EQ(PeekLaunchPlanNetwork("not json"), std::nullopt);
+  EXPECT_EQ(PeekLaunchPlanNetwork(""), std::nullopt);
 }
 
 }  // namespace

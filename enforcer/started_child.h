@@ -1,0 +1,143 @@
+// The sandbox's first process, from clone3 to the moment it waits for its
+// spec (internal to the enforcer, and handed in by callers through
+// SandboxRequest::started_child).
+//
+// clone3 makes the user and pid namespaces; the child then unshares the
+// mount, uts, ipc and (unless the network is on) net namespaces itself,
+// ~0.6 ms of kernel work, and waits on the sync pipe for the spec the parent
+// places in the shared arena (child_main.cc, child_spec_arena.h). Nothing of
+// that depends on the launch plan beyond ChildStartOptions, and nothing of
+// the command runs before 'G'. So a caller that knows the plan's network
+// mode before it has parsed the plan (the launcher, cli/launch_util.cc) can
+// start the child first and let the kernel build the namespaces on the other
+// CPU while it parses the plan and Sandbox::Prepare probes the host, plans
+// the limits and builds the spec.
+//
+// Sandbox::Run adopts a started child only if its options are what the
+// prepared run needs (Fits); otherwise it is killed and a matching one
+// started. Either way the run's checks, spec and Outcome are the same.
+//
+// The destructor kills the child and reaps it through its pidfd
+// (waitid(P_PIDFD), Linux 5.4), so a child reaped elsewhere (the
+// supervisor's wait4) is never confused with a recycled pid.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+
+#include "compiler/common/status.h"
+#include "enforcer/child_spec.h"
+#include "enforcer/child_spec_arena.h"
+#include "enforcer/sandbox.h"
+
+namespace cocoon::enforcer {
+
+// An owned file descriptor, closed on Reset and destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int* out() { return &fd_; }
+  void Reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+struct ChildStartOptions {
+  // unshare(CLONE_NEWNET): every network mode but "on".
+  bool new_network = true;
+  StdinMode stdin_mode = StdinMode::kNull;
+  SignalHandling signals = SignalHandling::kNone;
+  bool work_socket = false;    // the staged work dir's handshake (workdir/staging.h)
+  bool broker_socket = false;  // the allow-list broker's listener (net_broker.h)
+  // v2: an O_DIRECTORY fd of the group the child is born in
+  // (CLONE_INTO_CGROUP, Linux 5.7); -1: none. Not owned.
+  int cgroup_fd = -1;
+};
+
+// Blocks SIGPIPE (and SIGINT/SIGTERM/SIGHUP, read from a signalfd, for
+// SignalHandling::kCancelOnSigintSigterm) while the run lasts; the previous
+// mask is restored on destruction. The child unblocks everything and resets
+// dispositions first thing (child_main.cc).
+class SignalGuard {
+ public:
+  explicit SignalGuard(SignalHandling handling);
+  ~SignalGuard();
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+  int fd() const { return fd_.get(); }
+
+ private:
+  bool active_ = false;
+  sigset_t old_{};
+  Fd fd_;
+};
+
+class StartedChild {
+ public:
+  // Pipes, sockets, the listener page and the spec arena, then clone3.
+  // FailedPrecondition (with how to enable them) when user namespaces are
+  // not available.
+  static Result<std::unique_ptr<StartedChild>> Start(const ChildStartOptions& options);
+  // For a caller that has the plan's network mode but not yet the plan (the
+  // launcher, cli/launch_util.cc): the child for a run with these settings,
+  // or nullptr when it should not be started yet (the run may have to be
+  // born in a cgroup v2 group, CgroupV2ControllersMayBeInUse) or could not
+  // be started (Run then starts one, and reports why if it fails again).
+  static std::unique_ptr<StartedChild> StartBeforePlan(ir::NetworkMode network, StdinMode stdin_mode,
+                                                       SignalHandling signals, bool work_dir);
+  ~StartedChild();
+  StartedChild(const StartedChild&) = delete;
+  StartedChild& operator=(const StartedChild&) = delete;
+
+  // Whether this child can serve a run that needs `needed`: not yet used
+  // by a run, the same namespaces, stdin and signal handling, every socket
+  // it needs, and no cgroup to be born in that it was not born in.
+  bool Fits(const ChildStartOptions& needed) const;
+  // Marks the child as taken by a run (Fits is false from then on).
+  void Adopt() { adopted_ = true; }
+
+  // SIGKILL (the pid namespace's init: everything in it dies), tell a child
+  // spinning on the listener handoff to give up, and reap.
+  void Kill();
+
+  const ChildStartOptions& options() const { return options_; }
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_.get(); }
+  int stdout_fd() const { return out_read_.get(); }
+  int stderr_fd() const { return err_read_.get(); }
+  int error_fd() const { return error_read_.get(); }
+  int sync_fd() const { return sync_write_.get(); }
+  void CloseSync() { sync_write_.Reset(); }
+  int signal_fd() const { return signals_.fd(); }
+  // Parent ends (-1 when not asked for) and the child's numbers for them.
+  int work_fd() const { return work_parent_.get(); }
+  int broker_fd() const { return broker_parent_.get(); }
+  int work_child_end() const { return work_child_end_; }
+  int broker_child_end() const { return broker_child_end_; }
+  ListenerHandoff* handoff() const { return handoff_; }
+  ChildSpecArena& arena() { return arena_; }
+
+ private:
+  StartedChild(const ChildStartOptions& options, ChildSpecArena arena);
+
+  ChildStartOptions options_;
+  SignalGuard signals_;
+  ChildSpecArena arena_;
+  ListenerHandoff* handoff_ = nullptr;  // a MAP_SHARED page
+  Fd out_read_, err_read_, error_read_, sync_write_, work_parent_, broker_parent_, pidfd_;
+  int work_child_end_ = -1;
+  int broker_child_end_ = -1;
+  pid_t pid_ = -1;
+  bool adopted_ = false;
+};
+
+}  // namespace cocoon::enforcer

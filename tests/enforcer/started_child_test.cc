@@ -1,0 +1,148 @@
+// A sandbox child started before the plan (started_child.h), in real
+// sandboxes, as root and unprivileged (enforcer_sandbox_test): an adopted
+// child gets the whole isolation sequence, one that does not fit is killed
+// and replaced, and one whose run is refused is killed and reaped.
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "enforcer/sandbox.h"
+#include "enforcer/started_child.h"
+#include "tests/enforcer/test_util.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using testing::MakeRequest;
+using testing::TestPolicy;
+
+// A second pidfd for the started child, so the test can ask about it after
+// the sandbox has closed its own.
+class PidfdProbe {
+ public:
+  explicit PidfdProbe(const StartedChild& child) : fd_(dup(child.pidfd())) {}
+  ~PidfdProbe() {
+    if (fd_ >= 0) close(fd_);
+  }
+  // Gone: exited and reaped by its parent (us), so it cannot linger as a
+  // zombie or, worse, still run.
+  bool ExitedAndReaped() const {
+    bool exited = syscall(SYS_pidfd_send_signal, fd_, 0, nullptr, 0) != 0 && errno == ESRCH;
+    siginfo_t info{};
+    bool reaped = waitid(static_cast<idtype_t>(3 /* P_PIDFD */), static_cast<id_t>(fd_), &info, WEXITED | WNOHANG) != 0 &&
+                  errno == ECHILD;
+    return exited && reaped;
+  }
+
+ private:
+  int fd_;
+};
+
+std::shared_ptr<StartedChild> MustStart(bool new_network) {
+  ChildStartOptions options;
+  options.new_network = new_network;
+  auto started = StartedChild::Start(options);
+  EXPECT_TRUE(started.ok()) << started.status().ToString();
+  return started.ok() ? std::shared_ptr<StartedChild>(std::move(*started)) : nullptr;
+}
+
+const char kIsolationReport[] =
+    "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; readlink /proc/self/ns/net; echo pid $$; "
+    "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '";
+
+TEST(StartedChildTest, AnAdoptedChildRunsTheCommandWithTheWholeSequence) {
+  std::shared_ptr<StartedChild> started = MustStart(true);
+  ASSERT_NE(started, nullptr);
+  pid_t early_pid = started->pid();
+  PidfdProbe probe(*started);
+  SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", kIsolationReport});
+  request.started_child = std::move(started);
+  auto sandbox = Sandbox::Prepare(std::move(request));
+  ASSERT_TRUE(sandbox.ok()) << sandbox.status().ToString();
+  auto outcome = (*sandbox)->Run();
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ((*sandbox)->pid(), early_pid) << "the started child was not the one that ran";
+  const std::string& out = outcome->stdout_data;
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  EXPECT_NE(out.find("CapEff:\t0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2"), std::string::npos) << out;
+  EXPECT_NE(out.find("pid 1\n"), std::string::npos) << "not the init of its own pid namespace: " << out;
+  char host_net[64] = {};
+  ASSERT_GT(readlink("/proc/self/ns/net", host_net, sizeof(host_net) - 1), 0);
+  EXPECT_NE(out.find("net:["), std::string::npos) << out;
+  EXPECT_EQ(out.find(host_net), std::string::npos) << "the host's network namespace: " << out;
+  EXPECT_TRUE(out.size() >= 3 && out.compare(out.size() - 3, 3, "lo\n") == 0) << "more than loopback: " << out;
+  // Where the limits go in a cgroup, the child that was started before they
+  // were planned joined it (as root on a v1 host: by the paths it opened).
+  for (const auto& limit : (*sandbox)->limits()) {
+    if (limit.limit == "memory" && limit.mechanism == LimitMechanism::kCgroupV1) {
+      EXPECT_EQ(outcome->peak_memory_source, "cgroup-v1 max_usage_in_bytes");
+    }
+  }
+  sandbox->reset();
+  EXPECT_TRUE(probe.ExitedAndReaped());
+}
+
+// A child started for "network on" cannot serve a plan with the network
+// off (it shares the host's network namespace): it is killed, and the run
+// gets a child in a namespace of its own.
+TEST(StartedChildTest, AChildThatDoesNotFitIsKilledAndReplaced) {
+  std::shared_ptr<StartedChild> started = MustStart(false);
+  ASSERT_NE(started, nullptr);
+  pid_t early_pid = started->pid();
+  PidfdProbe probe(*started);
+  SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"});
+  ASSERT_EQ(request.plan.network, ir::NetworkMode::kOff);
+  request.started_child = std::move(started);
+  auto sandbox = Sandbox::Prepare(std::move(request));
+  ASSERT_TRUE(sandbox.ok()) << sandbox.status().ToString();
+  auto outcome = (*sandbox)->Run();
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_NE((*sandbox)->pid(), early_pid);
+  EXPECT_EQ(outcome->stdout_data, "lo\n") << outcome->stderr_data;
+  EXPECT_TRUE(probe.ExitedAndReaped()) << "the child that did not fit is still there";
+}
+
+TEST(StartedChildTest, ARefusedRunKillsAndReapsTheStartedChild) {
+  std::shared_ptr<StartedChild> started = MustStart(true);
+  ASSERT_NE(started, nullptr);
+  PidfdProbe probe(*started);
+  SandboxRequest request = MakeRequest(TestPolicy(), {});  // no command: refused in Prepare
+  request.started_child = std::move(started);
+  auto sandbox = Sandbox::Prepare(std::move(request));
+  ASSERT_FALSE(sandbox.ok());
+  EXPECT_TRUE(probe.ExitedAndReaped()) << "a refused run left its started child behind";
+}
+
+TEST(StartedChildTest, FitsOnlyTheSameNamespacesStdinAndSignalsAndNoCgroupBirth) {
+  std::shared_ptr<StartedChild> started = MustStart(true);
+  ASSERT_NE(started, nullptr);
+  ChildStartOptions same;
+  EXPECT_TRUE(started->Fits(same));
+  ChildStartOptions other = same;
+  other.new_network = false;
+  EXPECT_FALSE(started->Fits(other));
+  other = same;
+  other.stdin_mode = StdinMode::kInherit;
+  EXPECT_FALSE(started->Fits(other));
+  other = same;
+  other.signals = SignalHandling::kCancelOnSigintSigterm;
+  EXPECT_FALSE(started->Fits(other));
+  other = same;
+  other.work_socket = true;
+  EXPECT_FALSE(started->Fits(other)) << "a staged work dir needs the socket the child was not given";
+  other = same;
+  other.cgroup_fd = 0;
+  EXPECT_FALSE(started->Fits(other)) << "a v2 run must be born in its group";
+  started->Adopt();
+  EXPECT_FALSE(started->Fits(same)) << "a child serves one run";
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer
