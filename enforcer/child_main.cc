@@ -1,6 +1,7 @@
 // The child's fixed sequence (issue 4): applies the ChildSpec and execs.
 // Order and why:
-//   stdio -> realtime scheduling dropped -> parent-death signal
+//   stdio -> every inherited fd but the sync, error and socketpair ends
+//   -> realtime scheduling dropped -> parent-death signal
 //   -> unshare mount, uts, ipc [, net] (clone3 made only the user and pid
 //      namespaces: the child creates the rest, ~0.6 ms of kernel work, while
 //      the parent builds the spec; launcher.cc)
@@ -17,6 +18,7 @@
 //   -> cwd, rlimits, setsid (no controlling terminal: TIOCSTI, CVE-2017-5226)
 //   -> close every fd above stdio except the error pipe (which is O_CLOEXEC):
 //      runc CVE-2024-21626 leaked a host directory fd into the container
+//      (the v1 cgroup dirs and a socketpair end may be open until here)
 //   -> drop privileges, no_new_privs -> Landlock -> seccomp LAST -> execve.
 // Nothing here allocates: every string and table was built before clone.
 #include <fcntl.h>
@@ -166,12 +168,43 @@ bool JoinCgroups(const ChildBootstrap& boot, const ChildSpec& spec, const Cgroup
   return true;
 }
 
-bool CloseInheritedFds(const ChildBootstrap& boot, ChildError* error) noexcept {
-  // Everything above stdio except the error pipe; the error pipe is O_CLOEXEC.
-  unsigned int keep = static_cast<unsigned int>(boot.error_fd);
-  if (keep > 3 && syscall(SYS_close_range, 3u, keep - 1, 0u) != 0) return child::Fail(error, ChildStep::kCloseFds, errno);
-  if (syscall(SYS_close_range, keep + 1, ~0u, 0u) != 0) return child::Fail(error, ChildStep::kCloseFds, errno);
+// Closes every fd above stdio except those in `keep` (any order; -1 and
+// stdio entries are ignored).
+bool CloseFdsAboveStdioExcept(int* keep, size_t count, ChildError* error) noexcept {
+  for (size_t i = 1; i < count; ++i) {  // insertion sort: at most four entries
+    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
+      int t = keep[j];
+      keep[j] = keep[j - 1];
+      keep[j - 1] = t;
+    }
+  }
+  unsigned int next = 3;
+  for (size_t i = 0; i < count; ++i) {
+    if (keep[i] < static_cast<int>(next)) continue;
+    auto fd = static_cast<unsigned int>(keep[i]);
+    if (fd > next && syscall(SYS_close_range, next, fd - 1, 0u) != 0) return child::Fail(error, ChildStep::kCloseFds, errno);
+    next = fd + 1;
+  }
+  if (syscall(SYS_close_range, next, ~0u, 0u) != 0) return child::Fail(error, ChildStep::kCloseFds, errno);
   return true;
+}
+
+// Right after stdio: every fd the child inherited at clone but the ones it
+// still talks to the parent on. clone copies the whole fd table, and in
+// `cocoon mcp` that includes other runs' pipes: a sandbox child holding
+// another run's stdout would delay that run's EOF for as long as it waits
+// for its spec (started_child.h starts it before the plan is parsed).
+bool CloseUnneededFds(const ChildBootstrap& boot, ChildError* error) noexcept {
+  int keep[4] = {boot.sync_fd, boot.error_fd, boot.work_sock, boot.broker_sock};
+  return CloseFdsAboveStdioExcept(keep, 4, error);
+}
+
+// Before execve: everything above stdio except the error pipe, which is
+// O_CLOEXEC. runc CVE-2024-21626 leaked a host directory fd into the
+// container.
+bool CloseInheritedFds(const ChildBootstrap& boot, ChildError* error) noexcept {
+  int keep[1] = {boot.error_fd};
+  return CloseFdsAboveStdioExcept(keep, 1, error);
 }
 
 [[noreturn]] void Exec(const ChildBootstrap& boot, const ChildSpec& spec) noexcept {
@@ -240,8 +273,8 @@ const char* ChildStepName(ChildStep step) {
 void RunChild(const ChildBootstrap& boot) noexcept {
   ResetSignals();
   ChildError error;
-  bool ok = SetUpStdio(boot, &error) && DropRealtimeScheduling(&error) && ArmParentDeathSignal(&error) &&
-            UnshareNamespaces(boot, &error) && WaitForSpec(boot, &error);
+  bool ok = SetUpStdio(boot, &error) && CloseUnneededFds(boot, &error) && DropRealtimeScheduling(&error) &&
+            ArmParentDeathSignal(&error) && UnshareNamespaces(boot, &error) && WaitForSpec(boot, &error);
   if (!ok) Report(boot, error);
   const ChildSpec& spec = *boot.spec;
   bool join_cgroups_later = spec.cgroup_parent_count != 0;

@@ -186,6 +186,10 @@ struct ChildBootstrap {
   // CLONE_NEW* flags the child passes to unshare(2) first thing: every
   // namespace but the user and pid ones, which clone3 makes.
   int unshare_flags = 0;
+  // The child's socketpair ends (-1: none), also named in the spec; kept
+  // open when the child closes everything else it inherited.
+  int work_sock = -1;
+  int broker_sock = -1;
   // In the shared arena mapped before clone; written by the parent after
   // clone and read only once 'G' has arrived.
   const ChildSpec* spec = nullptr;

@@ -183,6 +183,8 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   boot.sync_fd = sync_read.get();
   boot.error_fd = error_write.get();
   boot.unshare_flags = ChildUnshareFlags(options.new_network);
+  boot.work_sock = work_child.get();
+  boot.broker_sock = broker_child.get();
   boot.spec = s.arena_.spec_slot();
   // CLONE_CLEAR_SIGHAND (Linux 5.5): the kernel resets every handled signal
   // in the child, so none of this process's handlers can run in it before

@@ -2,6 +2,8 @@
 // sandboxes, as root and unprivileged (enforcer_sandbox_test): an adopted
 // child gets the whole isolation sequence, one that does not fit is killed
 // and replaced, and one whose run is refused is killed and reaped.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -118,6 +120,22 @@ TEST(StartedChildTest, ARefusedRunKillsAndReapsTheStartedChild) {
   auto sandbox = Sandbox::Prepare(std::move(request));
   ASSERT_FALSE(sandbox.ok());
   EXPECT_TRUE(probe.ExitedAndReaped()) << "a refused run left its started child behind";
+}
+
+// A child waiting for its spec holds none of this process's other fds: in
+// `cocoon mcp`, another run's stdout pipe held by it would keep that run
+// from seeing EOF.
+TEST(StartedChildTest, AWaitingChildHoldsNoOtherRunsPipes) {
+  int other_run[2];
+  ASSERT_EQ(pipe2(other_run, O_CLOEXEC), 0);
+  std::shared_ptr<StartedChild> started = MustStart(true);
+  ASSERT_NE(started, nullptr);
+  close(other_run[1]);
+  struct pollfd p {other_run[0], POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 2000), 1) << "no EOF while the started child waits: it still holds the write end";
+  char byte = 0;
+  EXPECT_EQ(read(other_run[0], &byte, 1), 0);
+  close(other_run[0]);
 }
 
 TEST(StartedChildTest, FitsOnlyTheSameNamespacesStdinAndSignalsAndNoCgroupBirth) {
