@@ -131,7 +131,8 @@ std::string LaunchPlanToJson(const LaunchPlan& plan);
 // Strict: unknown kinds, a wrong version or a missing field are errors.
 Result<LaunchPlan> LaunchPlanFromJson(std::string_view json);
 // The plan's top-level "network" mode, read without building the document
-// (a SAX pass that stops at the key, a third of a full parse): the launcher
+// (one search in LaunchPlanToJson's layout, else a SAX pass that stops at
+// the key, a third of a full parse): the launcher
 // starts the sandbox's first process on it before the plan is parsed
 // (enforcer/started_child.h). A hint only: nullopt when the key is missing
 // or the text is malformed, and LaunchPlanFromJson stays the authority.

@@ -217,7 +217,7 @@ Result<LaunchPlan> LaunchPlanFromJson(std::string_view text) {
 namespace {
 
 // Stops the parse (returns false) at the top-level "network" key's value, or
-// at anything that is not a plan.
+// at anything that is not a plan. For plans not in LaunchPlanToJson's layout.
 class NetworkPeek final : public json::json_sax_t {
  public:
   std::optional<std::string> value;
@@ -260,6 +260,22 @@ class NetworkPeek final : public json::json_sax_t {
 }  // namespace
 
 std::optional<ir::NetworkMode> PeekLaunchPlanNetwork(std::string_view text) {
+  // LaunchPlanToJson's layout (2-space indent) starts each top-level key on
+  // a line of its own after exactly two spaces; nested keys are indented
+  // further, and no JSON string holds a raw newline. So in a plan this
+  // program wrote, the top-level key is found by one search (~1 us instead
+  // of the SAX pass's ~40); other layouts (a hand-edited compiled dir) take
+  // the SAX pass. A plan laid out to fool the search only costs a second
+  // child: Sandbox::Run checks the child against the parsed plan.
+  constexpr std::string_view kTopLevelKey = "\n  \"network\": \"";
+  if (size_t at = text.find(kTopLevelKey); at != std::string_view::npos) {
+    size_t begin = at + kTopLevelKey.size();
+    size_t end = text.find('"', begin);
+    if (end != std::string_view::npos) {
+      auto mode = EnumFromName(kNetworkModes, std::string(text.substr(begin, end - begin)), "network mode");
+      if (mode.ok()) return *mode;
+    }
+  }
   NetworkPeek peek;
   // sax_parse reports "false" both for a stop and for an error; the value
   // tells them apart. No exceptions: parse_error returns false.

@@ -204,6 +204,10 @@ TEST(PlanJsonTest, PeekNetworkAgreesWithTheReader) {
   EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": {"mode": "on"}})"), std::nullopt);
   EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": 1})"), std::nullopt);
   EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": "sideways"})"), std::nullopt);
+  // The 2-space layout's shortcut: found by the search, or left to the SAX
+  // pass when what it finds is not a mode.
+  EXPECT_EQ(PeekLaunchPlanNetwork("{\n  \"a\": \"x\",\n  \"network\": \"on\"\n}"), ir::NetworkMode::kOn);
+  EXPECT_EQ(PeekLaunchPlanNetwork("{\n  \"network\": \"sideways\"\n}"), std::nullopt);
   EXPECT_EQ(PeekLaunchPlanNetwork(R"({"network": )"), std::nullopt);
   EXPECT_EQ(PeekLaunchPlanNetwork("not json"), std::nullopt);
   EXPECT_EQ(PeekLaunchPlanNetwork(""), std::nullopt);
