@@ -35,6 +35,7 @@ void CollectHashes(const nlohmann::json& j, std::vector<std::pair<std::string, s
 // costs a second child, never a different run (Sandbox::Run checks Fits).
 void StartChildBeforeParsing(std::string_view plan_json, LaunchRequest* launch) {
   if (launch == nullptr || !launch->audit.log_path.empty()) return;
+  launch->started_child.reset();  // one child per launch: never two guards alive at once
   std::optional<ir::NetworkMode> network = backends::PeekLaunchPlanNetwork(plan_json);
   if (!network || *network == ir::NetworkMode::kAllowList) return;
   launch->started_child = enforcer::StartedChild::StartBeforePlan(*network, launch->stdin_mode, launch->signals,
@@ -120,6 +121,13 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   // dynamic loader: the launcher hands over to cocoon-full here
   // (cli/launch_dynamic.h), before anything has started.
   std::unique_ptr<LaunchAuditLog> log;
+  if (!request.audit.log_path.empty() || artifacts.plan.network == ir::NetworkMode::kAllowList) {
+    // Both may exec cocoon-full: no child of ours may live on as its zombie.
+    // (StartChildBeforeParsing starts none for them; a plan whose peeked
+    // network mode disagreed with the parsed one could have.)
+    if (request.started_child) request.started_child->Kill();
+    request.started_child.reset();
+  }
   if (!request.audit.log_path.empty()) {
     COCOON_ASSIGN_OR_RETURN(log, OpenLaunchAuditLog(request.audit));
   }

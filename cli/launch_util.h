@@ -74,7 +74,7 @@ struct LaunchRequest {
 // the rendered diagnostics as the message.
 //
 // `launch`: the one launch these artifacts are loaded for (cocoon enforce,
-// cocoon run). Its sandbox's first process is then started as soon as the
+// run, pipeline, mcp). Its sandbox's first process is then started as soon as the
 // compiled plan is read and verified, before it is parsed, and travels in
 // launch->started_child (enforcer/started_child.h): the kernel builds the
 // namespaces while the plan is parsed and the sandbox prepared. Not for an

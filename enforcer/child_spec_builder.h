@@ -39,7 +39,8 @@ class PreparedChild {
   static Result<std::unique_ptr<PreparedChild>> Build(ChildSpecInputs inputs);
 
   // The pointers inside stay valid as long as this object lives. The caller
-  // fills in the fd fields and parent_pid just before clone.
+  // fills in the fd fields and parent_pid, then copies it into the child's
+  // arena (Sandbox::Impl::BuildChildSpec, after clone).
   ChildSpec& spec() { return spec_; }
   const std::vector<ChildMountOp>& mounts() const { return mounts_; }
   const std::vector<std::string>& env() const { return env_strings_; }

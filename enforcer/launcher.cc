@@ -81,10 +81,15 @@ Result<int> ReceiveBrokerListener(int sock) {
 }  // namespace
 
 Result<Outcome> Sandbox::Impl::RunOnce() {
-  // Taken from the request first thing: whatever happens below, it is
-  // killed and reaped when this function returns (started_child.h).
+  // Taken from the request first thing: every return below kills and reaps
+  // it (explicitly, or as the last owner: started_child.h).
   std::shared_ptr<StartedChild> started = std::move(request.started_child);
-  if (request.cancel && request.cancel->cancelled()) return Status(ErrorCode::kUnavailable, "run cancelled before start");
+  const Status cancelled(ErrorCode::kUnavailable, "run cancelled before start");
+  // A SIGINT/SIGTERM/SIGHUP while the plan was parsed and the run prepared
+  // was held by the started child's signal guard: a cancel, before anything
+  // of the command ran (staging and the cgroup are removed on the way out).
+  if (started && started->SignalArrived()) return cancelled;
+  if (request.cancel && request.cancel->cancelled()) return cancelled;
   ChildStartOptions needed;
   needed.new_network = request.plan.network != ir::NetworkMode::kOn;
   needed.stdin_mode = request.stdin_mode;
@@ -92,7 +97,10 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   needed.work_socket = staging != nullptr;
   needed.broker_socket = allow_list != nullptr;
   needed.cgroup_fd = cgroup ? cgroup->clone_into_fd() : -1;
-  if (started && !started->Fits(needed)) started.reset();  // killed and reaped
+  if (started && !started->Fits(needed)) {
+    started->Kill();
+    started.reset();
+  }
   // The run's clock starts now, whether the child was started just now or
   // while the plan was being parsed: Prepare's work (staging copies) is not
   // the command's time.
@@ -118,10 +126,14 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   };
 
   // The child is creating its namespaces meanwhile (on the other CPU).
-  Status built = BuildChildSpec(started->arena(), handoff, started->work_child_end(), started->broker_child_end());
+  // A child started with more sockets than this run needs (started_child.h
+  // Fits) is told about none of the extra ones: -1 turns their steps off.
+  Status built = BuildChildSpec(started->arena(), handoff, staging ? started->work_child_end() : -1,
+                                allow_list ? started->broker_child_end() : -1);
   if (!built.ok()) return abort_child(built);
   Status maps = WriteIdMaps(pid, id_maps);
   if (!maps.ok()) return child_report_or(maps.WithContext("writing the sandbox's uid/gid maps"));
+  if (started->SignalArrived()) return abort_child(cancelled);
   if (write(started->sync_fd(), "G", 1) != 1) return child_report_or(ErrnoError("releasing the sandbox child"));
   if (!cgroup_v1_parent_dirs.empty()) {
     // v1: the groups are made now, while the child builds its namespaces

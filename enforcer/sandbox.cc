@@ -1,9 +1,12 @@
 // Sandbox::Prepare and Sandbox::Run: the parent's side of the launch.
 //
-// Prepare (no process created yet): plan/BPF validation, limit planning and
-// cgroup creation, work dir staging, the inputs of the child's spec.
-// Run: pipes, spec arena -> clone3(CLONE_NEWUSER|NEWPID, CLONE_PIDFD) (the
-// child unshares NEWNS|NEWUTS|NEWIPC[|NEWNET] itself) -> the child's flat
+// Prepare: plan/BPF validation, limit planning and cgroup creation, work dir
+// staging, the inputs of the child's spec. The sandbox's first process may
+// exist already, waiting in its namespaces (SandboxRequest::started_child,
+// started_child.h); nothing of the command runs before Run releases it.
+// Run: the started child adopted if it fits, else pipes, spec arena ->
+// clone3(CLONE_NEWUSER|NEWPID, CLONE_PIDFD) (the child unshares
+// NEWNS|NEWUTS|NEWIPC[|NEWNET] itself) -> the child's flat
 // spec, built and placed in the arena meanwhile -> uid/gid maps -> sync
 // byte -> cgroup -> work dir handshake -> seccomp listener handoff -> wait
 // for execve (error pipe EOF) -> supervise -> verify and commit -> Outcome.

@@ -7,11 +7,13 @@
 //   // sandbox->limits(), landlock_abi(), namespaces(): known before launch (audit "launch")
 //   COCOON_ASSIGN_OR_RETURN(Outcome outcome, sandbox->Run());
 //
-// Prepare does every fallible host-side thing that can be done before clone:
-// validates the plan and BPF, resolves mount sources, plans limits and
-// creates the cgroup, prepares the work dir staging. If it fails, nothing is
-// left behind. Run clones the child, supervises it, verifies and commits the
-// work dir, and always cleans up (cgroup, staging) before returning.
+// Prepare does every fallible host-side thing that can be done before the
+// command's process is released: validates the plan and BPF, resolves mount
+// sources, plans limits and creates the cgroup, prepares the work dir
+// staging. If it fails, nothing is left behind (a started_child is killed
+// and reaped). Run starts the child (or adopts the started one), supervises
+// it, verifies and commits the work dir, and always cleans up (cgroup,
+// staging) before returning.
 //
 // Errors: a Status from Prepare/Run means the run was refused or could not be
 // started (nothing of the command ran, or it was killed before exec). A

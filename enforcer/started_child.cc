@@ -141,6 +141,14 @@ void StartedChild::Kill() {
   pidfd_.Reset();
 }
 
+bool StartedChild::SignalArrived() {
+  if (signals_.fd() < 0) return false;
+  bool arrived = false;
+  struct signalfd_siginfo info;
+  while (read(signals_.fd(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) arrived = true;
+  return arrived;
+}
+
 bool StartedChild::Fits(const ChildStartOptions& needed) const {
   return !adopted_ && options_.new_network == needed.new_network && options_.stdin_mode == needed.stdin_mode &&
          options_.signals == needed.signals && (options_.work_socket || !needed.work_socket) &&

@@ -108,6 +108,11 @@ class StartedChild {
   // SIGKILL (the pid namespace's init: everything in it dies), tell a child
   // spinning on the listener handoff to give up, and reap.
   void Kill();
+  // With SignalHandling::kCancelOnSigintSigterm: whether SIGINT, SIGTERM or
+  // SIGHUP arrived since Start (the guard holds them in its signalfd; this
+  // drains it). The launcher refuses the run as cancelled before releasing
+  // the child; once the command runs, the supervisor reads the same fd.
+  bool SignalArrived();
 
   const ChildStartOptions& options() const { return options_; }
   pid_t pid() const { return pid_; }

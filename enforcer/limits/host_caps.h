@@ -4,7 +4,8 @@
 // child groups there.
 //
 // Detection reads /proc/self/mountinfo and /proc/self/cgroup once, in the
-// parent, before clone. The planner (limit_plan.h) is a pure function of the
+// parent, in Sandbox::Prepare (before clone, or while a child started early
+// waits: started_child.h). The planner (limit_plan.h) is a pure function of the
 // result, so tests can describe any host (pure v2, delegated v2, v1 as root,
 // rootless without cgroups) with a hand-built HostCapabilities.
 #pragma once
@@ -74,7 +75,8 @@ Result<HostCapabilities> DetectHostCapabilities();
 // hugetlb: no.
 // When true, a run may be planned into a v2 group and must then be born in
 // it (CLONE_INTO_CGROUP), so its child cannot be started before the plan
-// (started_child.h). Two small reads instead of the mountinfo walk.
+// (started_child.h). A statfs and at most one small read instead of the
+// mountinfo walk.
 bool CgroupV2ControllersMayBeInUse();
 
 // Parsers behind DetectHostCapabilities, exposed for tests.

@@ -19,7 +19,7 @@
 // rootless runs work and nothing is mounted on the host; the parent keeps it
 // alive after the child exits by holding an fd to it):
 //
-//  parent, before clone:   Staging::Prepare(options)  -> plan, child_spec()
+//  parent, before releasing the child ('G'):  Staging::Prepare(options)  -> plan, child_spec()
 //  child, in its private mount namespace, after the new root's tmpfs is
 //  mounted at NEW_ROOT and BEFORE pivot_root (async-signal-safe):
 //      MountWorkDirInChild(staging.child_spec(), "<NEW_ROOT><work path>", sock, &step)

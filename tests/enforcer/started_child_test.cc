@@ -122,6 +122,32 @@ TEST(StartedChildTest, ARefusedRunKillsAndReapsTheStartedChild) {
   EXPECT_TRUE(probe.ExitedAndReaped()) << "a refused run left its started child behind";
 }
 
+// Ctrl-C while the plan is parsed and the run prepared: the started child's
+// signal guard holds it, and the run is refused as cancelled before anything
+// of the command ran, instead of this process dying with the signal (and
+// leaving the staging behind) or the command starting anyway.
+TEST(StartedChildTest, ASignalWhilePreparingCancelsTheRunBeforeItStarts) {
+  ChildStartOptions options;
+  options.signals = SignalHandling::kCancelOnSigintSigterm;
+  auto made = StartedChild::Start(options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::shared_ptr<StartedChild> started = std::move(*made);
+  PidfdProbe probe(*started);
+  ASSERT_EQ(raise(SIGTERM), 0);  // blocked by the guard: pending, not fatal
+  SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "echo ran"});
+  request.signals = SignalHandling::kCancelOnSigintSigterm;
+  request.started_child = std::move(started);
+  auto sandbox = Sandbox::Prepare(std::move(request));
+  ASSERT_TRUE(sandbox.ok()) << sandbox.status().ToString();
+  auto outcome = (*sandbox)->Run();
+  ASSERT_FALSE(outcome.ok()) << "the command ran: " << outcome->stdout_data;
+  EXPECT_EQ(outcome.status().code(), ErrorCode::kUnavailable) << outcome.status().ToString();
+  EXPECT_TRUE(probe.ExitedAndReaped());
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_FALSE(sigismember(&pending, SIGTERM)) << "the signal was not consumed";
+}
+
 // A child waiting for its spec holds none of this process's other fds: in
 // `cocoon mcp`, another run's stdout pipe held by it would keep that run
 // from seeing EOF.
