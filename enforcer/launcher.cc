@@ -159,7 +159,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
     if (!populated.ok()) return child_report_or(populated.WithContext("staging the work dir"));
   }
 
-  Fd listener;
+  OwnedFd listener;
   while (true) {
     ChildError message;
     auto got = ReadChildMessage(started->error_fd(), &message, 30000);

@@ -19,14 +19,9 @@
 
 namespace cocoon::enforcer {
 
-void Fd::Reset(int fd) {
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
-}
-
 namespace {
 
-Status MakePipe(Fd& read_end, Fd& write_end, int read_flags) {
+Status MakePipe(OwnedFd& read_end, OwnedFd& write_end, int read_flags) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe2");
   read_end.Reset(fds[0]);
@@ -35,7 +30,7 @@ Status MakePipe(Fd& read_end, Fd& write_end, int read_flags) {
   return Status::Ok();
 }
 
-Status MakeSocketPair(Fd& parent_end, Fd& child_end) {
+Status MakeSocketPair(OwnedFd& parent_end, OwnedFd& child_end) {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return ErrnoError("socketpair");
   parent_end.Reset(pair[0]);
@@ -160,7 +155,7 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   COCOON_ASSIGN_OR_RETURN(ChildSpecArena arena, ChildSpecArena::Map());
   std::unique_ptr<StartedChild> started(new StartedChild(options, std::move(arena)));
   StartedChild& s = *started;
-  Fd out_write, err_write, error_write, sync_read, work_child, broker_child, stdin_fd;
+  OwnedFd out_write, err_write, error_write, sync_read, work_child, broker_child, stdin_fd;
   COCOON_RETURN_IF_ERROR(MakePipe(s.out_read_, out_write, O_NONBLOCK));
   COCOON_RETURN_IF_ERROR(MakePipe(s.err_read_, err_write, O_NONBLOCK));
   COCOON_RETURN_IF_ERROR(MakePipe(s.error_read_, error_write, 0));

@@ -31,25 +31,10 @@
 #include "compiler/common/status.h"
 #include "enforcer/child_spec.h"
 #include "enforcer/child_spec_arena.h"
+#include "enforcer/owned_fd.h"
 #include "enforcer/sandbox.h"
 
 namespace cocoon::enforcer {
-
-// An owned file descriptor, closed on Reset and destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int* out() { return &fd_; }
-  void Reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 struct ChildStartOptions {
   // unshare(CLONE_NEWNET): every network mode but "on".
@@ -78,7 +63,7 @@ class SignalGuard {
  private:
   bool active_ = false;
   sigset_t old_{};
-  Fd fd_;
+  OwnedFd fd_;
 };
 
 class StartedChild {
@@ -138,7 +123,7 @@ class StartedChild {
   SignalGuard signals_;
   ChildSpecArena arena_;
   ListenerHandoff* handoff_ = nullptr;  // a MAP_SHARED page
-  Fd out_read_, err_read_, error_read_, sync_write_, work_parent_, broker_parent_, pidfd_;
+  OwnedFd out_read_, err_read_, error_read_, sync_write_, work_parent_, broker_parent_, pidfd_;
   int work_child_end_ = -1;
   int broker_child_end_ = -1;
   pid_t pid_ = -1;

@@ -12,30 +12,11 @@
 #include <vector>
 
 #include "compiler/common/status.h"
+#include "enforcer/owned_fd.h"
 
 namespace cocoon::enforcer::tree {
 
-// An owned fd, closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  ~Fd();
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = OwnedFd;  // enforcer/owned_fd.h
 
 struct DirEntry {
   std::string name;
