@@ -32,28 +32,32 @@ bool DropPrivileges(const ChildSpec& spec, ChildError* error) noexcept {
   constexpr unsigned long kSecurebits =
       SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
       SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-  if (prctl(PR_SET_SECUREBITS, kSecurebits, 0, 0, 0) != 0) return Fail(error, ChildStep::kSecurebits, errno);
+  if (!Succeeded(sys::Call(SYS_prctl, PR_SET_SECUREBITS, kSecurebits, 0, 0, 0), error, ChildStep::kSecurebits)) {
+    return false;
+  }
   for (int cap = 0; cap <= 63; ++cap) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
-      if (errno == EINVAL) break;  // past the kernel's last capability
-      return Fail(error, ChildStep::kCapBoundingSet, errno, cap);
-    }
+    long rc = sys::Call(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
+    if (rc == -EINVAL) break;  // past the kernel's last capability
+    if (!Succeeded(rc, error, ChildStep::kCapBoundingSet, cap)) return false;
   }
-  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return Fail(error, ChildStep::kCapAmbient, errno);
-  if (spec.drop_supplementary_groups && syscall(SYS_setgroups, 0, nullptr) != 0) {
-    return Fail(error, ChildStep::kSetgroups, errno);
+  if (!Succeeded(sys::Call(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), error, ChildStep::kCapAmbient)) {
+    return false;
   }
-  // Raw syscalls: glibc's set*id wrappers broadcast to all threads with
-  // signals (nptl setxid), which is neither needed nor safe after clone.
-  if (syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0) return Fail(error, ChildStep::kSetgid, errno);
-  if (syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0) return Fail(error, ChildStep::kSetuid, errno);
+  if (spec.drop_supplementary_groups &&
+      !Succeeded(sys::Call(SYS_setgroups, 0, nullptr), error, ChildStep::kSetgroups)) {
+    return false;
+  }
+  // Raw syscalls also because glibc's set*id wrappers broadcast to all
+  // threads with signals (nptl setxid), which is neither needed nor safe
+  // after clone.
   struct __user_cap_header_struct header {};
   header.version = _LINUX_CAPABILITY_VERSION_3;
   header.pid = 0;
   struct __user_cap_data_struct data[2] {};
-  if (syscall(SYS_capset, &header, data) != 0) return Fail(error, ChildStep::kCapset, errno);
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return Fail(error, ChildStep::kNoNewPrivs, errno);
-  return true;
+  return Succeeded(sys::Call(SYS_setresgid, spec.gid, spec.gid, spec.gid), error, ChildStep::kSetgid) &&
+         Succeeded(sys::Call(SYS_setresuid, spec.uid, spec.uid, spec.uid), error, ChildStep::kSetuid) &&
+         Succeeded(sys::Call(SYS_capset, &header, data), error, ChildStep::kCapset) &&
+         Succeeded(sys::Call(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), error, ChildStep::kNoNewPrivs);
 }
 
 }  // namespace cocoon::enforcer::child

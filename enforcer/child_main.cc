@@ -20,7 +20,9 @@
 //      runc CVE-2024-21626 leaked a host directory fd into the container
 //      (the v1 cgroup dirs and a socketpair end may be open until here)
 //   -> drop privileges, no_new_privs -> Landlock -> seccomp LAST -> execve.
-// Nothing here allocates: every string and table was built before clone.
+// Nothing here allocates: every string and table was built before clone, and
+// every kernel call is a raw one (raw_syscall.h): the child runs in the
+// parent's memory, sharing its thread's errno (memory_sharing_clone.h).
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -40,10 +42,19 @@ namespace {
 [[noreturn]] void Report(const ChildBootstrap& boot, const ChildError& error) noexcept {
   // Best effort: after seccomp the write may itself be denied; the parent
   // then sees exit status 127 without a report and says so.
-  ssize_t ignored = write(boot.error_fd, &error, sizeof(error));
-  (void)ignored;
-  _exit(127);
+  sys::Call(SYS_write, boot.error_fd, &error, sizeof(error));
+  sys::ExitGroup(127);
 }
+
+// The kernel's struct sigaction for rt_sigaction(2) (not glibc's, whose mask
+// is 128 bytes): handler, flags, restorer, then a mask of _NSIG bits.
+struct KernelSigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+constexpr int kKernelSignals = 64;
 
 // Signal state is inherited across clone and (for ignored signals and the
 // mask) across execve: the parent blocked SIGINT/SIGTERM/SIGHUP for its
@@ -51,15 +62,16 @@ namespace {
 // CLONE_CLEAR_SIGHAND already reset the handled signals; the ignored ones,
 // which survive it and execve, are reset here with the rest (knowing which
 // they are costs a /proc/self/status read, as much as the 62 calls).
+// glibc's sigaction also refuses its two internal signals (32, 33); the raw
+// call resets them too, which is right for a process about to exec.
 void ResetSignals() noexcept {
-  struct sigaction action {};
-  action.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &action, nullptr);
+  KernelSigaction action{};
+  action.handler = SIG_DFL;
+  for (int sig = 1; sig <= kKernelSignals; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) sys::Call(SYS_rt_sigaction, sig, &action, nullptr, sizeof(action.mask));
   }
-  sigset_t empty;
-  sigemptyset(&empty);
-  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  uint64_t empty = 0;
+  sys::Call(SYS_rt_sigprocmask, SIG_SETMASK, &empty, nullptr, sizeof(empty));
 }
 
 // A realtime scheduling policy is inherited across clone and execve
@@ -69,34 +81,29 @@ void ResetSignals() noexcept {
 // realtime budget, cpu.rt_runtime_us = 0, under CONFIG_RT_GROUP_SCHED).
 // Leaving a realtime policy for SCHED_OTHER needs no privilege.
 bool DropRealtimeScheduling(ChildError* error) noexcept {
-  int policy = sched_getscheduler(0);
+  long policy = sys::Call(SYS_sched_getscheduler, 0);
   if (policy != SCHED_FIFO && policy != SCHED_RR) return true;
   struct sched_param param {};
   param.sched_priority = 0;
-  if (sched_setscheduler(0, SCHED_OTHER, &param) != 0) return child::Fail(error, ChildStep::kScheduler, errno);
-  return true;
+  return child::Succeeded(sys::Call(SYS_sched_setscheduler, 0, SCHED_OTHER, &param), error, ChildStep::kScheduler);
 }
 
 bool SetUpStdio(const ChildBootstrap& boot, ChildError* error) noexcept {
   const int fds[3] = {boot.stdin_fd, boot.stdout_fd, boot.stderr_fd};
   for (int target = 0; target < 3; ++target) {
-    if (fds[target] == target) {
-      // dup2 onto itself keeps O_CLOEXEC; clear it explicitly.
-      if (fcntl(target, F_SETFD, 0) != 0) return child::Fail(error, ChildStep::kStdio, errno, target);
-    } else if (dup2(fds[target], target) < 0) {
-      return child::Fail(error, ChildStep::kStdio, errno, target);
-    }
+    // dup3 clears O_CLOEXEC on the copy; an fd already in place keeps its
+    // own flag, which is cleared explicitly (dup3 refuses equal fds).
+    long rc = fds[target] == target ? sys::Call(SYS_fcntl, target, F_SETFD, 0)
+                                    : sys::Call(SYS_dup3, fds[target], target, 0);
+    if (!child::Succeeded(rc, error, ChildStep::kStdio, target)) return false;
   }
   return true;
 }
 
 bool ReadSyncByte(const ChildBootstrap& boot, char expected, ChildStep step, ChildError* error) noexcept {
   char byte = 0;
-  ssize_t n;
-  do {
-    n = read(boot.sync_fd, &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1 || byte != expected) return child::Fail(error, step, n < 0 ? errno : EPIPE);
+  long n = sys::CallRestarting(SYS_read, boot.sync_fd, &byte, 1);
+  if (n != 1 || byte != expected) return child::Fail(error, step, n < 0 ? sys::ErrorOf(n) : EPIPE);
   return true;
 }
 
@@ -105,8 +112,8 @@ bool ArmParentDeathSignal(ChildError* error) noexcept {
   // enforces its timeout. (getppid() is 0 in a new pid namespace, so the
   // usual re-check after arming cannot be used; if the parent died before
   // the prctl, its end of the sync pipe is closed and the 'G' read fails.)
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return child::Fail(error, ChildStep::kParentDeathSignal, errno);
-  return true;
+  return child::Succeeded(sys::Call(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), error,
+                         ChildStep::kParentDeathSignal);
 }
 
 // Every namespace but user and pid, which clone3 already made. This runs
@@ -114,17 +121,15 @@ bool ArmParentDeathSignal(ChildError* error) noexcept {
 // exist (creating namespaces needs no mapping), so the new namespaces are
 // owned by the sandbox's user namespace exactly as if clone3 had made them.
 bool UnshareNamespaces(const ChildBootstrap& boot, ChildError* error) noexcept {
-  if (boot.unshare_flags != 0 && unshare(boot.unshare_flags) != 0) {
-    return child::Fail(error, ChildStep::kUnshareNamespaces, errno);
-  }
-  return true;
+  return boot.unshare_flags == 0 ||
+         child::Succeeded(sys::Call(SYS_unshare, boot.unshare_flags), error, ChildStep::kUnshareNamespaces);
 }
 
 // 'G': the spec is in the arena and the uid/gid maps are written. A read of
 // anything else (EOF: the parent died or gave up) ends the child.
 bool WaitForSpec(const ChildBootstrap& boot, ChildError* error) noexcept {
   if (!ReadSyncByte(boot, 'G', ChildStep::kSyncWait, error)) return false;
-  if (boot.spec->cgroup_parent_count == 0) close(boot.sync_fd);
+  if (boot.spec->cgroup_parent_count == 0) sys::Call(SYS_close, boot.sync_fd);
   return true;
 }
 
@@ -139,9 +144,9 @@ struct CgroupParents {
 bool OpenCgroupParents(const ChildSpec& spec, CgroupParents* parents, ChildError* error) noexcept {
   if (spec.cgroup_parent_count > CgroupParents::kMax) return child::Fail(error, ChildStep::kJoinCgroup, E2BIG);
   for (size_t i = 0; i < spec.cgroup_parent_count; ++i) {
-    int fd = open(spec.cgroup_parent_dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return child::Fail(error, ChildStep::kJoinCgroup, errno, static_cast<int>(i));
-    parents->fds[parents->count++] = fd;
+    long fd = sys::Call(SYS_openat, AT_FDCWD, spec.cgroup_parent_dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (!child::Succeeded(fd, error, ChildStep::kJoinCgroup, static_cast<int>(i))) return false;
+    parents->fds[parents->count++] = static_cast<int>(fd);
   }
   return true;
 }
@@ -152,18 +157,14 @@ bool OpenCgroupParents(const ChildSpec& spec, CgroupParents* parents, ChildError
 bool JoinCgroups(const ChildBootstrap& boot, const ChildSpec& spec, const CgroupParents& parents,
                  ChildError* error) noexcept {
   if (!ReadSyncByte(boot, 'C', ChildStep::kJoinCgroup, error)) return false;
-  close(boot.sync_fd);
+  sys::Call(SYS_close, boot.sync_fd);
   for (size_t i = 0; i < parents.count; ++i) {
-    int fd = openat(parents.fds[i], spec.cgroup_tasks_path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return child::Fail(error, ChildStep::kJoinCgroup, errno, static_cast<int>(i));
-    ssize_t n;
-    do {
-      n = write(fd, "0", 1);
-    } while (n < 0 && errno == EINTR);
-    int err = errno;
-    close(fd);
-    if (n != 1) return child::Fail(error, ChildStep::kJoinCgroup, n < 0 ? err : EIO, static_cast<int>(i));
-    close(parents.fds[i]);
+    long fd = sys::Call(SYS_openat, parents.fds[i], spec.cgroup_tasks_path, O_WRONLY | O_CLOEXEC);
+    if (!child::Succeeded(fd, error, ChildStep::kJoinCgroup, static_cast<int>(i))) return false;
+    long n = sys::CallRestarting(SYS_write, fd, "0", 1);
+    sys::Call(SYS_close, fd);
+    if (n != 1) return child::Fail(error, ChildStep::kJoinCgroup, n < 0 ? sys::ErrorOf(n) : EIO, static_cast<int>(i));
+    sys::Call(SYS_close, parents.fds[i]);
   }
   return true;
 }
@@ -182,11 +183,12 @@ bool CloseFdsAboveStdioExcept(int* keep, size_t count, ChildError* error) noexce
   for (size_t i = 0; i < count; ++i) {
     if (keep[i] < static_cast<int>(next)) continue;
     auto fd = static_cast<unsigned int>(keep[i]);
-    if (fd > next && syscall(SYS_close_range, next, fd - 1, 0u) != 0) return child::Fail(error, ChildStep::kCloseFds, errno);
+    if (fd > next && !child::Succeeded(sys::Call(SYS_close_range, next, fd - 1, 0u), error, ChildStep::kCloseFds)) {
+      return false;
+    }
     next = fd + 1;
   }
-  if (syscall(SYS_close_range, next, ~0u, 0u) != 0) return child::Fail(error, ChildStep::kCloseFds, errno);
-  return true;
+  return child::Succeeded(sys::Call(SYS_close_range, next, ~0u, 0u), error, ChildStep::kCloseFds);
 }
 
 // Right after stdio: every fd the child inherited at clone but the ones it
@@ -210,9 +212,9 @@ bool CloseInheritedFds(const ChildBootstrap& boot, ChildError* error) noexcept {
 [[noreturn]] void Exec(const ChildBootstrap& boot, const ChildSpec& spec) noexcept {
   int err = ENOENT;
   for (size_t i = 0; i < spec.exec_candidate_count; ++i) {
-    execve(spec.exec_candidates[i], spec.argv, spec.envp);
+    int failed = sys::ErrorOf(sys::Call(SYS_execve, spec.exec_candidates[i], spec.argv, spec.envp));
     // Like execvp(3): keep searching on ENOENT/ENOTDIR, remember EACCES.
-    if (errno != ENOENT && errno != ENOTDIR) err = errno;
+    if (failed != ENOENT && failed != ENOTDIR) err = failed;
   }
   ChildError error;
   child::Fail(&error, ChildStep::kExec, err);
@@ -281,24 +283,26 @@ void RunChild(const ChildBootstrap& boot) noexcept {
   CgroupParents cgroup_parents;
   if (join_cgroups_later) {
     ok = OpenCgroupParents(spec, &cgroup_parents, &error);
-  } else if (spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) {
-    ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
+  } else if (spec.unshare_cgroup) {
+    ok = child::Succeeded(sys::Call(SYS_unshare, CLONE_NEWCGROUP), &error, ChildStep::kUnshareCgroup);
   }
-  if (ok && sethostname(spec.hostname, spec.hostname_len) != 0) ok = child::Fail(&error, ChildStep::kHostname, errno);
+  ok = ok && child::Succeeded(sys::Call(SYS_sethostname, spec.hostname, spec.hostname_len), &error, ChildStep::kHostname);
   if (ok && spec.loopback) ok = child::BringUpLoopback(&error);
   if (ok && spec.broker_sock >= 0) ok = child::SendBrokerListener(spec, &error);
   ok = ok && child::BuildMountTree(spec, &error);
   if (ok && join_cgroups_later) {
     ok = JoinCgroups(boot, spec, cgroup_parents, &error);
-    if (ok && spec.unshare_cgroup && unshare(CLONE_NEWCGROUP) != 0) ok = child::Fail(&error, ChildStep::kUnshareCgroup, errno);
+    if (ok && spec.unshare_cgroup) {
+      ok = child::Succeeded(sys::Call(SYS_unshare, CLONE_NEWCGROUP), &error, ChildStep::kUnshareCgroup);
+    }
   }
-  if (ok && chdir(spec.cwd) != 0) ok = child::Fail(&error, ChildStep::kChdir, errno);
+  ok = ok && child::Succeeded(sys::Call(SYS_chdir, spec.cwd), &error, ChildStep::kChdir);
   if (ok) {
     int resource = 0;
     int err = ApplyRlimits(*spec.rlimits, &resource);
     if (err != 0) ok = child::Fail(&error, ChildStep::kRlimit, err, resource);
   }
-  if (ok && setsid() < 0) ok = child::Fail(&error, ChildStep::kSetsid, errno);
+  ok = ok && child::Succeeded(sys::Call(SYS_setsid), &error, ChildStep::kSetsid);
   ok = ok && CloseInheritedFds(boot, &error) && child::DropPrivileges(spec, &error) &&
        child::ApplyLandlock(spec, &error) && child::LoadSeccomp(spec, boot.error_fd, &error);
   if (!ok) Report(boot, error);

@@ -4,9 +4,10 @@
 // child is already creating its namespaces (launcher.cc says why), then
 // copies it into a shared arena mapped before clone (child_spec_arena.h); the
 // child reads it only after the parent's 'G' byte, and only follows pointers
-// into that arena. It never allocates, parses or formats (it runs between
-// clone and execve in a copy of a possibly multi-threaded parent, so malloc
-// locks may be held; see signal-safety(7)).
+// into that arena. It never allocates, parses or formats, and makes only raw
+// system calls: it runs between clone and execve in the address space of a
+// possibly multi-threaded parent, sharing the calling thread's TLS
+// (memory_sharing_clone.h).
 //
 // The first failing step is reported to the parent as a ChildError over the
 // error pipe (O_CLOEXEC: a successful execve closes it, so EOF = success).
@@ -176,7 +177,8 @@ struct ChildSpec {
 };
 
 // What the child needs before its spec exists, set by the parent before
-// clone (the child gets it in its copy of the parent's memory).
+// clone. It lives in the StartedChild, which outlives the child's use of it
+// (the child reads it in the parent's memory, memory_sharing_clone.h).
 struct ChildBootstrap {
   int stdin_fd = -1;
   int stdout_fd = -1;

@@ -6,9 +6,12 @@
 // (launcher.cc).
 //
 // Place() deep-copies a ChildSpec and everything it points to into the
-// arena, so that the copy holds no pointer into the parent's heap (the
-// child's view of that heap is the snapshot taken at clone, before the spec
-// existed). The ListenerHandoff page is already shared and is not copied.
+// arena, so that the copy holds no pointer into the parent's heap: the
+// child runs in the parent's memory (memory_sharing_clone.h), where the heap
+// the spec was built in is freed and reused while the child still reads,
+// and in sanitizer builds it has only the snapshot taken at clone, before
+// the spec existed. The arena stays mapped until the child has exec'd or
+// died. The ListenerHandoff page is already shared and is not copied.
 //
 // The child reads the placed spec only after the parent's 'G' byte on the
 // sync pipe; the pipe's write and read order the arena's stores before the

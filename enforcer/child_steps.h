@@ -1,9 +1,12 @@
 // Internal to the enforcer: the child-side steps RunChild strings together.
-// Every function is async-signal-safe (raw syscalls on precomputed data) and
-// returns false after filling *error with the failing step and errno.
+// Every function makes raw system calls (raw_syscall.h: the child runs in
+// the parent's memory and must not touch errno or libc state,
+// memory_sharing_clone.h) on precomputed data, and returns false after
+// filling *error with the failing step and errno.
 #pragma once
 
 #include "enforcer/child_spec.h"
+#include "enforcer/raw_syscall.h"
 
 namespace cocoon::enforcer::child {
 
@@ -34,6 +37,12 @@ inline bool Fail(ChildError* error, ChildStep step, int err, int detail = 0) noe
   error->err = err;
   error->detail = detail;
   return false;
+}
+
+// True when a raw call succeeded; otherwise records its errno for `step`.
+inline bool Succeeded(long result, ChildError* error, ChildStep step, int detail = 0) noexcept {
+  int err = sys::ErrorOf(result);
+  return err == 0 || Fail(error, step, err, detail);
 }
 
 }  // namespace cocoon::enforcer::child

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "enforcer/raw_syscall.h"
+
 namespace cocoon::enforcer {
 namespace {
 
@@ -31,12 +33,10 @@ int SendFds(int sock, char tag, const int* fds, size_t count) noexcept {
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(count * sizeof(int));
   memcpy(CMSG_DATA(header), fds, count * sizeof(int));
-  for (;;) {
-    ssize_t sent = sendmsg(sock, &message, MSG_NOSIGNAL);
-    if (sent == 1) return 0;
-    if (sent < 0 && errno == EINTR) continue;
-    return sent < 0 ? errno : EPIPE;
-  }
+  // Raw: the sandbox child sends with this (enforcer/raw_syscall.h).
+  long sent = sys::CallRestarting(SYS_sendmsg, sock, &message, MSG_NOSIGNAL);
+  if (sent == 1) return 0;
+  return sent < 0 ? sys::ErrorOf(sent) : EPIPE;
 }
 
 Result<std::vector<int>> ReceiveFds(int sock, size_t count, std::string_view what) {

@@ -16,8 +16,8 @@ namespace cocoon::enforcer {
 inline constexpr size_t kMaxPassedFds = 4;
 
 // Sends `count` (1..kMaxPassedFds) fds and the byte `tag` in one message.
-// Async-signal-safe, allocation-free and restarted on EINTR, for the child
-// between clone and execve. MSG_NOSIGNAL: a dead receiver is EPIPE, not a
+// Raw system calls, allocation-free and restarted on EINTR, for the child
+// between clone and execve (enforcer/raw_syscall.h). MSG_NOSIGNAL: a dead receiver is EPIPE, not a
 // SIGPIPE. Returns 0 or an errno (EPIPE for a short send).
 int SendFds(int sock, char tag, const int* fds, size_t count) noexcept;
 

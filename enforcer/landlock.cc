@@ -74,33 +74,28 @@ bool ApplyLandlock(const ChildSpec& spec, ChildError* error) noexcept {
   if (spec.landlock_abi <= 0) return true;
   RulesetAttr attr{spec.landlock_handled_fs, 0, spec.landlock_scoped};
   size_t size = spec.landlock_abi >= 6 ? sizeof(RulesetAttr) : sizeof(uint64_t);
-  int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, size, 0));
-  if (ruleset < 0) return Fail(error, ChildStep::kLandlockCreate, errno);
+  long ruleset = sys::Call(SYS_landlock_create_ruleset, &attr, size, 0);
+  if (!Succeeded(ruleset, error, ChildStep::kLandlockCreate)) return false;
   for (size_t i = 0; i < spec.landlock_rule_count; ++i) {
     const ChildLandlockRule& rule = spec.landlock_rules[i];
-    int fd = open(rule.path, O_PATH | O_CLOEXEC);
-    if (fd < 0) {
-      if (rule.optional && errno == ENOENT) continue;
-      int err = errno;
-      close(ruleset);
-      return Fail(error, ChildStep::kLandlockRule, err, static_cast<int>(i));
+    long fd = sys::Call(SYS_openat, AT_FDCWD, rule.path, O_PATH | O_CLOEXEC);
+    if (fd == -ENOENT && rule.optional) continue;
+    long rc = fd;
+    if (fd >= 0) {
+      struct landlock_path_beneath_attr beneath {};
+      beneath.allowed_access = rule.access;
+      beneath.parent_fd = static_cast<int>(fd);
+      rc = sys::Call(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &beneath, 0);
+      sys::Call(SYS_close, fd);
     }
-    struct landlock_path_beneath_attr beneath {};
-    beneath.allowed_access = rule.access;
-    beneath.parent_fd = fd;
-    long rc = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &beneath, 0);
-    int err = errno;
-    close(fd);
-    if (rc != 0) {
-      close(ruleset);
-      return Fail(error, ChildStep::kLandlockRule, err, static_cast<int>(i));
+    if (rc < 0) {
+      sys::Call(SYS_close, ruleset);
+      return Succeeded(rc, error, ChildStep::kLandlockRule, static_cast<int>(i));
     }
   }
-  long rc = syscall(SYS_landlock_restrict_self, ruleset, spec.landlock_restrict_flags);
-  int err = errno;
-  close(ruleset);
-  if (rc != 0) return Fail(error, ChildStep::kLandlockRestrict, err);
-  return true;
+  long rc = sys::Call(SYS_landlock_restrict_self, ruleset, spec.landlock_restrict_flags);
+  sys::Call(SYS_close, ruleset);
+  return Succeeded(rc, error, ChildStep::kLandlockRestrict);
 }
 
 }  // namespace child

@@ -1,7 +1,8 @@
 // Child side of the mount tree (issue 4, step 2). Runs in the fresh mount
 // namespace, still seeing the host's tree, with every capability of the new
-// user namespace. Async-signal-safe: raw syscalls on the parent's precomputed
-// ChildMountOp list; paths are joined in stack buffers only for mkdir -p.
+// user namespace. Raw syscalls only (child_steps.h) on the parent's
+// precomputed ChildMountOp list; paths are joined in stack buffers only for
+// mkdir -p.
 //
 // Sequence (each step one mount(2)/syscall, in this order):
 //  1. "/" recursively MS_PRIVATE: nothing we mount propagates to the host and
@@ -39,10 +40,20 @@
 namespace cocoon::enforcer::child {
 namespace {
 
-int SetMountAttr(const char* path, uint64_t attr_set, unsigned int flags) noexcept {
+long SetMountAttr(const char* path, uint64_t attr_set, unsigned int flags) noexcept {
   struct mount_attr attr {};
   attr.attr_set = attr_set;
-  return static_cast<int>(syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr)));
+  return sys::Call(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr));
+}
+
+long Mount(const char* source, const char* target, const char* type, unsigned long flags, const void* data) noexcept {
+  return sys::Call(SYS_mount, source, target, type, flags, data);
+}
+
+// mkdir that accepts an existing directory: 0 or -errno.
+long MakeDirectory(const char* path) noexcept {
+  long rc = sys::Call(SYS_mkdirat, AT_FDCWD, path, 0755);
+  return rc == -EEXIST ? 0 : rc;
 }
 
 enum class MountPoint { kDirectory, kFile, kParentsOnly };
@@ -61,31 +72,30 @@ bool MakeMountPoint(const ChildMountOp& op, size_t root_len, MountPoint what, Ch
   for (size_t i = root_len + op.existing_parent_len + 1; i < len; ++i) {
     if (path[i] != '/') continue;
     path[i] = '\0';
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return Fail(error, ChildStep::kMkdirTarget, errno, index);
+    if (!Succeeded(MakeDirectory(path), error, ChildStep::kMkdirTarget, index)) return false;
     path[i] = '/';
   }
   if (what == MountPoint::kParentsOnly) return true;
-  if (what == MountPoint::kDirectory) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return Fail(error, ChildStep::kMkdirTarget, errno, index);
-    return true;
-  }
-  int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (what == MountPoint::kDirectory) return Succeeded(MakeDirectory(path), error, ChildStep::kMkdirTarget, index);
+  long fd = sys::Call(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     // An existing read-only file (inside a ro bind) is a valid mount point.
-    if (errno != EROFS && errno != EEXIST && errno != EACCES) return Fail(error, ChildStep::kMkdirTarget, errno, index);
+    if (fd != -EROFS && fd != -EEXIST && fd != -EACCES) return Fail(error, ChildStep::kMkdirTarget, sys::ErrorOf(fd), index);
     struct stat st;
-    if (lstat(path, &st) != 0 || S_ISDIR(st.st_mode)) return Fail(error, ChildStep::kMkdirTarget, ENOENT, index);
+    if (sys::Call(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode)) {
+      return Fail(error, ChildStep::kMkdirTarget, ENOENT, index);
+    }
     return true;
   }
-  close(fd);
+  sys::Call(SYS_close, fd);
   return true;
 }
 
 bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, ChildError* error, int index) noexcept {
   if (op.kind == ChildMountKind::kSymlink) {
     if (!MakeMountPoint(op, root_len, MountPoint::kParentsOnly, error, index)) return false;
-    if (symlink(op.source, op.target) != 0 && errno != EEXIST) return Fail(error, ChildStep::kSymlink, errno, index);
-    return true;
+    long rc = sys::Call(SYS_symlinkat, op.source, AT_FDCWD, op.target);
+    return rc == -EEXIST || Succeeded(rc, error, ChildStep::kSymlink, index);
   }
   if (!op.mount_point_exists &&
       !MakeMountPoint(op, root_len, op.target_is_dir ? MountPoint::kDirectory : MountPoint::kFile, error, index)) {
@@ -93,16 +103,13 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, Chi
   }
   switch (op.kind) {
     case ChildMountKind::kBind:
-      if (mount(op.source, op.target, nullptr, MS_BIND | MS_REC, nullptr) != 0) return Fail(error, ChildStep::kBind, errno, index);
-      if (SetMountAttr(op.target, op.attr_set, AT_RECURSIVE) != 0) return Fail(error, ChildStep::kMountAttr, errno, index);
-      return true;
+      return Succeeded(Mount(op.source, op.target, nullptr, MS_BIND | MS_REC, nullptr), error, ChildStep::kBind, index) &&
+             Succeeded(SetMountAttr(op.target, op.attr_set, AT_RECURSIVE), error, ChildStep::kMountAttr, index);
     case ChildMountKind::kDevice:
-      if (mount(op.source, op.target, nullptr, MS_BIND, nullptr) != 0) return Fail(error, ChildStep::kDevice, errno, index);
-      if (SetMountAttr(op.target, op.attr_set, 0) != 0) return Fail(error, ChildStep::kMountAttr, errno, index);
-      return true;
+      return Succeeded(Mount(op.source, op.target, nullptr, MS_BIND, nullptr), error, ChildStep::kDevice, index) &&
+             Succeeded(SetMountAttr(op.target, op.attr_set, 0), error, ChildStep::kMountAttr, index);
     case ChildMountKind::kTmpfs:
-      if (mount("tmpfs", op.target, "tmpfs", op.flags, op.data) != 0) return Fail(error, ChildStep::kTmpfs, errno, index);
-      return true;
+      return Succeeded(Mount("tmpfs", op.target, "tmpfs", op.flags, op.data), error, ChildStep::kTmpfs, index);
     case ChildMountKind::kWorkDir: {
       WorkMountStep step = WorkMountStep::kNone;
       int err = MountWorkDirInChild(*spec.work_spec, op.target, spec.work_sock, &step);
@@ -110,15 +117,12 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, Chi
       return true;
     }
     case ChildMountKind::kProc:
-      if (mount("proc", op.target, "proc", op.flags, nullptr) != 0) return Fail(error, ChildStep::kProc, errno, index);
-      return true;
+      return Succeeded(Mount("proc", op.target, "proc", op.flags, nullptr), error, ChildStep::kProc, index);
     case ChildMountKind::kMaskFile:
-      if (mount(op.source, op.target, nullptr, MS_BIND, nullptr) != 0) return Fail(error, ChildStep::kMask, errno, index);
-      if (SetMountAttr(op.target, op.attr_set, 0) != 0) return Fail(error, ChildStep::kMountAttr, errno, index);
-      return true;
+      return Succeeded(Mount(op.source, op.target, nullptr, MS_BIND, nullptr), error, ChildStep::kMask, index) &&
+             Succeeded(SetMountAttr(op.target, op.attr_set, 0), error, ChildStep::kMountAttr, index);
     case ChildMountKind::kMaskDir:
-      if (mount("tmpfs", op.target, "tmpfs", op.flags, op.data) != 0) return Fail(error, ChildStep::kMask, errno, index);
-      return true;
+      return Succeeded(Mount("tmpfs", op.target, "tmpfs", op.flags, op.data), error, ChildStep::kMask, index);
     case ChildMountKind::kSymlink:
       break;
   }
@@ -128,22 +132,21 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, Chi
 }  // namespace
 
 bool BuildMountTree(const ChildSpec& spec, ChildError* error) noexcept {
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return Fail(error, ChildStep::kMountPrivate, errno);
-  if (mount("tmpfs", spec.new_root, "tmpfs", MS_NOSUID | MS_NODEV, spec.new_root_data) != 0) {
-    return Fail(error, ChildStep::kMountNewRoot, errno);
+  if (!Succeeded(Mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), error, ChildStep::kMountPrivate) ||
+      !Succeeded(Mount("tmpfs", spec.new_root, "tmpfs", MS_NOSUID | MS_NODEV, spec.new_root_data), error,
+                 ChildStep::kMountNewRoot)) {
+    return false;
   }
   size_t root_len = strlen(spec.new_root);
   for (size_t i = 0; i < spec.mount_count; ++i) {
     if (!ApplyOp(spec, spec.mounts[i], root_len, error, static_cast<int>(i))) return false;
   }
-  if (SetMountAttr(spec.new_root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) != 0) {
-    return Fail(error, ChildStep::kRootReadOnly, errno);
-  }
-  if (chdir(spec.new_root) != 0) return Fail(error, ChildStep::kPivotRoot, errno);
-  if (syscall(SYS_pivot_root, ".", ".") != 0) return Fail(error, ChildStep::kPivotRoot, errno);
-  if (umount2(".", MNT_DETACH) != 0) return Fail(error, ChildStep::kDetachOldRoot, errno);
-  if (chdir("/") != 0) return Fail(error, ChildStep::kChdir, errno);
-  return true;
+  return Succeeded(SetMountAttr(spec.new_root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0), error,
+                   ChildStep::kRootReadOnly) &&
+         Succeeded(sys::Call(SYS_chdir, spec.new_root), error, ChildStep::kPivotRoot) &&
+         Succeeded(sys::Call(SYS_pivot_root, ".", "."), error, ChildStep::kPivotRoot) &&
+         Succeeded(sys::Call(SYS_umount2, ".", MNT_DETACH), error, ChildStep::kDetachOldRoot) &&
+         Succeeded(sys::Call(SYS_chdir, "/"), error, ChildStep::kChdir);
 }
 
 }  // namespace cocoon::enforcer::child

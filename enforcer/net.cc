@@ -17,23 +17,17 @@
 namespace cocoon::enforcer::child {
 
 bool BringUpLoopback(ChildError* error) noexcept {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Fail(error, ChildStep::kLoopback, errno);
+  long fd = sys::Call(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (!Succeeded(fd, error, ChildStep::kLoopback)) return false;
   struct ifreq request {};
   memcpy(request.ifr_name, "lo", 3);
-  if (ioctl(fd, SIOCGIFFLAGS, &request) != 0) {
-    int err = errno;
-    close(fd);
-    return Fail(error, ChildStep::kLoopback, err);
+  long rc = sys::Call(SYS_ioctl, fd, SIOCGIFFLAGS, &request);
+  if (rc == 0) {
+    request.ifr_flags |= IFF_UP | IFF_RUNNING;
+    rc = sys::Call(SYS_ioctl, fd, SIOCSIFFLAGS, &request);
   }
-  request.ifr_flags |= IFF_UP | IFF_RUNNING;
-  if (ioctl(fd, SIOCSIFFLAGS, &request) != 0) {
-    int err = errno;
-    close(fd);
-    return Fail(error, ChildStep::kLoopback, err);
-  }
-  close(fd);
-  return true;
+  sys::Call(SYS_close, fd);
+  return Succeeded(rc, error, ChildStep::kLoopback);
 }
 
 // The listener the connect broker (net_broker.h) connects the sandbox's
@@ -43,19 +37,17 @@ bool BringUpLoopback(ChildError* error) noexcept {
 // sent with SCM_RIGHTS (unix(7)) and closed here; the parent's copy is the
 // only one left, and close_range later drops the socketpair end.
 bool SendBrokerListener(const ChildSpec& spec, ChildError* error) noexcept {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
-  if (fd < 0) return Fail(error, ChildStep::kBrokerListener, errno);
+  long listener = sys::Call(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (!Succeeded(listener, error, ChildStep::kBrokerListener)) return false;
+  int fd = static_cast<int>(listener);
   struct sockaddr_in addr {};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
-    int err = errno;
-    close(fd);
-    return Fail(error, ChildStep::kBrokerListener, err);
-  }
-  int err = SendFds(spec.broker_sock, 'L', &fd, 1);
-  close(fd);
-  close(spec.broker_sock);
+  long rc = sys::Call(SYS_bind, fd, &addr, sizeof(addr));
+  if (rc == 0) rc = sys::Call(SYS_listen, fd, 64);
+  int err = rc == 0 ? SendFds(spec.broker_sock, 'L', &fd, 1) : sys::ErrorOf(rc);
+  sys::Call(SYS_close, fd);
+  sys::Call(SYS_close, spec.broker_sock);
   return err == 0 || Fail(error, ChildStep::kBrokerListener, err);
 }
 

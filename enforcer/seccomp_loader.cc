@@ -64,9 +64,8 @@ bool LoadSeccomp(const ChildSpec& spec, int error_fd, ChildError* error) noexcep
   if (spec.seccomp_listener) {
     // Tell the parent to start watching the shared page (last unfiltered write).
     ChildError progress{static_cast<int>(ChildStep::kListenerHandoff), 0, 0};
-    if (write(error_fd, &progress, sizeof(progress)) != sizeof(progress)) {
-      return Fail(error, ChildStep::kListenerHandoff, errno);
-    }
+    long written = sys::Call(SYS_write, error_fd, &progress, sizeof(progress));
+    if (written != sizeof(progress)) return Fail(error, ChildStep::kListenerHandoff, written < 0 ? sys::ErrorOf(written) : EIO);
   }
   // With a listener, WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor
   // has received a notification, the task waits for the answer ignoring
@@ -76,11 +75,11 @@ bool LoadSeccomp(const ChildSpec& spec, int error_fd, ChildError* error) noexcep
   // signals (a kill rule's SIGKILL, the timeout) still end the wait. Older
   // kernels reject the flag with EINVAL and get the plain listener.
   if (spec.seccomp_listener) flags |= kWaitKillableRecv;
-  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, spec.seccomp);
-  if (rc < 0 && errno == EINVAL && (flags & kWaitKillableRecv) != 0) {
-    rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags & ~kWaitKillableRecv, spec.seccomp);
+  long rc = sys::Call(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, spec.seccomp);
+  if (rc == -EINVAL && (flags & kWaitKillableRecv) != 0) {
+    rc = sys::Call(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags & ~kWaitKillableRecv, spec.seccomp);
   }
-  if (rc < 0) return Fail(error, ChildStep::kSeccomp, errno);
+  if (!Succeeded(rc, error, ChildStep::kSeccomp)) return false;
   if (!spec.seccomp_listener) return true;
   spec.handoff->listener_fd.store(static_cast<int>(rc), std::memory_order_release);
   while (spec.handoff->taken.load(std::memory_order_acquire) == 0) {

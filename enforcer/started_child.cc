@@ -49,7 +49,11 @@ void EnsureStdioOpen() {
   }
 }
 
-long Clone3(uint64_t flags, int* pidfd, int cgroup_fd) {
+// The child's entry (memory_sharing_clone.h): its bootstrap lives in the
+// StartedChild, which outlives it.
+int EnterChild(void* boot) { RunChild(*static_cast<const ChildBootstrap*>(boot)); }
+
+long Clone3(uint64_t flags, int* pidfd, int cgroup_fd, const ChildStack* stack, ChildBootstrap* boot) {
   struct clone_args args {};
   args.flags = flags | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(pidfd);
@@ -58,7 +62,12 @@ long Clone3(uint64_t flags, int* pidfd, int cgroup_fd) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cgroup_fd);
   }
-  return syscall(SYS_clone3, &args, sizeof(args));
+  if (stack != nullptr) {
+    args.flags |= CLONE_VM;
+    args.stack = reinterpret_cast<uint64_t>(stack->base());
+    args.stack_size = stack->size();
+  }
+  return CloneCallingEntry(&args, EnterChild, boot);
 }
 
 // The namespaces clone3 makes: the user namespace (everything else is
@@ -179,7 +188,13 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   if (page == MAP_FAILED) return ErrnoError("mmap listener handoff page");
   s.handoff_ = new (page) ListenerHandoff();
 
-  ChildBootstrap boot;
+#if COCOON_CHILD_SHARES_MEMORY
+  COCOON_ASSIGN_OR_RETURN(s.stack_, ChildStack::Map());
+  const ChildStack* stack = &*s.stack_;
+#else
+  const ChildStack* stack = nullptr;
+#endif
+  ChildBootstrap& boot = s.boot_;
   boot.stdin_fd = stdin_fd.get();
   boot.stdout_fd = out_write.get();
   boot.stderr_fd = err_write.get();
@@ -193,11 +208,10 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   // in the child, so none of this process's handlers can run in it before
   // ResetSignals; older kernels refuse the flag (EINVAL) and get the plain
   // clone, where ResetSignals runs first thing.
-  long rc = Clone3(kCloneNamespaces | CLONE_CLEAR_SIGHAND, s.pidfd_.out(), options.cgroup_fd);
-  if (rc < 0 && errno == EINVAL) rc = Clone3(kCloneNamespaces, s.pidfd_.out(), options.cgroup_fd);
-  if (rc == 0) RunChild(boot);  // the child; never returns
+  long rc = Clone3(kCloneNamespaces | CLONE_CLEAR_SIGHAND, s.pidfd_.out(), options.cgroup_fd, stack, &boot);
+  if (rc == -EINVAL) rc = Clone3(kCloneNamespaces, s.pidfd_.out(), options.cgroup_fd, stack, &boot);
   if (rc < 0) {
-    int err = errno;
+    int err = static_cast<int>(-rc);
     s.pidfd_.Reset();
     if (err == EPERM || err == ENOSPC || err == EUSERS || err == EINVAL) {
       return FailedPreconditionError(UserNamespaceUnavailableMessage(err));

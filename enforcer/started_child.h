@@ -17,6 +17,12 @@
 // prepared run needs (Fits); otherwise it is killed and a matching one
 // started. Either way the run's checks, spec and Outcome are the same.
 //
+// The child runs in this process's memory, on a stack of its own, until it
+// execs (memory_sharing_clone.h): no page tables are copied at clone, no
+// page the parent writes afterwards is a copy-on-write fault, and the
+// child's execve has no copy to tear down. What it reads (its bootstrap, the
+// spec arena, its stack) is owned here and unmapped only after it is reaped.
+//
 // The destructor kills the child and reaps it through its pidfd
 // (waitid(P_PIDFD), Linux 5.4), so a child reaped elsewhere (the
 // supervisor's wait4) is never confused with a recycled pid.
@@ -27,10 +33,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "compiler/common/status.h"
 #include "enforcer/child_spec.h"
 #include "enforcer/child_spec_arena.h"
+#include "enforcer/memory_sharing_clone.h"
 #include "enforcer/owned_fd.h"
 #include "enforcer/sandbox.h"
 
@@ -68,7 +76,8 @@ class SignalGuard {
 
 class StartedChild {
  public:
-  // Pipes, sockets, the listener page and the spec arena, then clone3.
+  // Pipes, sockets, the listener page, the spec arena and the child's stack,
+  // then clone3.
   // FailedPrecondition (with how to enable them) when user namespaces are
   // not available.
   static Result<std::unique_ptr<StartedChild>> Start(const ChildStartOptions& options);
@@ -122,6 +131,10 @@ class StartedChild {
   ChildStartOptions options_;
   SignalGuard signals_;
   ChildSpecArena arena_;
+  // Read by the child until it execs (memory_sharing_clone.h): members, so
+  // they stay put until the destructor has reaped it.
+  ChildBootstrap boot_;
+  std::optional<ChildStack> stack_;
   ListenerHandoff* handoff_ = nullptr;  // a MAP_SHARED page
   OwnedFd out_read_, err_read_, error_read_, sync_write_, work_parent_, broker_parent_, pidfd_;
   int work_child_end_ = -1;

@@ -1,7 +1,8 @@
 // Child side of the work dir (see staging.h for the protocol). Runs between
 // clone and exec in the sandbox's fresh mount namespace, before pivot_root:
-// raw syscalls on the parent's precomputed WorkMountChildSpec only
-// (signal-safety(7)): no allocation, no stdio, no C++ runtime.
+// raw syscalls (enforcer/raw_syscall.h: the child shares the parent's memory
+// and errno) on the parent's precomputed WorkMountChildSpec only: no
+// allocation, no stdio, no C++ runtime.
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sys/mount.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 
 #include "enforcer/fd_passing.h"
+#include "enforcer/raw_syscall.h"
 #include "enforcer/workdir/staging.h"
 
 namespace cocoon::enforcer {
@@ -24,14 +26,24 @@ int Fail(WorkMountStep* failed_step, WorkMountStep step, int err) noexcept {
   return err == 0 ? EIO : err;
 }
 
+// The errno of a failed raw call as a step's failure.
+int FailOn(long result, WorkMountStep* failed_step, WorkMountStep step) noexcept {
+  return Fail(failed_step, step, sys::ErrorOf(result));
+}
+
+long Mount(const char* source, const char* target, const char* type, unsigned long flags, const void* data) noexcept {
+  return sys::Call(SYS_mount, source, target, type, flags, data);
+}
+
+long OpenDirectory(const char* path) noexcept {
+  return sys::Call(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
 int WaitForParent(int sock) noexcept {
   char byte = 0;
-  for (;;) {
-    ssize_t n = read(sock, &byte, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 1 && byte == 'G') return 0;
-    return n < 0 ? errno : EPIPE;
-  }
+  long n = sys::CallRestarting(SYS_read, sock, &byte, 1);
+  if (n == 1 && byte == 'G') return 0;
+  return n < 0 ? sys::ErrorOf(n) : EPIPE;
 }
 
 // Direct mode: bind the host dir and set nosuid,nodev on it and every
@@ -39,15 +51,12 @@ int WaitForParent(int sock) noexcept {
 // host mount already locks (MNT_LOCK_*) are never in the way, unlike a
 // MS_REMOUNT|MS_BIND in a user namespace (mount(2) EPERM).
 int MountDirect(const WorkMountChildSpec& spec, const char* target, WorkMountStep* failed_step) noexcept {
-  if (mount(spec.host_dir, target, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-    return Fail(failed_step, WorkMountStep::kBindDirect, errno);
-  }
+  long rc = Mount(spec.host_dir, target, nullptr, MS_BIND | MS_REC, nullptr);
+  if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kBindDirect);
   struct mount_attr attr {};
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  if (syscall(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr) != 0) {
-    return Fail(failed_step, WorkMountStep::kRemountDirect, errno);
-  }
-  return 0;
+  rc = sys::Call(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr);
+  return rc == 0 ? 0 : FailOn(rc, failed_step, WorkMountStep::kRemountDirect);
 }
 
 // Staged modes: returns the fd of the tree the parent scans later.
@@ -55,26 +64,27 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int* tree_fd
   const unsigned long flags = MS_NOSUID | MS_NODEV;
   if (spec.strategy == StagingStrategy::kCopy) {
     // The quota tmpfs straight on the target: the tree IS the view.
-    if (mount("tmpfs", target, "tmpfs", flags, spec.tmpfs_data) != 0) {
-      return Fail(failed_step, WorkMountStep::kMountTmpfs, errno);
-    }
-    *tree_fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    return *tree_fd < 0 ? Fail(failed_step, WorkMountStep::kOpenFds, errno) : 0;
+    long rc = Mount("tmpfs", target, "tmpfs", flags, spec.tmpfs_data);
+    if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountTmpfs);
+    long fd = OpenDirectory(target);
+    if (fd < 0) return FailOn(fd, failed_step, WorkMountStep::kOpenFds);
+    *tree_fd = static_cast<int>(fd);
+    return 0;
   }
   // Overlay: the quota tmpfs on the private stage dir (a host path, but the
   // mount exists only in this namespace and is unreachable after pivot_root),
   // upper and work dirs on it, the overlay on the target.
-  if (mount("tmpfs", spec.stage_dir, "tmpfs", flags, spec.tmpfs_data) != 0) {
-    return Fail(failed_step, WorkMountStep::kMountTmpfs, errno);
-  }
-  if (mkdir(spec.upper_dir, 0755) != 0 || mkdir(spec.overlay_work_dir, 0700) != 0) {
-    return Fail(failed_step, WorkMountStep::kMkdir, errno);
-  }
-  if (mount("overlay", target, "overlay", flags, spec.overlay_data) != 0) {
-    return Fail(failed_step, WorkMountStep::kMountOverlay, errno);
-  }
-  *tree_fd = open(spec.upper_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  return *tree_fd < 0 ? Fail(failed_step, WorkMountStep::kOpenFds, errno) : 0;
+  long rc = Mount("tmpfs", spec.stage_dir, "tmpfs", flags, spec.tmpfs_data);
+  if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountTmpfs);
+  rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.upper_dir, 0755);
+  if (rc == 0) rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.overlay_work_dir, 0700);
+  if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMkdir);
+  rc = Mount("overlay", target, "overlay", flags, spec.overlay_data);
+  if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountOverlay);
+  long fd = OpenDirectory(spec.upper_dir);
+  if (fd < 0) return FailOn(fd, failed_step, WorkMountStep::kOpenFds);
+  *tree_fd = static_cast<int>(fd);
+  return 0;
 }
 
 }  // namespace
@@ -100,16 +110,15 @@ int MountWorkDirInChild(const WorkMountChildSpec& spec, const char* target, int 
   int tree_fd = -1;
   int err = MountStaged(spec, target, &tree_fd, failed_step);
   if (err != 0) return err;
-  int view_fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (view_fd < 0) {
-    err = errno;
-    close(tree_fd);
-    return Fail(failed_step, WorkMountStep::kOpenFds, err);
+  long view = OpenDirectory(target);
+  if (view < 0) {
+    sys::Call(SYS_close, tree_fd);
+    return FailOn(view, failed_step, WorkMountStep::kOpenFds);
   }
-  const int handoff[2] = {tree_fd, view_fd};
+  const int handoff[2] = {tree_fd, static_cast<int>(view)};
   err = SendFds(sock, 'F', handoff, 2);
-  close(tree_fd);
-  close(view_fd);
+  sys::Call(SYS_close, tree_fd);
+  sys::Call(SYS_close, view);
   if (err != 0) return Fail(failed_step, WorkMountStep::kSendFds, err);
   err = WaitForParent(sock);
   if (err != 0) return Fail(failed_step, WorkMountStep::kWaitParent, err);

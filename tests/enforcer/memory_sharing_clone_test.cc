@@ -1,0 +1,161 @@
+// The child that starts a sandbox runs in its parent's memory until execve
+// (memory_sharing_clone.h). These tests check the three things that rests
+// on: raw system calls leave the shared errno alone, the child really runs
+// on its own stack in the parent's memory, and a child overrunning its stack
+// faults on the guard page instead of writing into the parent's memory.
+#include <linux/sched.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "enforcer/memory_sharing_clone.h"
+#include "enforcer/raw_syscall.h"
+#include "enforcer/started_child.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+TEST(RawSyscallTest, ReturnsMinusErrnoAndLeavesErrnoAlone) {
+  errno = 12345;
+  EXPECT_EQ(sys::Call(SYS_close, -1), -EBADF);
+  EXPECT_EQ(errno, 12345) << "a raw call wrote errno";
+  EXPECT_EQ(sys::ErrorOf(sys::Call(SYS_openat, AT_FDCWD, "/nonexistent/cocoon", 0)), ENOENT);
+  EXPECT_EQ(sys::Call(SYS_getpid), getpid());
+  EXPECT_EQ(sys::ErrorOf(sys::Call(SYS_getpid)), 0);
+  EXPECT_EQ(errno, 12345);
+}
+
+#if COCOON_CHILD_SHARES_MEMORY
+
+struct SharedProbe {
+  std::atomic<int> written{0};
+  std::atomic<uintptr_t> child_stack_address{0};
+};
+
+int WriteIntoParent(void* arg) {
+  auto* probe = static_cast<SharedProbe*>(arg);
+  int local = 0;
+  probe->child_stack_address.store(reinterpret_cast<uintptr_t>(&local));
+  probe->written.store(42);
+  // A failing call, as the sandbox child's mkdir of an existing directory:
+  // it must not reach the parent's errno.
+  sys::Call(SYS_close, -1);
+  return 7;
+}
+
+long CloneWithStack(const ChildStack& stack, int (*entry)(void*), void* arg, int* pidfd) {
+  struct clone_args args {};
+  args.flags = CLONE_VM | CLONE_PIDFD | CLONE_CLEAR_SIGHAND;
+  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<uint64_t>(stack.base());
+  args.stack_size = stack.size();
+  return CloneCallingEntry(&args, entry, arg);
+}
+
+int WaitForExitStatus(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+TEST(MemorySharingCloneTest, TheChildRunsInTheParentsMemoryOnItsOwnStack) {
+  auto stack = ChildStack::Map();
+  ASSERT_TRUE(stack.ok()) << stack.status().ToString();
+  SharedProbe probe;
+  int pidfd = -1;
+  errno = 0;
+  long pid = CloneWithStack(*stack, WriteIntoParent, &probe, &pidfd);
+  ASSERT_GT(pid, 0) << "clone3: " << -pid;
+  int status = WaitForExitStatus(static_cast<pid_t>(pid));
+  close(pidfd);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 7) << "the entry's result is the exit status";
+  EXPECT_EQ(probe.written.load(), 42) << "the child's write did not reach the parent: not CLONE_VM";
+  auto base = reinterpret_cast<uintptr_t>(stack->base());
+  uintptr_t local = probe.child_stack_address.load();
+  EXPECT_GE(local, base);
+  EXPECT_LT(local, base + stack->size()) << "the child did not run on its own stack";
+  EXPECT_EQ(errno, 0) << "the child's failed call changed the parent's errno";
+}
+
+// Deep enough to run through 256 KiB of stack. Frames are small (a frame
+// spanning two pages could skip the page below the guard: the compiler's
+// stack-clash probe would fault further down first), and each writes every
+// 64th byte of its own, so no page it passes is left untouched.
+int Recurse(int depth) {
+  volatile char frame[512];
+  for (size_t i = 0; i < sizeof(frame); i += 64) frame[i] = static_cast<char>(depth);
+  int below = depth > 0 ? Recurse(depth - 1) : 0;
+  return below + frame[0] + frame[sizeof(frame) - 64];
+}
+
+int OverflowTheStack(void*) { return Recurse(1 << 20); }
+
+TEST(MemorySharingCloneTest, AStackOverflowFaultsOnTheGuardPageAndSparesTheParent) {
+  auto stack = ChildStack::Map();
+  ASSERT_TRUE(stack.ok()) << stack.status().ToString();
+  // A page of ours right below the guard page: an unguarded overflow would
+  // run into it (the child shares our memory) before faulting anywhere.
+  constexpr size_t kPage = 4096;
+  char* victim_at = static_cast<char*>(stack->base()) - 2 * kPage;
+  void* victim = mmap(victim_at, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(victim, static_cast<void*>(victim_at)) << "the page below the child's stack is taken; rerun";
+  memset(victim, 0x5a, kPage);
+  int pidfd = -1;
+  long pid = CloneWithStack(*stack, OverflowTheStack, nullptr, &pidfd);
+  ASSERT_GT(pid, 0) << "clone3: " << -pid;
+  int status = WaitForExitStatus(static_cast<pid_t>(pid));
+  close(pidfd);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child did not die of its overflow, status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+  size_t changed = 0;
+  for (size_t i = 0; i < kPage; ++i) changed += static_cast<unsigned char>(victim_at[i]) != 0x5a;
+  EXPECT_EQ(changed, 0u) << "the child's overflow wrote into the parent's memory below its stack";
+  munmap(victim, kPage);
+}
+
+// The launch's own child: a mapping the parent makes after clone shows in
+// the waiting child's /proc/PID/maps only if the two share one address space.
+TEST(MemorySharingCloneTest, TheSandboxChildSharesTheLaunchersMemoryUntilExec) {
+  ChildStartOptions options;
+  auto started = StartedChild::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  std::ifstream maps("/proc/" + std::to_string((*started)->pid()) + "/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  std::ostringstream start;
+  start << std::hex << reinterpret_cast<uintptr_t>(page) << "-";
+  EXPECT_NE(text.str().find(start.str()), std::string::npos)
+      << "a page mapped after clone is not in the child's address space";
+  munmap(page, 4096);
+  (*started)->Kill();
+}
+
+#else
+
+TEST(MemorySharingCloneTest, SanitizerBuildsUseAForkStyleClone) {
+  GTEST_SKIP() << "NOT TESTED HERE: sanitizer builds start the sandbox child with a fork-style clone "
+                  "(memory_sharing_clone.h); the plain build runs these tests";
+}
+
+#endif
+
+}  // namespace
+}  // namespace cocoon::enforcer
