@@ -125,7 +125,8 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
     return abort_child(fallback);
   };
 
-  // The child is creating its namespaces meanwhile (on the other CPU).
+  // The child may be creating its namespaces meanwhile, if the scheduler
+  // gave it another CPU (started_child.h).
   // A child started with more sockets than this run needs (started_child.h
   // Fits) is told about none of the extra ones: -1 turns their steps off.
   Status built = BuildChildSpec(started->arena(), handoff, staging ? started->work_child_end() : -1,

@@ -9,9 +9,12 @@
 // that depends on the launch plan beyond ChildStartOptions, and nothing of
 // the command runs before 'G'. So a caller that knows the plan's network
 // mode before it has parsed the plan (the launcher, cli/launch_util.cc) can
-// start the child first and let the kernel build the namespaces on the other
-// CPU while it parses the plan and Sandbox::Prepare probes the host, plans
-// the limits and builds the spec.
+// start the child first, so that the kernel can build the namespaces on
+// another CPU while it parses the plan and Sandbox::Prepare probes the host,
+// plans the limits and builds the spec. (Whether it does is the scheduler's
+// choice: on the 2-vCPU CI host the child stays queued on the parent's CPU
+// until the parent blocks; keeping it off that CPU measured no faster there,
+// docs/performance.md launch item 12.)
 //
 // Sandbox::Run adopts a started child only if its options are what the
 // prepared run needs (Fits); otherwise it is killed and a matching one
@@ -108,7 +111,6 @@ class StartedChild {
   // the child; once the command runs, the supervisor reads the same fd.
   bool SignalArrived();
 
-  const ChildStartOptions& options() const { return options_; }
   pid_t pid() const { return pid_; }
   int pidfd() const { return pidfd_.get(); }
   int stdout_fd() const { return out_read_.get(); }
