@@ -19,11 +19,13 @@
 //   -> close every fd above stdio except the error pipe (which is O_CLOEXEC):
 //      runc CVE-2024-21626 leaked a host directory fd into the container
 //      (the v1 cgroup dirs and a socketpair end may be open until here)
-//   -> drop privileges, no_new_privs -> Landlock -> seccomp LAST -> execve.
+//   -> drop privileges, no_new_privs -> the parent-death signal again (the
+//      id change cleared it) -> Landlock -> seccomp LAST -> execve.
 // Nothing here allocates: every string and table was built before clone, and
 // every kernel call is a raw one (raw_syscall.h): the child runs in the
 // parent's memory, sharing its thread's errno (memory_sharing_clone.h).
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -114,6 +116,23 @@ bool ArmParentDeathSignal(ChildError* error) noexcept {
   // the prctl, its end of the sync pipe is closed and the 'G' read fails.)
   return child::Succeeded(sys::Call(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), error,
                          ChildStep::kParentDeathSignal);
+}
+
+// A credential change clears the parent-death signal (commit_creds: any
+// change of the effective or filesystem uid or gid), and as root
+// DropPrivileges makes one (host uid 0 -> 65534): without arming it again, a
+// sandbox launched by root outlived a killed supervisor. Then check that the
+// parent did not die in between: its end of our error pipe would be closed
+// (POLLERR on our end).
+bool RearmParentDeathSignal(const ChildBootstrap& boot, ChildError* error) noexcept {
+  if (!ArmParentDeathSignal(error)) return false;
+  struct pollfd pipe_end {};
+  pipe_end.fd = boot.error_fd;
+  pipe_end.events = POLLOUT;
+  struct timespec now {};
+  long ready = sys::Call(SYS_ppoll, &pipe_end, 1, &now, nullptr, 0);
+  if (ready > 0 && (pipe_end.revents & POLLERR) != 0) return child::Fail(error, ChildStep::kParentDeathSignal, ESRCH);
+  return true;
 }
 
 // Every namespace but user and pid, which clone3 already made. This runs
@@ -304,7 +323,8 @@ void RunChild(const ChildBootstrap& boot) noexcept {
   }
   ok = ok && child::Succeeded(sys::Call(SYS_setsid), &error, ChildStep::kSetsid);
   ok = ok && CloseInheritedFds(boot, &error) && child::DropPrivileges(spec, &error) &&
-       child::ApplyLandlock(spec, &error) && child::LoadSeccomp(spec, boot.error_fd, &error);
+       RearmParentDeathSignal(boot, &error) && child::ApplyLandlock(spec, &error) &&
+       child::LoadSeccomp(spec, boot.error_fd, &error);
   if (!ok) Report(boot, error);
   Exec(boot, spec);
 }

@@ -97,6 +97,8 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   needed.work_socket = staging != nullptr;
   needed.broker_socket = allow_list != nullptr;
   needed.cgroup_fd = cgroup ? cgroup->clone_into_fd() : -1;
+  needed.share_memory = ChildMayShareMemory(id_maps.sandbox_host_uid, id_maps.sandbox_host_gid,
+                                            cgroup != nullptr || !cgroup_v1_parent_dirs.empty());
   if (started && !started->Fits(needed)) {
     started->Kill();
     started.reset();

@@ -2,11 +2,40 @@
 
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <utility>
 
 namespace cocoon::enforcer {
+namespace {
+
+// Linux 5.16 limits a core dump to the dumping thread group; before it,
+// every process sharing the mm is killed (fs/coredump.c zap_threads).
+bool KernelLimitsCoreDumpsToOneProcess() {
+  static const bool limited = [] {
+    struct utsname uts {};
+    if (uname(&uts) != 0) return false;
+    int major = 0;
+    int minor = 0;
+    if (std::sscanf(uts.release, "%d.%d", &major, &minor) != 2) return false;
+    return major > 5 || (major == 5 && minor >= 16);
+  }();
+  return limited;
+}
+
+}  // namespace
+
+bool LauncherMayShareMemory() {
+  return COCOON_CHILD_SHARES_MEMORY != 0 && geteuid() != 0 && KernelLimitsCoreDumpsToOneProcess();
+}
+
+bool ChildMayShareMemory(uid_t sandbox_host_uid, gid_t sandbox_host_gid, bool cgroup_before_exec) {
+  return LauncherMayShareMemory() && !cgroup_before_exec && sandbox_host_uid == geteuid() &&
+         sandbox_host_gid == getegid();
+}
 
 Result<ChildStack> ChildStack::Map() {
   void* base = mmap(nullptr, kGuard + kSize, PROT_READ | PROT_WRITE,

@@ -20,12 +20,29 @@
 //    and unchanged until it has exec'd or died: StartedChild owns them and
 //    reaps the child before unmapping anything.
 //
+// When it may share (ChildMayShareMemory), because the kernel treats every
+// process using one address space as one for some purposes:
+//  - a core-dumping signal kills every process sharing the mm before Linux
+//    5.16 ("coredump: Limit coredumps to a single thread group"): a SIGSEGV
+//    or SIGQUIT in the child would take the launcher (or a whole `cocoon
+//    mcp`) with it. Older kernels get the fork-style clone.
+//  - a memory cgroup's OOM killer kills every process sharing the victim's
+//    mm: a child that joins (v1) or is born in (v2) the sandbox's memory
+//    group before exec, and runs it out of memory in execve, would take the
+//    launcher with it. Runs with any cgroup get the fork-style clone.
+//  - a credential change sets the mm's dumpable flag (commit_creds): a root
+//    launcher's child that drops to host uid 65534 would make the
+//    launcher's own memory non-dumpable, or, with fs.suid_dumpable=1,
+//    ptrace-able by every host process running as 65534 through the child.
+//    So only a child that stays the launcher's own host uid and gid shares
+//    (rootless runs: userns.h); root runs get the fork-style clone.
 // Sanitizer builds keep the fork-style clone: their runtimes keep per-thread
 // state in TLS (ASan's fake stacks, report buffers) and intercept libc calls,
 // which a child sharing the thread's TLS would corrupt.
 #pragma once
 
 #include <linux/sched.h>
+#include <sys/types.h>
 
 #include <cstddef>
 
@@ -38,14 +55,28 @@ namespace cocoon::enforcer {
 #define COCOON_CHILD_SHARES_MEMORY 1
 #endif
 
+// Whether a sandbox child may run in the launcher's memory (see above): the
+// build allows it, the kernel is 5.16 or newer, the sandbox keeps the
+// launcher's host uid and gid (`sandbox_host_uid`, `sandbox_host_gid`), and
+// no cgroup is joined before exec (`cgroup_before_exec`).
+bool ChildMayShareMemory(uid_t sandbox_host_uid, gid_t sandbox_host_gid, bool cgroup_before_exec);
+
+// The same rule where the ids and cgroups are not planned yet (a child
+// started before the plan is parsed): only a non-root launcher's child
+// might share; Fits and ChildMayShareMemory decide once they are.
+bool LauncherMayShareMemory();
+
 // The child's own stack: an anonymous mapping with an inaccessible guard
-// page below it, so an overflow faults in the child instead of writing into
-// whatever parent mapping lies below.
+// region below it, so an overflow faults in the child instead of writing
+// into whatever parent mapping lies below. The guard is 64 KiB, not a page:
+// one frame can be larger than a page (two PATH_MAX buffers), and GCC's
+// stack-clash probes on aarch64 assume 64 KiB.
 class ChildStack {
  public:
   // 256 KiB: the deepest step keeps two PATH_MAX buffers; pages are only
   // allocated when touched.
   static constexpr size_t kSize = size_t{256} << 10;
+  static constexpr size_t kGuard = size_t{64} << 10;
 
   static Result<ChildStack> Map();
   ChildStack(ChildStack&& other) noexcept;
@@ -59,7 +90,6 @@ class ChildStack {
   size_t size() const { return kSize; }
 
  private:
-  static constexpr size_t kGuard = 4096;
   explicit ChildStack(void* base) : base_(base) {}
   void* base_ = nullptr;
 };

@@ -156,7 +156,8 @@ bool StartedChild::SignalArrived() {
 bool StartedChild::Fits(const ChildStartOptions& needed) const {
   return !adopted_ && options_.new_network == needed.new_network && options_.stdin_mode == needed.stdin_mode &&
          options_.signals == needed.signals && (options_.work_socket || !needed.work_socket) &&
-         (options_.broker_socket || !needed.broker_socket) && options_.cgroup_fd < 0 && needed.cgroup_fd < 0;
+         (options_.broker_socket || !needed.broker_socket) && options_.cgroup_fd < 0 && needed.cgroup_fd < 0 &&
+         (!options_.share_memory || needed.share_memory);
 }
 
 Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOptions& options) {
@@ -188,12 +189,11 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   if (page == MAP_FAILED) return ErrnoError("mmap listener handoff page");
   s.handoff_ = new (page) ListenerHandoff();
 
-#if COCOON_CHILD_SHARES_MEMORY
-  COCOON_ASSIGN_OR_RETURN(s.stack_, ChildStack::Map());
-  const ChildStack* stack = &*s.stack_;
-#else
   const ChildStack* stack = nullptr;
-#endif
+  if (COCOON_CHILD_SHARES_MEMORY != 0 && options.share_memory) {
+    COCOON_ASSIGN_OR_RETURN(s.stack_, ChildStack::Map());
+    stack = &*s.stack_;
+  }
   ChildBootstrap& boot = s.boot_;
   boot.stdin_fd = stdin_fd.get();
   boot.stdout_fd = out_write.get();
@@ -207,9 +207,10 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   // CLONE_CLEAR_SIGHAND (Linux 5.5): the kernel resets every handled signal
   // in the child, so none of this process's handlers can run in it before
   // ResetSignals; older kernels refuse the flag (EINVAL) and get the plain
-  // clone, where ResetSignals runs first thing.
+  // fork-style clone, where ResetSignals runs first thing (never a shared
+  // one: a handler of ours running in the child would run on our memory).
   long rc = Clone3(kCloneNamespaces | CLONE_CLEAR_SIGHAND, s.pidfd_.out(), options.cgroup_fd, stack, &boot);
-  if (rc == -EINVAL) rc = Clone3(kCloneNamespaces, s.pidfd_.out(), options.cgroup_fd, stack, &boot);
+  if (rc == -EINVAL) rc = Clone3(kCloneNamespaces, s.pidfd_.out(), options.cgroup_fd, nullptr, &boot);
   if (rc < 0) {
     int err = static_cast<int>(-rc);
     s.pidfd_.Reset();
@@ -234,6 +235,9 @@ std::unique_ptr<StartedChild> StartedChild::StartBeforePlan(ir::NetworkMode netw
   options.signals = signals;
   options.work_socket = work_dir;
   options.broker_socket = network == ir::NetworkMode::kAllowList;
+  // Before the plan: a hint, as the network mode is; Fits checks it against
+  // the planned ids and cgroups.
+  options.share_memory = LauncherMayShareMemory();
   auto started = Start(options);
   if (!started.ok()) return nullptr;
   return std::move(*started);

@@ -20,11 +20,13 @@
 // prepared run needs (Fits); otherwise it is killed and a matching one
 // started. Either way the run's checks, spec and Outcome are the same.
 //
-// The child runs in this process's memory, on a stack of its own, until it
-// execs (memory_sharing_clone.h): no page tables are copied at clone, no
-// page the parent writes afterwards is a copy-on-write fault, and the
-// child's execve has no copy to tear down. What it reads (its bootstrap, the
-// spec arena, its stack) is owned here and unmapped only after it is reaped.
+// Where it is safe (rootless runs without cgroups on Linux 5.16+:
+// ChildMayShareMemory), the child runs in this process's memory, on a stack
+// of its own, until it execs (memory_sharing_clone.h): no page tables are
+// copied at clone, no page the parent writes afterwards is a copy-on-write
+// fault, and the child's execve has no copy to tear down. What it reads (its
+// bootstrap, the spec arena, its stack) is owned here and unmapped only
+// after it is reaped.
 //
 // The destructor kills the child and reaps it through its pidfd
 // (waitid(P_PIDFD), Linux 5.4), so a child reaped elsewhere (the
@@ -57,6 +59,10 @@ struct ChildStartOptions {
   // v2: an O_DIRECTORY fd of the group the child is born in
   // (CLONE_INTO_CGROUP, Linux 5.7); -1: none. Not owned.
   int cgroup_fd = -1;
+  // Run the child in this process's memory until it execs
+  // (memory_sharing_clone.h; ChildMayShareMemory says when that is safe);
+  // false: a fork-style clone.
+  bool share_memory = false;
 };
 
 // Blocks SIGPIPE (and SIGINT/SIGTERM/SIGHUP, read from a signalfd, for
@@ -97,7 +103,8 @@ class StartedChild {
 
   // Whether this child can serve a run that needs `needed`: not yet used
   // by a run, the same namespaces, stdin and signal handling, every socket
-  // it needs, and no cgroup to be born in that it was not born in.
+  // it needs, no cgroup to be born in that it was not born in, and not in
+  // our memory unless the run allows it (a fork-style child serves any).
   bool Fits(const ChildStartOptions& needed) const;
   // Marks the child as taken by a run (Fits is false from then on).
   void Adopt() { adopted_ = true; }

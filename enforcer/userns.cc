@@ -33,10 +33,12 @@ IdMaps PlanIdMaps(uint32_t inside_uid, uint32_t inside_gid) {
     maps.gid_map = std::to_string(inside_gid) + " " + std::to_string(egid) + " 1\n";
     maps.deny_setgroups = true;
     maps.sandbox_host_uid = euid;
+    maps.sandbox_host_gid = egid;
     return maps;
   }
   maps.deny_setgroups = false;
   maps.sandbox_host_uid = kRootSandboxHostUid;
+  maps.sandbox_host_gid = kRootSandboxHostGid;
   if (inside_uid == 0) {
     maps.uid_map = "0 " + std::to_string(kRootSandboxHostUid) + " 1\n";
   } else {

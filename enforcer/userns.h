@@ -39,6 +39,7 @@ struct IdMaps {
   bool deny_setgroups = true;
   bool caller_is_root = false;
   uid_t sandbox_host_uid = 0;  // what the sandboxed program is on the host
+  gid_t sandbox_host_gid = 0;
 };
 
 IdMaps PlanIdMaps(uint32_t inside_uid, uint32_t inside_gid);

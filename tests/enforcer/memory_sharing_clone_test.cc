@@ -1,8 +1,10 @@
-// The child that starts a sandbox runs in its parent's memory until execve
-// (memory_sharing_clone.h). These tests check the three things that rests
-// on: raw system calls leave the shared errno alone, the child really runs
-// on its own stack in the parent's memory, and a child overrunning its stack
-// faults on the guard page instead of writing into the parent's memory.
+// The child that starts a sandbox may run in its parent's memory until
+// execve (memory_sharing_clone.h). These tests check what that rests on:
+// raw system calls leave the shared errno alone, the child really runs on
+// its own stack in the parent's memory, a child overrunning its stack faults
+// on the guard region instead of writing into the parent's memory, the
+// fork-style path works, and the rule of when to share. Unit tests: plain
+// clones, no namespaces (the launch's own child: started_child_test.cc).
 #include <linux/sched.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -23,7 +25,6 @@
 
 #include "enforcer/memory_sharing_clone.h"
 #include "enforcer/raw_syscall.h"
-#include "enforcer/started_child.h"
 
 namespace cocoon::enforcer {
 namespace {
@@ -36,6 +37,13 @@ TEST(RawSyscallTest, ReturnsMinusErrnoAndLeavesErrnoAlone) {
   EXPECT_EQ(sys::Call(SYS_getpid), getpid());
   EXPECT_EQ(sys::ErrorOf(sys::Call(SYS_getpid)), 0);
   EXPECT_EQ(errno, 12345);
+}
+
+int WaitForExitStatus(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 #if COCOON_CHILD_SHARES_MEMORY
@@ -64,13 +72,6 @@ long CloneWithStack(const ChildStack& stack, int (*entry)(void*), void* arg, int
   args.stack = reinterpret_cast<uint64_t>(stack.base());
   args.stack_size = stack.size();
   return CloneCallingEntry(&args, entry, arg);
-}
-
-int WaitForExitStatus(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
 }
 
 TEST(MemorySharingCloneTest, TheChildRunsInTheParentsMemoryOnItsOwnStack) {
@@ -109,10 +110,10 @@ int OverflowTheStack(void*) { return Recurse(1 << 20); }
 TEST(MemorySharingCloneTest, AStackOverflowFaultsOnTheGuardPageAndSparesTheParent) {
   auto stack = ChildStack::Map();
   ASSERT_TRUE(stack.ok()) << stack.status().ToString();
-  // A page of ours right below the guard page: an unguarded overflow would
-  // run into it (the child shares our memory) before faulting anywhere.
+  // A page of ours right below the guard region: an unguarded overflow
+  // would run into it (the child shares our memory) before faulting anywhere.
   constexpr size_t kPage = 4096;
-  char* victim_at = static_cast<char*>(stack->base()) - 2 * kPage;
+  char* victim_at = static_cast<char*>(stack->base()) - ChildStack::kGuard - kPage;
   void* victim = mmap(victim_at, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   ASSERT_EQ(victim, static_cast<void*>(victim_at)) << "the page below the child's stack is taken; rerun";
   memset(victim, 0x5a, kPage);
@@ -129,33 +130,43 @@ TEST(MemorySharingCloneTest, AStackOverflowFaultsOnTheGuardPageAndSparesTheParen
   munmap(victim, kPage);
 }
 
-// The launch's own child: a mapping the parent makes after clone shows in
-// the waiting child's /proc/PID/maps only if the two share one address space.
-TEST(MemorySharingCloneTest, TheSandboxChildSharesTheLaunchersMemoryUntilExec) {
-  ChildStartOptions options;
-  auto started = StartedChild::Start(options);
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
-  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(page, MAP_FAILED);
-  std::ifstream maps("/proc/" + std::to_string((*started)->pid()) + "/maps");
-  std::stringstream text;
-  text << maps.rdbuf();
-  std::ostringstream start;
-  start << std::hex << reinterpret_cast<uintptr_t>(page) << "-";
-  EXPECT_NE(text.str().find(start.str()), std::string::npos)
-      << "a page mapped after clone is not in the child's address space";
-  munmap(page, 4096);
-  (*started)->Kill();
-}
-
 #else
 
 TEST(MemorySharingCloneTest, SanitizerBuildsUseAForkStyleClone) {
   GTEST_SKIP() << "NOT TESTED HERE: sanitizer builds start the sandbox child with a fork-style clone "
-                  "(memory_sharing_clone.h); the plain build runs these tests";
+                  "(memory_sharing_clone.h); the plain build runs the shared-memory tests";
 }
 
 #endif
+
+int ExitWithSeven(void*) { return 7; }
+
+// The path sanitizer builds, root launches, cgroup runs and old kernels
+// take: CloneCallingEntry without a stack continues on a copy of this frame.
+TEST(MemorySharingCloneTest, AForkStyleCloneRunsTheEntryInACopy) {
+  struct clone_args args {};
+  args.flags = CLONE_CLEAR_SIGHAND;
+  args.exit_signal = SIGCHLD;
+  long pid = CloneCallingEntry(&args, ExitWithSeven, nullptr);
+  ASSERT_GT(pid, 0) << "clone3: " << -pid;
+  int status = WaitForExitStatus(static_cast<pid_t>(pid));
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+}
+
+// When the launch may share (memory_sharing_clone.h): never as root, never
+// for a sandbox running as another host user or in a cgroup.
+TEST(MemorySharingCloneTest, OnlyAChildThatStaysTheLaunchersUserAndJoinsNoCgroupShares) {
+  EXPECT_FALSE(ChildMayShareMemory(geteuid(), getegid(), /*cgroup_before_exec=*/true));
+  EXPECT_FALSE(ChildMayShareMemory(geteuid() + 1, getegid(), false));
+  EXPECT_FALSE(ChildMayShareMemory(geteuid(), getegid() + 1, false));
+  if (geteuid() == 0) {
+    EXPECT_FALSE(LauncherMayShareMemory()) << "a root launcher's child drops to host uid 65534";
+    EXPECT_FALSE(ChildMayShareMemory(0, 0, false));
+  } else {
+    EXPECT_EQ(ChildMayShareMemory(geteuid(), getegid(), false), LauncherMayShareMemory());
+  }
+}
 
 }  // namespace
 }  // namespace cocoon::enforcer

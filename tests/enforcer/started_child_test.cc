@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 
+#include "enforcer/memory_sharing_clone.h"
 #include "enforcer/sandbox.h"
 #include "enforcer/started_child.h"
 #include "tests/enforcer/test_util.h"
@@ -56,6 +60,53 @@ std::shared_ptr<StartedChild> MustStart(bool new_network) {
 const char kIsolationReport[] =
     "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; readlink /proc/self/ns/net; echo pid $$; "
     "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '";
+
+// Whether the launch's child runs in our memory: a mapping made after clone
+// shows in the waiting child's /proc/PID/maps only if the two share one
+// address space. Rootless it shares (Linux 5.16+); as root it must not,
+// since it drops to host uid 65534 (memory_sharing_clone.h).
+bool ChildSeesAMappingMadeAfterClone(bool share_memory) {
+  ChildStartOptions options;
+  options.share_memory = share_memory;
+  auto started = StartedChild::Start(options);
+  EXPECT_TRUE(started.ok()) << started.status().ToString();
+  if (!started.ok()) return false;
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT_NE(page, MAP_FAILED);
+  std::ifstream maps("/proc/" + std::to_string((*started)->pid()) + "/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  std::ostringstream start;
+  start << std::hex << reinterpret_cast<uintptr_t>(page) << "-";
+  munmap(page, 4096);
+  (*started)->Kill();
+  return text.str().find(start.str()) != std::string::npos;
+}
+
+TEST(StartedChildTest, SharesTheLaunchersMemoryOnlyWhereThatIsSafe) {
+  bool may = LauncherMayShareMemory();
+  if (geteuid() == 0) {
+    EXPECT_FALSE(may) << "a root launch's child must not share the launcher's memory";
+  }
+  EXPECT_EQ(ChildSeesAMappingMadeAfterClone(may), may && COCOON_CHILD_SHARES_MEMORY != 0);
+  EXPECT_FALSE(ChildSeesAMappingMadeAfterClone(false)) << "a fork-style child saw our later mapping";
+}
+
+TEST(StartedChildTest, ASharingChildServesOnlyARunThatAllowsSharing) {
+  ChildStartOptions shared;
+  shared.share_memory = true;
+  auto started = StartedChild::Start(shared);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ChildStartOptions fork_style;
+  EXPECT_FALSE((*started)->Fits(fork_style)) << "a root or cgroup run would have run in our memory";
+  EXPECT_TRUE((*started)->Fits(shared));
+  (*started)->Kill();
+  ChildStartOptions fork_started;
+  auto other = StartedChild::Start(fork_started);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_TRUE((*other)->Fits(shared)) << "a fork-style child is safe for any run";
+  (*other)->Kill();
+}
 
 TEST(StartedChildTest, AnAdoptedChildRunsTheCommandWithTheWholeSequence) {
   std::shared_ptr<StartedChild> started = MustStart(true);
