@@ -10,10 +10,9 @@
 #include <utility>
 
 namespace cocoon::enforcer {
-namespace {
-
 // Linux 5.16 limits a core dump to the dumping thread group; before it,
-// every process sharing the mm is killed (fs/coredump.c zap_threads).
+// every process sharing the mm is killed (fs/coredump.c zap_threads), even
+// with RLIMIT_CORE 0 (the wait comes before the size check).
 bool KernelLimitsCoreDumpsToOneProcess() {
   static const bool limited = [] {
     struct utsname uts {};
@@ -25,8 +24,6 @@ bool KernelLimitsCoreDumpsToOneProcess() {
   }();
   return limited;
 }
-
-}  // namespace
 
 bool LauncherMayShareMemory() {
   return COCOON_CHILD_SHARES_MEMORY != 0 && geteuid() != 0 && KernelLimitsCoreDumpsToOneProcess();

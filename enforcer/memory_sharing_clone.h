@@ -51,6 +51,15 @@
 namespace cocoon::enforcer {
 
 // CMakeLists.txt sets it to 0 for COCOON_SANITIZE and COCOON_FUZZ builds.
+// Also 0 for a sanitizer passed by hand in CMAKE_CXX_FLAGS.
+#if !defined(COCOON_CHILD_SHARES_MEMORY) && defined(__SANITIZE_ADDRESS__)
+#define COCOON_CHILD_SHARES_MEMORY 0
+#endif
+#if !defined(COCOON_CHILD_SHARES_MEMORY) && defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define COCOON_CHILD_SHARES_MEMORY 0
+#endif
+#endif
 #ifndef COCOON_CHILD_SHARES_MEMORY
 #define COCOON_CHILD_SHARES_MEMORY 1
 #endif
@@ -65,6 +74,10 @@ bool ChildMayShareMemory(uid_t sandbox_host_uid, gid_t sandbox_host_gid, bool cg
 // started before the plan is parsed): only a non-root launcher's child
 // might share; Fits and ChildMayShareMemory decide once they are.
 bool LauncherMayShareMemory();
+
+// Linux 5.16+: a core dump kills only the dumping process, not every
+// process sharing its memory (the first of the conditions above).
+bool KernelLimitsCoreDumpsToOneProcess();
 
 // The child's own stack: an anonymous mapping with an inaccessible guard
 // region below it, so an overflow faults in the child instead of writing

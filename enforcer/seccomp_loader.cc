@@ -51,6 +51,15 @@ namespace {
 constexpr unsigned int kWaitKillableRecv = 1U << 5;  // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 }  // namespace
 
+// A spin-wait hint to the CPU (and to a hypervisor watching for spinning).
+inline void CpuRelax() noexcept {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 // After the filter is installed every syscall is filtered, including the ones
 // a handshake would need (write/read could be denied, or themselves routed to
 // the listener nobody holds yet). So the listener fd is published through a
@@ -84,7 +93,7 @@ bool LoadSeccomp(const ChildSpec& spec, int error_fd, ChildError* error) noexcep
   spec.handoff->listener_fd.store(static_cast<int>(rc), std::memory_order_release);
   while (spec.handoff->taken.load(std::memory_order_acquire) == 0) {
     if (spec.handoff->abandon.load(std::memory_order_acquire) != 0) return Fail(error, ChildStep::kListenerHandoff, EPIPE);
-    __builtin_ia32_pause();
+    CpuRelax();
   }
   return true;
 }
