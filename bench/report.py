@@ -217,6 +217,10 @@ def main():
     if launch:
         report["launch"] = launch
         md += launch_table(launch, "Launch latency")
+    rootless = load(os.path.join(raw, "launch_rootless.json"))
+    if rootless:
+        report["launch_rootless"] = rootless
+        md += launch_table(rootless, "Launch latency, rootless (uid 65534)")
     if not shutil.which("firejail"):
         md += ["firejail is not installed on this machine: no `firejail --noprofile` case.", ""]
     hyper = load(os.path.join(raw, "hyperfine.json"))
