@@ -48,8 +48,6 @@
 
 #include "compiler/common/status.h"
 
-namespace cocoon::enforcer {
-
 // CMakeLists.txt sets it to 0 for COCOON_SANITIZE and COCOON_FUZZ builds.
 // Also 0 for a sanitizer passed by hand in CMAKE_CXX_FLAGS.
 #if !defined(COCOON_CHILD_SHARES_MEMORY) && defined(__SANITIZE_ADDRESS__)
@@ -63,6 +61,8 @@ namespace cocoon::enforcer {
 #ifndef COCOON_CHILD_SHARES_MEMORY
 #define COCOON_CHILD_SHARES_MEMORY 1
 #endif
+
+namespace cocoon::enforcer {
 
 // Whether a sandbox child may run in the launcher's memory (see above): the
 // build allows it, the kernel is 5.16 or newer, the sandbox keeps the

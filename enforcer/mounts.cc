@@ -46,10 +46,6 @@ long SetMountAttr(const char* path, uint64_t attr_set, unsigned int flags) noexc
   return sys::Call(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr));
 }
 
-long Mount(const char* source, const char* target, const char* type, unsigned long flags, const void* data) noexcept {
-  return sys::Call(SYS_mount, source, target, type, flags, data);
-}
-
 // mkdir that accepts an existing directory: 0 or -errno.
 long MakeDirectory(const char* path) noexcept {
   long rc = sys::Call(SYS_mkdirat, AT_FDCWD, path, 0755);
@@ -103,13 +99,13 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, Chi
   }
   switch (op.kind) {
     case ChildMountKind::kBind:
-      return Succeeded(Mount(op.source, op.target, nullptr, MS_BIND | MS_REC, nullptr), error, ChildStep::kBind, index) &&
+      return Succeeded(sys::Mount(op.source, op.target, nullptr, MS_BIND | MS_REC, nullptr), error, ChildStep::kBind, index) &&
              Succeeded(SetMountAttr(op.target, op.attr_set, AT_RECURSIVE), error, ChildStep::kMountAttr, index);
     case ChildMountKind::kDevice:
-      return Succeeded(Mount(op.source, op.target, nullptr, MS_BIND, nullptr), error, ChildStep::kDevice, index) &&
+      return Succeeded(sys::Mount(op.source, op.target, nullptr, MS_BIND, nullptr), error, ChildStep::kDevice, index) &&
              Succeeded(SetMountAttr(op.target, op.attr_set, 0), error, ChildStep::kMountAttr, index);
     case ChildMountKind::kTmpfs:
-      return Succeeded(Mount("tmpfs", op.target, "tmpfs", op.flags, op.data), error, ChildStep::kTmpfs, index);
+      return Succeeded(sys::Mount("tmpfs", op.target, "tmpfs", op.flags, op.data), error, ChildStep::kTmpfs, index);
     case ChildMountKind::kWorkDir: {
       WorkMountStep step = WorkMountStep::kNone;
       int err = MountWorkDirInChild(*spec.work_spec, op.target, spec.work_sock, &step);
@@ -117,12 +113,12 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, Chi
       return true;
     }
     case ChildMountKind::kProc:
-      return Succeeded(Mount("proc", op.target, "proc", op.flags, nullptr), error, ChildStep::kProc, index);
+      return Succeeded(sys::Mount("proc", op.target, "proc", op.flags, nullptr), error, ChildStep::kProc, index);
     case ChildMountKind::kMaskFile:
-      return Succeeded(Mount(op.source, op.target, nullptr, MS_BIND, nullptr), error, ChildStep::kMask, index) &&
+      return Succeeded(sys::Mount(op.source, op.target, nullptr, MS_BIND, nullptr), error, ChildStep::kMask, index) &&
              Succeeded(SetMountAttr(op.target, op.attr_set, 0), error, ChildStep::kMountAttr, index);
     case ChildMountKind::kMaskDir:
-      return Succeeded(Mount("tmpfs", op.target, "tmpfs", op.flags, op.data), error, ChildStep::kMask, index);
+      return Succeeded(sys::Mount("tmpfs", op.target, "tmpfs", op.flags, op.data), error, ChildStep::kMask, index);
     case ChildMountKind::kSymlink:
       break;
   }
@@ -132,8 +128,8 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, size_t root_len, Chi
 }  // namespace
 
 bool BuildMountTree(const ChildSpec& spec, ChildError* error) noexcept {
-  if (!Succeeded(Mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), error, ChildStep::kMountPrivate) ||
-      !Succeeded(Mount("tmpfs", spec.new_root, "tmpfs", MS_NOSUID | MS_NODEV, spec.new_root_data), error,
+  if (!Succeeded(sys::Mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), error, ChildStep::kMountPrivate) ||
+      !Succeeded(sys::Mount("tmpfs", spec.new_root, "tmpfs", MS_NOSUID | MS_NODEV, spec.new_root_data), error,
                  ChildStep::kMountNewRoot)) {
     return false;
   }

@@ -16,6 +16,7 @@
 
 #include <sys/syscall.h>
 
+#include <cerrno>  // the E* numbers only; errno itself is never touched
 #include <type_traits>
 
 namespace cocoon::enforcer::sys {
@@ -79,8 +80,13 @@ inline long CallRestarting(long number, Args... args) noexcept {
   long result;
   do {
     result = Call(number, args...);
-  } while (result == -4 /* EINTR */);
+  } while (result == -EINTR);
   return result;
+}
+
+inline long Mount(const char* source, const char* target, const char* type, unsigned long flags,
+                  const void* data) noexcept {
+  return Call(SYS_mount, source, target, type, flags, data);
 }
 
 [[noreturn]] inline void ExitGroup(int status) noexcept {

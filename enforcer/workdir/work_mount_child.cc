@@ -31,10 +31,6 @@ int FailOn(long result, WorkMountStep* failed_step, WorkMountStep step) noexcept
   return Fail(failed_step, step, sys::ErrorOf(result));
 }
 
-long Mount(const char* source, const char* target, const char* type, unsigned long flags, const void* data) noexcept {
-  return sys::Call(SYS_mount, source, target, type, flags, data);
-}
-
 long OpenDirectory(const char* path) noexcept {
   return sys::Call(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
@@ -51,7 +47,7 @@ int WaitForParent(int sock) noexcept {
 // host mount already locks (MNT_LOCK_*) are never in the way, unlike a
 // MS_REMOUNT|MS_BIND in a user namespace (mount(2) EPERM).
 int MountDirect(const WorkMountChildSpec& spec, const char* target, WorkMountStep* failed_step) noexcept {
-  long rc = Mount(spec.host_dir, target, nullptr, MS_BIND | MS_REC, nullptr);
+  long rc = sys::Mount(spec.host_dir, target, nullptr, MS_BIND | MS_REC, nullptr);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kBindDirect);
   struct mount_attr attr {};
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -64,7 +60,7 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int* tree_fd
   const unsigned long flags = MS_NOSUID | MS_NODEV;
   if (spec.strategy == StagingStrategy::kCopy) {
     // The quota tmpfs straight on the target: the tree IS the view.
-    long rc = Mount("tmpfs", target, "tmpfs", flags, spec.tmpfs_data);
+    long rc = sys::Mount("tmpfs", target, "tmpfs", flags, spec.tmpfs_data);
     if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountTmpfs);
     long fd = OpenDirectory(target);
     if (fd < 0) return FailOn(fd, failed_step, WorkMountStep::kOpenFds);
@@ -74,12 +70,12 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int* tree_fd
   // Overlay: the quota tmpfs on the private stage dir (a host path, but the
   // mount exists only in this namespace and is unreachable after pivot_root),
   // upper and work dirs on it, the overlay on the target.
-  long rc = Mount("tmpfs", spec.stage_dir, "tmpfs", flags, spec.tmpfs_data);
+  long rc = sys::Mount("tmpfs", spec.stage_dir, "tmpfs", flags, spec.tmpfs_data);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountTmpfs);
   rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.upper_dir, 0755);
   if (rc == 0) rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.overlay_work_dir, 0700);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMkdir);
-  rc = Mount("overlay", target, "overlay", flags, spec.overlay_data);
+  rc = sys::Mount("overlay", target, "overlay", flags, spec.overlay_data);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountOverlay);
   long fd = OpenDirectory(spec.upper_dir);
   if (fd < 0) return FailOn(fd, failed_step, WorkMountStep::kOpenFds);
