@@ -37,6 +37,7 @@
 #include "enforcer/notify.h"
 #include "enforcer/sandbox_impl.h"
 #include "enforcer/limits/cgroup.h"
+#include "enforcer/limits/cgroup_names.h"
 #include "enforcer/limits/host_caps.h"
 #include "enforcer/limits/limit_plan.h"
 #include "enforcer/seccomp_loader.h"
@@ -146,15 +147,23 @@ Status Sandbox::Impl::PrepareAll() {
   if (limit_plan.cgroup.version != CgroupVersion::kNone) {
     // Unique per run of this process: `cocoon mcp` prepares sandboxes on
     // several threads at once (a plain static int raced: two runs got the
-    // same name and the second was refused with EEXIST).
+    // same name and the second was refused with EEXIST). Unique among live
+    // supervisors only: see cgroup_names.h for the groups dead ones leave.
     static std::atomic<uint64_t> counter{0};
-    cgroup_name = "cocoon-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1) + 1);
-    if (limit_plan.cgroup.version == CgroupVersion::kV1) {
+    const uint64_t run = counter.fetch_add(1) + 1;
+    cgroup_name = SandboxCgroupName(run);
+    const bool v1 = limit_plan.cgroup.version == CgroupVersion::kV1;
+    if (ShouldSweepAbandonedCgroups(run)) {
+      SweepAbandonedCgroups(v1 ? Cgroup::V1ParentDirs(limit_plan.cgroup, host)
+                               : std::vector<std::string>{host.v2.Dir()});
+    }
+    if (v1) {
       // Created in RunOnce, while the child builds its namespaces; the child
       // opens the directories they go in and joins them by name.
       cgroup_v1_parent_dirs = Cgroup::V1ParentDirs(limit_plan.cgroup, host);
     } else {
-      COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, cgroup_name));
+      COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, cgroup_name,
+                                                     Cgroup::ExistingGroup::kReclaimAsStale));
     }
   }
 

@@ -66,6 +66,8 @@ Ran Cocoon(const std::vector<std::string>& args, const std::string& cwd = "",
   se << e.rdbuf();
   ran.out = so.str();
   ran.err = se.str();
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);  // one per test process: do not leave hundreds in /tmp
   return ran;
 }
 

@@ -3,8 +3,8 @@
 // to host uid 65534 clears the parent-death signal it armed first
 // (commit_creds), so it must arm it again (child_main.cc); this kills a
 // supervisor with SIGKILL, which runs no cleanup of ours, and checks from the
-// host that the sandboxed command is gone. Runs as root and unprivileged
-// (enforcer_sandbox_test_unprivileged).
+// host that the sandboxed command is gone, and that the cgroups it left are
+// swept. Runs as root and unprivileged (enforcer_sandbox_test_unprivileged).
 #include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,7 +17,10 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "enforcer/limits/cgroup_names.h"
+#include "enforcer/limits/host_caps.h"
 #include "enforcer/sandbox.h"
 #include "tests/enforcer/test_util.h"
 
@@ -56,6 +59,32 @@ pid_t WaitForProcess(const std::string& argv, bool present, std::chrono::millise
   }
 }
 
+// Every directory sandbox cgroups are made in on this host.
+std::vector<std::string> CgroupParentDirs() {
+  std::vector<std::string> dirs;
+  auto host = DetectHostCapabilities();
+  if (!host.ok()) return dirs;
+  for (const CgroupHierarchy* h : {&host->v1_memory, &host->v1_pids, &host->v1_cpu, &host->v1_freezer, &host->v2}) {
+    if (h->mounted) dirs.push_back(h->Dir());
+  }
+  return dirs;
+}
+
+// The sandbox groups under `parents` whose supervisor was `pid`.
+std::vector<std::string> GroupsOf(pid_t pid, const std::vector<std::string>& parents) {
+  std::vector<std::string> groups;
+  for (const std::string& parent : parents) {
+    DIR* dir = opendir(parent.c_str());
+    if (dir == nullptr) continue;
+    while (dirent* entry = readdir(dir)) {
+      SandboxCgroupOwner owner = ParseSandboxCgroupName(entry->d_name);
+      if (owner.valid && owner.pid == pid) groups.push_back(parent + "/" + entry->d_name);
+    }
+    closedir(dir);
+  }
+  return groups;
+}
+
 TEST(SupervisorDeathTest, KillingTheSupervisorKillsTheSandbox) {
   // A duration no other test uses, so the process is ours.
   const std::string seconds = "41." + std::to_string(getpid() % 1000);
@@ -75,6 +104,25 @@ TEST(SupervisorDeathTest, KillingTheSupervisorKillsTheSandbox) {
   pid_t left = WaitForProcess(argv, false, std::chrono::seconds(3));
   if (left > 0) kill(left, SIGKILL);  // do not leave it running for the rest of the suite
   EXPECT_LE(left, 0) << "the sandboxed command (host pid " << left << ") outlived its SIGKILLed supervisor";
+
+  // The dead supervisor ran no cleanup, so its cgroups (root: v1) are still
+  // there; the next supervisors' sweep removes them (cgroup_names.h). Until
+  // the sandbox's last zombie is reaped (by the host's init now), rmdir is
+  // refused, so this retries for a while, as later supervisors would.
+  std::vector<std::string> parents = CgroupParentDirs();
+  auto host = DetectHostCapabilities();
+  if (host.ok() && geteuid() == 0 && host->v1_pids.writable) {
+    EXPECT_FALSE(GroupsOf(supervisor, parents).empty()) << "a root run made no v1 cgroup to leave (test is vacuous)";
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  do {
+    SweepAbandonedCgroups(parents);
+    if (GroupsOf(supervisor, parents).empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  for (const std::string& group : GroupsOf(supervisor, parents)) {
+    ADD_FAILURE() << "the SIGKILLed supervisor's cgroup " << group << " survived the sweep";
+  }
 }
 
 }  // namespace
