@@ -1,7 +1,8 @@
 // Fuzzes the MCP server's request handling over raw input lines (JSON-RPC
 // parsing, era resolution, tool argument checking, result building) with an
 // executor that runs nothing. Property checked beyond "no crash": every line
-// the server writes is a single valid JSON-RPC message.
+// the server writes is a single valid JSON-RPC message, or a batch's
+// non-empty array of responses.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -33,10 +34,23 @@ class EchoExecutor : public cocoon::mcp::Executor {
   std::vector<std::string> Policies() override { return {"strict"}; }
 };
 
+bool IsMessage(const nlohmann::json& value) {
+  return value.is_object() && value.contains("jsonrpc") && value["jsonrpc"] == "2.0";
+}
+
+// One message, or a batch's answer: a non-empty array of messages.
 void CheckLine(const std::string& line) {
   if (line.find('\n') != std::string::npos) abort();  // stdio framing: no embedded newline
   auto value = nlohmann::json::parse(line, nullptr, false);
-  if (value.is_discarded() || !value.is_object() || value["jsonrpc"] != "2.0") abort();
+  if (value.is_discarded()) abort();
+  if (value.is_array()) {
+    if (value.empty()) abort();
+    for (const auto& element : value) {
+      if (!IsMessage(element) || element.contains("method")) abort();  // responses only
+    }
+    return;
+  }
+  if (!IsMessage(value)) abort();
 }
 
 }  // namespace

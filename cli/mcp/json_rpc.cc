@@ -68,8 +68,7 @@ bool IsValidId(const json& id) {
 
 std::string IdKey(const json& id) { return Dump(id); }
 
-std::optional<std::vector<json>> ParseLine(std::string_view line, const ParseOptions& options,
-                                           std::string* error) {
+std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error) {
   if (NestingDepth(line) > options.max_depth) {
     *error = "nesting deeper than " + std::to_string(options.max_depth) + " levels";
     return std::nullopt;
@@ -79,13 +78,14 @@ std::optional<std::vector<json>> ParseLine(std::string_view line, const ParseOpt
     *error = "not valid JSON";
     return std::nullopt;
   }
-  std::vector<json> values;
+  ParsedLine parsed;
   if (value.is_array() && !value.empty()) {
-    for (auto& element : value) values.push_back(std::move(element));
+    parsed.batch = true;
+    for (auto& element : value) parsed.values.push_back(std::move(element));
   } else {
-    values.push_back(std::move(value));
+    parsed.values.push_back(std::move(value));
   }
-  return values;
+  return parsed;
 }
 
 Message ParseMessage(const json& value) {

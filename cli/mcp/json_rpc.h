@@ -49,12 +49,17 @@ struct ParseOptions {
 // Parses one line. A line that is not JSON gives kInvalid with kParseError;
 // valid JSON that is not a JSON-RPC 2.0 message gives kInvalid with
 // kInvalidRequest (and the id when it could be read). Arrays (2025-03-26
-// batches) are split by ParseBatch, not here.
+// batches) are split by ParseLine, not here.
 Message ParseMessage(const nlohmann::json& value);
-// Returns the parsed values of one line: one for an object, the elements for
-// a non-empty array (a batch); nullopt and sets *error on a parse failure.
-std::optional<std::vector<nlohmann::json>> ParseLine(std::string_view line, const ParseOptions& options,
-                                                     std::string* error);
+// The parsed values of one line: one for an object, the elements for a
+// non-empty array (a batch, answered with one array). An empty array is not
+// a batch but one invalid request (JSON-RPC 2.0 section 6).
+struct ParsedLine {
+  std::vector<nlohmann::json> values;
+  bool batch = false;
+};
+// nullopt and sets *error on a parse failure.
+std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error);
 
 // True for a string id or an integer id (MCP forbids null; JSON-RPC
 // discourages fractions).

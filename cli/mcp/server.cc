@@ -55,8 +55,45 @@ std::optional<LogLevel> ParseLogLevel(std::string_view name) {
   return std::nullopt;
 }
 
+// The responses to one JSON-RPC batch, sent as one array line once every
+// element is done: "the Server should respond with an Array containing the
+// corresponding Response objects" (JSON-RPC 2.0 section 6). Each element's
+// RequestContext holds a reference, and tool calls run concurrently on their
+// own threads, so the array goes out when the last reference is released:
+// at the end of HandleLine, or when the slowest tool call of the batch has
+// answered (RunToolCall releases it before the server may be torn down).
+// Elements that get no response (notifications, cancelled calls) add
+// nothing; a batch of those alone gets no line at all.
+class Server::BatchReply {
+ public:
+  explicit BatchReply(Server& server) : server_(server) {}
+  BatchReply(const BatchReply&) = delete;
+  BatchReply& operator=(const BatchReply&) = delete;
+  ~BatchReply() {
+    if (responses_.empty()) return;
+    std::string line = "[";
+    for (size_t i = 0; i < responses_.size(); ++i) {
+      if (i != 0) line += ',';
+      line += responses_[i];
+    }
+    line += ']';
+    server_.Write(line);
+  }
+  // One element's response, already serialised (ResultLine / ErrorLine).
+  void Add(std::string response) {
+    std::lock_guard lock(mutex_);
+    responses_.push_back(std::move(response));
+  }
+
+ private:
+  Server& server_;
+  std::mutex mutex_;
+  std::vector<std::string> responses_;
+};
+
 struct Server::RequestContext {
   json id;
+  std::shared_ptr<BatchReply> batch;  // null unless the request came in a batch
   bool modern = false;
   LogLevel log_level = LogLevel::kOff;  // modern: from _meta; legacy: read from the session
   json progress_token;                  // null when the client asked for none
@@ -98,8 +135,13 @@ void Server::Write(const std::string& line) {
   writer_(line);
 }
 
-void Server::SendError(const json& id, int code, std::string_view message, const json& data) {
-  Write(ErrorLine(id, code, message, data));
+void Server::Respond(const RequestContext& context, std::string line) {
+  if (context.batch) return context.batch->Add(std::move(line));
+  Write(line);
+}
+
+void Server::SendError(const RequestContext& context, int code, std::string_view message, const json& data) {
+  Respond(context, ErrorLine(context.id, code, message, data));
 }
 
 void Server::SendResult(const RequestContext& context, json result) {
@@ -109,11 +151,11 @@ void Server::SendResult(const RequestContext& context, json result) {
     result["resultType"] = "complete";
     result["_meta"][std::string(kMetaServerInfo)] = ServerInfo();
   }
-  Write(ResultLine(context.id, result));
+  Respond(context, ResultLine(context.id, result));
 }
 
 void Server::HandleOversizedLine(size_t size) {
-  SendError(nullptr, kInvalidRequest,
+  SendError(RequestContext{}, kInvalidRequest,
             "message of " + std::to_string(size) + " bytes exceeds the limit of " +
                 std::to_string(options_.max_message_bytes) + " bytes");
 }
@@ -123,32 +165,37 @@ void Server::HandleLine(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;
   std::string error;
-  auto values = ParseLine(line, options_.parse, &error);
-  if (!values) return SendError(nullptr, kParseError, "Parse error: " + error);
-  // A 2025-03-26 batch is served element by element; each answer is its own line.
-  for (const json& value : *values) HandleValue(value);
+  auto parsed = ParseLine(line, options_.parse, &error);
+  if (!parsed) return SendError(RequestContext{}, kParseError, "Parse error: " + error);
+  // A batch (2025-03-26; later revisions dropped batching, but a JSON-RPC
+  // 2.0 peer may still send one) is answered with one array (BatchReply).
+  auto batch = parsed->batch ? std::make_shared<BatchReply>(*this) : nullptr;
+  for (const json& value : parsed->values) HandleValue(value, batch);
 }
 
-void Server::HandleValue(const json& value) {
+void Server::HandleValue(const json& value, const std::shared_ptr<BatchReply>& batch) {
   Message message = ParseMessage(value);
+  RequestContext reply_to;  // where errors about this message go
+  reply_to.id = message.id;
+  reply_to.batch = batch;
   // Every read of a client's params checks the type first; this catch is the
   // backstop that keeps one malformed message from ending the session (a
   // json::value() on a member of another type throws type_error).
   try {
     switch (message.kind) {
       case MessageKind::kInvalid:
-        return SendError(message.id, message.error_code, message.error_message);
+        return SendError(reply_to, message.error_code, message.error_message);
       case MessageKind::kResponse:
         return;  // we never send requests, so there is nothing to match it to
       case MessageKind::kNotification:
         return HandleNotification(message);
       case MessageKind::kRequest:
-        return HandleRequest(message);
+        return HandleRequest(message, batch);
     }
   } catch (const json::exception& e) {
     spdlog::warn("mcp: malformed params in {}: {}", SanitizeUtf8(message.method), e.what());
     if (message.kind == MessageKind::kRequest) {
-      SendError(message.id, kInvalidParams, "Invalid params: " + SanitizeUtf8(e.what()));
+      SendError(reply_to, kInvalidParams, "Invalid params: " + SanitizeUtf8(e.what()));
     }
   }
 }
@@ -188,19 +235,19 @@ bool Server::ResolveEra(const Message& message, RequestContext* context) {
   const json& version = (*meta)[std::string(kMetaVersion)];
   if (!version.is_string() || version != kModernVersion) {
     json data = {{"supported", {kModernVersion}}, {"requested", version.is_string() ? version : json("")}};
-    SendError(message.id, kUnsupportedProtocolVersion, "Unsupported protocol version", data);
+    SendError(*context, kUnsupportedProtocolVersion, "Unsupported protocol version", data);
     return false;
   }
   auto caps = meta->find(kMetaCapabilities);
   if (caps == meta->end() || !caps->is_object()) {
-    SendError(message.id, kInvalidParams, "_meta lacks the required \"" + std::string(kMetaCapabilities) + "\"");
+    SendError(*context, kInvalidParams, "_meta lacks the required \"" + std::string(kMetaCapabilities) + "\"");
     return false;
   }
   context->modern = true;
   if (auto level = meta->find(kMetaLogLevel); level != meta->end()) {
     auto parsed = level->is_string() ? ParseLogLevel(level->get<std::string>()) : std::nullopt;
     if (!parsed) {
-      SendError(message.id, kInvalidParams, "unknown log level in _meta");
+      SendError(*context, kInvalidParams, "unknown log level in _meta");
       return false;
     }
     context->log_level = *parsed;
@@ -211,8 +258,9 @@ bool Server::ResolveEra(const Message& message, RequestContext* context) {
   return true;
 }
 
-void Server::HandleRequest(const Message& message) {
+void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch) {
   RequestContext context;
+  context.batch = batch;
   if (!ResolveEra(message, &context)) return;
   const std::string& method = message.method;
   if (method == "initialize") return SendResult(context, Initialize(message.params));
@@ -231,7 +279,7 @@ void Server::HandleRequest(const Message& message) {
   if (!context.modern && method == "logging/setLevel") {
     const json& level = message.params.contains("level") ? message.params["level"] : json();
     auto parsed = level.is_string() ? ParseLogLevel(level.get<std::string>()) : std::nullopt;
-    if (!parsed) return SendError(message.id, kInvalidParams, "logging/setLevel needs a valid 'level'");
+    if (!parsed) return SendError(context, kInvalidParams, "logging/setLevel needs a valid 'level'");
     {
       std::lock_guard lock(mutex_);
       session_log_level_ = *parsed;
@@ -241,7 +289,7 @@ void Server::HandleRequest(const Message& message) {
   std::string why = context.modern && (method == "ping" || method == "logging/setLevel")
                         ? " (removed in " + std::string(kModernVersion) + ")"
                         : "";
-  SendError(message.id, kMethodNotFound, "Method not found: " + SanitizeUtf8(method) + why);
+  SendError(context, kMethodNotFound, "Method not found: " + SanitizeUtf8(method) + why);
 }
 
 json Server::ServerInfo() const {
@@ -278,13 +326,13 @@ json Server::Discover() const {
 void Server::StartToolCall(const Message& message, const RequestContext& context) {
   const json& params = message.params;
   if (!params.contains("name") || !params["name"].is_string()) {
-    return SendError(message.id, kInvalidParams, "tools/call needs a string 'name'");
+    return SendError(context, kInvalidParams, "tools/call needs a string 'name'");
   }
   std::string name = params["name"].get<std::string>();
-  if (!IsKnownTool(name)) return SendError(message.id, kInvalidParams, "Unknown tool: " + SanitizeUtf8(name));
+  if (!IsKnownTool(name)) return SendError(context, kInvalidParams, "Unknown tool: " + SanitizeUtf8(name));
   json arguments = params.contains("arguments") ? params["arguments"] : json::object();
   if (arguments.is_null()) arguments = json::object();
-  if (!arguments.is_object()) return SendError(message.id, kInvalidParams, "'arguments' must be an object");
+  if (!arguments.is_object()) return SendError(context, kInvalidParams, "'arguments' must be an object");
 
   auto call = std::make_shared<Call>();
   call->context = context;
@@ -295,9 +343,9 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
   {
     std::lock_guard lock(mutex_);
     if (calls_.count(call->key)) {
-      return SendError(message.id, kInvalidRequest, "request id is already in use by a call in flight");
+      return SendError(context, kInvalidRequest, "request id is already in use by a call in flight");
     }
-    if (shutting_down_) return SendError(message.id, kInternalError, "the server is shutting down");
+    if (shutting_down_) return SendError(context, kInternalError, "the server is shutting down");
     busy = in_flight_ >= options_.max_concurrent + options_.max_queued;
     if (!busy) {
       calls_[call->key] = call;
@@ -322,6 +370,9 @@ void Server::RunToolCall(const std::shared_ptr<Call>& call) {
   // A cancelled request gets no response (MCP cancellation: the receiver
   // SHOULD NOT respond); its sandbox was killed through the CancelToken.
   if (!call->cancel.cancelled()) SendResult(call->context, std::move(result));
+  // The last call of a batch sends the batch's array here, while the server
+  // is certainly alive: it waits for in_flight_ to reach 0 before going away.
+  call->context.batch.reset();
   std::lock_guard lock(mutex_);
   --in_flight_;
   changed_.notify_all();

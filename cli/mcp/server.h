@@ -80,9 +80,10 @@ class Server {
  private:
   struct Call;
   struct RequestContext;
+  class BatchReply;
 
-  void HandleValue(const nlohmann::json& value);
-  void HandleRequest(const Message& message);
+  void HandleValue(const nlohmann::json& value, const std::shared_ptr<BatchReply>& batch);
+  void HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch);
   void HandleNotification(const Message& message);
   bool ResolveEra(const Message& message, RequestContext* context);
   nlohmann::json Initialize(const nlohmann::json& params);
@@ -94,9 +95,12 @@ class Server {
   nlohmann::json ExecuteTool(Call& call);
   bool AcquireSlot(Call& call);
   void ReleaseSlot();
+  // The response to one request: its own line, or its place in the batch
+  // it came in (RequestContext::batch).
   void SendResult(const RequestContext& context, nlohmann::json result);
-  void SendError(const nlohmann::json& id, int code, std::string_view message,
+  void SendError(const RequestContext& context, int code, std::string_view message,
                  const nlohmann::json& data = nullptr);
+  void Respond(const RequestContext& context, std::string line);
   void SendProgress(Call& call, OutputStream stream, std::string_view data);
   void Log(const RequestContext& context, LogLevel level, const nlohmann::json& data);
   void Write(const std::string& line);

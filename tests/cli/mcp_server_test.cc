@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "cli/mcp/server.h"
@@ -233,7 +234,8 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
   EXPECT_EQ(messages[1]["id"], 7);
   EXPECT_EQ(messages[2]["error"]["code"], -32600);
   EXPECT_EQ(messages[3]["error"]["code"], -32602);
-  EXPECT_EQ(messages[4]["error"]["code"], -32600);
+  ASSERT_TRUE(messages[4].is_array());  // [1] is a batch of one invalid request (JSON-RPC 2.0 section 7)
+  EXPECT_EQ(messages[4][0]["error"]["code"], -32600);
   EXPECT_EQ(messages[5]["error"]["code"], -32600);  // oversized
   EXPECT_EQ(messages[6]["error"]["code"], -32700);  // too deep
   EXPECT_EQ(Call(Request(9, "ping"))["result"], json::object());
@@ -255,12 +257,41 @@ TEST_F(McpServerTest, NotificationsAndResponsesGetNoAnswer) {
   EXPECT_TRUE(out_.Lines().empty());
 }
 
-TEST_F(McpServerTest, BatchElementsAreEachAnswered) {
-  server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"nope"}])");
+// JSON-RPC 2.0 section 6: a batch gets one array of the responses; its
+// notifications get none; a batch of notifications alone gets nothing; an
+// empty array is one invalid request, not a batch.
+TEST_F(McpServerTest, ABatchIsAnsweredWithOneArray) {
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
+                      R"({"jsonrpc":"2.0","method":"notifications/initialized"},)"
+                      R"({"jsonrpc":"2.0","id":2,"method":"nope"},7])");
   auto messages = out_.Messages();
-  ASSERT_EQ(messages.size(), 2u);
-  EXPECT_EQ(messages[0]["result"], json::object());
-  EXPECT_EQ(messages[1]["error"]["code"], -32601);
+  ASSERT_EQ(messages.size(), 1u);
+  ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
+  ASSERT_EQ(messages[0].size(), 3u) << messages[0].dump();
+  EXPECT_EQ(messages[0][0]["id"], 1);
+  EXPECT_EQ(messages[0][0]["result"], json::object());
+  EXPECT_EQ(messages[0][1]["id"], 2);
+  EXPECT_EQ(messages[0][1]["error"]["code"], -32601);
+  EXPECT_TRUE(messages[0][2]["id"].is_null());
+  EXPECT_EQ(messages[0][2]["error"]["code"], -32600);
+}
+
+TEST_F(McpServerTest, ABatchOfNotificationsGetsNoAnswerAndAnEmptyArrayIsOneError) {
+  server_->HandleLine(R"([{"jsonrpc":"2.0","method":"notifications/initialized"}])");
+  EXPECT_TRUE(out_.Lines().empty());
+  server_->HandleLine("[]");
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_TRUE(messages[0].is_object()) << messages[0].dump();
+  EXPECT_EQ(messages[0]["error"]["code"], -32600);
+}
+
+TEST_F(McpServerTest, AOneElementBatchIsStillAnArray) {
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":"a","method":"ping"}])");
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 1u);
+  ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
+  EXPECT_EQ(messages[0][0]["id"], "a");
 }
 
 TEST_F(McpServerTest, InvalidUtf8OutputIsSanitised) {
@@ -392,6 +423,33 @@ TEST_F(McpThreadedTest, ConcurrentCallsRespectTheCap) {
     server_->HandleLine(ToolCall(id, "execute_code", {{"language", "python"}, {"code", "hold:150"}}).dump());
   }
   for (int id = 1; id <= 5; ++id) EXPECT_EQ(out_.WaitFor(id)["result"]["isError"], false) << id;
+  EXPECT_EQ(executor_.max_running(), 2);
+}
+
+// Tool calls of one batch run concurrently; the array waits for the slowest,
+// and a cancelled call simply has no element in it.
+TEST_F(McpThreadedTest, ABatchOfToolCallsIsAnsweredOnceAllHaveFinished) {
+  json batch = json::array({ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hold:200"}}),
+                            ToolCall(2, "execute_code", {{"language", "python"}, {"code", "quick"}}),
+                            ToolCall(3, "execute_code", {{"language", "python"}, {"code", "sleep"}}),
+                            Request(4, "ping")});
+  server_->HandleLine(batch.dump());
+  for (int i = 0; i < 400 && executor_.requests().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(out_.Lines().empty()) << "the batch was answered before its calls finished: " << out_.Lines().front();
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})");
+  server_->WaitIdle();
+  std::vector<json> arrays;
+  for (const auto& m : out_.Messages()) {
+    if (m.is_array()) arrays.push_back(m);
+    else EXPECT_TRUE(m.contains("method")) << "a response outside the batch's array: " << m.dump();
+  }
+  ASSERT_EQ(arrays.size(), 1u);
+  std::set<int> ids;
+  for (const auto& response : arrays[0]) {
+    ids.insert(response["id"].get<int>());
+    EXPECT_TRUE(response.contains("result")) << response.dump();
+  }
+  EXPECT_EQ(ids, (std::set<int>{1, 2, 4}));
   EXPECT_EQ(executor_.max_running(), 2);
 }
 
