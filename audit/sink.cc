@@ -13,6 +13,7 @@
 
 #include "audit/jcs.h"
 #include "audit/record.h"
+#include "compiler/common/temp_name.h"
 
 namespace cocoon::audit {
 namespace {
@@ -201,8 +202,14 @@ void FileSink::Unlock() {
 }
 
 Status FileSink::Rotate(const std::string& archive, std::string_view first_line) {
-  std::string temp = path_ + ".new." + std::to_string(getpid());
+  std::string temp = path_ + ".new" + UniqueTempSuffix();
   int fd = open(temp.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // We hold the log's lock, so no live rotation writes this name: it was
+    // left by a cocoon killed mid-rotation whose pid we now have.
+    unlink(temp.c_str());
+    fd = open(temp.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return ErrnoError("audit log rotation: creating " + temp);
   Status written = WriteAll(fd, first_line);
   if (written.ok() && fdatasync(fd) != 0) written = ErrnoError("audit log rotation: fdatasync");

@@ -12,6 +12,7 @@
 #include "cli/host_probe_util.h"
 #include "cli/runtime_util.h"
 #include "compiler/common/digest.h"
+#include "compiler/common/temp_name.h"
 #include "cli/base_summary_util.h"
 #include "cli/policy_compile.h"
 #include "compiler/frontend/search_paths.h"
@@ -378,7 +379,7 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
     utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
     return path;
   }
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  std::string tmp = path + UniqueTempSuffix();
   // 0644: code and stdin files are bound into the sandbox, whose user (65534
   // inside its namespace) must read them. The 0700 directory keeps other host
   // users out.

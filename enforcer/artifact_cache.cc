@@ -10,6 +10,7 @@
 
 #include "cocoon_version.h"
 #include "compiler/common/digest.h"
+#include "compiler/common/temp_name.h"
 #include "enforcer/cache_pruning.h"
 
 namespace cocoon::enforcer {
@@ -157,7 +158,7 @@ Status ArtifactCache::Store(const std::string& key, const CompiledLinuxArtifacts
     index["sources"].push_back({{"path", path}, {"sha256", Sha256Hex(*bytes)}});
   }
   std::string data = index.dump() + "\n" + artifacts.plan_json + artifacts.seccomp_bpf + artifacts.seccomp_sidecar_json;
-  std::string temp = dir_ + "/." + key + "." + std::to_string(getpid()) + ".tmp";
+  std::string temp = dir_ + "/." + key + UniqueTempSuffix();
   int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return ErrnoError("create " + temp);
   ssize_t n = write(fd, data.data(), data.size());

@@ -6,6 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import readline from 'node:readline';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 const COCOON = process.env.COCOON;
 assert.ok(COCOON, 'set COCOON to the cocoon binary');
@@ -16,13 +19,19 @@ const META = {
   'io.modelcontextprotocol/clientInfo': { name: 'raw-test', version: '1' },
 };
 
-function startServer(args = []) {
-  const child = spawn(COCOON, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+function startServer(args = [], env = process.env) {
+  const child = spawn(COCOON, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'inherit'], env });
   const waiting = new Map();
   const lines = [];
+  let batchWaiter = null;
   readline.createInterface({ input: child.stdout }).on('line', (line) => {
     const message = JSON.parse(line);  // every stdout line must be JSON
     lines.push(message);
+    if (Array.isArray(message)) {
+      if (batchWaiter) batchWaiter(message);
+      batchWaiter = null;
+      return;
+    }
     const key = JSON.stringify(message.id ?? null);
     if (!('method' in message) && waiting.has(key)) {
       waiting.get(key)(message);
@@ -35,6 +44,11 @@ function startServer(args = []) {
     request(id, method, params) {
       const reply = new Promise((resolve) => waiting.set(JSON.stringify(id), resolve));
       this.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      return reply;
+    },
+    batch(messages) {
+      const reply = new Promise((resolve) => { batchWaiter = resolve; });
+      this.send(JSON.stringify(messages));
       return reply;
     },
     errorFor(text) {
@@ -96,4 +110,38 @@ test('JSON-RPC errors do not stop the server', async () => {
   assert.equal(init.result.protocolVersion, '2025-03-26');
   assert.deepEqual((await server.request(7, 'ping', {})).result, {});
   await server.stop();
+});
+
+// A 2025-03-26 batch gets one array once every call has finished. The calls
+// are identical and the cache is fresh, so they all write the same
+// content-addressed stdin file at once: two of them once shared a temporary
+// file and one failed ("... .stdin: No such file or directory").
+test('a batch of identical calls is answered with one array, every call succeeding', async () => {
+  for (let round = 0; round < 12; ++round) {
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'cocoon-batch-cache-'));
+    const server = startServer(['--max-concurrent', '6'], { ...process.env, COCOON_CACHE_DIR: cache });
+    try {
+      const init = await server.request(0, 'initialize', {
+        protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+      });
+      assert.equal(init.result.protocolVersion, '2025-03-26');
+      const calls = [];
+      for (let id = 1; id <= 6; ++id) {
+        calls.push({ jsonrpc: '2.0', id, method: 'tools/call', params: {
+          name: 'execute_code',
+          arguments: { language: 'python', code: 'import sys; print(sys.stdin.read())', stdin: `round ${round}` },
+        } });
+      }
+      calls.push({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const answer = await server.batch(calls);
+      assert.deepEqual(answer.map((r) => r.id).sort(), [1, 2, 3, 4, 5, 6]);
+      for (const response of answer) {
+        assert.equal(response.result.isError, false, JSON.stringify(response).slice(0, 500));
+        assert.equal(response.result.structuredContent.stdout, `round ${round}\n`);
+      }
+    } finally {
+      await server.stop();  // a failed assertion must not leave the server (and the test) running
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  }
 });
