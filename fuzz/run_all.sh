@@ -29,6 +29,12 @@ for fuzzer in "$build_dir"/fuzz/*_fuzzer; do
   if ! "$fuzzer" "${args[@]}" "$work/corpus" > "$work/log" 2>&1; then
     echo "FUZZER FAILED: $name"; tail -n 60 "$work/log"; status=1
     ls -la "$work/artifacts"
+    # The work dir is removed below: print each input so that a CI log alone
+    # reproduces the failure (base64 -d > crash; $fuzzer crash).
+    for artifact in "$work"/artifacts/*; do
+      echo "-- $(basename "$artifact") (base64):"
+      head -c 65536 "$artifact" | base64
+    done
   else
     grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$work/log" | tail -n 2 || true
   fi

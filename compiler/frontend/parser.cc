@@ -723,7 +723,12 @@ class AstListener : public antlr4::tree::ParseTreeListener {
     if (type == CocoonParser::LBRACE) {
       s.has_block = true;
       s.block_open = TokenSpan(token);
-    } else if (type != CocoonParser::RBRACE && type != CocoonParser::IF) {
+    } else if (type == CocoonParser::IF && frames_.back().rule == CocoonParser::RuleSyscallStmt) {
+      // The `if` of a rule's condition, which the formatter writes back
+      // itself. Elsewhere `if` is a word like any keyword: a runtime or
+      // profile name, the head of an unknown statement (once dropped here,
+      // so `cocoon fmt` lost it; found by parse_fuzzer).
+    } else if (type != CocoonParser::RBRACE) {
       if (s.keyword.span.size() == 0) {
         s.keyword = WordOf(token);
       } else {

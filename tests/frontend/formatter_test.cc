@@ -70,6 +70,24 @@ TEST(Formatter, ConditionsKeepTheirGrouping) {
   EXPECT_EQ(Fmt(out), out);
 }
 
+// `if` is a keyword only where a rule's condition starts; elsewhere it is a
+// word like any other and must survive formatting (parse_fuzzer found it
+// dropped from the head of an unknown statement, and so from a runtime name).
+TEST(Formatter, IfOutsideARuleIsAWordThatIsKept) {
+  std::string out = Fmt("profile p { runtime if { interpreter /bin/sh } extra { if set X \"1\" } }");
+  EXPECT_EQ(out,
+            "profile p {\n"
+            "  runtime if {\n"
+            "    interpreter /bin/sh\n"
+            "  }\n"
+            "  extra {\n"
+            "    if\n"
+            "    set X \"1\"\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(Fmt(out), out);
+}
+
 TEST(Formatter, StringsRoundTrip) {
   std::string out = Fmt("profile p { description \"a \\\"quoted\\\" \\\\ word\" }");
   EXPECT_EQ(out, "profile p {\n  description \"a \\\"quoted\\\" \\\\ word\"\n}\n");
