@@ -205,8 +205,8 @@ Status FileSink::Rotate(const std::string& archive, std::string_view first_line)
   std::string temp = path_ + ".new" + UniqueTempSuffix();
   int fd = open(temp.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST) {
-    // We hold the log's lock, so no live rotation writes this name: it was
-    // left by a cocoon killed mid-rotation whose pid we now have.
+    // No live writer uses this name (temp_name.h), and we hold the log's
+    // lock besides: a cocoon killed mid-rotation whose pid we now have left it.
     unlink(temp.c_str());
     fd = open(temp.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -160,6 +161,12 @@ Status ArtifactCache::Store(const std::string& key, const CompiledLinuxArtifacts
   std::string data = index.dump() + "\n" + artifacts.plan_json + artifacts.seccomp_bpf + artifacts.seccomp_sidecar_json;
   std::string temp = dir_ + "/." + key + UniqueTempSuffix();
   int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // No live writer uses this name (temp_name.h): a killed cocoon with our
+    // pid left it.
+    unlink(temp.c_str());
+    fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  }
   if (fd < 0) return ErrnoError("create " + temp);
   ssize_t n = write(fd, data.data(), data.size());
   close(fd);

@@ -144,7 +144,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
     // load, measured; the mount tree takes ~0.5 ms);
     // the child joins them after its mount tree, before anything of the
     // command runs ('C'). v2: it was born inside (CLONE_INTO_CGROUP).
-    auto created = Cgroup::Create(limit_plan.cgroup, host, cgroup_name, Cgroup::ExistingGroup::kReclaimAsStale);
+    auto created = Cgroup::Create(limit_plan.cgroup, host, cgroup_name);
     if (!created.ok()) return abort_child(created.status());
     cgroup = std::move(*created);
     if (write(started->sync_fd(), "C", 1) != 1) return child_report_or(ErrnoError("releasing the sandbox child"));

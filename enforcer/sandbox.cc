@@ -145,13 +145,12 @@ Status Sandbox::Impl::PrepareAll() {
   COCOON_ASSIGN_OR_RETURN(limit_plan, PlanLimits(LimitsFromPlan(plan), host, options));
   COCOON_RETURN_IF_ERROR(MergePlanRlimits(plan, limit_plan.rlimits));
   if (limit_plan.cgroup.version != CgroupVersion::kNone) {
-    // Unique per run of this process: `cocoon mcp` prepares sandboxes on
-    // several threads at once (a plain static int raced: two runs got the
-    // same name and the second was refused with EEXIST). Unique among live
-    // supervisors only: see cgroup_names.h for the groups dead ones leave.
-    static std::atomic<uint64_t> counter{0};
-    const uint64_t run = counter.fetch_add(1) + 1;
-    cgroup_name = SandboxCgroupName(run);
+    // Never repeats, across threads (`cocoon mcp` prepares sandboxes on
+    // several at once) and across processes that get the same pid
+    // (cgroup_names.h); the run count only spreads the sweeps.
+    static std::atomic<uint64_t> runs{0};
+    const uint64_t run = runs.fetch_add(1) + 1;
+    cgroup_name = SandboxCgroupName();
     const bool v1 = limit_plan.cgroup.version == CgroupVersion::kV1;
     if (ShouldSweepAbandonedCgroups(run)) {
       SweepAbandonedCgroups(v1 ? Cgroup::V1ParentDirs(limit_plan.cgroup, host)
@@ -162,8 +161,7 @@ Status Sandbox::Impl::PrepareAll() {
       // opens the directories they go in and joins them by name.
       cgroup_v1_parent_dirs = Cgroup::V1ParentDirs(limit_plan.cgroup, host);
     } else {
-      COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, cgroup_name,
-                                                     Cgroup::ExistingGroup::kReclaimAsStale));
+      COCOON_ASSIGN_OR_RETURN(cgroup, Cgroup::Create(limit_plan.cgroup, host, cgroup_name));
     }
   }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <system_error>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -71,13 +72,17 @@ class Server::BatchReply {
   BatchReply& operator=(const BatchReply&) = delete;
   ~BatchReply() {
     if (responses_.empty()) return;
-    std::string line = "[";
-    for (size_t i = 0; i < responses_.size(); ++i) {
-      if (i != 0) line += ',';
-      line += responses_[i];
+    try {
+      std::string line = "[";
+      for (size_t i = 0; i < responses_.size(); ++i) {
+        if (i != 0) line += ',';
+        line += responses_[i];
+      }
+      line += ']';
+      server_.Write(line);
+    } catch (const std::exception& e) {  // bad_alloc: a destructor must not throw
+      spdlog::error("mcp: could not send the answer to a batch: {}", e.what());
     }
-    line += ']';
-    server_.Write(line);
   }
   // One element's response, already serialised (ResultLine / ErrorLine).
   void Add(std::string response) {
@@ -358,7 +363,17 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
     return SendResult(context, CallResultFromError("busy", why, executor_.AuditRefusedCall(name, call->key, why)));
   }
   if (options_.dispatch == Dispatch::kInline) return RunToolCall(call);
-  std::thread([this, call] { RunToolCall(call); }).detach();
+  try {
+    std::thread([this, call] { RunToolCall(call); }).detach();
+  } catch (const std::system_error& e) {  // EAGAIN: out of threads; the call was counted in flight
+    {
+      std::lock_guard lock(mutex_);
+      calls_.erase(call->key);
+      --in_flight_;
+      changed_.notify_all();
+    }
+    SendError(context, kInternalError, std::string("could not start the call: ") + e.what());
+  }
 }
 
 void Server::RunToolCall(const std::shared_ptr<Call>& call) {

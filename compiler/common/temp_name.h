@@ -17,9 +17,10 @@ namespace cocoon {
 // rename found it gone ("write .../quick/<hash>.stdin: No such file or
 // directory", 1 call in 160 with 4 identical concurrent calls, measured).
 // Not unique against a temporary that a killed process left behind, when
-// its pid is reused: open with O_TRUNC, or, under a lock that rules out a
-// live writer, take EEXIST for such a leftover (audit/sink.cc).
-// Leftovers in caches are pruned with them (enforcer/cache_pruning.h).
+// its pid is reused: open with O_TRUNC, or take EEXIST under O_EXCL for such
+// a leftover (no live writer can use the name) and unlink it
+// (enforcer/artifact_cache.cc, audit/sink.cc). Leftovers in caches are also
+// pruned with them (enforcer/cache_pruning.h).
 inline std::string UniqueTempSuffix() {
   static std::atomic<uint64_t> counter{0};
   return ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1) + 1);

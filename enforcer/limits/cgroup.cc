@@ -79,39 +79,17 @@ bool ValidName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
-// Kills what is left in a group a dead supervisor abandoned and removes it.
-// Its sandbox normally died with the supervisor (PR_SET_PDEATHSIG), so this
-// is one rmdir; the kill loop is for a sandbox that somehow outlived it.
-Status RemoveStaleGroup(const std::string& dir) {
-  auto deadline = Clock::now() + kKillDeadline;
-  while (rmdir(dir.c_str()) != 0) {
-    if (errno == ENOENT) return Status::Ok();
-    if (errno != EBUSY || Clock::now() > deadline) {
-      return ErrnoError("removing cgroup " + dir + ", left by a cocoon that was killed before it could clean up; "
-                        "remove it by hand (rmdir, after killing what `cat " + dir + "/cgroup.procs` lists)");
-    }
-    if (Exists(dir + "/cgroup.kill")) (void)WriteFile(dir + "/cgroup.kill", "1");
-    for (pid_t pid : ReadPids(dir)) kill(pid, SIGKILL);
-    std::this_thread::sleep_for(kPollInterval);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Cgroup>> Cgroup::Create(const CgroupSpec& spec, const HostCapabilities& host,
-                                               const std::string& name, ExistingGroup existing) {
+                                               const std::string& name) {
   if (spec.version == CgroupVersion::kNone) return InvalidArgumentError("no cgroup version chosen");
   if (!ValidName(name)) return InvalidArgumentError("bad cgroup name '" + name + "'");
   std::unique_ptr<Cgroup> cg(new Cgroup());
   cg->version_ = spec.version;
   auto make = [&](const CgroupHierarchy& h) -> Result<std::string> {
     std::string dir = h.Dir() + "/" + name;
-    if (mkdir(dir.c_str(), 0755) != 0) {
-      if (errno != EEXIST || existing != ExistingGroup::kReclaimAsStale) return ErrnoError("creating cgroup " + dir);
-      COCOON_RETURN_IF_ERROR(RemoveStaleGroup(dir));
-      if (mkdir(dir.c_str(), 0755) != 0) return ErrnoError("creating cgroup " + dir);
-    }
+    if (mkdir(dir.c_str(), 0755) != 0) return ErrnoError("creating cgroup " + dir);
     cg->dirs_.push_back(dir);
     return dir;
   };

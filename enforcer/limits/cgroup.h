@@ -52,22 +52,13 @@ namespace cocoon::enforcer {
 
 class Cgroup {
  public:
-  // What Create does when a group named `name` already exists.
-  enum class ExistingGroup {
-    kRefuse,  // fail with EEXIST
-    // The caller's names are unique among live supervisors
-    // (cgroup_names.h SandboxCgroupName), so an existing group is one a dead
-    // supervisor left: its processes are killed and it is removed and made
-    // afresh, never joined with whatever limits it had.
-    kReclaimAsStale,
-  };
-
   // Creates the group(s) named `name` (a single path component, no '/') and
   // writes the limits. On any failure everything created so far is removed
-  // and the Status says which file refused which value.
+  // and the Status says which file refused which value. A group that
+  // already exists refuses the run (EEXIST): it is never joined, whatever
+  // limits it has (names never repeat: cgroup_names.h).
   static Result<std::unique_ptr<Cgroup>> Create(const CgroupSpec& spec, const HostCapabilities& host,
-                                                const std::string& name,
-                                                ExistingGroup existing = ExistingGroup::kRefuse);
+                                                const std::string& name);
 
   Cgroup(const Cgroup&) = delete;
   Cgroup& operator=(const Cgroup&) = delete;

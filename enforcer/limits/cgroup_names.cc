@@ -3,19 +3,21 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <ctime>
 
 namespace cocoon::enforcer {
 namespace {
 
 constexpr std::string_view kPrefix = "cocoon-";
 
-// Parses one decimal field of `name` at `pos`, followed by `end` (or the end
-// of the name when `end` is 0).
+// Parses one decimal field of `name` at `pos`, followed by `end`.
 template <typename Number>
 bool ParseField(std::string_view name, size_t& pos, char end, Number& value) {
   const char* first = name.data() + pos;
@@ -23,7 +25,6 @@ bool ParseField(std::string_view name, size_t& pos, char end, Number& value) {
   auto [ptr, ec] = std::from_chars(first, last, value);
   if (ec != std::errc() || ptr == first) return false;
   pos = static_cast<size_t>(ptr - name.data());
-  if (end == 0) return pos == name.size();
   if (pos >= name.size() || name[pos] != end) return false;
   ++pos;
   return true;
@@ -37,30 +38,36 @@ bool SupervisorIsGone(pid_t pid) {
 }  // namespace
 
 uint64_t OwnPidNamespace() {
-  // Computed once: a process cannot change its own pid namespace
-  // (setns(CLONE_NEWPID) only affects children).
-  static const uint64_t inode = [] {
-    struct stat st {};
-    return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-  }();
-  return inode;
+  // Not cached: a child forked after unshare(CLONE_NEWPID) would inherit a
+  // cached value and judge pids of the wrong namespace. One stat, ~1 us.
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
-std::string SandboxCgroupName(uint64_t run) {
-  return std::string(kPrefix) + std::to_string(OwnPidNamespace()) + "-" + std::to_string(getpid()) + "-" +
-         std::to_string(run);
+std::string SandboxCgroupName() {
+  uint64_t nonce = 0;
+  // GRND_NONBLOCK: never wait for the entropy pool at early boot; the clock
+  // is enough there, since uniqueness, not secrecy, is what counts.
+  if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof nonce)) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    nonce = static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
+  return std::string(kPrefix) + std::to_string(OwnPidNamespace()) + "-" + std::to_string(getpid()) + "-" + hex;
 }
 
 SandboxCgroupOwner ParseSandboxCgroupName(std::string_view name) {
   SandboxCgroupOwner owner;
   if (name.substr(0, kPrefix.size()) != kPrefix) return owner;
   size_t pos = kPrefix.size();
-  uint64_t run = 0;
-  if (!ParseField(name, pos, '-', owner.pid_namespace) || !ParseField(name, pos, '-', owner.pid) ||
-      !ParseField(name, pos, 0, run)) {
+  if (!ParseField(name, pos, '-', owner.pid_namespace) || !ParseField(name, pos, '-', owner.pid)) {
     return SandboxCgroupOwner{};
   }
-  owner.valid = owner.pid > 0 && run > 0;
+  std::string_view nonce = name.substr(pos);
+  owner.valid = owner.pid > 0 && nonce.size() == 16 &&
+                nonce.find_first_not_of("0123456789abcdef") == std::string_view::npos;
   return owner;
 }
 

@@ -2,22 +2,23 @@
 //
 // A supervisor that is SIGKILLed (the host's OOM killer, `kill -9`, a
 // crashed agent) runs none of its cleanup. Its sandbox dies with it (the
-// child arms PR_SET_PDEATHSIG, child_main.cc), but its cgroups stay: v1
-// groups, and v2 groups, are only removed by an rmdir. Two things follow:
+// child arms PR_SET_PDEATHSIG, child_main.cc), but its cgroups stay: only an
+// rmdir removes a cgroup, v1 or v2. Two things follow:
 //
-//   * A later supervisor that gets the same pid would get the same group name.
-//     CI hit this: a group left by a supervisor killed hours earlier refused
-//     a run with "creating cgroup /sys/fs/cgroup/pids/cocoon-27214-1: File
-//     exists". So a name is unique among *live* supervisors only, and
-//     Cgroup::Create reclaims an existing group of that name
-//     (ExistingGroup::kReclaimAsStale).
+//   * A name must never repeat, or a later supervisor is refused. CI hit
+//     this with names made of the pid alone: a group left by a supervisor
+//     killed hours earlier refused a run with "creating cgroup
+//     /sys/fs/cgroup/pids/cocoon-27214-1: File exists" once the pid came
+//     round again. So a name ends in 64 random bits, and Cgroup::Create
+//     still refuses an existing group (it never joins one, whatever limits
+//     it has).
 //   * The groups pile up (each v1 memory group also pins kernel memory), so
 //     about one run in 16 removes the abandoned ones (SweepAbandonedCgroups).
 //
-// A name is "cocoon-<pid namespace inode>-<pid>-<run>". The pid namespace is
-// part of it because pids are only unique within one: two supervisors in two
-// containers that share a host's cgroupfs can both be pid 7, and neither
-// may take the other's live group for an abandoned one.
+// A name is "cocoon-<pid namespace inode>-<supervisor pid>-<16 hex digits>".
+// The pid says whose group it is, and the pid namespace where that pid
+// means something: two supervisors in two containers that share a host's
+// cgroupfs can both be pid 7.
 #pragma once
 
 #include <sys/types.h>
@@ -30,8 +31,8 @@
 
 namespace cocoon::enforcer {
 
-// The name of this process's `run`-th sandbox group (run counts from 1).
-std::string SandboxCgroupName(uint64_t run);
+// A fresh name for one sandbox group of this process.
+std::string SandboxCgroupName();
 
 // The parts of a sandbox group name; `valid` is false for any other name
 // (the host's own groups, other tools', older cocoon names).
@@ -53,9 +54,11 @@ bool ShouldSweepAbandonedCgroups(uint64_t run);
 
 // Removes the abandoned sandbox groups directly under each of `parent_dirs`:
 // those named by SandboxCgroupName in this pid namespace whose supervisor
-// pid no longer exists. Only rmdir, which the kernel refuses for a group that
-// still holds a process or a child group, so a group in use is never
-// removed. Best effort: returns how many groups were removed.
+// pid no longer exists. Only rmdir, which the kernel refuses for a group
+// that holds a process or a child group. A group whose supervisor lives is
+// never touched, and a pid reused since cannot make one look abandoned: its
+// new owner's groups carry other random suffixes. Best effort: returns how
+// many groups were removed.
 size_t SweepAbandonedCgroups(const std::vector<std::string>& parent_dirs);
 
 }  // namespace cocoon::enforcer

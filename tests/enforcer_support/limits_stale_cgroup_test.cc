@@ -1,7 +1,7 @@
 // Groups a SIGKILLed supervisor leaves behind (cgroup_names.h), on this
-// machine's real cgroup v1 hierarchies as root: a later supervisor with the
-// same name reclaims the group instead of being refused, and the sweep
-// removes abandoned groups but never one in use or someone else's.
+// machine's real cgroup v1 hierarchies as root: an existing group is never
+// joined, and the sweep removes abandoned groups but never one in use or
+// someone else's.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,8 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "enforcer/limits/cgroup.h"
 #include "enforcer/limits/cgroup_names.h"
@@ -22,22 +26,11 @@ namespace {
 
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
-std::string ReadLine(const std::string& path) {
+std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// A process parked in the v1 group `dir`, as a sandbox left there would be.
-pid_t ParkProcessIn(const std::string& dir) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    pause();
-    _exit(0);
-  }
-  std::ofstream(dir + "/cgroup.procs") << pid << std::flush;
-  return pid;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 // A pid that no process has: a reaped child's (reuse within the test is
@@ -47,6 +40,10 @@ pid_t DeadPid() {
   if (pid == 0) _exit(0);
   waitpid(pid, nullptr, 0);
   return pid;
+}
+
+std::string NameOf(uint64_t pid_namespace, pid_t pid) {
+  return "cocoon-" + std::to_string(pid_namespace) + "-" + std::to_string(pid) + "-0123456789abcdef";
 }
 
 class StaleCgroupTest : public ::testing::Test {
@@ -60,6 +57,10 @@ class StaleCgroupTest : public ::testing::Test {
     parent_ = host_.v1_pids.Dir();
   }
   void TearDown() override {
+    for (pid_t pid : parked_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
     for (const std::string& dir : made_) rmdir(dir.c_str());
   }
   std::string MakeGroup(const std::string& name) {
@@ -68,48 +69,50 @@ class StaleCgroupTest : public ::testing::Test {
     made_.push_back(dir);
     return dir;
   }
+  // A process parked in the v1 group `dir`, as a sandbox would be.
+  void ParkProcessIn(const std::string& dir) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      pause();
+      _exit(0);
+    }
+    parked_.push_back(pid);
+    std::ofstream(dir + "/cgroup.procs") << pid << std::flush;
+    const std::string name = dir.substr(dir.rfind('/'));
+    ASSERT_NE(ReadAll("/proc/" + std::to_string(pid) + "/cgroup").find(name), std::string::npos)
+        << "could not move a process into " << dir;
+  }
 
   HostCapabilities host_;
   std::string parent_;
   std::vector<std::string> made_;
+  std::vector<pid_t> parked_;
 };
 
-TEST_F(StaleCgroupTest, ASupervisorReclaimsTheGroupADeadOneLeftUnderItsName) {
-  const std::string name = SandboxCgroupName(1000000 + getpid());
-  const std::string stale = MakeGroup(name);
-  std::ofstream(stale + "/pids.max") << "max" << std::flush;
-  pid_t leftover = ParkProcessIn(stale);
-
+TEST_F(StaleCgroupTest, AnExistingGroupIsNeverJoined) {
+  const std::string name = SandboxCgroupName();
+  const std::string existing = MakeGroup(name);
+  std::ofstream(existing + "/pids.max") << "max" << std::flush;
   ir::Limits limits;
   limits.processes = ir::Limit{true, 9, ir::Enforcement::kRequired};
   auto plan = PlanLimits(limits, host_, LimitPlanOptions{});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
 
   auto refused = Cgroup::Create(plan->cgroup, host_, name);
-  ASSERT_FALSE(refused.ok()) << "an existing group must not be joined silently";
+  ASSERT_FALSE(refused.ok()) << "an existing group was joined";
   EXPECT_NE(refused.status().ToString().find("File exists"), std::string::npos) << refused.status().ToString();
-
-  auto cg = Cgroup::Create(plan->cgroup, host_, name, Cgroup::ExistingGroup::kReclaimAsStale);
-  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
-  int status = 0;
-  ASSERT_EQ(waitpid(leftover, &status, 0), leftover);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the leftover process was not killed";
-  EXPECT_EQ(ReadLine(stale + "/pids.max"), "9") << "the reclaimed group must carry this run's limits";
-  auto count = (*cg)->ProcessCount();
-  ASSERT_TRUE(count.ok());
-  EXPECT_EQ(*count, 0u);
-  EXPECT_TRUE((*cg)->Destroy().ok());
+  EXPECT_EQ(ReadAll(existing + "/pids.max"), "max\n") << "the existing group was changed";
 }
 
 TEST_F(StaleCgroupTest, TheSweepRemovesOnlyGroupsOfDeadSupervisorsInThisPidNamespace) {
-  const std::string ns = std::to_string(OwnPidNamespace());
-  const std::string dead = std::to_string(DeadPid());
-  const std::string abandoned = MakeGroup("cocoon-" + ns + "-" + dead + "-1");
-  const std::string live = MakeGroup(SandboxCgroupName(2000000 + getpid()));  // ours: we are alive
-  const std::string other_namespace = MakeGroup("cocoon-" + std::to_string(OwnPidNamespace() + 1) + "-" + dead + "-1");
-  const std::string busy = MakeGroup("cocoon-" + ns + "-" + dead + "-2");
-  const std::string older_cocoon = MakeGroup("cocoon-" + dead + "-1");
-  pid_t parked = ParkProcessIn(busy);
+  const uint64_t ns = OwnPidNamespace();
+  const pid_t dead = DeadPid();
+  const std::string abandoned = MakeGroup(NameOf(ns, dead));
+  const std::string live = MakeGroup(SandboxCgroupName());  // ours: we are alive
+  const std::string other_namespace = MakeGroup(NameOf(ns + 1, dead));
+  const std::string busy = MakeGroup("cocoon-" + std::to_string(ns) + "-" + std::to_string(dead) + "-fedcba9876543210");
+  const std::string older_cocoon = MakeGroup("cocoon-" + std::to_string(dead) + "-1");
+  ParkProcessIn(busy);
 
   size_t removed = SweepAbandonedCgroups({parent_});
 
@@ -119,8 +122,6 @@ TEST_F(StaleCgroupTest, TheSweepRemovesOnlyGroupsOfDeadSupervisorsInThisPidNames
   EXPECT_TRUE(Exists(busy)) << "a group holding a process was removed";
   EXPECT_TRUE(Exists(older_cocoon)) << "a name the sweep cannot attribute was removed";
   EXPECT_GE(removed, 1u);
-  kill(parked, SIGKILL);
-  waitpid(parked, nullptr, 0);
 }
 
 }  // namespace
