@@ -2,7 +2,7 @@
 // style (server/discover, _meta protocolVersion, resultType), version errors,
 // and JSON-RPC error handling (bad JSON, unknown method, oversized line) with
 // the server still serving afterwards.
-import { test } from 'node:test';
+import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import readline from 'node:readline';
@@ -19,8 +19,17 @@ const META = {
   'io.modelcontextprotocol/clientInfo': { name: 'raw-test', version: '1' },
 };
 
+// Servers not stopped by their test (a failed assertion skips the stop) are
+// killed after it, so that one failure cannot hang the run until ctest's timeout.
+const running = new Set();
+afterEach(() => {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+});
+
 function startServer(args = [], env = process.env) {
   const child = spawn(COCOON, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'inherit'], env });
+  running.add(child);
   const waiting = new Map();
   const lines = [];
   let batchWaiter = null;
@@ -58,7 +67,10 @@ function startServer(args = [], env = process.env) {
     },
     async stop() {
       child.stdin.end();
-      await new Promise((resolve) => child.on('exit', resolve));
+      if (child.exitCode === null && child.signalCode === null) {
+        await new Promise((resolve) => child.once('exit', resolve));
+      }
+      running.delete(child);
     },
   };
 }
