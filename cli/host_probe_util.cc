@@ -19,6 +19,7 @@
 
 #include "cli/runtime_util.h"
 #include "enforcer/landlock.h"
+#include "enforcer/limits/cgroup_names.h"
 #include "enforcer/limits/host_caps.h"
 
 namespace cocoon::cli {
@@ -283,6 +284,18 @@ HostCheck CheckCgroups() {
   if (v2 || v1) {
     check.detail = std::string(v2 ? "cgroup v2" : "cgroup v1") + " memory+pids delegated to us at " +
                    (v2 ? host->v2.Dir() : host->v1_memory.Dir()) + (host->v1_memsw ? " (swap accounted)" : "");
+    // Groups of supervisors that were SIGKILLed (enforcer/limits/cgroup_names.h).
+    std::vector<std::string> parents;
+    for (const auto* h : {&host->v1_memory, &host->v1_pids, &host->v1_cpu, &host->v1_freezer, &host->v2}) {
+      if (h->mounted) parents.push_back(h->Dir());
+    }
+    std::vector<std::string> abandoned = enforcer::FindAbandonedCgroups(parents);
+    if (!abandoned.empty()) {
+      check.status = CheckStatus::kWarn;
+      check.detail += "; " + std::to_string(abandoned.size()) +
+                      " sandbox group(s) left by killed supervisors, e.g. " + abandoned.front();
+      check.fix = "harmless; later runs remove them (one run in 16 sweeps), or rmdir them now";
+    }
     return check;
   }
   check.status = CheckStatus::kWarn;

@@ -1,7 +1,6 @@
 #include "enforcer/limits/cgroup_names.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -75,23 +74,30 @@ bool ShouldSweepAbandonedCgroups(uint64_t run) {
   return (static_cast<uint64_t>(getpid()) + run) % 16 == 0;
 }
 
-size_t SweepAbandonedCgroups(const std::vector<std::string>& parent_dirs) {
+std::vector<std::string> FindAbandonedCgroups(const std::vector<std::string>& parent_dirs) {
+  std::vector<std::string> abandoned;
   const uint64_t own_namespace = OwnPidNamespace();
-  if (own_namespace == 0) return 0;  // cannot tell whose a group is
-  size_t removed = 0;
+  if (own_namespace == 0) return abandoned;  // cannot tell whose a group is
   for (const std::string& parent : parent_dirs) {
     DIR* dir = opendir(parent.c_str());
     if (dir == nullptr) continue;
-    const int parent_fd = dirfd(dir);
     while (dirent* entry = readdir(dir)) {
       if (entry->d_type != DT_DIR) continue;
       SandboxCgroupOwner owner = ParseSandboxCgroupName(entry->d_name);
       if (!owner.valid || owner.pid_namespace != own_namespace || !SupervisorIsGone(owner.pid)) continue;
-      // rmdir of a cgroup directory is refused (EBUSY) while it holds a
-      // process or (ENOTEMPTY/EBUSY) a child group: a group in use stays.
-      if (unlinkat(parent_fd, entry->d_name, AT_REMOVEDIR) == 0) ++removed;
+      abandoned.push_back(parent + "/" + entry->d_name);
     }
     closedir(dir);
+  }
+  return abandoned;
+}
+
+size_t SweepAbandonedCgroups(const std::vector<std::string>& parent_dirs) {
+  size_t removed = 0;
+  for (const std::string& group : FindAbandonedCgroups(parent_dirs)) {
+    // rmdir of a cgroup directory is refused (EBUSY) while it holds a
+    // process or (ENOTEMPTY/EBUSY) a child group: a group in use stays.
+    if (rmdir(group.c_str()) == 0) ++removed;
   }
   return removed;
 }

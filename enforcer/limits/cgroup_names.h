@@ -52,13 +52,16 @@ uint64_t OwnPidNamespace();
 // four v1 hierarchies on this host, measured) are amortised.
 bool ShouldSweepAbandonedCgroups(uint64_t run);
 
-// Removes the abandoned sandbox groups directly under each of `parent_dirs`:
-// those named by SandboxCgroupName in this pid namespace whose supervisor
-// pid no longer exists. Only rmdir, which the kernel refuses for a group
-// that holds a process or a child group. A group whose supervisor lives is
-// never touched, and a pid reused since cannot make one look abandoned: its
-// new owner's groups carry other random suffixes. Best effort: returns how
-// many groups were removed.
+// The abandoned sandbox groups directly under each of `parent_dirs`: those
+// named by SandboxCgroupName in this pid namespace whose supervisor pid no
+// longer exists. `cocoon doctor` reports them.
+std::vector<std::string> FindAbandonedCgroups(const std::vector<std::string>& parent_dirs);
+
+// Removes the groups FindAbandonedCgroups finds. Only rmdir, which the
+// kernel refuses for a group that holds a process or a child group. A group
+// whose supervisor lives is never touched, and a pid reused since cannot
+// make one look abandoned: its new owner's groups carry other random
+// suffixes. Best effort: returns how many groups were removed.
 size_t SweepAbandonedCgroups(const std::vector<std::string>& parent_dirs);
 
 }  // namespace cocoon::enforcer

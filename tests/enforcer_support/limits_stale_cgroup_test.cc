@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -114,6 +115,10 @@ TEST_F(StaleCgroupTest, TheSweepRemovesOnlyGroupsOfDeadSupervisorsInThisPidNames
   const std::string older_cocoon = MakeGroup("cocoon-" + std::to_string(dead) + "-1");
   ParkProcessIn(busy);
 
+  std::vector<std::string> found = FindAbandonedCgroups({parent_});  // what `cocoon doctor` reports
+  EXPECT_NE(std::find(found.begin(), found.end(), abandoned), found.end());
+  EXPECT_EQ(std::find(found.begin(), found.end(), live), found.end());
+  EXPECT_EQ(std::find(found.begin(), found.end(), other_namespace), found.end());
   size_t removed = SweepAbandonedCgroups({parent_});
 
   EXPECT_FALSE(Exists(abandoned)) << "a dead supervisor's empty group stays behind";
