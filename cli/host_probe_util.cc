@@ -285,11 +285,7 @@ HostCheck CheckCgroups() {
     check.detail = std::string(v2 ? "cgroup v2" : "cgroup v1") + " memory+pids delegated to us at " +
                    (v2 ? host->v2.Dir() : host->v1_memory.Dir()) + (host->v1_memsw ? " (swap accounted)" : "");
     // Groups of supervisors that were SIGKILLed (enforcer/limits/cgroup_names.h).
-    std::vector<std::string> parents;
-    for (const auto* h : {&host->v1_memory, &host->v1_pids, &host->v1_cpu, &host->v1_freezer, &host->v2}) {
-      if (h->mounted) parents.push_back(h->Dir());
-    }
-    std::vector<std::string> abandoned = enforcer::FindAbandonedCgroups(parents);
+    std::vector<std::string> abandoned = enforcer::FindAbandonedCgroups(enforcer::AllSandboxCgroupParents(*host));
     if (!abandoned.empty()) {
       check.status = CheckStatus::kWarn;
       check.detail += "; " + std::to_string(abandoned.size()) +

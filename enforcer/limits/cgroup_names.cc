@@ -74,6 +74,14 @@ bool ShouldSweepAbandonedCgroups(uint64_t run) {
   return (static_cast<uint64_t>(getpid()) + run) % 16 == 0;
 }
 
+std::vector<std::string> AllSandboxCgroupParents(const HostCapabilities& host) {
+  std::vector<std::string> dirs;
+  for (const CgroupHierarchy* h : {&host.v1_memory, &host.v1_pids, &host.v1_cpu, &host.v1_freezer, &host.v2}) {
+    if (h->mounted) dirs.push_back(h->Dir());
+  }
+  return dirs;
+}
+
 std::vector<std::string> FindAbandonedCgroups(const std::vector<std::string>& parent_dirs) {
   std::vector<std::string> abandoned;
   const uint64_t own_namespace = OwnPidNamespace();

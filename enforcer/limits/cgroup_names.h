@@ -29,6 +29,8 @@
 #include <string_view>
 #include <vector>
 
+#include "enforcer/limits/host_caps.h"
+
 namespace cocoon::enforcer {
 
 // A fresh name for one sandbox group of this process.
@@ -51,6 +53,10 @@ uint64_t OwnPidNamespace();
 // 16, spread over processes, so that the directory scans (~50 us for the
 // four v1 hierarchies on this host, measured) are amortised.
 bool ShouldSweepAbandonedCgroups(uint64_t run);
+
+// Every directory this host's sandbox groups can be made in: the mounted v1
+// memory, pids, cpu and freezer hierarchies and v2 (each at our own group).
+std::vector<std::string> AllSandboxCgroupParents(const HostCapabilities& host);
 
 // The abandoned sandbox groups directly under each of `parent_dirs`: those
 // named by SandboxCgroupName in this pid namespace whose supervisor pid no

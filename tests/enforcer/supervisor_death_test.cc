@@ -61,13 +61,8 @@ pid_t WaitForProcess(const std::string& argv, bool present, std::chrono::millise
 
 // Every directory sandbox cgroups are made in on this host.
 std::vector<std::string> CgroupParentDirs() {
-  std::vector<std::string> dirs;
   auto host = DetectHostCapabilities();
-  if (!host.ok()) return dirs;
-  for (const CgroupHierarchy* h : {&host->v1_memory, &host->v1_pids, &host->v1_cpu, &host->v1_freezer, &host->v2}) {
-    if (h->mounted) dirs.push_back(h->Dir());
-  }
-  return dirs;
+  return host.ok() ? AllSandboxCgroupParents(*host) : std::vector<std::string>{};
 }
 
 // The sandbox groups under `parents` whose supervisor was `pid`.
