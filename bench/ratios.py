@@ -65,6 +65,9 @@ def ratios(report):
     launch = report.get("launch")
     for case in ("cocoon-enforce", "cocoon-enforce-precompiled", "cocoon-run"):
         put(f"{case} median / bwrap median", _median_ratio(launch, case, "bwrap"), "lower")
+    put("isolation-floor median / bwrap median", _median_ratio(launch, "isolation-floor", "bwrap"), "lower")
+    put("cocoon-enforce median / isolation-floor median",
+        _median_ratio(launch, "cocoon-enforce", "isolation-floor"), "lower")
     enforce, floor = _case(launch, "cocoon-enforce"), _case(launch, "floor")
     if enforce and floor and floor.get("median_us"):
         put("cocoon-enforce p99 / floor median", enforce["p99_us"] / floor["median_us"], "lower")

@@ -59,6 +59,12 @@ def launch_table(launch, title):
         rb = f"{med / bwrap:.2f}×" if bwrap else "–"
         lines.append(f"| `{c['name']}` | {ms(med)} | {ms(c['p99_us'])} | {rf} | {rb} | "
                      f"{c.get('max_rss_kib', 0) / 1024:.1f} MiB | {c['failures']} |")
+    iso, enforce = cases.get("isolation-floor"), cases.get("cocoon-enforce")
+    if iso and enforce:
+        lines += ["", "`isolation-floor` is `bench/isolation_floor.cc`: the enforcer's isolation sequence on the "
+                  "tree the compiled strict plan describes (same namespaces, mounts, cgroups, Landlock rules and "
+                  "seccomp program) with nothing else: no policy, cache, plan, output capture or Outcome. "
+                  f"`cocoon-enforce` spends {ms(enforce['median_us'] - iso['median_us'])} more at the median."]
     lines.append("")
     return lines
 
