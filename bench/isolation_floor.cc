@@ -37,6 +37,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -48,6 +49,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace {
 
@@ -237,7 +239,7 @@ void DropPrivileges(bool as_root) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Die("no_new_privs");
 }
 
-[[noreturn]] void Child(int sync_fd, int parent_pid, bool as_root) {
+[[noreturn]] void Child(int sync_fd, bool as_root) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET) != 0) Die("unshare");
   ReadByte(sync_fd, 'G');
@@ -249,7 +251,7 @@ void DropPrivileges(bool as_root) {
   if (use_cgroups) {
     ReadByte(sync_fd, 'C');
     char tasks[128];
-    snprintf(tasks, sizeof tasks, "isolation-floor-%d/tasks", parent_pid);
+    snprintf(tasks, sizeof tasks, "%s/tasks", cgroup_name);
     for (int fd : cgroup_dirs) {
       int t = openat(fd, tasks, O_WRONLY | O_CLOEXEC);
       if (t < 0 || write(t, "0", 1) != 1) Die("join cgroup");
@@ -335,14 +337,19 @@ int main(int argc, char** argv) {
   if (use_cgroups && !as_root) use_cgroups = false;  // v1 groups are root's only
   snprintf(root_dir, sizeof root_dir, "/tmp/.isolation-floor-%d", static_cast<int>(geteuid()));
   mkdir(root_dir, 0700);
-  const int parent_pid = getpid();
+  // Random, like the enforcer's (enforcer/limits/cgroup_names.h): a group
+  // that a killed run left behind never collides with a later pid.
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce) nonce = static_cast<uint64_t>(time(nullptr));
+  snprintf(cgroup_name, sizeof cgroup_name, "isolation-floor-%d-%016llx", static_cast<int>(getpid()),
+           static_cast<unsigned long long>(nonce));
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) != 0) Die("pipe");
   pid_t pid = static_cast<pid_t>(syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (pid < 0) Die("clone");
   if (pid == 0) {
     close(sync[1]);
-    Child(sync[0], parent_pid, as_root);
+    Child(sync[0], as_root);
   }
   close(sync[0]);
   char path[256], map[64];
@@ -363,7 +370,6 @@ int main(int argc, char** argv) {
   snprintf(path, sizeof path, "/proc/%d/uid_map", pid);
   WriteFile(path, map);
   if (write(sync[1], "G", 1) != 1) Die("sync");
-  snprintf(cgroup_name, sizeof cgroup_name, "isolation-floor-%d", parent_pid);
   for (int i = 0; use_cgroups && i < 3; ++i) {
     snprintf(path, sizeof path, "%s/%s", kCgroupParents[i], cgroup_name);
     if (mkdir(path, 0755) != 0) Die(path);
