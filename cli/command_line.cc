@@ -42,6 +42,18 @@ int FinishProcess(int exit_code) {
 #endif
 }
 
+// A repeatable option takes exactly one value per occurrence (`--env A=1
+// --env B=2`), like getopt. CLI11 otherwise lets a vector option take every
+// following word, and a `--` then only ends that option's values instead of
+// ending the options: in `cocoon run --env A=1 -- cmd --allow-network` the
+// command's own `--allow-network` opened the sandbox's network.
+void OneValuePerOccurrence(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (!option->get_positional() && option->get_expected_max() > 1) option->allow_extra_args(false);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) OneValuePerOccurrence(*sub);
+}
+
 }  // namespace
 
 int RunCommandLine(int argc, char** argv) {
@@ -57,6 +69,7 @@ int RunCommandLine(int argc, char** argv) {
   // argv[1] names the subcommand (no global option takes a value), so only
   // its options are built; anything else (--help, a typo) gets them all.
   SetUpCommandsFor(app, result, argc > 1 ? argv[1] : nullptr);
+  OneValuePerOccurrence(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

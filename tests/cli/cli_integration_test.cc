@@ -2,6 +2,7 @@
 // binary: run (every installed runtime), pipeline, --stream (binary data and
 // a 1 GiB flood with bounded memory), doctor and info. They start real
 // sandboxes, so they carry LABELS integration.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -91,6 +92,30 @@ TEST(CocoonRun, PassThroughAndExitStatus) {
   EXPECT_EQ(ran.status, 7) << ran.err;
   EXPECT_EQ(ran.out, "out\n");
   EXPECT_NE(ran.err.find("err\n"), std::string::npos);
+}
+
+// Everything after `--` is the command's, also right after a repeatable
+// option: CLI11 once let `--env A=1 --` end only --env's values, and the
+// command's own `--allow-network --mem 4096` then opened the sandbox.
+TEST(CocoonRun, WordsAfterDoubleDashAreTheCommandsEvenAfterARepeatableOption) {
+  Ran ran = Cocoon({"run", "--json", "--env", "A=1", "--ro", "/usr", "--", "/bin/echo", "--allow-network", "--mem",
+                    "4096", "-c", "x", "--env", "B=2"});
+  json j = Json(ran);
+  EXPECT_EQ(j["exit_code"], 0) << ran.err;
+  EXPECT_EQ(j["stdout"], "--allow-network --mem 4096 -c x --env B=2\n");
+  for (const auto& o : j["overrides"]) {
+    EXPECT_EQ(o.get<std::string>().find("network"), std::string::npos) << o;
+    EXPECT_EQ(o.get<std::string>().find("memory"), std::string::npos) << o;
+  }
+  EXPECT_NE(std::find(j["namespaces"].begin(), j["namespaces"].end(), "net"), j["namespaces"].end());
+
+  Ran enforce = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--copy", "/etc/hostname", "--", "/bin/echo",
+                        "--work", "/", "--copy", "/etc/shadow"});
+  // --copy needs a work dir: refused as before, never reading the command's
+  // words as cocoon's --work / --copy.
+  EXPECT_NE(enforce.status, 0);
+  EXPECT_EQ(enforce.out.find("--work"), std::string::npos) << enforce.out;
+  EXPECT_NE(enforce.err.find("work"), std::string::npos) << enforce.err;
 }
 
 TEST(CocoonRun, TimeoutExits124) {
