@@ -111,6 +111,7 @@ tree::CopyHooks Committer::Hooks() {
     report_.left_out.push_back(BreakoutFinding{path, kind, ""});
   };
   hooks.tick = [this] { return Tick(); };
+  hooks.max_bytes = options_.max_bytes;
   return hooks;
 }
 
@@ -171,6 +172,8 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
     }
     if (exists) COCOON_RETURN_IF_ERROR(tree::RemoveTree(dst_fd, entry.name));
     if (S_ISREG(st.st_mode)) {
+      COCOON_RETURN_IF_ERROR(
+          tree::CheckByteBudget(stats_.bytes, static_cast<uint64_t>(st.st_size), options_.max_bytes, path));
       COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes));
       COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
       ++stats_.files;

@@ -10,7 +10,8 @@
 //     committer gives everything to the host work dir's owner (fchownat
 //     AT_SYMLINK_NOFOLLOW), otherwise ownership is the committer's. Symlinks that passed the scan are recreated;
 //     devices, FIFOs, sockets, escaping links and flagged files are left out.
-//     Hardlinks inside the tree become independent copies.
+//     Hardlinks inside the tree become independent copies, and sparse files
+//     are written out in full: both count against CommitOptions::max_bytes.
 //  2. renameat2(RENAME_EXCHANGE) swaps the new directory with the host work
 //     dir in one step (Linux 3.15; man 2 rename), so a reader sees either the
 //     old contents or the new, never a mixture.
@@ -51,6 +52,12 @@ struct CommitOptions {
   // Checked between entries; when it becomes true the commit stops, removes
   // its temporary directory and returns kUnavailable ("commit cancelled").
   const std::atomic<bool>* cancel = nullptr;
+  // Most bytes of file contents the commit may write to the host (0: no
+  // limit); the staging passes the disk quota. Past it the commit fails with
+  // kResourceExhausted and commits nothing: the sandbox's tmpfs counts the
+  // blocks a file uses, but the host receives a sparse file in full and each
+  // hardlink name as its own copy.
+  uint64_t max_bytes = 0;
   // Test hook: fail (as if interrupted) after this many entries are written.
   // 0 = never.
   uint64_t fail_after_entries = 0;

@@ -210,6 +210,7 @@ Result<StagingResult> Staging::VerifyAndCommit(const std::atomic<bool>* cancel) 
   });
   CommitOptions commit_options;
   commit_options.cancel = cancel;
+  commit_options.max_bytes = quota_bytes_;
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;
   COCOON_ASSIGN_OR_RETURN(result.commit, CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options));

@@ -160,6 +160,7 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
       ++stats.directories;
     } else if (S_ISREG(st.st_mode)) {
+      COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes, static_cast<uint64_t>(st.st_size), hooks.max_bytes, path));
       Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes);
       if (!copied.ok()) return copied.WithContext(path);
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
@@ -175,6 +176,14 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
     }
   }
   return Status::Ok();
+}
+
+Status CheckByteBudget(uint64_t written, uint64_t next, uint64_t max_bytes, const std::string& path) {
+  if (max_bytes == 0 || (next <= max_bytes && written <= max_bytes - next)) return Status::Ok();
+  return Status(ErrorCode::kResourceExhausted,
+                "the results would write more than the disk quota of " + std::to_string(max_bytes) +
+                    " bytes to the host (at '" + path + "': sparse files are written out in full and every "
+                    "hardlink name becomes a copy)");
 }
 
 }  // namespace cocoon::enforcer::tree

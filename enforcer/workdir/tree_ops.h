@@ -71,6 +71,9 @@ struct CopyHooks {
   SkipFn skip;                                         // null: ignore
   std::function<Status()> tick;                        // per entry; an error aborts (cancel, test hooks)
   std::function<void(const std::string& path, const std::string& target)> on_symlink;
+  // Most bytes the copy may write, in total (0: no limit). Checked against
+  // each file's size before it is copied: see CheckByteBudget.
+  uint64_t max_bytes = 0;
 };
 struct CopyStats {
   uint64_t files = 0, directories = 0, symlinks = 0, bytes = 0;
@@ -78,5 +81,11 @@ struct CopyStats {
 Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats);
 
 std::string Join(const std::string& prefix, const std::string& name);
+
+// ResourceExhausted when writing `next` more bytes after `written` would pass
+// `max_bytes` (0: no limit). Counts each file's full size: a sparse file is
+// written out in full, and each hardlink name becomes its own copy, so the
+// host may receive more than the sandbox's tmpfs held.
+Status CheckByteBudget(uint64_t written, uint64_t next, uint64_t max_bytes, const std::string& path);
 
 }  // namespace cocoon::enforcer::tree

@@ -118,6 +118,26 @@ TEST(CocoonRun, WordsAfterDoubleDashAreTheCommandsEvenAfterARepeatableOption) {
   EXPECT_NE(enforce.err.find("work"), std::string::npos) << enforce.err;
 }
 
+// strict's 64 MiB disk quota holds on the host too: 20 sparse 8 MiB files
+// (no blocks on the sandbox's tmpfs) and 100 names of one 1 MiB file would be
+// 160 MiB and 101 MiB once committed. The run is refused at the commit and
+// the host work dir keeps exactly what it had.
+TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
+  std::string dir = fs::temp_directory_path() / ("cocoon-quota-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir + "/orig.txt") << "original\n";
+  for (const char* script : {"for i in $(seq 20); do truncate -s 8M s$i; done",
+                             "head -c 1048576 /dev/zero > f; for i in $(seq 100); do ln f l$i; done"}) {
+    Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir, "--", "/bin/sh", "-c", script});
+    EXPECT_EQ(ran.status, 1) << script << "\n" << ran.err;
+    EXPECT_NE(ran.err.find("disk quota"), std::string::npos) << ran.err;
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
+    EXPECT_EQ(names, std::vector<std::string>{"orig.txt"}) << script;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, TimeoutExits124) {
   Ran ran = Cocoon({"run", "--timeout", "1", "-r", "python", "-c", "while True: pass"});
   EXPECT_EQ(ran.status, 124) << ran.err;

@@ -134,6 +134,49 @@ TEST(CommitTest, CancelFlagCommitsNothing) {
   EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"});
 }
 
+// The sandbox's tmpfs holds `disk` bytes of blocks, but a sparse file is
+// written to the host in full and each hardlink name as its own copy: 20
+// sparse 8 MiB files or 100 names of one 1 MiB file once turned a 64 MiB
+// quota into 160 MiB and 101 MiB on the host. The commit counts every file's
+// full size against the quota and commits nothing past it.
+TEST(CommitTest, SparseFilesAndHardlinksCountInFullAgainstTheQuota) {
+  for (bool sparse : {true, false}) {
+    TempDir parent("cocoon-parent");
+    TempDir staged("cocoon-staged");
+    std::string host = parent / "work";
+    mkdir(host.c_str(), 0750);
+    WriteText(host + "/orig.txt", "original\n");
+    if (sparse) {
+      for (int i = 0; i < 20; ++i) {
+        std::string path = staged / ("s" + std::to_string(i));
+        WriteText(path, "");
+        ASSERT_EQ(truncate(path.c_str(), 8 << 20), 0);
+      }
+    } else {
+      WriteText(staged / "f", std::string(1 << 20, 'x'));
+      for (int i = 0; i < 100; ++i) ASSERT_EQ(link((staged / "f").c_str(), (staged / ("l" + std::to_string(i))).c_str()), 0);
+    }
+    auto scan = ScanForBreakoutsAt(staged.path());
+    ASSERT_TRUE(scan.ok());
+    CommitOptions options;
+    options.max_bytes = 64 << 20;
+    int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    auto report = CommitStagedTree(fd, *scan, host, options);
+    ASSERT_FALSE(report.ok()) << (sparse ? "sparse" : "hardlinks");
+    EXPECT_EQ(report.status().code(), ErrorCode::kResourceExhausted) << report.status().ToString();
+    EXPECT_NE(report.status().message().find("disk quota"), std::string::npos) << report.status().message();
+    EXPECT_EQ(Names(host), std::set<std::string>{"orig.txt"});
+    EXPECT_EQ(Names(parent.path()), std::set<std::string>{"work"}) << "no temporary dir left behind";
+
+    // The same tree fits a quota that covers every byte written.
+    options.max_bytes = sparse ? (160ull << 20) : (101ull << 20);
+    auto fits = CommitStagedTree(fd, *scan, host, options);
+    close(fd);
+    ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+    EXPECT_EQ(fits->bytes, options.max_bytes);
+  }
+}
+
 TEST(CommitTest, OverlayUpperAppliedOverHardlinkedOriginals) {
   if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mknod of a whiteout needs root here";
   TempDir parent("cocoon-parent");
