@@ -284,6 +284,20 @@ Event BreakoutFinding(const BreakoutFindingInfo& info) {
   return Rendered(std::move(e));
 }
 
+Event ToolCall(const ToolCallInfo& info) {
+  json e = OcsfBase(OcsfClass::kProcessActivity, 99, info.refused ? 3 : 1);
+  e["activity_name"] = "MCP tool call";
+  e["status_id"] = info.refused ? 2 : 1;
+  e["status"] = info.refused ? "Failure" : "Success";
+  if (!info.detail.empty()) e["status_detail"] = S(info.detail);
+  e["process"] = SandboxedProcess(info.server_pid, "cocoon mcp");
+  EcsEvent(e, "event", {"process"}, {"info"}, info.refused ? "mcp-tool-call-refused" : "mcp-tool-call",
+           info.refused ? "failure" : "success");
+  e["cocoon"]["mcp"] = {{"tool", S(info.tool)}, {"request_id", S(info.request_id)}, {"refused", info.refused}};
+  e["message"] = S("MCP tool call " + info.tool + (info.refused ? " refused: " : ": ") + info.detail);
+  return Rendered(std::move(e));
+}
+
 Event ProcessExited(const ProcessExitedInfo& info) {
   bool clean = info.termination_reason == "exited";
   json e = OcsfBase(OcsfClass::kProcessActivity, 2, clean ? 1 : 3);

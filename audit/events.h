@@ -3,7 +3,8 @@
 // sequence, metadata.uid, integrity), which AuditLog::Append fills in.
 //
 // OCSF classes used:
-//   1007 Process Activity     sandbox launched (1 Launch), process exited (2 Terminate)
+//   1007 Process Activity     sandbox launched (1 Launch), process exited (2 Terminate),
+//                             an MCP tool call that started no sandbox (99 Other)
 //   1003 Kernel Activity      syscall denied/logged (4 Invoke, kernel.type_id 2 System Call)
 //                             with the security_control profile
 //   2004 Detection Finding    breakout finding (1 Create); limit hit (1 Create)
@@ -128,7 +129,20 @@ struct ProcessExitedInfo {
   std::string run_id;
 };
 
+// An MCP tool call that ran no sandbox: refused before one started (bad
+// input, a busy server, a policy that does not compile) or one that needs
+// none (inspect_runtimes). Calls that run a sandbox are audited by its
+// launch and exit events instead.
+struct ToolCallInfo {
+  std::string tool;        // "execute_code", "inspect_runtimes", ...
+  std::string request_id;  // the JSON-RPC id, as text
+  bool refused = false;
+  std::string detail;      // why it was refused, or what it did
+  int server_pid = 0;      // the `cocoon mcp` process that handled it
+};
+
 Event PolicyCompiled(const PolicyCompiledInfo& info);
+Event ToolCall(const ToolCallInfo& info);
 Event SandboxLaunched(const SandboxLaunchedInfo& info);
 Event SyscallDenied(const SyscallDeniedInfo& info);
 Event LimitHit(const LimitHitInfo& info);

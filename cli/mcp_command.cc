@@ -18,6 +18,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "audit/audit_log.h"
+#include "audit/events.h"
 #include "cli/agent_run_util.h"
 #include "cli/command_registry.h"
 #include "cli/mcp/server.h"
@@ -121,6 +123,21 @@ class SandboxExecutor : public mcp::Executor {
 
   nlohmann::json InspectRuntimes() override { return RuntimesToJson(cli::InspectRuntimes(true)); }
 
+  // A refused call is audited best-effort: it is refused either way.
+  mcp::AuditRef AuditRefusedCall(std::string_view tool, std::string_view request_id, const Status& why) override {
+    auto written = AppendToolCall(tool, request_id, true, why.message());
+    if (!written.ok()) {
+      spdlog::error("audit: the refused {} call could not be recorded: {}", tool, written.status().ToString());
+      return {};
+    }
+    return *written;
+  }
+
+  Result<mcp::AuditRef> AuditToolCall(std::string_view tool, std::string_view request_id,
+                                      std::string_view detail) override {
+    return AppendToolCall(tool, request_id, false, detail);
+  }
+
   std::vector<std::string> Languages() override {
     std::vector<std::string> names;
     for (const auto& name : RuntimePresetNames()) {
@@ -136,6 +153,31 @@ class SandboxExecutor : public mcp::Executor {
   }
 
  private:
+  // One signed event in the configured log (none configured: an empty
+  // reference, as for runs). The log is opened per event, like a launch's:
+  // appends from concurrent calls and processes are serialised by the log.
+  Result<mcp::AuditRef> AppendToolCall(std::string_view tool, std::string_view request_id, bool refused,
+                                       std::string_view detail) {
+    if (flags_.audit_log.empty()) return mcp::AuditRef{};
+    audit::AuditLogOptions options;
+    options.path = flags_.audit_log;
+    options.key_path = flags_.audit_key;
+    options.requirement = audit::AuditRequirement::kRequired;
+    auto log = audit::AuditLog::Open(options);
+    if (!log.ok()) return log.status().WithContext("audit log (required)");
+    audit::ToolCallInfo info;
+    info.tool = std::string(tool);
+    info.request_id = std::string(request_id);
+    info.refused = refused;
+    info.detail = std::string(detail);
+    info.server_pid = static_cast<int>(getpid());
+    auto written = (*log)->Append(audit::ToolCall(info));
+    Status closed = (*log)->Close();
+    if (!written.ok()) return written.status().WithContext("writing the tool call's audit event");
+    if (!closed.ok()) return closed.WithContext("closing the audit log");
+    return mcp::AuditRef{written->sequence, written->event_id};
+  }
+
   Result<RunSpec> SpecFor(const mcp::ExecRequest& request, const std::string& work) {
     RunSpec spec;
     QuickPolicyOptions& p = spec.policy;

@@ -114,6 +114,12 @@ class Executor {
   virtual AuditRef AuditRefusedCall(std::string_view tool, std::string_view request_id, const Status& why) {
     return {};
   }
+  // ...and a call that needs no sandbox (inspect_runtimes). An error means
+  // the configured audit log could not be written: the call is refused, as
+  // a launch would be.
+  virtual Result<AuditRef> AuditToolCall(std::string_view tool, std::string_view request_id, std::string_view detail) {
+    return AuditRef{};
+  }
 };
 
 }  // namespace cocoon::mcp

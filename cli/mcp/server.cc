@@ -415,7 +415,18 @@ json Server::ExecuteTool(Call& call) {
       Status why = InvalidArgumentError("inspect_runtimes takes no arguments");
       return CallResultFromError("bad_input", why, executor_.AuditRefusedCall(call.tool, call.key, why));
     }
-    return CallResultFromRuntimes(executor_.InspectRuntimes());
+    json runtimes = executor_.InspectRuntimes();
+    size_t available = 0, total = 0;
+    if (runtimes.contains("runtimes") && runtimes["runtimes"].is_array()) {
+      for (const auto& r : runtimes["runtimes"]) {
+        ++total;
+        if (r.value("available", false)) ++available;
+      }
+    }
+    auto audit = executor_.AuditToolCall(
+        call.tool, call.key, std::to_string(total) + " runtimes, " + std::to_string(available) + " installed");
+    if (!audit.ok()) return CallResultFromError("audit_failed", audit.status(), {});
+    return CallResultFromRuntimes(runtimes, *audit);
   }
   auto request = ParseToolArguments(call.tool, call.arguments, tool_context_);
   if (!request.ok()) {
@@ -426,7 +437,8 @@ json Server::ExecuteTool(Call& call) {
   request->request_id = call.key;
   request->client_name = call.context.client_name;
   if (!AcquireSlot(call)) {
-    return CallResultFromError("cancelled", Status(ErrorCode::kUnavailable, "cancelled before it started"), {});
+    Status why(ErrorCode::kUnavailable, "cancelled before it started");
+    return CallResultFromError("cancelled", why, executor_.AuditRefusedCall(call.tool, call.key, why));
   }
   ExecHooks hooks;
   hooks.cancel = &call.cancel;

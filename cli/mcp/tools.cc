@@ -22,12 +22,17 @@ json ObjectSchema(json properties, json required) {
           {"additionalProperties", false}};
 }
 
+// The audit reference every result carries (audit.note: why it is empty).
+json AuditSchema() {
+  return {{"type", "object"},
+          {"properties", {{"sequence", {{"type", "integer"}}}, {"event_id", {{"type", "string"}}}, {"note", {{"type", "string"}}}}},
+          {"required", {"sequence", "event_id"}}};
+}
+
 // The Outcome subset every run result is guaranteed to carry (the full
 // Outcome has more keys; additional properties are allowed in the output).
 json OutcomeSchema() {
-  json audit = {{"type", "object"},
-                {"properties", {{"sequence", {{"type", "integer"}}}, {"event_id", {{"type", "string"}}}}},
-                {"required", {"sequence", "event_id"}}};
+  json audit = AuditSchema();
   json error = {{"type", "object"},
                 {"properties", {{"kind", {{"type", "string"}}}, {"message", {{"type", "string"}}}}},
                 {"required", {"kind", "message"}}};
@@ -56,8 +61,8 @@ json RuntimesSchema() {
                     {"version", {{"type", "string"}}}}},
                   {"required", {"name", "available"}}};
   return {{"type", "object"},
-          {"properties", {{"runtimes", {{"type", "array"}, {"items", runtime}}}}},
-          {"required", {"runtimes"}}};
+          {"properties", {{"runtimes", {{"type", "array"}, {"items", runtime}}}, {"audit", AuditSchema()}}},
+          {"required", {"runtimes", "audit"}}};
 }
 
 json Annotations(std::string_view title, bool read_only) {
@@ -360,8 +365,10 @@ json CallResultFromError(std::string_view kind, const Status& status, const Audi
   return TextResult(structured, true);
 }
 
-json CallResultFromRuntimes(const json& runtimes) {
+json CallResultFromRuntimes(const json& runtimes, const AuditRef& audit) {
   json structured = runtimes.is_object() && runtimes.contains("runtimes") ? runtimes : json{{"runtimes", json::array()}};
+  structured["audit"] = {{"sequence", audit.sequence}, {"event_id", audit.event_id}};
+  if (audit.event_id.empty()) structured["audit"]["note"] = "no audit log configured (cocoon mcp --audit-log FILE --audit-key KEY)";
   return TextResult(structured, false);
 }
 

@@ -52,7 +52,7 @@ nlohmann::json CallResultFromExec(const ExecResult& result);
 // isError result for input the tool refused or a run that could not start.
 // `kind` is "bad_input" or "launch_failed".
 nlohmann::json CallResultFromError(std::string_view kind, const Status& status, const AuditRef& audit);
-nlohmann::json CallResultFromRuntimes(const nlohmann::json& runtimes);
+nlohmann::json CallResultFromRuntimes(const nlohmann::json& runtimes, const AuditRef& audit);
 
 // isError is true for a timeout, an OOM, a policy kill, a signal or a cancellation.
 bool IsErrorStatus(ExecStatus status);

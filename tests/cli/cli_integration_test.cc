@@ -3,6 +3,8 @@
 // a 1 GiB flood with bounded memory), doctor and info. They start real
 // sandboxes, so they carry LABELS integration.
 #include <algorithm>
+#include <set>
+#include <map>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -192,6 +194,52 @@ TEST(CocoonRun, AuditedRunWithoutLibcryptoIsRefusedAndWritesNothing) {
                       {{"LD_LIBRARY_PATH", (dir / "lib").string()}});
   EXPECT_NE(keygen.status, 0);
   EXPECT_FALSE(fs::exists(dir / "key2"));
+  fs::remove_all(dir);
+}
+
+// Every MCP call is audited by the real server, also one refused before a
+// sandbox ran (bad input) and one that needs none (inspect_runtimes): each
+// result carries the reference of its own signed line, and the log verifies.
+TEST(CocoonMcp, RefusedCallsAndInspectRuntimesAreAudited) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-mcp-audit-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","method":"notifications/initialized"})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(1)","bogus":1}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"inspect_runtimes","arguments":{}}})j"
+      "\n";
+  Ran ran = Cocoon({"mcp", "--audit-log", log, "--audit-key", key}, "", {}, COCOON_BINARY, requests);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::map<int, json> results;
+  std::istringstream lines(ran.out);
+  for (std::string line; std::getline(lines, line);) {
+    json message = json::parse(line);
+    if (message.contains("id") && message["id"].is_number()) results[message["id"].get<int>()] = message;
+  }
+  ASSERT_TRUE(results.count(1) && results.count(2)) << ran.out;
+  EXPECT_TRUE(results[1]["result"]["isError"].get<bool>());
+  EXPECT_FALSE(results[2]["result"]["isError"].get<bool>());
+  std::set<std::string> ids;
+  for (int id : {1, 2}) {
+    const json& audit = results[id]["result"]["structuredContent"]["audit"];
+    ASSERT_TRUE(audit["event_id"].is_string()) << results[id].dump();
+    EXPECT_FALSE(audit["event_id"].get<std::string>().empty()) << results[id].dump();
+    ids.insert(audit["event_id"].get<std::string>());
+  }
+  EXPECT_EQ(ids.size(), 2u);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("mcp-tool-call-refused"), std::string::npos);
+  EXPECT_NE(text.find("\"inspect_runtimes\""), std::string::npos);
+  Ran verified = Cocoon({"audit", "verify", log, "--trust", key + ".pub"});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
   fs::remove_all(dir);
 }
 
