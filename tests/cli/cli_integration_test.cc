@@ -317,6 +317,31 @@ TEST_P(CocoonRuntime, RunsHelloWorld) {
   EXPECT_EQ(j["exit_code"], 0) << j["stderr"];
 }
 
+// Each preset gives a throwaway HOME (issue 6): a tool's dotfiles go to the
+// sandbox's /tmp, never into the host work dir.
+TEST(CocoonRun, PresetsGiveAThrowawayHome) {
+  const std::vector<std::pair<const char*, const char*>> home_printers = {
+      {"python", "import os; print(os.environ['HOME'])"},
+      {"node", "console.log(process.env.HOME)"},
+      {"bash", "mkdir -p $HOME/.config && echo state > $HOME/.config/tool; echo $HOME"},
+      {"sh", "echo $HOME"},
+      {"perl", "print \"$ENV{HOME}\\n\""}};
+  fs::path work = fs::temp_directory_path() / ("cocoon-home-" + std::to_string(getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work);
+  for (const auto& [runtime, code] : home_printers) {
+    // Run from the work dir: the default read-only cwd is bound at its own
+    // path, which must not lie under the sandbox's /work.
+    Ran ran = Cocoon({"run", "--json", "--work", work.string(), "-r", runtime, "-c", code}, work.string());
+    json j = Json(ran);
+    EXPECT_EQ(j["stdout"], "/tmp\n") << runtime << ": " << j.dump(2) << ran.err;
+  }
+  std::vector<std::string> left;
+  for (const auto& entry : fs::recursive_directory_iterator(work)) left.push_back(entry.path().string());
+  EXPECT_TRUE(left.empty()) << "reached the host work dir: " << ::testing::PrintToString(left);
+  fs::remove_all(work);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Presets, CocoonRuntime,
     ::testing::Values(
