@@ -59,6 +59,12 @@ Result<std::string> MakeTempDir(int parent_fd) {
   return InternalError("no free commit directory name");
 }
 
+Result<std::pair<Fd, std::string>> OpenParent(int root_fd, const std::string& relative);
+
+bool SameTime(const struct timespec& a, const struct timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
 bool IsOpaque(int dir_fd) {
   char value[2] = {};
   for (const char* attr : {"user.overlay.opaque", "trusted.overlay.opaque"}) {
@@ -79,6 +85,9 @@ class Committer {
   Status LinkOriginals(int src_fd, int dst_fd);
   Status ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix);
   Status Build(int tree_fd, HostDir& host, int temp_fd);
+  Result<bool> LinkUntouchedOriginal(const HostDir& host, const std::string& path, const struct stat& staged,
+                                     int dst_dir, const std::string& name);
+  Status KeepHostSpecials(const HostDir& host, int temp_fd);
 
   const ScanReport& scan_;
   const CommitOptions& options_;
@@ -189,9 +198,65 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
   return Status::Ok();
 }
 
+// A staged file the sandbox never touched (same inode, size, mtime and
+// ctime as the copy-in left it: any write, chmod, chown, utimes or link by
+// the sandbox moves its ctime) goes back as the host's original itself,
+// linked, when that is still the file that was copied in. Anything else (a
+// changed or replaced file, a host file replaced meanwhile, a link refused)
+// is copied as before.
+Result<bool> Committer::LinkUntouchedOriginal(const HostDir& host, const std::string& path, const struct stat& staged,
+                                              int dst_dir, const std::string& name) {
+  if (options_.originals == nullptr) return false;
+  auto it = options_.originals->files.find(path);
+  if (it == options_.originals->files.end()) return false;
+  const StagedOriginals::File& original = it->second;
+  if (staged.st_ino != original.staged_ino || staged.st_size != original.staged_size ||
+      !SameTime(staged.st_mtim, original.staged_mtime) || !SameTime(staged.st_ctim, original.staged_ctime)) {
+    return false;
+  }
+  auto parent = OpenParent(host.dir.get(), path);
+  if (!parent.ok()) return false;
+  struct stat now {};
+  if (fstatat(parent->first.get(), parent->second.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(now.st_mode) ||
+      now.st_dev != original.host_dev || now.st_ino != original.host_ino) {
+    return false;
+  }
+  // linkat without AT_SYMLINK_FOLLOW, both ends relative to no-follow dir fds.
+  return linkat(parent->first.get(), parent->second.c_str(), dst_dir, name.c_str(), 0) == 0;
+}
+
+// The host's FIFOs, sockets and devices were never copied in, so the
+// sandbox never saw them: they stay, unless the sandbox made something of
+// its own at that name or removed the directory around it.
+Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
+  if (options_.originals == nullptr) return Status::Ok();
+  for (const auto& [path, special] : options_.originals->not_copied) {
+    COCOON_RETURN_IF_ERROR(Tick());
+    auto into = OpenParent(temp_fd, path);
+    if (!into.ok()) continue;
+    struct stat there {};
+    if (fstatat(into->first.get(), into->second.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    auto from = OpenParent(host.dir.get(), path);
+    if (!from.ok()) continue;
+    struct stat now {};
+    if (fstatat(from->first.get(), from->second.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+        now.st_dev != special.host_dev || now.st_ino != special.host_ino) {
+      continue;
+    }
+    (void)linkat(from->first.get(), from->second.c_str(), into->first.get(), into->second.c_str(), 0);
+  }
+  return Status::Ok();
+}
+
 Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
   if (options_.source == CommitSource::kStagedTree) {
-    return tree::CopyTree(tree_fd, temp_fd, "", Hooks(), stats_);
+    tree::CopyHooks hooks = Hooks();
+    hooks.take_file = [this, &host](const std::string& path, const struct stat& staged, int dst_dir,
+                                    const std::string& name) {
+      return LinkUntouchedOriginal(host, path, staged, dst_dir, name);
+    };
+    COCOON_RETURN_IF_ERROR(tree::CopyTree(tree_fd, temp_fd, "", hooks, stats_));
+    return KeepHostSpecials(host, temp_fd);
   }
   COCOON_RETURN_IF_ERROR(LinkOriginals(host.dir.get(), temp_fd));
   return ApplyUpper(tree_fd, temp_fd, "");

@@ -12,6 +12,10 @@
 //     devices, FIFOs, sockets, escaping links and flagged files are left out.
 //     Hardlinks inside the tree become independent copies, and sparse files
 //     are written out in full: both count against CommitOptions::max_bytes.
+//     A file the sandbox left untouched is instead the host's original,
+//     hard-linked (CommitOptions::originals): its inode, times, owner and
+//     mode stay; so do the host's FIFOs, sockets and devices, which the
+//     copy-in left out and the sandbox never saw.
 //  2. renameat2(RENAME_EXCHANGE) swaps the new directory with the host work
 //     dir in one step (Linux 3.15; man 2 rename), so a reader sees either the
 //     old contents or the new, never a mixture.
@@ -32,7 +36,10 @@
 // then fails with kFailedPrecondition and commits nothing.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +54,28 @@ enum class CommitSource {
   kOverlayUpper,  // the tree is an overlayfs upper layer over host_dir
 };
 
+// What the copy-in took from the host work dir (staged copy mode), so that
+// what the sandbox left untouched goes back as the host's own original --
+// same inode, times, owner and mode, hard-linked like the overlay mode's
+// originals -- and not as a fresh copy; and so that what the copy-in could
+// not take (FIFOs, sockets, devices: the sandbox never saw them) stays.
+struct StagedOriginals {
+  struct File {
+    dev_t host_dev = 0;
+    ino_t host_ino = 0;
+    ino_t staged_ino = 0;
+    off_t staged_size = 0;
+    struct timespec staged_mtime {};  // set to the host file's mtime at copy-in
+    struct timespec staged_ctime {};  // any change by the sandbox moves it
+  };
+  struct Special {
+    dev_t host_dev = 0;
+    ino_t host_ino = 0;
+  };
+  std::map<std::string, File> files;        // relative path -> a regular file copied in
+  std::map<std::string, Special> not_copied;  // relative path -> a FIFO, socket or device left out
+};
+
 struct CommitOptions {
   CommitSource source = CommitSource::kStagedTree;
   // Checked between entries; when it becomes true the commit stops, removes
@@ -58,6 +87,9 @@ struct CommitOptions {
   // blocks a file uses, but the host receives a sparse file in full and each
   // hardlink name as its own copy.
   uint64_t max_bytes = 0;
+  // Staged copy mode: the copy-in's record (see StagedOriginals); null: every
+  // file is copied.
+  const StagedOriginals* originals = nullptr;
   // Test hook: fail (as if interrupted) after this many entries are written.
   // 0 = never.
   uint64_t fail_after_entries = 0;

@@ -158,11 +158,28 @@ Status Staging::Populate() {
     hooks.on_symlink = [this](const std::string& path, const std::string& target) {
       preexisting_symlinks_[path] = target;
     };
+    // The copy keeps the original's times (so `make` inside sees them), and
+    // what it took is recorded, so that the commit can give back untouched
+    // originals themselves (commit.h, StagedOriginals).
+    hooks.on_file = [this](const std::string& path, const struct stat& source, int dst_dir, const std::string& name) {
+      const struct timespec times[2] = {source.st_atim, source.st_mtim};
+      if (utimensat(dst_dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("utimes " + path);
+      struct stat staged {};
+      if (fstatat(dst_dir, name.c_str(), &staged, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + path);
+      originals_.files[path] = StagedOriginals::File{source.st_dev, source.st_ino, staged.st_ino, staged.st_size,
+                                                     staged.st_mtim, staged.st_ctim};
+      return Status::Ok();
+    };
+    hooks.on_special = [this](const std::string& path, const struct stat& source) {
+      originals_.not_copied[path] = StagedOriginals::Special{source.st_dev, source.st_ino};
+    };
     Status copied = tree::CopyTree(host.get(), view_fd_, "", hooks, stats);
     if (!copied.ok()) return copied.code() == ErrorCode::kResourceExhausted || copied.message().find("No space") != std::string::npos
                                 ? ResourceExhaustedError("the work dir does not fit in the disk quota: " + copied.message())
                                 : copied;
     hooks.on_symlink = nullptr;
+    hooks.on_file = nullptr;
+    hooks.on_special = nullptr;
   }
   for (const ir::Copy& copy : options_.copies) {
     std::string dest = copy.destination;
@@ -211,6 +228,7 @@ Result<StagingResult> Staging::VerifyAndCommit(const std::atomic<bool>* cancel) 
   CommitOptions commit_options;
   commit_options.cancel = cancel;
   commit_options.max_bytes = quota_bytes_;
+  if (spec_.strategy == StagingStrategy::kCopy) commit_options.originals = &originals_;
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;
   COCOON_ASSIGN_OR_RETURN(result.commit, CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options));

@@ -163,6 +163,7 @@ class Staging {
   uint64_t quota_bytes_ = 0;
   std::string stage_dir_;  // overlay only: created by Prepare, removed by the destructor
   std::map<std::string, std::string> preexisting_symlinks_;  // host's own links, copied in (kCopy)
+  StagedOriginals originals_;  // what the copy-in took and left out (kCopy)
   int tree_fd_ = -1;
   int view_fd_ = -1;
 };

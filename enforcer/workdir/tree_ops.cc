@@ -160,10 +160,18 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
       ++stats.directories;
     } else if (S_ISREG(st.st_mode)) {
+      if (hooks.take_file) {
+        COCOON_ASSIGN_OR_RETURN(bool taken, hooks.take_file(path, st, dst_fd, entry.name));
+        if (taken) {
+          ++stats.files;
+          continue;
+        }
+      }
       COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes, static_cast<uint64_t>(st.st_size), hooks.max_bytes, path));
       Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes);
       if (!copied.ok()) return copied.WithContext(path);
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
+      if (hooks.on_file) COCOON_RETURN_IF_ERROR(hooks.on_file(path, st, dst_fd, entry.name));
       ++stats.files;
     } else if (S_ISLNK(st.st_mode)) {
       auto target = CopySymlink(src_fd, entry.name, dst_fd, entry.name);
@@ -171,8 +179,9 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
       if (hooks.on_symlink) hooks.on_symlink(path, *target);
       ++stats.symlinks;
-    } else if (hooks.skip) {
-      hooks.skip(path, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device");
+    } else {
+      if (hooks.on_special) hooks.on_special(path, st);
+      if (hooks.skip) hooks.skip(path, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device");
     }
   }
   return Status::Ok();

@@ -74,6 +74,15 @@ struct CopyHooks {
   // Most bytes the copy may write, in total (0: no limit). Checked against
   // each file's size before it is copied: see CheckByteBudget.
   uint64_t max_bytes = 0;
+  // Before a regular file is copied: true when the hook committed it some
+  // other way (the commit links an untouched original), so no copy is made.
+  std::function<Result<bool>(const std::string& path, const struct stat& source, int dst_dir,
+                             const std::string& name)> take_file;
+  // After a regular file is copied and given to `owner` (dst_dir/name).
+  std::function<Status(const std::string& path, const struct stat& source, int dst_dir,
+                       const std::string& name)> on_file;
+  // A FIFO, socket or device the copy leaves out (besides `skip`).
+  std::function<void(const std::string& path, const struct stat& source)> on_special;
 };
 struct CopyStats {
   uint64_t files = 0, directories = 0, symlinks = 0, bytes = 0;

@@ -130,6 +130,59 @@ TEST_P(StagingTest, SandboxSeesContentsWritesAreStagedThenVerifiedAndCommitted) 
   EXPECT_FALSE(Exists(host_ + "/big"));
 }
 
+// What the sandbox did not touch goes back as the host's original: the same
+// inode, mtime, owner and mode (a setuid bit of the host's own file
+// included: it never came from the sandbox), and the host's FIFO, which the
+// copy-in leaves out, is still there. A copy-mode commit once replaced every
+// file with a fresh copy (new inode and mtime, owner and setuid bit lost) and
+// dropped the FIFO. Files the sandbox touched are its copies, as before.
+TEST_P(StagingTest, UntouchedOriginalsAndHostFifosStayThemselves) {
+  if (GetParam() != StagingStrategy::kCopy) GTEST_SKIP() << "copy mode only (the overlay links its originals anyway)";
+  WriteText(host_ + "/keep.bin", "the host's own\n", 04755);
+  ASSERT_EQ(chown((host_ + "/keep.bin").c_str(), 1234, 1234), 0);
+  ASSERT_EQ(chmod((host_ + "/keep.bin").c_str(), 04755), 0);  // chown cleared it
+  const struct timespec old_times[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, (host_ + "/keep.bin").c_str(), old_times, 0), 0);
+  WriteText(host_ + "/touched.txt", "same size\n");
+  ASSERT_EQ(utimensat(AT_FDCWD, (host_ + "/touched.txt").c_str(), old_times, 0), 0);
+  ASSERT_EQ(mkfifo((host_ + "/sub/pipe").c_str(), 0600), 0);
+  struct stat before {};
+  ASSERT_EQ(stat((host_ + "/keep.bin").c_str(), &before), 0);
+  ino_t input_inode = testing::Inode(host_ + "/input.txt");
+
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    struct stat st {};
+    // The copy carries the original's mtime.
+    if (stat((work + "/keep.bin").c_str(), &st) != 0 || st.st_mtim.tv_sec != 1000000000) return 1;
+    if (Exists(work + "/sub/pipe")) return 2;  // never copied in
+    // Same size, same mtime afterwards: only the ctime tells.
+    WriteText(work + "/touched.txt", "SAME SIZE\n");
+    const struct timespec old_times[2] = {{1000000000, 0}, {1000000000, 0}};
+    if (utimensat(AT_FDCWD, (work + "/touched.txt").c_str(), old_times, 0) != 0) return 3;
+    WriteText(work + "/new.txt", "new\n");
+    return 0;
+  });
+  ASSERT_EQ(rc, 0) << "sandbox side failed (100+ = mount step)";
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_TRUE(result->committed);
+
+  struct stat after {};
+  ASSERT_EQ(stat((host_ + "/keep.bin").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "an untouched original is linked back, not copied";
+  EXPECT_EQ(after.st_mtim.tv_sec, 1000000000);
+  EXPECT_EQ(after.st_uid, 1234u);
+  EXPECT_EQ(after.st_mode & 07777, 04755u);
+  EXPECT_EQ(testing::Inode(host_ + "/input.txt"), input_inode);
+  EXPECT_EQ(ReadText(host_ + "/touched.txt"), "SAME SIZE\n") << "a touched file is the sandbox's copy";
+  EXPECT_EQ(ReadText(host_ + "/new.txt"), "new\n");
+  struct stat pipe {};
+  ASSERT_EQ(lstat((host_ + "/sub/pipe").c_str(), &pipe), 0) << "the host's FIFO was dropped";
+  EXPECT_TRUE(S_ISFIFO(pipe.st_mode));
+}
+
 TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
   auto staging = Staging::Prepare(Options());
   ASSERT_TRUE(staging.ok());
