@@ -126,6 +126,15 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   // or killed run may have left half-written files, and an interrupted run
   // must commit nothing.
   bool finished_on_its_own = !run.cancelled && !run.timed_out && !run.killed_by_notify;
+  if (staging) {
+    StagingStrategy strategy = staging->strategy();
+    outcome.work_mode = strategy == StagingStrategy::kDirect    ? "direct"
+                        : strategy == StagingStrategy::kOverlay ? "staged-overlay"
+                                                                : "staged-copy";
+    outcome.verification = !finished_on_its_own                   ? "not-run"
+                            : strategy == StagingStrategy::kDirect ? "after-the-fact"
+                                                                   : "before-commit";
+  }
   if (staging && finished_on_its_own) {
     COCOON_ASSIGN_OR_RETURN(StagingResult staged,
                             staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr));

@@ -96,6 +96,10 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     findings.push_back({{"path", finding.path}, {"kind", finding.kind}, {"target", finding.target}});
   }
   j["breakout"] = {{"clean", outcome.breakout_clean}, {"findings", findings}};
+  if (!outcome.work_mode.empty()) {
+    j["breakout"]["work_mode"] = outcome.work_mode;
+    j["breakout"]["verified"] = outcome.verification;
+  }
   j["committed"] = outcome.committed;
   return j;
 }

@@ -109,6 +109,13 @@ struct Outcome {
   bool breakout_clean = true;
   std::vector<BreakoutFinding> breakout_findings;
   bool committed = false;               // staged work dir results copied back to the host
+  // With a work dir: "staged-copy", "staged-overlay" or "direct", and when
+  // breakout verification ran: "before-commit" (staged: nothing reached the
+  // host unverified), "after-the-fact" (direct: the sandbox wrote to the
+  // host dir itself; escapes were removed afterwards) or "not-run" (an
+  // interrupted run: nothing committed). Empty without a work dir.
+  std::string work_mode;
+  std::string verification;
 };
 
 std::string_view TerminationReasonName(TerminationReason reason);

@@ -140,6 +140,31 @@ TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
   fs::remove_all(dir);
 }
 
+// The Outcome says how the work dir was handled and when its breakout
+// verification ran: before the commit when staged, after the fact in
+// `direct` mode (the sandbox wrote to the host dir itself).
+TEST(CocoonEnforce, OutcomeSaysWhenTheWorkDirWasVerified) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-verified-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::permissions(dir / "work", fs::perms::all);  // the sandbox user writes it directly in direct mode
+  std::ofstream(dir / "direct.cocoon") << "import \"strict\"\nprofile direct extends strict {\n"
+                                          "  filesystem {\n    work /work quota 64MiB direct\n  }\n}\n";
+  json staged = Json(Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", (dir / "work").string(),
+                             "--json", "--", "/bin/true"}));
+  EXPECT_EQ(staged["breakout"]["work_mode"], "staged-copy") << staged.dump(2);
+  EXPECT_EQ(staged["breakout"]["verified"], "before-commit");
+  Ran ran = Cocoon({"enforce", (dir / "direct.cocoon").string(), "--work", (dir / "work").string(), "--json", "--",
+                    "/bin/sh", "-c", "ln -s /etc/passwd /work/escape; echo ok > /work/out"});
+  json direct = Json(ran);
+  EXPECT_EQ(direct["breakout"]["work_mode"], "direct") << direct.dump(2) << ran.err;
+  EXPECT_EQ(direct["breakout"]["verified"], "after-the-fact");
+  EXPECT_FALSE(direct["breakout"]["clean"].get<bool>());
+  EXPECT_FALSE(fs::is_symlink(dir / "work" / "escape")) << "removed after the fact";
+  EXPECT_TRUE(fs::exists(dir / "work" / "out"));
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, TimeoutExits124) {
   Ran ran = Cocoon({"run", "--timeout", "1", "-r", "python", "-c", "while True: pass"});
   EXPECT_EQ(ran.status, 124) << ran.err;
