@@ -196,6 +196,12 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
                            options.openings == OpeningPolicy::kClampToBase
                        ? limits.cpu_time_ms.value
                        : *timeout;
+    // Raising it opens the base policy as much as the wall time does: it is
+    // an override of its own in the audit launch event.
+    if (limits.cpu_time_ms.set && cpu > limits.cpu_time_ms.value) {
+      out.overrides.push_back("limits.cpu_time: " + std::to_string(limits.cpu_time_ms.value) + " -> " +
+                              std::to_string(cpu) + " (--timeout)");
+    }
     add_limit("cpu_time", cpu, true);
   }
   std::optional<uint64_t> memory = options.memory_bytes;

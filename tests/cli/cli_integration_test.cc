@@ -165,6 +165,17 @@ TEST(CocoonEnforce, OutcomeSaysWhenTheWorkDirWasVerified) {
   fs::remove_all(dir);
 }
 
+// A longer --timeout raises the CPU-time limit with the wall time; both are
+// overrides of the base policy, recorded as such.
+TEST(CocoonRun, ALongerTimeoutRecordsBothTimeLimitsAsOverrides) {
+  json j = Json(Cocoon({"run", "--json", "--timeout", "20", "--", "/bin/true"}));
+  std::vector<std::string> overrides = j["overrides"];
+  EXPECT_NE(std::find(overrides.begin(), overrides.end(), "limits.wall_time: 5000 -> 20000 (--timeout)"),
+            overrides.end()) << j["overrides"].dump();
+  EXPECT_NE(std::find(overrides.begin(), overrides.end(), "limits.cpu_time: 5000 -> 20000 (--timeout)"),
+            overrides.end()) << j["overrides"].dump();
+}
+
 TEST(CocoonRun, TimeoutExits124) {
   Ran ran = Cocoon({"run", "--timeout", "1", "-r", "python", "-c", "while True: pass"});
   EXPECT_EQ(ran.status, 124) << ran.err;
