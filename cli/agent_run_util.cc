@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "compiler/frontend/search_paths.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/cache_pruning.h"
+#include "enforcer/userns.h"
 
 namespace cocoon::cli {
 namespace {
@@ -87,6 +89,55 @@ std::optional<uint64_t> ResolveLimit(const char* name, const char* flag, std::op
   out.overrides.push_back("limits." + std::string(name) + ": " + std::to_string(base.value) + " -> " +
                           std::to_string(*requested) + " (" + flag + ")");
   return requested;
+}
+
+// As root the sandbox's user is host uid/gid 65534 (enforcer/userns.h), so a
+// host path bound into it is usable only if "other" (or 65534) may search
+// every directory on the way and read the end. Returns why not, or "" when
+// it may -- or when only an ACL could tell (the kernel then decides), and
+// for rootless runs, whose sandbox user is the caller.
+std::string WhySandboxUserCannotRead(const std::string& canonical) {
+  if (geteuid() != 0) return "";
+  const uid_t uid = enforcer::kRootSandboxHostUid;
+  const gid_t gid = enforcer::kRootSandboxHostGid;
+  auto allowed = [&](const struct stat& st, mode_t other, mode_t group, mode_t owner) {
+    if (st.st_uid == uid) return (st.st_mode & owner) == owner;
+    if (st.st_gid == gid) return (st.st_mode & group) == group;
+    return (st.st_mode & other) == other;
+  };
+  auto has_acl = [](const std::string& path) {
+    return getxattr(path.c_str(), "system.posix_acl_access", nullptr, 0) > 0;
+  };
+  std::string prefix;
+  size_t start = 1;
+  while (true) {
+    size_t slash = canonical.find('/', start);
+    bool last = slash == std::string::npos;
+    std::string current = last ? canonical : canonical.substr(0, slash);
+    std::string parent = prefix.empty() ? "/" : prefix;
+    struct stat st {};
+    if (stat(parent.c_str(), &st) == 0 && !allowed(st, S_IXOTH, S_IXGRP, S_IXUSR) && !has_acl(parent)) {
+      char mode[8];
+      snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+      return "the sandbox user (uid 65534) cannot enter " + parent + " (mode " + mode + ", owner uid " +
+             std::to_string(st.st_uid) + ")";
+    }
+    if (last) {
+      if (stat(current.c_str(), &st) != 0) return "";
+      bool directory = S_ISDIR(st.st_mode);
+      mode_t other = directory ? (S_IROTH | S_IXOTH) : S_IROTH, group = directory ? (S_IRGRP | S_IXGRP) : S_IRGRP,
+             owner = directory ? (S_IRUSR | S_IXUSR) : S_IRUSR;
+      if (!allowed(st, other, group, owner) && !has_acl(current)) {
+        char mode[8];
+        snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+        return "the sandbox user (uid 65534) cannot read " + current + " (mode " + mode + ", owner uid " +
+               std::to_string(st.st_uid) + ")";
+      }
+      return "";
+    }
+    prefix = current;
+    start = slash + 1;
+  }
 }
 
 bool IsForbiddenBind(const std::string& path) {
@@ -245,6 +296,9 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   }
   if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;
   for (const std::string& path : ro) {
+    if (std::string why = WhySandboxUserCannotRead(path); !why.empty()) {
+      out.notes.push_back(why + ": it is bound read-only but unreadable inside (chmod o+rX, or run rootless)");
+    }
     if (BaseHasMount(base.policy, path)) continue;
     fs_text += "    readonly " + QuotePolicyString(path) + "\n";
     out.overrides.push_back("filesystem.readonly: " + path + " (--ro" + (options.readonly_paths.empty() ? ", the current directory" : "") + ")");
@@ -313,6 +367,13 @@ Result<PreparedRun> PrepareRun(RunSpec spec) {
   std::string script;
   if (!spec.script_path.empty()) {
     COCOON_ASSIGN_OR_RETURN(script, CanonicalHostPath(spec.script_path, "script"));
+    // Fail here, clearly, rather than with the interpreter's "Permission
+    // denied" from inside the sandbox.
+    if (std::string why = WhySandboxUserCannotRead(script); !why.empty()) {
+      return PermissionDeniedError("script " + spec.script_path + ": " + why +
+                                   "; make it readable (chmod o+r, and o+x on its directories) or pass the code "
+                                   "with -c or on stdin");
+    }
     spec.policy.readonly_binds.emplace_back(script, script);
   }
   PreparedRun run;

@@ -176,6 +176,29 @@ TEST(CocoonRun, ALongerTimeoutRecordsBothTimeLimitsAsOverrides) {
             overrides.end()) << j["overrides"].dump();
 }
 
+// As root the sandbox runs as uid 65534: a script it could not read (a
+// mkstemp file, mode 0600) is refused up front with what to do, instead of
+// the interpreter's "Permission denied" from inside.
+TEST(CocoonRun, ScriptTheSandboxUserCannotReadIsRefusedClearly) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: only root runs map the sandbox user to uid 65534";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-script-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all);
+  std::ofstream(dir / "s.py") << "print('ran')\n";
+  fs::permissions(dir / "s.py", fs::perms::owner_read | fs::perms::owner_write);
+  Ran refused = Cocoon({"run", "-r", "python", (dir / "s.py").string()}, "/tmp");
+  EXPECT_EQ(refused.status, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("uid 65534"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("-c"), std::string::npos) << refused.err;
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::others_exec);
+  fs::permissions(dir / "s.py", fs::perms::owner_read | fs::perms::others_read);
+  Ran ran = Cocoon({"run", "-r", "python", (dir / "s.py").string()}, "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "ran\n");
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, TimeoutExits124) {
   Ran ran = Cocoon({"run", "--timeout", "1", "-r", "python", "-c", "while True: pass"});
   EXPECT_EQ(ran.status, 124) << ran.err;
