@@ -173,6 +173,12 @@ Status Sandbox::Impl::PrepareAll() {
     staging_options.mode = plan.work_mode;
     staging_options.quota_bytes = limit_plan.disk_tmpfs_bytes != 0 ? limit_plan.disk_tmpfs_bytes : plan.work_quota_bytes;
     staging_options.copies = copies;
+    const std::string inside = plan.work_path + "/";
+    for (const backends::PlanMount& mount : plan.mounts) {
+      if (mount.target.size() > inside.size() && mount.target.compare(0, inside.size(), inside) == 0) {
+        staging_options.inner_mount_points.push_back(mount.target.substr(inside.size()));
+      }
+    }
     if (id_maps.caller_is_root) {
       // The sandbox runs as host 65534 (userns.h): its work dir must be its own.
       staging_options.sandbox_host_uid = kRootSandboxHostUid;

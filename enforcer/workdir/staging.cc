@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "enforcer/fd_passing.h"
 #include "enforcer/workdir/tree_ops.h"
@@ -85,6 +87,20 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
   }
   spec.strategy = strategy;
+  // Which inner mount points (and the directories above them) the child
+  // will have to create: the ones the host dir does not have.
+  std::set<std::string> scaffolding;
+  for (const std::string& point : options.inner_mount_points) {
+    for (size_t end = point.find('/'); ; end = point.find('/', end + 1)) {
+      std::string prefix = end == std::string::npos ? point : point.substr(0, end);
+      struct stat st {};
+      if (!prefix.empty() && lstat((host + "/" + prefix).c_str(), &st) != 0 && errno == ENOENT) scaffolding.insert(prefix);
+      if (end == std::string::npos) break;
+    }
+  }
+  staging->scaffolding_.assign(scaffolding.begin(), scaffolding.end());
+  std::sort(staging->scaffolding_.begin(), staging->scaffolding_.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   if (strategy == StagingStrategy::kOverlay) {
     std::string pattern = options.state_dir + "/cocoon-stage-XXXXXX";
     if (!mkdtemp(pattern.data())) return ErrnoError("creating a staging mount point in " + options.state_dir);
@@ -206,8 +222,40 @@ Status Staging::Populate() {
   return Status::Ok();
 }
 
+namespace {
+
+// Removes the mount points the child made for inner mounts (and their new
+// parents) when they are still empty: an empty directory, or an empty file
+// for a file bind. Anything the sandbox put there stays and is verified.
+void RemoveScaffolding(int root_fd, const std::vector<std::string>& deepest_first) {
+  for (const std::string& path : deepest_first) {
+    size_t slash = path.rfind('/');
+    auto parent = tree::OpenDirPath(root_fd, slash == std::string::npos ? "" : path.substr(0, slash),
+                                    tree::CreateMissing::kNo);
+    if (!parent.ok()) continue;
+    std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    struct stat st {};
+    if (fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      (void)unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR);  // ENOTEMPTY: the sandbox's now
+    } else if (S_ISREG(st.st_mode) && st.st_size == 0) {
+      (void)unlinkat(parent->get(), name.c_str(), 0);
+    }
+  }
+}
+
+}  // namespace
+
 Result<StagingResult> Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
   StagingResult result;
+  if (!scaffolding_.empty()) {
+    if (spec_.strategy == StagingStrategy::kDirect) {
+      Fd host(open(options_.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (host.valid()) RemoveScaffolding(host.get(), scaffolding_);
+    } else if (tree_fd_ >= 0) {
+      RemoveScaffolding(tree_fd_, scaffolding_);
+    }
+  }
   if (spec_.strategy == StagingStrategy::kDirect) {
     ScanOptions scan_options;
     scan_options.mode = ScanMode::kDirect;

@@ -91,6 +91,12 @@ struct StagingOptions {
   // sandbox user could not write).
   int64_t sandbox_host_uid = -1;
   int64_t sandbox_host_gid = -1;
+  // Targets of the sandbox's other mounts that lie inside the work dir,
+  // relative to it ("main" for a read-only bind at /work/main). The child
+  // makes their mount points in the work tree; those the host dir did not
+  // have are removed again, when still empty, before verification, so that
+  // a bare mount point is never committed (VerifyAndCommit).
+  std::vector<std::string> inner_mount_points;
 };
 
 // Fixed buffers the child reads; filled by the parent. No pointers to heap
@@ -164,6 +170,7 @@ class Staging {
   std::string stage_dir_;  // overlay only: created by Prepare, removed by the destructor
   std::map<std::string, std::string> preexisting_symlinks_;  // host's own links, copied in (kCopy)
   StagedOriginals originals_;  // what the copy-in took and left out (kCopy)
+  std::vector<std::string> scaffolding_;  // mount points (and parents) the host dir lacks, deepest first
   int tree_fd_ = -1;
   int view_fd_ = -1;
 };

@@ -199,6 +199,31 @@ TEST(CocoonRun, ScriptTheSandboxUserCannotReadIsRefusedClearly) {
   fs::remove_all(dir);
 }
 
+// A mount inside the work dir (here a read-only bind at /work/inner/deep; a
+// `cocoon run` from a host dir under /work does the same with its cwd) needs
+// a mount point in the work tree. It is the sandbox's scaffolding, not a
+// result: it is never committed, unless the host dir had it already.
+TEST(CocoonEnforce, MountPointsInsideTheWorkDirAreNotCommitted) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-inner-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::create_directories(dir / "shared");
+  std::ofstream(dir / "shared" / "data.txt") << "shared\n";
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  fs::permissions(dir / "shared", fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  std::ofstream(dir / "inner.cocoon") << "import \"strict\"\nprofile inner extends strict {\n  filesystem {\n"
+                                         "    readonly \"" << (dir / "shared").string() << "\" as \"/work/inner/deep\"\n"
+                                         "  }\n}\n";
+  Ran ran = Cocoon({"enforce", (dir / "inner.cocoon").string(), "--work", (dir / "work").string(), "--", "/bin/sh",
+                    "-c", "cat /work/inner/deep/data.txt && echo result > /work/out.txt"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "shared\n");
+  std::vector<std::string> names;
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "work")) names.push_back(entry.path().filename());
+  EXPECT_EQ(names, std::vector<std::string>{"out.txt"});
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, TimeoutExits124) {
   Ran ran = Cocoon({"run", "--timeout", "1", "-r", "python", "-c", "while True: pass"});
   EXPECT_EQ(ran.status, 124) << ran.err;
