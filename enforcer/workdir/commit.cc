@@ -10,6 +10,8 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "enforcer/workdir/tree_ops.h"
 
@@ -65,6 +67,45 @@ bool SameTime(const struct timespec& a, const struct timespec& b) {
   return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
+// Reads both files to the end and compares them (both at offset 0).
+bool SameContents(int a, int b) {
+  constexpr size_t kChunk = 256 * 1024;
+  std::vector<char> left(kChunk), right(kChunk);
+  for (;;) {
+    ssize_t n = read(a, left.data(), kChunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    size_t got = 0;
+    while (got < static_cast<size_t>(n)) {
+      ssize_t m = read(b, right.data() + got, static_cast<size_t>(n) - got);
+      if (m < 0 && errno == EINTR) continue;
+      if (m <= 0) return false;
+      got += static_cast<size_t>(m);
+    }
+    if (n == 0) {
+      char extra;
+      return read(b, &extra, 1) == 0;
+    }
+    if (memcmp(left.data(), right.data(), static_cast<size_t>(n)) != 0) return false;
+  }
+}
+
+// Every directory above `path` in the new tree grants no permission bit its
+// host counterpart did not (the new tree's root is the host dir itself,
+// whose mode the commit copies).
+bool DirectoriesNotWidened(int host_root, int new_root, const std::string& path) {
+  for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    std::string dir = path.substr(0, slash);
+    struct stat host_st {}, new_st {};
+    if (fstatat(host_root, dir.c_str(), &host_st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        fstatat(new_root, dir.c_str(), &new_st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(host_st.st_mode) ||
+        !S_ISDIR(new_st.st_mode) || (new_st.st_mode & ~host_st.st_mode & 07777) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool IsOpaque(int dir_fd) {
   char value[2] = {};
   for (const char* attr : {"user.overlay.opaque", "trusted.overlay.opaque"}) {
@@ -86,7 +127,7 @@ class Committer {
   Status ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix);
   Status Build(int tree_fd, HostDir& host, int temp_fd);
   Result<bool> LinkUntouchedOriginal(const HostDir& host, const std::string& path, const struct stat& staged,
-                                     int dst_dir, const std::string& name);
+                                     int src_dir, int dst_dir, const std::string& name);
   Status KeepHostSpecials(const HostDir& host, int temp_fd);
 
   const ScanReport& scan_;
@@ -198,14 +239,18 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
   return Status::Ok();
 }
 
-// A staged file the sandbox never touched (same inode, size, mtime and
-// ctime as the copy-in left it: any write, chmod, chown, utimes or link by
-// the sandbox moves its ctime) goes back as the host's original itself,
-// linked, when that is still the file that was copied in. Anything else (a
-// changed or replaced file, a host file replaced meanwhile, a link refused)
-// is copied as before.
+// A staged file the sandbox left as the copy-in made it goes back as the
+// host's original itself, linked, when that is still the file that was
+// copied in. "As the copy-in made it" is checked on the contents, byte for
+// byte: the same inode, size, mtime and ctime are necessary but not enough
+// (writes through a shared mapping of a tmpfs file move neither time, and
+// before Linux 6.13 tmpfs times are coarse). The host file is opened once,
+// checked and compared through that fd, and linked through it
+// (/proc/self/fd, AT_SYMLINK_FOLLOW), so another host process renaming
+// something into its place meanwhile changes nothing. Anything else (a
+// changed file, a replaced host file, a failed link) is copied as before.
 Result<bool> Committer::LinkUntouchedOriginal(const HostDir& host, const std::string& path, const struct stat& staged,
-                                              int dst_dir, const std::string& name) {
+                                              int src_dir, int dst_dir, const std::string& name) {
   if (options_.originals == nullptr) return false;
   auto it = options_.originals->files.find(path);
   if (it == options_.originals->files.end()) return false;
@@ -216,18 +261,25 @@ Result<bool> Committer::LinkUntouchedOriginal(const HostDir& host, const std::st
   }
   auto parent = OpenParent(host.dir.get(), path);
   if (!parent.ok()) return false;
+  constexpr int kReadFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  Fd host_file(openat(parent->first.get(), parent->second.c_str(), kReadFlags));
+  Fd staged_file(openat(src_dir, name.c_str(), kReadFlags));
   struct stat now {};
-  if (fstatat(parent->first.get(), parent->second.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(now.st_mode) ||
-      now.st_dev != original.host_dev || now.st_ino != original.host_ino) {
+  if (!host_file.valid() || !staged_file.valid() || fstat(host_file.get(), &now) != 0 || !S_ISREG(now.st_mode) ||
+      now.st_dev != original.host_dev || now.st_ino != original.host_ino || now.st_size != staged.st_size) {
     return false;
   }
-  // linkat without AT_SYMLINK_FOLLOW, both ends relative to no-follow dir fds.
-  return linkat(parent->first.get(), parent->second.c_str(), dst_dir, name.c_str(), 0) == 0;
+  if (!SameContents(host_file.get(), staged_file.get())) return false;
+  std::string proc = "/proc/self/fd/" + std::to_string(host_file.get());
+  return linkat(AT_FDCWD, proc.c_str(), dst_dir, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
 }
 
 // The host's FIFOs, sockets and devices were never copied in, so the
 // sandbox never saw them: they stay, unless the sandbox made something of
-// its own at that name or removed the directory around it.
+// its own at that name, removed the directory around it, or widened the
+// mode of a directory on the way (the sandbox may have made a 0700
+// directory 0777; a host socket under it must not become reachable by
+// that). Like the originals above, each is linked through an O_PATH fd.
 Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
   if (options_.originals == nullptr) return Status::Ok();
   for (const auto& [path, special] : options_.originals->not_copied) {
@@ -236,14 +288,17 @@ Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
     if (!into.ok()) continue;
     struct stat there {};
     if (fstatat(into->first.get(), into->second.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    if (!DirectoriesNotWidened(host.dir.get(), temp_fd, path)) continue;
     auto from = OpenParent(host.dir.get(), path);
     if (!from.ok()) continue;
+    Fd entry(openat(from->first.get(), from->second.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     struct stat now {};
-    if (fstatat(from->first.get(), from->second.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
-        now.st_dev != special.host_dev || now.st_ino != special.host_ino) {
+    if (!entry.valid() || fstat(entry.get(), &now) != 0 || now.st_dev != special.host_dev ||
+        now.st_ino != special.host_ino || S_ISREG(now.st_mode) || S_ISDIR(now.st_mode) || S_ISLNK(now.st_mode)) {
       continue;
     }
-    (void)linkat(from->first.get(), from->second.c_str(), into->first.get(), into->second.c_str(), 0);
+    std::string proc = "/proc/self/fd/" + std::to_string(entry.get());
+    (void)linkat(AT_FDCWD, proc.c_str(), into->first.get(), into->second.c_str(), AT_SYMLINK_FOLLOW);
   }
   return Status::Ok();
 }
@@ -251,9 +306,9 @@ Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
 Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
   if (options_.source == CommitSource::kStagedTree) {
     tree::CopyHooks hooks = Hooks();
-    hooks.take_file = [this, &host](const std::string& path, const struct stat& staged, int dst_dir,
+    hooks.take_file = [this, &host](const std::string& path, const struct stat& staged, int src_dir, int dst_dir,
                                     const std::string& name) {
-      return LinkUntouchedOriginal(host, path, staged, dst_dir, name);
+      return LinkUntouchedOriginal(host, path, staged, src_dir, dst_dir, name);
     };
     COCOON_RETURN_IF_ERROR(tree::CopyTree(tree_fd, temp_fd, "", hooks, stats_));
     return KeepHostSpecials(host, temp_fd);

@@ -161,7 +161,7 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       ++stats.directories;
     } else if (S_ISREG(st.st_mode)) {
       if (hooks.take_file) {
-        COCOON_ASSIGN_OR_RETURN(bool taken, hooks.take_file(path, st, dst_fd, entry.name));
+        COCOON_ASSIGN_OR_RETURN(bool taken, hooks.take_file(path, st, src_fd, dst_fd, entry.name));
         if (taken) {
           ++stats.files;
           continue;

@@ -76,7 +76,7 @@ struct CopyHooks {
   uint64_t max_bytes = 0;
   // Before a regular file is copied: true when the hook committed it some
   // other way (the commit links an untouched original), so no copy is made.
-  std::function<Result<bool>(const std::string& path, const struct stat& source, int dst_dir,
+  std::function<Result<bool>(const std::string& path, const struct stat& source, int src_dir, int dst_dir,
                              const std::string& name)> take_file;
   // After a regular file is copied and given to `owner` (dst_dir/name).
   std::function<Status(const std::string& path, const struct stat& source, int dst_dir,

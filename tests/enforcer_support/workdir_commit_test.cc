@@ -177,6 +177,39 @@ TEST(CommitTest, SparseFilesAndHardlinksCountInFullAgainstTheQuota) {
   }
 }
 
+// The copy-in's record says "untouched" (inode, size, mtime, ctime all as
+// recorded) but the bytes differ from the host's original: the staged copy
+// is committed, never the original. The record is made after the change
+// here, which is what a write that moves no timestamp looks like.
+TEST(CommitTest, SameMetadataButOtherBytesIsCopied) {
+  TempDir parent("cocoon-parent");
+  TempDir staged("cocoon-staged");
+  std::string host = parent / "work";
+  mkdir(host.c_str(), 0750);
+  WriteText(host + "/same.txt", "same bytes\n");
+  WriteText(host + "/other.txt", "host bytes\n");
+  WriteText(staged / "same.txt", "same bytes\n");
+  WriteText(staged / "other.txt", "sbox bytes\n");
+  StagedOriginals originals;
+  for (const char* name : {"same.txt", "other.txt"}) {
+    struct stat h {}, s {};
+    ASSERT_EQ(stat((host + "/" + name).c_str(), &h), 0);
+    ASSERT_EQ(stat((staged / name).c_str(), &s), 0);
+    originals.files[name] = StagedOriginals::File{h.st_dev, h.st_ino, s.st_ino, s.st_size, s.st_mtim, s.st_ctim};
+  }
+  ino_t same_inode = testing::Inode(host + "/same.txt");
+  auto scan = ScanForBreakoutsAt(staged.path());
+  ASSERT_TRUE(scan.ok());
+  CommitOptions options;
+  options.originals = &originals;
+  int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto report = CommitStagedTree(fd, *scan, host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(testing::Inode(host + "/same.txt"), same_inode) << "identical bytes: the original is linked back";
+  EXPECT_EQ(ReadText(host + "/other.txt"), "sbox bytes\n") << "other bytes: the sandbox's copy";
+}
+
 TEST(CommitTest, OverlayUpperAppliedOverHardlinkedOriginals) {
   if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mknod of a whiteout needs root here";
   TempDir parent("cocoon-parent");
