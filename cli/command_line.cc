@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -47,6 +48,9 @@ int FinishProcess(int exit_code) {
 // following word, and a `--` then only ends that option's values instead of
 // ending the options: in `cocoon run --env A=1 -- cmd --allow-network` the
 // command's own `--allow-network` opened the sandbox's network.
+std::vector<std::string> after_double_dash;
+bool had_double_dash = false;
+
 void OneValuePerOccurrence(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     if (!option->get_positional() && option->get_expected_max() > 1) option->allow_extra_args(false);
@@ -55,6 +59,8 @@ void OneValuePerOccurrence(CLI::App& app) {
 }
 
 }  // namespace
+
+const std::vector<std::string>* CommandAfterDoubleDash() { return had_double_dash ? &after_double_dash : nullptr; }
 
 int RunCommandLine(int argc, char** argv) {
   // Logs go to stderr: stdout carries only command output (JSON Outcomes,
@@ -66,6 +72,18 @@ int RunCommandLine(int argc, char** argv) {
   app.set_version_flag("--version", std::string("cocoon ") + COCOON_VERSION_STRING);
   app.require_subcommand(1);
   CommandResult result;
+  // The commands that run a command take it after `--`, out of CLI11's reach:
+  // CLI11 2.1 hands the words after a `--` that follows a filled positional
+  // back to the parent parser, and keeps reading options after positionals.
+  if (argc > 2 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "enforce")) {
+    for (int i = 2; i < argc; ++i) {
+      if (std::string_view(argv[i]) != "--") continue;
+      had_double_dash = true;
+      after_double_dash.assign(argv + i + 1, argv + argc);
+      argc = i;
+      break;
+    }
+  }
   // argv[1] names the subcommand (no global option takes a value), so only
   // its options are built; anything else (--help, a typo) gets them all.
   SetUpCommandsFor(app, result, argc > 1 ? argv[1] : nullptr);

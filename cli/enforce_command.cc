@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "cli/launch_util.h"
 #include "compiler/common/json_fd_writer.h"
@@ -107,14 +108,25 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");
   cmd->add_option("POLICY", options->policy, "Policy file or compiled directory")->required();
-  cmd->add_option("COMMAND", options->command, "Command and arguments (after --)");
+  cmd->add_option("COMMAND", options->command, "Command and arguments, after --");
   cmd->add_option("--profile", options->profile, "Profile to use when the file has several");
   cmd->add_option("--work", options->work_dir, "Host work dir (staged; verified results are committed back)");
   cmd->add_option("--copy", options->copies, "Copy a host file into the work dir (repeatable)");
   cmd->add_flag("--json", options->json, "Print one JSON Outcome instead of passing output through");
   cmd->add_option("--audit-log", options->audit_log, "Append signed audit events to FILE");
   cmd->add_option("--audit-key", options->audit_key, "Ed25519 private key for the audit log");
-  cmd->callback([options, &result] { result.exit_code = RunEnforce(*options); });
+  cmd->callback([options, &result] {
+    // The command comes only after `--` (command_line.h): words before it
+    // that are not options would be read with cocoon's options mixed in.
+    if (!options->command.empty()) {
+      std::fprintf(stderr, "cocoon enforce: put the command after `--`: cocoon enforce POLICY [OPTIONS] -- %s ...\n",
+                   options->command.front().c_str());
+      result.exit_code = 2;
+      return;
+    }
+    if (const auto* command = CommandAfterDoubleDash()) options->command = *command;
+    result.exit_code = RunEnforce(*options);
+  });
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/agent_run_util.h"
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "cli/run_output_util.h"
 #include "cli/runtime_util.h"
@@ -181,7 +182,14 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
       "  cocoon run --json -r node -c 'console.log(process.version)'\n"
       "  cocoon run --work ./out --timeout 60 --mem 1G -- make -j2\n"
       "  cocoon run --explain --allow-network -r python script.py");
-  cmd->callback([f, &result] { result.exit_code = RunRun(*f); });
+  // A script's own arguments are never cocoon's: after the first positional
+  // (the script), every word is the script's, like `python3 script.py ...`;
+  // and what follows `--` is the command's (command_line.h).
+  cmd->positionals_at_end(true);
+  cmd->callback([f, &result] {
+    if (const auto* command = CommandAfterDoubleDash()) f->args.insert(f->args.end(), command->begin(), command->end());
+    result.exit_code = RunRun(*f);
+  });
 }
 
 }  // namespace

@@ -224,6 +224,32 @@ TEST(CocoonEnforce, MountPointsInsideTheWorkDirAreNotCommitted) {
   fs::remove_all(dir);
 }
 
+// A script's arguments are the script's, with or without `--`, even when
+// they look like cocoon's options; `enforce` takes its command only after
+// `--`, so none of its words is read as an option either.
+TEST(CocoonRun, AScriptsArgumentsAreNeverCocoonsOptions) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-args-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  std::ofstream(dir / "a.py") << "import sys; print(sys.argv[1:])\n";
+  fs::permissions(dir / "a.py", fs::perms::owner_all | fs::perms::others_read);
+  const std::string script = (dir / "a.py").string();
+  json j = Json(Cocoon({"run", "--json", "-r", "python", script, "--allow-network", "--mem", "4096"}, dir.string()));
+  EXPECT_EQ(j["stdout"], "['--allow-network', '--mem', '4096']\n") << j.dump(2);
+  for (const auto& o : j["overrides"]) EXPECT_EQ(o.get<std::string>().find("network"), std::string::npos) << o;
+  Ran help = Cocoon({"run", "-r", "python", script, "--", "--help"}, dir.string());
+  EXPECT_EQ(help.status, 0) << help.err;
+  EXPECT_EQ(help.out, "['--help']\n");
+  Ran enforce = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "/bin/echo", "--json"});
+  EXPECT_EQ(enforce.status, 2);
+  EXPECT_NE(enforce.err.find("after `--`"), std::string::npos) << enforce.err;
+  Ran echoed = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/echo", "--json", "--work", "/"});
+  EXPECT_EQ(echoed.status, 0) << echoed.err;
+  EXPECT_EQ(echoed.out, "--json --work /\n");
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, TimeoutExits124) {
   Ran ran = Cocoon({"run", "--timeout", "1", "-r", "python", "-c", "while True: pass"});
   EXPECT_EQ(ran.status, 124) << ran.err;
