@@ -91,53 +91,27 @@ std::optional<uint64_t> ResolveLimit(const char* name, const char* flag, std::op
   return requested;
 }
 
-// As root the sandbox's user is host uid/gid 65534 (enforcer/userns.h), so a
-// host path bound into it is usable only if "other" (or 65534) may search
-// every directory on the way and read the end. Returns why not, or "" when
-// it may -- or when only an ACL could tell (the kernel then decides), and
-// for rootless runs, whose sandbox user is the caller.
+// As root the sandbox's user is host uid/gid 65534 (enforcer/userns.h). A
+// host path bound into the sandbox at its own path is reached through the
+// directories the sandbox's root tmpfs makes for it (mode 0755), so only the
+// path itself matters: a file must be readable, a directory readable and
+// searchable, by "other" (or by 65534). Returns why not, or "" when it is --
+// or when only an ACL could tell (the kernel then decides), and for rootless
+// runs, whose sandbox user is the caller.
 std::string WhySandboxUserCannotRead(const std::string& canonical) {
   if (geteuid() != 0) return "";
   const uid_t uid = enforcer::kRootSandboxHostUid;
   const gid_t gid = enforcer::kRootSandboxHostGid;
-  auto allowed = [&](const struct stat& st, mode_t other, mode_t group, mode_t owner) {
-    if (st.st_uid == uid) return (st.st_mode & owner) == owner;
-    if (st.st_gid == gid) return (st.st_mode & group) == group;
-    return (st.st_mode & other) == other;
-  };
-  auto has_acl = [](const std::string& path) {
-    return getxattr(path.c_str(), "system.posix_acl_access", nullptr, 0) > 0;
-  };
-  std::string prefix;
-  size_t start = 1;
-  while (true) {
-    size_t slash = canonical.find('/', start);
-    bool last = slash == std::string::npos;
-    std::string current = last ? canonical : canonical.substr(0, slash);
-    std::string parent = prefix.empty() ? "/" : prefix;
-    struct stat st {};
-    if (stat(parent.c_str(), &st) == 0 && !allowed(st, S_IXOTH, S_IXGRP, S_IXUSR) && !has_acl(parent)) {
-      char mode[8];
-      snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-      return "the sandbox user (uid 65534) cannot enter " + parent + " (mode " + mode + ", owner uid " +
-             std::to_string(st.st_uid) + ")";
-    }
-    if (last) {
-      if (stat(current.c_str(), &st) != 0) return "";
-      bool directory = S_ISDIR(st.st_mode);
-      mode_t other = directory ? (S_IROTH | S_IXOTH) : S_IROTH, group = directory ? (S_IRGRP | S_IXGRP) : S_IRGRP,
-             owner = directory ? (S_IRUSR | S_IXUSR) : S_IRUSR;
-      if (!allowed(st, other, group, owner) && !has_acl(current)) {
-        char mode[8];
-        snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-        return "the sandbox user (uid 65534) cannot read " + current + " (mode " + mode + ", owner uid " +
-               std::to_string(st.st_uid) + ")";
-      }
-      return "";
-    }
-    prefix = current;
-    start = slash + 1;
-  }
+  struct stat st {};
+  if (stat(canonical.c_str(), &st) != 0) return "";
+  const bool directory = S_ISDIR(st.st_mode);
+  mode_t need = directory ? 5 : 4;  // r-x or r--
+  mode_t granted = st.st_uid == uid ? (st.st_mode >> 6) & 7 : st.st_gid == gid ? (st.st_mode >> 3) & 7 : st.st_mode & 7;
+  if ((granted & need) == need || getxattr(canonical.c_str(), "system.posix_acl_access", nullptr, 0) > 0) return "";
+  char mode[8];
+  snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+  return "the sandbox user (uid 65534) cannot read " + canonical + " (mode " + mode + ", owner uid " +
+         std::to_string(st.st_uid) + ")";
 }
 
 bool IsForbiddenBind(const std::string& path) {
@@ -250,6 +224,7 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     // Raising it opens the base policy as much as the wall time does: it is
     // an override of its own in the audit launch event.
     if (limits.cpu_time_ms.set && cpu > limits.cpu_time_ms.value) {
+      relaxes.insert("limits");
       out.overrides.push_back("limits.cpu_time: " + std::to_string(limits.cpu_time_ms.value) + " -> " +
                               std::to_string(cpu) + " (--timeout)");
     }
@@ -371,8 +346,7 @@ Result<PreparedRun> PrepareRun(RunSpec spec) {
     // denied" from inside the sandbox.
     if (std::string why = WhySandboxUserCannotRead(script); !why.empty()) {
       return PermissionDeniedError("script " + spec.script_path + ": " + why +
-                                   "; make it readable (chmod o+r, and o+x on its directories) or pass the code "
-                                   "with -c or on stdin");
+                                   "; make it readable (chmod o+r) or pass the code with -c or on stdin");
     }
     spec.policy.readonly_binds.emplace_back(script, script);
   }
