@@ -131,11 +131,15 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
     outcome.work_mode = strategy == StagingStrategy::kDirect    ? "direct"
                         : strategy == StagingStrategy::kOverlay ? "staged-overlay"
                                                                 : "staged-copy";
-    outcome.verification = !finished_on_its_own                   ? "not-run"
-                            : strategy == StagingStrategy::kDirect ? "after-the-fact"
-                                                                   : "before-commit";
+    outcome.verification = strategy == StagingStrategy::kDirect ? "after-the-fact"
+                            : !finished_on_its_own              ? "not-run"
+                                                                : "before-commit";
   }
-  if (staging && finished_on_its_own) {
+  // In direct mode the writes are on the host already, interrupted or not:
+  // the after-the-fact verification (removing escapes and the sandbox's
+  // mount points) runs in every case.
+  bool direct = staging && staging->strategy() == StagingStrategy::kDirect;
+  if (staging && (finished_on_its_own || direct)) {
     COCOON_ASSIGN_OR_RETURN(StagingResult staged,
                             staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr));
     outcome.breakout_findings = staged.scan.findings;

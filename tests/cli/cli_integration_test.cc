@@ -162,6 +162,18 @@ TEST(CocoonEnforce, OutcomeSaysWhenTheWorkDirWasVerified) {
   EXPECT_FALSE(direct["breakout"]["clean"].get<bool>());
   EXPECT_FALSE(fs::is_symlink(dir / "work" / "escape")) << "removed after the fact";
   EXPECT_TRUE(fs::exists(dir / "work" / "out"));
+
+  // Direct writes are on the host at once: a run that times out is
+  // verified and cleaned after the fact too (it once was not).
+  std::ofstream(dir / "direct-1s.cocoon") << "import \"strict\"\nprofile direct extends strict {\n"
+                                             "  filesystem {\n    work /work quota 64MiB direct\n  }\n"
+                                             "  limits {\n    wall_time 1s\n  }\n}\n";
+  Ran timed_out = Cocoon({"enforce", (dir / "direct-1s.cocoon").string(), "--work", (dir / "work").string(), "--json",
+                          "--", "/bin/sh", "-c", "ln -s /etc/shadow /work/late-escape; sleep 30"});
+  json late = Json(timed_out);
+  EXPECT_EQ(late["timed_out"], true) << late.dump(2) << timed_out.err;
+  EXPECT_EQ(late["breakout"]["verified"], "after-the-fact");
+  EXPECT_FALSE(fs::is_symlink(dir / "work" / "late-escape")) << "a timed-out direct run left its escape on the host";
   fs::remove_all(dir);
 }
 
