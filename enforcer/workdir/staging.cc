@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "enforcer/fd_passing.h"
@@ -72,10 +73,24 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
 
   StagingStrategy strategy = options.strategy;
   if (options.mode == ir::WorkMode::kDirect) strategy = StagingStrategy::kDirect;
+  std::optional<ScanReport> host_scan;
+  if (strategy != StagingStrategy::kDirect) {
+    // A staged work dir is replaced as a whole when it is committed (and the
+    // copy-in walks all of it): a filesystem mounted inside it would be
+    // copied, then emptied with the previous contents. Refused up front.
+    COCOON_ASSIGN_OR_RETURN(host_scan, ScanForBreakoutsAt(host));
+    for (const BreakoutFinding& finding : host_scan->findings) {
+      if (finding.kind == "mount") {
+        return FailedPreconditionError("work dir " + host + " holds a mount point at " + finding.path +
+                                       ": cocoon stages the work dir and replaces it whole when it commits, which "
+                                       "would reach into that filesystem; unmount it or choose another work dir");
+      }
+    }
+  }
   if (strategy == StagingStrategy::kAuto) {
     // Big dirs go through an overlay (nothing copied in); small ones are
     // copied, which needs no overlayfs and keeps the host dir unmounted.
-    COCOON_ASSIGN_OR_RETURN(ScanReport size, ScanForBreakoutsAt(host));
+    const ScanReport& size = *host_scan;
     struct stat st {};
     bool owner_ok = options.sandbox_host_uid < 0 ||
                     (stat(host.c_str(), &st) == 0 && static_cast<int64_t>(st.st_uid) == options.sandbox_host_uid);

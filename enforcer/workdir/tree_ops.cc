@@ -122,6 +122,14 @@ Status RemoveTree(int dir_fd, const std::string& name) {
   if (errno != EISDIR && errno != EPERM) return ErrnoError("removing '" + name + "'");
   {
     COCOON_ASSIGN_OR_RETURN(Fd child, OpenDir(dir_fd, name));
+    // Never into another filesystem: a mount point inside the tree would
+    // have its contents deleted (Staging::Prepare refuses such work dirs;
+    // this is the last guard).
+    struct stat parent_st {}, child_st {};
+    if (fstat(dir_fd, &parent_st) != 0 || fstat(child.get(), &child_st) != 0) return ErrnoError("stat '" + name + "'");
+    if (parent_st.st_dev != child_st.st_dev) {
+      return FailedPreconditionError("'" + name + "' is a mount point; not removing anything inside it");
+    }
     COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(child.get()));
     for (const DirEntry& entry : entries) {
       COCOON_RETURN_IF_ERROR(RemoveTree(child.get(), entry.name));

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "enforcer/workdir/staging.h"
+#include "enforcer/workdir/tree_ops.h"
 #include "test_tree.h"
 
 namespace cocoon::enforcer {
@@ -214,6 +215,29 @@ TEST_P(StagingTest, MappedWritesAreKeptAndWidenedDirectoriesDropHostSpecials) {
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(ReadText(host_ + "/mapped.bin"), "ABCDE56789\n") << "a write through a mapping was lost";
   EXPECT_FALSE(Exists(host_ + "/private/pipe")) << "a host FIFO kept under a directory the sandbox widened";
+}
+
+// A filesystem mounted inside a staged work dir would be copied in, then
+// emptied with the previous contents after the commit's swap: Prepare
+// refuses it, and the removal never crosses into another filesystem. Run in
+// a throwaway mount namespace: nothing is mounted on the host.
+TEST_P(StagingTest, AMountInsideTheWorkDirIsRefusedAndNeverEmptied) {
+  if (GetParam() != StagingStrategy::kCopy) GTEST_SKIP() << "one strategy is enough";
+  testing::MakeDirs(host_ + "/mnt");
+  int rc = testing::RunInMountNamespace([&] {
+    if (mount("tmpfs", (host_ + "/mnt").c_str(), "tmpfs", 0, "size=1m") != 0) return 1;
+    WriteText(host_ + "/mnt/precious", "keep me\n");
+    auto staging = Staging::Prepare(Options());
+    if (staging.ok()) return 2;
+    if (staging.status().message().find("mount point at mnt") == std::string::npos) return 3;
+    // The last guard: removing the tree stops at the mount point.
+    int parent = open(parent_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    Status removed = tree::RemoveTree(parent, "work");
+    close(parent);
+    if (removed.ok()) return 4;
+    return ReadText(host_ + "/mnt/precious") == "keep me\n" ? 0 : 5;
+  });
+  EXPECT_EQ(rc, 0) << "1 mount, 2 accepted, 3 message, 4 removed, 5 contents lost";
 }
 
 TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
