@@ -315,7 +315,7 @@ void ParseArgs(int argc, char** argv) {
       need(i, 1);
       int fd = open(argv[++i], O_RDONLY | O_CLOEXEC);
       ssize_t n = fd < 0 ? -1 : read(fd, filter, sizeof filter);
-      if (n <= 0 || n % sizeof(sock_filter) != 0) Die(argv[i]);
+      if (n <= 0 || n % sizeof(sock_filter) != 0 || static_cast<size_t>(n) == sizeof filter) Die(argv[i]);
       filter_program.len = static_cast<unsigned short>(n / sizeof(sock_filter));
       close(fd);
     } else {
