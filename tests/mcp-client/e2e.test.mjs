@@ -176,12 +176,18 @@ test('cancelling a call kills its sandbox', async () => {
 });
 
 test('four calls run concurrently', async () => {
+  // Each sleeps 1 s: run one after another they would take 4 s or more; the
+  // server runs 4 at once by default (--max-concurrent), so all four end well
+  // before that (launch costs included, on a busy 2-core machine).
+  const started = Date.now();
   const calls = [0, 1, 2, 3].map((i) => client.callTool({
     name: 'execute_code', arguments: { language: 'python', code: `import time\ntime.sleep(1)\nprint(${i})` },
   }));
   const results = await Promise.all(calls);
+  const elapsed = Date.now() - started;
   results.forEach((r, i) => {
     assert.equal(r.isError, false, JSON.stringify(r));
     assert.equal(r.structuredContent.stdout, `${i}\n`);
   });
+  assert.ok(elapsed < 3500, `four 1-second calls took ${elapsed} ms: not run concurrently`);
 });
