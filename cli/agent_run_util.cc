@@ -91,27 +91,61 @@ std::optional<uint64_t> ResolveLimit(const char* name, const char* flag, std::op
   return requested;
 }
 
-// As root the sandbox's user is host uid/gid 65534 (enforcer/userns.h). A
-// host path bound into the sandbox at its own path is reached through the
-// directories the sandbox's root tmpfs makes for it (mode 0755), so only the
-// path itself matters: a file must be readable, a directory readable and
-// searchable, by "other" (or by 65534). Returns why not, or "" when it is --
-// or when only an ACL could tell (the kernel then decides), and for rootless
-// runs, whose sandbox user is the caller.
-std::string WhySandboxUserCannotRead(const std::string& canonical) {
+// As root the sandbox's user is host uid/gid 65534 (enforcer/userns.h). For
+// a host path bound into the sandbox at its own path to be usable there:
+//  - the bind resolves the path on the host from inside the sandbox's user
+//    namespace, as host uid/gid 0 whose capabilities there cover only inodes
+//    owned by a mapped uid (0 or 65534): every directory above it owned by
+//    anyone else must be searchable by "other" (or by group 0);
+//  - inside, the path is reached through directories the sandbox's root
+//    tmpfs makes (mode 0755), except below another bound directory (`bound`,
+//    e.g. the read-only cwd holding the script): from there down, the host's
+//    own directories must be searchable by the sandbox user;
+//  - the path itself must be readable (a directory also searchable) by it.
+// The sandbox user is "other" unless an inode belongs to uid or gid 65534.
+// Returns why not, or "" when it may be -- or when only an ACL could tell
+// (the kernel then decides), and for rootless runs, whose sandbox user is
+// the caller.
+std::string WhySandboxUserCannotRead(const std::string& canonical, const std::vector<std::string>& bound) {
   if (geteuid() != 0) return "";
   const uid_t uid = enforcer::kRootSandboxHostUid;
   const gid_t gid = enforcer::kRootSandboxHostGid;
+  auto has_acl = [](const std::string& path) {
+    return getxattr(path.c_str(), "system.posix_acl_access", nullptr, 0) > 0;
+  };
+  auto sandbox_bits = [&](const struct stat& st) -> mode_t {
+    return st.st_uid == uid ? (st.st_mode >> 6) & 7 : st.st_gid == gid ? (st.st_mode >> 3) & 7 : st.st_mode & 7;
+  };
+  auto describe = [](const std::string& path, const struct stat& st) {
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    return path + " (mode " + mode + ", owner uid " + std::to_string(st.st_uid) + ")";
+  };
+  // The deepest other bound directory holding the path, if any.
+  std::string enclosing;
+  for (const std::string& dir : bound) {
+    if (dir != canonical && canonical.size() > dir.size() && canonical.compare(0, dir.size(), dir) == 0 &&
+        (dir == "/" || canonical[dir.size()] == '/') && dir.size() > enclosing.size()) {
+      enclosing = dir;
+    }
+  }
+  for (size_t slash = canonical.find('/', 1); slash != std::string::npos; slash = canonical.find('/', slash + 1)) {
+    std::string dir = canonical.substr(0, slash);
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || has_acl(dir)) continue;
+    bool host_side = st.st_uid == 0 || st.st_uid == uid ||
+                     (st.st_gid == 0 ? (st.st_mode & S_IXGRP) != 0 : (st.st_mode & S_IXOTH) != 0);
+    if (!host_side) return "the sandbox cannot reach " + canonical + ": " + describe(dir, st) + " is not searchable by others";
+    bool inside_bind = !enclosing.empty() && dir.size() >= enclosing.size();
+    if (inside_bind && (sandbox_bits(st) & 1) == 0) {
+      return "the sandbox user (uid 65534) cannot enter " + describe(dir, st);
+    }
+  }
   struct stat st {};
   if (stat(canonical.c_str(), &st) != 0) return "";
-  const bool directory = S_ISDIR(st.st_mode);
-  mode_t need = directory ? 5 : 4;  // r-x or r--
-  mode_t granted = st.st_uid == uid ? (st.st_mode >> 6) & 7 : st.st_gid == gid ? (st.st_mode >> 3) & 7 : st.st_mode & 7;
-  if ((granted & need) == need || getxattr(canonical.c_str(), "system.posix_acl_access", nullptr, 0) > 0) return "";
-  char mode[8];
-  snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-  return "the sandbox user (uid 65534) cannot read " + canonical + " (mode " + mode + ", owner uid " +
-         std::to_string(st.st_uid) + ")";
+  mode_t need = S_ISDIR(st.st_mode) ? 5 : 4;  // r-x or r--
+  if ((sandbox_bits(st) & need) == need || has_acl(canonical)) return "";
+  return "the sandbox user (uid 65534) cannot read " + describe(canonical, st);
 }
 
 bool IsForbiddenBind(const std::string& path) {
@@ -271,10 +305,11 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   }
   if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;
   for (const std::string& path : ro) {
-    if (std::string why = WhySandboxUserCannotRead(path); !why.empty()) {
+    if (std::string why = WhySandboxUserCannotRead(path, ro); !why.empty()) {
       out.notes.push_back(why + ": it is bound read-only but unreadable inside (chmod o+rX, or run rootless)");
     }
     if (BaseHasMount(base.policy, path)) continue;
+    out.readonly_dirs.push_back(path);
     fs_text += "    readonly " + QuotePolicyString(path) + "\n";
     out.overrides.push_back("filesystem.readonly: " + path + " (--ro" + (options.readonly_paths.empty() ? ", the current directory" : "") + ")");
     relaxes.insert("filesystem");
@@ -342,17 +377,19 @@ Result<PreparedRun> PrepareRun(RunSpec spec) {
   std::string script;
   if (!spec.script_path.empty()) {
     COCOON_ASSIGN_OR_RETURN(script, CanonicalHostPath(spec.script_path, "script"));
-    // Fail here, clearly, rather than with the interpreter's "Permission
-    // denied" from inside the sandbox.
-    if (std::string why = WhySandboxUserCannotRead(script); !why.empty()) {
-      return PermissionDeniedError("script " + spec.script_path + ": " + why +
-                                   "; make it readable (chmod o+r) or pass the code with -c or on stdin");
-    }
     spec.policy.readonly_binds.emplace_back(script, script);
   }
   PreparedRun run;
   COCOON_ASSIGN_OR_RETURN(run.policy, BuildQuickPolicy(spec.policy));
   const QuickPolicy& policy = run.policy;
+  // Fail here, clearly, rather than with the interpreter's "Permission
+  // denied" from inside the sandbox.
+  if (!script.empty()) {
+    if (std::string why = WhySandboxUserCannotRead(script, policy.readonly_dirs); !why.empty()) {
+      return PermissionDeniedError("script " + spec.script_path + ": " + why +
+                                   "; make it readable (chmod o+rX) or pass the code with -c or on stdin");
+    }
+  }
   if (spec.policy.code || !script.empty()) {
     if (!policy.runtime) return InvalidArgumentError("code needs a runtime: pass -r NAME (see `cocoon run --list-runtimes`)");
     auto interpreter = FindInterpreter(*policy.runtime);

@@ -69,6 +69,7 @@ struct QuickPolicy {
   std::string cwd;                     // where the command runs inside the sandbox
   std::string code_file;               // "/cocoon/main<ext>" when the code was staged as a file
   std::string stdin_file;              // "/cocoon/stdin" when stdin data was staged
+  std::vector<std::string> readonly_dirs;  // host paths bound read-only at their own path (--ro, cwd)
 };
 
 // Builds the text. Fails on bad flags or a base policy that does not compile

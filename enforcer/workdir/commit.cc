@@ -67,10 +67,13 @@ bool SameTime(const struct timespec& a, const struct timespec& b) {
   return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-// Reads both files to the end and compares them (both at offset 0).
-bool SameContents(int a, int b) {
-  constexpr size_t kChunk = 256 * 1024;
-  std::vector<char> left(kChunk), right(kChunk);
+// Reads both files to the end and compares them (both at offset 0). The
+// buffers are the caller's, allocated once per commit.
+constexpr size_t kCompareChunk = 256 * 1024;
+bool SameContents(int a, int b, std::vector<char>& left, std::vector<char>& right) {
+  constexpr size_t kChunk = kCompareChunk;
+  left.resize(kChunk);
+  right.resize(kChunk);
   for (;;) {
     ssize_t n = read(a, left.data(), kChunk);
     if (n < 0 && errno == EINTR) continue;
@@ -91,15 +94,18 @@ bool SameContents(int a, int b) {
 }
 
 // Every directory above `path` in the new tree grants no permission bit its
-// host counterpart did not (the new tree's root is the host dir itself,
-// whose mode the commit copies).
+// host counterpart did not, and has the same owner and group (a root commit
+// gives new directories to the work dir's owner: a root-owned 0700
+// directory would otherwise become that user's). The new tree's root is the
+// host dir itself, whose mode and owner the commit copies.
 bool DirectoriesNotWidened(int host_root, int new_root, const std::string& path) {
   for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
     std::string dir = path.substr(0, slash);
     struct stat host_st {}, new_st {};
     if (fstatat(host_root, dir.c_str(), &host_st, AT_SYMLINK_NOFOLLOW) != 0 ||
         fstatat(new_root, dir.c_str(), &new_st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(host_st.st_mode) ||
-        !S_ISDIR(new_st.st_mode) || (new_st.st_mode & ~host_st.st_mode & 07777) != 0) {
+        !S_ISDIR(new_st.st_mode) || (new_st.st_mode & ~host_st.st_mode & 07777) != 0 ||
+        new_st.st_uid != host_st.st_uid || new_st.st_gid != host_st.st_gid) {
       return false;
     }
   }
@@ -136,6 +142,7 @@ class Committer {
   uint64_t entries_ = 0;
   tree::CopyStats stats_;
   tree::Owner owner_;  // as root: the host work dir's owner, for everything committed
+  std::vector<char> compare_left_, compare_right_;  // SameContents' buffers
 };
 
 Status Committer::Tick() {
@@ -269,7 +276,7 @@ Result<bool> Committer::LinkUntouchedOriginal(const HostDir& host, const std::st
       now.st_dev != original.host_dev || now.st_ino != original.host_ino || now.st_size != staged.st_size) {
     return false;
   }
-  if (!SameContents(host_file.get(), staged_file.get())) return false;
+  if (!SameContents(host_file.get(), staged_file.get(), compare_left_, compare_right_)) return false;
   std::string proc = "/proc/self/fd/" + std::to_string(host_file.get());
   return linkat(AT_FDCWD, proc.c_str(), dst_dir, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
 }
@@ -298,7 +305,16 @@ Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
       continue;
     }
     std::string proc = "/proc/self/fd/" + std::to_string(entry.get());
-    (void)linkat(AT_FDCWD, proc.c_str(), into->first.get(), into->second.c_str(), AT_SYMLINK_FOLLOW);
+    if (linkat(AT_FDCWD, proc.c_str(), into->first.get(), into->second.c_str(), AT_SYMLINK_FOLLOW) == 0) continue;
+    // Without /proc: by name, then check that the name still led to the
+    // entry checked above; if another process swapped it in between, the
+    // link is taken back (the entry is left out, as it once always was).
+    if (linkat(from->first.get(), from->second.c_str(), into->first.get(), into->second.c_str(), 0) != 0) continue;
+    struct stat linked {};
+    if (fstatat(into->first.get(), into->second.c_str(), &linked, AT_SYMLINK_NOFOLLOW) != 0 ||
+        linked.st_dev != now.st_dev || linked.st_ino != now.st_ino) {
+      (void)unlinkat(into->first.get(), into->second.c_str(), 0);
+    }
   }
   return Status::Ok();
 }

@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "enforcer/fd_passing.h"
 #include "enforcer/workdir/tree_ops.h"
@@ -57,6 +59,34 @@ Status CheckCopies(const std::vector<ir::Copy>& copies) {
   return Status::Ok();
 }
 
+// The first mount point at `dir` or below it in this mount namespace, from
+// /proc/self/mountinfo (field 5, with its octal escapes undone), or "". A
+// bind mount from the same filesystem has no device of its own, so only
+// the mount table shows it.
+std::string MountPointAtOrBelow(const std::string& dir) {
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mountinfo, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    if (!(fields >> id >> parent >> devno >> root >> point)) continue;
+    std::string unescaped;
+    for (size_t i = 0; i < point.size(); ++i) {
+      if (point[i] == '\\' && i + 3 < point.size()) {
+        unescaped += static_cast<char>(std::stoi(point.substr(i + 1, 3), nullptr, 8));
+        i += 3;
+      } else {
+        unescaped += point[i];
+      }
+    }
+    if (unescaped == dir || (unescaped.size() > dir.size() && unescaped.compare(0, dir.size(), dir) == 0 &&
+                             unescaped[dir.size()] == '/')) {
+      return unescaped;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options) {
@@ -75,6 +105,14 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   if (options.mode == ir::WorkMode::kDirect) strategy = StagingStrategy::kDirect;
   std::optional<ScanReport> host_scan;
   if (strategy != StagingStrategy::kDirect) {
+    if (std::string point = MountPointAtOrBelow(host); point == host) {
+      return FailedPreconditionError("work dir " + host + " is itself a mount point: cocoon replaces a staged work dir "
+                                     "whole when it commits, which a mount point cannot be; use a directory inside it");
+    } else if (!point.empty()) {
+      return FailedPreconditionError("work dir " + host + " holds a mount point at " + point +
+                                     ": cocoon stages the work dir and replaces it whole when it commits, which "
+                                     "would reach into that filesystem; unmount it or choose another work dir");
+    }
     // A staged work dir is replaced as a whole when it is committed (and the
     // copy-in walks all of it): a filesystem mounted inside it would be
     // copied, then emptied with the previous contents. Refused up front.

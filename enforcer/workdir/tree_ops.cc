@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -81,6 +82,18 @@ Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing c
   return current;
 }
 
+bool IsMountRoot(int parent_fd, int dir_fd) {
+  // STATX_ATTR_MOUNT_ROOT (Linux 5.8) also sees a bind mount from the same
+  // filesystem, which a device comparison cannot.
+  struct statx stx {};
+  if (statx(dir_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0 &&
+      (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0) {
+    return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  }
+  struct stat parent_st {}, dir_st {};
+  return fstat(parent_fd, &parent_st) != 0 || fstat(dir_fd, &dir_st) != 0 || parent_st.st_dev != dir_st.st_dev;
+}
+
 Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name, mode_t mode,
                 uint64_t* bytes) {
   Fd in(openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
@@ -125,9 +138,7 @@ Status RemoveTree(int dir_fd, const std::string& name) {
     // Never into another filesystem: a mount point inside the tree would
     // have its contents deleted (Staging::Prepare refuses such work dirs;
     // this is the last guard).
-    struct stat parent_st {}, child_st {};
-    if (fstat(dir_fd, &parent_st) != 0 || fstat(child.get(), &child_st) != 0) return ErrnoError("stat '" + name + "'");
-    if (parent_st.st_dev != child_st.st_dev) {
+    if (IsMountRoot(dir_fd, child.get())) {
       return FailedPreconditionError("'" + name + "' is a mount point; not removing anything inside it");
     }
     COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(child.get()));

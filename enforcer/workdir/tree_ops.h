@@ -44,8 +44,13 @@ Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::st
 // Recreates the symlink src_dir/name as dst_dir/dst_name (same target text).
 Result<std::string> CopySymlink(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name);
 
+// Whether the directory dir_fd (a child of parent_fd) is the root of a
+// mount, a bind mount from the same filesystem included. When the kernel
+// cannot tell, a device change counts, and an fstat failure counts as yes.
+bool IsMountRoot(int parent_fd, int dir_fd);
+
 // Removes dir_fd/name and, if it is a directory, everything below it, without
-// following links.
+// following links or crossing into another mount (an error instead).
 Status RemoveTree(int dir_fd, const std::string& name);
 
 // Calls `visit` for a file the copy could not take, with a reason.

@@ -209,6 +209,18 @@ TEST(CocoonRun, ScriptTheSandboxUserCannotReadIsRefusedClearly) {
   Ran ran = Cocoon({"run", "-r", "python", (dir / "s.py").string()}, "/tmp");
   EXPECT_EQ(ran.status, 0) << ran.err;
   EXPECT_EQ(ran.out, "ran\n");
+  // Run from the directory above, whose read-only bind then holds the
+  // script: now the host's directory on the way must let the sandbox user
+  // in, and a 0750 one owned by someone else does not.
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  fs::create_directories(dir / "sub");
+  fs::copy_file(dir / "s.py", dir / "sub" / "s.py");
+  fs::permissions(dir / "sub" / "s.py", fs::perms::owner_read | fs::perms::others_read);
+  fs::permissions(dir / "sub", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  ASSERT_EQ(chown((dir / "sub").c_str(), 1234, 0), 0);
+  Ran enclosed = Cocoon({"run", "-r", "python", (dir / "sub" / "s.py").string()}, dir.string());
+  EXPECT_EQ(enclosed.status, 1) << enclosed.out << enclosed.err;
+  EXPECT_NE(enclosed.err.find("cannot enter " + (dir / "sub").string()), std::string::npos) << enclosed.err;
   fs::remove_all(dir);
 }
 

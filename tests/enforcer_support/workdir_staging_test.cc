@@ -219,25 +219,39 @@ TEST_P(StagingTest, MappedWritesAreKeptAndWidenedDirectoriesDropHostSpecials) {
 
 // A filesystem mounted inside a staged work dir would be copied in, then
 // emptied with the previous contents after the commit's swap: Prepare
-// refuses it, and the removal never crosses into another filesystem. Run in
-// a throwaway mount namespace: nothing is mounted on the host.
+// refuses it, and the removal never crosses into another mount. Both for a
+// tmpfs and for a bind mount from the same filesystem (no device change:
+// only the mount table and STATX_ATTR_MOUNT_ROOT show it). Run in a
+// throwaway mount namespace: nothing is mounted on the host.
 TEST_P(StagingTest, AMountInsideTheWorkDirIsRefusedAndNeverEmptied) {
   if (GetParam() != StagingStrategy::kCopy) GTEST_SKIP() << "one strategy is enough";
-  testing::MakeDirs(host_ + "/mnt");
-  int rc = testing::RunInMountNamespace([&] {
-    if (mount("tmpfs", (host_ + "/mnt").c_str(), "tmpfs", 0, "size=1m") != 0) return 1;
-    WriteText(host_ + "/mnt/precious", "keep me\n");
-    auto staging = Staging::Prepare(Options());
-    if (staging.ok()) return 2;
-    if (staging.status().message().find("mount point at mnt") == std::string::npos) return 3;
-    // The last guard: removing the tree stops at the mount point.
-    int parent = open(parent_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    Status removed = tree::RemoveTree(parent, "work");
-    close(parent);
-    if (removed.ok()) return 4;
-    return ReadText(host_ + "/mnt/precious") == "keep me\n" ? 0 : 5;
-  });
-  EXPECT_EQ(rc, 0) << "1 mount, 2 accepted, 3 message, 4 removed, 5 contents lost";
+  for (bool bind : {false, true}) {
+    TempDir elsewhere("cocoon-elsewhere");
+    testing::MakeDirs(host_ + "/mnt");
+    int rc = testing::RunInMountNamespace([&] {
+      int mounted = bind ? mount(elsewhere.path().c_str(), (host_ + "/mnt").c_str(), nullptr, MS_BIND, nullptr)
+                         : mount("tmpfs", (host_ + "/mnt").c_str(), "tmpfs", 0, "size=1m");
+      if (mounted != 0) return 1;
+      WriteText(host_ + "/mnt/precious", "keep me\n");
+      auto staging = Staging::Prepare(Options());
+      if (staging.ok()) return 2;
+      if (staging.status().message().find("mount point at " + host_ + "/mnt") == std::string::npos) return 3;
+      // The last guard: removing the tree stops at the mount point.
+      int parent = open(parent_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      Status removed = tree::RemoveTree(parent, "work");
+      close(parent);
+      if (removed.ok()) return 4;
+      return ReadText(host_ + "/mnt/precious") == "keep me\n" ? 0 : 5;
+    });
+    EXPECT_EQ(rc, 0) << (bind ? "bind mount: " : "tmpfs: ") << "1 mount, 2 accepted, 3 message, 4 removed, 5 lost";
+    if (bind) {
+      EXPECT_EQ(ReadText(elsewhere / "precious"), "keep me\n");
+    }
+    // The fixture's files may be gone (the guard stops at the mount only):
+    // put the work dir back for the next round.
+    testing::MakeDirs(host_ + "/sub");
+    WriteText(host_ + "/input.txt", "original\n");
+  }
 }
 
 TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
