@@ -5,6 +5,7 @@
 #include "audit/audit_log.h"
 #include "audit/events.h"
 #include "audit/outcome_events.h"
+#include "cli/audit_log_util.h"
 #include "cli/launch_dynamic.h"
 
 namespace cocoon::cli {
@@ -54,12 +55,16 @@ class SignedLaunchAuditLog : public LaunchAuditLog {
 
 }  // namespace
 
-Result<std::unique_ptr<LaunchAuditLog>> OpenLaunchAuditLog(const AuditOptions& options) {
+Result<std::unique_ptr<audit::AuditLog>> OpenRequiredAuditLog(const AuditOptions& options) {
   audit::AuditLogOptions log_options;
   log_options.path = options.log_path;
   log_options.key_path = options.key_path;
   log_options.requirement = audit::AuditRequirement::kRequired;
-  auto opened = audit::AuditLog::Open(log_options);
+  return audit::AuditLog::Open(log_options);
+}
+
+Result<std::unique_ptr<LaunchAuditLog>> OpenLaunchAuditLog(const AuditOptions& options) {
+  auto opened = OpenRequiredAuditLog(options);
   if (!opened.ok()) return opened.status().WithContext("audit log (required; the run is refused)");
   return std::unique_ptr<LaunchAuditLog>(new SignedLaunchAuditLog(std::move(*opened)));
 }

@@ -18,9 +18,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "audit/audit_log.h"
 #include "audit/events.h"
 #include "cli/agent_run_util.h"
+#include "cli/audit_log_util.h"
 #include "cli/command_registry.h"
 #include "cli/mcp/server.h"
 #include "cli/run_output_util.h"
@@ -159,11 +159,7 @@ class SandboxExecutor : public mcp::Executor {
   Result<mcp::AuditRef> AppendToolCall(std::string_view tool, std::string_view request_id, bool refused,
                                        std::string_view detail) {
     if (flags_.audit_log.empty()) return mcp::AuditRef{};
-    audit::AuditLogOptions options;
-    options.path = flags_.audit_log;
-    options.key_path = flags_.audit_key;
-    options.requirement = audit::AuditRequirement::kRequired;
-    auto log = audit::AuditLog::Open(options);
+    auto log = OpenRequiredAuditLog({flags_.audit_log, flags_.audit_key});
     if (!log.ok()) return log.status().WithContext("audit log (required)");
     audit::ToolCallInfo info;
     info.tool = std::string(tool);
