@@ -305,14 +305,16 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   }
   if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;
   for (const std::string& path : ro) {
-    if (std::string why = WhySandboxUserCannotRead(path, ro); !why.empty()) {
-      out.notes.push_back(why + ": it is bound read-only but unreadable inside (chmod o+rX, or run rootless)");
-    }
     if (BaseHasMount(base.policy, path)) continue;
     out.readonly_dirs.push_back(path);
     fs_text += "    readonly " + QuotePolicyString(path) + "\n";
     out.overrides.push_back("filesystem.readonly: " + path + " (--ro" + (options.readonly_paths.empty() ? ", the current directory" : "") + ")");
     relaxes.insert("filesystem");
+  }
+  for (const std::string& path : out.readonly_dirs) {
+    if (std::string why = WhySandboxUserCannotRead(path, out.readonly_dirs); !why.empty()) {
+      out.notes.push_back(why + ": it is bound read-only but unreadable inside (chmod o+rX, or run rootless)");
+    }
   }
   for (const auto& [host, target] : options.readonly_binds) {
     fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(target) + "\n";

@@ -94,9 +94,10 @@ bool SameContents(int a, int b, std::vector<char>& left, std::vector<char>& righ
 }
 
 // Every directory above `path` in the new tree grants no permission bit its
-// host counterpart did not, and has the same owner and group (a root commit
-// gives new directories to the work dir's owner: a root-owned 0700
-// directory would otherwise become that user's). The new tree's root is the
+// host counterpart did not, and gives its owner and group bits to no one
+// new (a root commit gives new directories to the work dir's owner: a
+// root-owned 0700 directory would otherwise become that user's; a group
+// that changed matters only if the group bits grant something). The new tree's root is the
 // host dir itself, whose mode and owner the commit copies.
 bool DirectoriesNotWidened(int host_root, int new_root, const std::string& path) {
   for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
@@ -105,7 +106,8 @@ bool DirectoriesNotWidened(int host_root, int new_root, const std::string& path)
     if (fstatat(host_root, dir.c_str(), &host_st, AT_SYMLINK_NOFOLLOW) != 0 ||
         fstatat(new_root, dir.c_str(), &new_st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(host_st.st_mode) ||
         !S_ISDIR(new_st.st_mode) || (new_st.st_mode & ~host_st.st_mode & 07777) != 0 ||
-        new_st.st_uid != host_st.st_uid || new_st.st_gid != host_st.st_gid) {
+        (new_st.st_uid != host_st.st_uid && (new_st.st_mode & S_IRWXU) != 0) ||
+        (new_st.st_gid != host_st.st_gid && (new_st.st_mode & S_IRWXG) != 0)) {
       return false;
     }
   }

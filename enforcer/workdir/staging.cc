@@ -72,8 +72,9 @@ std::string MountPointAtOrBelow(const std::string& dir) {
     if (!(fields >> id >> parent >> devno >> root >> point)) continue;
     std::string unescaped;
     for (size_t i = 0; i < point.size(); ++i) {
-      if (point[i] == '\\' && i + 3 < point.size()) {
-        unescaped += static_cast<char>(std::stoi(point.substr(i + 1, 3), nullptr, 8));
+      auto octal = [&](size_t at) { return point[at] >= '0' && point[at] <= '7'; };
+      if (point[i] == '\\' && i + 3 < point.size() && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+        unescaped += static_cast<char>((point[i + 1] - '0') * 64 + (point[i + 2] - '0') * 8 + (point[i + 3] - '0'));
         i += 3;
       } else {
         unescaped += point[i];
