@@ -45,6 +45,10 @@ int RunEnforce(const EnforceOptions& options) {
     std::cerr << "cocoon enforce: --audit-log and --audit-key go together\n";
     return kExitUsage;
   }
+  if (!options.copies.empty() && options.work_dir.empty()) {
+    std::cerr << "cocoon enforce: --copy puts files into the work dir: give one with --work DIR\n";
+    return kExitUsage;
+  }
   LaunchRequest request;
   request.argv = options.command;
   request.work_dir = options.work_dir;
@@ -111,7 +115,7 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("COMMAND", options->command, "Command and arguments, after --");
   cmd->add_option("--profile", options->profile, "Profile to use when the file has several");
   cmd->add_option("--work", options->work_dir, "Host work dir (staged; verified results are committed back)");
-  cmd->add_option("--copy", options->copies, "Copy a host file into the work dir (repeatable)");
+  cmd->add_option("--copy", options->copies, "Copy a host file into the work dir (repeatable; needs --work)");
   cmd->add_flag("--json", options->json, "Print one JSON Outcome instead of passing output through");
   cmd->add_option("--audit-log", options->audit_log, "Append signed audit events to FILE");
   cmd->add_option("--audit-key", options->audit_key, "Ed25519 private key for the audit log");

@@ -127,6 +127,10 @@ int RunRun(const RunFlags& flags) {
     std::cerr << "cocoon run: --json and --stream are exclusive (--stream ends with the Outcome line)\n";
     return kExitUsage;
   }
+  if (!flags.copies.empty() && flags.work.empty()) {
+    std::cerr << "cocoon run: --copy puts files into the work dir: give one with --work DIR\n";
+    return kExitUsage;
+  }
   auto spec = SpecFromFlags(flags);
   if (!spec.ok()) {
     std::cerr << "cocoon run: " << spec.status().message() << "\n";
@@ -156,7 +160,7 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
                                          "Code to run with the runtime");
   cmd->add_option("--ro", f->ro, "Host path to bind read-only at the same path (repeatable; default: the current dir)");
   cmd->add_option("--work", f->work, "Host work dir, mounted at /work (staged: verified, then committed)");
-  cmd->add_option("--copy", f->copies, "Copy a host file into the work dir (repeatable)");
+  cmd->add_option("--copy", f->copies, "Copy a host file into the work dir (repeatable; needs --work)");
   cmd->add_option("--timeout", f->timeout_secs, "Wall-clock (and CPU) limit in seconds");
   cmd->add_option("--mem", f->mem, "Memory limit in MiB (or 1G, 512M); clamped to 95% of the host");
   cmd->add_option("--disk", f->disk, "Disk (work dir) limit in MiB");

@@ -113,9 +113,9 @@ TEST(CocoonRun, WordsAfterDoubleDashAreTheCommandsEvenAfterARepeatableOption) {
 
   Ran enforce = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--copy", "/etc/hostname", "--", "/bin/echo",
                         "--work", "/", "--copy", "/etc/shadow"});
-  // --copy needs a work dir: refused as before, never reading the command's
+  // --copy needs a work dir: a usage error, never reading the command's
   // words as cocoon's --work / --copy.
-  EXPECT_NE(enforce.status, 0);
+  EXPECT_EQ(enforce.status, 2);
   EXPECT_EQ(enforce.out.find("--work"), std::string::npos) << enforce.out;
   EXPECT_NE(enforce.err.find("work"), std::string::npos) << enforce.err;
 }
