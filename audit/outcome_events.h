@@ -60,6 +60,10 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
   exited.stdout_bytes = outcome.stdout_bytes;
   exited.stderr_bytes = outcome.stderr_bytes;
   exited.breakout_clean = outcome.breakout_clean;
+  exited.work_mode = outcome.work_mode;
+  exited.verified = outcome.verification;
+  exited.committed = outcome.committed;
+  exited.verification_error = outcome.verification_error;
   exited.policy_name = outcome.policy_name;
   exited.run_id = run_id;
   events.push_back(ProcessExited(exited));

@@ -10,6 +10,7 @@
 #include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "cli/launch_util.h"
+#include "cli/run_output_util.h"
 #include "compiler/common/json_fd_writer.h"
 #include "enforcer/outcome.h"
 
@@ -83,19 +84,8 @@ int RunEnforce(const EnforceOptions& options) {
       std::cerr << "cocoon enforce: cannot write the Outcome to stdout: " << std::strerror(errno) << "\n";
     }
     return status;
-  } else {
-    if (outcome->stdout_truncated || outcome->stderr_truncated) {
-      std::cerr << "cocoon enforce: output truncated at the policy's cap (" << outcome->stdout_bytes << " stdout / "
-                << outcome->stderr_bytes << " stderr bytes written)\n";
-    }
-    if (outcome->timed_out) std::cerr << "cocoon enforce: timed out after " << outcome->wall_ms << " ms; sandbox killed\n";
-    if (outcome->termination_reason == enforcer::TerminationReason::kSeccompKill) {
-      std::cerr << "cocoon enforce: killed by a seccomp kill rule\n";
-    }
-    for (const auto& finding : outcome->breakout_findings) {
-      std::cerr << "cocoon enforce: work dir entry left out: " << finding.path << " (" << finding.kind << ")\n";
-    }
   }
+  PrintOutcomeNotes(*outcome, "cocoon enforce");
   return enforcer::ShellExitStatus(*outcome);
 }
 
@@ -107,7 +97,9 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "written by `cocoon compile` (its manifest hashes are checked).\n\n"
       "Without --json the command's stdout/stderr pass through and cocoon exits\n"
       "with the command's status (128+N when killed by signal N, 124 on timeout).\n"
-      "A refused run exits 1 (127/126 when the command is missing/not executable).\n\n"
+      "A refused run exits 1 (127/126 when the command is missing/not executable).\n"
+      "125: the command ran, but its work dir could not be verified (nothing\n"
+      "committed; in direct mode, entries left uninspected); the Outcome says why.\n\n"
       "Examples:\n"
       "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");

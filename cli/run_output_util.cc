@@ -25,6 +25,8 @@ size_t IncompleteTail(std::string_view data) {
   return 0;
 }
 
+}  // namespace
+
 void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
   if (o.stdout_truncated || o.stderr_truncated) {
     std::cerr << name << ": output truncated at the policy's cap (" << o.stdout_bytes << " stdout / " << o.stderr_bytes
@@ -33,10 +35,21 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
   if (o.timed_out) std::cerr << name << ": timed out after " << o.wall_ms << " ms; sandbox killed\n";
   if (o.oom_killed) std::cerr << name << ": killed at the memory limit\n";
   if (o.termination_reason == enforcer::TerminationReason::kSeccompKill) std::cerr << name << ": killed by a seccomp kill rule\n";
-  for (const auto& f : o.breakout_findings) std::cerr << name << ": work dir entry left out: " << f.path << " (" << f.kind << ")\n";
+  bool direct = o.work_mode == "direct";
+  for (const auto& f : o.breakout_findings) {
+    // Staged: every finding stays out of the commit. Direct: the entry was
+    // already on the host, so it was removed or defused, or (uninspected)
+    // left where it is.
+    const char* what = !direct                                          ? "left out"
+                       : enforcer::IsUninspected(f)                    ? "not inspected, left in place"
+                       : f.kind == "setuid" || f.kind == "setgid"      ? "bit cleared"
+                                                                       : "removed";
+    std::cerr << name << ": work dir entry " << what << ": " << f.path << " (" << f.kind << ")\n";
+  }
+  if (!o.verification_error.empty()) {
+    std::cerr << name << ": work dir NOT verified (" << o.verification << "): " << o.verification_error << "\n";
+  }
 }
-
-}  // namespace
 
 std::string EnvOr(const std::string& value, const char* name) {
   if (!value.empty()) return value;

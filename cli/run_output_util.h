@@ -24,6 +24,11 @@ struct RunOutputOptions {
   std::string command_name;    // "cocoon run", for messages
 };
 
+// What a pass-through run says on stderr after the command's own output:
+// truncation, timeout, OOM, seccomp kill, each work dir finding and what was
+// done with it, and a verification that failed. `name` prefixes each line.
+void PrintOutcomeNotes(const enforcer::Outcome& outcome, const std::string& name);
+
 // `value` if not empty, else $name (or "").
 std::string EnvOr(const std::string& value, const char* name);
 

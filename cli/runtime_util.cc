@@ -155,6 +155,15 @@ Result<std::string> InterpreterVersion(const std::string& path, const std::vecto
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (timed_out) return Status(ErrorCode::kUnavailable, path + " did not print its version within " +
                                                             std::to_string(timeout_ms) + " ms");
+  // An interpreter with no version flag (dash) fails with a usage line on
+  // stderr; that line is not a version.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::string flags;
+    for (const std::string& arg : args) flags += (flags.empty() ? "" : " ") + arg;
+    return Status(ErrorCode::kUnavailable,
+                  path + " printed no version: '" + flags + "' failed with status " + std::to_string(code));
+  }
   std::string line = FirstLine(output);
   if (line.empty()) return Status(ErrorCode::kUnavailable, path + " printed no version");
   return line;

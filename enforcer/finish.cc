@@ -38,6 +38,40 @@ void SetTermination(const SuperviseResult& run, bool oom, Outcome& outcome) {
   }
 }
 
+// The command ran, so a scan or commit that fails still ends in an Outcome
+// (the caller learns what ran and what it cost) that says the work dir was
+// not verified: nothing was committed in staged modes, and in direct mode
+// what the scan could not inspect is still in the host dir.
+void RecordVerification(Result<StagingResult> staged, bool direct, Outcome& outcome) {
+  if (!staged.ok()) {
+    outcome.breakout_clean = false;
+    outcome.committed = false;
+    outcome.verification = direct ? "incomplete" : "failed";
+    outcome.verification_error = staged.status().message();
+    if (direct) {
+      outcome.verification_error += "; the host work dir may still hold what the sandbox left";
+    } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
+      outcome.verification_error += "; nothing was committed to the host work dir";
+    }
+    return;
+  }
+  outcome.breakout_findings = staged->scan.findings;
+  outcome.breakout_clean = staged->scan.clean();
+  outcome.committed = staged->committed;
+  if (!direct) return;  // staged: uninspected entries were left out with the rest
+  size_t uninspected = 0;
+  const BreakoutFinding* first = nullptr;
+  for (const BreakoutFinding& finding : outcome.breakout_findings) {
+    if (!IsUninspected(finding)) continue;
+    if (uninspected++ == 0) first = &finding;
+  }
+  if (uninspected == 0) return;
+  outcome.verification = "incomplete";
+  outcome.verification_error = std::to_string(uninspected) +
+                               " entries of the host work dir could not be inspected and were left in place (first: " +
+                               first->path + ", " + first->kind + "); check them by hand before trusting the dir";
+}
+
 }  // namespace
 
 Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::time_point start, int pidfd,
@@ -140,11 +174,7 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   // mount points) runs in every case.
   bool direct = staging && staging->strategy() == StagingStrategy::kDirect;
   if (staging && (finished_on_its_own || direct)) {
-    COCOON_ASSIGN_OR_RETURN(StagingResult staged,
-                            staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr));
-    outcome.breakout_findings = staged.scan.findings;
-    outcome.breakout_clean = staged.scan.clean();
-    outcome.committed = staged.committed;
+    RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr), direct, outcome);
   }
   return outcome;
 }

@@ -30,6 +30,7 @@ std::string_view LimitMechanismName(LimitMechanism mechanism) {
 }
 
 int ShellExitStatus(const Outcome& outcome) {
+  if (!outcome.verification_error.empty()) return kExitWorkDirUnverified;
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
   // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
   // not the SIGKILL we used on the sandbox.
@@ -99,6 +100,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
   if (!outcome.work_mode.empty()) {
     j["breakout"]["work_mode"] = outcome.work_mode;
     j["breakout"]["verified"] = outcome.verification;
+    if (!outcome.verification_error.empty()) j["breakout"]["error"] = outcome.verification_error;
   }
   j["committed"] = outcome.committed;
   return j;

@@ -73,9 +73,17 @@ struct NetworkReport {
 
 struct BreakoutFinding {
   std::string path;         // relative to the work dir
-  std::string kind;         // "symlink-escape", "hardlink", "device", "fifo", "socket", "setuid", "setgid"
+  std::string kind;         // "symlink-escape", "hardlink", "device", "fifo", "socket", "setuid", "setgid",
+                            // "mount", "unreadable", "too-deep" (breakout_scan.h)
   std::string target;       // link target, or "" when not a link
 };
+
+// True for the kinds the scan did not look inside ("mount", "unreadable",
+// "too-deep"): a staged commit leaves them out; direct mode cannot remove
+// what it could not inspect, so it leaves them and says so.
+inline bool IsUninspected(const BreakoutFinding& finding) {
+  return finding.kind == "mount" || finding.kind == "unreadable" || finding.kind == "too-deep";
+}
 
 struct Outcome {
   int exit_code = -1;
@@ -112,17 +120,24 @@ struct Outcome {
   // With a work dir: "staged-copy", "staged-overlay" or "direct", and when
   // breakout verification ran: "before-commit" (staged: nothing reached the
   // host unverified), "after-the-fact" (direct: the sandbox wrote to the
-  // host dir itself; escapes were removed afterwards) or "not-run" (an
-  // interrupted run: nothing committed). Empty without a work dir.
+  // host dir itself; escapes were removed afterwards), "not-run" (an
+  // interrupted run: nothing committed), "failed" (staged: the scan or the
+  // commit failed, nothing committed) or "incomplete" (direct: entries that
+  // could not be inspected remain in the host dir). Empty without a work dir.
   std::string work_mode;
   std::string verification;
+  // Why verification is "failed" or "incomplete"; empty otherwise.
+  std::string verification_error;
 };
 
 std::string_view TerminationReasonName(TerminationReason reason);
 std::string_view LimitMechanismName(LimitMechanism mechanism);
 
 // The exit status `cocoon enforce` returns without --json: the command's exit
-// code, 128+signal when signalled, 124 on timeout (like timeout(1)).
+// code, 128+signal when signalled, 124 on timeout (like timeout(1)), and 125
+// above all of these when the work dir could not be verified (verification
+// "failed" or "incomplete"): its contents must not be trusted.
+inline constexpr int kExitWorkDirUnverified = 125;
 int ShellExitStatus(const Outcome& outcome);
 
 nlohmann::json OutcomeToJson(const Outcome& outcome);

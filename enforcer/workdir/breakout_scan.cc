@@ -179,9 +179,6 @@ void Scanner::Worker(WorkerState& state) {
 }
 
 Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t depth) {
-  if (depth > options_.max_depth) {
-    return ResourceExhaustedError("work dir nested deeper than " + std::to_string(options_.max_depth));
-  }
   // Each nesting level inline needs its own buffer (the parent's is still
   // being iterated); the worker's own buffer serves the first level.
   std::unique_ptr<char[]> nested;
@@ -240,6 +237,13 @@ Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const c
         break;
       }
       if (st.st_mode & S_ISUID) Add(state, path, "setuid");
+      if (depth + 1 > options_.max_depth) {
+        // Not entered: what it holds is unknown, so the whole directory is a
+        // finding (left out of a commit) rather than an error that would
+        // cost the run its Outcome.
+        Add(state, path, "too-deep");
+        break;
+      }
       int child = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child < 0) {
         Add(state, path, "unreadable");

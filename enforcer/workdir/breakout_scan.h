@@ -18,6 +18,8 @@
 //  "setuid", "setgid" on a regular file.
 //  "unreadable"      an entry the scanner could not inspect (fail closed: it is
 //                    left out of the commit too).
+//  "too-deep"        a directory nested deeper than ScanOptions::max_depth:
+//                    not entered, so left out like an unreadable one.
 //
 // How: a no-follow walk. Directories are opened with
 // openat(O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC) relative to their parent's
@@ -52,7 +54,12 @@ enum class ScanMode {
 
 struct ScanOptions {
   ScanMode mode = ScanMode::kStagedTree;
-  uint32_t max_depth = 4096;         // deeper trees are refused (kResourceExhausted)
+  // Directories deeper than this are "too-deep" findings, not entered. The
+  // commit, the copy-in and the removal of a staged tree hold one or two fds
+  // per level, and the supervisor's default RLIMIT_NOFILE is 1024: 256
+  // levels keep them all well inside it (a path of 256 components is already
+  // past what most path-based tools handle).
+  uint32_t max_depth = 256;
   uint64_t max_entries = 50'000'000; // so is a tree with more entries
   // Worker threads; 0 = one per CPU, at most 4. Directories are handed out
   // through a shared queue (bounded, so open fds stay bounded too); a

@@ -389,7 +389,7 @@ Status Remediate(int root_fd, const BreakoutFinding& finding) {
     if (fchmod(file.get(), st.st_mode & 0777) != 0) return ErrnoError("clearing setuid/setgid on " + finding.path);
     return Status::Ok();
   }
-  if (finding.kind == "mount" || finding.kind == "unreadable") return Status::Ok();  // reported only
+  if (IsUninspected(finding)) return Status::Ok();  // reported only: the Outcome says "incomplete"
   // Escaping links, outside hardlinks, devices, FIFOs, sockets: unlink the
   // name (an outside hardlink's target file keeps its other names).
   if (unlinkat(parent.first.get(), name.c_str(), 0) != 0 && errno != ENOENT) return ErrnoError("removing " + finding.path);

@@ -124,6 +124,15 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
                                        ": cocoon stages the work dir and replaces it whole when it commits, which "
                                        "would reach into that filesystem; unmount it or choose another work dir");
       }
+      // The scan after the run would not go below this directory, so the
+      // commit would leave it out, and replacing the work dir whole would
+      // delete the host's own copy of it.
+      if (finding.kind == "too-deep") {
+        return FailedPreconditionError("work dir " + host + " nests directories deeper than breakout verification "
+                                       "goes (" + std::to_string(ScanOptions{}.max_depth) + " levels) at " +
+                                       finding.path + ": a staged run could not commit it back; use a shallower "
+                                       "work dir, or a policy with `direct` work mode");
+      }
     }
   }
   if (strategy == StagingStrategy::kAuto) {

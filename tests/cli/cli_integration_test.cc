@@ -123,7 +123,8 @@ TEST(CocoonRun, WordsAfterDoubleDashAreTheCommandsEvenAfterARepeatableOption) {
 // strict's 64 MiB disk quota holds on the host too: 20 sparse 8 MiB files
 // (no blocks on the sandbox's tmpfs) and 100 names of one 1 MiB file would be
 // 160 MiB and 101 MiB once committed. The run is refused at the commit and
-// the host work dir keeps exactly what it had.
+// the host work dir keeps exactly what it had. The command did run, so the
+// Outcome still comes, saying the work dir was not verified (exit 125).
 TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
   std::string dir = fs::temp_directory_path() / ("cocoon-quota-" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -131,12 +132,23 @@ TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
   for (const char* script : {"for i in $(seq 20); do truncate -s 8M s$i; done",
                              "head -c 1048576 /dev/zero > f; for i in $(seq 100); do ln f l$i; done"}) {
     Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir, "--", "/bin/sh", "-c", script});
-    EXPECT_EQ(ran.status, 1) << script << "\n" << ran.err;
+    EXPECT_EQ(ran.status, 125) << script << "\n" << ran.err;
+    EXPECT_NE(ran.err.find("work dir NOT verified (failed)"), std::string::npos) << ran.err;
     EXPECT_NE(ran.err.find("disk quota"), std::string::npos) << ran.err;
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
     EXPECT_EQ(names, std::vector<std::string>{"orig.txt"}) << script;
   }
+  Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir, "--json", "--", "/bin/sh", "-c",
+                    "for i in $(seq 20); do truncate -s 8M s$i; done; echo done"});
+  EXPECT_EQ(ran.status, 125) << ran.err;
+  json j = Json(ran);
+  EXPECT_EQ(j["exit_code"], 0) << j.dump(2);
+  EXPECT_EQ(j["stdout"], "done\n");
+  EXPECT_EQ(j["committed"], false);
+  EXPECT_EQ(j["breakout"]["clean"], false);
+  EXPECT_EQ(j["breakout"]["verified"], "failed");
+  EXPECT_NE(j["breakout"]["error"].get<std::string>().find("disk quota"), std::string::npos) << j.dump(2);
   fs::remove_all(dir);
 }
 
@@ -174,6 +186,57 @@ TEST(CocoonEnforce, OutcomeSaysWhenTheWorkDirWasVerified) {
   EXPECT_EQ(late["timed_out"], true) << late.dump(2) << timed_out.err;
   EXPECT_EQ(late["breakout"]["verified"], "after-the-fact");
   EXPECT_FALSE(fs::is_symlink(dir / "work" / "late-escape")) << "a timed-out direct run left its escape on the host";
+  fs::remove_all(dir);
+}
+
+// A tree deeper than the scan goes (256 levels) costs nothing but itself:
+// staged, the too-deep directory is left out and everything else is
+// committed; direct, it cannot be removed unseen, so it stays and the
+// Outcome says the verification is incomplete (exit 125). Either way an
+// Outcome comes back (once the run ended in an error and none did).
+TEST(CocoonEnforce, ATreeTooDeepToScanIsLeftOutOrReportedIncomplete) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-deep-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::permissions(dir / "work", fs::perms::all);  // the sandbox user writes it directly in direct mode
+  const std::string deep =
+      "echo ok > /work/out; cd /work; i=0; while [ $i -lt 300 ]; do mkdir d && cd d || exit 9; i=$((i+1)); done; "
+      "ln -s /etc/shadow escape";
+  std::string too_deep = "d";  // the first directory past 256 levels: /work/d/.../d (257 names)
+  for (int i = 1; i < 257; ++i) too_deep += "/d";
+
+  Ran staged_run = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", (dir / "work").string(),
+                           "--json", "--", "/bin/sh", "-c", deep});
+  json staged = Json(staged_run);
+  EXPECT_EQ(staged_run.status, 0) << staged.dump(2) << staged_run.err;
+  EXPECT_EQ(staged["breakout"]["verified"], "before-commit") << staged.dump(2);
+  EXPECT_EQ(staged["committed"], true);
+  ASSERT_EQ(staged["breakout"]["findings"].size(), 1u) << staged["breakout"].dump(2);
+  EXPECT_EQ(staged["breakout"]["findings"][0]["kind"], "too-deep");
+  EXPECT_EQ(staged["breakout"]["findings"][0]["path"], too_deep);
+  EXPECT_TRUE(fs::exists(dir / "work" / "out"));
+  EXPECT_TRUE(fs::is_directory(dir / "work" / fs::path(too_deep).parent_path()));
+  EXPECT_FALSE(fs::exists(dir / "work" / too_deep)) << "the unscanned directory reached the host";
+  fs::remove_all(dir / "work");
+  fs::create_directories(dir / "work");
+  fs::permissions(dir / "work", fs::perms::all);
+
+  std::ofstream(dir / "direct.cocoon") << "import \"strict\"\nprofile direct extends strict {\n"
+                                          "  filesystem {\n    work /work quota 64MiB direct\n  }\n}\n";
+  Ran direct_run = Cocoon({"enforce", (dir / "direct.cocoon").string(), "--work", (dir / "work").string(), "--json",
+                           "--", "/bin/sh", "-c", deep});
+  json direct = Json(direct_run);
+  EXPECT_EQ(direct_run.status, 125) << direct.dump(2) << direct_run.err;
+  EXPECT_EQ(direct["exit_code"], 0);
+  EXPECT_EQ(direct["breakout"]["verified"], "incomplete") << direct.dump(2);
+  EXPECT_EQ(direct["breakout"]["clean"], false);
+  EXPECT_NE(direct["breakout"]["error"].get<std::string>().find("could not be inspected"), std::string::npos);
+  ASSERT_EQ(direct["breakout"]["findings"].size(), 1u) << direct["breakout"].dump(2);
+  EXPECT_EQ(direct["breakout"]["findings"][0]["kind"], "too-deep");
+  Ran plain = Cocoon({"enforce", (dir / "direct.cocoon").string(), "--work", (dir / "work").string(), "--", "/bin/true"});
+  EXPECT_EQ(plain.status, 125) << "the unscanned tree is still there: every run says so";
+  EXPECT_NE(plain.err.find("not inspected, left in place: " + too_deep + " (too-deep)"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("work dir NOT verified (incomplete)"), std::string::npos) << plain.err;
   fs::remove_all(dir);
 }
 
@@ -450,6 +513,25 @@ TEST_P(CocoonRuntime, RunsHelloWorld) {
   json j = Json(ran);
   EXPECT_EQ(j["stdout"], std::string("hello from ") + hello.runtime + "\n") << j.dump(2) << ran.err;
   EXPECT_EQ(j["exit_code"], 0) << j["stderr"];
+}
+
+// A version is what the interpreter printed for its version flag, never a
+// usage error: dash has no --version and says "Illegal option --".
+TEST(CocoonRun, ListedVersionsAreNotUsageErrors) {
+  json runtimes = Json(Cocoon({"run", "--list-runtimes", "--json"}))["runtimes"];
+  for (const auto& r : runtimes) {
+    if (!r["available"].get<bool>()) continue;
+    std::string version = r.value("version", "");
+    EXPECT_EQ(version.find("Illegal option"), std::string::npos) << r.dump();
+    EXPECT_EQ(version.find("unknown option"), std::string::npos) << r.dump();
+    if (r["name"] == "sh") {
+      bool dash = std::filesystem::canonical(r["path"].get<std::string>()).filename() == "dash";
+      if (dash) {
+        EXPECT_EQ(version, "") << r.dump();
+        EXPECT_NE(r.value("error", "").find("printed no version"), std::string::npos) << r.dump();
+      }
+    }
+  }
 }
 
 // Each preset gives a throwaway HOME (issue 6): a tool's dotfiles go to the

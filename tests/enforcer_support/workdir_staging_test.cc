@@ -15,9 +15,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 
+#include "enforcer/workdir/breakout_scan.h"
 #include "enforcer/workdir/staging.h"
 #include "enforcer/workdir/tree_ops.h"
 #include "test_tree.h"
@@ -347,6 +349,25 @@ TEST(StagingPrepareTest, RejectsBadInput) {
   EXPECT_EQ(Staging::Prepare(options).status().code(), ErrorCode::kInvalidArgument);
   options.copies = {ir::Copy{"/etc/hostname", "/abs"}};
   EXPECT_EQ(Staging::Prepare(options).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// A host work dir deeper than the scan goes cannot be staged: the commit
+// would leave the unscanned part out and so delete the host's own copy.
+TEST(StagingPrepareTest, RefusesAHostDirTooDeepToVerify) {
+  TempDir host;
+  std::string path = host.path();
+  for (uint32_t i = 0; i <= ScanOptions{}.max_depth; ++i) {
+    path += "/d";
+    ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
+  }
+  StagingOptions options;
+  options.host_dir = host.path();
+  auto refused = Staging::Prepare(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("deeper than breakout verification goes"), std::string::npos)
+      << refused.status().message();
+  EXPECT_TRUE(std::filesystem::is_directory(path)) << "nothing of the host dir was touched";
 }
 
 TEST(StagingPrepareTest, AutoPicksOverlayForBigDirs) {
