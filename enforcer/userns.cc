@@ -39,16 +39,16 @@ IdMaps PlanIdMaps(uint32_t inside_uid, uint32_t inside_gid) {
   maps.deny_setgroups = false;
   maps.sandbox_host_uid = kRootSandboxHostUid;
   maps.sandbox_host_gid = kRootSandboxHostGid;
-  if (inside_uid == 0) {
-    maps.uid_map = "0 " + std::to_string(kRootSandboxHostUid) + " 1\n";
-  } else {
-    maps.uid_map = "0 0 1\n" + std::to_string(inside_uid) + " " + std::to_string(kRootSandboxHostUid) + " 1\n";
-  }
-  if (inside_gid == 0) {
-    maps.gid_map = "0 " + std::to_string(kRootSandboxHostGid) + " 1\n";
-  } else {
-    maps.gid_map = "0 0 1\n" + std::to_string(inside_gid) + " " + std::to_string(kRootSandboxHostGid) + " 1\n";
-  }
+  // Host root needs an inside id while the child builds the tree (see
+  // userns.h); when the sandbox user is 0 inside, host root takes another.
+  auto map = [](uint32_t inside, uint32_t sandbox_host) {
+    uint32_t host_root_inside = inside == 0 ? kHostRootInsideIdWhenSandboxIsZero : 0;
+    std::string line = std::to_string(inside) + " " + std::to_string(sandbox_host) + " 1\n";
+    std::string root = std::to_string(host_root_inside) + " 0 1\n";
+    return host_root_inside < inside ? root + line : line + root;
+  };
+  maps.uid_map = map(inside_uid, kRootSandboxHostUid);
+  maps.gid_map = map(inside_gid, kRootSandboxHostGid);
   return maps;
 }
 

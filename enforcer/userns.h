@@ -19,10 +19,16 @@
 //    tmpfs (a new inode's owner must be mapped in the tmpfs's namespace) and
 //    the child can build its mount tree before it drops to the inside user.
 //    The sandboxed program cannot regain uid 0: no capabilities, an empty
-//    bounding set, locked securebits and no_new_privs.
+//    bounding set, locked securebits and no_new_privs. A policy whose user
+//    is 0 inside ("0 65534 1") gets host root at inside id 65535 instead
+//    ("0 65534 1" + "65535 0 1"): the child still builds its tree as a
+//    mapped id (an unmapped fsuid makes every create fail with EOVERFLOW),
+//    then becomes inside 0, which is host 65534.
 #pragma once
 
 #include <sys/types.h>
+
+#include <cstdint>
 
 #include <string>
 
@@ -32,6 +38,7 @@ namespace cocoon::enforcer {
 
 inline constexpr uid_t kRootSandboxHostUid = 65534;
 inline constexpr gid_t kRootSandboxHostGid = 65534;
+inline constexpr uint32_t kHostRootInsideIdWhenSandboxIsZero = 65535;
 
 struct IdMaps {
   std::string uid_map;

@@ -240,6 +240,36 @@ TEST(CocoonEnforce, ATreeTooDeepToScanIsLeftOutOrReportedIncomplete) {
   fs::remove_all(dir);
 }
 
+// `user 0:0` runs the command as uid 0 inside its namespace, and as a
+// nobody on the host: no capability, and as root uid 0 inside is host 65534
+// (it once failed at the first step of the mount tree: host root, which
+// builds it, had no inside id).
+TEST(CocoonEnforce, UserZeroInsideIsNobodyOnTheHost) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-user0-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  std::ofstream(dir / "u0.cocoon") << "import \"strict\"\nprofile u0 extends strict {\n  relaxes user\n  user 0:0\n}\n";
+  Ran ran = Cocoon({"enforce", (dir / "u0.cocoon").string(), "--work", (dir / "work").string(), "--json", "--",
+                    "/bin/sh", "-c",
+                    "id -u; id -g; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; head -1 /proc/self/uid_map; "
+                    "echo made > /work/made; chown 1:1 /work/made 2>/dev/null && echo CHOWNED; exit 0"});
+  json j = Json(ran);
+  ASSERT_EQ(j["exit_code"], 0) << j.dump(2) << ran.err;
+  std::string out = j["stdout"];
+  EXPECT_EQ(out.rfind("0\n0\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n", 0), 0u)
+      << out;
+  std::istringstream lines(out);
+  std::string line;
+  for (int i = 0; i < 6; ++i) std::getline(lines, line);  // the uid_map's first line
+  unsigned inside = 1, host = 0, count = 0;
+  std::istringstream(line) >> inside >> host >> count;
+  EXPECT_EQ(inside, 0u) << out;
+  EXPECT_EQ(host, geteuid() == 0 ? 65534u : geteuid()) << out;
+  EXPECT_EQ(out.find("CHOWNED"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(dir / "work" / "made"));
+  fs::remove_all(dir);
+}
+
 // A longer --timeout raises the CPU-time limit with the wall time; both are
 // overrides of the base policy, recorded as such.
 TEST(CocoonRun, ALongerTimeoutRecordsBothTimeLimitsAsOverrides) {

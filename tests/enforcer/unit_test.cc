@@ -95,6 +95,11 @@ TEST(IdMapsTest, NeverMapsHostRootToTheSandboxUser) {
     EXPECT_EQ(maps.uid_map, "0 0 1\n65534 65534 1\n");
     EXPECT_FALSE(maps.deny_setgroups);
     EXPECT_EQ(maps.sandbox_host_uid, kRootSandboxHostUid);
+    // `user 0:0`: the sandbox is 0 inside (host 65534); host root, which
+    // builds the tree, takes inside id 65535.
+    IdMaps zero = PlanIdMaps(0, 0);
+    EXPECT_EQ(zero.uid_map, "0 65534 1\n65535 0 1\n");
+    EXPECT_EQ(zero.gid_map, "0 65534 1\n65535 0 1\n");
   } else {
     EXPECT_EQ(maps.uid_map, "65534 " + std::to_string(geteuid()) + " 1\n");
     EXPECT_TRUE(maps.deny_setgroups);
