@@ -39,6 +39,35 @@ int SendFds(int sock, char tag, const int* fds, size_t count) noexcept {
   return sent < 0 ? sys::ErrorOf(sent) : EPIPE;
 }
 
+int ReceiveOneFd(int sock, char tag, int* fd) noexcept {
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  alignas(struct cmsghdr) char control[kControlBytes];
+  struct msghdr message {};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  long n = sys::CallRestarting(SYS_recvmsg, sock, &message, MSG_CMSG_CLOEXEC);
+  if (n < 0) return sys::ErrorOf(n);
+  if (n == 0) return EPIPE;
+  int received[kMaxPassedFds];
+  size_t count = 0;
+  for (struct cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+    size_t fds = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < fds && count < kMaxPassedFds; ++i) {
+      memcpy(&received[count++], CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+    }
+  }
+  if (byte != tag || count != 1 || (message.msg_flags & MSG_CTRUNC) != 0) {
+    for (size_t i = 0; i < count; ++i) sys::Call(SYS_close, received[i]);
+    return EPROTO;
+  }
+  *fd = received[0];
+  return 0;
+}
+
 Result<std::vector<int>> ReceiveFds(int sock, size_t count, std::string_view what) {
   if (count == 0 || count > kMaxPassedFds) return InvalidArgumentError("ReceiveFds: bad fd count");
   char byte = 0;

@@ -21,6 +21,13 @@ inline constexpr size_t kMaxPassedFds = 4;
 // SIGPIPE. Returns 0 or an errno (EPIPE for a short send).
 int SendFds(int sock, char tag, const int* fds, size_t count) noexcept;
 
+// The child's side of a handoff the other way: receives one fd sent by
+// SendFds with the byte `tag`, close-on-exec, into *fd. Raw system calls,
+// allocation-free, for the child between clone and execve. Returns 0, or
+// an errno (EPIPE: the peer closed first; EPROTO: another tag, no fd or
+// more than one, in which case any fds that came are closed).
+int ReceiveOneFd(int sock, char tag, int* fd) noexcept;
+
 // Receives exactly `count` (1..kMaxPassedFds) fds sent by SendFds, close-on-
 // exec (MSG_CMSG_CLOEXEC). `what` names them in errors: the peer closing
 // first is FailedPrecondition ("the sandbox exited before sending <what>"),

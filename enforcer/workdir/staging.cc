@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "enforcer/fd_passing.h"
+#include "enforcer/workdir/idmapped_tree.h"
 #include "enforcer/workdir/tree_ops.h"
 
 namespace cocoon::enforcer {
@@ -88,6 +89,16 @@ std::string MountPointAtOrBelow(const std::string& dir) {
   return "";
 }
 
+// The host dir's owner (uid and group) shown as the sandbox's host ids.
+IdShift IdShiftFor(const struct stat& host, const StagingOptions& options) {
+  IdShift shift;
+  shift.from_uid = host.st_uid;
+  shift.from_gid = host.st_gid;
+  shift.to_uid = static_cast<uid_t>(options.sandbox_host_uid);
+  shift.to_gid = static_cast<gid_t>(options.sandbox_host_gid >= 0 ? options.sandbox_host_gid : options.sandbox_host_uid);
+  return shift;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options) {
@@ -135,16 +146,26 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
       }
     }
   }
+  // As root, the sandbox runs as another host uid than the dir's owner: an
+  // overlay needs the lower layer idmapped to show the owner's files as
+  // the sandbox's (idmapped_tree.h).
+  struct stat host_st {};
+  if (stat(host.c_str(), &host_st) != 0) return ErrnoError("work dir " + host);
+  const bool needs_idmap = options.sandbox_host_uid >= 0 && static_cast<int64_t>(host_st.st_uid) != options.sandbox_host_uid;
   if (strategy == StagingStrategy::kAuto) {
     // Big dirs go through an overlay (nothing copied in); small ones are
     // copied, which needs no overlayfs and keeps the host dir unmounted.
-    const ScanReport& size = *host_scan;
-    struct stat st {};
-    bool owner_ok = options.sandbox_host_uid < 0 ||
-                    (stat(host.c_str(), &st) == 0 && static_cast<int64_t>(st.st_uid) == options.sandbox_host_uid);
-    strategy = size.bytes > options.overlay_threshold_bytes && OverlaySafePath(host) && owner_ok
-                   ? StagingStrategy::kOverlay
-                   : StagingStrategy::kCopy;
+    strategy = host_scan->bytes > options.overlay_threshold_bytes && OverlaySafePath(host) ? StagingStrategy::kOverlay
+                                                                                            : StagingStrategy::kCopy;
+    if (strategy == StagingStrategy::kOverlay && needs_idmap) {
+      auto lower = IdmappedReadOnlyTree(host, IdShiftFor(host_st, options));
+      // Without idmapped mounts (an old kernel, a filesystem without
+      // support) the dir is copied, as it always was.
+      if (lower.ok()) staging->lower_tree_ = std::move(*lower);
+      else strategy = StagingStrategy::kCopy;
+    }
+  } else if (strategy == StagingStrategy::kOverlay && needs_idmap) {
+    COCOON_ASSIGN_OR_RETURN(staging->lower_tree_, IdmappedReadOnlyTree(host, IdShiftFor(host_st, options)));
   }
   if (strategy == StagingStrategy::kOverlay && !OverlaySafePath(host)) {
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
@@ -172,10 +193,16 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     COCOON_RETURN_IF_ERROR(CopyString(spec.stage_dir, sizeof spec.stage_dir, pattern, "stage dir"));
     COCOON_RETURN_IF_ERROR(CopyString(spec.upper_dir, sizeof spec.upper_dir, pattern + "/upper", "upper dir"));
     COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_work_dir, sizeof spec.overlay_work_dir, pattern + "/work", "work dir"));
+    std::string lower = host;
+    if (staging->lower_tree_.valid()) {
+      spec.idmapped_lower = true;
+      lower = pattern + "/lower";
+      COCOON_RETURN_IF_ERROR(CopyString(spec.lower_dir, sizeof spec.lower_dir, lower, "lower dir"));
+    }
     // userxattr: overlay metadata in user.* xattrs, which an unprivileged
     // mounter may write (Linux 5.11); trusted.* needs CAP_SYS_ADMIN in the
     // initial namespace.
-    std::string data = "lowerdir=" + host + ",upperdir=" + pattern + "/upper,workdir=" + pattern + "/work,userxattr";
+    std::string data = "lowerdir=" + lower + ",upperdir=" + pattern + "/upper,workdir=" + pattern + "/work,userxattr";
     COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_data, sizeof spec.overlay_data, data, "overlay options"));
   }
   return staging;
@@ -206,6 +233,13 @@ void Staging::AdoptFds(int tree_fd, int view_fd) {
 
 Status Staging::ReceiveAndPopulate(int sock) {
   if (spec_.strategy == StagingStrategy::kDirect) return Status::Ok();
+  if (lower_tree_.valid()) {
+    // The child attaches it in its own namespace; ours is not needed after.
+    const int lower = lower_tree_.get();
+    int err = SendFds(sock, 'L', &lower, 1);
+    lower_tree_.Reset();
+    if (err != 0) return ErrnoError("handing the idmapped work dir to the sandbox", err);
+  }
   COCOON_ASSIGN_OR_RETURN(std::vector<int> fds, ReceiveFds(sock, 2, "its staged work dir"));
   AdoptFds(fds[0], fds[1]);
   COCOON_RETURN_IF_ERROR(Populate().WithContext("filling the staged work dir"));
@@ -224,10 +258,13 @@ Status Staging::Populate() {
     hooks.owner = tree::Owner{true, static_cast<uid_t>(options_.sandbox_host_uid),
                               static_cast<gid_t>(options_.sandbox_host_gid >= 0 ? options_.sandbox_host_gid
                                                                                 : options_.sandbox_host_uid)};
-    // The work dir's root (the tmpfs root, or the overlay's upper root,
-    // which the merged root takes its owner from) belongs to the sandbox user.
-    int root_fd = spec_.strategy == StagingStrategy::kOverlay ? tree_fd_ : view_fd_;
-    if (fchown(root_fd, hooks.owner.uid, hooks.owner.gid) != 0) return ErrnoError("chown of the staged work dir");
+    // The work dir's root belongs to the sandbox user. For an overlay this
+    // goes through the overlay itself (which chowns its upper root): the
+    // overlay caches its root inode's owner from the upper dir at mount
+    // time and checks permissions against that copy, so chowning the upper
+    // dir underneath would show the new owner to stat(2) but keep refusing
+    // the sandbox user's creates (EACCES).
+    if (fchown(view_fd_, hooks.owner.uid, hooks.owner.gid) != 0) return ErrnoError("chown of the staged work dir");
   }
   if (spec_.strategy == StagingStrategy::kCopy) {
     Fd host(open(options_.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

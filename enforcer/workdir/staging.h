@@ -24,7 +24,9 @@
 //  mounted at NEW_ROOT and BEFORE pivot_root (async-signal-safe):
 //      MountWorkDirInChild(staging.child_spec(), "<NEW_ROOT><work path>", sock, &step)
 //        - kCopy: mounts the quota tmpfs (nosuid,nodev) on target;
-//          kOverlay: the quota tmpfs on stage_dir, then the overlay on target;
+//          kOverlay: the quota tmpfs on stage_dir, then the overlay on target
+//          (over an idmapped host dir: first receives it, tag 'L', from the
+//          parent and attaches it at stage_dir/lower);
 //          kDirect: binds the host dir on target, nosuid,nodev (recursive)
 //          (target must exist: the core mount code mkdirs it);
 //        - sends the parent two O_DIRECTORY fds over `sock` (SCM_RIGHTS):
@@ -33,7 +35,8 @@
 //        - blocks until the parent writes one byte 'G' on `sock` (population
 //          finished) -- any other byte or EOF is an error (returns EPIPE).
 //  parent, while the child waits:
-//      staging.ReceiveAndPopulate(sock)  -- receives the fds, copies the host
+//      staging.ReceiveAndPopulate(sock)  -- sends the idmapped lower layer
+//        if there is one, receives the fds, copies the host
 //        dir (kCopy) and the --copy files in, writes 'G'.
 //  parent, after every sandbox process is dead:
 //      staging.VerifyAndCommit(cancel) -> {ScanReport, CommitReport}
@@ -62,6 +65,7 @@
 
 #include "compiler/common/status.h"
 #include "compiler/ir/policy_ir.h"
+#include "enforcer/owned_fd.h"
 #include "enforcer/workdir/breakout_scan.h"
 #include "enforcer/workdir/commit.h"
 
@@ -86,9 +90,11 @@ struct StagingOptions {
   // chowned to it, so the sandbox user can write its work dir even when the
   // caller is root and the sandbox runs as an unprivileged mapped uid. -1
   // (rootless: the caller's uid IS the sandbox's) leaves the caller as owner.
-  // With an owner set, kAuto picks kOverlay only if the host dir belongs to
-  // that uid (overlay shows lower files with their host owners, which the
-  // sandbox user could not write).
+  // With an owner set, kAuto picks kOverlay for a host dir of another owner
+  // only through an idmapped lower layer (idmapped_tree.h) that shows that
+  // owner's files as the sandbox's: the overlay shows lower files with their
+  // host owners, which the sandbox user could not write. Where idmapped
+  // mounts are not available, such a dir is copied.
   int64_t sandbox_host_uid = -1;
   int64_t sandbox_host_gid = -1;
   // Targets of the sandbox's other mounts that lie inside the work dir,
@@ -109,6 +115,11 @@ struct WorkMountChildSpec {
   char overlay_data[3 * PATH_MAX + 64] = {};  // "lowerdir=..,upperdir=..,workdir=..,userxattr"
   char upper_dir[PATH_MAX] = {};      // stage_dir + "/upper" (overlay)
   char overlay_work_dir[PATH_MAX] = {};  // stage_dir + "/work" (overlay)
+  // Overlay over an idmapped host dir (idmapped_tree.h): the child first
+  // receives the detached mount ('L' on the socket) and attaches it here
+  // (stage_dir + "/lower"), which is then the overlay's lowerdir.
+  bool idmapped_lower = false;
+  char lower_dir[PATH_MAX] = {};
 };
 
 // Steps MountWorkDirInChild reports in *failed_step (for the {step, errno}
@@ -123,6 +134,8 @@ enum class WorkMountStep : int {
   kOpenFds,
   kSendFds,
   kWaitParent,
+  kReceiveLower,
+  kAttachLower,
 };
 const char* WorkMountStepName(WorkMountStep step);
 
@@ -173,6 +186,7 @@ class Staging {
   std::vector<std::string> scaffolding_;  // mount points (and parents) the host dir lacks, deepest first
   int tree_fd_ = -1;
   int view_fd_ = -1;
+  OwnedFd lower_tree_;  // idmapped overlay only: sent to the child, then closed
 };
 
 }  // namespace cocoon::enforcer

@@ -55,8 +55,21 @@ int MountDirect(const WorkMountChildSpec& spec, const char* target, WorkMountSte
   return rc == 0 ? 0 : FailOn(rc, failed_step, WorkMountStep::kRemountDirect);
 }
 
+// The parent made the idmapped host dir as a detached mount (idmapped_tree.h)
+// and sends it; attached here, in our namespace, because overlayfs takes
+// only layers it can reach in the mounter's mount namespace.
+int AttachIdmappedLower(const WorkMountChildSpec& spec, int sock, WorkMountStep* failed_step) noexcept {
+  int lower = -1;
+  int err = ReceiveOneFd(sock, 'L', &lower);
+  if (err != 0) return Fail(failed_step, WorkMountStep::kReceiveLower, err);
+  long rc = sys::Call(SYS_move_mount, lower, "", AT_FDCWD, spec.lower_dir, MOVE_MOUNT_F_EMPTY_PATH);
+  sys::Call(SYS_close, lower);
+  return rc == 0 ? 0 : FailOn(rc, failed_step, WorkMountStep::kAttachLower);
+}
+
 // Staged modes: returns the fd of the tree the parent scans later.
-int MountStaged(const WorkMountChildSpec& spec, const char* target, int* tree_fd, WorkMountStep* failed_step) noexcept {
+int MountStaged(const WorkMountChildSpec& spec, const char* target, int sock, int* tree_fd,
+                WorkMountStep* failed_step) noexcept {
   const unsigned long flags = MS_NOSUID | MS_NODEV;
   if (spec.strategy == StagingStrategy::kCopy) {
     // The quota tmpfs straight on the target: the tree IS the view.
@@ -74,7 +87,12 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int* tree_fd
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountTmpfs);
   rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.upper_dir, 0755);
   if (rc == 0) rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.overlay_work_dir, 0700);
+  if (rc == 0 && spec.idmapped_lower) rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.lower_dir, 0755);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMkdir);
+  if (spec.idmapped_lower) {
+    int err = AttachIdmappedLower(spec, sock, failed_step);
+    if (err != 0) return err;
+  }
   rc = sys::Mount("overlay", target, "overlay", flags, spec.overlay_data);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountOverlay);
   long fd = OpenDirectory(spec.upper_dir);
@@ -96,6 +114,8 @@ const char* WorkMountStepName(WorkMountStep step) {
     case WorkMountStep::kOpenFds: return "open the staged tree";
     case WorkMountStep::kSendFds: return "hand the staged tree to the supervisor";
     case WorkMountStep::kWaitParent: return "wait for the supervisor to fill the work dir";
+    case WorkMountStep::kReceiveLower: return "receive the idmapped work dir from the supervisor";
+    case WorkMountStep::kAttachLower: return "attach the idmapped work dir (move_mount)";
   }
   return "unknown";
 }
@@ -104,7 +124,7 @@ int MountWorkDirInChild(const WorkMountChildSpec& spec, const char* target, int 
                         WorkMountStep* failed_step) noexcept {
   if (spec.strategy == StagingStrategy::kDirect) return MountDirect(spec, target, failed_step);
   int tree_fd = -1;
-  int err = MountStaged(spec, target, &tree_fd, failed_step);
+  int err = MountStaged(spec, target, sock, &tree_fd, failed_step);
   if (err != 0) return err;
   long view = OpenDirectory(target);
   if (view < 0) {

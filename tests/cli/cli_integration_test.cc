@@ -7,6 +7,7 @@
 #include <map>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -267,6 +268,60 @@ TEST(CocoonEnforce, UserZeroInsideIsNobodyOnTheHost) {
   EXPECT_EQ(host, geteuid() == 0 ? 65534u : geteuid()) << out;
   EXPECT_EQ(out.find("CHOWNED"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(dir / "work" / "made"));
+  fs::remove_all(dir);
+}
+
+// As root the sandbox is host uid 65534, and a work dir too big to copy into
+// its quota is staged through an overlay. A root-owned one (a CI checkout)
+// is idmapped so that its owner's files are the sandbox's: it can create,
+// change and delete there (it once could not even create: the overlay's
+// root kept the owner it had at mount time), the results come back owned
+// by the dir's owner, and what it left alone is the same inode as before.
+TEST(CocoonEnforce, ABigRootOwnedWorkDirIsStagedThroughAnIdmappedOverlay) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: only a root caller runs the sandbox as another host uid";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-idmap-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  {
+    std::ofstream(dir / "keep.txt") << "keep\n";
+    std::ofstream(dir / "edit.txt") << "old\n";
+    std::ofstream(dir / "gone.txt") << "gone\n";
+    std::ofstream(dir / "sub" / "inner.txt") << "inner\n";
+  }
+  // 80 MiB by size (sparse): past the 64 MiB above which the overlay is used,
+  // and past strict's 64 MiB quota, so a copy would not fit.
+  std::ofstream(dir / "big.bin").close();
+  fs::resize_file(dir / "big.bin", 80ull << 20);
+  auto inode = [](const fs::path& p) {
+    struct stat st {};
+    return lstat(p.c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  const ino_t keep_inode = inode(dir / "keep.txt"), big_inode = inode(dir / "big.bin");
+  Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir.string(), "--json", "--", "/bin/sh",
+                    "-c",
+                    "set -e; echo new > /work/new.txt; echo more >> /work/edit.txt; rm /work/gone.txt; "
+                    "echo added > /work/sub/added.txt; mkdir /work/made; cat /work/keep.txt"});
+  json j = Json(ran);
+  ASSERT_EQ(j["exit_code"], 0) << j.dump(2) << ran.err;
+  EXPECT_EQ(j["stdout"], "keep\n");
+  EXPECT_EQ(j["breakout"]["work_mode"], "staged-overlay");
+  EXPECT_EQ(j["committed"], true);
+  auto text = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(text(dir / "new.txt"), "new\n");
+  EXPECT_EQ(text(dir / "edit.txt"), "old\nmore\n");
+  EXPECT_FALSE(fs::exists(dir / "gone.txt"));
+  EXPECT_EQ(text(dir / "sub" / "added.txt"), "added\n");
+  EXPECT_TRUE(fs::is_directory(dir / "made"));
+  EXPECT_EQ(inode(dir / "keep.txt"), keep_inode) << "an untouched original came back as a copy";
+  EXPECT_EQ(inode(dir / "big.bin"), big_inode);
+  for (const char* name : {"new.txt", "edit.txt", "made", "sub/added.txt"}) {
+    struct stat st {};
+    ASSERT_EQ(lstat((dir / name).c_str(), &st), 0) << name;
+    EXPECT_EQ(st.st_uid, 0u) << name << ": results belong to the work dir's owner";
+  }
   fs::remove_all(dir);
 }
 
