@@ -67,8 +67,8 @@ void RecordVerification(Result<StagingResult> staged, bool direct, Outcome& outc
   }
   if (uninspected == 0) return;
   outcome.verification = "incomplete";
-  outcome.verification_error = std::to_string(uninspected) +
-                               " entries of the host work dir could not be inspected and were left in place (first: " +
+  outcome.verification_error = std::to_string(uninspected) + (uninspected == 1 ? " entry" : " entries") +
+                               " of the host work dir could not be inspected and were left in place (first: " +
                                first->path + ", " + first->kind + "); check them by hand before trusting the dir";
 }
 

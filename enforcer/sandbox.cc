@@ -181,12 +181,8 @@ Status Sandbox::Impl::PrepareAll() {
     }
     if (id_maps.caller_is_root) {
       // The sandbox runs as host 65534 (userns.h): its work dir must be its own.
-      staging_options.sandbox_host_uid = kRootSandboxHostUid;
-      staging_options.sandbox_host_gid = kRootSandboxHostGid;
-    }
-    if (id_maps.caller_is_root) {  // the sandbox user is a mapped unprivileged uid: give it the work dir
       staging_options.sandbox_host_uid = id_maps.sandbox_host_uid;
-      staging_options.sandbox_host_gid = kRootSandboxHostGid;
+      staging_options.sandbox_host_gid = id_maps.sandbox_host_gid;
     }
     COCOON_ASSIGN_OR_RETURN(staging, Staging::Prepare(staging_options));
   } else if (!copies.empty()) {

@@ -241,6 +241,46 @@ TEST(CocoonEnforce, ATreeTooDeepToScanIsLeftOutOrReportedIncomplete) {
   fs::remove_all(dir);
 }
 
+// Rootless, the scanner has no power over the caller's own files that the
+// sandbox (the same host uid) has not: a directory the sandbox made mode
+// 000 in a direct work dir cannot be looked into. It is left in place (it
+// may be the user's own), never passed as clean: verified "incomplete" and
+// exit 125, while the escape the scan could see is removed.
+TEST(CocoonEnforce, RootlessDirectModeReportsWhatItCouldNotInspect) {
+  const bool root = geteuid() == 0;
+  if (root && access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-rootless-direct-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::create_directories(dir / "home");
+  std::ofstream(dir / "direct.cocoon") << "import \"strict\"\nprofile direct extends strict {\n"
+                                          "  filesystem {\n    work /work quota 64MiB direct\n  }\n}\n";
+  if (root) {
+    for (const fs::path& p : {dir, dir / "work", dir / "home", dir / "direct.cocoon"}) {
+      ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0) << p;
+    }
+  }
+  std::vector<std::string> args = {"enforce", (dir / "direct.cocoon").string(), "--work", (dir / "work").string(),
+                                   "--json", "--", "/bin/sh", "-c",
+                                   "mkdir /work/d; ln -s /etc/shadow /work/d/esc; chmod 000 /work/d; "
+                                   "ln -s /etc/passwd /work/top"};
+  std::string binary = COCOON_BINARY;
+  if (root) {
+    args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+    binary = "/usr/bin/setpriv";
+  }
+  Ran ran = Cocoon(args, "", {{"HOME", (dir / "home").string()}, {"XDG_CACHE_HOME", (dir / "home").string()}}, binary);
+  json j = Json(ran);
+  EXPECT_EQ(ran.status, 125) << j.dump(2) << ran.err;
+  EXPECT_EQ(j["breakout"]["verified"], "incomplete") << j.dump(2);
+  EXPECT_FALSE(fs::is_symlink(dir / "work" / "top")) << "the escape the scan saw was removed";
+  bool reported = false;
+  for (const auto& f : j["breakout"]["findings"]) reported |= f["path"] == "d" && f["kind"] == "unreadable";
+  EXPECT_TRUE(reported) << j["breakout"].dump(2);
+  fs::permissions(dir / "work" / "d", fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
 // `user 0:0` runs the command as uid 0 inside its namespace, and as a
 // nobody on the host: no capability, and as root uid 0 inside is host 65534
 // (it once failed at the first step of the mount tree: host root, which
