@@ -14,7 +14,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")" && pwd)
 build=${COCOON_BUILD_DIR:-$repo/build}
 jobs=$(nproc)
-# 30 s per fuzzer keeps the whole CI run near its 30-minute budget on 2 cores.
+# 30 s per fuzzer, one per core at a time (fuzz/run_all.sh), keeps the whole
+# CI run inside its 30-minute budget on 2 cores.
 fuzz_seconds=${COCOON_FUZZ_SECONDS:-30}
 
 packages=(
@@ -30,7 +31,7 @@ packages=(
   python3 perl ruby php-cli lua5.4 golang-go rustc
 )
 
-log() { printf '\n== %s\n' "$*"; }
+log() { printf '\n== [%ds] %s\n' "$SECONDS" "$*"; }  # seconds since the start
 
 as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 

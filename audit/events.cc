@@ -316,6 +316,7 @@ Event ProcessExited(const ProcessExitedInfo& info) {
   if (!info.work_mode.empty()) {
     e["cocoon"]["workdir"] = {{"mode", S(info.work_mode)}, {"verified", S(info.verified)}, {"committed", info.committed}};
     if (!info.verification_error.empty()) e["cocoon"]["workdir"]["error"] = S(info.verification_error);
+    if (!info.commit_warning.empty()) e["cocoon"]["workdir"]["warning"] = S(info.commit_warning);
   }
   RunFields(e, info.policy_name, info.run_id);
   e["message"] = S("process exited: " + info.termination_reason + " code " + std::to_string(info.exit_code) +

@@ -126,11 +126,13 @@ struct ProcessExitedInfo {
   uint64_t stderr_bytes = 0;
   bool breakout_clean = true;
   // With a work dir (Outcome::work_mode, verification, committed,
-  // verification_error); work_mode empty: no "cocoon.workdir" object.
+  // verification_error, commit_warning); work_mode empty: no
+  // "cocoon.workdir" object.
   std::string work_mode;
   std::string verified;
   bool committed = false;
   std::string verification_error;
+  std::string commit_warning;
   std::string policy_name;
   std::string run_id;
 };

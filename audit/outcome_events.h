@@ -64,6 +64,7 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
   exited.verified = outcome.verification;
   exited.committed = outcome.committed;
   exited.verification_error = outcome.verification_error;
+  exited.commit_warning = outcome.commit_warning;
   exited.policy_name = outcome.policy_name;
   exited.run_id = run_id;
   events.push_back(ProcessExited(exited));

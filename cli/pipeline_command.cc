@@ -113,6 +113,9 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
     return result;
   }
   *exit_status = enforcer::ShellExitStatus(*outcome);
+  // Without --json the step's notes (truncation, timeout, work dir entries
+  // left out, an unverified work dir) go to stderr as `cocoon run` prints them.
+  if (!flags.json) PrintOutcomeNotes(*outcome, "cocoon pipeline: step " + std::to_string(index + 1));
   result["outcome"] = RunOutcomeJson(std::move(*outcome), prepared->policy);
   return result;
 }

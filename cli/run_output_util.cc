@@ -49,6 +49,8 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
   if (!o.verification_error.empty()) {
     std::cerr << name << ": work dir NOT verified (" << o.verification << "): " << o.verification_error << "\n";
   }
+  if (o.verification == "cancelled") std::cerr << name << ": cancelled during the commit; the host work dir is unchanged\n";
+  if (!o.commit_warning.empty()) std::cerr << name << ": " << o.commit_warning << "\n";
 }
 
 std::string EnvOr(const std::string& value, const char* name) {

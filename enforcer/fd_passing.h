@@ -4,6 +4,8 @@
 // staged work dir's mounts); the supervisor receives.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,8 @@ namespace cocoon::enforcer {
 
 // The most fds one message carries here.
 inline constexpr size_t kMaxPassedFds = 4;
+// Room for the largest message's control part; CMSG_SPACE is a constant expression.
+inline constexpr size_t kFdPassingControlBytes = CMSG_SPACE(kMaxPassedFds * sizeof(int));
 
 // Sends `count` (1..kMaxPassedFds) fds and the byte `tag` in one message.
 // Raw system calls, allocation-free and restarted on EINTR, for the child

@@ -38,27 +38,7 @@ void SetTermination(const SuperviseResult& run, bool oom, Outcome& outcome) {
   }
 }
 
-// The command ran, so a scan or commit that fails still ends in an Outcome
-// (the caller learns what ran and what it cost) that says the work dir was
-// not verified: nothing was committed in staged modes, and in direct mode
-// what the scan could not inspect is still in the host dir.
-void RecordVerification(Result<StagingResult> staged, bool direct, Outcome& outcome) {
-  if (!staged.ok()) {
-    outcome.breakout_clean = false;
-    outcome.committed = false;
-    outcome.verification = direct ? "incomplete" : "failed";
-    outcome.verification_error = staged.status().message();
-    if (direct) {
-      outcome.verification_error += "; the host work dir may still hold what the sandbox left";
-    } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
-      outcome.verification_error += "; nothing was committed to the host work dir";
-    }
-    return;
-  }
-  outcome.breakout_findings = staged->scan.findings;
-  outcome.breakout_clean = staged->scan.clean();
-  outcome.committed = staged->committed;
-  if (!direct) return;  // staged: uninspected entries were left out with the rest
+void RecordUninspected(Outcome& outcome) {
   size_t uninspected = 0;
   const BreakoutFinding* first = nullptr;
   for (const BreakoutFinding& finding : outcome.breakout_findings) {
@@ -70,6 +50,40 @@ void RecordVerification(Result<StagingResult> staged, bool direct, Outcome& outc
   outcome.verification_error = std::to_string(uninspected) + (uninspected == 1 ? " entry" : " entries") +
                                " of the host work dir could not be inspected and were left in place (first: " +
                                first->path + ", " + first->kind + "); check them by hand before trusting the dir";
+}
+
+// The command ran, so a scan or commit that fails still ends in an Outcome
+// (the caller learns what ran and what it cost) that says the work dir was
+// not verified: nothing was committed in staged modes, and in direct mode
+// what the scan could not inspect or defuse is still in the host dir. What
+// the scan found before a later step failed is kept, so it is reported and
+// audited either way.
+void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
+  if (staged.scanned) {
+    outcome.breakout_findings = std::move(staged.scan.findings);
+    outcome.breakout_clean = outcome.breakout_findings.empty();
+  }
+  outcome.committed = staged.committed;
+  outcome.commit_warning = std::move(staged.commit.cleanup_warning);
+  if (staged.cancelled) {
+    // Cancelled while committing: the host dir is as it was; not a failure
+    // of verification but of nothing (ShellExitStatus gives 130).
+    outcome.verification = "cancelled";
+    return;
+  }
+  if (!staged.error.ok()) {
+    if (!staged.scanned) outcome.breakout_clean = false;
+    outcome.verification = direct ? "incomplete" : "failed";
+    outcome.verification_error = staged.error.message();
+    if (direct) {
+      outcome.verification_error += "; the host work dir may still hold what the sandbox left";
+    } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
+      outcome.verification_error += "; nothing was committed to the host work dir";
+    }
+    return;
+  }
+  // Staged: uninspected entries were left out with the rest.
+  if (direct) RecordUninspected(outcome);
 }
 
 }  // namespace

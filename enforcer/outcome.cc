@@ -32,6 +32,7 @@ std::string_view LimitMechanismName(LimitMechanism mechanism) {
 int ShellExitStatus(const Outcome& outcome) {
   if (!outcome.verification_error.empty()) return kExitWorkDirUnverified;
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
+  if (outcome.verification == "cancelled") return 130;  // cancelled during the commit
   // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
   // not the SIGKILL we used on the sandbox.
   if (outcome.termination_reason == TerminationReason::kCancelled) return 130;
@@ -101,6 +102,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     j["breakout"]["work_mode"] = outcome.work_mode;
     j["breakout"]["verified"] = outcome.verification;
     if (!outcome.verification_error.empty()) j["breakout"]["error"] = outcome.verification_error;
+    if (!outcome.commit_warning.empty()) j["breakout"]["commit_warning"] = outcome.commit_warning;
   }
   j["committed"] = outcome.committed;
   return j;

@@ -121,13 +121,18 @@ struct Outcome {
   // breakout verification ran: "before-commit" (staged: nothing reached the
   // host unverified), "after-the-fact" (direct: the sandbox wrote to the
   // host dir itself; escapes were removed afterwards), "not-run" (an
-  // interrupted run: nothing committed), "failed" (staged: the scan or the
-  // commit failed, nothing committed) or "incomplete" (direct: entries that
-  // could not be inspected remain in the host dir). Empty without a work dir.
+  // interrupted run: nothing committed), "cancelled" (staged: cocoon was
+  // cancelled during the commit: nothing committed), "failed" (staged: the
+  // scan or the commit failed, nothing committed) or "incomplete" (direct:
+  // entries that could not be inspected or defused remain in the host dir).
+  // Empty without a work dir.
   std::string work_mode;
   std::string verification;
   // Why verification is "failed" or "incomplete"; empty otherwise.
   std::string verification_error;
+  // Committed, but the host dir's previous contents could not be removed
+  // from beside it (where they are, and why); empty otherwise.
+  std::string commit_warning;
 };
 
 std::string_view TerminationReasonName(TerminationReason reason);

@@ -70,6 +70,7 @@ enum class ExecStatus {
   kPolicyKill,   // seccomp kill, or a breakout finding in the work dir
   kSignaled,
   kCancelled,
+  kWorkDirUnverified,  // the command ran, but its work dir could not be verified
 };
 
 struct AuditRef {

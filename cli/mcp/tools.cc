@@ -335,6 +335,7 @@ std::string_view ExecStatusName(ExecStatus status) {
     case ExecStatus::kPolicyKill: return "policy_kill";
     case ExecStatus::kSignaled: return "signaled";
     case ExecStatus::kCancelled: return "cancelled";
+    case ExecStatus::kWorkDirUnverified: return "workdir_unverified";
   }
   return "unknown";
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -71,6 +72,7 @@ class Scanner {
  private:
   static constexpr size_t kMaxQueued = 128;  // bounds the fds parked in the queue
 
+  unsigned WorkersWithinFdLimit() const;
   void Worker(WorkerState& state);
   bool Pop(DirJob& job);
   void Done();
@@ -97,6 +99,19 @@ class Scanner {
   Status error_;
 };
 
+// Worst case, every worker is max_depth levels deep inline (one fd per
+// level) while the queue is full: threads * max_depth + kMaxQueued fds, plus
+// the ones the process already holds. Fewer workers keep that inside
+// RLIMIT_NOFILE (1024 by default: 3 workers at the default depth).
+unsigned Scanner::WorkersWithinFdLimit() const {
+  constexpr uint64_t kOtherFds = 64;  // the supervisor's own pipes, sockets, logs
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4;
+  uint64_t reserved = kMaxQueued + kOtherFds;
+  if (limit.rlim_cur <= reserved + options_.max_depth) return 1;
+  return static_cast<unsigned>(std::max<uint64_t>(1, (limit.rlim_cur - reserved) / std::max<uint64_t>(1, options_.max_depth)));
+}
+
 Result<ScanReport> Scanner::Run() {
   struct stat st {};
   if (fstat(root_fd_, &st) != 0) return ErrnoError("stat of the work dir");
@@ -107,6 +122,7 @@ Result<ScanReport> Scanner::Run() {
   lseek(root_copy, 0, SEEK_SET);
   queue_.push_back(DirJob{root_copy, "", 0});
   unsigned threads = options_.threads ? options_.threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::min(threads, WorkersWithinFdLimit());
   std::vector<WorkerState> states(threads);
   std::vector<std::thread> workers;
   for (unsigned i = 1; i < threads; ++i) workers.emplace_back([this, &states, i] { Worker(states[i]); });

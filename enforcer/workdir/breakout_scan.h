@@ -57,11 +57,14 @@ struct ScanOptions {
   // Directories deeper than this are "too-deep" findings, not entered. The
   // commit, the copy-in and the removal of a staged tree hold one or two fds
   // per level, and the supervisor's default RLIMIT_NOFILE is 1024: 256
-  // levels keep them all well inside it (a path of 256 components is already
-  // past what most path-based tools handle).
+  // levels keep them inside it (a path of 256 components is already past
+  // what most path-based tools handle). The scan itself holds up to one fd
+  // per level per worker, so it runs fewer workers when RLIMIT_NOFILE would
+  // not hold them all that deep.
   uint32_t max_depth = 256;
   uint64_t max_entries = 50'000'000; // so is a tree with more entries
-  // Worker threads; 0 = one per CPU, at most 4. Directories are handed out
+  // Worker threads; 0 = one per CPU, at most 4 (fewer under a low
+  // RLIMIT_NOFILE: see max_depth). Directories are handed out
   // through a shared queue (bounded, so open fds stay bounded too); a
   // worker that finds the queue full descends inline.
   uint32_t threads = 0;

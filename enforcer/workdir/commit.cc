@@ -22,6 +22,7 @@ using tree::Fd;
 
 struct HostDir {
   Fd parent;              // the host work dir's parent
+  std::string parent_path;
   std::string base;       // its name in the parent
   Fd dir;                 // the host work dir itself
   struct stat st {};
@@ -36,6 +37,7 @@ Result<HostDir> OpenHostDir(const std::string& host_dir) {
   host.base = path.substr(slash + 1);
   if (host.base.empty() || host.base == "." || host.base == "..") return InvalidArgumentError("cannot commit to " + host_dir);
   std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+  host.parent_path = parent;
   host.parent = Fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!host.parent.valid()) return ErrnoError("opening " + parent);
   COCOON_ASSIGN_OR_RETURN(host.dir, tree::OpenDir(host.parent.get(), host.base));
@@ -361,7 +363,12 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // Before the swap: the half-built tree. After it: the previous contents.
   Status cleanup = tree::RemoveTree(host.parent.get(), temp_name);
   if (!built.ok()) return built.WithContext("commit of the work dir (nothing was committed)");
-  if (!cleanup.ok()) return cleanup.WithContext("committed, but removing the previous contents failed");
+  // The swap happened: the commit stands even if the old tree lingers.
+  if (!cleanup.ok()) {
+    report_.cleanup_warning = "committed, but the previous contents of the work dir remain in " +
+                              (host.parent_path == "/" ? "" : host.parent_path) + "/" + temp_name + ": " + cleanup.message() +
+                              "; remove that directory by hand";
+  }
   report_.files = stats_.files;
   report_.directories = stats_.directories;
   report_.symlinks = stats_.symlinks;
@@ -408,11 +415,21 @@ Result<CommitReport> RemediateDirectTree(const std::string& host_dir, const Scan
   Fd root(open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!root.valid()) return ErrnoError("opening work dir " + host_dir);
   CommitReport report;
+  // One entry that cannot be removed must not stop the others from being
+  // defused: remediate all, then report the first failure and the count.
+  Status first_failure;
+  size_t failures = 0;
   for (const BreakoutFinding& finding : scan.findings) {
-    COCOON_RETURN_IF_ERROR(Remediate(root.get(), finding).WithContext("direct work dir remediation"));
-    report.left_out.push_back(finding);
+    Status remediated = Remediate(root.get(), finding);
+    if (remediated.ok()) {
+      report.left_out.push_back(finding);
+    } else if (failures++ == 0) {
+      first_failure = remediated;
+    }
   }
-  return report;
+  if (failures == 0) return report;
+  return first_failure.WithContext("direct work dir remediation: " + std::to_string(failures) + " of " +
+                                   std::to_string(scan.findings.size()) + " entries could not be defused; first");
 }
 
 }  // namespace cocoon::enforcer

@@ -101,6 +101,10 @@ struct CommitReport {
   uint64_t symlinks = 0;
   uint64_t bytes = 0;
   std::vector<BreakoutFinding> left_out;  // every entry not committed, with its reason
+  // Set when the new tree was swapped in (the commit happened) but the
+  // previous contents, now beside the host dir under a temporary name,
+  // could not all be removed: says where they are and why.
+  std::string cleanup_warning;
 };
 
 // Commits the tree at `tree_fd` (scanned into `scan`; entries it flagged are

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,10 +33,17 @@ Status WriteMap(pid_t pid, const char* file, const std::string& line) {
 // through /proc/<pid>/ns/user, then kill and reap the child. The namespace
 // lives on as long as the fd, and the idmapped mount, hold it.
 Result<OwnedFd> MappingOnlyUserNamespace(const IdShift& shift) {
+  const long parent = syscall(SYS_getpid);
   long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, nullptr, nullptr, nullptr, 0);
   if (pid < 0) return ErrnoError("clone(CLONE_NEWUSER) for the work dir's idmapping");
   if (pid == 0) {
     // Raw system calls only: this is a copy of a possibly threaded process.
+    // It holds copies of all our fds (pipes, sockets) while it lives: drop
+    // them, so it can delay no EOF. And it must not outlive us: SIGKILL on
+    // our death, and exit at once if we died before that was armed.
+    syscall(SYS_close_range, 3U, ~0U, 0U);
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (syscall(SYS_getppid) != parent) syscall(SYS_exit_group, 0);
     for (;;) syscall(SYS_pause);
   }
   auto reap = [pid] {
@@ -60,11 +69,18 @@ Result<OwnedFd> MappingOnlyUserNamespace(const IdShift& shift) {
 
 }  // namespace
 
-Result<OwnedFd> IdmappedReadOnlyTree(const std::string& dir, const IdShift& shift) {
+Result<OwnedFd> IdmappedReadOnlyTree(const std::string& dir, const struct stat& expected, const IdShift& shift) {
   COCOON_ASSIGN_OR_RETURN(OwnedFd userns, MappingOnlyUserNamespace(shift));
   OwnedFd tree(static_cast<int>(
       syscall(SYS_open_tree, AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)));
   if (!tree.valid()) return ErrnoError("open_tree(OPEN_TREE_CLONE) of " + dir);
+  // The path was looked up again: it must still be the dir that was
+  // checked and scanned, not something swapped in since.
+  struct stat opened {};
+  if (fstat(tree.get(), &opened) != 0) return ErrnoError("stat the clone of " + dir);
+  if (opened.st_dev != expected.st_dev || opened.st_ino != expected.st_ino) {
+    return FailedPreconditionError("work dir " + dir + " was replaced while it was being staged");
+  }
   struct mount_attr attr {};
   attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   attr.userns_fd = static_cast<__u64>(userns.get());

@@ -10,7 +10,9 @@
 // so the sandbox can change its files (the overlay copies them up into the
 // quota tmpfs; the host files are never written: the mount is read-only and
 // the overlay never writes its lower layer). Files of other owners appear
-// unmapped (nobody) and stay read-only to the sandbox.
+// unmapped (nobody) and stay read-only to the sandbox: only the dir's
+// owner uid and owner gid are mapped, so a file of a third owner is
+// governed by its group and other bits (tests/cli: the third-owner file).
 //
 // Who can: only a caller with CAP_SYS_ADMIN in the user namespace that owns
 // the host filesystem (host root), on a filesystem that supports idmapped
@@ -22,6 +24,7 @@
 // overlay over it.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -39,8 +42,9 @@ struct IdShift {
 };
 
 // A detached, read-only, nosuid, nodev mount of `dir` (not its submounts)
-// with `shift` applied. Errors name the step (kernel or filesystem support:
+// with `shift` applied. `expected` is the dir's stat from the caller's
+// checks: a dir replaced since is refused. Errors name the step (kernel or filesystem support:
 // EINVAL/EPERM/ENOSYS) so that the caller can fall back to copying.
-Result<OwnedFd> IdmappedReadOnlyTree(const std::string& dir, const IdShift& shift);
+Result<OwnedFd> IdmappedReadOnlyTree(const std::string& dir, const struct stat& expected, const IdShift& shift);
 
 }  // namespace cocoon::enforcer

@@ -158,14 +158,19 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     strategy = host_scan->bytes > options.overlay_threshold_bytes && OverlaySafePath(host) ? StagingStrategy::kOverlay
                                                                                             : StagingStrategy::kCopy;
     if (strategy == StagingStrategy::kOverlay && needs_idmap) {
-      auto lower = IdmappedReadOnlyTree(host, IdShiftFor(host_st, options));
+      auto lower = IdmappedReadOnlyTree(host, host_st, IdShiftFor(host_st, options));
       // Without idmapped mounts (an old kernel, a filesystem without
-      // support) the dir is copied, as it always was.
-      if (lower.ok()) staging->lower_tree_ = std::move(*lower);
-      else strategy = StagingStrategy::kCopy;
+      // support) the dir is copied, as it always was; if the copy then
+      // does not fit, the refusal says why the overlay was not used.
+      if (lower.ok()) {
+        staging->lower_tree_ = std::move(*lower);
+      } else {
+        strategy = StagingStrategy::kCopy;
+        staging->overlay_declined_ = lower.status().message();
+      }
     }
   } else if (strategy == StagingStrategy::kOverlay && needs_idmap) {
-    COCOON_ASSIGN_OR_RETURN(staging->lower_tree_, IdmappedReadOnlyTree(host, IdShiftFor(host_st, options)));
+    COCOON_ASSIGN_OR_RETURN(staging->lower_tree_, IdmappedReadOnlyTree(host, host_st, IdShiftFor(host_st, options)));
   }
   if (strategy == StagingStrategy::kOverlay && !OverlaySafePath(host)) {
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
@@ -291,7 +296,10 @@ Status Staging::Populate() {
     };
     Status copied = tree::CopyTree(host.get(), view_fd_, "", hooks, stats);
     if (!copied.ok()) return copied.code() == ErrorCode::kResourceExhausted || copied.message().find("No space") != std::string::npos
-                                ? ResourceExhaustedError("the work dir does not fit in the disk quota: " + copied.message())
+                                ? ResourceExhaustedError("the work dir does not fit in the disk quota: " + copied.message() +
+                                                         (overlay_declined_.empty() ? ""
+                                                          : " (it was copied because the overlay's idmapped lower "
+                                                            "layer failed: " + overlay_declined_ + ")"))
                                 : copied;
     hooks.on_symlink = nullptr;
     hooks.on_file = nullptr;
@@ -346,7 +354,7 @@ void RemoveScaffolding(int root_fd, const std::vector<std::string>& deepest_firs
 
 }  // namespace
 
-Result<StagingResult> Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
+StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
   StagingResult result;
   if (!scaffolding_.empty()) {
     if (spec_.strategy == StagingStrategy::kDirect) {
@@ -359,14 +367,34 @@ Result<StagingResult> Staging::VerifyAndCommit(const std::atomic<bool>* cancel) 
   if (spec_.strategy == StagingStrategy::kDirect) {
     ScanOptions scan_options;
     scan_options.mode = ScanMode::kDirect;
-    COCOON_ASSIGN_OR_RETURN(result.scan, ScanForBreakoutsAt(options_.host_dir, scan_options));
-    COCOON_ASSIGN_OR_RETURN(result.commit, RemediateDirectTree(options_.host_dir, result.scan));
+    auto scan = ScanForBreakoutsAt(options_.host_dir, scan_options);
+    if (!scan.ok()) {
+      result.error = scan.status();
+      return result;
+    }
+    result.scanned = true;
+    result.scan = std::move(*scan);
+    auto remediated = RemediateDirectTree(options_.host_dir, result.scan);
+    if (remediated.ok()) {
+      result.commit = std::move(*remediated);
+    } else {
+      result.error = remediated.status();
+    }
     return result;
   }
-  if (tree_fd_ < 0) return FailedPreconditionError("the staged work dir was never received from the sandbox");
+  if (tree_fd_ < 0) {
+    result.error = FailedPreconditionError("the staged work dir was never received from the sandbox");
+    return result;
+  }
   ScanOptions scan_options;
   scan_options.mode = spec_.strategy == StagingStrategy::kOverlay ? ScanMode::kOverlayUpper : ScanMode::kStagedTree;
-  COCOON_ASSIGN_OR_RETURN(result.scan, ScanForBreakouts(tree_fd_, scan_options));
+  auto scan = ScanForBreakouts(tree_fd_, scan_options);
+  if (!scan.ok()) {
+    result.error = scan.status();
+    return result;
+  }
+  result.scanned = true;
+  result.scan = std::move(*scan);
   // An original host symlink the sandbox left untouched is the host's own,
   // not a breakout: keep it (it was already there).
   std::erase_if(result.scan.findings, [this](const BreakoutFinding& f) {
@@ -379,7 +407,15 @@ Result<StagingResult> Staging::VerifyAndCommit(const std::atomic<bool>* cancel) 
   if (spec_.strategy == StagingStrategy::kCopy) commit_options.originals = &originals_;
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;
-  COCOON_ASSIGN_OR_RETURN(result.commit, CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options));
+  auto committed = CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options);
+  if (!committed.ok()) {
+    // The committer checks the flag between entries; a stop there changed
+    // nothing on the host (the swap is the last step).
+    result.cancelled = committed.status().code() == ErrorCode::kUnavailable && cancel != nullptr && cancel->load();
+    result.error = committed.status();
+    return result;
+  }
+  result.commit = std::move(*committed);
   result.committed = true;
   return result;
 }

@@ -144,10 +144,16 @@ const char* WorkMountStepName(WorkMountStep step);
 int MountWorkDirInChild(const WorkMountChildSpec& spec, const char* target, int sock,
                         WorkMountStep* failed_step) noexcept;
 
+// What verification did, also when it stopped part way: a scan that ran
+// keeps its findings (they are reported and audited) even if the commit or
+// the direct-mode remediation after it failed.
 struct StagingResult {
+  bool scanned = false;
   ScanReport scan;
   CommitReport commit;
-  bool committed = false;
+  bool committed = false;  // staged: the verified tree was swapped into the host dir
+  bool cancelled = false;  // the commit stopped at a cancel request; nothing was committed
+  Status error;            // why the scan, commit or remediation did not complete; ok otherwise
 };
 
 class Staging {
@@ -167,8 +173,8 @@ class Staging {
   Status ReceiveAndPopulate(int sock);
 
   // After the run: scan, then commit what passed (staged/overlay), or scan and
-  // remediate (direct). Refuses (kFailedPrecondition) before ReceiveAndPopulate.
-  Result<StagingResult> VerifyAndCommit(const std::atomic<bool>* cancel = nullptr);
+  // remediate (direct). Before ReceiveAndPopulate: error kFailedPrecondition.
+  StagingResult VerifyAndCommit(const std::atomic<bool>* cancel = nullptr);
 
   // For tests and for a parent that populates by itself: adopt already-open fds.
   void AdoptFds(int tree_fd, int view_fd);
@@ -187,6 +193,7 @@ class Staging {
   int tree_fd_ = -1;
   int view_fd_ = -1;
   OwnedFd lower_tree_;  // idmapped overlay only: sent to the child, then closed
+  std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed)
 };
 
 }  // namespace cocoon::enforcer

@@ -141,9 +141,12 @@ TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
     EXPECT_EQ(names, std::vector<std::string>{"orig.txt"}) << script;
   }
   Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir, "--json", "--", "/bin/sh", "-c",
-                    "for i in $(seq 20); do truncate -s 8M s$i; done; echo done"});
+                    "ln -s /etc/passwd escape; for i in $(seq 20); do truncate -s 8M s$i; done; echo done"});
   EXPECT_EQ(ran.status, 125) << ran.err;
   json j = Json(ran);
+  // The scan ran before the commit failed: what it found is still reported.
+  ASSERT_EQ(j["breakout"]["findings"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["breakout"]["findings"][0]["path"], "escape");
   EXPECT_EQ(j["exit_code"], 0) << j.dump(2);
   EXPECT_EQ(j["stdout"], "done\n");
   EXPECT_EQ(j["committed"], false);
@@ -327,7 +330,16 @@ TEST(CocoonEnforce, ABigRootOwnedWorkDirIsStagedThroughAnIdmappedOverlay) {
     std::ofstream(dir / "edit.txt") << "old\n";
     std::ofstream(dir / "gone.txt") << "gone\n";
     std::ofstream(dir / "sub" / "inner.txt") << "inner\n";
+    std::ofstream(dir / "other.txt") << "someone else's\n";
   }
+  // Only the dir's owner is mapped: a third owner's file stays read-only.
+  ASSERT_EQ(chown((dir / "other.txt").c_str(), 4242, 4242), 0);
+  fs::permissions(dir / "other.txt", fs::perms(0644));
+  // A hard link outside the work dir sees the original inode: the overlay
+  // never writes through to it.
+  fs::path outside_link = dir.string() + "-link";
+  fs::remove(outside_link);
+  fs::create_hard_link(dir / "edit.txt", outside_link);
   // 80 MiB by size (sparse): past the 64 MiB above which the overlay is used,
   // and past strict's 64 MiB quota, so a copy would not fit.
   std::ofstream(dir / "big.bin").close();
@@ -340,10 +352,12 @@ TEST(CocoonEnforce, ABigRootOwnedWorkDirIsStagedThroughAnIdmappedOverlay) {
   Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir.string(), "--json", "--", "/bin/sh",
                     "-c",
                     "set -e; echo new > /work/new.txt; echo more >> /work/edit.txt; rm /work/gone.txt; "
-                    "echo added > /work/sub/added.txt; mkdir /work/made; cat /work/keep.txt"});
+                    "echo added > /work/sub/added.txt; mkdir /work/made; cat /work/keep.txt; "
+                    "(echo x >> /work/other.txt) 2>/dev/null && echo other-writable || echo other-read-only; "
+                    "cat /work/other.txt"});
   json j = Json(ran);
   ASSERT_EQ(j["exit_code"], 0) << j.dump(2) << ran.err;
-  EXPECT_EQ(j["stdout"], "keep\n");
+  EXPECT_EQ(j["stdout"], "keep\nother-read-only\nsomeone else's\n");
   EXPECT_EQ(j["breakout"]["work_mode"], "staged-overlay");
   EXPECT_EQ(j["committed"], true);
   auto text = [](const fs::path& p) {
@@ -357,6 +371,9 @@ TEST(CocoonEnforce, ABigRootOwnedWorkDirIsStagedThroughAnIdmappedOverlay) {
   EXPECT_TRUE(fs::is_directory(dir / "made"));
   EXPECT_EQ(inode(dir / "keep.txt"), keep_inode) << "an untouched original came back as a copy";
   EXPECT_EQ(inode(dir / "big.bin"), big_inode);
+  EXPECT_EQ(text(outside_link), "old\n") << "the original inode was written through the overlay";
+  EXPECT_EQ(text(dir / "other.txt"), "someone else's\n");
+  fs::remove(outside_link);
   for (const char* name : {"new.txt", "edit.txt", "made", "sub/added.txt"}) {
     struct stat st {};
     ASSERT_EQ(lstat((dir / name).c_str(), &st), 0) << name;
@@ -644,12 +661,14 @@ TEST_P(CocoonRuntime, RunsHelloWorld) {
 // usage error: dash has no --version and says "Illegal option --".
 TEST(CocoonRun, ListedVersionsAreNotUsageErrors) {
   json runtimes = Json(Cocoon({"run", "--list-runtimes", "--json"}))["runtimes"];
+  bool saw_sh = false;
   for (const auto& r : runtimes) {
     if (!r["available"].get<bool>()) continue;
     std::string version = r.value("version", "");
     EXPECT_EQ(version.find("Illegal option"), std::string::npos) << r.dump();
     EXPECT_EQ(version.find("unknown option"), std::string::npos) << r.dump();
     if (r["name"] == "sh") {
+      saw_sh = true;
       bool dash = std::filesystem::canonical(r["path"].get<std::string>()).filename() == "dash";
       if (dash) {
         EXPECT_EQ(version, "") << r.dump();
@@ -657,6 +676,7 @@ TEST(CocoonRun, ListedVersionsAreNotUsageErrors) {
       }
     }
   }
+  EXPECT_TRUE(saw_sh) << "sh, the case this test is about, was not listed as available:\n" << runtimes.dump(2);
 }
 
 // Each preset gives a throwaway HOME (issue 6): a tool's dotfiles go to the
@@ -728,6 +748,16 @@ TEST(CocoonPipeline, StopsAtFirstFailureUnlessKeepGoing) {
   ASSERT_EQ(j["steps"].size(), 2u);
   EXPECT_EQ(j["steps"][1]["outcome"]["stdout"], "second\n");
   EXPECT_EQ(j["total"]["failed"], 1);
+}
+
+// Without --json each step's notes reach stderr, as with `cocoon run`: an
+// escaping link a step leaves is reported as left out of the shared dir.
+TEST(CocoonPipeline, PlainOutputReportsWhatEachStepLeftOut) {
+  Ran ran = Cocoon({"pipeline", "-s", "bash:echo one; ln -s /etc/passwd escape", "-s", "bash:ls"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_NE(ran.err.find("cocoon pipeline: step 1: work dir entry left out: escape (symlink-escape)"), std::string::npos)
+      << ran.err;
+  EXPECT_EQ(ran.out.find("escape"), std::string::npos) << "step 2 must not see the link:\n" << ran.out;
 }
 
 std::vector<json> Lines(const std::string& text) {

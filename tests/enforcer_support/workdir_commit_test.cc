@@ -2,6 +2,8 @@
 // files committed, originals untouched, interrupted commits change nothing.
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -9,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <string>
@@ -118,6 +121,41 @@ TEST(CommitTest, InterruptedCommitLeavesHostDirUnchanged) {
   EXPECT_EQ(Names(f.host), std::set<std::string>{"orig.txt"});
   EXPECT_EQ(ReadText(f.host + "/orig.txt"), "original\n");
   EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"});
+}
+
+// Sets or clears FS_IMMUTABLE_FL (ioctl_iflags(2)); needs CAP_LINUX_IMMUTABLE.
+bool SetImmutable(const std::string& path, bool on) {
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+  ok = ok && ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  close(fd);
+  return ok;
+}
+
+// Once the new tree is swapped in, the commit has happened: failing to
+// remove the previous contents afterwards is a warning naming where they
+// are, not "nothing was committed".
+TEST(CommitTest, ASwapWhosePreviousContentsCannotBeRemovedStillCommits) {
+  Fixture f;
+  std::string stuck = f.host + "/stuck";
+  ASSERT_EQ(mkdir(stuck.c_str(), 0755), 0);
+  if (!SetImmutable(stuck, true)) {
+    GTEST_SKIP() << "SKIPPED (not a security check): cannot set FS_IMMUTABLE_FL here (needs root on ext4/xfs/btrfs)";
+  }
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, {});
+  close(fd);
+  std::set<std::string> names = Names(f.parent.path());
+  for (const std::string& name : names) SetImmutable(f.parent / name + "/stuck", false);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(ReadText(f.host + "/orig.txt"), "changed by the sandbox\n");
+  ASSERT_EQ(names.size(), 2u) << "the previous contents stay beside the work dir";
+  std::string leftover = *std::find_if(names.begin(), names.end(), [](const std::string& n) { return n != "work"; });
+  EXPECT_NE(report->cleanup_warning.find("committed, but"), std::string::npos) << report->cleanup_warning;
+  EXPECT_NE(report->cleanup_warning.find(f.parent / leftover), std::string::npos) << report->cleanup_warning;
 }
 
 TEST(CommitTest, CancelFlagCommitsNothing) {

@@ -122,10 +122,10 @@ TEST_P(StagingTest, SandboxSeesContentsWritesAreStagedThenVerifiedAndCommitted) 
   EXPECT_FALSE(Exists(target_ / "input.txt")) << "a mount leaked out of the throwaway namespace";
 
   auto result = (*staging)->VerifyAndCommit();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_TRUE(result->committed);
-  ASSERT_EQ(result->scan.findings.size(), 1u);
-  EXPECT_EQ(result->scan.findings[0].path, "escape");
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  EXPECT_TRUE(result.committed);
+  ASSERT_EQ(result.scan.findings.size(), 1u);
+  EXPECT_EQ(result.scan.findings[0].path, "escape");
   EXPECT_EQ(ReadText(host_ + "/input.txt"), "modified\n");
   EXPECT_EQ(ReadText(host_ + "/result.txt"), "42\n");
   EXPECT_EQ(ReadText(host_ + "/in/copied.txt"), "from --copy\n");
@@ -171,8 +171,8 @@ TEST_P(StagingTest, UntouchedOriginalsAndHostFifosStayThemselves) {
   });
   ASSERT_EQ(rc, 0) << "sandbox side failed (100+ = mount step)";
   auto result = (*staging)->VerifyAndCommit();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  ASSERT_TRUE(result->committed);
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  ASSERT_TRUE(result.committed);
 
   struct stat after {};
   ASSERT_EQ(stat((host_ + "/keep.bin").c_str(), &after), 0);
@@ -214,7 +214,7 @@ TEST_P(StagingTest, MappedWritesAreKeptAndWidenedDirectoriesDropHostSpecials) {
   });
   ASSERT_EQ(rc, 0) << "sandbox side failed (100+ = mount step)";
   auto result = (*staging)->VerifyAndCommit();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
   EXPECT_EQ(ReadText(host_ + "/mapped.bin"), "ABCDE56789\n") << "a write through a mapping was lost";
   EXPECT_FALSE(Exists(host_ + "/private/pipe")) << "a host FIFO kept under a directory the sandbox widened";
 }
@@ -266,7 +266,10 @@ TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
   ASSERT_EQ(rc, 0);
   std::atomic<bool> cancel{true};  // SIGINT arrived: the supervisor cancels
   auto result = (*staging)->VerifyAndCommit(&cancel);
-  EXPECT_FALSE(result.ok());
+  EXPECT_FALSE(result.error.ok());
+  EXPECT_TRUE(result.cancelled);
+  EXPECT_FALSE(result.committed);
+  EXPECT_TRUE(result.scanned);  // the scan ran; only the commit stopped
   EXPECT_FALSE(Exists(host_ + "/result.txt"));
   EXPECT_EQ(ReadText(host_ + "/input.txt"), "original\n");
 }
@@ -295,7 +298,7 @@ TEST_P(StagingTest, RootCallerGivesWorkDirToSandboxUidAndResultsToHostOwner) {
   });
   ASSERT_EQ(rc, 0) << "sandbox side failed";
   auto result = (*staging)->VerifyAndCommit();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
   struct stat st {};
   ASSERT_EQ(stat((host_ + "/new.txt").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, host_owner);
@@ -332,9 +335,9 @@ TEST(StagingDirectTest, DirectModeBindsHostDirAndRemediatesAfter) {
   ASSERT_EQ(rc, 0);
   EXPECT_TRUE(Exists(host / "escape")) << "direct mode writes straight to the host";
   auto result = (*staging)->VerifyAndCommit();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_FALSE(result->committed);
-  EXPECT_EQ(result->scan.findings.size(), 2u);
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  EXPECT_FALSE(result.committed);
+  EXPECT_EQ(result.scan.findings.size(), 2u);
   EXPECT_FALSE(Exists(host / "escape"));
   EXPECT_EQ(ReadText(host / "result.txt"), "direct\n");
 }
