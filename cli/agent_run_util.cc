@@ -95,8 +95,8 @@ std::optional<uint64_t> ResolveLimit(const char* name, const char* flag, std::op
 // a host path bound into the sandbox at its own path to be usable there:
 //  - the bind resolves the path on the host from inside the sandbox's user
 //    namespace, as host uid/gid 0 whose capabilities there cover only inodes
-//    owned by a mapped uid (0 or 65534): every directory above it owned by
-//    anyone else must be searchable by "other" (or by group 0);
+//    whose uid and gid are both mapped (0 or 65534): every other directory
+//    above it must be searchable by host uid 0 through its permission bits;
 //  - inside, the path is reached through directories the sandbox's root
 //    tmpfs makes (mode 0755), except below another bound directory (`bound`,
 //    e.g. the read-only cwd holding the script): from there down, the host's
@@ -133,8 +133,12 @@ std::string WhySandboxUserCannotRead(const std::string& canonical, const std::ve
     std::string dir = canonical.substr(0, slash);
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0 || has_acl(dir)) continue;
-    bool host_side = st.st_uid == 0 || st.st_uid == uid ||
-                     (st.st_gid == 0 ? (st.st_mode & S_IXGRP) != 0 : (st.st_mode & S_IXOTH) != 0);
+    // Capabilities in a user namespace cover an inode only when both its
+    // uid and its gid are mapped there (privileged_wrt_inode_uidgid); else
+    // plain permission bits decide, for host uid 0 / gid 0.
+    bool capable = (st.st_uid == 0 || st.st_uid == uid) && (st.st_gid == 0 || st.st_gid == gid);
+    mode_t root_bits = st.st_uid == 0 ? (st.st_mode >> 6) & 7 : st.st_gid == 0 ? (st.st_mode >> 3) & 7 : st.st_mode & 7;
+    bool host_side = capable || (root_bits & 1) != 0;
     if (!host_side) return "the sandbox cannot reach " + canonical + ": " + describe(dir, st) + " is not searchable by others";
     bool inside_bind = !enclosing.empty() && dir.size() >= enclosing.size();
     if (inside_bind && (sandbox_bits(st) & 1) == 0) {

@@ -1,7 +1,9 @@
 #include "cli/command_line.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string_view>
@@ -62,7 +64,31 @@ void OneValuePerOccurrence(CLI::App& app) {
 
 const std::vector<std::string>* CommandAfterDoubleDash() { return had_double_dash ? &after_double_dash : nullptr; }
 
+namespace {
+
+// The supervisor holds fds per directory level while it scans, copies and
+// commits work dirs (breakout_scan.h), several at once under `cocoon mcp`:
+// the soft RLIMIT_NOFILE (often 1024) is raised toward the hard limit, as
+// Go and systemd do for their own processes: to 8192, room for four
+// concurrent deep scans (4 x (3 workers x 256 levels + 128 queued)) and the
+// rest. Not higher: the helpers cocoon runs unsandboxed (runtime version
+// probes) inherit it, and some close every fd up to it. Sandboxes are
+// unaffected: each gets the policy's RLIMIT_NOFILE (limit_plan.h). Nothing
+// here uses select(2), whose fd_set stops at 1024.
+void RaiseOpenFileSoftLimit() {
+  constexpr rlim_t kWanted = 8192;
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= kWanted) return;
+  rlim_t raised = limit.rlim_max == RLIM_INFINITY ? kWanted : std::min(limit.rlim_max, kWanted);
+  if (raised <= limit.rlim_cur) return;
+  limit.rlim_cur = raised;
+  (void)setrlimit(RLIMIT_NOFILE, &limit);  // best effort: the scan sizes itself to what it gets
+}
+
+}  // namespace
+
 int RunCommandLine(int argc, char** argv) {
+  RaiseOpenFileSoftLimit();
   // Logs go to stderr: stdout carries only command output (JSON Outcomes,
   // MCP protocol messages), and spdlog's default logger writes to stdout.
   spdlog::set_default_logger(spdlog::stderr_color_mt("cocoon"));

@@ -53,12 +53,13 @@ mcp::ExecStatus StatusOf(const enforcer::Outcome& o) {
   }
   if (o.timed_out) return mcp::ExecStatus::kTimeout;
   if (o.oom_killed) return mcp::ExecStatus::kOomKilled;
-  // The scan or commit failed (breakout.error says why): not the command's
-  // doing, so not a policy kill, but its files were not delivered.
+  // Links or devices left in the work dir are a policy violation even when
+  // the command itself exited cleanly (and whatever happened to the commit).
+  if (!o.breakout_findings.empty()) return mcp::ExecStatus::kPolicyKill;
+  // The scan or the commit failed (breakout.error says why): the command's
+  // files were not delivered.
   if (!o.verification_error.empty()) return mcp::ExecStatus::kWorkDirUnverified;
   if (o.verification == "cancelled") return mcp::ExecStatus::kCancelled;
-  // Links or devices left in the work dir are a policy violation even when
-  // the command itself exited cleanly.
   if (!o.breakout_clean) return mcp::ExecStatus::kPolicyKill;
   return mcp::ExecStatus::kCompleted;
 }

@@ -41,6 +41,7 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
     // already on the host, so it was removed or defused, or (uninspected)
     // left where it is.
     const char* what = !direct                                          ? "left out"
+                       : f.left_in_place                                ? "NOT removed (removing it failed), left in place"
                        : enforcer::IsUninspected(f)                    ? "not inspected, left in place"
                        : f.kind == "setuid" || f.kind == "setgid"      ? "bit cleared"
                                                                        : "removed";

@@ -66,24 +66,26 @@ void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
   outcome.committed = staged.committed;
   outcome.commit_warning = std::move(staged.commit.cleanup_warning);
   if (staged.cancelled) {
-    // Cancelled while committing: the host dir is as it was; not a failure
-    // of verification but of nothing (ShellExitStatus gives 130).
+    // Cancelled while committing: the host dir is as it was, so nothing
+    // unverified reached it, but nothing was delivered (ShellExitStatus
+    // gives 130, as for any cancel).
     outcome.verification = "cancelled";
-    return;
-  }
-  if (!staged.error.ok()) {
-    if (!staged.scanned) outcome.breakout_clean = false;
-    outcome.verification = direct ? "incomplete" : "failed";
-    outcome.verification_error = staged.error.message();
-    if (direct) {
-      outcome.verification_error += "; the host work dir may still hold what the sandbox left";
-    } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
-      outcome.verification_error += "; nothing was committed to the host work dir";
-    }
     return;
   }
   // Staged: uninspected entries were left out with the rest.
   if (direct) RecordUninspected(outcome);
+  if (!staged.error.ok()) {
+    if (!staged.scanned) outcome.breakout_clean = false;
+    outcome.verification = direct ? "incomplete" : "failed";
+    std::string uninspected = std::move(outcome.verification_error);
+    outcome.verification_error = staged.error.message();
+    if (direct) {
+      outcome.verification_error += "; the host work dir may still hold what the sandbox left";
+      if (!uninspected.empty()) outcome.verification_error += "; also " + uninspected;
+    } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
+      outcome.verification_error += "; nothing was committed to the host work dir";
+    }
+  }
 }
 
 }  // namespace
@@ -188,7 +190,10 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   // mount points) runs in every case.
   bool direct = staging && staging->strategy() == StagingStrategy::kDirect;
   if (staging && (finished_on_its_own || direct)) {
-    RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr), direct, outcome);
+    // A SIGINT/SIGTERM/SIGHUP (signal_fd) or a cancel that comes during
+    // the scan or the commit stops a staged commit before its swap.
+    RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr, signal_fd), direct,
+                       outcome);
   }
   return outcome;
 }

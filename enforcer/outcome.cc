@@ -96,6 +96,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& finding : outcome.breakout_findings) {
     findings.push_back({{"path", finding.path}, {"kind", finding.kind}, {"target", finding.target}});
+    if (finding.left_in_place) findings.back()["left_in_place"] = true;
   }
   j["breakout"] = {{"clean", outcome.breakout_clean}, {"findings", findings}};
   if (!outcome.work_mode.empty()) {

@@ -76,6 +76,7 @@ struct BreakoutFinding {
   std::string kind;         // "symlink-escape", "hardlink", "device", "fifo", "socket", "setuid", "setgid",
                             // "mount", "unreadable", "too-deep" (breakout_scan.h)
   std::string target;       // link target, or "" when not a link
+  bool left_in_place = false;  // direct mode: removing or defusing it failed; it is still in the host dir
 };
 
 // True for the kinds the scan did not look inside ("mount", "unreadable",

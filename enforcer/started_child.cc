@@ -113,6 +113,15 @@ SignalGuard::SignalGuard(SignalHandling handling) {
 
 SignalGuard::~SignalGuard() {
   if (!active_) return;
+  // A SIGINT/SIGTERM/SIGHUP that came after the sandbox was gone (during
+  // the verification and commit, which it cancels if it can, or just
+  // after) must not kill cocoon by its default action once unblocked
+  // below: the run's Outcome and audit events are still to be written.
+  // It is consumed here; the Outcome says whether it cancelled the commit.
+  if (fd_.valid()) {
+    struct signalfd_siginfo info {};
+    while (read(fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {}
+  }
   sigset_t pending;
   sigemptyset(&pending);
   if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&old_, SIGPIPE)) {

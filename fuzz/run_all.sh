@@ -15,8 +15,9 @@ shopt -s nullglob
 
 # Fuzzes one target; everything it prints goes to its report file, printed
 # whole once it ends, so that parallel runs do not interleave.
-fuzz_one() {  # fuzzer report
+fuzz_one() {  # fuzzer report (runs in a background subshell)
   local fuzzer=$1 report=$2 name work
+  exec > "$report" 2>&1  # everything, setup errors included
   name=$(basename "$fuzzer")
   work=$(mktemp -d)
   mkdir -p "$work/corpus" "$work/artifacts"
@@ -31,35 +32,34 @@ fuzz_one() {  # fuzzer report
               -artifact_prefix="$work/artifacts/")
   if [[ -f "$repo/fuzz/$name.dict" ]]; then args+=(-dict="$repo/fuzz/$name.dict"); fi
   local failed=0
-  {
-    echo "== fuzzing $name for ${seconds}s (seeds: $(ls "$work/corpus" | wc -l))"
-    if ! "$fuzzer" "${args[@]}" "$work/corpus" > "$work/log" 2>&1; then
-      failed=1
-      echo "FUZZER FAILED: $name"; tail -n 60 "$work/log"
-      ls -la "$work/artifacts"
-      # The work dir is removed below: print each input so that a CI log
-      # alone reproduces the failure (base64 -d > crash; $fuzzer crash).
-      for artifact in "$work"/artifacts/*; do
-        echo "-- $(basename "$artifact") (base64):"
-        head -c 65536 "$artifact" | base64
-      done
-    else
-      grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$work/log" | tail -n 2 || true
-    fi
-  } > "$report"
+  echo "== fuzzing $name for ${seconds}s (seeds: $(ls "$work/corpus" | wc -l))"
+  if ! "$fuzzer" "${args[@]}" "$work/corpus" > "$work/log" 2>&1; then
+    failed=1
+    echo "FUZZER FAILED: $name"; tail -n 60 "$work/log"
+    ls -la "$work/artifacts"
+    # The work dir is removed below: print each input so that a CI log
+    # alone reproduces the failure (base64 -d > crash; $fuzzer crash).
+    for artifact in "$work"/artifacts/*; do
+      echo "-- $(basename "$artifact") (base64):"
+      head -c 65536 "$artifact" | base64
+    done
+  else
+    grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$work/log" | tail -n 2 || true
+  fi
   rm -rf "$work"
   return $failed
 }
 
 reports=$(mktemp -d)
-trap 'rm -rf "$reports"' EXIT
+# On any exit, no fuzzer outlives the script (holding the CI log open).
+trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$reports"' EXIT
 pids=() names=()
 status=0
 collect() {  # waits for the oldest running fuzzer and prints its report
   local pid=${pids[0]} name=${names[0]}
   pids=("${pids[@]:1}") names=("${names[@]:1}")
   wait "$pid" || status=1
-  cat "$reports/$name"
+  cat "$reports/$name" 2>/dev/null || { echo "FUZZER FAILED: $name (it wrote no report)"; status=1; }
 }
 for fuzzer in "$build_dir"/fuzz/*_fuzzer; do
   name=$(basename "$fuzzer")

@@ -106,7 +106,7 @@ class Scanner {
 unsigned Scanner::WorkersWithinFdLimit() const {
   constexpr uint64_t kOtherFds = 64;  // the supervisor's own pipes, sockets, logs
   struct rlimit limit {};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return ~0U;
   uint64_t reserved = kMaxQueued + kOtherFds;
   if (limit.rlim_cur <= reserved + options_.max_depth) return 1;
   return static_cast<unsigned>(std::max<uint64_t>(1, (limit.rlim_cur - reserved) / std::max<uint64_t>(1, options_.max_depth)));

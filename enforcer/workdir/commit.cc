@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/random.h>
@@ -152,6 +153,9 @@ class Committer {
 Status Committer::Tick() {
   ++entries_;
   if (options_.cancel && options_.cancel->load()) return Status(ErrorCode::kUnavailable, "commit cancelled");
+  if (options_.cancel_fd >= 0 && entries_ % kCancelFdPollEntries == 1 && FdReadableNow(options_.cancel_fd)) {
+    return Status(ErrorCode::kUnavailable, "commit cancelled by a signal");
+  }
   if (options_.fail_after_entries && entries_ > options_.fail_after_entries) {
     return Status(ErrorCode::kUnavailable, "commit interrupted (test hook)");
   }
@@ -405,6 +409,16 @@ Status Remediate(int root_fd, const BreakoutFinding& finding) {
 
 }  // namespace
 
+bool FdReadableNow(int fd) {
+  if (fd < 0) return false;
+  struct pollfd p {fd, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, 0);
+  } while (ready < 0 && errno == EINTR);
+  return ready > 0 && (p.revents & POLLIN) != 0;
+}
+
 Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,
                                       const CommitOptions& options) {
   Committer committer(scan, options);
@@ -417,19 +431,16 @@ Result<CommitReport> RemediateDirectTree(const std::string& host_dir, const Scan
   CommitReport report;
   // One entry that cannot be removed must not stop the others from being
   // defused: remediate all, then report the first failure and the count.
-  Status first_failure;
-  size_t failures = 0;
-  for (const BreakoutFinding& finding : scan.findings) {
-    Status remediated = Remediate(root.get(), finding);
+  for (size_t i = 0; i < scan.findings.size(); ++i) {
+    Status remediated = Remediate(root.get(), scan.findings[i]);
     if (remediated.ok()) {
-      report.left_out.push_back(finding);
-    } else if (failures++ == 0) {
-      first_failure = remediated;
+      report.left_out.push_back(scan.findings[i]);
+    } else {
+      if (report.not_remediated.empty()) report.remediation_error = remediated.message();
+      report.not_remediated.push_back(i);
     }
   }
-  if (failures == 0) return report;
-  return first_failure.WithContext("direct work dir remediation: " + std::to_string(failures) + " of " +
-                                   std::to_string(scan.findings.size()) + " entries could not be defused; first");
+  return report;
 }
 
 }  // namespace cocoon::enforcer

@@ -76,11 +76,20 @@ struct StagedOriginals {
   std::map<std::string, Special> not_copied;  // relative path -> a FIFO, socket or device left out
 };
 
+// True if `fd` (>= 0) is readable now (poll(2) with no wait).
+bool FdReadableNow(int fd);
+
+inline constexpr uint64_t kCancelFdPollEntries = 64;
+
 struct CommitOptions {
   CommitSource source = CommitSource::kStagedTree;
   // Checked between entries; when it becomes true the commit stops, removes
   // its temporary directory and returns kUnavailable ("commit cancelled").
   const std::atomic<bool>* cancel = nullptr;
+  // The same for an fd (the launcher's signalfd for SIGINT/SIGTERM/SIGHUP):
+  // readable means cancel. Polled every kCancelFdPollEntries entries, never
+  // read, so the signal stays pending for the caller to see.
+  int cancel_fd = -1;
   // Most bytes of file contents the commit may write to the host (0: no
   // limit); the staging passes the disk quota. Past it the commit fails with
   // kResourceExhausted and commits nothing: the sandbox's tmpfs counts the
@@ -105,6 +114,10 @@ struct CommitReport {
   // previous contents, now beside the host dir under a temporary name,
   // could not all be removed: says where they are and why.
   std::string cleanup_warning;
+  // Direct mode: the findings (by index in the scan) that could not be
+  // removed or defused and are still in the host dir.
+  std::vector<size_t> not_remediated;
+  std::string remediation_error;  // why the first of those failed
 };
 
 // Commits the tree at `tree_fd` (scanned into `scan`; entries it flagged are
@@ -117,7 +130,9 @@ Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const
 // (unlinkat, never followed), setuid/setgid bits are cleared, and hardlinks to
 // outside files are unlinked (the outside file itself is untouched). Every
 // action is reported. This is the documented direct-mode policy: after the
-// fact, the host dir must still not hold a way out.
+// fact, the host dir must still not hold a way out. An entry that cannot be
+// defused does not stop the others; it is listed in not_remediated. Errors:
+// only when the host dir cannot be opened.
 Result<CommitReport> RemediateDirectTree(const std::string& host_dir, const ScanReport& scan);
 
 }  // namespace cocoon::enforcer

@@ -4,7 +4,6 @@
 #include <linux/mount.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,13 +37,15 @@ Result<OwnedFd> MappingOnlyUserNamespace(const IdShift& shift) {
   if (pid < 0) return ErrnoError("clone(CLONE_NEWUSER) for the work dir's idmapping");
   if (pid == 0) {
     // Raw system calls only: this is a copy of a possibly threaded process.
-    // It holds copies of all our fds (pipes, sockets) while it lives: drop
-    // them, so it can delay no EOF. And it must not outlive us: SIGKILL on
+    // It holds copies of all our fds (pipes, sockets, MCP's stdout) while it
+    // lives: drop them all, so it can delay no EOF. And it must not outlive us: SIGKILL on
     // our death, and exit at once if we died before that was armed.
-    syscall(SYS_close_range, 3U, ~0U, 0U);
+    syscall(SYS_close_range, 0U, ~0U, 0U);
     syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (syscall(SYS_getppid) != parent) syscall(SYS_exit_group, 0);
-    for (;;) syscall(SYS_pause);
+    // ppoll with no fds and no timeout: sleep until killed (pause(2) has no
+    // system call of its own on arm64).
+    for (;;) syscall(SYS_ppoll, nullptr, 0, nullptr, nullptr, 0);
   }
   auto reap = [pid] {
     kill(static_cast<pid_t>(pid), SIGKILL);
@@ -69,18 +70,12 @@ Result<OwnedFd> MappingOnlyUserNamespace(const IdShift& shift) {
 
 }  // namespace
 
-Result<OwnedFd> IdmappedReadOnlyTree(const std::string& dir, const struct stat& expected, const IdShift& shift) {
+Result<OwnedFd> IdmappedReadOnlyTree(int dir_fd, const std::string& dir, const IdShift& shift) {
   COCOON_ASSIGN_OR_RETURN(OwnedFd userns, MappingOnlyUserNamespace(shift));
+  // Cloned from the fd, not by path: the dir the caller checked and scanned.
   OwnedFd tree(static_cast<int>(
-      syscall(SYS_open_tree, AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)));
+      syscall(SYS_open_tree, dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)));
   if (!tree.valid()) return ErrnoError("open_tree(OPEN_TREE_CLONE) of " + dir);
-  // The path was looked up again: it must still be the dir that was
-  // checked and scanned, not something swapped in since.
-  struct stat opened {};
-  if (fstat(tree.get(), &opened) != 0) return ErrnoError("stat the clone of " + dir);
-  if (opened.st_dev != expected.st_dev || opened.st_ino != expected.st_ino) {
-    return FailedPreconditionError("work dir " + dir + " was replaced while it was being staged");
-  }
   struct mount_attr attr {};
   attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   attr.userns_fd = static_cast<__u64>(userns.get());

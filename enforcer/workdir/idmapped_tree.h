@@ -12,7 +12,8 @@
 // the overlay never writes its lower layer). Files of other owners appear
 // unmapped (nobody) and stay read-only to the sandbox: only the dir's
 // owner uid and owner gid are mapped, so a file of a third owner is
-// governed by its group and other bits (tests/cli: the third-owner file).
+// governed by its other bits, or its group bits when its group is the
+// dir's group (tests/cli: a third owner's 0644 file is read-only).
 //
 // Who can: only a caller with CAP_SYS_ADMIN in the user namespace that owns
 // the host filesystem (host root), on a filesystem that supports idmapped
@@ -24,7 +25,6 @@
 // overlay over it.
 #pragma once
 
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -41,10 +41,9 @@ struct IdShift {
   gid_t to_gid = 0;
 };
 
-// A detached, read-only, nosuid, nodev mount of `dir` (not its submounts)
-// with `shift` applied. `expected` is the dir's stat from the caller's
-// checks: a dir replaced since is refused. Errors name the step (kernel or filesystem support:
+// A detached, read-only, nosuid, nodev mount of the directory open at
+// `dir_fd` (not its submounts) with `shift` applied; `dir` names it in errors. Errors name the step (kernel or filesystem support:
 // EINVAL/EPERM/ENOSYS) so that the caller can fall back to copying.
-Result<OwnedFd> IdmappedReadOnlyTree(const std::string& dir, const struct stat& expected, const IdShift& shift);
+Result<OwnedFd> IdmappedReadOnlyTree(int dir_fd, const std::string& dir, const IdShift& shift);
 
 }  // namespace cocoon::enforcer

@@ -115,6 +115,10 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
 
   StagingStrategy strategy = options.strategy;
   if (options.mode == ir::WorkMode::kDirect) strategy = StagingStrategy::kDirect;
+  // One open of the host dir serves its stat, the scan and the idmapped
+  // clone below: they all see the same directory.
+  Fd host_fd(open(host.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!host_fd.valid()) return ErrnoError("work dir " + host);
   std::optional<ScanReport> host_scan;
   if (strategy != StagingStrategy::kDirect) {
     if (std::string point = MountPointAtOrBelow(host); point == host) {
@@ -128,7 +132,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     // A staged work dir is replaced as a whole when it is committed (and the
     // copy-in walks all of it): a filesystem mounted inside it would be
     // copied, then emptied with the previous contents. Refused up front.
-    COCOON_ASSIGN_OR_RETURN(host_scan, ScanForBreakoutsAt(host));
+    COCOON_ASSIGN_OR_RETURN(host_scan, ScanForBreakouts(host_fd.get()));
     for (const BreakoutFinding& finding : host_scan->findings) {
       if (finding.kind == "mount") {
         return FailedPreconditionError("work dir " + host + " holds a mount point at " + finding.path +
@@ -150,7 +154,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   // overlay needs the lower layer idmapped to show the owner's files as
   // the sandbox's (idmapped_tree.h).
   struct stat host_st {};
-  if (stat(host.c_str(), &host_st) != 0) return ErrnoError("work dir " + host);
+  if (fstat(host_fd.get(), &host_st) != 0) return ErrnoError("work dir " + host);
   const bool needs_idmap = options.sandbox_host_uid >= 0 && static_cast<int64_t>(host_st.st_uid) != options.sandbox_host_uid;
   if (strategy == StagingStrategy::kAuto) {
     // Big dirs go through an overlay (nothing copied in); small ones are
@@ -158,7 +162,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     strategy = host_scan->bytes > options.overlay_threshold_bytes && OverlaySafePath(host) ? StagingStrategy::kOverlay
                                                                                             : StagingStrategy::kCopy;
     if (strategy == StagingStrategy::kOverlay && needs_idmap) {
-      auto lower = IdmappedReadOnlyTree(host, host_st, IdShiftFor(host_st, options));
+      auto lower = IdmappedReadOnlyTree(host_fd.get(), host, IdShiftFor(host_st, options));
       // Without idmapped mounts (an old kernel, a filesystem without
       // support) the dir is copied, as it always was; if the copy then
       // does not fit, the refusal says why the overlay was not used.
@@ -170,7 +174,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
       }
     }
   } else if (strategy == StagingStrategy::kOverlay && needs_idmap) {
-    COCOON_ASSIGN_OR_RETURN(staging->lower_tree_, IdmappedReadOnlyTree(host, host_st, IdShiftFor(host_st, options)));
+    COCOON_ASSIGN_OR_RETURN(staging->lower_tree_, IdmappedReadOnlyTree(host_fd.get(), host, IdShiftFor(host_st, options)));
   }
   if (strategy == StagingStrategy::kOverlay && !OverlaySafePath(host)) {
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
@@ -354,7 +358,7 @@ void RemoveScaffolding(int root_fd, const std::vector<std::string>& deepest_firs
 
 }  // namespace
 
-StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
+StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int cancel_fd) {
   StagingResult result;
   if (!scaffolding_.empty()) {
     if (spec_.strategy == StagingStrategy::kDirect) {
@@ -375,10 +379,18 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
     result.scanned = true;
     result.scan = std::move(*scan);
     auto remediated = RemediateDirectTree(options_.host_dir, result.scan);
-    if (remediated.ok()) {
-      result.commit = std::move(*remediated);
-    } else {
+    if (!remediated.ok()) {
       result.error = remediated.status();
+      return result;
+    }
+    result.commit = std::move(*remediated);
+    for (size_t i : result.commit.not_remediated) result.scan.findings[i].left_in_place = true;
+    if (!result.commit.not_remediated.empty()) {
+      result.error = Status(ErrorCode::kPermissionDenied,
+                            std::to_string(result.commit.not_remediated.size()) + " of " +
+                                std::to_string(result.scan.findings.size()) +
+                                " entries the scan found could not be removed or defused (first: " +
+                                result.commit.remediation_error + ")");
     }
     return result;
   }
@@ -403,6 +415,7 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
   });
   CommitOptions commit_options;
   commit_options.cancel = cancel;
+  commit_options.cancel_fd = cancel_fd;
   commit_options.max_bytes = quota_bytes_;
   if (spec_.strategy == StagingStrategy::kCopy) commit_options.originals = &originals_;
   commit_options.source =
@@ -411,7 +424,8 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel) {
   if (!committed.ok()) {
     // The committer checks the flag between entries; a stop there changed
     // nothing on the host (the swap is the last step).
-    result.cancelled = committed.status().code() == ErrorCode::kUnavailable && cancel != nullptr && cancel->load();
+    result.cancelled = committed.status().code() == ErrorCode::kUnavailable &&
+                       ((cancel != nullptr && cancel->load()) || FdReadableNow(cancel_fd));
     result.error = committed.status();
     return result;
   }

@@ -39,7 +39,7 @@
 //        if there is one, receives the fds, copies the host
 //        dir (kCopy) and the --copy files in, writes 'G'.
 //  parent, after every sandbox process is dead:
-//      staging.VerifyAndCommit(cancel) -> {ScanReport, CommitReport}
+//      staging.VerifyAndCommit(cancel, cancel_fd) -> {ScanReport, CommitReport}
 //  The Staging destructor closes the fds; the tmpfs disappears with the last
 //  reference (the child's mount namespace is gone by then).
 //
@@ -174,7 +174,8 @@ class Staging {
 
   // After the run: scan, then commit what passed (staged/overlay), or scan and
   // remediate (direct). Before ReceiveAndPopulate: error kFailedPrecondition.
-  StagingResult VerifyAndCommit(const std::atomic<bool>* cancel = nullptr);
+  // `cancel` / `cancel_fd` stop a staged commit before its swap (CommitOptions).
+  StagingResult VerifyAndCommit(const std::atomic<bool>* cancel = nullptr, int cancel_fd = -1);
 
   // For tests and for a parent that populates by itself: adopt already-open fds.
   void AdoptFds(int tree_fd, int view_fd);

@@ -6,6 +6,8 @@
 #include <set>
 #include <map>
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -154,6 +156,49 @@ TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
   EXPECT_EQ(j["breakout"]["verified"], "failed");
   EXPECT_NE(j["breakout"]["error"].get<std::string>().find("disk quota"), std::string::npos) << j.dump(2);
   fs::remove_all(dir);
+}
+
+// Ctrl-C once the command has finished, while its 20000 files are scanned
+// and committed: the commit stops before its swap (the host dir is as it
+// was) and cocoon still ends as a cancel (130) with its notes, instead of
+// dying by the signal, committing anyway, or printing no Outcome.
+TEST(CocoonEnforce, SigintDuringTheCommitCommitsNothingAndExits130) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-sigint-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "orig.txt") << "original\n";
+  fs::path err_path = dir.string() + ".err";
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    if (!freopen(err_path.c_str(), "w", stderr)) _exit(125);
+    execl(COCOON_BINARY, COCOON_BINARY, "enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir.c_str(), "--",
+          "/bin/sh", "-c", "mkdir d && cd d && i=0; while [ $i -lt 20000 ]; do : > f$i; i=$((i+1)); done; echo done",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string line;
+  char c = 0;
+  while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+  ASSERT_EQ(line, "done");
+  usleep(20000);  // the command has exited; the scan or the commit of 20000 entries is under way
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(out[0]);
+  std::ifstream err_in(err_path);
+  std::string err((std::istreambuf_iterator<char>(err_in)), {});
+  ASSERT_TRUE(WIFEXITED(status)) << "cocoon died by signal " << WTERMSIG(status) << "\n" << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_NE(err.find("cancelled during the commit; the host work dir is unchanged"), std::string::npos) << err;
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
+  EXPECT_EQ(names, std::vector<std::string>{"orig.txt"});
+  fs::remove_all(dir);
+  fs::remove(err_path);
 }
 
 // The Outcome says how the work dir was handled and when its breakout
@@ -426,6 +471,19 @@ TEST(CocoonRun, ScriptTheSandboxUserCannotReadIsRefusedClearly) {
   Ran enclosed = Cocoon({"run", "-r", "python", (dir / "sub" / "s.py").string()}, dir.string());
   EXPECT_EQ(enclosed.status, 1) << enclosed.out << enclosed.err;
   EXPECT_NE(enclosed.err.find("cannot enter " + (dir / "sub").string()), std::string::npos) << enclosed.err;
+  // A directory owned by uid 65534 but by an unmapped group: the user
+  // namespace's capabilities do not cover it (they need both ids mapped),
+  // so its 0700 stops the bind on the host side.
+  fs::create_directories(dir / "nobody");
+  fs::copy_file(dir / "s.py", dir / "nobody" / "s.py");
+  fs::permissions(dir / "nobody" / "s.py", fs::perms::owner_read | fs::perms::others_read);
+  fs::permissions(dir / "nobody", fs::perms::owner_all);
+  ASSERT_EQ(chown((dir / "nobody").c_str(), 65534, 1234), 0);
+  Ran unmapped_group = Cocoon({"run", "-r", "python", (dir / "nobody" / "s.py").string()}, "/tmp");
+  EXPECT_EQ(unmapped_group.status, 1) << unmapped_group.out << unmapped_group.err;
+  EXPECT_NE(unmapped_group.err.find((dir / "nobody").string() + " (mode 0700, owner uid 65534) is not searchable"),
+            std::string::npos)
+      << unmapped_group.err;
   fs::remove_all(dir);
 }
 

@@ -199,6 +199,24 @@ TEST(StartedChildTest, ASignalWhilePreparingCancelsTheRunBeforeItStarts) {
   EXPECT_FALSE(sigismember(&pending, SIGTERM)) << "the signal was not consumed";
 }
 
+// A signal that comes once the sandbox is gone (during the verification or
+// the commit, or just after) is still held by the guard: releasing it must
+// consume the signal, not let its default action kill this process before
+// the Outcome and the audit events are written.
+TEST(StartedChildTest, ASignalAfterTheRunIsConsumedWhenTheGuardIsReleased) {
+  ChildStartOptions options;
+  options.signals = SignalHandling::kCancelOnSigintSigterm;
+  auto made = StartedChild::Start(options);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::shared_ptr<StartedChild> started = std::move(*made);
+  ASSERT_EQ(raise(SIGINT), 0);  // blocked by the guard: pending
+  started.reset();              // the guard restores the old mask: SIGINT unblocked
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_FALSE(sigismember(&pending, SIGINT)) << "the signal is still pending";
+  // Still alive: the default action would have ended this test binary.
+}
+
 // A child waiting for its spec holds none of this process's other fds: in
 // `cocoon mcp`, another run's stdout pipe held by it would keep that run
 // from seeing EOF.

@@ -52,6 +52,16 @@ TEST(OutcomeTest, ShellExitStatus) {
   outcome.timed_out = false;
   outcome.termination_reason = TerminationReason::kCancelled;
   EXPECT_EQ(ShellExitStatus(outcome), 130);
+  // The command exited 0, then cocoon was cancelled during the commit.
+  Outcome committed_cancelled;
+  committed_cancelled.exit_code = 0;
+  committed_cancelled.verification = "cancelled";
+  EXPECT_EQ(ShellExitStatus(committed_cancelled), 130);
+  // An unverified work dir outranks everything else.
+  committed_cancelled.verification = "failed";
+  committed_cancelled.verification_error = "disk quota";
+  committed_cancelled.timed_out = true;
+  EXPECT_EQ(ShellExitStatus(committed_cancelled), kExitWorkDirUnverified);
 }
 
 TEST(SeccompValidationTest, AcceptsAssembledFilter) {

@@ -72,6 +72,34 @@ TEST(FdPassingTest, WrongCountIsRefusedAndClosesWhatArrived) {
   EXPECT_EQ(OpenFdCount(), before) << "the fd that did arrive must be closed";
 }
 
+// The child's receiving side: one fd with the right tag, close-on-exec;
+// anything else is EPROTO, with whatever fds came closed.
+TEST(FdPassingTest, ReceiveOneFdTakesExactlyOneTaggedFd) {
+  SocketPair pair;
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(null_fd, 0);
+  ASSERT_EQ(SendFds(pair.fds[0], 'L', &null_fd, 1), 0);
+  int got = -1;
+  ASSERT_EQ(ReceiveOneFd(pair.fds[1], 'L', &got), 0);
+  EXPECT_TRUE(SameFile(got, null_fd));
+  EXPECT_NE(fcntl(got, F_GETFD) & FD_CLOEXEC, 0);
+  close(got);
+
+  size_t before = OpenFdCount();
+  const int two[2] = {null_fd, null_fd};
+  ASSERT_EQ(SendFds(pair.fds[0], 'L', two, 2), 0);
+  EXPECT_EQ(ReceiveOneFd(pair.fds[1], 'L', &got), EPROTO);
+  ASSERT_EQ(SendFds(pair.fds[0], 'X', &null_fd, 1), 0);
+  EXPECT_EQ(ReceiveOneFd(pair.fds[1], 'L', &got), EPROTO) << "another tag";
+  ASSERT_EQ(write(pair.fds[0], "L", 1), 1);
+  EXPECT_EQ(ReceiveOneFd(pair.fds[1], 'L', &got), EPROTO) << "no fd";
+  EXPECT_EQ(OpenFdCount(), before) << "refused fds must be closed";
+  close(pair.fds[0]);
+  pair.fds[0] = -1;
+  EXPECT_EQ(ReceiveOneFd(pair.fds[1], 'L', &got), EPIPE);
+  close(null_fd);
+}
+
 TEST(FdPassingTest, PlainByteWithoutFdsIsRefused) {
   SocketPair pair;
   ASSERT_EQ(write(pair.fds[0], "L", 1), 1);

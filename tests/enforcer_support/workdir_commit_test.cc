@@ -320,6 +320,32 @@ TEST(CommitTest, DirectModeRemovesEscapesAndClearsSetid) {
   EXPECT_TRUE(rescan->clean());
 }
 
+// One escape that cannot be removed (inside an immutable directory) does not
+// stop the others from being removed; it is reported, not hidden.
+TEST(CommitTest, DirectModeRemovesWhatItCanAndListsWhatItCouldNot) {
+  TempDir host("cocoon-direct");
+  ASSERT_EQ(mkdir((host / "locked").c_str(), 0755), 0);
+  ASSERT_EQ(symlink("/etc/passwd", (host / "locked/abs").c_str()), 0);
+  ASSERT_EQ(symlink("/etc/shadow", (host / "zz-abs").c_str()), 0);
+  if (!SetImmutable(host / "locked", true)) {
+    GTEST_SKIP() << "SKIPPED (not a security check): cannot set FS_IMMUTABLE_FL here (needs root on ext4/xfs/btrfs)";
+  }
+  ScanOptions options;
+  options.mode = ScanMode::kDirect;
+  auto scan = ScanForBreakoutsAt(host.path(), options);
+  ASSERT_TRUE(scan.ok());
+  ASSERT_EQ(scan->findings.size(), 2u);
+  auto report = RemediateDirectTree(host.path(), *scan);
+  SetImmutable(host / "locked", false);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_FALSE(Exists(host / "zz-abs")) << "the removable escape must still be removed";
+  ASSERT_EQ(report->not_remediated.size(), 1u);
+  EXPECT_EQ(scan->findings[report->not_remediated[0]].path, "locked/abs");
+  EXPECT_FALSE(report->remediation_error.empty());
+  ASSERT_EQ(report->left_out.size(), 1u);
+  EXPECT_EQ(report->left_out[0].path, "zz-abs");
+}
+
 TEST(CommitTest, RefusesRelativeHostDir) {
   TempDir staged;
   int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -274,6 +274,28 @@ TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
   EXPECT_EQ(ReadText(host_ + "/input.txt"), "original\n");
 }
 
+// The launcher's signalfd becoming readable (SIGINT during the scan or the
+// commit) stops a staged commit before its swap, like the cancel flag.
+TEST_P(StagingTest, ASignalDuringTheCommitCommitsNothing) {
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok());
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    WriteText(work + "/result.txt", "partial\n");
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  int signalled[2];
+  ASSERT_EQ(pipe2(signalled, O_CLOEXEC), 0);
+  ASSERT_EQ(write(signalled[1], "x", 1), 1);  // readable, as a signalfd with a pending SIGINT
+  auto result = (*staging)->VerifyAndCommit(nullptr, signalled[0]);
+  close(signalled[0]);
+  close(signalled[1]);
+  EXPECT_TRUE(result.cancelled) << result.error.ToString();
+  EXPECT_FALSE(result.committed);
+  EXPECT_FALSE(Exists(host_ + "/result.txt"));
+  EXPECT_EQ(ReadText(host_ + "/input.txt"), "original\n");
+}
+
 // As root, the sandbox runs as an unprivileged mapped uid: the staged work
 // dir must be that uid's, and the commit hands results to the host dir's owner.
 TEST_P(StagingTest, RootCallerGivesWorkDirToSandboxUidAndResultsToHostOwner) {
