@@ -14,9 +14,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")" && pwd)
 build=${COCOON_BUILD_DIR:-$repo/build}
 jobs=$(nproc)
-# 30 s per fuzzer, one per core at a time (fuzz/run_all.sh), keeps the whole
+# 20 s per fuzzer, one per core at a time (fuzz/run_all.sh), keeps the whole
 # CI run inside its 30-minute budget on 2 cores.
-fuzz_seconds=${COCOON_FUZZ_SECONDS:-30}
+fuzz_seconds=${COCOON_FUZZ_SECONDS:-20}
 # Debug info: full (-g) by default. CI (.ci/run) asks for line tables only,
 # which backtraces and sanitizer reports need and which compiles and links
 # about a third faster on 2 cores.

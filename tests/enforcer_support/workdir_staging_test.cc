@@ -92,6 +92,25 @@ class StagingTest : public ::testing::TestWithParam<StagingStrategy> {
     return options;
   }
 
+  // A staging whose sandbox side wrote result.txt and exited: ready to be
+  // verified and committed. Null (with a failure recorded) if that failed.
+  std::unique_ptr<Staging> StagedWithAResult() {
+    auto staging = Staging::Prepare(Options());
+    if (!staging.ok()) {
+      ADD_FAILURE() << staging.status().ToString();
+      return nullptr;
+    }
+    int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+      WriteText(work + "/result.txt", "partial\n");
+      return 0;
+    });
+    if (rc != 0) {
+      ADD_FAILURE() << "the sandbox side failed: " << rc;
+      return nullptr;
+    }
+    return std::move(*staging);
+  }
+
   TempDir parent_{"cocoon-parent"};
   TempDir extra_{"cocoon-extra"};
   TempDir target_{"cocoon-target"};
@@ -257,15 +276,10 @@ TEST_P(StagingTest, AMountInsideTheWorkDirIsRefusedAndNeverEmptied) {
 }
 
 TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
-  auto staging = Staging::Prepare(Options());
-  ASSERT_TRUE(staging.ok());
-  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
-    WriteText(work + "/result.txt", "partial\n");
-    return 0;
-  });
-  ASSERT_EQ(rc, 0);
+  std::unique_ptr<Staging> staging = StagedWithAResult();
+  ASSERT_NE(staging, nullptr);
   std::atomic<bool> cancel{true};  // SIGINT arrived: the supervisor cancels
-  auto result = (*staging)->VerifyAndCommit(&cancel);
+  auto result = staging->VerifyAndCommit(&cancel);
   EXPECT_FALSE(result.error.ok());
   EXPECT_TRUE(result.cancelled);
   EXPECT_FALSE(result.committed);
@@ -277,17 +291,12 @@ TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
 // The launcher's signalfd becoming readable (SIGINT during the scan or the
 // commit) stops a staged commit before its swap, like the cancel flag.
 TEST_P(StagingTest, ASignalDuringTheCommitCommitsNothing) {
-  auto staging = Staging::Prepare(Options());
-  ASSERT_TRUE(staging.ok());
-  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
-    WriteText(work + "/result.txt", "partial\n");
-    return 0;
-  });
-  ASSERT_EQ(rc, 0);
+  std::unique_ptr<Staging> staging = StagedWithAResult();
+  ASSERT_NE(staging, nullptr);
   int signalled[2];
   ASSERT_EQ(pipe2(signalled, O_CLOEXEC), 0);
   ASSERT_EQ(write(signalled[1], "x", 1), 1);  // readable, as a signalfd with a pending SIGINT
-  auto result = (*staging)->VerifyAndCommit(nullptr, signalled[0]);
+  auto result = staging->VerifyAndCommit(nullptr, signalled[0]);
   close(signalled[0]);
   close(signalled[1]);
   EXPECT_TRUE(result.cancelled) << result.error.ToString();
