@@ -115,9 +115,10 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
 
   StagingStrategy strategy = options.strategy;
   if (options.mode == ir::WorkMode::kDirect) strategy = StagingStrategy::kDirect;
-  // One open of the host dir serves its stat, the scan and the idmapped
-  // clone below: they all see the same directory.
-  Fd host_fd(open(host.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // One open of the host dir serves its stat, the scan, the idmapped clone
+  // below and the copy-in (Populate): they all see the same directory.
+  staging->host_dir_fd_.Reset(open(host.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  const Fd& host_fd = staging->host_dir_fd_;
   if (!host_fd.valid()) return ErrnoError("work dir " + host);
   std::optional<ScanReport> host_scan;
   if (strategy != StagingStrategy::kDirect) {
@@ -180,6 +181,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
   }
   spec.strategy = strategy;
+  if (strategy != StagingStrategy::kCopy) staging->host_dir_fd_.Reset();  // only the copy-in reads it again
   // Which inner mount points (and the directories above them) the child
   // will have to create: the ones the host dir does not have.
   std::set<std::string> scaffolding;
@@ -276,8 +278,11 @@ Status Staging::Populate() {
     if (fchown(view_fd_, hooks.owner.uid, hooks.owner.gid) != 0) return ErrnoError("chown of the staged work dir");
   }
   if (spec_.strategy == StagingStrategy::kCopy) {
-    Fd host(open(options_.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    // Opened again through the fd Prepare checked and scanned (a new open
+    // file description: the scan left the old one's offset at the end).
+    Fd host(openat(host_dir_fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!host.valid()) return ErrnoError("opening " + options_.host_dir);
+    host_dir_fd_.Reset();  // the copy-in was its last use
     // The host's own symlinks are copied as they are; remember them so that
     // an unchanged original is not reported (or dropped) as a breakout.
     hooks.on_symlink = [this](const std::string& path, const std::string& target) {

@@ -194,6 +194,7 @@ class Staging {
   int tree_fd_ = -1;
   int view_fd_ = -1;
   OwnedFd lower_tree_;  // idmapped overlay only: sent to the child, then closed
+  OwnedFd host_dir_fd_;  // the host dir as Prepare checked it; closed after the copy-in
   std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed)
 };
 
