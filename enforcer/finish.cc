@@ -38,18 +38,19 @@ void SetTermination(const SuperviseResult& run, bool oom, Outcome& outcome) {
   }
 }
 
-void RecordUninspected(Outcome& outcome) {
+// Direct mode: what the scan could not inspect (mount, unreadable,
+// too-deep) is still in the host dir. "" when there is nothing.
+std::string UninspectedSummary(const std::vector<BreakoutFinding>& findings) {
   size_t uninspected = 0;
   const BreakoutFinding* first = nullptr;
-  for (const BreakoutFinding& finding : outcome.breakout_findings) {
+  for (const BreakoutFinding& finding : findings) {
     if (!IsUninspected(finding)) continue;
     if (uninspected++ == 0) first = &finding;
   }
-  if (uninspected == 0) return;
-  outcome.verification = "incomplete";
-  outcome.verification_error = std::to_string(uninspected) + (uninspected == 1 ? " entry" : " entries") +
-                               " of the host work dir could not be inspected and were left in place (first: " +
-                               first->path + ", " + first->kind + "); check them by hand before trusting the dir";
+  if (uninspected == 0) return "";
+  return std::to_string(uninspected) + (uninspected == 1 ? " entry" : " entries") +
+         " of the host work dir could not be inspected and were left in place (first: " + first->path + ", " +
+         first->kind + "); check them by hand before trusting the dir";
 }
 
 // The command ran, so a scan or commit that fails still ends in an Outcome
@@ -73,18 +74,21 @@ void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
     return;
   }
   // Staged: uninspected entries were left out with the rest.
-  if (direct) RecordUninspected(outcome);
-  if (!staged.error.ok()) {
-    if (!staged.scanned) outcome.breakout_clean = false;
-    outcome.verification = direct ? "incomplete" : "failed";
-    std::string uninspected = std::move(outcome.verification_error);
-    outcome.verification_error = staged.error.message();
-    if (direct) {
-      outcome.verification_error += "; the host work dir may still hold what the sandbox left";
-      if (!uninspected.empty()) outcome.verification_error += "; also " + uninspected;
-    } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
-      outcome.verification_error += "; nothing was committed to the host work dir";
-    }
+  std::string uninspected = direct ? UninspectedSummary(outcome.breakout_findings) : "";
+  if (staged.error.ok()) {
+    if (uninspected.empty()) return;
+    outcome.verification = "incomplete";
+    outcome.verification_error = std::move(uninspected);
+    return;
+  }
+  if (!staged.scanned) outcome.breakout_clean = false;
+  outcome.verification = direct ? "incomplete" : "failed";
+  outcome.verification_error = staged.error.message();
+  if (direct) {
+    outcome.verification_error += "; the host work dir may still hold what the sandbox left: inspect it before trusting it";
+    if (!uninspected.empty()) outcome.verification_error += "; also " + uninspected;
+  } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
+    outcome.verification_error += "; nothing was committed to the host work dir";
   }
 }
 

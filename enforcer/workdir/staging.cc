@@ -364,7 +364,6 @@ void RemoveScaffolding(int root_fd, const std::vector<std::string>& deepest_firs
 }  // namespace
 
 StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int cancel_fd) {
-  StagingResult result;
   if (!scaffolding_.empty()) {
     if (spec_.strategy == StagingStrategy::kDirect) {
       Fd host(open(options_.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -373,42 +372,52 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int canc
       RemoveScaffolding(tree_fd_, scaffolding_);
     }
   }
+  StagingResult result;
   if (spec_.strategy == StagingStrategy::kDirect) {
-    ScanOptions scan_options;
-    scan_options.mode = ScanMode::kDirect;
-    auto scan = ScanForBreakoutsAt(options_.host_dir, scan_options);
-    if (!scan.ok()) {
-      result.error = scan.status();
-      return result;
-    }
-    result.scanned = true;
-    result.scan = std::move(*scan);
-    auto remediated = RemediateDirectTree(options_.host_dir, result.scan);
-    if (!remediated.ok()) {
-      result.error = remediated.status();
-      return result;
-    }
-    result.commit = std::move(*remediated);
-    for (size_t i : result.commit.not_remediated) result.scan.findings[i].left_in_place = true;
-    if (!result.commit.not_remediated.empty()) {
-      result.error = Status(ErrorCode::kPermissionDenied,
-                            std::to_string(result.commit.not_remediated.size()) + " of " +
-                                std::to_string(result.scan.findings.size()) +
-                                " entries the scan found could not be removed or defused (first: " +
-                                result.commit.remediation_error + ")");
-    }
-    return result;
-  }
-  if (tree_fd_ < 0) {
+    VerifyDirect(result);
+  } else if (tree_fd_ < 0) {
     result.error = FailedPreconditionError("the staged work dir was never received from the sandbox");
-    return result;
+  } else {
+    VerifyAndCommitStaged(cancel, cancel_fd, result);
   }
+  return result;
+}
+
+// Scans the host dir the sandbox wrote to, then defuses what it found.
+void Staging::VerifyDirect(StagingResult& result) {
+  ScanOptions scan_options;
+  scan_options.mode = ScanMode::kDirect;
+  auto scan = ScanForBreakoutsAt(options_.host_dir, scan_options);
+  if (!scan.ok()) {
+    result.error = scan.status();
+    return;
+  }
+  result.scanned = true;
+  result.scan = std::move(*scan);
+  auto remediated = RemediateDirectTree(options_.host_dir, result.scan);
+  if (!remediated.ok()) {
+    result.error = remediated.status();
+    return;
+  }
+  result.commit = std::move(*remediated);
+  for (size_t i : result.commit.not_remediated) result.scan.findings[i].left_in_place = true;
+  if (!result.commit.not_remediated.empty()) {
+    result.error = Status(ErrorCode::kPermissionDenied,
+                          std::to_string(result.commit.not_remediated.size()) + " of " +
+                              std::to_string(result.scan.findings.size()) +
+                              " entries the scan found could not be removed or defused (first: " +
+                              result.commit.remediation_error + "); remove them by hand");
+  }
+}
+
+// Scans the staged tree, then commits what passed to the host dir.
+void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagingResult& result) {
   ScanOptions scan_options;
   scan_options.mode = spec_.strategy == StagingStrategy::kOverlay ? ScanMode::kOverlayUpper : ScanMode::kStagedTree;
   auto scan = ScanForBreakouts(tree_fd_, scan_options);
   if (!scan.ok()) {
     result.error = scan.status();
-    return result;
+    return;
   }
   result.scanned = true;
   result.scan = std::move(*scan);
@@ -432,11 +441,10 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int canc
     result.cancelled = committed.status().code() == ErrorCode::kUnavailable &&
                        ((cancel != nullptr && cancel->load()) || FdReadableNow(cancel_fd));
     result.error = committed.status();
-    return result;
+    return;
   }
   result.commit = std::move(*committed);
   result.committed = true;
-  return result;
 }
 
 }  // namespace cocoon::enforcer

@@ -183,6 +183,8 @@ class Staging {
  private:
   Staging() = default;
   Status Populate();
+  void VerifyDirect(StagingResult& result);
+  void VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagingResult& result);
 
   StagingOptions options_;
   WorkMountChildSpec spec_;
