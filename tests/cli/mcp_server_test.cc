@@ -434,7 +434,10 @@ TEST_F(McpThreadedTest, ABatchOfToolCallsIsAnsweredOnceAllHaveFinished) {
                             ToolCall(3, "execute_code", {{"language", "python"}, {"code", "sleep"}}),
                             Request(4, "ping")});
   server_->HandleLine(batch.dump());
-  for (int i = 0; i < 400 && executor_.requests().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Cancel only once all three calls have started: whichever order they
+  // ran in, two of them then overlapped (call 3 runs until cancelled, call
+  // 1 holds its slot 200 ms), so max_running below does not depend on timing.
+  for (int i = 0; i < 400 && executor_.requests().size() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_TRUE(out_.Lines().empty()) << "the batch was answered before its calls finished: " << out_.Lines().front();
   server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})");
   server_->WaitIdle();
