@@ -341,8 +341,35 @@ Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
   return ApplyUpper(tree_fd, temp_fd, "");
 }
 
+// Why a different directory now at the work dir's path must not receive the
+// commit: it is not what the run was prepared with (its originals were not
+// what the sandbox saw, and someone put it there while the sandbox ran).
+Status ReplacedWorkDir(const std::string& host_dir) {
+  return FailedPreconditionError("the work dir " + host_dir +
+                                 " was moved or replaced while the sandbox ran: the path no longer names the "
+                                 "directory the run was prepared with. Nothing was committed (the run's changes "
+                                 "are discarded); do not rename or replace a work dir while cocoon runs in it");
+}
+
+// After a swap that brought in a directory other than `expected` (it was
+// replaced between the check and renameat2), swap back, so that whatever
+// is at the path now stays there untouched. Returns an error either way;
+// `*swapped_back` says whether the temporary name holds our tree again.
+Status UndoForeignSwap(const HostDir& host, const std::string& temp_name, const std::string& host_dir,
+                       bool* swapped_back) {
+  *swapped_back = renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(),
+                            RENAME_EXCHANGE) == 0;
+  if (*swapped_back) return ReplacedWorkDir(host_dir);
+  return FailedPreconditionError("the work dir " + host_dir + " was replaced during the commit's swap, and undoing "
+                                 "the swap failed (" + std::string(strerror(errno)) + "): the path now holds the "
+                                 "committed tree and the directory that was put there is at " +
+                                 (host.parent_path == "/" ? "" : host.parent_path) + "/" + temp_name +
+                                 "; check both by hand");
+}
+
 Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   COCOON_ASSIGN_OR_RETURN(HostDir host, OpenHostDir(host_dir));
+  if (options_.expected_host_dir && !options_.expected_host_dir->Matches(host.st)) return ReplacedWorkDir(host_dir);
   // A root committer hands everything to the work dir's owner, not to root.
   if (geteuid() == 0) owner_ = tree::Owner{true, host.st.st_uid, host.st.st_gid};
   COCOON_ASSIGN_OR_RETURN(std::string temp_name, MakeTempDir(host.parent.get()));
@@ -358,11 +385,24 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
       }
     }
   }
+  if (built.ok() && options_.before_swap_for_test) options_.before_swap_for_test();
   // The one step that changes the host: swap old and new in place
   // (renameat2 RENAME_EXCHANGE, man 2 rename). Before it, nothing changed.
   if (built.ok() && renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(),
                               RENAME_EXCHANGE) != 0) {
     built = ErrnoError("swapping the committed tree into place");
+  }
+  // The name is looked up again by renameat2: what it swapped out must be
+  // the directory opened (and linked from) above, or the swap is undone.
+  if (built.ok()) {
+    struct stat swapped_out {};
+    if (fstatat(host.parent.get(), temp_name.c_str(), &swapped_out, AT_SYMLINK_NOFOLLOW) != 0 ||
+        swapped_out.st_dev != host.st.st_dev || swapped_out.st_ino != host.st.st_ino) {
+      bool swapped_back = false;
+      Status undone = UndoForeignSwap(host, temp_name, host_dir, &swapped_back);
+      if (swapped_back) (void)tree::RemoveTree(host.parent.get(), temp_name);  // our tree again
+      return undone;
+    }
   }
   // Before the swap: the half-built tree. After it: the previous contents.
   Status cleanup = tree::RemoveTree(host.parent.get(), temp_name);
@@ -425,14 +465,13 @@ Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const
   return committer.Run(tree_fd, host_dir);
 }
 
-Result<CommitReport> RemediateDirectTree(const std::string& host_dir, const ScanReport& scan) {
-  Fd root(open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!root.valid()) return ErrnoError("opening work dir " + host_dir);
+Result<CommitReport> RemediateDirectTree(int host_dir_fd, const ScanReport& scan) {
+  if (host_dir_fd < 0) return InvalidArgumentError("direct-mode remediation needs the work dir's fd");
   CommitReport report;
   // One entry that cannot be removed must not stop the others from being
   // defused: remediate all, then report the first failure and the count.
   for (size_t i = 0; i < scan.findings.size(); ++i) {
-    Status remediated = Remediate(root.get(), scan.findings[i]);
+    Status remediated = Remediate(host_dir_fd, scan.findings[i]);
     if (remediated.ok()) {
       report.left_out.push_back(scan.findings[i]);
     } else {

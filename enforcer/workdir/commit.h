@@ -39,7 +39,9 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,8 +83,25 @@ bool FdReadableNow(int fd);
 
 inline constexpr uint64_t kCancelFdPollEntries = 64;
 
+// Which directory a work dir path named when the run was prepared. A path
+// names whatever is there when it is looked up: the commit and direct mode's
+// remediation act on the directory the run was prepared (and, in direct
+// mode, bound) with, and refuse a different one put at the same path while
+// the sandbox ran.
+struct HostDirIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  static HostDirIdentity Of(const struct stat& st) { return {st.st_dev, st.st_ino}; }
+  bool Matches(const struct stat& st) const { return st.st_dev == dev && st.st_ino == ino; }
+};
+
 struct CommitOptions {
   CommitSource source = CommitSource::kStagedTree;
+  // The host work dir as the run was prepared with it; unset: whatever the
+  // path names. A different directory at the path (before the swap, or
+  // swapped in just ahead of it: then the swap is undone) fails the commit
+  // with kFailedPrecondition and commits nothing.
+  std::optional<HostDirIdentity> expected_host_dir;
   // Checked between entries; when it becomes true the commit stops, removes
   // its temporary directory and returns kUnavailable ("commit cancelled").
   const std::atomic<bool>* cancel = nullptr;
@@ -102,6 +121,8 @@ struct CommitOptions {
   // Test hook: fail (as if interrupted) after this many entries are written.
   // 0 = never.
   uint64_t fail_after_entries = 0;
+  // Test hook: runs just before the swap (to replace the host dir there).
+  std::function<void()> before_swap_for_test;
 };
 
 struct CommitReport {
@@ -131,8 +152,9 @@ Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const
 // outside files are unlinked (the outside file itself is untouched). Every
 // action is reported. This is the documented direct-mode policy: after the
 // fact, the host dir must still not hold a way out. An entry that cannot be
-// defused does not stop the others; it is listed in not_remediated. Errors:
-// only when the host dir cannot be opened.
-Result<CommitReport> RemediateDirectTree(const std::string& host_dir, const ScanReport& scan);
+// defused does not stop the others; it is listed in not_remediated.
+// `host_dir_fd` is the directory that was bound into the sandbox (and
+// scanned), not its path looked up again.
+Result<CommitReport> RemediateDirectTree(int host_dir_fd, const ScanReport& scan);
 
 }  // namespace cocoon::enforcer

@@ -156,6 +156,9 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   // the sandbox's (idmapped_tree.h).
   struct stat host_st {};
   if (fstat(host_fd.get(), &host_st) != 0) return ErrnoError("work dir " + host);
+  staging->host_identity_ = HostDirIdentity::Of(host_st);
+  spec.host_dev = host_st.st_dev;
+  spec.host_ino = host_st.st_ino;
   const bool needs_idmap = options.sandbox_host_uid >= 0 && static_cast<int64_t>(host_st.st_uid) != options.sandbox_host_uid;
   if (strategy == StagingStrategy::kAuto) {
     // Big dirs go through an overlay (nothing copied in); small ones are
@@ -181,7 +184,8 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
   }
   spec.strategy = strategy;
-  if (strategy != StagingStrategy::kCopy) staging->host_dir_fd_.Reset();  // only the copy-in reads it again
+  // Only the copy-in and direct mode's verification use it again.
+  if (strategy == StagingStrategy::kOverlay) staging->host_dir_fd_.Reset();
   // Which inner mount points (and the directories above them) the child
   // will have to create: the ones the host dir does not have.
   std::set<std::string> scaffolding;
@@ -366,8 +370,7 @@ void RemoveScaffolding(int root_fd, const std::vector<std::string>& deepest_firs
 StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int cancel_fd) {
   if (!scaffolding_.empty()) {
     if (spec_.strategy == StagingStrategy::kDirect) {
-      Fd host(open(options_.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (host.valid()) RemoveScaffolding(host.get(), scaffolding_);
+      RemoveScaffolding(host_dir_fd_.get(), scaffolding_);
     } else if (tree_fd_ >= 0) {
       RemoveScaffolding(tree_fd_, scaffolding_);
     }
@@ -383,18 +386,20 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int canc
   return result;
 }
 
-// Scans the host dir the sandbox wrote to, then defuses what it found.
+// Scans the host dir the sandbox wrote to, then defuses what it found:
+// through the fd Prepare opened, which is the directory the child bound
+// (it checked; WorkMountChildSpec::host_ino), wherever it is now.
 void Staging::VerifyDirect(StagingResult& result) {
   ScanOptions scan_options;
   scan_options.mode = ScanMode::kDirect;
-  auto scan = ScanForBreakoutsAt(options_.host_dir, scan_options);
+  auto scan = ScanForBreakouts(host_dir_fd_.get(), scan_options);
   if (!scan.ok()) {
     result.error = scan.status();
     return;
   }
   result.scanned = true;
   result.scan = std::move(*scan);
-  auto remediated = RemediateDirectTree(options_.host_dir, result.scan);
+  auto remediated = RemediateDirectTree(host_dir_fd_.get(), result.scan);
   if (!remediated.ok()) {
     result.error = remediated.status();
     return;
@@ -431,6 +436,7 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   commit_options.cancel = cancel;
   commit_options.cancel_fd = cancel_fd;
   commit_options.max_bytes = quota_bytes_;
+  commit_options.expected_host_dir = host_identity_;
   if (spec_.strategy == StagingStrategy::kCopy) commit_options.originals = &originals_;
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;

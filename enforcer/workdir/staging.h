@@ -120,6 +120,11 @@ struct WorkMountChildSpec {
   // (stage_dir + "/lower"), which is then the overlay's lowerdir.
   bool idmapped_lower = false;
   char lower_dir[PATH_MAX] = {};
+  // Direct mode: the device and inode Prepare opened at host_dir. The child
+  // binds by path, so it checks that the bind brought in this directory and
+  // not one put at the path since.
+  uint64_t host_dev = 0;
+  uint64_t host_ino = 0;
 };
 
 // Steps MountWorkDirInChild reports in *failed_step (for the {step, errno}
@@ -136,6 +141,7 @@ enum class WorkMountStep : int {
   kWaitParent,
   kReceiveLower,
   kAttachLower,
+  kCheckDirect,
 };
 const char* WorkMountStepName(WorkMountStep step);
 
@@ -196,7 +202,12 @@ class Staging {
   int tree_fd_ = -1;
   int view_fd_ = -1;
   OwnedFd lower_tree_;  // idmapped overlay only: sent to the child, then closed
-  OwnedFd host_dir_fd_;  // the host dir as Prepare checked it; closed after the copy-in
+  // The host dir as Prepare checked it: kept for the copy-in (kCopy; closed
+  // after it) and for direct mode's scan and remediation, which must act on
+  // the directory the sandbox was bound to, not on whatever its path names
+  // after the run.
+  OwnedFd host_dir_fd_;
+  HostDirIdentity host_identity_;  // its device and inode: the commit refuses any other
   std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed)
 };
 

@@ -49,6 +49,15 @@ int WaitForParent(int sock) noexcept {
 int MountDirect(const WorkMountChildSpec& spec, const char* target, WorkMountStep* failed_step) noexcept {
   long rc = sys::Mount(spec.host_dir, target, nullptr, MS_BIND | MS_REC, nullptr);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kBindDirect);
+  // mount(2) looked the path up again: the bind must have brought in the
+  // directory the parent checked and will scan afterwards, not another one
+  // put at the path since (ESTALE: the path's directory is not that one).
+  struct stat bound {};
+  rc = sys::Call(SYS_newfstatat, AT_FDCWD, target, &bound, AT_SYMLINK_NOFOLLOW);
+  if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kCheckDirect);
+  if (bound.st_dev != spec.host_dev || bound.st_ino != spec.host_ino) {
+    return Fail(failed_step, WorkMountStep::kCheckDirect, ESTALE);
+  }
   struct mount_attr attr {};
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   rc = sys::Call(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr);
@@ -116,6 +125,9 @@ const char* WorkMountStepName(WorkMountStep step) {
     case WorkMountStep::kWaitParent: return "wait for the supervisor to fill the work dir";
     case WorkMountStep::kReceiveLower: return "receive the idmapped work dir from the supervisor";
     case WorkMountStep::kAttachLower: return "attach the idmapped work dir (move_mount)";
+    case WorkMountStep::kCheckDirect:
+      return "check that the bound work dir is the directory cocoon prepared (it was moved or replaced since: "
+             "do not rename or replace a work dir while cocoon starts in it)";
   }
   return "unknown";
 }

@@ -305,7 +305,9 @@ TEST(CommitTest, DirectModeRemovesEscapesAndClearsSetid) {
   auto scan = ScanForBreakoutsAt(host.path(), options);
   ASSERT_TRUE(scan.ok());
   ASSERT_EQ(scan->findings.size(), 3u);
-  auto report = RemediateDirectTree(host.path(), *scan);
+  int host_fd = open(host.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto report = RemediateDirectTree(host_fd, *scan);
+  close(host_fd);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_FALSE(Exists(host / "abs"));
   EXPECT_FALSE(Exists(host / "hard"));
@@ -335,7 +337,9 @@ TEST(CommitTest, DirectModeRemovesWhatItCanAndListsWhatItCouldNot) {
   auto scan = ScanForBreakoutsAt(host.path(), options);
   ASSERT_TRUE(scan.ok());
   ASSERT_EQ(scan->findings.size(), 2u);
-  auto report = RemediateDirectTree(host.path(), *scan);
+  int host_fd = open(host.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto report = RemediateDirectTree(host_fd, *scan);
+  close(host_fd);
   SetImmutable(host / "locked", false);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_FALSE(Exists(host / "zz-abs")) << "the removable escape must still be removed";
@@ -344,6 +348,54 @@ TEST(CommitTest, DirectModeRemovesWhatItCanAndListsWhatItCouldNot) {
   EXPECT_FALSE(report->remediation_error.empty());
   ASSERT_EQ(report->left_out.size(), 1u);
   EXPECT_EQ(report->left_out[0].path, "zz-abs");
+}
+
+// The commit goes to the directory the run was prepared with. One put at
+// the same path while the sandbox ran (the original moved away) receives
+// nothing, and the original is untouched.
+TEST(CommitTest, AWorkDirReplacedDuringTheRunReceivesNothing) {
+  Fixture f;
+  struct stat prepared {};
+  ASSERT_EQ(stat(f.host.c_str(), &prepared), 0);
+  const std::string moved = f.parent / "moved";
+  ASSERT_EQ(rename(f.host.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(mkdir(f.host.c_str(), 0755), 0);
+  WriteText(f.host + "/other.txt", "someone else's\n");
+  CommitOptions options;
+  options.expected_host_dir = HostDirIdentity::Of(prepared);
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(report.status().message().find("moved or replaced"), std::string::npos) << report.status().message();
+  EXPECT_EQ(Names(f.host), std::set<std::string>{"other.txt"});
+  EXPECT_EQ(Names(moved), std::set<std::string>{"orig.txt"});
+  EXPECT_EQ(ReadText(moved + "/orig.txt"), "original\n");
+  EXPECT_EQ(Names(f.parent.path()), (std::set<std::string>{"moved", "work"})) << "no temporary dir left behind";
+}
+
+// The same replacement between the commit's check and its swap: renameat2
+// looks the name up again, so the swap brings out the wrong directory. It
+// is swapped back: the directory put there stays, with nothing committed.
+TEST(CommitTest, AWorkDirReplacedJustBeforeTheSwapIsSwappedBack) {
+  Fixture f;
+  const std::string moved = f.parent / "moved";
+  CommitOptions options;
+  options.before_swap_for_test = [&] {
+    ASSERT_EQ(rename(f.host.c_str(), moved.c_str()), 0);
+    ASSERT_EQ(mkdir(f.host.c_str(), 0755), 0);
+    WriteText(f.host + "/other.txt", "someone else's\n");
+  };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("moved or replaced"), std::string::npos) << report.status().message();
+  EXPECT_EQ(Names(f.host), std::set<std::string>{"other.txt"});
+  EXPECT_EQ(ReadText(f.host + "/other.txt"), "someone else's\n");
+  EXPECT_EQ(Names(moved), std::set<std::string>{"orig.txt"});
+  EXPECT_EQ(Names(f.parent.path()), (std::set<std::string>{"moved", "work"})) << "no temporary dir left behind";
 }
 
 TEST(CommitTest, RefusesRelativeHostDir) {

@@ -373,6 +373,74 @@ TEST(StagingDirectTest, DirectModeBindsHostDirAndRemediatesAfter) {
   EXPECT_EQ(ReadText(host / "result.txt"), "direct\n");
 }
 
+// Direct mode verifies the directory the sandbox was bound to. Moving it
+// away and putting a clean one at its path after the run must not hide
+// what the sandbox left in it.
+TEST(StagingDirectTest, VerifiesTheBoundDirEvenIfItsPathNowNamesAnother) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounts (in a throwaway namespace) need root";
+  TempDir parent("cocoon-parent");
+  TempDir target("cocoon-target");
+  const std::string host = parent / "work";
+  const std::string moved = parent / "moved";
+  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);
+  StagingOptions options;
+  options.host_dir = host;
+  options.mode = ir::WorkMode::kDirect;
+  auto staging = Staging::Prepare(options);
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target.path(), [](const std::string& work) {
+    return symlink("/etc/passwd", (work + "/escape").c_str()) == 0 ? 0 : 1;
+  });
+  ASSERT_EQ(rc, 0);
+  ASSERT_EQ(rename(host.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);  // a clean directory at the old path
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  ASSERT_EQ(result.scan.findings.size(), 1u);
+  EXPECT_EQ(result.scan.findings[0].path, "escape");
+  EXPECT_FALSE(Exists(moved + "/escape")) << "the escape in the bound dir must be removed";
+}
+
+// The child binds the direct work dir by path: a directory put at that path
+// after Prepare is refused, not bound in place of the one Prepare checked.
+TEST(StagingDirectTest, ADirReplacedBeforeTheBindIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounts (in a throwaway namespace) need root";
+  TempDir parent("cocoon-parent");
+  TempDir target("cocoon-target");
+  const std::string host = parent / "work";
+  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);
+  StagingOptions options;
+  options.host_dir = host;
+  options.mode = ir::WorkMode::kDirect;
+  auto staging = Staging::Prepare(options);
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  ASSERT_EQ(rename(host.c_str(), (parent / "moved").c_str()), 0);
+  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);
+  bool sandbox_ran = false;
+  int rc = RunStaged(**staging, target.path(), [&](const std::string&) {
+    sandbox_ran = true;
+    return 0;
+  });
+  EXPECT_EQ(rc, 100 + static_cast<int>(WorkMountStep::kCheckDirect));
+  EXPECT_FALSE(sandbox_ran);
+}
+
+// Staged modes: the commit refuses a work dir that was replaced while the
+// sandbox ran; the directory now at the path receives nothing.
+TEST_P(StagingTest, AWorkDirReplacedDuringTheRunReceivesNothing) {
+  std::unique_ptr<Staging> staging = StagedWithAResult();
+  ASSERT_NE(staging, nullptr);
+  const std::string moved = parent_ / "moved";
+  ASSERT_EQ(rename(host_.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(mkdir(host_.c_str(), 0755), 0);
+  auto result = staging->VerifyAndCommit();
+  EXPECT_FALSE(result.committed);
+  EXPECT_EQ(result.error.code(), ErrorCode::kFailedPrecondition) << result.error.ToString();
+  EXPECT_FALSE(Exists(host_ + "/result.txt"));
+  EXPECT_FALSE(Exists(moved + "/result.txt"));
+  EXPECT_EQ(ReadText(moved + "/input.txt"), "original\n");
+}
+
 TEST(StagingPrepareTest, RejectsBadInput) {
   StagingOptions options;
   options.host_dir = "/nonexistent/cocoon/work";
