@@ -48,4 +48,8 @@ Result<std::unique_ptr<LaunchAuditLog>> OpenLaunchAuditLog(const AuditOptions& o
 // For a plan with a network allow-list (SandboxRequest::resolve_allow_list).
 Result<enforcer::AllowListResolver> HostNameResolver();
 
+// Whether the two above exec cocoon-full (the launcher) rather than return
+// (cocoon-full): a sandbox child started before them would be left behind.
+bool LaunchDynamicExecsFullCocoon();
+
 }  // namespace cocoon::cli

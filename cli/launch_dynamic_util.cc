@@ -71,4 +71,6 @@ Result<std::unique_ptr<LaunchAuditLog>> OpenLaunchAuditLog(const AuditOptions& o
 
 Result<enforcer::AllowListResolver> HostNameResolver() { return &enforcer::ResolveAllowList; }
 
+bool LaunchDynamicExecsFullCocoon() { return false; }
+
 }  // namespace cocoon::cli

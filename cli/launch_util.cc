@@ -12,6 +12,7 @@
 #include "cli/policy_compile.h"
 #include "compiler/common/digest.h"
 #include "enforcer/artifact_cache.h"
+#include "enforcer/spare_child.h"
 #include "enforcer/started_child.h"
 
 namespace cocoon::cli {
@@ -34,12 +35,17 @@ void CollectHashes(const nlohmann::json& j, std::vector<std::pair<std::string, s
 // it. A hint that turns out wrong (LaunchPlanFromJson is the authority)
 // costs a second child, never a different run (Sandbox::Run checks Fits).
 void StartChildBeforeParsing(std::string_view plan_json, LaunchRequest* launch) {
-  if (launch == nullptr || !launch->audit.log_path.empty()) return;
+  if (launch == nullptr || (!launch->audit.log_path.empty() && LaunchDynamicExecsFullCocoon())) return;
   launch->started_child.reset();  // one child per launch: never two guards alive at once
   std::optional<ir::NetworkMode> network = backends::PeekLaunchPlanNetwork(plan_json);
   if (!network || *network == ir::NetworkMode::kAllowList) return;
-  launch->started_child = enforcer::StartedChild::StartBeforePlan(*network, launch->stdin_mode, launch->signals,
-                                                                  !launch->work_dir.empty());
+  std::optional<enforcer::ChildStartOptions> options = enforcer::StartedChild::OptionsBeforePlan(
+      *network, launch->stdin_mode, launch->signals, !launch->work_dir.empty());
+  if (!options) return;
+  if (launch->spare_children != nullptr) launch->started_child = launch->spare_children->Take(*options);
+  if (launch->started_child) return;
+  auto started = enforcer::StartedChild::Start(*options);
+  if (started.ok()) launch->started_child = std::move(*started);  // else Run starts one, and says why it failed
 }
 
 Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* launch) {
@@ -121,7 +127,8 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   // dynamic loader: the launcher hands over to cocoon-full here
   // (cli/launch_dynamic.h), before anything has started.
   std::unique_ptr<LaunchAuditLog> log;
-  if (!request.audit.log_path.empty() || artifacts.plan.network == ir::NetworkMode::kAllowList) {
+  if ((!request.audit.log_path.empty() && LaunchDynamicExecsFullCocoon()) ||
+      artifacts.plan.network == ir::NetworkMode::kAllowList) {
     // Both may exec cocoon-full: no child of ours may live on as its zombie.
     // (StartChildBeforeParsing starts none for them; a plan whose peeked
     // network mode disagreed with the parsed one could have.)

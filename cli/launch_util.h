@@ -22,6 +22,10 @@
 #include "enforcer/outcome.h"
 #include "enforcer/sandbox.h"
 
+namespace cocoon::enforcer {
+class SpareChildKeeper;  // spare_child.h
+}  // namespace cocoon::enforcer
+
 namespace cocoon::cli {
 
 struct PolicyArtifacts {
@@ -66,6 +70,11 @@ struct LaunchRequest {
   std::shared_ptr<AuditReference> audit_reference;
   // Set by LoadPolicyArtifacts(..., &request); killed if the launch is refused.
   std::shared_ptr<enforcer::StartedChild> started_child;
+  // A long-lived caller's keeper of children started ahead of need
+  // (enforcer/spare_child.h): LoadPolicyArtifacts takes its spare when it
+  // fits, instead of starting a child. Not owned; the caller Replenishes it
+  // when the launch is over.
+  enforcer::SpareChildKeeper* spare_children = nullptr;
 };
 
 // POLICY is a .cocoon file (compiled, or taken from the artifact cache) or a
@@ -77,9 +86,10 @@ struct LaunchRequest {
 // run, pipeline, mcp). Its sandbox's first process is then started as soon as the
 // compiled plan is read and verified, before it is parsed, and travels in
 // launch->started_child (enforcer/started_child.h): the kernel builds the
-// namespaces while the plan is parsed and the sandbox prepared. Not for an
-// audited launch or a network allow-list, which hand over to cocoon-full
-// first (launch_dynamic.h).
+// namespaces while the plan is parsed and the sandbox prepared (or taken from
+// launch->spare_children). Not for a network allow-list, nor for an audited
+// launch in the launcher, which hands over to cocoon-full first
+// (launch_dynamic.h).
 Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile,
                                             LaunchRequest* launch = nullptr);
 

@@ -27,6 +27,7 @@
 #include "cli/runtime_util.h"
 #include "cocoon_version.h"
 #include "compiler/frontend/frontend.h"
+#include "enforcer/spare_child.h"
 
 namespace cocoon::cli {
 namespace {
@@ -97,6 +98,7 @@ class SandboxExecutor : public mcp::Executor {
     launch.output_mode = enforcer::OutputMode::kCapture;
     launch.signals = enforcer::SignalHandling::kNone;  // the server owns SIGINT/SIGTERM
     launch.audit = {flags_.audit_log, flags_.audit_key};
+    launch.spare_children = &spare_children_;
     if (hooks.on_output) {
       launch.on_output = [&hooks](enforcer::OutputStream stream, std::string_view chunk) {
         hooks.on_output(stream == enforcer::OutputStream::kStdout ? mcp::OutputStream::kStdout
@@ -110,6 +112,8 @@ class SandboxExecutor : public mcp::Executor {
     auto audit_reference = std::make_shared<AuditReference>();
     launch.audit_reference = audit_reference;
     auto outcome = LaunchPrepared(run, std::move(launch));
+    // The next call's sandbox starts its namespaces now, between calls.
+    spare_children_.Replenish();
     if (hooks.cancel) hooks.cancel->OnCancel(nullptr);
     if (!outcome.ok()) return outcome.status();
     mcp::ExecResult result;
@@ -232,6 +236,10 @@ class SandboxExecutor : public mcp::Executor {
   }
 
   McpFlags flags_;
+  // Every call's sandbox is the same shape but for its policy's network
+  // mode: its first process is started ahead of the call (spare_child.h).
+  // Outlives every call: the server answers them all before it returns.
+  enforcer::SpareChildKeeper spare_children_;
 };
 
 // SIGINT/SIGTERM/SIGHUP are blocked in every thread and collected here, so a

@@ -235,9 +235,9 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   return started;
 }
 
-std::unique_ptr<StartedChild> StartedChild::StartBeforePlan(ir::NetworkMode network, StdinMode stdin_mode,
-                                                           SignalHandling signals, bool work_dir) {
-  if (CgroupV2ControllersMayBeInUse()) return nullptr;
+std::optional<ChildStartOptions> StartedChild::OptionsBeforePlan(ir::NetworkMode network, StdinMode stdin_mode,
+                                                                 SignalHandling signals, bool work_dir) {
+  if (CgroupV2ControllersMayBeInUse()) return std::nullopt;
   ChildStartOptions options;
   options.new_network = network != ir::NetworkMode::kOn;
   options.stdin_mode = stdin_mode;
@@ -247,9 +247,7 @@ std::unique_ptr<StartedChild> StartedChild::StartBeforePlan(ir::NetworkMode netw
   // Before the plan: a hint, as the network mode is; Fits checks it against
   // the planned ids and cgroups.
   options.share_memory = LauncherMayShareMemory();
-  auto started = Start(options);
-  if (!started.ok()) return nullptr;
-  return std::move(*started);
+  return options;
 }
 
 }  // namespace cocoon::enforcer

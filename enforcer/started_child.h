@@ -91,12 +91,13 @@ class StartedChild {
   // not available.
   static Result<std::unique_ptr<StartedChild>> Start(const ChildStartOptions& options);
   // For a caller that has the plan's network mode but not yet the plan (the
-  // launcher, cli/launch_util.cc): the child for a run with these settings,
-  // or nullptr when it should not be started yet (the run may have to be
-  // born in a cgroup v2 group, CgroupV2ControllersMayBeInUse) or could not
-  // be started (Run then starts one, and reports why if it fails again).
-  static std::unique_ptr<StartedChild> StartBeforePlan(ir::NetworkMode network, StdinMode stdin_mode,
-                                                       SignalHandling signals, bool work_dir);
+  // launcher, cli/launch_util.cc; a keeper of spares, spare_child.h): the
+  // options of the child for a run with these settings, or nullopt when none
+  // should be started yet (the run may have to be born in a cgroup v2 group,
+  // CgroupV2ControllersMayBeInUse). A child started on them that cannot be
+  // started is no refusal: Run then starts one, and says why if it fails.
+  static std::optional<ChildStartOptions> OptionsBeforePlan(ir::NetworkMode network, StdinMode stdin_mode,
+                                                            SignalHandling signals, bool work_dir);
   ~StartedChild();
   StartedChild(const StartedChild&) = delete;
   StartedChild& operator=(const StartedChild&) = delete;

@@ -94,4 +94,6 @@ Result<std::unique_ptr<LaunchAuditLog>> OpenLaunchAuditLog(const AuditOptions&) 
 
 Result<enforcer::AllowListResolver> HostNameResolver() { return ExecFullCocoon(); }
 
+bool LaunchDynamicExecsFullCocoon() { return true; }
+
 }  // namespace cocoon::cli

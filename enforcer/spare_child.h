@@ -1,0 +1,90 @@
+// A sandbox's first process started ahead of need, for a long-lived caller
+// that launches sandboxes of one shape again and again (`cocoon mcp`).
+//
+// What a StartedChild does before its spec arrives (clone3 with the user and
+// pid namespaces, then unsharing the mount, uts, ipc and net namespaces:
+// ~0.6 ms of kernel work, most of it the network namespace) depends only on
+// its ChildStartOptions. A server can therefore do it between calls, off the
+// critical path of the next one: the keeper holds one such child, hands it to
+// the next launch whose options it fits, and starts the next spare when the
+// caller says its run is over (Replenish), not during it: on a 2-CPU host
+// the spare's namespace work would compete with the running launch for the
+// same namespace and mount locks (docs/performance.md, launch item 12).
+//
+// Why a spare may serve a later run:
+//  - Nothing of a run is in it before Sandbox::Run adopts it: the uid/gid
+//    maps, the spec (mounts, limits, Landlock, seccomp, argv) and the cgroups
+//    all come after adoption, exactly as for a child started at the launch,
+//    and Run adopts it only if it Fits the prepared run.
+//  - The one thing it took at its start is a copy of the host's mount table
+//    (unshare(CLONE_NEWNS)), in which the spec's binds later resolve their
+//    sources. After a mount or unmount on the host, a spare would bind from
+//    the old table (a directory mounted over since would show what is under
+//    the mount). So the keeper opens /proc/self/mountinfo before it starts a
+//    spare and polls it at hand-over: the kernel marks that file
+//    POLLPRI|POLLERR once the mount namespace has changed since it was
+//    opened (proc(5), /proc/pid/mounts); such a spare is discarded, and the
+//    launch starts its own child.
+//  - Spares are started by the keeper's own thread. A child's parent-death
+//    signal (PR_SET_PDEATHSIG, child_main.cc) fires when the *thread* that
+//    cloned it exits, and a memory-sharing child (memory_sharing_clone.h)
+//    runs on that thread's TLS until it execs. So that thread lives as long
+//    as the keeper, and the keeper must outlive every run that took one of
+//    its spares (the MCP server answers every call before it exits).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "enforcer/owned_fd.h"
+#include "enforcer/started_child.h"
+
+namespace cocoon::enforcer {
+
+class SpareChildKeeper {
+ public:
+  struct Counts {
+    uint64_t started = 0;    // spares started
+    uint64_t taken = 0;      // handed to a launch
+    uint64_t missed = 0;     // Take found no spare ready
+    uint64_t stale = 0;      // discarded: the host's mount table changed since
+    uint64_t unfit = 0;      // discarded: started for other options
+    uint64_t failed = 0;     // a start that failed (the launch starts its own)
+  };
+
+  SpareChildKeeper();
+  ~SpareChildKeeper();  // stops the thread, kills and reaps the spare
+  SpareChildKeeper(const SpareChildKeeper&) = delete;
+  SpareChildKeeper& operator=(const SpareChildKeeper&) = delete;
+
+  // The spare, if it fits `options` and the host's mount table has not
+  // changed since it started; otherwise nullptr (a spare that cannot serve
+  // is killed). A spare still being started is waited for. Records
+  // `options` as the shape of the next spare.
+  std::unique_ptr<StartedChild> Take(const ChildStartOptions& options);
+  // The caller's run is over: start the next spare now (with the options of
+  // the last Take), unless one is ready.
+  void Replenish();
+  Counts counts();
+
+ private:
+  void StartSpares();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;     // the thread: work to do, or stop
+  std::condition_variable started_;  // Take: a start finished
+  std::optional<ChildStartOptions> wanted_;
+  bool replenish_ = false;
+  bool starting_ = false;
+  bool stopping_ = false;
+  std::unique_ptr<StartedChild> spare_;
+  OwnedFd spare_mounts_;  // /proc/self/mountinfo, opened just before spare_ started
+  Counts counts_;
+  std::thread thread_;
+};
+
+}  // namespace cocoon::enforcer

@@ -1,0 +1,170 @@
+// Spares (spare_child.h), in real sandboxes, as root and unprivileged
+// (enforcer_sandbox_test): a spare started between runs serves the next run
+// with the whole isolation sequence; one that no longer fits, or that copied
+// a mount table the host has changed since, is killed instead of used; and
+// the keeper leaves no process behind.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "enforcer/memory_sharing_clone.h"
+#include "enforcer/sandbox.h"
+#include "enforcer/spare_child.h"
+#include "enforcer/started_child.h"
+#include "tests/enforcer/test_util.h"
+
+namespace cocoon::enforcer {
+namespace {
+
+using testing::MakeRequest;
+using testing::TestPolicy;
+
+// The options a launch of TestPolicy (network off, no work dir) asks for
+// before its plan is parsed.
+ChildStartOptions NetworkOffOptions() {
+  ChildStartOptions options;
+  options.new_network = true;
+  options.share_memory = LauncherMayShareMemory();
+  return options;
+}
+
+// Replenish, then wait until the keeper has started `count` spares in all.
+bool ReplenishAndWait(SpareChildKeeper& keeper, uint64_t count) {
+  keeper.Replenish();
+  for (int i = 0; i < 5000; ++i) {
+    if (keeper.counts().started >= count) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// Children of any thread of this process (/proc/self/task/*/children).
+int CountChildren() {
+  int count = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  while (dirent* task = readdir(tasks)) {
+    if (task->d_name[0] == '.') continue;
+    std::ifstream children(std::string("/proc/self/task/") + task->d_name + "/children");
+    std::string pid;
+    while (children >> pid) ++count;
+  }
+  closedir(tasks);
+  return count;
+}
+
+TEST(SpareChildKeeperTest, ASpareStartedBetweenRunsServesTheNextRunWithTheWholeSequence) {
+  SpareChildKeeper keeper;
+  EXPECT_EQ(keeper.Take(NetworkOffOptions()), nullptr) << "no spare before the first Replenish";
+  EXPECT_EQ(keeper.counts().missed, 1u);
+  ASSERT_TRUE(ReplenishAndWait(keeper, 1)) << "no spare started; failed starts: " << keeper.counts().failed;
+  std::unique_ptr<StartedChild> spare = keeper.Take(NetworkOffOptions());
+  ASSERT_NE(spare, nullptr);
+  EXPECT_EQ(keeper.counts().taken, 1u);
+  pid_t spare_pid = spare->pid();
+
+  SandboxRequest request = MakeRequest(
+      TestPolicy(), {"/bin/sh", "-c",
+                     "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; echo pid $$; "
+                     "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"});
+  request.started_child = std::shared_ptr<StartedChild>(std::move(spare));
+  auto sandbox = Sandbox::Prepare(std::move(request));
+  ASSERT_TRUE(sandbox.ok()) << sandbox.status().ToString();
+  auto outcome = (*sandbox)->Run();
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ((*sandbox)->pid(), spare_pid) << "the spare was not the process that ran";
+  const std::string& out = outcome->stdout_data;
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  EXPECT_NE(out.find("CapEff:\t0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2"), std::string::npos) << out;
+  EXPECT_NE(out.find("pid 1\n"), std::string::npos) << out;
+  EXPECT_TRUE(out.size() >= 3 && out.compare(out.size() - 3, 3, "lo\n") == 0) << "more than loopback: " << out;
+}
+
+// A spare started for "network on" shares the host's network namespace: it
+// must never serve a launch that asks for the network off.
+TEST(SpareChildKeeperTest, ASpareThatDoesNotFitIsKilledNotHandedOut) {
+  ChildStartOptions network_on = NetworkOffOptions();
+  network_on.new_network = false;
+  SpareChildKeeper keeper;
+  EXPECT_EQ(keeper.Take(network_on), nullptr);
+  ASSERT_TRUE(ReplenishAndWait(keeper, 1));
+  EXPECT_EQ(CountChildren(), 1);
+  EXPECT_EQ(keeper.Take(NetworkOffOptions()), nullptr);
+  EXPECT_EQ(keeper.counts().unfit, 1u);
+  EXPECT_EQ(CountChildren(), 0) << "the spare that did not fit is still there";
+}
+
+TEST(SpareChildKeeperTest, TheKeeperKillsItsSpareWhenItGoes) {
+  {
+    SpareChildKeeper keeper;
+    (void)keeper.Take(NetworkOffOptions());
+    ASSERT_TRUE(ReplenishAndWait(keeper, 1));
+    EXPECT_EQ(CountChildren(), 1);
+  }
+  EXPECT_EQ(CountChildren(), 0) << "the keeper left its spare behind";
+}
+
+// A spare's mount namespace is a copy of the host's at its start; after a
+// mount on the host it is stale and must not be handed out. The "host" here
+// is a throwaway mount namespace of a forked child (as an unprivileged
+// user, inside a user namespace of its own), so nothing changes on the
+// real host.
+TEST(SpareChildKeeperTest, ASpareIsNotHandedOutOnceTheHostMountTableChanged) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (uid != 0) {
+      if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) _exit(10);
+      std::ofstream("/proc/self/setgroups") << "deny";
+      std::ofstream("/proc/self/uid_map") << "0 " << uid << " 1";
+      std::ofstream("/proc/self/gid_map") << "0 " << gid << " 1";
+    } else if (unshare(CLONE_NEWNS) != 0) {
+      _exit(10);
+    }
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(11);
+    char dir[] = "/tmp/cocoon-spare-XXXXXX";
+    if (mkdtemp(dir) == nullptr) _exit(12);
+    int code = 0;
+    {
+      SpareChildKeeper keeper;
+      ChildStartOptions options = NetworkOffOptions();
+      options.share_memory = false;  // the forked test child is not what LauncherMayShareMemory judged
+      (void)keeper.Take(options);
+      if (!ReplenishAndWait(keeper, 1)) code = 13;
+      if (code == 0 && mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) code = 14;
+      if (code == 0 && keeper.Take(options) != nullptr) code = 15;  // stale: must be refused
+      if (code == 0 && keeper.counts().stale != 1) code = 16;
+      // With the table unchanged since its start, the next spare is served.
+      if (code == 0 && !ReplenishAndWait(keeper, 2)) code = 17;
+      if (code == 0 && keeper.Take(options) == nullptr) code = 18;
+    }
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10-12: namespace setup; 13: no spare; 14: mount; 15: a stale spare was handed out; 16: not counted stale; "
+         "17-18: no fresh spare afterwards";
+}
+
+}  // namespace
+}  // namespace cocoon::enforcer
