@@ -9,12 +9,12 @@
 #include <algorithm>
 #include <mutex>
 
-#include <spdlog/spdlog.h>
 
 #include "audit/event_common.h"
 #include "audit/record.h"
 #include "audit/sink.h"
 #include "audit/worker_pool.h"
+#include "compiler/common/log.h"
 
 namespace cocoon::audit {
 namespace {
@@ -372,7 +372,7 @@ AuditLog::AuditLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 AuditLog::~AuditLog() {
   if (impl_ && !impl_->closed) {
     Status status = Close();
-    if (!status.ok()) spdlog::error("closing audit log: {}", status.ToString());
+    if (!status.ok()) log::Error("closing audit log: " + status.ToString());
   }
 }
 

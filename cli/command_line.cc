@@ -9,11 +9,10 @@
 #include <string_view>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "cli/command_registry.h"
 #include "cocoon_version.h"
+#include "compiler/common/log.h"
 
 namespace cocoon::cli {
 namespace {
@@ -39,7 +38,7 @@ int FinishProcess(int exit_code) {
 #else
   std::cout.flush();
   std::cerr.flush();
-  spdlog::default_logger()->flush();
+  log::Flush();
   fflush(nullptr);
   _exit(exit_code);
 #endif
@@ -89,10 +88,7 @@ void RaiseOpenFileSoftLimit() {
 
 int RunCommandLine(int argc, char** argv) {
   RaiseOpenFileSoftLimit();
-  // Logs go to stderr: stdout carries only command output (JSON Outcomes,
-  // MCP protocol messages), and spdlog's default logger writes to stdout.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("cocoon"));
-  spdlog::set_level(spdlog::level::warn);
+  log::InitStderr();
 
   CLI::App app{"Cocoon: compile and enforce security policies for untrusted code"};
   app.set_version_flag("--version", std::string("cocoon ") + COCOON_VERSION_STRING);

@@ -1,12 +1,12 @@
 // cocoon-full's side of cli/launch_dynamic.h: the signed audit log and host
 // name resolution, in process.
-#include <spdlog/spdlog.h>
 
 #include "audit/audit_log.h"
 #include "audit/events.h"
 #include "audit/outcome_events.h"
 #include "cli/audit_log_util.h"
 #include "cli/launch_dynamic.h"
+#include "compiler/common/log.h"
 
 namespace cocoon::cli {
 namespace {
@@ -45,8 +45,8 @@ class SignedLaunchAuditLog : public LaunchAuditLog {
   void RecordOutcome(const enforcer::Outcome& outcome, pid_t sandbox_pid, const std::string& run_id) override {
     auto written = log_->AppendBatch(audit::EventsFromOutcome(outcome, sandbox_pid, run_id));
     Status closed = log_->Close();
-    if (!written.ok()) spdlog::error("audit: the run's events could not be written: {}", written.status().ToString());
-    if (!closed.ok()) spdlog::error("audit: closing the log: {}", closed.ToString());
+    if (!written.ok()) log::Error("audit: the run's events could not be written: " + written.status().ToString());
+    if (!closed.ok()) log::Error("audit: closing the log: " + closed.ToString());
   }
 
  private:

@@ -1,6 +1,6 @@
 // `cocoon mcp [--policy FILE] [--max-concurrent N]`: the MCP server on stdio.
 // stdout carries only protocol messages; logs go to stderr (main() already
-// points spdlog's default logger there). The protocol lives in cli/mcp/; this
+// points the log there: compiler/common/log.h). The protocol lives in cli/mcp/; this
 // file supplies the real Executor, which runs every tool call through
 // agent_run_util.h + launch_util.h: the path `cocoon run` uses, with the
 // server's policy as a ceiling the caller can only tighten.
@@ -16,7 +16,6 @@
 #include <mutex>
 #include <thread>
 
-#include <spdlog/spdlog.h>
 
 #include "audit/events.h"
 #include "cli/agent_run_util.h"
@@ -26,6 +25,7 @@
 #include "cli/run_output_util.h"
 #include "cli/runtime_util.h"
 #include "cocoon_version.h"
+#include "compiler/common/log.h"
 #include "compiler/frontend/frontend.h"
 #include "enforcer/spare_child.h"
 
@@ -136,7 +136,8 @@ class SandboxExecutor : public mcp::Executor {
   mcp::AuditRef AuditRefusedCall(std::string_view tool, std::string_view request_id, const Status& why) override {
     auto written = AppendToolCall(tool, request_id, true, why.message());
     if (!written.ok()) {
-      spdlog::error("audit: the refused {} call could not be recorded: {}", tool, written.status().ToString());
+      log::Error("audit: the refused " + std::string(tool) + " call could not be recorded: " +
+                 written.status().ToString());
       return {};
     }
     return *written;
@@ -254,7 +255,7 @@ int StartSignalThread() {
   std::thread([set, stop] {
     int sig = 0;
     sigwait(&set, &sig);
-    spdlog::warn("cocoon mcp: signal {}: cancelling calls in flight and exiting", sig);
+    log::Warn("cocoon mcp: signal " + std::to_string(sig) + ": cancelling calls in flight and exiting");
     uint64_t one = 1;
     if (write(stop, &one, sizeof(one)) < 0) _exit(1);
   }).detach();
@@ -284,7 +285,7 @@ int RunMcp(const McpFlags& flags) {
       " set by the server's policy). Each call gets a fresh sandbox and an empty work dir; pass input files"
       " with `files`. Results are the run's Outcome, with an audit reference.";
   mcp::Server server(executor, [](const std::string& line) { WriteAllFd(STDOUT_FILENO, line + "\n"); }, options);
-  spdlog::info("cocoon mcp: serving on stdio (policy: {})", flags.policy.empty() ? "strict" : flags.policy);
+  log::Info("cocoon mcp: serving on stdio (policy: " + (flags.policy.empty() ? std::string("strict") : flags.policy) + ")");
   Status ended = server.Serve(STDIN_FILENO, stop);
   if (!ended.ok() && ended.code() != ErrorCode::kUnavailable) {
     std::cerr << "cocoon mcp: " << ended.message() << "\n";

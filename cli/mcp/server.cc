@@ -9,7 +9,7 @@
 #include <system_error>
 #include <thread>
 
-#include <spdlog/spdlog.h>
+#include "compiler/common/log.h"
 
 namespace cocoon::mcp {
 namespace {
@@ -81,7 +81,7 @@ class Server::BatchReply {
       line += ']';
       server_.Write(line);
     } catch (const std::exception& e) {  // bad_alloc: a destructor must not throw
-      spdlog::error("mcp: could not send the answer to a batch: {}", e.what());
+      log::Error(std::string("mcp: could not send the answer to a batch: ") + e.what());
     }
   }
   // One element's response, already serialised (ResultLine / ErrorLine).
@@ -198,7 +198,7 @@ void Server::HandleValue(const json& value, const std::shared_ptr<BatchReply>& b
         return HandleRequest(message, batch);
     }
   } catch (const json::exception& e) {
-    spdlog::warn("mcp: malformed params in {}: {}", SanitizeUtf8(message.method), e.what());
+    log::Warn("mcp: malformed params in " + SanitizeUtf8(message.method) + ": " + e.what());
     if (message.kind == MessageKind::kRequest) {
       SendError(reply_to, kInvalidParams, "Invalid params: " + SanitizeUtf8(e.what()));
     }
@@ -216,7 +216,7 @@ void Server::HandleNotification(const Message& message) {
     if (it == calls_.end()) return;  // finished already, or never existed
     call = it->second;
   }
-  spdlog::info("mcp: cancelling request {}", IdKey(request_id));
+  log::Info("mcp: cancelling request " + IdKey(request_id));
   call->cancel.Cancel();  // kills the sandbox through the executor's callback
   std::lock_guard lock(mutex_);
   changed_.notify_all();  // a call waiting for a slot gives up
