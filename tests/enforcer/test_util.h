@@ -7,6 +7,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -60,6 +61,31 @@ inline SandboxRequest MakeRequest(const ir::Policy& policy, std::vector<std::str
   request.argv = std::move(argv);
   request.resolve_allow_list = &ResolveAllowList;
   return request;
+}
+
+// A shell command run in a sandbox to show its isolation: capabilities,
+// no_new_privs, seccomp mode, its pid, its network namespace and interfaces.
+inline constexpr char kIsolationReport[] =
+    "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; readlink /proc/self/ns/net; echo pid $$; "
+    "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '";
+
+// What every sandbox with the network off shows in that report: no
+// capabilities, no_new_privs, a seccomp filter, pid 1 of a pid namespace of
+// its own, a network namespace other than ours with loopback only. "" when
+// all hold, else the first that does not, with the report.
+inline std::string IsolationReportProblems(const std::string& out) {
+  char host_net[64] = {};
+  if (readlink("/proc/self/ns/net", host_net, sizeof(host_net) - 1) <= 0) return "cannot read our own net namespace";
+  const std::pair<const char*, const char*> expected[] = {
+      {"CapEff:\t0000000000000000", "capabilities left"}, {"NoNewPrivs:\t1", "no_new_privs not set"},
+      {"Seccomp:\t2", "no seccomp filter"},               {"pid 1\n", "not the init of its own pid namespace"},
+      {"net:[", "no network namespace shown"}};
+  for (const auto& [text, problem] : expected) {
+    if (out.find(text) == std::string::npos) return std::string(problem) + ": " + out;
+  }
+  if (out.find(host_net) != std::string::npos) return "the host's network namespace: " + out;
+  if (out.size() < 3 || out.compare(out.size() - 3, 3, "lo\n") != 0) return "more than loopback: " + out;
+  return "";
 }
 
 }  // namespace cocoon::enforcer::testing

@@ -373,51 +373,56 @@ TEST(StagingDirectTest, DirectModeBindsHostDirAndRemediatesAfter) {
   EXPECT_EQ(ReadText(host / "result.txt"), "direct\n");
 }
 
+// A direct-mode work dir at <parent>/work, prepared; "moved" is where a test
+// moves it to while another directory takes its path.
+class DirectWorkDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounts (in a throwaway namespace) need root";
+    ASSERT_EQ(mkdir(host_.c_str(), 0755), 0);
+    StagingOptions options;
+    options.host_dir = host_;
+    options.mode = ir::WorkMode::kDirect;
+    auto staging = Staging::Prepare(options);
+    ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+    staging_ = std::move(*staging);
+  }
+
+  // Moves the work dir away and makes a new, empty one at its path.
+  void ReplaceTheWorkDir() {
+    ASSERT_EQ(rename(host_.c_str(), moved_.c_str()), 0);
+    ASSERT_EQ(mkdir(host_.c_str(), 0755), 0);
+  }
+
+  TempDir parent_{"cocoon-parent"};
+  TempDir target_{"cocoon-target"};
+  const std::string host_ = parent_ / "work";
+  const std::string moved_ = parent_ / "moved";
+  std::unique_ptr<Staging> staging_;
+};
+
 // Direct mode verifies the directory the sandbox was bound to. Moving it
 // away and putting a clean one at its path after the run must not hide
 // what the sandbox left in it.
-TEST(StagingDirectTest, VerifiesTheBoundDirEvenIfItsPathNowNamesAnother) {
-  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounts (in a throwaway namespace) need root";
-  TempDir parent("cocoon-parent");
-  TempDir target("cocoon-target");
-  const std::string host = parent / "work";
-  const std::string moved = parent / "moved";
-  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);
-  StagingOptions options;
-  options.host_dir = host;
-  options.mode = ir::WorkMode::kDirect;
-  auto staging = Staging::Prepare(options);
-  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
-  int rc = RunStaged(**staging, target.path(), [](const std::string& work) {
+TEST_F(DirectWorkDirTest, VerifiesTheBoundDirEvenIfItsPathNowNamesAnother) {
+  int rc = RunStaged(*staging_, target_.path(), [](const std::string& work) {
     return symlink("/etc/passwd", (work + "/escape").c_str()) == 0 ? 0 : 1;
   });
   ASSERT_EQ(rc, 0);
-  ASSERT_EQ(rename(host.c_str(), moved.c_str()), 0);
-  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);  // a clean directory at the old path
-  auto result = (*staging)->VerifyAndCommit();
+  ReplaceTheWorkDir();
+  auto result = staging_->VerifyAndCommit();
   ASSERT_TRUE(result.error.ok()) << result.error.ToString();
   ASSERT_EQ(result.scan.findings.size(), 1u);
   EXPECT_EQ(result.scan.findings[0].path, "escape");
-  EXPECT_FALSE(Exists(moved + "/escape")) << "the escape in the bound dir must be removed";
+  EXPECT_FALSE(Exists(moved_ + "/escape")) << "the escape in the bound dir must be removed";
 }
 
 // The child binds the direct work dir by path: a directory put at that path
 // after Prepare is refused, not bound in place of the one Prepare checked.
-TEST(StagingDirectTest, ADirReplacedBeforeTheBindIsRefused) {
-  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounts (in a throwaway namespace) need root";
-  TempDir parent("cocoon-parent");
-  TempDir target("cocoon-target");
-  const std::string host = parent / "work";
-  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);
-  StagingOptions options;
-  options.host_dir = host;
-  options.mode = ir::WorkMode::kDirect;
-  auto staging = Staging::Prepare(options);
-  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
-  ASSERT_EQ(rename(host.c_str(), (parent / "moved").c_str()), 0);
-  ASSERT_EQ(mkdir(host.c_str(), 0755), 0);
+TEST_F(DirectWorkDirTest, ADirReplacedBeforeTheBindIsRefused) {
+  ReplaceTheWorkDir();
   bool sandbox_ran = false;
-  int rc = RunStaged(**staging, target.path(), [&](const std::string&) {
+  int rc = RunStaged(*staging_, target_.path(), [&](const std::string&) {
     sandbox_ran = true;
     return 0;
   });
