@@ -87,7 +87,8 @@ void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
   if (direct) {
     outcome.verification_error += "; the host work dir may still hold what the sandbox left: inspect it before trusting it";
     if (!uninspected.empty()) outcome.verification_error += "; also " + uninspected;
-  } else if (outcome.verification_error.find("nothing was committed") == std::string::npos) {
+  } else if (staged.error.code() != ErrorCode::kDataLoss &&  // a commit that could not be undone says so itself
+             outcome.verification_error.find("nothing was committed") == std::string::npos) {
     outcome.verification_error += "; nothing was committed to the host work dir";
   }
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <utility>
@@ -10,15 +11,25 @@ namespace cocoon::enforcer {
 
 namespace {
 
+// Whether `fd` reports `events` (or an error) now, without waiting.
+bool Signalled(int fd, short events) {
+  struct pollfd p {fd, events, 0};
+  return poll(&p, 1, 0) != 0;
+}
+
 // Whether the mount namespace changed since `mounts` (/proc/self/mountinfo)
 // was opened: the kernel compares the namespace's event counter with the one
 // the file saw at open and reports a difference as POLLPRI|POLLERR. Any
 // failure counts as a change: a spare is only an optimisation.
-bool MountTableChanged(int mounts) {
-  if (mounts < 0) return true;
-  struct pollfd p {mounts, POLLPRI, 0};
-  int ready = poll(&p, 1, 0);
-  return ready != 0;
+bool MountTableChanged(int mounts) { return mounts < 0 || Signalled(mounts, POLLPRI); }
+
+// The per-thread and per-moment state a spare must not carry, and SIGPIPE
+// ignored (spare_child.h).
+bool SparesMayServe(const ChildStartOptions& options) {
+  struct sigaction pipe_action {};
+  return options.signals == SignalHandling::kNone && options.stdin_mode == StdinMode::kNull &&
+         options.cgroup_fd < 0 && sigaction(SIGPIPE, nullptr, &pipe_action) == 0 &&
+         pipe_action.sa_handler == SIG_IGN;
 }
 
 }  // namespace
@@ -34,10 +45,23 @@ SpareChildKeeper::~SpareChildKeeper() {
   thread_.join();  // it kills the spare before it returns (StartSpares)
 }
 
+uint64_t* SpareChildKeeper::ReasonToDiscard() {
+  // Its pidfd is readable once it exited; its error pipe once it reported a
+  // failed step (or closed it by exiting).
+  if (Signalled(spare_->pidfd(), POLLIN) || Signalled(spare_->error_fd(), POLLIN)) return &counts_.dead;
+  if (MountTableChanged(spare_mounts_.get())) return &counts_.stale;
+  return nullptr;
+}
+
 std::unique_ptr<StartedChild> SpareChildKeeper::Take(const ChildStartOptions& options) {
   std::unique_ptr<StartedChild> taken, discarded;
   {
     std::unique_lock<std::mutex> lock(mutex_);
+    if (!SparesMayServe(options)) {
+      wanted_.reset();
+      discarded = std::move(spare_);
+      return nullptr;
+    }
     wanted_ = options;
     started_.wait(lock, [this] { return !starting_; });
     if (!spare_) {
@@ -45,14 +69,13 @@ std::unique_ptr<StartedChild> SpareChildKeeper::Take(const ChildStartOptions& op
     } else if (!spare_->Fits(options)) {
       ++counts_.unfit;
       discarded = std::move(spare_);
-    } else if (MountTableChanged(spare_mounts_.get())) {
-      ++counts_.stale;
+    } else if (uint64_t* reason = ReasonToDiscard()) {
+      ++*reason;
       discarded = std::move(spare_);
     } else {
       ++counts_.taken;
       taken = std::move(spare_);
     }
-    spare_mounts_.Reset();
   }
   return taken;  // `discarded` is killed and reaped here, outside the lock
 }
@@ -72,29 +95,55 @@ SpareChildKeeper::Counts SpareChildKeeper::counts() {
 
 void SpareChildKeeper::StartSpares() {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (true) {
-    wake_.wait(lock, [this] { return stopping_ || (replenish_ && wanted_ && !spare_); });
-    if (stopping_) break;
-    replenish_ = false;
-    starting_ = true;
-    const ChildStartOptions options = *wanted_;
-    lock.unlock();
-    // Opened before the child copies the mount table: any change from here
-    // on marks the spare stale.
-    OwnedFd mounts(open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
-    Result<std::unique_ptr<StartedChild>> started =
-        mounts.valid() ? StartedChild::Start(options) : Result<std::unique_ptr<StartedChild>>(
-                                                            ErrnoError("opening /proc/self/mountinfo"));
-    lock.lock();
-    starting_ = false;
-    if (started.ok()) {
-      ++counts_.started;
-      spare_ = std::move(*started);
-      spare_mounts_ = std::move(mounts);
-    } else {
-      ++counts_.failed;  // the next launch starts its own child, and reports why if that fails too
+  while (!stopping_) {
+    if (!spare_) spare_mounts_.Reset();  // taken or discarded since: its watch goes with it
+    if (replenish_ && wanted_ && !spare_) {
+      replenish_ = false;
+      starting_ = true;
+      const ChildStartOptions options = *wanted_;
+      lock.unlock();
+      // Opened before the child copies the mount table: any change from
+      // here on marks the spare stale.
+      OwnedFd mounts(open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+      Result<std::unique_ptr<StartedChild>> started =
+          mounts.valid() ? StartedChild::Start(options)
+                         : Result<std::unique_ptr<StartedChild>>(ErrnoError("opening /proc/self/mountinfo"));
+      lock.lock();
+      starting_ = false;
+      if (started.ok()) {
+        ++counts_.started;
+        spare_ = std::move(*started);
+        spare_mounts_ = std::move(mounts);
+        spare_started_at_ = std::chrono::steady_clock::now();
+      } else {
+        ++counts_.failed;  // the next launch starts its own child, and reports why if that fails too
+      }
+      started_.notify_all();
+      continue;
     }
-    started_.notify_all();
+    if (!spare_) {
+      wake_.wait(lock);
+      continue;
+    }
+    // Holding a spare: look at it every kWatchInterval, so that one the host
+    // has made stale does not keep the old mount table (and any privately
+    // propagated filesystem in it) alive until the next call.
+    wake_.wait_for(lock, kWatchInterval);
+    if (!spare_ || stopping_) continue;
+    std::unique_ptr<StartedChild> discarded;
+    if (uint64_t* reason = ReasonToDiscard()) {
+      ++*reason;
+      discarded = std::move(spare_);
+      replenish_ = reason == &counts_.stale;  // a fresh copy of the new table; a dead one waits for a call
+    } else if (std::chrono::steady_clock::now() - spare_started_at_ >= kMaxIdle) {
+      ++counts_.idle;
+      discarded = std::move(spare_);
+    }
+    if (discarded) {
+      lock.unlock();
+      discarded.reset();  // killed and reaped outside the lock
+      lock.lock();
+    }
   }
   // The spare is killed here, on the thread that started it, so that its
   // parent-death signal and (memory-sharing) TLS are never those of a

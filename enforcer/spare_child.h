@@ -16,15 +16,30 @@
 //    maps, the spec (mounts, limits, Landlock, seccomp, argv) and the cgroups
 //    all come after adoption, exactly as for a child started at the launch,
 //    and Run adopts it only if it Fits the prepared run.
-//  - The one thing it took at its start is a copy of the host's mount table
+//  - What it did take at its start is the process state of that moment: the
+//    server's rlimits, umask, scheduling and LSM label, whether user
+//    namespaces were allowed, and a copy of the host's mount table
 //    (unshare(CLONE_NEWNS)), in which the spec's binds later resolve their
-//    sources. After a mount or unmount on the host, a spare would bind from
+//    sources. The server changes none of the first; the mount table is the
+//    host's. After a mount or unmount on the host, a spare would bind from
 //    the old table (a directory mounted over since would show what is under
-//    the mount). So the keeper opens /proc/self/mountinfo before it starts a
-//    spare and polls it at hand-over: the kernel marks that file
-//    POLLPRI|POLLERR once the mount namespace has changed since it was
-//    opened (proc(5), /proc/pid/mounts); such a spare is discarded, and the
-//    launch starts its own child.
+//    the mount), and its copy would keep a privately propagated filesystem
+//    busy. So the keeper opens /proc/self/mountinfo before it starts a
+//    spare and polls it, at hand-over and every kWatchInterval: the kernel
+//    marks that file POLLPRI|POLLERR once the mount namespace has changed
+//    since it was opened (proc(5), /proc/pid/mounts); such a spare is
+//    killed (and a fresh one started). A spare idle for kMaxIdle is killed
+//    too, and the next call starts its own child again.
+//  - Only runs whose first process depends on nothing per-thread or
+//    per-moment are served: no signal handling of their own (a StartedChild's
+//    SignalGuard blocks signals in the thread that starts it, the keeper's)
+//    and stdin from /dev/null (kInherit dups fd 0 at the start). And only in
+//    a process that ignores SIGPIPE (`cocoon mcp` does): the thread that
+//    runs a spare's sandbox never had SIGPIPE blocked by its guard, so a
+//    write to a child that died must not end the process.
+//  - A spare that died while it waited (its unshare failed, or something
+//    killed it) is not handed out: the launch starts its own child, which may
+//    well succeed, instead of failing on the spare's old error.
 //  - Spares are started by the keeper's own thread. A child's parent-death
 //    signal (PR_SET_PDEATHSIG, child_main.cc) fires when the *thread* that
 //    cloned it exits, and a memory-sharing child (memory_sharing_clone.h)
@@ -33,6 +48,7 @@
 //    its spares (the MCP server answers every call before it exits).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -47,12 +63,17 @@ namespace cocoon::enforcer {
 
 class SpareChildKeeper {
  public:
+  static constexpr std::chrono::milliseconds kWatchInterval{1000};
+  static constexpr std::chrono::seconds kMaxIdle{60};
+
   struct Counts {
     uint64_t started = 0;    // spares started
     uint64_t taken = 0;      // handed to a launch
     uint64_t missed = 0;     // Take found no spare ready
     uint64_t stale = 0;      // discarded: the host's mount table changed since
     uint64_t unfit = 0;      // discarded: started for other options
+    uint64_t dead = 0;       // discarded: it exited or reported an error while it waited
+    uint64_t idle = 0;       // discarded: unused for kMaxIdle
     uint64_t failed = 0;     // a start that failed (the launch starts its own)
   };
 
@@ -61,10 +82,11 @@ class SpareChildKeeper {
   SpareChildKeeper(const SpareChildKeeper&) = delete;
   SpareChildKeeper& operator=(const SpareChildKeeper&) = delete;
 
-  // The spare, if it fits `options` and the host's mount table has not
-  // changed since it started; otherwise nullptr (a spare that cannot serve
-  // is killed). A spare still being started is waited for. Records
-  // `options` as the shape of the next spare.
+  // The spare, if it fits `options`, is alive and the host's mount table
+  // has not changed since it started; otherwise nullptr (a spare that cannot
+  // serve is killed). A spare still being started is waited for. Records
+  // `options` as the shape of the next spare, if spares may serve it (see
+  // above; else nullptr, and no spare is kept).
   std::unique_ptr<StartedChild> Take(const ChildStartOptions& options);
   // The caller's run is over: start the next spare now (with the options of
   // the last Take), unless one is ready.
@@ -73,6 +95,8 @@ class SpareChildKeeper {
 
  private:
   void StartSpares();
+  // Why the spare cannot serve any more (counted), or nullptr. Under mutex_.
+  uint64_t* ReasonToDiscard();
 
   std::mutex mutex_;
   std::condition_variable wake_;     // the thread: work to do, or stop
@@ -83,6 +107,7 @@ class SpareChildKeeper {
   bool stopping_ = false;
   std::unique_ptr<StartedChild> spare_;
   OwnedFd spare_mounts_;  // /proc/self/mountinfo, opened just before spare_ started
+  std::chrono::steady_clock::time_point spare_started_at_;
   Counts counts_;
   std::thread thread_;
 };

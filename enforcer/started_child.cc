@@ -92,7 +92,7 @@ int ChildUnshareFlags(bool new_network) {
 
 }  // namespace
 
-SignalGuard::SignalGuard(SignalHandling handling) {
+SignalGuard::SignalGuard(SignalHandling handling) : owner_(pthread_self()) {
   // SIGPIPE is always blocked while we talk to the child: a write to a
   // pipe whose reader died must be an EPIPE error, not the end of cocoon.
   sigset_t set;
@@ -122,6 +122,7 @@ SignalGuard::~SignalGuard() {
     struct signalfd_siginfo info {};
     while (read(fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {}
   }
+  if (!pthread_equal(owner_, pthread_self())) return;  // another thread's mask: not ours to restore
   sigset_t pending;
   sigemptyset(&pending);
   if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&old_, SIGPIPE)) {

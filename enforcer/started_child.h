@@ -33,6 +33,7 @@
 // supervisor's wait4) is never confused with a recycled pid.
 #pragma once
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -68,7 +69,9 @@ struct ChildStartOptions {
 // Blocks SIGPIPE (and SIGINT/SIGTERM/SIGHUP, read from a signalfd, for
 // SignalHandling::kCancelOnSigintSigterm) while the run lasts; the previous
 // mask is restored on destruction. The child unblocks everything and resets
-// dispositions first thing (child_main.cc).
+// dispositions first thing (child_main.cc). A signal mask is the calling
+// thread's: a guard destroyed on another thread (a spare started by its
+// keeper's thread, spare_child.h) leaves that thread's mask alone.
 class SignalGuard {
  public:
   explicit SignalGuard(SignalHandling handling);
@@ -79,6 +82,7 @@ class SignalGuard {
 
  private:
   bool active_ = false;
+  pthread_t owner_;  // the thread whose mask it changed
   sigset_t old_{};
   OwnedFd fd_;
 };

@@ -81,7 +81,10 @@ class Server::BatchReply {
       line += ']';
       server_.Write(line);
     } catch (const std::exception& e) {  // bad_alloc: a destructor must not throw
-      log::Error(std::string("mcp: could not send the answer to a batch: ") + e.what());
+      try {
+        log::Error(std::string("mcp: could not send the answer to a batch: ") + e.what());
+      } catch (...) {  // the message itself could not be built: nothing more to do
+      }
     }
   }
   // One element's response, already serialised (ResultLine / ErrorLine).

@@ -347,24 +347,28 @@ Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
 Status ReplacedWorkDir(const std::string& host_dir) {
   return FailedPreconditionError("the work dir " + host_dir +
                                  " was moved or replaced while the sandbox ran: the path no longer names the "
-                                 "directory the run was prepared with. Nothing was committed (the run's changes "
+                                 "directory the run was prepared with, so nothing was committed (the run's changes "
                                  "are discarded); do not rename or replace a work dir while cocoon runs in it");
 }
 
-// After a swap that brought in a directory other than `expected` (it was
-// replaced between the check and renameat2), swap back, so that whatever
-// is at the path now stays there untouched. Returns an error either way;
-// `*swapped_back` says whether the temporary name holds our tree again.
+// After a swap that brought in a directory other than the one opened (it
+// was replaced between the check and renameat2), swap back, so that
+// whatever was put at the path stays there untouched, and remove our tree
+// (if the temporary name still holds it: `tree`). Returns an error either
+// way. If the swap cannot be undone, the committed tree is at the path and
+// the other directory at the temporary name: kDataLoss, which says so, for
+// the caller must not report "nothing was committed".
 Status UndoForeignSwap(const HostDir& host, const std::string& temp_name, const std::string& host_dir,
-                       bool* swapped_back) {
-  *swapped_back = renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(),
-                            RENAME_EXCHANGE) == 0;
-  if (*swapped_back) return ReplacedWorkDir(host_dir);
-  return FailedPreconditionError("the work dir " + host_dir + " was replaced during the commit's swap, and undoing "
-                                 "the swap failed (" + std::string(strerror(errno)) + "): the path now holds the "
-                                 "committed tree and the directory that was put there is at " +
-                                 (host.parent_path == "/" ? "" : host.parent_path) + "/" + temp_name +
-                                 "; check both by hand");
+                       const struct stat& tree) {
+  if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(), RENAME_EXCHANGE) == 0) {
+    (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, tree.st_dev, tree.st_ino);
+    return ReplacedWorkDir(host_dir);
+  }
+  return Status(ErrorCode::kDataLoss, "the work dir " + host_dir + " was replaced during the commit's swap, and "
+                                      "undoing the swap failed (" + std::string(strerror(errno)) + "): the path "
+                                      "now holds the committed tree, and the directory that was put there is at " +
+                                      (host.parent_path == "/" ? "" : host.parent_path) + "/" + temp_name +
+                                      "; check both by hand");
 }
 
 Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
@@ -374,9 +378,15 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   if (geteuid() == 0) owner_ = tree::Owner{true, host.st.st_uid, host.st.st_gid};
   COCOON_ASSIGN_OR_RETURN(std::string temp_name, MakeTempDir(host.parent.get()));
   Status built;
+  struct stat temp_st {};  // our tree: only it is ever removed from the temporary name before the swap
   {
     auto temp = tree::OpenDir(host.parent.get(), temp_name);
-    built = temp.ok() ? Build(tree_fd, host, temp->get()) : temp.status();
+    if (temp.ok() && fstat(temp->get(), &temp_st) != 0) temp = ErrnoError("stat commit dir");
+    if (!temp.ok()) {
+      (void)unlinkat(host.parent.get(), temp_name.c_str(), AT_REMOVEDIR);  // empty: just made
+      return temp.status().WithContext("commit of the work dir (nothing was committed)");
+    }
+    built = Build(tree_fd, host, temp->get());
     if (built.ok()) {
       // The replacement keeps the host dir's own mode and (as root) owner.
       if (fchmod(temp->get(), host.st.st_mode & 07777) != 0) built = ErrnoError("chmod commit dir");
@@ -392,21 +402,21 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
                               RENAME_EXCHANGE) != 0) {
     built = ErrnoError("swapping the committed tree into place");
   }
+  if (!built.ok()) {
+    (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);  // the half-built tree
+    return built.WithContext("commit of the work dir (nothing was committed)");
+  }
   // The name is looked up again by renameat2: what it swapped out must be
   // the directory opened (and linked from) above, or the swap is undone.
-  if (built.ok()) {
-    struct stat swapped_out {};
-    if (fstatat(host.parent.get(), temp_name.c_str(), &swapped_out, AT_SYMLINK_NOFOLLOW) != 0 ||
-        swapped_out.st_dev != host.st.st_dev || swapped_out.st_ino != host.st.st_ino) {
-      bool swapped_back = false;
-      Status undone = UndoForeignSwap(host, temp_name, host_dir, &swapped_back);
-      if (swapped_back) (void)tree::RemoveTree(host.parent.get(), temp_name);  // our tree again
-      return undone;
-    }
+  // (A failed stat proves nothing: the swap stands, and the cleanup below
+  // removes only that same directory.)
+  struct stat swapped_out {};
+  if (fstatat(host.parent.get(), temp_name.c_str(), &swapped_out, AT_SYMLINK_NOFOLLOW) == 0 &&
+      (swapped_out.st_dev != host.st.st_dev || swapped_out.st_ino != host.st.st_ino)) {
+    return UndoForeignSwap(host, temp_name, host_dir, temp_st);
   }
-  // Before the swap: the half-built tree. After it: the previous contents.
-  Status cleanup = tree::RemoveTree(host.parent.get(), temp_name);
-  if (!built.ok()) return built.WithContext("commit of the work dir (nothing was committed)");
+  // The previous contents, now at the temporary name.
+  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, host.st.st_dev, host.st.st_ino);
   // The swap happened: the commit stands even if the old tree lingers.
   if (!cleanup.ok()) {
     report_.cleanup_warning = "committed, but the previous contents of the work dir remain in " +

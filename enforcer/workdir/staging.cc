@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -120,6 +121,19 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   staging->host_dir_fd_.Reset(open(host.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   const Fd& host_fd = staging->host_dir_fd_;
   if (!host_fd.valid()) return ErrnoError("work dir " + host);
+  // Staged modes replace the work dir whole when they commit, so two staged
+  // runs on one dir must not overlap: the later commit would find a
+  // directory the first put there (and refuse, discarding its run's work).
+  // The later run is refused before it starts instead. The lock is on this
+  // open file, held until the Staging is gone (advisory: other programs
+  // may ignore it; the commit's identity check still stands). A filesystem
+  // without flock (some network mounts) runs unlocked.
+  if (strategy != StagingStrategy::kDirect && flock(host_fd.get(), LOCK_EX | LOCK_NB) != 0 &&
+      errno == EWOULDBLOCK) {
+    return FailedPreconditionError("work dir " + host + " is in use by another cocoon run that stages it: each "
+                                   "staged run replaces the work dir whole when it commits, so runs on one work "
+                                   "dir must not overlap; wait for that run to finish, or use another work dir");
+  }
   std::optional<ScanReport> host_scan;
   if (strategy != StagingStrategy::kDirect) {
     if (std::string point = MountPointAtOrBelow(host); point == host) {
@@ -184,8 +198,6 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
   }
   spec.strategy = strategy;
-  // Only the copy-in and direct mode's verification use it again.
-  if (strategy == StagingStrategy::kOverlay) staging->host_dir_fd_.Reset();
   // Which inner mount points (and the directories above them) the child
   // will have to create: the ones the host dir does not have.
   std::set<std::string> scaffolding;
@@ -286,7 +298,6 @@ Status Staging::Populate() {
     // file description: the scan left the old one's offset at the end).
     Fd host(openat(host_dir_fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!host.valid()) return ErrnoError("opening " + options_.host_dir);
-    host_dir_fd_.Reset();  // the copy-in was its last use
     // The host's own symlinks are copied as they are; remember them so that
     // an unchanged original is not reported (or dropped) as a breakout.
     hooks.on_symlink = [this](const std::string& path, const std::string& target) {

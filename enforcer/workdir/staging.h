@@ -202,10 +202,12 @@ class Staging {
   int tree_fd_ = -1;
   int view_fd_ = -1;
   OwnedFd lower_tree_;  // idmapped overlay only: sent to the child, then closed
-  // The host dir as Prepare checked it: kept for the copy-in (kCopy; closed
-  // after it) and for direct mode's scan and remediation, which must act on
-  // the directory the sandbox was bound to, not on whatever its path names
-  // after the run.
+  // The host dir as Prepare checked it, open until the Staging is gone: the
+  // copy-in reads through it, direct mode's scan and remediation act on it
+  // (the directory the sandbox was bound to, not whatever its path names
+  // after the run), staged modes hold their flock on it, and it keeps the
+  // inode (and any automount) in place, so that its device and inode
+  // numbers are still the same when the commit compares them.
   OwnedFd host_dir_fd_;
   HostDirIdentity host_identity_;  // its device and inode: the commit refuses any other
   std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed)

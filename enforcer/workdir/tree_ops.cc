@@ -129,25 +129,44 @@ Result<std::string> CopySymlink(int src_dir, const std::string& name, int dst_di
   return std::string(target, static_cast<size_t>(len));
 }
 
+namespace {
+
+// Empties the directory `child` (dir_fd/name, already open), then removes it.
+Status RemoveOpenedDirectory(int dir_fd, const std::string& name, int child) {
+  // Never into another filesystem: a mount point inside the tree would
+  // have its contents deleted (Staging::Prepare refuses such work dirs;
+  // this is the last guard).
+  if (IsMountRoot(dir_fd, child)) {
+    return FailedPreconditionError("'" + name + "' is a mount point; not removing anything inside it");
+  }
+  COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(child));
+  for (const DirEntry& entry : entries) {
+    COCOON_RETURN_IF_ERROR(RemoveTree(child, entry.name));
+  }
+  if (unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return ErrnoError("removing directory '" + name + "'");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RemoveTree(int dir_fd, const std::string& name) {
   if (unlinkat(dir_fd, name.c_str(), 0) == 0) return Status::Ok();
   if (errno == ENOENT) return Status::Ok();
   if (errno != EISDIR && errno != EPERM) return ErrnoError("removing '" + name + "'");
-  {
-    COCOON_ASSIGN_OR_RETURN(Fd child, OpenDir(dir_fd, name));
-    // Never into another filesystem: a mount point inside the tree would
-    // have its contents deleted (Staging::Prepare refuses such work dirs;
-    // this is the last guard).
-    if (IsMountRoot(dir_fd, child.get())) {
-      return FailedPreconditionError("'" + name + "' is a mount point; not removing anything inside it");
-    }
-    COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(child.get()));
-    for (const DirEntry& entry : entries) {
-      COCOON_RETURN_IF_ERROR(RemoveTree(child.get(), entry.name));
-    }
+  COCOON_ASSIGN_OR_RETURN(Fd child, OpenDir(dir_fd, name));
+  return RemoveOpenedDirectory(dir_fd, name, child.get());
+}
+
+Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t ino) {
+  COCOON_ASSIGN_OR_RETURN(Fd child, OpenDir(dir_fd, name));
+  struct stat st {};
+  if (fstat(child.get(), &st) != 0) return ErrnoError("stat '" + name + "'");
+  if (st.st_dev != dev || st.st_ino != ino) {
+    return FailedPreconditionError("'" + name + "' is no longer the directory cocoon made there; left in place");
   }
-  if (unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return ErrnoError("removing directory '" + name + "'");
-  return Status::Ok();
+  // The final rmdir goes by name again; a directory swapped in after the
+  // check is not empty (ENOTEMPTY), or had nothing to lose.
+  return RemoveOpenedDirectory(dir_fd, name, child.get());
 }
 
 Status ChownAt(int dir_fd, const std::string& name, const Owner& owner) {

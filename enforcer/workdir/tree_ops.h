@@ -53,6 +53,12 @@ bool IsMountRoot(int parent_fd, int dir_fd);
 // following links or crossing into another mount (an error instead).
 Status RemoveTree(int dir_fd, const std::string& name);
 
+// The same for a directory that must be the one identified by `dev` and
+// `ino`: where another directory has been put at dir_fd/name meanwhile (a
+// rename in a parent others can write), nothing is removed
+// (kFailedPrecondition).
+Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t ino);
+
 // Calls `visit` for a file the copy could not take, with a reason.
 using SkipFn = std::function<void(const std::string& path, const char* kind)>;
 

@@ -446,6 +446,23 @@ TEST_P(StagingTest, AWorkDirReplacedDuringTheRunReceivesNothing) {
   EXPECT_EQ(ReadText(moved + "/input.txt"), "original\n");
 }
 
+// Two staged runs on one work dir would each replace it whole: the second is
+// refused before anything runs, and may start once the first is gone.
+TEST(StagingPrepareTest, ASecondStagingOfTheSameDirIsRefusedWhileTheFirstLasts) {
+  TempDir host;
+  StagingOptions options;
+  options.host_dir = host.path();
+  auto first = Staging::Prepare(options);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = Staging::Prepare(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("in use by another cocoon run"), std::string::npos)
+      << second.status().message();
+  first->reset();
+  EXPECT_TRUE(Staging::Prepare(options).ok());
+}
+
 TEST(StagingPrepareTest, RejectsBadInput) {
   StagingOptions options;
   options.host_dir = "/nonexistent/cocoon/work";
@@ -488,6 +505,7 @@ TEST(StagingPrepareTest, AutoPicksOverlayForBigDirs) {
   EXPECT_EQ((*staging)->strategy(), StagingStrategy::kOverlay);
   EXPECT_NE(std::string((*staging)->child_spec().overlay_data).find("lowerdir=" + host.path()), std::string::npos);
   options.overlay_threshold_bytes = 1 << 20;
+  staging->reset();  // one staging of a dir at a time (its flock)
   staging = Staging::Prepare(options);
   ASSERT_TRUE(staging.ok());
   EXPECT_EQ((*staging)->strategy(), StagingStrategy::kCopy);
