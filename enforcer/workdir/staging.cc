@@ -220,16 +220,15 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     COCOON_RETURN_IF_ERROR(CopyString(spec.stage_dir, sizeof spec.stage_dir, pattern, "stage dir"));
     COCOON_RETURN_IF_ERROR(CopyString(spec.upper_dir, sizeof spec.upper_dir, pattern + "/upper", "upper dir"));
     COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_work_dir, sizeof spec.overlay_work_dir, pattern + "/work", "work dir"));
-    std::string lower = host;
     if (staging->lower_tree_.valid()) {
       spec.idmapped_lower = true;
-      lower = pattern + "/lower";
-      COCOON_RETURN_IF_ERROR(CopyString(spec.lower_dir, sizeof spec.lower_dir, lower, "lower dir"));
+      COCOON_RETURN_IF_ERROR(CopyString(spec.lower_dir, sizeof spec.lower_dir, pattern + "/lower", "lower dir"));
     }
+    // The child puts "lowerdir=..." in front (WorkMountChildSpec).
     // userxattr: overlay metadata in user.* xattrs, which an unprivileged
     // mounter may write (Linux 5.11); trusted.* needs CAP_SYS_ADMIN in the
     // initial namespace.
-    std::string data = "lowerdir=" + lower + ",upperdir=" + pattern + "/upper,workdir=" + pattern + "/work,userxattr";
+    std::string data = ",upperdir=" + pattern + "/upper,workdir=" + pattern + "/work,userxattr";
     COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_data, sizeof spec.overlay_data, data, "overlay options"));
   }
   return staging;

@@ -112,7 +112,13 @@ struct WorkMountChildSpec {
   char stage_dir[PATH_MAX] = {};      // overlay: empty host dir; the tmpfs goes here (child ns only)
   char tmpfs_data[64] = {};           // "size=<bytes>,mode=0755"
   char host_dir[PATH_MAX] = {};       // lowerdir (overlay) / bind source (direct)
-  char overlay_data[3 * PATH_MAX + 64] = {};  // "lowerdir=..,upperdir=..,workdir=..,userxattr"
+  // The overlay's options after its lowerdir: ",upperdir=..,workdir=..,userxattr".
+  // The child puts "lowerdir=" in front: lower_dir for an idmapped lower,
+  // else /proc/self/fd/N of its own O_PATH open of host_dir, once it has
+  // checked that open's device and inode against host_dev/host_ino (below):
+  // overlayfs takes paths, and a path names whatever is there when it is
+  // looked up; through the magic link it is the directory that was checked.
+  char overlay_data[3 * PATH_MAX + 64] = {};
   char upper_dir[PATH_MAX] = {};      // stage_dir + "/upper" (overlay)
   char overlay_work_dir[PATH_MAX] = {};  // stage_dir + "/work" (overlay)
   // Overlay over an idmapped host dir (idmapped_tree.h): the child first
@@ -120,9 +126,9 @@ struct WorkMountChildSpec {
   // (stage_dir + "/lower"), which is then the overlay's lowerdir.
   bool idmapped_lower = false;
   char lower_dir[PATH_MAX] = {};
-  // Direct mode: the device and inode Prepare opened at host_dir. The child
-  // binds by path, so it checks that the bind brought in this directory and
-  // not one put at the path since.
+  // The device and inode Prepare opened at host_dir. The child looks the
+  // path up again (direct mode's bind, the overlay's lower), so it checks
+  // that it found this directory and not one put at the path since.
   uint64_t host_dev = 0;
   uint64_t host_ino = 0;
 };
@@ -142,6 +148,8 @@ enum class WorkMountStep : int {
   kReceiveLower,
   kAttachLower,
   kCheckDirect,
+  kOpenLower,
+  kCheckLower,
 };
 const char* WorkMountStepName(WorkMountStep step);
 

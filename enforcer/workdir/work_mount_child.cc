@@ -35,6 +35,43 @@ long OpenDirectory(const char* path) noexcept {
   return sys::Call(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+// Appends `text` to out[*used..size); false when it does not fit (with its
+// terminating NUL).
+bool Append(char* out, size_t size, size_t* used, const char* text) noexcept {
+  for (; *text != '\0'; ++text) {
+    if (*used + 1 >= size) return false;
+    out[(*used)++] = *text;
+  }
+  out[*used] = '\0';
+  return true;
+}
+
+// The same for a non-negative number, in decimal.
+bool AppendDecimal(char* out, size_t size, size_t* used, long value) noexcept {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value > 0 && n < 23);
+  char text[24];
+  for (int i = 0; i < n; ++i) text[i] = digits[n - 1 - i];
+  text[n] = '\0';
+  return Append(out, size, used, text);
+}
+
+// Whether the directory at `fd` is the one Prepare checked.
+int CheckIdentity(const WorkMountChildSpec& spec, int fd, const char* path, WorkMountStep* failed_step,
+                  WorkMountStep step) noexcept {
+  struct stat st {};
+  long rc = fd >= 0 ? sys::Call(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH)
+                    : sys::Call(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW);
+  if (rc != 0) return FailOn(rc, failed_step, step);
+  // ESTALE: the path's directory is not the one the parent checked.
+  if (st.st_dev != spec.host_dev || st.st_ino != spec.host_ino) return Fail(failed_step, step, ESTALE);
+  return 0;
+}
+
 int WaitForParent(int sock) noexcept {
   char byte = 0;
   long n = sys::CallRestarting(SYS_read, sock, &byte, 1);
@@ -51,13 +88,9 @@ int MountDirect(const WorkMountChildSpec& spec, const char* target, WorkMountSte
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kBindDirect);
   // mount(2) looked the path up again: the bind must have brought in the
   // directory the parent checked and will scan afterwards, not another one
-  // put at the path since (ESTALE: the path's directory is not that one).
-  struct stat bound {};
-  rc = sys::Call(SYS_newfstatat, AT_FDCWD, target, &bound, AT_SYMLINK_NOFOLLOW);
-  if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kCheckDirect);
-  if (bound.st_dev != spec.host_dev || bound.st_ino != spec.host_ino) {
-    return Fail(failed_step, WorkMountStep::kCheckDirect, ESTALE);
-  }
+  // put at the path since.
+  int err = CheckIdentity(spec, -1, target, failed_step, WorkMountStep::kCheckDirect);
+  if (err != 0) return err;
   struct mount_attr attr {};
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   rc = sys::Call(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr);
@@ -98,11 +131,30 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int sock, in
   if (rc == 0) rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.overlay_work_dir, 0700);
   if (rc == 0 && spec.idmapped_lower) rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.lower_dir, 0755);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMkdir);
+  // The options: "lowerdir=" + the lower layer + spec.overlay_data.
+  char data[sizeof spec.overlay_data + PATH_MAX + 32];
+  size_t used = 0;
+  long lower = -1;
+  bool fits = Append(data, sizeof data, &used, "lowerdir=");
   if (spec.idmapped_lower) {
     int err = AttachIdmappedLower(spec, sock, failed_step);
     if (err != 0) return err;
+    fits = fits && Append(data, sizeof data, &used, spec.lower_dir);
+  } else {
+    // The host dir itself, named through our own open of it once that open
+    // is checked to be the directory Prepare scanned.
+    lower = sys::Call(SYS_openat, AT_FDCWD, spec.host_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (lower < 0) return FailOn(lower, failed_step, WorkMountStep::kOpenLower);
+    int err = CheckIdentity(spec, static_cast<int>(lower), nullptr, failed_step, WorkMountStep::kCheckLower);
+    if (err != 0) {
+      sys::Call(SYS_close, lower);
+      return err;
+    }
+    fits = fits && Append(data, sizeof data, &used, "/proc/self/fd/") && AppendDecimal(data, sizeof data, &used, lower);
   }
-  rc = sys::Mount("overlay", target, "overlay", flags, spec.overlay_data);
+  fits = fits && Append(data, sizeof data, &used, spec.overlay_data);
+  rc = fits ? sys::Mount("overlay", target, "overlay", flags, data) : -ENAMETOOLONG;
+  if (lower >= 0) sys::Call(SYS_close, lower);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountOverlay);
   long fd = OpenDirectory(spec.upper_dir);
   if (fd < 0) return FailOn(fd, failed_step, WorkMountStep::kOpenFds);
@@ -128,6 +180,10 @@ const char* WorkMountStepName(WorkMountStep step) {
     case WorkMountStep::kCheckDirect:
       return "check that the bound work dir is the directory cocoon prepared (it was moved or replaced since: "
              "do not rename or replace a work dir while cocoon starts in it)";
+    case WorkMountStep::kOpenLower: return "open the work dir for the overlay's lower layer";
+    case WorkMountStep::kCheckLower:
+      return "check that the overlay's lower layer is the directory cocoon prepared (it was moved or replaced "
+             "since: do not rename or replace a work dir while cocoon starts in it)";
   }
   return "unknown";
 }

@@ -47,8 +47,11 @@ int Fill(const std::string& path, size_t size) {
 
 // Runs `sandbox(target)` in a child that first mounts the work dir the way
 // the enforcer's child does; the parent side populates. Returns the child's
-// exit status (0 = every sandbox expectation held).
-int RunStaged(Staging& staging, const std::string& target, const std::function<int(const std::string&)>& sandbox) {
+// exit status (0 = every sandbox expectation held; 100 + a WorkMountStep
+// when mounting failed, which a test expecting it says with
+// `mount_fails`: the parent's side then fails too).
+int RunStaged(Staging& staging, const std::string& target, const std::function<int(const std::string&)>& sandbox,
+              bool mount_fails = false) {
   int sock[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) != 0) return -1;
   pid_t pid = fork();
@@ -64,7 +67,7 @@ int RunStaged(Staging& staging, const std::string& target, const std::function<i
   }
   close(sock[1]);
   Status populated = staging.ReceiveAndPopulate(sock[0]);
-  EXPECT_TRUE(populated.ok()) << populated.ToString();
+  EXPECT_EQ(populated.ok(), !mount_fails) << populated.ToString();
   close(sock[0]);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -430,6 +433,29 @@ TEST_F(DirectWorkDirTest, ADirReplacedBeforeTheBindIsRefused) {
   EXPECT_FALSE(sandbox_ran);
 }
 
+// The overlay's lower layer is named by path, so the child opens it, checks
+// it is the directory Prepare scanned and mounts it through that open: a
+// directory put at the path after Prepare is refused, not shown to the
+// sandbox. (The copy mode copies in through Prepare's own fd.)
+TEST_P(StagingTest, AnOverlayLowerReplacedBeforeTheMountIsRefused) {
+  if (GetParam() != StagingStrategy::kOverlay) GTEST_SKIP() << "overlay only (copy mode reads through Prepare's fd)";
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  ASSERT_EQ(rename(host_.c_str(), (parent_ / "moved").c_str()), 0);
+  testing::MakeDirs(host_);
+  WriteText(host_ + "/input.txt", "someone else's\n");
+  bool sandbox_ran = false;
+  int rc = RunStaged(
+      **staging, target_.path(),
+      [&](const std::string&) {
+        sandbox_ran = true;
+        return 0;
+      },
+      /*mount_fails=*/true);
+  EXPECT_EQ(rc, 100 + static_cast<int>(WorkMountStep::kCheckLower));
+  EXPECT_FALSE(sandbox_ran);
+}
+
 // Staged modes: the commit refuses a work dir that was replaced while the
 // sandbox ran; the directory now at the path receives nothing.
 TEST_P(StagingTest, AWorkDirReplacedDuringTheRunReceivesNothing) {
@@ -503,7 +529,9 @@ TEST(StagingPrepareTest, AutoPicksOverlayForBigDirs) {
   auto staging = Staging::Prepare(options);
   ASSERT_TRUE(staging.ok());
   EXPECT_EQ((*staging)->strategy(), StagingStrategy::kOverlay);
-  EXPECT_NE(std::string((*staging)->child_spec().overlay_data).find("lowerdir=" + host.path()), std::string::npos);
+  // The child names the lower layer through its own checked open of host_dir.
+  EXPECT_EQ(std::string((*staging)->child_spec().host_dir), host.path());
+  EXPECT_EQ(std::string((*staging)->child_spec().overlay_data).find(host.path()), std::string::npos);
   options.overlay_threshold_bytes = 1 << 20;
   staging->reset();  // one staging of a dir at a time (its flock)
   staging = Staging::Prepare(options);
