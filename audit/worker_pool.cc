@@ -1,12 +1,25 @@
 #include "audit/worker_pool.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 
 namespace cocoon::audit {
 
 WorkerPool::WorkerPool(unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  // The workers take no signals. A process-directed signal goes to any
+  // thread that does not block it: a SIGINT that a launch's signal guard
+  // blocks (and reads from its signalfd) on the supervising thread would
+  // otherwise land on a worker started before that guard, and its default
+  // action would end cocoon before the run's Outcome and audit events are
+  // written. A new thread inherits its creator's mask, so block all first.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);
   for (unsigned i = 1; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 WorkerPool::~WorkerPool() {
