@@ -201,6 +201,42 @@ TEST(CocoonEnforce, SigintDuringTheCommitCommitsNothingAndExits130) {
   fs::remove(err_path);
 }
 
+// Two staged runs on one work dir would each replace it whole, the later
+// commit discarding the earlier's results (or, since the commit checks the
+// dir's identity, the later's). The second is refused before it starts;
+// the first commits as usual.
+TEST(CocoonEnforce, ASecondStagedRunOnABusyWorkDirIsRefusedBeforeItStarts) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-busy-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  pid_t first = fork();
+  if (first == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    execl(COCOON_BINARY, COCOON_BINARY, "enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir.c_str(), "--",
+          "/bin/sh", "-c", "echo first > /work/first.txt; echo started; sleep 2", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string line;
+  char c = 0;
+  while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+  ASSERT_EQ(line, "started");  // the first run is under way, its staging in place
+  Ran second = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir.string(), "--", "/bin/sh",
+                       "-c", "echo second > /work/second.txt"});
+  EXPECT_EQ(second.status, 1) << second.out << second.err;
+  EXPECT_NE(second.err.find("in use by another cocoon run"), std::string::npos) << second.err;
+  int status = 0;
+  waitpid(first, &status, 0);
+  close(out[0]);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(fs::exists(dir / "first.txt"));
+  EXPECT_FALSE(fs::exists(dir / "second.txt"));
+  fs::remove_all(dir);
+}
+
 // The Outcome says how the work dir was handled and when its breakout
 // verification ran: before the commit when staged, after the fact in
 // `direct` mode (the sandbox wrote to the host dir itself).
