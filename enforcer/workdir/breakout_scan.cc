@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -223,6 +224,10 @@ Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t
     }
     if (total_entries_.fetch_add(count, std::memory_order_relaxed) + count > options_.max_entries) {
       return ResourceExhaustedError("work dir has more than " + std::to_string(options_.max_entries) + " entries");
+    }
+    if (options_.cancel_fd >= 0) {
+      struct pollfd cancel {options_.cancel_fd, POLLIN, 0};
+      if (poll(&cancel, 1, 0) > 0) return Status(ErrorCode::kUnavailable, "the scan was cancelled");
     }
   }
 }

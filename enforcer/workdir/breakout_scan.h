@@ -68,6 +68,11 @@ struct ScanOptions {
   // through a shared queue (bounded, so open fds stay bounded too); a
   // worker that finds the queue full descends inline.
   uint32_t threads = 0;
+  // Readable means stop (kUnavailable): direct mode's after-the-fact scan
+  // stops at a SIGINT/SIGTERM/SIGHUP (the launcher's signalfd; after a
+  // cancelled run, at a second one: the supervisor consumed the first).
+  // Polled once per directory read, never read. -1: never.
+  int cancel_fd = -1;
 };
 
 struct ScanReport {

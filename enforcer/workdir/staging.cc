@@ -387,7 +387,7 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int canc
   }
   StagingResult result;
   if (spec_.strategy == StagingStrategy::kDirect) {
-    VerifyDirect(result);
+    VerifyDirect(cancel_fd, result);
   } else if (tree_fd_ < 0) {
     result.error = FailedPreconditionError("the staged work dir was never received from the sandbox");
   } else {
@@ -399,12 +399,20 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int canc
 // Scans the host dir the sandbox wrote to, then defuses what it found:
 // through the fd Prepare opened, which is the directory the child bound
 // (it checked; WorkMountChildSpec::host_ino), wherever it is now.
-void Staging::VerifyDirect(StagingResult& result) {
+void Staging::VerifyDirect(int cancel_fd, StagingResult& result) {
   ScanOptions scan_options;
   scan_options.mode = ScanMode::kDirect;
+  // The sandbox's writes are on the host already, so this runs after a
+  // cancelled run too. A signal during it (after a cancel: a second one;
+  // the supervisor consumed the first) stops it: the user asked cocoon to
+  // stop, and the Outcome then says the dir was not verified.
+  scan_options.cancel_fd = cancel_fd;
   auto scan = ScanForBreakouts(host_dir_fd_.get(), scan_options);
   if (!scan.ok()) {
-    result.error = scan.status();
+    result.error = scan.status().code() == ErrorCode::kUnavailable
+                       ? Status(ErrorCode::kUnavailable, "breakout verification was stopped by "
+                                                         "SIGINT/SIGTERM/SIGHUP before it finished")
+                       : scan.status();
     return;
   }
   result.scanned = true;

@@ -188,7 +188,8 @@ class Staging {
 
   // After the run: scan, then commit what passed (staged/overlay), or scan and
   // remediate (direct). Before ReceiveAndPopulate: error kFailedPrecondition.
-  // `cancel` / `cancel_fd` stop a staged commit before its swap (CommitOptions).
+  // `cancel` / `cancel_fd` stop a staged commit before its swap (CommitOptions);
+  // `cancel_fd` also stops direct mode's scan (the dir is then unverified).
   StagingResult VerifyAndCommit(const std::atomic<bool>* cancel = nullptr, int cancel_fd = -1);
 
   // For tests and for a parent that populates by itself: adopt already-open fds.
@@ -197,7 +198,7 @@ class Staging {
  private:
   Staging() = default;
   Status Populate();
-  void VerifyDirect(StagingResult& result);
+  void VerifyDirect(int cancel_fd, StagingResult& result);
   void VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagingResult& result);
 
   StagingOptions options_;

@@ -1,4 +1,5 @@
 // Breakout verification: one tree per kind of escape, real files on /tmp.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -35,6 +36,27 @@ ScanReport Scan(const TempDir& dir, ScanMode mode = ScanMode::kStagedTree) {
   auto report = ScanForBreakoutsAt(dir.path(), options);
   EXPECT_TRUE(report.ok()) << report.status().ToString();
   return report.ok() ? *report : ScanReport{};
+}
+
+// A readable cancel fd (a SIGINT in the launcher's signalfd) stops the scan;
+// an idle one changes nothing.
+TEST(BreakoutScanTest, AReadableCancelFdStopsTheScan) {
+  TempDir dir;
+  testing::MakeDirs(dir / "a/b");
+  WriteText(dir / "a/b/f", "x");
+  int signalled[2];
+  ASSERT_EQ(pipe2(signalled, O_CLOEXEC), 0);
+  ScanOptions options;
+  options.cancel_fd = signalled[0];
+  auto idle = ScanForBreakoutsAt(dir.path(), options);
+  ASSERT_TRUE(idle.ok()) << idle.status().ToString();
+  EXPECT_EQ(idle->regular_files, 1u);
+  ASSERT_EQ(write(signalled[1], "x", 1), 1);
+  auto stopped = ScanForBreakoutsAt(dir.path(), options);
+  close(signalled[0]);
+  close(signalled[1]);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.status().code(), ErrorCode::kUnavailable);
 }
 
 TEST(SymlinkLexicalTest, Table) {

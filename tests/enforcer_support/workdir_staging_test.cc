@@ -420,6 +420,25 @@ TEST_F(DirectWorkDirTest, VerifiesTheBoundDirEvenIfItsPathNowNamesAnother) {
   EXPECT_FALSE(Exists(moved_ + "/escape")) << "the escape in the bound dir must be removed";
 }
 
+// A signal during direct mode's after-the-fact scan stops it: nothing is
+// remediated, and the result says the dir was not verified.
+TEST_F(DirectWorkDirTest, ASignalDuringTheScanStopsItAndLeavesTheDirUnverified) {
+  int rc = RunStaged(*staging_, target_.path(), [](const std::string& work) {
+    return symlink("/etc/passwd", (work + "/escape").c_str()) == 0 ? 0 : 1;
+  });
+  ASSERT_EQ(rc, 0);
+  int signalled[2];
+  ASSERT_EQ(pipe2(signalled, O_CLOEXEC), 0);
+  ASSERT_EQ(write(signalled[1], "x", 1), 1);  // readable, as the signalfd with a pending SIGINT
+  auto result = staging_->VerifyAndCommit(nullptr, signalled[0]);
+  close(signalled[0]);
+  close(signalled[1]);
+  EXPECT_FALSE(result.scanned);
+  EXPECT_EQ(result.error.code(), ErrorCode::kUnavailable) << result.error.ToString();
+  EXPECT_NE(result.error.message().find("stopped by SIGINT"), std::string::npos) << result.error.message();
+  EXPECT_TRUE(std::filesystem::is_symlink(host_ + "/escape")) << "removed without a scan";
+}
+
 // The child binds the direct work dir by path: a directory put at that path
 // after Prepare is refused, not bound in place of the one Prepare checked.
 TEST_F(DirectWorkDirTest, ADirReplacedBeforeTheBindIsRefused) {
