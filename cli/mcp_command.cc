@@ -87,7 +87,15 @@ class TempWorkDir {
 
 class SandboxExecutor : public mcp::Executor {
  public:
-  explicit SandboxExecutor(McpFlags flags) : flags_(std::move(flags)) {}
+  explicit SandboxExecutor(McpFlags flags) : flags_(std::move(flags)) {
+    // The first call's likely shape: network off (strict and every shipped
+    // runtime), a work dir, no stdin or signals of its own. A call of
+    // another shape does not use it (and it goes after a minute unused).
+    if (auto options = enforcer::StartedChild::OptionsBeforePlan(ir::NetworkMode::kOff, enforcer::StdinMode::kNull,
+                                                                 enforcer::SignalHandling::kNone, true)) {
+      spare_children_.Expect(*options);
+    }
+  }
 
   Result<mcp::ExecResult> Execute(const mcp::ExecRequest& request, const mcp::ExecHooks& hooks) override {
     COCOON_ASSIGN_OR_RETURN(auto work, TempWorkDir::Create());

@@ -54,14 +54,10 @@ uint64_t* SpareChildKeeper::ReasonToDiscard() {
 }
 
 std::unique_ptr<StartedChild> SpareChildKeeper::Take(const ChildStartOptions& options) {
+  if (!SparesMayServe(options)) return nullptr;  // nor is the spare (for other calls) touched
   std::unique_ptr<StartedChild> taken, discarded;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!SparesMayServe(options)) {
-      wanted_.reset();
-      discarded = std::move(spare_);
-      return nullptr;
-    }
     wanted_ = options;
     started_.wait(lock, [this] { return !starting_; });
     if (!spare_) {
@@ -83,6 +79,16 @@ std::unique_ptr<StartedChild> SpareChildKeeper::Take(const ChildStartOptions& op
 void SpareChildKeeper::Replenish() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    replenish_ = true;
+  }
+  wake_.notify_one();
+}
+
+void SpareChildKeeper::Expect(const ChildStartOptions& options) {
+  if (!SparesMayServe(options)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wanted_ = options;
     replenish_ = true;
   }
   wake_.notify_one();

@@ -86,11 +86,14 @@ class SpareChildKeeper {
   // has not changed since it started; otherwise nullptr (a spare that cannot
   // serve is killed). A spare still being started is waited for. Records
   // `options` as the shape of the next spare, if spares may serve it (see
-  // above; else nullptr, and no spare is kept).
+  // above; else nullptr, and the spare stays for a call they may serve).
   std::unique_ptr<StartedChild> Take(const ChildStartOptions& options);
   // The caller's run is over: start the next spare now (with the options of
   // the last Take), unless one is ready.
   void Replenish();
+  // Start a spare for `options` before any Take (a server's likely first
+  // call), if spares may serve them.
+  void Expect(const ChildStartOptions& options);
   Counts counts();
 
  private:

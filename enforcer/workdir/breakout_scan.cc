@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -63,6 +64,7 @@ struct WorkerState {
   std::unordered_map<ino_t, MultiLink> multi_links;
   uint64_t entries = 0, directories = 0, regular_files = 0, symlinks = 0, bytes = 0;
   int level = 0;  // nesting of inline Walk calls (each needs its own buffer)
+  bool caller = false;  // the thread that called ScanForBreakouts (it starts the others)
 };
 
 class Scanner {
@@ -73,8 +75,15 @@ class Scanner {
  private:
   static constexpr size_t kMaxQueued = 128;  // bounds the fds parked in the queue
 
+  // The calling thread walks alone until the tree proves big: a thread
+  // costs ~0.1 ms to start and join here (more when it wakes an idle vCPU),
+  // which every small staged run (an MCP call's work dir) would pay twice,
+  // at Prepare and after the run, for nothing.
+  static constexpr uint64_t kEntriesBeforeWorkers = 1024;
+
   unsigned WorkersWithinFdLimit() const;
   void Worker(WorkerState& state);
+  void MaybeStartWorkers();
   bool Pop(DirJob& job);
   void Done();
   void Fail(Status status);
@@ -91,6 +100,8 @@ class Scanner {
   const ScanOptions& options_;
   dev_t root_dev_ = 0;
   std::atomic<uint64_t> total_entries_{0};
+  std::vector<WorkerState> states_;    // [0]: the calling thread's
+  std::vector<std::thread> workers_;  // started by MaybeStartWorkers, for states_[1..]
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -124,17 +135,16 @@ Result<ScanReport> Scanner::Run() {
   queue_.push_back(DirJob{root_copy, "", 0});
   unsigned threads = options_.threads ? options_.threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, WorkersWithinFdLimit());
-  std::vector<WorkerState> states(threads);
-  std::vector<std::thread> workers;
-  for (unsigned i = 1; i < threads; ++i) workers.emplace_back([this, &states, i] { Worker(states[i]); });
-  Worker(states[0]);
-  for (auto& worker : workers) worker.join();
+  states_ = std::vector<WorkerState>(threads);
+  states_[0].caller = true;
+  Worker(states_[0]);
+  for (auto& worker : workers_) worker.join();
   for (DirJob& job : queue_) close(job.fd);  // left over after a failure
   if (!error_.ok()) return error_;
 
   ScanReport report;
   std::unordered_map<ino_t, MultiLink> links;
-  for (WorkerState& state : states) {
+  for (WorkerState& state : states_) {
     report.entries += state.entries;
     report.directories += state.directories;
     report.regular_files += state.regular_files;
@@ -192,6 +202,26 @@ void Scanner::Worker(WorkerState& state) {
     Status status = Walk(state, job.fd, job.path, job.depth);
     if (!status.ok()) Fail(std::move(status));
     Done();
+    if (state.caller) MaybeStartWorkers();
+  }
+}
+
+// Once the tree has shown kEntriesBeforeWorkers entries and directories are
+// waiting, the other workers join (once). A thread that cannot be started
+// leaves the walk to those that are.
+void Scanner::MaybeStartWorkers() {
+  if (!workers_.empty() || states_.size() < 2) return;
+  if (total_entries_.load(std::memory_order_relaxed) < kEntriesBeforeWorkers) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_ || queue_.empty()) return;
+  }
+  for (size_t i = 1; i < states_.size(); ++i) {
+    try {
+      workers_.emplace_back([this, i] { Worker(states_[i]); });
+    } catch (const std::system_error&) {
+      break;
+    }
   }
 }
 
@@ -278,7 +308,8 @@ Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const c
           child = -1;
         }
       }
-      if (child >= 0) {  // queue full: descend here
+      if (child >= 0) {  // queue full: descend here (the caller may not get back to its loop for a while)
+        if (state.caller) MaybeStartWorkers();
         FdCloser closer(child);
         status = Walk(state, child, path, depth + 1);
       }

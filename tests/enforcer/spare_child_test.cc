@@ -149,6 +149,20 @@ TEST_F(SpareChildKeeperTest, ASpareThatDiedWhileWaitingIsNotHandedOut) {
   EXPECT_TRUE(ChildPids().empty()) << "the dead spare was not reaped";
 }
 
+// A server expects its first call's shape: that call is served by a spare
+// too. A run that spares may not serve (its own signal handling) is not.
+TEST_F(SpareChildKeeperTest, AnExpectedShapeIsStartedBeforeTheFirstCall) {
+  SpareChildKeeper keeper;
+  keeper.Expect(NetworkOffOptions());
+  for (int i = 0; i < 5000 && keeper.counts().started == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(keeper.counts().started, 1u);
+  ChildStartOptions own_signals = NetworkOffOptions();
+  own_signals.signals = SignalHandling::kCancelOnSigintSigterm;
+  EXPECT_EQ(keeper.Take(own_signals), nullptr);
+  EXPECT_NE(keeper.Take(NetworkOffOptions()), nullptr) << "the spare went with the call it could not serve";
+  EXPECT_EQ(keeper.counts().started, 1u);
+}
+
 TEST_F(SpareChildKeeperTest, TheKeeperKillsItsSpareWhenItGoes) {
   {
     SpareChildKeeper keeper;
