@@ -155,6 +155,7 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
     }
   }
   sandbox_request.work_host_dir = request.work_dir;
+  sandbox_request.discard_work_dir = request.discard_work_dir;
   for (const auto& copy : request.copies) {
     std::string base = copy.substr(copy.find_last_of('/') == std::string::npos ? 0 : copy.find_last_of('/') + 1);
     if (base.empty() || base == "." || base == "..") return InvalidArgumentError("--copy " + copy + ": no file name");

@@ -103,6 +103,9 @@ class SandboxExecutor : public mcp::Executor {
     COCOON_ASSIGN_OR_RETURN(PreparedRun run, PrepareRun(std::move(spec)));
     LaunchRequest launch;
     launch.work_dir = work->path();
+    // The dir is removed after the call: its results are verified (a
+    // breakout still makes the call an error), not copied back to be deleted.
+    launch.discard_work_dir = true;
     launch.output_mode = enforcer::OutputMode::kCapture;
     launch.signals = enforcer::SignalHandling::kNone;  // the server owns SIGINT/SIGTERM
     launch.audit = {flags_.audit_log, flags_.audit_key};

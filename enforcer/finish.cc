@@ -188,6 +188,7 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
                                                                 : "staged-copy";
     outcome.verification = strategy == StagingStrategy::kDirect ? "after-the-fact"
                             : !finished_on_its_own              ? "not-run"
+                            : request.discard_work_dir          ? "discarded"
                                                                 : "before-commit";
   }
   // In direct mode the writes are on the host already, interrupted or not:
@@ -197,8 +198,9 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   if (staging && (finished_on_its_own || direct)) {
     // A SIGINT/SIGTERM/SIGHUP (signal_fd) or a cancel that comes during
     // the scan or the commit stops a staged commit before its swap.
-    RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr, signal_fd), direct,
-                       outcome);
+    RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr, signal_fd,
+                                                request.discard_work_dir ? StagedCommit::kDiscard : StagedCommit::kCommit),
+                       direct, outcome);
   }
   return outcome;
 }

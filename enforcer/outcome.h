@@ -120,8 +120,10 @@ struct Outcome {
   bool committed = false;               // staged work dir results copied back to the host
   // With a work dir: "staged-copy", "staged-overlay" or "direct", and when
   // breakout verification ran: "before-commit" (staged: nothing reached the
-  // host unverified), "after-the-fact" (direct: the sandbox wrote to the
-  // host dir itself; escapes were removed afterwards), "not-run" (an
+  // host unverified), "discarded" (staged: verified, and by request not
+  // committed: SandboxRequest::discard_work_dir), "after-the-fact" (direct:
+  // the sandbox wrote to the host dir itself; escapes were removed
+  // afterwards), "not-run" (an
   // interrupted run: nothing committed), "cancelled" (staged: cocoon was
   // cancelled during the commit: nothing committed), "failed" (staged: the
   // scan or the commit failed, nothing committed) or "incomplete" (direct:

@@ -89,6 +89,11 @@ struct SandboxRequest {
   // Host work dir. Staged (default): the sandbox sees a copy on a quota tmpfs
   // and verified results are committed back. Empty: a throwaway tmpfs.
   std::string work_host_dir;
+  // Staged: verify the work dir after the run, but commit nothing back (the
+  // Outcome's verification is "discarded"). For a caller that throws the
+  // host dir away after the run anyway (cocoon mcp's per-call dirs): the
+  // commit would copy every output file to the host only to delete it.
+  bool discard_work_dir = false;
   std::vector<ir::Copy> extra_copies;  // --copy, added to the plan's copies
 
   OutputMode output_mode = OutputMode::kCapture;

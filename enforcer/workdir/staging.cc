@@ -377,7 +377,7 @@ void RemoveScaffolding(int root_fd, const std::vector<std::string>& deepest_firs
 
 }  // namespace
 
-StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int cancel_fd) {
+StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int cancel_fd, StagedCommit commit) {
   if (!scaffolding_.empty()) {
     if (spec_.strategy == StagingStrategy::kDirect) {
       RemoveScaffolding(host_dir_fd_.get(), scaffolding_);
@@ -391,7 +391,7 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int canc
   } else if (tree_fd_ < 0) {
     result.error = FailedPreconditionError("the staged work dir was never received from the sandbox");
   } else {
-    VerifyAndCommitStaged(cancel, cancel_fd, result);
+    VerifyAndCommitStaged(cancel, cancel_fd, commit, result);
   }
   return result;
 }
@@ -434,7 +434,8 @@ void Staging::VerifyDirect(int cancel_fd, StagingResult& result) {
 }
 
 // Scans the staged tree, then commits what passed to the host dir.
-void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagingResult& result) {
+void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagedCommit commit,
+                                    StagingResult& result) {
   ScanOptions scan_options;
   scan_options.mode = spec_.strategy == StagingStrategy::kOverlay ? ScanMode::kOverlayUpper : ScanMode::kStagedTree;
   auto scan = ScanForBreakouts(tree_fd_, scan_options);
@@ -450,6 +451,7 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
     auto it = preexisting_symlinks_.find(f.path);
     return f.kind == "symlink-escape" && it != preexisting_symlinks_.end() && it->second == f.target;
   });
+  if (commit == StagedCommit::kDiscard) return;  // verified; nothing goes back
   CommitOptions commit_options;
   commit_options.cancel = cancel;
   commit_options.cancel_fd = cancel_fd;

@@ -72,6 +72,7 @@
 namespace cocoon::enforcer {
 
 enum class StagingStrategy { kAuto, kCopy, kOverlay, kDirect };
+enum class StagedCommit { kCommit, kDiscard };
 
 struct StagingOptions {
   std::string host_dir;            // existing host directory (made absolute and canonical)
@@ -190,7 +191,10 @@ class Staging {
   // remediate (direct). Before ReceiveAndPopulate: error kFailedPrecondition.
   // `cancel` / `cancel_fd` stop a staged commit before its swap (CommitOptions);
   // `cancel_fd` also stops direct mode's scan (the dir is then unverified).
-  StagingResult VerifyAndCommit(const std::atomic<bool>* cancel = nullptr, int cancel_fd = -1);
+  // kDiscard: staged modes scan, and commit nothing (the host dir is left
+  // as it was; direct mode is not affected).
+  StagingResult VerifyAndCommit(const std::atomic<bool>* cancel = nullptr, int cancel_fd = -1,
+                                StagedCommit commit = StagedCommit::kCommit);
 
   // For tests and for a parent that populates by itself: adopt already-open fds.
   void AdoptFds(int tree_fd, int view_fd);
@@ -199,7 +203,8 @@ class Staging {
   Staging() = default;
   Status Populate();
   void VerifyDirect(int cancel_fd, StagingResult& result);
-  void VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagingResult& result);
+  void VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagedCommit commit,
+                             StagingResult& result);
 
   StagingOptions options_;
   WorkMountChildSpec spec_;

@@ -677,6 +677,40 @@ TEST(CocoonMcp, RefusedCallsAndInspectRuntimesAreAudited) {
   fs::remove_all(dir);
 }
 
+// An MCP call's work dir is verified but not committed back (the server
+// removes it after the call): a link planted to escape still makes the
+// call an error, and the Outcome says the dir was discarded.
+TEST(CocoonMcp, AWorkDirBreakoutIsAnErrorAndTheDirIsDiscarded) {
+  std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","method":"notifications/initialized"})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"echo ok > /work/out.txt; ln -s /etc/passwd /work/escape; echo done"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"echo ok > /work/out.txt"}}})j"
+      "\n";
+  Ran ran = Cocoon({"mcp"}, "", {}, COCOON_BINARY, requests);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::map<int, json> results;
+  std::istringstream lines(ran.out);
+  for (std::string line; std::getline(lines, line);) {
+    json message = json::parse(line);
+    if (message.contains("id") && message["id"].is_number()) results[message["id"].get<int>()] = message;
+  }
+  ASSERT_TRUE(results.count(1) && results.count(2)) << ran.out;
+  const json& escaped = results[1]["result"];
+  EXPECT_TRUE(escaped["isError"].get<bool>()) << escaped.dump(2);
+  EXPECT_EQ(escaped["structuredContent"]["stdout"], "done\n");
+  EXPECT_EQ(escaped["structuredContent"]["breakout"]["verified"], "discarded") << escaped.dump(2);
+  ASSERT_EQ(escaped["structuredContent"]["breakout"]["findings"].size(), 1u) << escaped.dump(2);
+  EXPECT_EQ(escaped["structuredContent"]["breakout"]["findings"][0]["path"], "escape");
+  EXPECT_EQ(escaped["structuredContent"]["committed"], false);
+  const json& clean = results[2]["result"];
+  EXPECT_FALSE(clean["isError"].get<bool>()) << clean.dump(2);
+  EXPECT_EQ(clean["structuredContent"]["breakout"]["verified"], "discarded");
+}
+
 // The OCI/Kubernetes profile spells Cocoon's built-in guards as rules and
 // can fail where the Linux filter does not (moby's `allow socket if arg0 >
 // 0x28` against the socket-family guard). `cocoon compile --target oci`

@@ -452,6 +452,26 @@ TEST_F(DirectWorkDirTest, ADirReplacedBeforeTheBindIsRefused) {
   EXPECT_FALSE(sandbox_ran);
 }
 
+// kDiscard verifies the staged tree (findings reported) and commits nothing:
+// the host dir stays as it was.
+TEST_P(StagingTest, ADiscardedRunIsVerifiedAndNothingIsCommitted) {
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    WriteText(work + "/result.txt", "result\n");
+    return symlink("/etc/passwd", (work + "/escape").c_str()) == 0 ? 0 : 1;
+  });
+  ASSERT_EQ(rc, 0);
+  auto result = (*staging)->VerifyAndCommit(nullptr, -1, StagedCommit::kDiscard);
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  EXPECT_TRUE(result.scanned);
+  EXPECT_FALSE(result.committed);
+  ASSERT_EQ(result.scan.findings.size(), 1u);
+  EXPECT_EQ(result.scan.findings[0].path, "escape");
+  EXPECT_FALSE(Exists(host_ + "/result.txt"));
+  EXPECT_EQ(ReadText(host_ + "/input.txt"), "original\n");
+}
+
 // The overlay's lower layer is named by path, so the child opens it, checks
 // it is the directory Prepare scanned and mounts it through that open: a
 // directory put at the path after Prepare is refused, not shown to the
