@@ -631,6 +631,17 @@ TEST(CocoonRun, AuditedRunWithoutLibcryptoIsRefusedAndWritesNothing) {
   fs::remove_all(dir);
 }
 
+// The responses in `cocoon mcp`'s stdout, by their numeric JSON-RPC id.
+std::map<int, json> McpResponsesById(const std::string& out) {
+  std::map<int, json> responses;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    json message = json::parse(line);
+    if (message.contains("id") && message["id"].is_number()) responses[message["id"].get<int>()] = message;
+  }
+  return responses;
+}
+
 // Every MCP call is audited by the real server, also one refused before a
 // sandbox ran (bad input) and one that needs none (inspect_runtimes): each
 // result carries the reference of its own signed line, and the log verifies.
@@ -651,12 +662,7 @@ TEST(CocoonMcp, RefusedCallsAndInspectRuntimesAreAudited) {
       "\n";
   Ran ran = Cocoon({"mcp", "--audit-log", log, "--audit-key", key}, "", {}, COCOON_BINARY, requests);
   ASSERT_EQ(ran.status, 0) << ran.err;
-  std::map<int, json> results;
-  std::istringstream lines(ran.out);
-  for (std::string line; std::getline(lines, line);) {
-    json message = json::parse(line);
-    if (message.contains("id") && message["id"].is_number()) results[message["id"].get<int>()] = message;
-  }
+  std::map<int, json> results = McpResponsesById(ran.out);
   ASSERT_TRUE(results.count(1) && results.count(2)) << ran.out;
   EXPECT_TRUE(results[1]["result"]["isError"].get<bool>());
   EXPECT_FALSE(results[2]["result"]["isError"].get<bool>());
@@ -692,12 +698,7 @@ TEST(CocoonMcp, AWorkDirBreakoutIsAnErrorAndTheDirIsDiscarded) {
       "\n";
   Ran ran = Cocoon({"mcp"}, "", {}, COCOON_BINARY, requests);
   ASSERT_EQ(ran.status, 0) << ran.err;
-  std::map<int, json> results;
-  std::istringstream lines(ran.out);
-  for (std::string line; std::getline(lines, line);) {
-    json message = json::parse(line);
-    if (message.contains("id") && message["id"].is_number()) results[message["id"].get<int>()] = message;
-  }
+  std::map<int, json> results = McpResponsesById(ran.out);
   ASSERT_TRUE(results.count(1) && results.count(2)) << ran.out;
   const json& escaped = results[1]["result"];
   EXPECT_TRUE(escaped["isError"].get<bool>()) << escaped.dump(2);

@@ -74,6 +74,20 @@ int RunStaged(Staging& staging, const std::string& target, const std::function<i
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// VerifyAndCommit while the launcher's signalfd would be readable (a SIGINT
+// pending): a pipe holding one byte stands in for it.
+StagingResult VerifyWithASignalPending(Staging& staging) {
+  int signalled[2];
+  if (pipe2(signalled, O_CLOEXEC) != 0 || write(signalled[1], "x", 1) != 1) {
+    ADD_FAILURE() << "pipe: " << strerror(errno);
+    return {};
+  }
+  StagingResult result = staging.VerifyAndCommit(nullptr, signalled[0]);
+  close(signalled[0]);
+  close(signalled[1]);
+  return result;
+}
+
 class StagingTest : public ::testing::TestWithParam<StagingStrategy> {
  protected:
   void SetUp() override {
@@ -296,12 +310,7 @@ TEST_P(StagingTest, ChildThatDiesBeforeTheCommitCommitsNothing) {
 TEST_P(StagingTest, ASignalDuringTheCommitCommitsNothing) {
   std::unique_ptr<Staging> staging = StagedWithAResult();
   ASSERT_NE(staging, nullptr);
-  int signalled[2];
-  ASSERT_EQ(pipe2(signalled, O_CLOEXEC), 0);
-  ASSERT_EQ(write(signalled[1], "x", 1), 1);  // readable, as a signalfd with a pending SIGINT
-  auto result = staging->VerifyAndCommit(nullptr, signalled[0]);
-  close(signalled[0]);
-  close(signalled[1]);
+  StagingResult result = VerifyWithASignalPending(*staging);
   EXPECT_TRUE(result.cancelled) << result.error.ToString();
   EXPECT_FALSE(result.committed);
   EXPECT_FALSE(Exists(host_ + "/result.txt"));
@@ -427,12 +436,7 @@ TEST_F(DirectWorkDirTest, ASignalDuringTheScanStopsItAndLeavesTheDirUnverified) 
     return symlink("/etc/passwd", (work + "/escape").c_str()) == 0 ? 0 : 1;
   });
   ASSERT_EQ(rc, 0);
-  int signalled[2];
-  ASSERT_EQ(pipe2(signalled, O_CLOEXEC), 0);
-  ASSERT_EQ(write(signalled[1], "x", 1), 1);  // readable, as the signalfd with a pending SIGINT
-  auto result = staging_->VerifyAndCommit(nullptr, signalled[0]);
-  close(signalled[0]);
-  close(signalled[1]);
+  StagingResult result = VerifyWithASignalPending(*staging_);
   EXPECT_FALSE(result.scanned);
   EXPECT_EQ(result.error.code(), ErrorCode::kUnavailable) << result.error.ToString();
   EXPECT_NE(result.error.message().find("stopped by SIGINT"), std::string::npos) << result.error.message();
