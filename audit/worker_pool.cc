@@ -14,12 +14,18 @@ WorkerPool::WorkerPool(unsigned threads) {
   // blocks (and reads from its signalfd) on the supervising thread would
   // otherwise land on a worker started before that guard, and its default
   // action would end cocoon before the run's Outcome and audit events are
-  // written. A new thread inherits its creator's mask, so block all first.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &previous);
+  // written. A new thread inherits its creator's mask, so block them first
+  // (all but the faults a thread raises itself, whose handlers, a
+  // sanitizer's for one, must still run), and restore the caller's after.
+  sigset_t blocked, previous;
+  sigfillset(&blocked);
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&blocked, fault);
+  pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+  struct RestoreMask {
+    const sigset_t& mask;
+    ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{previous};
   for (unsigned i = 1; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 WorkerPool::~WorkerPool() {

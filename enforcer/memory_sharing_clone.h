@@ -86,8 +86,8 @@ bool KernelLimitsCoreDumpsToOneProcess();
 // stack-clash probes on aarch64 assume 64 KiB.
 class ChildStack {
  public:
-  // 256 KiB: the deepest step keeps two PATH_MAX buffers; pages are only
-  // allocated when touched.
+  // 256 KiB: the deepest step keeps a page of overlay options and two
+  // PATH_MAX buffers; pages are only allocated when touched.
   static constexpr size_t kSize = size_t{256} << 10;
   static constexpr size_t kGuard = size_t{64} << 10;
 

@@ -59,7 +59,7 @@ struct DirJob {
 
 // What one worker found; merged at the end.
 struct WorkerState {
-  std::unique_ptr<char[]> buffer{new char[kDentsBuffer]};
+  std::unique_ptr<char[]> buffer;  // allocated by the worker that uses it
   std::vector<BreakoutFinding> findings;
   std::unordered_map<ino_t, MultiLink> multi_links;
   uint64_t entries = 0, directories = 0, regular_files = 0, symlinks = 0, bytes = 0;
@@ -100,6 +100,7 @@ class Scanner {
   const ScanOptions& options_;
   dev_t root_dev_ = 0;
   std::atomic<uint64_t> total_entries_{0};
+  std::atomic<bool> cancelled_{false};  // options_.cancel_fd became readable
   std::vector<WorkerState> states_;    // [0]: the calling thread's
   std::vector<std::thread> workers_;  // started by MaybeStartWorkers, for states_[1..]
 
@@ -137,12 +138,16 @@ Result<ScanReport> Scanner::Run() {
   threads = std::min(threads, WorkersWithinFdLimit());
   states_ = std::vector<WorkerState>(threads);
   states_[0].caller = true;
+  workers_.reserve(threads);  // MaybeStartWorkers never reallocates while threads run
   Worker(states_[0]);
   for (auto& worker : workers_) worker.join();
   for (DirJob& job : queue_) close(job.fd);  // left over after a failure
-  if (!error_.ok()) return error_;
+  const bool stopped = cancelled_.load();
+  if (!error_.ok() && !stopped) return error_;
 
   ScanReport report;
+  report.workers = static_cast<uint32_t>(1 + workers_.size());
+  report.stopped = stopped;
   std::unordered_map<ino_t, MultiLink> links;
   for (WorkerState& state : states_) {
     report.entries += state.entries;
@@ -158,9 +163,10 @@ Result<ScanReport> Scanner::Run() {
       merged.seen += link.seen;
     }
   }
+  // Every link of the inode inside the tree: the file is the tree's own. A
+  // walk that stopped early has not seen every link, so it judges none.
   for (const auto& [ino, link] : links) {
-    // Every link of the inode inside the tree: the file is the tree's own.
-    if (link.seen < link.nlink) report.findings.push_back(BreakoutFinding{link.path, "hardlink", ""});
+    if (!stopped && link.seen < link.nlink) report.findings.push_back(BreakoutFinding{link.path, "hardlink", ""});
   }
   std::sort(report.findings.begin(), report.findings.end(), [](const BreakoutFinding& a, const BreakoutFinding& b) {
     return a.path != b.path ? a.path < b.path : a.kind < b.kind;
@@ -196,6 +202,7 @@ void Scanner::Fail(Status status) {
 }
 
 void Scanner::Worker(WorkerState& state) {
+  if (!state.buffer) state.buffer.reset(new char[kDentsBuffer]);
   DirJob job;
   while (Pop(job)) {
     FdCloser closer(job.fd);
@@ -219,7 +226,7 @@ void Scanner::MaybeStartWorkers() {
   for (size_t i = 1; i < states_.size(); ++i) {
     try {
       workers_.emplace_back([this, i] { Worker(states_[i]); });
-    } catch (const std::system_error&) {
+    } catch (const std::exception&) {  // no thread (EAGAIN): the others walk on
       break;
     }
   }
@@ -257,8 +264,12 @@ Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t
     }
     if (options_.cancel_fd >= 0) {
       struct pollfd cancel {options_.cancel_fd, POLLIN, 0};
-      if (poll(&cancel, 1, 0) > 0) return Status(ErrorCode::kUnavailable, "the scan was cancelled");
+      if (poll(&cancel, 1, 0) > 0) {
+        cancelled_ = true;
+        return Status(ErrorCode::kUnavailable, "the scan was stopped");  // ends the walk; Run reports what it saw
+      }
     }
+    if (state.caller) MaybeStartWorkers();  // a big directory can keep the caller here a long time
   }
 }
 

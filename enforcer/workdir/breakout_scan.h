@@ -64,14 +64,17 @@ struct ScanOptions {
   uint32_t max_depth = 256;
   uint64_t max_entries = 50'000'000; // so is a tree with more entries
   // Worker threads; 0 = one per CPU, at most 4 (fewer under a low
-  // RLIMIT_NOFILE: see max_depth). Directories are handed out
+  // RLIMIT_NOFILE: see max_depth). The calling thread walks alone until the
+  // walk has seen 1024 entries (small trees start no thread), then the
+  // others join. Directories are handed out
   // through a shared queue (bounded, so open fds stay bounded too); a
   // worker that finds the queue full descends inline.
   uint32_t threads = 0;
-  // Readable means stop (kUnavailable): direct mode's after-the-fact scan
-  // stops at a SIGINT/SIGTERM/SIGHUP (the launcher's signalfd; after a
-  // cancelled run, at a second one: the supervisor consumed the first).
-  // Polled once per directory read, never read. -1: never.
+  // Readable means stop: the scan returns what it found so far, with
+  // ScanReport::stopped set. Direct mode's after-the-fact scan stops at a
+  // SIGINT/SIGTERM/SIGHUP (the launcher's signalfd; after a cancelled run,
+  // at a second one: the supervisor consumed the first). Polled once per
+  // directory read, never read. -1: never.
   int cancel_fd = -1;
 };
 
@@ -82,6 +85,11 @@ struct ScanReport {
   uint64_t regular_files = 0;
   uint64_t symlinks = 0;
   uint64_t bytes = 0;                     // sum of regular file sizes
+  uint32_t workers = 1;                   // threads that walked (the caller included)
+  // The walk stopped early (ScanOptions::cancel_fd): the findings are those
+  // of the part it saw, and hardlinks are not judged (not every link of a
+  // file was seen).
+  bool stopped = false;
 
   bool clean() const { return findings.empty(); }
   // True if `relative_path` (as in BreakoutFinding::path) was flagged.

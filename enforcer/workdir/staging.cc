@@ -42,7 +42,8 @@ Result<std::string> Canonical(const std::string& path) {
 
 // Overlay options are comma-separated and lowerdir is colon-separated
 // (Documentation/filesystems/overlayfs.rst); paths holding either would need
-// escaping, so such dirs use the copy strategy instead.
+// escaping. Only the stage dir's paths are in the options (the host dir is
+// named through /proc/self/fd or the stage dir's "lower").
 bool OverlaySafePath(const std::string& path) { return path.find_first_of(",:\\") == std::string::npos; }
 
 Status CheckCopies(const std::vector<ir::Copy>& copies) {
@@ -177,8 +178,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   if (strategy == StagingStrategy::kAuto) {
     // Big dirs go through an overlay (nothing copied in); small ones are
     // copied, which needs no overlayfs and keeps the host dir unmounted.
-    strategy = host_scan->bytes > options.overlay_threshold_bytes && OverlaySafePath(host) ? StagingStrategy::kOverlay
-                                                                                            : StagingStrategy::kCopy;
+    strategy = host_scan->bytes > options.overlay_threshold_bytes ? StagingStrategy::kOverlay : StagingStrategy::kCopy;
     if (strategy == StagingStrategy::kOverlay && needs_idmap) {
       auto lower = IdmappedReadOnlyTree(host_fd.get(), host, IdShiftFor(host_st, options));
       // Without idmapped mounts (an old kernel, a filesystem without
@@ -193,9 +193,6 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     }
   } else if (strategy == StagingStrategy::kOverlay && needs_idmap) {
     COCOON_ASSIGN_OR_RETURN(staging->lower_tree_, IdmappedReadOnlyTree(host_fd.get(), host, IdShiftFor(host_st, options)));
-  }
-  if (strategy == StagingStrategy::kOverlay && !OverlaySafePath(host)) {
-    return InvalidArgumentError("work dir path " + host + " contains ',', ':' or '\\'; overlay staging cannot name it");
   }
   spec.strategy = strategy;
   // Which inner mount points (and the directories above them) the child
@@ -229,6 +226,13 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     // mounter may write (Linux 5.11); trusted.* needs CAP_SYS_ADMIN in the
     // initial namespace.
     std::string data = ",upperdir=" + pattern + "/upper,workdir=" + pattern + "/work,userxattr";
+    // mount(2) copies one page of options and cuts the rest: the longest the
+    // child can build must fit, or the mount would get truncated options.
+    const size_t lower_max = spec.idmapped_lower ? strlen(spec.lower_dir) : sizeof("/proc/self/fd/") - 1 + 10;
+    if (sizeof("lowerdir=") - 1 + lower_max + data.size() >= kMountOptionsMax) {
+      return InvalidArgumentError("state dir path " + options.state_dir + " is too long for the overlay's options (" +
+                                  std::to_string(kMountOptionsMax) + " bytes in all); use a shorter state dir");
+    }
     COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_data, sizeof spec.overlay_data, data, "overlay options"));
   }
   return staging;
@@ -405,14 +409,13 @@ void Staging::VerifyDirect(int cancel_fd, StagingResult& result) {
   // The sandbox's writes are on the host already, so this runs after a
   // cancelled run too. A signal during it (after a cancel: a second one;
   // the supervisor consumed the first) stops it: the user asked cocoon to
-  // stop, and the Outcome then says the dir was not verified.
+  // stop. What it found until then is still removed (a sandbox could make
+  // the scan slow on purpose, so that a Ctrl-C is likely), and the Outcome
+  // says the rest of the dir was not verified.
   scan_options.cancel_fd = cancel_fd;
   auto scan = ScanForBreakouts(host_dir_fd_.get(), scan_options);
   if (!scan.ok()) {
-    result.error = scan.status().code() == ErrorCode::kUnavailable
-                       ? Status(ErrorCode::kUnavailable, "breakout verification was stopped by "
-                                                         "SIGINT/SIGTERM/SIGHUP before it finished")
-                       : scan.status();
+    result.error = scan.status();
     return;
   }
   result.scanned = true;
@@ -424,7 +427,17 @@ void Staging::VerifyDirect(int cancel_fd, StagingResult& result) {
   }
   result.commit = std::move(*remediated);
   for (size_t i : result.commit.not_remediated) result.scan.findings[i].left_in_place = true;
-  if (!result.commit.not_remediated.empty()) {
+  if (result.scan.stopped) {
+    const size_t found = result.scan.findings.size();
+    result.error = Status(ErrorCode::kUnavailable,
+                          "breakout verification was stopped by SIGINT/SIGTERM/SIGHUP after " +
+                              std::to_string(result.scan.entries) + " entries (" + std::to_string(found) +
+                              (found == 1 ? " finding" : " findings") + " in them" +
+                              (found == 0                               ? ""
+                               : result.commit.not_remediated.empty() ? ", removed"
+                                                                      : ", removed where they could be") +
+                              "); the rest of the dir was not verified");
+  } else if (!result.commit.not_remediated.empty()) {
     result.error = Status(ErrorCode::kPermissionDenied,
                           std::to_string(result.commit.not_remediated.size()) + " of " +
                               std::to_string(result.scan.findings.size()) +

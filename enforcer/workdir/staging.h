@@ -106,6 +106,10 @@ struct StagingOptions {
   std::vector<std::string> inner_mount_points;
 };
 
+// mount(2) copies at most one page of options (copy_mount_options) and cuts
+// the rest: the overlay's assembled options must be shorter.
+inline constexpr size_t kMountOptionsMax = 4096;
+
 // Fixed buffers the child reads; filled by the parent. No pointers to heap
 // memory the child would need to follow besides this struct itself.
 struct WorkMountChildSpec {

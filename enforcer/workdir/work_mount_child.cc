@@ -132,7 +132,7 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int sock, in
   if (rc == 0 && spec.idmapped_lower) rc = sys::Call(SYS_mkdirat, AT_FDCWD, spec.lower_dir, 0755);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMkdir);
   // The options: "lowerdir=" + the lower layer + spec.overlay_data.
-  char data[sizeof spec.overlay_data + PATH_MAX + 32];
+  char data[kMountOptionsMax];  // Prepare checked the longest fits
   size_t used = 0;
   long lower = -1;
   bool fits = Append(data, sizeof data, &used, "lowerdir=");

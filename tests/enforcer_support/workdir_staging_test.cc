@@ -429,18 +429,26 @@ TEST_F(DirectWorkDirTest, VerifiesTheBoundDirEvenIfItsPathNowNamesAnother) {
   EXPECT_FALSE(Exists(moved_ + "/escape")) << "the escape in the bound dir must be removed";
 }
 
-// A signal during direct mode's after-the-fact scan stops it: nothing is
-// remediated, and the result says the dir was not verified.
-TEST_F(DirectWorkDirTest, ASignalDuringTheScanStopsItAndLeavesTheDirUnverified) {
+// A signal during direct mode's after-the-fact scan stops it. What it found
+// until then is still removed; the rest of the dir is reported unverified.
+// (With the signal already pending, the walk stops after the root's first
+// read: the escape at the root is found, the one in sub/ is not reached.)
+TEST_F(DirectWorkDirTest, ASignalDuringTheScanStopsItRemovesWhatItFoundAndSaysTheRestIsUnverified) {
   int rc = RunStaged(*staging_, target_.path(), [](const std::string& work) {
-    return symlink("/etc/passwd", (work + "/escape").c_str()) == 0 ? 0 : 1;
+    if (symlink("/etc/passwd", (work + "/escape").c_str()) != 0 || mkdir((work + "/sub").c_str(), 0755) != 0) return 1;
+    return symlink("/etc/shadow", (work + "/sub/escape").c_str()) == 0 ? 0 : 2;
   });
   ASSERT_EQ(rc, 0);
   StagingResult result = VerifyWithASignalPending(*staging_);
-  EXPECT_FALSE(result.scanned);
+  ASSERT_TRUE(result.scanned);
+  EXPECT_TRUE(result.scan.stopped);
+  ASSERT_EQ(result.scan.findings.size(), 1u);
+  EXPECT_EQ(result.scan.findings[0].path, "escape");
+  EXPECT_FALSE(std::filesystem::is_symlink(host_ + "/escape")) << "what the scan found was not removed";
+  EXPECT_TRUE(std::filesystem::is_symlink(host_ + "/sub/escape")) << "the walk went on after the signal";
   EXPECT_EQ(result.error.code(), ErrorCode::kUnavailable) << result.error.ToString();
   EXPECT_NE(result.error.message().find("stopped by SIGINT"), std::string::npos) << result.error.message();
-  EXPECT_TRUE(std::filesystem::is_symlink(host_ + "/escape")) << "removed without a scan";
+  EXPECT_NE(result.error.message().find("not verified"), std::string::npos) << result.error.message();
 }
 
 // The child binds the direct work dir by path: a directory put at that path
