@@ -1,27 +1,22 @@
 #include "enforcer/spare_child.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <utility>
 
+#include "enforcer/poll_now.h"
+
 namespace cocoon::enforcer {
 
 namespace {
-
-// Whether `fd` reports `events` (or an error) now, without waiting.
-bool Signalled(int fd, short events) {
-  struct pollfd p {fd, events, 0};
-  return poll(&p, 1, 0) != 0;
-}
 
 // Whether the mount namespace changed since `mounts` (/proc/self/mountinfo)
 // was opened: the kernel compares the namespace's event counter with the one
 // the file saw at open and reports a difference as POLLPRI|POLLERR. Any
 // failure counts as a change: a spare is only an optimisation.
-bool MountTableChanged(int mounts) { return mounts < 0 || Signalled(mounts, POLLPRI); }
+bool MountTableChanged(int mounts) { return mounts < 0 || PollNow(mounts, POLLPRI) != 0; }
 
 // The per-thread and per-moment state a spare must not carry, and SIGPIPE
 // ignored (spare_child.h).
@@ -48,7 +43,7 @@ SpareChildKeeper::~SpareChildKeeper() {
 uint64_t* SpareChildKeeper::ReasonToDiscard() {
   // Its pidfd is readable once it exited; its error pipe once it reported a
   // failed step (or closed it by exiting).
-  if (Signalled(spare_->pidfd(), POLLIN) || Signalled(spare_->error_fd(), POLLIN)) return &counts_.dead;
+  if (PollNow(spare_->pidfd(), POLLIN) != 0 || PollNow(spare_->error_fd(), POLLIN) != 0) return &counts_.dead;
   if (MountTableChanged(spare_mounts_.get())) return &counts_.stale;
   return nullptr;
 }

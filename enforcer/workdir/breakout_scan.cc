@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "enforcer/poll_now.h"
 #include "enforcer/workdir/dirent64.h"
 
 namespace cocoon::enforcer {
@@ -262,12 +262,9 @@ Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t
     if (total_entries_.fetch_add(count, std::memory_order_relaxed) + count > options_.max_entries) {
       return ResourceExhaustedError("work dir has more than " + std::to_string(options_.max_entries) + " entries");
     }
-    if (options_.cancel_fd >= 0) {
-      struct pollfd cancel {options_.cancel_fd, POLLIN, 0};
-      if (poll(&cancel, 1, 0) > 0) {
-        cancelled_ = true;
-        return Status(ErrorCode::kUnavailable, "the scan was stopped");  // ends the walk; Run reports what it saw
-      }
+    if (FdReadableNow(options_.cancel_fd)) {
+      cancelled_ = true;
+      return Status(ErrorCode::kUnavailable, "the scan was stopped");  // ends the walk; Run reports what it saw
     }
     if (state.caller) MaybeStartWorkers();  // a big directory can keep the caller here a long time
   }

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/random.h>
@@ -458,16 +457,6 @@ Status Remediate(int root_fd, const BreakoutFinding& finding) {
 }
 
 }  // namespace
-
-bool FdReadableNow(int fd) {
-  if (fd < 0) return false;
-  struct pollfd p {fd, POLLIN, 0};
-  int ready;
-  do {
-    ready = poll(&p, 1, 0);
-  } while (ready < 0 && errno == EINTR);
-  return ready > 0 && (p.revents & POLLIN) != 0;
-}
 
 Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,
                                       const CommitOptions& options) {

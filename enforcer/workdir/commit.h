@@ -47,6 +47,7 @@
 
 #include "compiler/common/status.h"
 #include "enforcer/outcome.h"
+#include "enforcer/poll_now.h"
 #include "enforcer/workdir/breakout_scan.h"
 
 namespace cocoon::enforcer {
@@ -78,8 +79,6 @@ struct StagedOriginals {
   std::map<std::string, Special> not_copied;  // relative path -> a FIFO, socket or device left out
 };
 
-// True if `fd` (>= 0) is readable now (poll(2) with no wait).
-bool FdReadableNow(int fd);
 
 inline constexpr uint64_t kCancelFdPollEntries = 64;
 

@@ -171,7 +171,6 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   // the sandbox's (idmapped_tree.h).
   struct stat host_st {};
   if (fstat(host_fd.get(), &host_st) != 0) return ErrnoError("work dir " + host);
-  staging->host_identity_ = HostDirIdentity::Of(host_st);
   spec.host_dev = host_st.st_dev;
   spec.host_ino = host_st.st_ino;
   const bool needs_idmap = options.sandbox_host_uid >= 0 && static_cast<int64_t>(host_st.st_uid) != options.sandbox_host_uid;
@@ -469,7 +468,7 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   commit_options.cancel = cancel;
   commit_options.cancel_fd = cancel_fd;
   commit_options.max_bytes = quota_bytes_;
-  commit_options.expected_host_dir = host_identity_;
+  commit_options.expected_host_dir = HostDirIdentity{static_cast<dev_t>(spec_.host_dev), static_cast<ino_t>(spec_.host_ino)};
   if (spec_.strategy == StagingStrategy::kCopy) commit_options.originals = &originals_;
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;

@@ -226,8 +226,7 @@ class Staging {
   // after the run), staged modes hold their flock on it, and it keeps the
   // inode (and any automount) in place, so that its device and inode
   // numbers are still the same when the commit compares them.
-  OwnedFd host_dir_fd_;
-  HostDirIdentity host_identity_;  // its device and inode: the commit refuses any other
+  OwnedFd host_dir_fd_;  // its device and inode: spec_.host_dev/host_ino (the commit refuses any other)
   std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed)
 };
 

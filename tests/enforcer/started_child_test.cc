@@ -51,12 +51,23 @@ class PidfdProbe {
   int fd_;
 };
 
-std::shared_ptr<StartedChild> MustStart(bool new_network) {
-  ChildStartOptions options;
-  options.new_network = new_network;
+std::shared_ptr<StartedChild> MustStart(const ChildStartOptions& options) {
   auto started = StartedChild::Start(options);
   EXPECT_TRUE(started.ok()) << started.status().ToString();
   return started.ok() ? std::shared_ptr<StartedChild>(std::move(*started)) : nullptr;
+}
+
+std::shared_ptr<StartedChild> MustStart(bool new_network) {
+  ChildStartOptions options;
+  options.new_network = new_network;
+  return MustStart(options);
+}
+
+// A child whose guard turns SIGINT/SIGTERM/SIGHUP into a cancel (the CLI's).
+std::shared_ptr<StartedChild> MustStartCancellable() {
+  ChildStartOptions options;
+  options.signals = SignalHandling::kCancelOnSigintSigterm;
+  return MustStart(options);
 }
 
 // Whether the launch's child runs in our memory: a mapping made after clone
@@ -167,11 +178,8 @@ TEST(StartedChildTest, ARefusedRunKillsAndReapsTheStartedChild) {
 // of the command ran, instead of this process dying with the signal (and
 // leaving the staging behind) or the command starting anyway.
 TEST(StartedChildTest, ASignalWhilePreparingCancelsTheRunBeforeItStarts) {
-  ChildStartOptions options;
-  options.signals = SignalHandling::kCancelOnSigintSigterm;
-  auto made = StartedChild::Start(options);
-  ASSERT_TRUE(made.ok()) << made.status().ToString();
-  std::shared_ptr<StartedChild> started = std::move(*made);
+  std::shared_ptr<StartedChild> started = MustStartCancellable();
+  ASSERT_NE(started, nullptr);
   PidfdProbe probe(*started);
   ASSERT_EQ(raise(SIGTERM), 0);  // blocked by the guard: pending, not fatal
   SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "echo ran"});
@@ -193,11 +201,8 @@ TEST(StartedChildTest, ASignalWhilePreparingCancelsTheRunBeforeItStarts) {
 // consume the signal, not let its default action kill this process before
 // the Outcome and the audit events are written.
 TEST(StartedChildTest, ASignalAfterTheRunIsConsumedWhenTheGuardIsReleased) {
-  ChildStartOptions options;
-  options.signals = SignalHandling::kCancelOnSigintSigterm;
-  auto made = StartedChild::Start(options);
-  ASSERT_TRUE(made.ok()) << made.status().ToString();
-  std::shared_ptr<StartedChild> started = std::move(*made);
+  std::shared_ptr<StartedChild> started = MustStartCancellable();
+  ASSERT_NE(started, nullptr);
   ASSERT_EQ(raise(SIGINT), 0);  // blocked by the guard: pending
   started.reset();              // the guard restores the old mask: SIGINT unblocked
   sigset_t pending;

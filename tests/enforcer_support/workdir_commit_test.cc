@@ -292,6 +292,23 @@ TEST(CommitTest, OverlayUpperAppliedOverHardlinkedOriginals) {
   EXPECT_EQ(report->left_out[0].path, "keep/c");
 }
 
+// Direct mode's scan of `dir`, as the staging runs it.
+ScanReport DirectScan(const std::string& dir) {
+  ScanOptions options;
+  options.mode = ScanMode::kDirect;
+  auto scan = ScanForBreakoutsAt(dir, options);
+  EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+  return scan.ok() ? *scan : ScanReport{};
+}
+
+// Direct mode's remediation of `dir`, through an fd of it as the staging has.
+Result<CommitReport> RemediateDir(const std::string& dir, const ScanReport& scan) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto report = RemediateDirectTree(fd, scan);
+  if (fd >= 0) close(fd);
+  return report;
+}
+
 TEST(CommitTest, DirectModeRemovesEscapesAndClearsSetid) {
   TempDir outside("cocoon-outside");
   TempDir host("cocoon-direct");
@@ -300,14 +317,9 @@ TEST(CommitTest, DirectModeRemovesEscapesAndClearsSetid) {
   symlink("/etc/passwd", (host / "abs").c_str());
   link((outside / "secret").c_str(), (host / "hard").c_str());
   WriteText(host / "suid", "x", 04755);
-  ScanOptions options;
-  options.mode = ScanMode::kDirect;
-  auto scan = ScanForBreakoutsAt(host.path(), options);
-  ASSERT_TRUE(scan.ok());
-  ASSERT_EQ(scan->findings.size(), 3u);
-  int host_fd = open(host.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  auto report = RemediateDirectTree(host_fd, *scan);
-  close(host_fd);
+  ScanReport scan = DirectScan(host.path());
+  ASSERT_EQ(scan.findings.size(), 3u);
+  auto report = RemediateDir(host.path(), scan);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_FALSE(Exists(host / "abs"));
   EXPECT_FALSE(Exists(host / "hard"));
@@ -317,9 +329,7 @@ TEST(CommitTest, DirectModeRemovesEscapesAndClearsSetid) {
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   EXPECT_EQ(ReadText(host / "ok.txt"), "fine");
   EXPECT_EQ(report->left_out.size(), 3u);
-  auto rescan = ScanForBreakoutsAt(host.path(), options);
-  ASSERT_TRUE(rescan.ok());
-  EXPECT_TRUE(rescan->clean());
+  EXPECT_TRUE(DirectScan(host.path()).clean());
 }
 
 // One escape that cannot be removed (inside an immutable directory) does not
@@ -332,19 +342,14 @@ TEST(CommitTest, DirectModeRemovesWhatItCanAndListsWhatItCouldNot) {
   if (!SetImmutable(host / "locked", true)) {
     GTEST_SKIP() << "SKIPPED (not a security check): cannot set FS_IMMUTABLE_FL here (needs root on ext4/xfs/btrfs)";
   }
-  ScanOptions options;
-  options.mode = ScanMode::kDirect;
-  auto scan = ScanForBreakoutsAt(host.path(), options);
-  ASSERT_TRUE(scan.ok());
-  ASSERT_EQ(scan->findings.size(), 2u);
-  int host_fd = open(host.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  auto report = RemediateDirectTree(host_fd, *scan);
-  close(host_fd);
+  ScanReport scan = DirectScan(host.path());
+  ASSERT_EQ(scan.findings.size(), 2u);
+  auto report = RemediateDir(host.path(), scan);
   SetImmutable(host / "locked", false);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_FALSE(Exists(host / "zz-abs")) << "the removable escape must still be removed";
   ASSERT_EQ(report->not_remediated.size(), 1u);
-  EXPECT_EQ(scan->findings[report->not_remediated[0]].path, "locked/abs");
+  EXPECT_EQ(scan.findings[report->not_remediated[0]].path, "locked/abs");
   EXPECT_FALSE(report->remediation_error.empty());
   ASSERT_EQ(report->left_out.size(), 1u);
   EXPECT_EQ(report->left_out[0].path, "zz-abs");

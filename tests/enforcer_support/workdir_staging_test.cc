@@ -91,7 +91,7 @@ StagingResult VerifyWithASignalPending(Staging& staging) {
 class StagingTest : public ::testing::TestWithParam<StagingStrategy> {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: these tests mount (in a throwaway namespace) and need root";
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security checks): these tests mount in a throwaway namespace and need root";
     host_ = parent_ / "work";
     testing::MakeDirs(host_ + "/sub");
     WriteText(host_ + "/input.txt", "original\n");
@@ -356,7 +356,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, StagingTest, ::testing::Values(StagingStrat
                          [](const auto& info) { return info.param == StagingStrategy::kCopy ? "copy" : "overlay"; });
 
 TEST(StagingDirectTest, DirectModeBindsHostDirAndRemediatesAfter) {
-  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounts (in a throwaway namespace) need root";
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security checks): mounts in a throwaway namespace need root";
   TempDir host("cocoon-direct");
   TempDir target("cocoon-target");
   WriteText(host / "input.txt", "original\n");
@@ -390,7 +390,7 @@ TEST(StagingDirectTest, DirectModeBindsHostDirAndRemediatesAfter) {
 class DirectWorkDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: mounts (in a throwaway namespace) need root";
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security checks): mounts in a throwaway namespace need root";
     ASSERT_EQ(mkdir(host_.c_str(), 0755), 0);
     StagingOptions options;
     options.host_dir = host_;
