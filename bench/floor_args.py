@@ -1,42 +1,35 @@
 #!/usr/bin/env python3
 """Print isolation_floor's arguments for a compiled plan (linux.plan.json).
 
-The same mounts in the same order as the enforcer builds them (merged-/usr
-binds become the host's symlinks, as in enforcer/child_spec_builder.cc), the
-compiled seccomp program, and strict's v1 cgroup limits, so that
-bench/isolation_floor builds the tree `cocoon enforce` builds.
+The same mounts in the same order as the enforcer builds them
+(bench/plan_tree.py), the compiled seccomp program, and strict's v1 cgroup
+limits, so that bench/isolation_floor builds the tree `cocoon enforce` builds.
 Usage: floor_args.py COMPILED_DIR  (prints one argument per line)
 """
-import json
 import os
 import sys
+
+from plan_tree import load_plan, tree
 
 
 def main():
     compiled = sys.argv[1]
-    plan = json.load(open(os.path.join(compiled, "linux.plan.json")))
+    plan = load_plan(compiled)
     args = []
-    for m in plan.get("mounts", []):
-        kind, target = m["kind"], m["target"]
-        source = m.get("source", "")
-        if kind == "bind-ro":
-            link = os.readlink(source) if os.path.islink(source) else None
-            if link is not None and not link.startswith("/"):
-                args += ["--symlink", link, target]  # /bin -> usr/bin
-            elif os.path.exists(source) or not m.get("optional"):
-                args += ["--ro-bind-try" if m.get("optional") else "--ro-bind", source, target]
-        elif kind in ("tmpfs", "work"):
-            args += ["--tmpfs", target, str(m.get("size_bytes", 67108864))]
+    for op in tree(plan, "floor_args.py"):
+        kind = op[0]
+        if kind == "symlink":
+            args += ["--symlink", op[1], op[2]]
+        elif kind == "ro-bind":
+            args += ["--ro-bind-try" if op[3] else "--ro-bind", op[1], op[2]]
+        elif kind == "tmpfs":
+            args += ["--tmpfs", op[1], str(op[2])]
         elif kind == "proc":
-            args += ["--proc", target]
+            args += ["--proc", op[1]]
         elif kind == "device":
-            args += ["--dev-bind", source, target]
-        elif kind == "symlink":
-            args += ["--symlink", source, target]
+            args += ["--dev-bind", op[1], op[2]]
         elif kind == "mask":
-            args += ["--mask", target]
-        else:
-            sys.exit(f"floor_args.py: mount kind {kind!r} is not known here; update bench/floor_args.py")
+            args += ["--mask", op[1]]
     limits = {l["name"]: l["value"] for l in plan.get("limits", [])}
     if "memory" in limits and "processes" in limits:
         # cpu N% over the kernel's 100 ms CFS period, as enforcer/limits does.

@@ -66,6 +66,10 @@ def ratios(report):
     for case in ("cocoon-enforce", "cocoon-enforce-precompiled", "cocoon-run"):
         put(f"{case} median / bwrap median", _median_ratio(launch, case, "bwrap"), "lower")
     put("isolation-floor median / bwrap median", _median_ratio(launch, "isolation-floor", "bwrap"), "lower")
+    for case in ("cocoon-enforce", "cocoon-enforce-precompiled", "isolation-floor"):
+        put(f"{case} median / bwrap-strict-tree median", _median_ratio(launch, case, "bwrap-strict-tree"), "lower")
+    put("rootless cocoon-enforce median / bwrap-strict-tree median",
+        _median_ratio(report.get("launch_rootless"), "cocoon-enforce", "bwrap-strict-tree"), "lower")
     put("cocoon-enforce median / isolation-floor median",
         _median_ratio(launch, "cocoon-enforce", "isolation-floor"), "lower")
     enforce, floor = _case(launch, "cocoon-enforce"), _case(launch, "floor")

@@ -49,16 +49,27 @@ def launch_table(launch, title):
     cases = {c["name"]: c for c in launch.get("cases", [])}
     floor = cases.get("floor", {}).get("median_us") or cases.get("python3-bare", {}).get("median_us")
     bwrap = cases.get("bwrap", {}).get("median_us")
+    bwrap_tree = cases.get("bwrap-strict-tree", {}).get("median_us")
     lines = [f"## {title}", "",
              f"{launch.get('iterations')} launches per case, interleaved.", "",
-             "| case | median | p99 | × floor | × bwrap | max RSS (wait4: launcher or a reaped descendant) | failures |",
-             "|---|---|---|---|---|---|---|"]
+             "| case | median | p99 | × floor | × bwrap | × bwrap, strict's tree "
+             "| max RSS (wait4: launcher or a reaped descendant) | failures |",
+             "|---|---|---|---|---|---|---|---|"]
     for c in launch.get("cases", []):
         med = c["median_us"]
         rf = f"{med / floor:.2f}×" if floor else "–"
         rb = f"{med / bwrap:.2f}×" if bwrap else "–"
-        lines.append(f"| `{c['name']}` | {ms(med)} | {ms(c['p99_us'])} | {rf} | {rb} | "
+        rt = f"{med / bwrap_tree:.2f}×" if bwrap_tree else "–"
+        lines.append(f"| `{c['name']}` | {ms(med)} | {ms(c['p99_us'])} | {rf} | {rb} | {rt} | "
                      f"{c.get('max_rss_kib', 0) / 1024:.1f} MiB | {c['failures']} |")
+    if bwrap and bwrap_tree:
+        lines += ["", "`bwrap` binds whole /usr, /bin, /lib, /lib64 and /etc; `bwrap-strict-tree` "
+                  "(`bench/bwrap_args.py`) builds the tree the compiled strict plan describes: the same "
+                  "read-only binds (strict binds single /etc files), tmpfs sizes, /dev/shm, masked /proc "
+                  "paths, hostname and working directory, with `--unshare-all --die-with-parent "
+                  "--new-session --proc --dev`. That is issue 4's \"bwrap with equivalent isolation\". "
+                  "bwrap has no Landlock, cgroup or rlimit options, so neither case applies those layers "
+                  "(the enforcer does)."]
     iso, enforce = cases.get("isolation-floor"), cases.get("cocoon-enforce")
     if iso and enforce:
         lines += ["", "`isolation-floor` is `bench/isolation_floor.cc`: the enforcer's isolation sequence on the "
