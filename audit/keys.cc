@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "audit/libcrypto.h"
+#include "compiler/common/digest.h"
 
 namespace cocoon::audit {
 namespace {
@@ -261,14 +262,8 @@ bool Base64DecodeExact(std::string_view text, uint8_t* out, size_t size) {
 }
 
 std::string KeyIdFromRaw(std::string_view raw32) {
-  // Not the one-shot SHA256(): in OpenSSL 3 it goes through EVP_Q_digest,
-  // which would link EVP and its tables back in.
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256_CTX ctx;
-  SHA256_Init(&ctx);
-  SHA256_Update(&ctx, raw32.data(), raw32.size());
-  SHA256_Final(digest, &ctx);
-  return "ed25519:" + HexEncode(digest, 16);
+  // The first 16 bytes of the SHA-256, in hex.
+  return "ed25519:" + Sha256Hex(raw32).substr(0, 32);
 }
 
 Digest LineHash(std::string_view preimage) { return TaggedSha256({preimage}); }

@@ -97,6 +97,35 @@ test('2026-07-28: discover, list and call with per-request _meta, no initialize'
   await server.stop();
 });
 
+test('every progress notification of a call is written before its response, in order', async () => {
+  // Output that ends right before the program exits is read by the
+  // supervisor's final drain; its notifications must still precede the
+  // result (clients drop progress for a request that has completed).
+  const server = startServer();
+  await server.request(0, 'initialize', {
+    protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw-test', version: '1' },
+  });
+  server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  for (let id = 1; id <= 5; ++id) {
+    const code = 'import sys\nfor i in range(3): print("line", i, flush=True)\nsys.stderr.write("done\\n")';
+    const before = server.lines.length;
+    const reply = await server.request(id, 'tools/call', {
+      name: 'execute_code', arguments: { language: 'python', code }, _meta: { progressToken: `p${id}` },
+    });
+    assert.equal(reply.result.isError, false, JSON.stringify(reply));
+    const mine = server.lines.slice(before).filter((m) => m.params?.progressToken === `p${id}` || m.id === id);
+    assert.equal(mine.at(-1).id, id, 'the response comes last');
+    const progress = mine.slice(0, -1);
+    assert.ok(progress.every((m) => m.method === 'notifications/progress'));
+    assert.deepEqual(progress.map((m) => m.params.progress), progress.map((_, i) => i + 1));
+    const stream = (name) => progress.filter((m) => m.params._meta['dev.cocoon/stream'] === name)
+      .map((m) => m.params.message).join('');
+    assert.equal(stream('stdout'), 'line 0\nline 1\nline 2\n');
+    assert.equal(stream('stderr'), 'done\n');
+  }
+  await server.stop();
+});
+
 test('2026-07-28: unsupported version is -32022 with the supported list; missing capabilities is -32602', async () => {
   const server = startServer();
   const bad = await server.request(1, 'tools/list', {
