@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <new>
 
+#include "enforcer/inherited_stdin.h"
 #include "enforcer/limits/host_caps.h"
 #include "enforcer/userns.h"
 
@@ -187,6 +188,7 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
     COCOON_RETURN_IF_ERROR(MakeSocketPair(s.broker_parent_, broker_child));
   }
   if (options.stdin_mode == StdinMode::kInherit && !isatty(0)) {
+    COCOON_RETURN_IF_ERROR(CheckInheritedStdin(0, options.new_network));
     stdin_fd.Reset(fcntl(0, F_DUPFD_CLOEXEC, 3));
   } else {
     stdin_fd.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));

@@ -7,7 +7,9 @@
 #include <map>
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -128,6 +130,65 @@ TEST(CocoonRun, WordsAfterDoubleDashAreTheCommandsEvenAfterARepeatableOption) {
 // 160 MiB and 101 MiB once committed. The run is refused at the commit and
 // the host work dir keeps exactly what it had. The command did run, so the
 // Outcome still comes, saying the work dir was not verified (exit 125).
+// The sandbox's own network namespace is the barrier of `network off`, but a
+// socket keeps the namespace it was made in: given a host TCP socket as its
+// stdin, the sandbox could connect it to the host's loopback services (this
+// reached a host listener before inherited_stdin.h). cocoon refuses such a
+// stdin; a connected AF_UNIX stream (Node's child stdio) still passes.
+TEST(CocoonEnforce, AHostSocketAsStdinIsRefusedAndReachesNothing) {
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  std::string code = "import socket; s=socket.socket(fileno=0); s.connect(('127.0.0.1'," +
+                     std::to_string(ntohs(address.sin_port)) + ")); s.send(b'escaped'); print('sent')";
+  auto run_with_stdin = [](int stdin_fd, const std::vector<std::string>& command) {
+    std::string err_path = fs::temp_directory_path() / ("cocoon-stdin-test-" + std::to_string(getpid()));
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (dup2(stdin_fd, 0) != 0 || !freopen(err_path.c_str(), "w", stderr)) _exit(125);
+      std::vector<const char*> argv = {COCOON_BINARY, "enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--"};
+      for (const auto& word : command) argv.push_back(word.c_str());
+      argv.push_back(nullptr);
+      execv(COCOON_BINARY, const_cast<char* const*>(argv.data()));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    std::ifstream in(err_path);
+    std::stringstream err;
+    err << in.rdbuf();
+    unlink(err_path.c_str());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err.str());
+  };
+  int host_socket = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(host_socket, 0);
+  auto [status, err] = run_with_stdin(host_socket, {"/usr/bin/python3", "-c", code});
+  close(host_socket);
+  EXPECT_EQ(status, 1) << err;
+  EXPECT_NE(err.find("stdin is a socket (AF_INET stream, unconnected) of the host's network namespace"),
+            std::string::npos) << err;
+  int accepted = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  EXPECT_LT(accepted, 0) << "ESCAPE: the sandbox reached a host loopback listener through its stdin";
+  if (accepted >= 0) close(accepted);
+  close(listener);
+
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  ASSERT_EQ(write(pair[1], "from a socketpair\n", 18), 18);
+  shutdown(pair[1], SHUT_WR);
+  auto [cat_status, cat_err] = run_with_stdin(pair[0], {"/bin/sh", "-c", "cat > /tmp/in; cat /tmp/in >&2"});
+  close(pair[0]);
+  close(pair[1]);
+  EXPECT_EQ(cat_status, 0) << cat_err;
+  EXPECT_NE(cat_err.find("from a socketpair"), std::string::npos) << cat_err;
+}
+
 TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
   std::string dir = fs::temp_directory_path() / ("cocoon-quota-" + std::to_string(getpid()));
   fs::create_directories(dir);
