@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -15,7 +17,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <system_error>
 
 namespace cocoon::enforcer {
 namespace {
@@ -53,13 +58,69 @@ bool Answer(int notify_fd, uint64_t id, int err, uint32_t flags = 0) {
 // then runs inside the sandbox's network namespace (see HandleConnect).
 void Continue(int notify_fd, uint64_t id) { Answer(notify_fd, id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE); }
 
+// The thread group a thread id belongs to (/proc/TID/status), or -1.
+pid_t ThreadGroupOf(pid_t tid) {
+  std::string path = "/proc/" + std::to_string(tid) + "/status";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[2048];
+  ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  const char* line = strstr(text, "\nTgid:");
+  return line == nullptr ? -1 : static_cast<pid_t>(strtol(line + 6, nullptr, 10));
+}
+
 // The notification's pid is a thread id in our pid namespace. PIDFD_THREAD
 // (6.9+) names that very thread (its fd table, if it was cloned without
-// CLONE_FILES); older kernels accept only a thread-group leader.
+// CLONE_FILES). Older kernels give pidfds to thread-group leaders only, so a
+// connect from any other thread (Go, Java, threaded Python) falls back to its
+// leader's: pidfd_getfd then reads the group's fd table, which is the
+// thread's unless it was cloned without CLONE_FILES (then the number may name
+// another file; the type check refuses a non-TCP one, and any TCP socket of
+// the sandbox reaches only this allowed endpoint). The caller re-checks the
+// notification id after this, so a recycled tid is never used.
 int OpenTaskPidfd(pid_t tid) {
   int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, PIDFD_THREAD));
-  if (fd < 0 && errno == EINVAL) fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
-  return fd;
+  if (fd >= 0 || errno != EINVAL) return fd;
+  fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+  if (fd >= 0 || errno != EINVAL) return fd;
+  pid_t leader = ThreadGroupOf(tid);
+  return leader > 0 ? static_cast<int>(syscall(SYS_pidfd_open, leader, 0)) : -1;
+}
+
+// Workers make calls on sockets they share with the sandbox, and two of those
+// can block for as long as the sandbox likes: a connect whose O_NONBLOCK the
+// sandbox cleared between our F_SETFL and the call (file status flags belong
+// to the open file, which the sandbox holds too; with TCP_SYNCNT raised and
+// the listener's backlog full it retries for hours), and a close that
+// lingers (SO_LINGER set by the sandbox, a send queue that never drains)
+// when ours is the last reference. Neither has a timeout the sandbox cannot
+// change. Both give up when a signal arrives, so Shutdown interrupts its
+// workers with kInterruptSignal: a handler that does nothing, installed
+// without SA_RESTART, and unblocked in worker threads only (pthread_kill
+// aims at one thread). An interrupted connect fails with EINTR; an
+// interrupted close still releases the fd. The calls of the thread that
+// supervises the run never touch a sandbox socket.
+int InterruptSignal() { return SIGRTMIN + 4; }  // glibc keeps SIGRTMIN+0..2 for itself
+
+void InstallInterruptHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = [](int) {};
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: the blocked call must return
+    sigaction(InterruptSignal(), &action, nullptr);
+  });
+}
+
+void UnblockInterruptSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, InterruptSignal());
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
 // Waits for `events` on `fd` or for the stop eventfd; returns the poll
@@ -116,11 +177,19 @@ Result<std::unique_ptr<NetBroker>> NetBroker::Create(ResolvedAllowList allow, in
     if (inside_listener >= 0) close(inside_listener);
     return InternalError("the sandbox's broker listener is not a loopback TCP socket");
   }
+  // Ours alone (the child closed its copy before exec), so its flags are
+  // ours to set: accepts never block.
+  int listener_flags = fcntl(inside_listener, F_GETFL);
+  if (listener_flags < 0 || fcntl(inside_listener, F_SETFL, listener_flags | O_NONBLOCK) != 0) {
+    close(inside_listener);
+    return ErrnoError("the broker listener's O_NONBLOCK");
+  }
   int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd < 0) {
     close(inside_listener);
     return ErrnoError("eventfd");
   }
+  InstallInterruptHandler();
   return std::unique_ptr<NetBroker>(new NetBroker(std::move(allow), inside_listener, stop_fd, options));
 }
 
@@ -141,7 +210,17 @@ void NetBroker::Shutdown() {
   uint64_t one = 1;
   ssize_t ignored = write(stop_fd_, &one, sizeof(one));  // every worker polls it
   (void)ignored;
-  for (auto& worker : workers) worker.thread.join();
+  for (auto& worker : workers) {
+    // A worker that polls returns at once; one still there after a moment
+    // is blocked in a call on the sandbox's socket (see InterruptSignal):
+    // interrupt it, again and again, since the signal may land just before
+    // it enters the call.
+    for (int waited_ms = 0; !worker.done->load(); ++waited_ms) {
+      if (waited_ms >= 2) pthread_kill(worker.thread.native_handle(), InterruptSignal());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    worker.thread.join();
+  }
 }
 
 NetworkReport NetBroker::Report() const {
@@ -190,25 +269,23 @@ void NetBroker::HandleConnect(int notify_fd, const struct seccomp_notif& request
   }
   if (!allow_.Allows(destination)) return Deny(notify_fd, id, destination, "not in the allow-list", ECONNREFUSED);
   int pidfd = OpenTaskPidfd(tid);
-  if (pidfd < 0 || !IdValid(notify_fd, id)) {  // valid after pidfd_open: the pidfd is the target
-    if (pidfd >= 0) close(pidfd);
-    return Deny(notify_fd, id, destination, "pidfd_open of the connecting task failed", ECONNREFUSED);
+  if (pidfd >= 0 && !IdValid(notify_fd, id)) {  // checked after pidfd_open: the pidfd is the target
+    close(pidfd);
+    return;  // the task is gone: nothing to answer
   }
-  int sandbox_socket = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, sandbox_fd, 0));
-  int getfd_errno = errno;
-  close(pidfd);
-  if (sandbox_socket < 0) {
-    Answer(notify_fd, id, getfd_errno == EBADF ? EBADF : ECONNREFUSED);
-    return;
-  }
-  if (!IsTcpStream(sandbox_socket)) {
-    close(sandbox_socket);
-    return Deny(notify_fd, id, destination, "not TCP (allow-lists are TCP only)", ECONNREFUSED);
-  }
-  StartWorker(notify_fd, id, sandbox_socket, destination);
+  if (pidfd < 0) return Fail(notify_fd, id, ECONNREFUSED);
+  // Everything from pidfd_getfd on runs on a worker: this thread supervises
+  // the run and must never make a call on a socket the sandbox holds.
+  StartWorker(notify_fd, id, pidfd, sandbox_fd, destination);
 }
 
-void NetBroker::StartWorker(int notify_fd, uint64_t id, int sandbox_socket, IpEndpoint destination) {
+void NetBroker::Fail(int notify_fd, uint64_t id, int err) {
+  Answer(notify_fd, id, err);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++report_.connections_failed;
+}
+
+void NetBroker::StartWorker(int notify_fd, uint64_t id, int pidfd, int sandbox_fd, IpEndpoint destination) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Reap finished workers, so a long run with many connections holds only
   // the live ones.
@@ -221,21 +298,45 @@ void NetBroker::StartWorker(int notify_fd, uint64_t id, int sandbox_socket, IpEn
     }
   }
   if (shut_down_ || workers_.size() >= options_.max_connections) {
-    close(sandbox_socket);
+    close(pidfd);  // no socket of the sandbox was taken: nothing here can block
     ++report_.connections_failed;
     Answer(notify_fd, id, EAGAIN);
     return;
   }
   auto done = std::make_shared<std::atomic<bool>>(false);
-  workers_.push_back({std::thread([this, notify_fd, id, sandbox_socket, destination, done] {
-                        Broker(notify_fd, id, sandbox_socket, destination);
-                        done->store(true);
-                      }),
-                      done});
+  try {
+    workers_.push_back({std::thread([this, notify_fd, id, pidfd, sandbox_fd, destination, done] {
+                          UnblockInterruptSignal();
+                          Broker(notify_fd, id, pidfd, sandbox_fd, destination);
+                          done->store(true);
+                        }),
+                        done});
+  } catch (const std::system_error&) {  // no thread (RLIMIT_NPROC, memory): refuse this connect, go on
+    close(pidfd);
+    ++report_.connections_failed;
+    Answer(notify_fd, id, EAGAIN);
+  }
 }
 
-// Worker thread: host connect, inside connect + accept, answer, relay.
-void NetBroker::Broker(int notify_fd, uint64_t id, int sandbox_socket, IpEndpoint destination) {
+// Worker thread: the sandbox's socket, host connect, inside connect + accept,
+// answer, relay.
+void NetBroker::Broker(int notify_fd, uint64_t id, int pidfd, int sandbox_fd, IpEndpoint destination) {
+  int sandbox_socket = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, sandbox_fd, 0));
+  int getfd_errno = errno;
+  close(pidfd);
+  if (sandbox_socket < 0) return Fail(notify_fd, id, getfd_errno == EBADF ? EBADF : ECONNREFUSED);
+  int type = 0;
+  socklen_t type_length = sizeof(type);
+  if (getsockopt(sandbox_socket, SOL_SOCKET, SO_TYPE, &type, &type_length) != 0 && errno == ENOTSOCK) {
+    close(sandbox_socket);  // not a socket: what connect(2) itself would answer
+    return Fail(notify_fd, id, ENOTSOCK);
+  }
+  if (!IsTcpStream(sandbox_socket)) {
+    // Answered first: our close of the copy may linger (InterruptSignal).
+    Deny(notify_fd, id, destination, "not TCP (allow-lists are TCP only)", ECONNREFUSED);
+    close(sandbox_socket);
+    return;
+  }
   int err = 0;
   int host = ConnectHost(destination, &err);
   int inside = -1;
@@ -247,13 +348,12 @@ void NetBroker::Broker(int notify_fd, uint64_t id, int sandbox_socket, IpEndpoin
       host = -1;
     }
   }
-  close(sandbox_socket);
   if (host < 0) {
-    Answer(notify_fd, id, err != 0 ? err : ECONNREFUSED);
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++report_.connections_failed;
+    Fail(notify_fd, id, err != 0 ? err : ECONNREFUSED);
+    close(sandbox_socket);  // after the answer: it may linger (InterruptSignal)
     return;
   }
+  close(sandbox_socket);
   if (!Answer(notify_fd, id, 0)) {  // the task died (or was signalled) meanwhile
     close(inside);
     close(host);
@@ -313,9 +413,15 @@ int NetBroker::ConnectInside(int sandbox_socket) {
     memcpy(&listener, &mapped, sizeof(mapped));
     listener_len = sizeof(mapped);
   }
+  // Connections to the listener from sandbox processes (the broker never
+  // relays them) would fill its backlog and make every brokered connect
+  // after them time out: close what is queued first.
+  for (int stray; (stray = accept4(inside_listener_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) close(stray);
   // The file status flags are shared with the sandbox: make the connect
   // non-blocking for our bounded wait, then restore what the program set
-  // (its task is blocked in connect meanwhile).
+  // (its task is blocked in connect meanwhile). Another of its threads may
+  // clear the flag again before our connect; that connect then blocks until
+  // it completes or Shutdown interrupts it (InterruptSignal).
   int flags = fcntl(sandbox_socket, F_GETFL);
   if (flags < 0 || fcntl(sandbox_socket, F_SETFL, flags | O_NONBLOCK) != 0) return -errno;
   auto deadline = Clock::now() + std::chrono::milliseconds(options_.inside_timeout_ms);

@@ -59,7 +59,8 @@ class NetBroker {
   // `notify_fd` must stay open until Shutdown() returns.
   void HandleConnect(int notify_fd, const struct seccomp_notif& request);
 
-  // Stops every relay, answers nothing more, joins the workers. Idempotent.
+  // Stops every relay, answers nothing more, joins the workers (interrupting
+  // one blocked in a call on a sandbox socket). Idempotent.
   void Shutdown();
 
   // Counters and denials so far (call after Shutdown for final figures).
@@ -72,8 +73,11 @@ class NetBroker {
   };
   NetBroker(ResolvedAllowList allow, int inside_listener, int stop_fd, NetBrokerOptions options);
   void Deny(int notify_fd, uint64_t id, const IpEndpoint& destination, const char* reason, int err);
-  void StartWorker(int notify_fd, uint64_t id, int sandbox_socket, IpEndpoint destination);
-  void Broker(int notify_fd, uint64_t id, int sandbox_socket, IpEndpoint destination);
+  // Answers `err` for a connect the allow-list permits but that could not be
+  // made (counted as failed, not denied).
+  void Fail(int notify_fd, uint64_t id, int err);
+  void StartWorker(int notify_fd, uint64_t id, int pidfd, int sandbox_fd, IpEndpoint destination);
+  void Broker(int notify_fd, uint64_t id, int pidfd, int sandbox_fd, IpEndpoint destination);
   int ConnectInside(int sandbox_socket);
   int ConnectHost(const IpEndpoint& destination, int* err);
   void Relay(int inside, int host);

@@ -158,6 +158,31 @@ TEST_F(NetBrokerTest, AllowedEndpointEchoesBothWays) {
   EXPECT_NE(outcome->network.mechanism.find("seccomp user-notification"), std::string::npos);
 }
 
+TEST_F(NetBrokerTest, StrayConnectsToTheBrokersListenerDoNotBlockLaterConnections) {
+  // The sandbox can learn the in-namespace listener's port (getpeername of a
+  // brokered socket) and fill its backlog with connects of its own; the
+  // broker closes those before each connection it makes, so the allowed
+  // endpoint stays reachable.
+  std::string script =
+      "python3 -c \"import socket,time\n"
+      "a=('" + ip_ + "'," + std::to_string(echo_->port()) + ")\n"
+      "first=socket.create_connection(a, timeout=10); port=first.getpeername()[1]; first.close()\n"
+      "strays=[]\n"
+      "for i in range(100):\n"
+      " t=socket.socket(); t.setblocking(False)\n"
+      " try: t.connect(('127.0.0.1', port))\n"
+      " except BlockingIOError: pass\n"
+      " strays.append(t)\n"
+      "time.sleep(0.2)\n"
+      "c=socket.create_connection(a, timeout=10); c.sendall(b'ping'); print('echo', c.recv(10))\"";
+  auto outcome = Run(AllowPolicy(), script);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  EXPECT_NE(outcome->stdout_data.find("echo b'ping'"), std::string::npos) << outcome->stdout_data << outcome->stderr_data;
+  ASSERT_TRUE(outcome->has_network_report);
+  EXPECT_EQ(outcome->network.connections_allowed, 2u);
+}
+
 TEST_F(NetBrokerTest, OtherPortOnTheAllowedIpIsRefusedAndReported) {
   auto outcome = Run(AllowPolicy(), "exec 3<>" + Tcp(ip_, other_->port()) + " && echo connected || echo refused");
   ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
