@@ -123,6 +123,7 @@ class SandboxExecutor : public mcp::Executor {
     auto audit_reference = std::make_shared<AuditReference>();
     launch.audit_reference = audit_reference;
     auto outcome = LaunchPrepared(run, std::move(launch));
+    work.reset();  // removed first, so that the spare below does not compete with its removal
     // The next call's sandbox starts its namespaces now, between calls.
     spare_children_.Replenish();
     if (hooks.cancel) hooks.cancel->OnCancel(nullptr);

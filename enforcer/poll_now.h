@@ -11,7 +11,8 @@
 namespace cocoon::enforcer {
 
 // The events `fd` reports now among `events`, plus POLLERR/POLLHUP/POLLNVAL;
-// 0 when none (or fd < 0).
+// 0 when none (or fd < 0). A poll that fails (ENOMEM) reports POLLERR, so
+// that a caller testing "anything?" errs on the side of "something".
 inline short PollNow(int fd, short events) {
   if (fd < 0) return 0;
   struct pollfd p {fd, events, 0};
@@ -19,6 +20,7 @@ inline short PollNow(int fd, short events) {
   do {
     ready = poll(&p, 1, 0);
   } while (ready < 0 && errno == EINTR);
+  if (ready < 0) return POLLERR;
   return ready > 0 ? p.revents : 0;
 }
 

@@ -7,9 +7,13 @@
 // its ChildStartOptions. A server can therefore do it between calls, off the
 // critical path of the next one: the keeper holds one such child, hands it to
 // the next launch whose options it fits, and starts the next spare when the
-// caller says its run is over (Replenish), not during it: on a 2-CPU host
-// the spare's namespace work would compete with the running launch for the
-// same namespace and mount locks (docs/performance.md, launch item 12).
+// caller says a run is over (Replenish), not when one starts: on a 2-CPU
+// host the spare's namespace work would compete with the starting launch for
+// the same namespace and mount locks (docs/performance.md, launch item 12).
+// (With calls that overlap, the spare one call's end asks for is made while
+// the others run; a Replenish that finds a spare there does nothing, and a
+// Take cancels one still pending, so no spare is started because a call
+// began.)
 //
 // Why a spare may serve a later run:
 //  - Nothing of a run is in it before Sandbox::Run adopts it: the uid/gid
@@ -17,19 +21,28 @@
 //    all come after adoption, exactly as for a child started at the launch,
 //    and Run adopts it only if it Fits the prepared run.
 //  - What it did take at its start is the process state of that moment: the
-//    server's rlimits, umask, scheduling and LSM label, whether user
-//    namespaces were allowed, and a copy of the host's mount table
-//    (unshare(CLONE_NEWNS)), in which the spec's binds later resolve their
-//    sources. The server changes none of the first; the mount table is the
-//    host's. After a mount or unmount on the host, a spare would bind from
+//    server's rlimits, umask and LSM label, the keeper thread's nice value,
+//    CPU affinity, I/O priority and (on cgroup v1, where membership is per
+//    thread) cgroups, whether user namespaces were allowed, and a copy of the
+//    host's mount table (unshare(CLONE_NEWNS)), in which the spec's binds
+//    later resolve their sources. The server changes none of the first; a
+//    change made to it from outside (renice, taskset, prlimit, a move to
+//    another cgroup) would not reach a sandbox made from the spare of that
+//    moment (a renice or taskset of one thread never reaches the keeper's),
+//    so Take hands out a spare only if its nice value, scheduling policy,
+//    CPU affinity, I/O priority, rlimits and cgroups are those of the calling
+//    thread, which is what a child started by that thread would inherit. A
+//    sysctl that disallows user namespaces reaches the next spare, not the
+//    one already started. The mount table is the host's. After a mount or unmount on the host, a spare would bind from
 //    the old table (a directory mounted over since would show what is under
 //    the mount), and its copy would keep a privately propagated filesystem
 //    busy. So the keeper opens /proc/self/mountinfo before it starts a
 //    spare and polls it, at hand-over and every kWatchInterval: the kernel
 //    marks that file POLLPRI|POLLERR once the mount namespace has changed
 //    since it was opened (proc(5), /proc/pid/mounts); such a spare is
-//    killed (and a fresh one started). A spare idle for kMaxIdle is killed
-//    too, and the next call starts its own child again.
+//    killed (and a fresh one started while calls come). A spare is killed
+//    too once no call came for kMaxIdle, and the next call starts its own
+//    child again.
 //  - Only runs whose first process depends on nothing per-thread or
 //    per-moment are served: no signal handling of their own (a StartedChild's
 //    SignalGuard blocks signals in the thread that starts it, the keeper's)
@@ -39,7 +52,11 @@
 //    write to a child that died must not end the process.
 //  - A spare that died while it waited (its unshare failed, or something
 //    killed it) is not handed out: the launch starts its own child, which may
-//    well succeed, instead of failing on the spare's old error.
+//    well succeed, instead of failing on the spare's old error. Nor is one
+//    that has not made its namespaces yet (a busy host; Take waits up to
+//    kReadyWait for it): its unshare could still fail (a per-user namespace
+//    limit, which the spare's own namespaces count against); it is kept for
+//    the next call.
 //  - Spares are started by the keeper's own thread. A child's parent-death
 //    signal (PR_SET_PDEATHSIG, child_main.cc) fires when the *thread* that
 //    cloned it exits, and a memory-sharing child (memory_sharing_clone.h)
@@ -65,6 +82,8 @@ class SpareChildKeeper {
  public:
   static constexpr std::chrono::milliseconds kWatchInterval{1000};
   static constexpr std::chrono::seconds kMaxIdle{60};
+  // How long Take waits for a spare still making its namespaces.
+  static constexpr std::chrono::microseconds kReadyWait{5000};
 
   struct Counts {
     uint64_t started = 0;    // spares started
@@ -73,11 +92,13 @@ class SpareChildKeeper {
     uint64_t stale = 0;      // discarded: the host's mount table changed since
     uint64_t unfit = 0;      // discarded: started for other options
     uint64_t dead = 0;       // discarded: it exited or reported an error while it waited
-    uint64_t idle = 0;       // discarded: unused for kMaxIdle
+    uint64_t idle = 0;       // discarded: no call for kMaxIdle
+    uint64_t unready = 0;    // kept, not handed out: it had not made its namespaces within kReadyWait
+    uint64_t outdated = 0;   // discarded: a fresh child would inherit other scheduling, rlimits or cgroups
     uint64_t failed = 0;     // a start that failed (the launch starts its own)
   };
 
-  SpareChildKeeper();
+  explicit SpareChildKeeper(std::chrono::microseconds ready_wait = kReadyWait);
   ~SpareChildKeeper();  // stops the thread, kills and reaps the spare
   SpareChildKeeper(const SpareChildKeeper&) = delete;
   SpareChildKeeper& operator=(const SpareChildKeeper&) = delete;
@@ -89,7 +110,7 @@ class SpareChildKeeper {
   // above; else nullptr, and the spare stays for a call they may serve).
   std::unique_ptr<StartedChild> Take(const ChildStartOptions& options);
   // The caller's run is over: start the next spare now (with the options of
-  // the last Take), unless one is ready.
+  // the last Take), unless one is there or being started.
   void Replenish();
   // Start a spare for `options` before any Take (a server's likely first
   // call), if spares may serve them.
@@ -101,6 +122,7 @@ class SpareChildKeeper {
   // Why the spare cannot serve any more (counted), or nullptr. Under mutex_.
   uint64_t* ReasonToDiscard();
 
+  const std::chrono::microseconds ready_wait_;
   std::mutex mutex_;
   std::condition_variable wake_;     // the thread: work to do, or stop
   std::condition_variable started_;  // Take: a start finished
@@ -110,7 +132,7 @@ class SpareChildKeeper {
   bool stopping_ = false;
   std::unique_ptr<StartedChild> spare_;
   OwnedFd spare_mounts_;  // /proc/self/mountinfo, opened just before spare_ started
-  std::chrono::steady_clock::time_point spare_started_at_;
+  std::chrono::steady_clock::time_point last_call_ = std::chrono::steady_clock::now();  // Take, Replenish, Expect
   Counts counts_;
   std::thread thread_;
 };

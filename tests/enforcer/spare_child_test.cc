@@ -9,11 +9,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -43,6 +46,11 @@ ChildStartOptions NetworkOffOptions() {
   options.share_memory = LauncherMayShareMemory();
   return options;
 }
+
+// On a loaded test machine a spare may take longer than the server's 5 ms
+// to make its namespaces; a Take then (rightly) keeps it for later, which
+// would make these tests depend on the scheduler.
+constexpr std::chrono::microseconds kTestReadyWait = std::chrono::seconds(5);
 
 // Replenish, then wait until the keeper has started `count` spares in all.
 bool ReplenishAndWait(SpareChildKeeper& keeper, uint64_t count) {
@@ -100,7 +108,7 @@ class SpareChildKeeperTest : public ::testing::Test {
 };
 
 TEST_F(SpareChildKeeperTest, ASpareStartedBetweenRunsServesTheNextRunWithTheWholeSequence) {
-  SpareChildKeeper keeper;
+  SpareChildKeeper keeper(kTestReadyWait);
   EXPECT_EQ(keeper.Take(NetworkOffOptions()), nullptr) << "no spare before the first Replenish";
   EXPECT_EQ(keeper.counts().missed, 1u);
   ASSERT_TRUE(ReplenishAndWait(keeper, 1)) << "no spare started; failed starts: " << keeper.counts().failed;
@@ -125,7 +133,7 @@ TEST_F(SpareChildKeeperTest, ASpareStartedBetweenRunsServesTheNextRunWithTheWhol
 TEST_F(SpareChildKeeperTest, ASpareThatDoesNotFitIsKilledNotHandedOut) {
   ChildStartOptions network_on = NetworkOffOptions();
   network_on.new_network = false;
-  SpareChildKeeper keeper;
+  SpareChildKeeper keeper(kTestReadyWait);
   EXPECT_EQ(keeper.Take(network_on), nullptr);
   ASSERT_TRUE(ReplenishAndWait(keeper, 1));
   EXPECT_EQ(CountChildren(), 1);
@@ -137,7 +145,7 @@ TEST_F(SpareChildKeeperTest, ASpareThatDoesNotFitIsKilledNotHandedOut) {
 // A spare that died while it waited is not handed out: the launch starts a
 // child of its own instead of failing on the spare's old error.
 TEST_F(SpareChildKeeperTest, ASpareThatDiedWhileWaitingIsNotHandedOut) {
-  SpareChildKeeper keeper;
+  SpareChildKeeper keeper(kTestReadyWait);
   (void)keeper.Take(NetworkOffOptions());
   ASSERT_TRUE(ReplenishAndWait(keeper, 1));
   std::vector<pid_t> spares = ChildPids();
@@ -152,7 +160,7 @@ TEST_F(SpareChildKeeperTest, ASpareThatDiedWhileWaitingIsNotHandedOut) {
 // A server expects its first call's shape: that call is served by a spare
 // too. A run that spares may not serve (its own signal handling) is not.
 TEST_F(SpareChildKeeperTest, AnExpectedShapeIsStartedBeforeTheFirstCall) {
-  SpareChildKeeper keeper;
+  SpareChildKeeper keeper(kTestReadyWait);
   keeper.Expect(NetworkOffOptions());
   for (int i = 0; i < 5000 && keeper.counts().started == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_EQ(keeper.counts().started, 1u);
@@ -165,7 +173,7 @@ TEST_F(SpareChildKeeperTest, AnExpectedShapeIsStartedBeforeTheFirstCall) {
 
 TEST_F(SpareChildKeeperTest, TheKeeperKillsItsSpareWhenItGoes) {
   {
-    SpareChildKeeper keeper;
+    SpareChildKeeper keeper(kTestReadyWait);
     (void)keeper.Take(NetworkOffOptions());
     ASSERT_TRUE(ReplenishAndWait(keeper, 1));
     EXPECT_EQ(CountChildren(), 1);
@@ -197,7 +205,7 @@ TEST_F(SpareChildKeeperTest, ASpareIsNotHandedOutOnceTheHostMountTableChanged) {
     if (mkdtemp(dir) == nullptr) _exit(12);
     int code = 0;
     {
-      SpareChildKeeper keeper;
+      SpareChildKeeper keeper(kTestReadyWait);
       ChildStartOptions options = NetworkOffOptions();
       options.share_memory = false;  // the forked test child is not what LauncherMayShareMemory judged
       (void)keeper.Take(options);
@@ -225,6 +233,87 @@ TEST_F(SpareChildKeeperTest, ASpareIsNotHandedOutOnceTheHostMountTableChanged) {
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "10-12: namespace setup; 13: no spare; 14: mount; 15: the stale spare was not replaced within 5 s; "
          "16: the stale spare was not reaped; 17: the fresh spare was not handed out";
+}
+
+TEST_F(SpareChildKeeperTest, AReplenishWhileASpareWaitsStartsNothingDuringTheNextCall) {
+  SpareChildKeeper keeper(kTestReadyWait);
+  ChildStartOptions options = NetworkOffOptions();
+  EXPECT_EQ(keeper.Take(options), nullptr);  // the shape of the calls to come
+  ASSERT_TRUE(ReplenishAndWait(keeper, 1));
+  keeper.Replenish();  // a second call ended while the spare waits: nothing to do
+  auto taken = keeper.Take(options);
+  ASSERT_NE(taken, nullptr);
+  // The call that took it is running now: no spare may start before it ends
+  // (the keeper looks again every kWatchInterval).
+  std::this_thread::sleep_for(SpareChildKeeper::kWatchInterval + std::chrono::milliseconds(300));
+  EXPECT_EQ(keeper.counts().started, 1u);
+  EXPECT_TRUE(ReplenishAndWait(keeper, 2));  // and the end of that call starts one
+}
+
+TEST_F(SpareChildKeeperTest, ASpareIsNotHandedOutToAThreadThatANewChildWouldInheritOtherSchedulingFrom) {
+  // A renice (or taskset, prlimit, cgroup move) of the calling thread after
+  // the spare started: a child that thread started now would run niced, so
+  // the spare, which is not, must not serve it.
+  SpareChildKeeper keeper(kTestReadyWait);
+  ChildStartOptions options = NetworkOffOptions();
+  EXPECT_EQ(keeper.Take(options), nullptr);
+  ASSERT_TRUE(ReplenishAndWait(keeper, 1));
+  bool handed_out = true;
+  std::thread niced([&] {
+    errno = 0;
+    int nice_now = getpriority(PRIO_PROCESS, 0);
+    ASSERT_EQ(errno, 0);
+    ASSERT_EQ(setpriority(PRIO_PROCESS, 0, std::min(nice_now + 5, 19)), 0);  // this thread only
+    handed_out = keeper.Take(options) != nullptr;
+  });
+  niced.join();
+  EXPECT_FALSE(handed_out);
+  EXPECT_EQ(keeper.counts().outdated, 1u);
+}
+
+TEST_F(SpareChildKeeperTest, ATakeRightAfterAMountChangeGetsNoStaleSpare) {
+  // Like the test above, but the Take comes at once, before the keeper's
+  // watch (every second) can notice: the check at the hand-over must.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (uid != 0) {
+      if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) _exit(10);
+      std::ofstream("/proc/self/setgroups") << "deny";
+      std::ofstream("/proc/self/uid_map") << "0 " << uid << " 1";
+      std::ofstream("/proc/self/gid_map") << "0 " << gid << " 1";
+    } else if (unshare(CLONE_NEWNS) != 0) {
+      _exit(10);
+    }
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(11);
+    char dir[] = "/tmp/cocoon-spare-XXXXXX";
+    if (mkdtemp(dir) == nullptr) _exit(12);
+    int code = 0;
+    {
+      SpareChildKeeper keeper(kTestReadyWait);
+      ChildStartOptions options = NetworkOffOptions();
+      options.share_memory = false;  // the forked test child is not what LauncherMayShareMemory judged
+      (void)keeper.Take(options);
+      if (!ReplenishAndWait(keeper, 1)) code = 13;
+      if (code == 0 && mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) code = 14;
+      auto taken = code == 0 ? keeper.Take(options) : nullptr;
+      SpareChildKeeper::Counts counts = keeper.counts();
+      // Either the hand-over found the spare stale, or (a second later) the
+      // watch replaced it first and the spare handed out is the fresh one.
+      if (code == 0 && counts.stale != 1) code = 15;
+      if (code == 0 && taken != nullptr && counts.started != 2) code = 16;
+    }
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10-12: namespace setup; 13: no spare; 14: mount; 15: the stale spare was "
+                                       "not discarded at the hand-over; 16: the stale spare was handed out";
 }
 
 }  // namespace
