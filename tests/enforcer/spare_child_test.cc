@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -181,14 +182,31 @@ TEST_F(SpareChildKeeperTest, TheKeeperKillsItsSpareWhenItGoes) {
   EXPECT_EQ(CountChildren(), 0) << "the keeper left its spare behind";
 }
 
-// A spare's mount namespace is a copy of the host's at its start; after a
-// mount on the host it is stale and must not be handed out. The "host" here
-// is a throwaway mount namespace of a forked child (as an unprivileged
-// user, inside a user namespace of its own), so nothing changes on the
-// real host.
-TEST_F(SpareChildKeeperTest, ASpareIsNotHandedOutOnceTheHostMountTableChanged) {
+// A keeper holding a spare, then a mount on `dir` in the (throwaway) host
+// mount namespace, which makes that spare stale.
+struct SpareMadeStale {
+  SpareChildKeeper keeper{kTestReadyWait};
+  ChildStartOptions options = [] {
+    ChildStartOptions o = NetworkOffOptions();
+    o.share_memory = false;  // the forked test child is not what LauncherMayShareMemory judged
+    return o;
+  }();
+  // 0, or 13 (no spare) or 14 (the mount failed).
+  int Make(const char* dir) {
+    (void)keeper.Take(options);
+    if (!ReplenishAndWait(keeper, 1)) return 13;
+    return mount("tmpfs", dir, "tmpfs", 0, "size=64k") == 0 ? 0 : 14;
+  }
+};
+
+// Runs `body(dir)` in a forked child that has a throwaway mount namespace of
+// its own (as an unprivileged user, inside a user namespace of its own too)
+// and an empty directory `dir` to mount on, so that its "host" mount changes
+// never reach the real host. Returns the child's exit code: 10-12 for the
+// setup, else what `body` returned.
+int InAThrowawayMountNamespace(const std::function<int(const char* dir)>& body) {
   pid_t pid = fork();
-  ASSERT_GE(pid, 0);
+  if (pid < 0) return -1;
   if (pid == 0) {
     uid_t uid = getuid();
     gid_t gid = getgid();
@@ -203,36 +221,42 @@ TEST_F(SpareChildKeeperTest, ASpareIsNotHandedOutOnceTheHostMountTableChanged) {
     if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(11);
     char dir[] = "/tmp/cocoon-spare-XXXXXX";
     if (mkdtemp(dir) == nullptr) _exit(12);
-    int code = 0;
-    {
-      SpareChildKeeper keeper(kTestReadyWait);
-      ChildStartOptions options = NetworkOffOptions();
-      options.share_memory = false;  // the forked test child is not what LauncherMayShareMemory judged
-      (void)keeper.Take(options);
-      if (!ReplenishAndWait(keeper, 1)) code = 13;
-      if (code == 0 && mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) code = 14;
-      // The keeper's watch kills the stale spare without waiting for a
-      // call, and starts one with a copy of the new table.
-      for (int i = 0; code == 0 && i < 5000; ++i) {
-        SpareChildKeeper::Counts counts = keeper.counts();
-        if (counts.stale == 1 && counts.started == 2) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        if (i == 4999) code = 15;
-      }
-      // The old spare is gone (reaped), and the fresh one is served.
-      if (code == 0 && CountChildren() != 1) code = 16;
-      if (code == 0 && keeper.Take(options) == nullptr) code = 17;
-    }
+    int code = body(dir);
     umount2(dir, MNT_DETACH);
     rmdir(dir);
     _exit(code);
   }
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0)
-      << "10-12: namespace setup; 13: no spare; 14: mount; 15: the stale spare was not replaced within 5 s; "
-         "16: the stale spare was not reaped; 17: the fresh spare was not handed out";
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// A spare's mount namespace is a copy of the host's at its start; after a
+// mount on the host it is stale and must not be handed out. The "host" here
+// is a throwaway mount namespace of a forked child (as an unprivileged
+// user, inside a user namespace of its own), so nothing changes on the
+// real host.
+TEST_F(SpareChildKeeperTest, ASpareIsNotHandedOutOnceTheHostMountTableChanged) {
+  int code = InAThrowawayMountNamespace([](const char* dir) {
+    SpareMadeStale stale;
+    if (int failed = stale.Make(dir)) return failed;
+    SpareChildKeeper& keeper = stale.keeper;
+    const ChildStartOptions& options = stale.options;
+    // The keeper's watch kills the stale spare without waiting for a call,
+    // and starts one with a copy of the new table.
+    for (int i = 0;; ++i) {
+      SpareChildKeeper::Counts counts = keeper.counts();
+      if (counts.stale == 1 && counts.started == 2) break;
+      if (i == 5000) return 15;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // The old spare is gone (reaped), and the fresh one is served.
+    if (CountChildren() != 1) return 16;
+    if (keeper.Take(options) == nullptr) return 17;
+    return 0;
+  });
+  EXPECT_EQ(code, 0) << "10-12: namespace setup; 13: no spare; 14: mount; 15: the stale spare was not replaced "
+                        "within 5 s; 16: the stale spare was not reaped; 17: the fresh spare was not handed out";
 }
 
 TEST_F(SpareChildKeeperTest, AReplenishWhileASpareWaitsStartsNothingDuringTheNextCall) {
@@ -274,46 +298,21 @@ TEST_F(SpareChildKeeperTest, ASpareIsNotHandedOutToAThreadThatANewChildWouldInhe
 TEST_F(SpareChildKeeperTest, ATakeRightAfterAMountChangeGetsNoStaleSpare) {
   // Like the test above, but the Take comes at once, before the keeper's
   // watch (every second) can notice: the check at the hand-over must.
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    if (uid != 0) {
-      if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) _exit(10);
-      std::ofstream("/proc/self/setgroups") << "deny";
-      std::ofstream("/proc/self/uid_map") << "0 " << uid << " 1";
-      std::ofstream("/proc/self/gid_map") << "0 " << gid << " 1";
-    } else if (unshare(CLONE_NEWNS) != 0) {
-      _exit(10);
-    }
-    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(11);
-    char dir[] = "/tmp/cocoon-spare-XXXXXX";
-    if (mkdtemp(dir) == nullptr) _exit(12);
-    int code = 0;
-    {
-      SpareChildKeeper keeper(kTestReadyWait);
-      ChildStartOptions options = NetworkOffOptions();
-      options.share_memory = false;  // the forked test child is not what LauncherMayShareMemory judged
-      (void)keeper.Take(options);
-      if (!ReplenishAndWait(keeper, 1)) code = 13;
-      if (code == 0 && mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) code = 14;
-      auto taken = code == 0 ? keeper.Take(options) : nullptr;
-      SpareChildKeeper::Counts counts = keeper.counts();
-      // Either the hand-over found the spare stale, or (a second later) the
-      // watch replaced it first and the spare handed out is the fresh one.
-      if (code == 0 && counts.stale != 1) code = 15;
-      if (code == 0 && taken != nullptr && counts.started != 2) code = 16;
-    }
-    umount2(dir, MNT_DETACH);
-    rmdir(dir);
-    _exit(code);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10-12: namespace setup; 13: no spare; 14: mount; 15: the stale spare was "
-                                       "not discarded at the hand-over; 16: the stale spare was handed out";
+  int code = InAThrowawayMountNamespace([](const char* dir) {
+    SpareMadeStale stale;
+    if (int failed = stale.Make(dir)) return failed;
+    SpareChildKeeper& keeper = stale.keeper;
+    const ChildStartOptions& options = stale.options;
+    auto taken = keeper.Take(options);
+    SpareChildKeeper::Counts counts = keeper.counts();
+    // Either the hand-over found the spare stale, or (a second later) the
+    // watch replaced it first and the spare handed out is the fresh one.
+    if (counts.stale != 1) return 15;
+    if (taken != nullptr && counts.started != 2) return 16;
+    return 0;
+  });
+  EXPECT_EQ(code, 0) << "10-12: namespace setup; 13: no spare; 14: mount; 15: the stale spare was not discarded at "
+                        "the hand-over; 16: the stale spare was handed out";
 }
 
 }  // namespace
