@@ -16,6 +16,7 @@
 
 #include "enforcer/inherited_stdin.h"
 #include "enforcer/limits/host_caps.h"
+#include "enforcer/stdin_relay.h"
 #include "enforcer/userns.h"
 
 namespace cocoon::enforcer {
@@ -188,8 +189,12 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
     COCOON_RETURN_IF_ERROR(MakeSocketPair(s.broker_parent_, broker_child));
   }
   if (options.stdin_mode == StdinMode::kInherit && !isatty(0)) {
-    COCOON_RETURN_IF_ERROR(CheckInheritedStdin(0, options.new_network));
-    stdin_fd.Reset(fcntl(0, F_DUPFD_CLOEXEC, 3));
+    COCOON_ASSIGN_OR_RETURN(StdinHandling handling, HowToPassStdin(0, options.new_network));
+    if (handling == StdinHandling::kRelay) {
+      COCOON_ASSIGN_OR_RETURN(s.stdin_relay_, StdinRelay::Start(0, &stdin_fd));
+    } else {
+      stdin_fd.Reset(fcntl(0, F_DUPFD_CLOEXEC, 3));
+    }
   } else {
     stdin_fd.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   }

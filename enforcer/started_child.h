@@ -47,6 +47,7 @@
 #include "enforcer/memory_sharing_clone.h"
 #include "enforcer/owned_fd.h"
 #include "enforcer/sandbox.h"
+#include "enforcer/stdin_relay.h"
 
 namespace cocoon::enforcer {
 
@@ -155,6 +156,9 @@ class StartedChild {
   int broker_child_end_ = -1;
   pid_t pid_ = -1;
   bool adopted_ = false;
+  // Last: stopped first, after the destructor has killed and reaped the
+  // child (a relay waiting on its pipe then sees it closed anyway).
+  std::unique_ptr<StdinRelay> stdin_relay_;
 };
 
 }  // namespace cocoon::enforcer

@@ -135,7 +135,7 @@ TEST(CocoonRun, WordsAfterDoubleDashAreTheCommandsEvenAfterARepeatableOption) {
 // stdin, the sandbox could connect it to the host's loopback services (this
 // reached a host listener before inherited_stdin.h). cocoon refuses such a
 // stdin; a connected AF_UNIX stream (Node's child stdio) still passes.
-TEST(CocoonEnforce, AHostSocketAsStdinIsRefusedAndReachesNothing) {
+TEST(CocoonEnforce, StdinIsAPipeOrRefusedNeverAHostFileDirectoryOrSocket) {
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   ASSERT_GE(listener, 0);
   sockaddr_in address{};
@@ -187,6 +187,28 @@ TEST(CocoonEnforce, AHostSocketAsStdinIsRefusedAndReachesNothing) {
   close(pair[1]);
   EXPECT_EQ(cat_status, 0) << cat_err;
   EXPECT_NE(cat_err.find("from a socketpair"), std::string::npos) << cat_err;
+
+  // A regular file is not handed over (through /proc/self/fd/0 the sandbox
+  // could chmod or touch the host's file): its bytes come through a pipe.
+  std::string file = fs::temp_directory_path() / ("cocoon-stdin-file-" + std::to_string(getpid()));
+  std::ofstream(file) << "from a file\n";
+  int file_fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(file_fd, 0);
+  auto [file_status, file_err] =
+      run_with_stdin(file_fd, {"/bin/sh", "-c", "readlink /proc/self/fd/0 >&2; cat >&2"});
+  close(file_fd);
+  unlink(file.c_str());
+  EXPECT_EQ(file_status, 0) << file_err;
+  EXPECT_NE(file_err.find("pipe:["), std::string::npos) << file_err;
+  EXPECT_NE(file_err.find("from a file"), std::string::npos) << file_err;
+
+  // A directory would be a way into the host's tree: refused.
+  int directory = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(directory, 0);
+  auto [dir_status, dir_err] = run_with_stdin(directory, {"/bin/true"});
+  close(directory);
+  EXPECT_EQ(dir_status, 1) << dir_err;
+  EXPECT_NE(dir_err.find("stdin is a directory"), std::string::npos) << dir_err;
 }
 
 TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {

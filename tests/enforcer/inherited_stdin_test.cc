@@ -1,12 +1,17 @@
-// CheckInheritedStdin (inherited_stdin.h): a socket of the host's network
-// namespace never becomes the stdin of a sandbox with a namespace of its own,
-// except a connected AF_UNIX stream or seqpacket socket; and StartedChild
-// refuses to start with such a stdin.
+// HowToPassStdin (inherited_stdin.h): only a pipe, /dev/null or a connected
+// AF_UNIX stream reaches a sandbox as it is; files and devices go through a
+// relay; directories, O_PATH fds and host sockets (when the sandbox has a
+// network namespace of its own) are refused, and StartedChild refuses to
+// start with them.
 #include "enforcer/inherited_stdin.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -24,15 +29,65 @@ struct FdPair {
   }
 };
 
-TEST(InheritedStdinTest, PipesFilesAndConnectedUnixStreamsPass) {
+bool PassesAsItIs(int fd, bool own_network) {
+  auto how = HowToPassStdin(fd, own_network);
+  return how.ok() && *how == StdinHandling::kPassThrough;
+}
+
+bool IsRelayed(int fd, bool own_network) {
+  auto how = HowToPassStdin(fd, own_network);
+  return how.ok() && *how == StdinHandling::kRelay;
+}
+
+TEST(InheritedStdinTest, PipesDevNullAndConnectedUnixStreamsPassAsTheyAre) {
   FdPair pipe_fds, stream, seqpacket;
   ASSERT_EQ(pipe(pipe_fds.fds), 0);
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, stream.fds), 0);
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, seqpacket.fds), 0);
-  for (int fd : {pipe_fds.fds[0], stream.fds[0], seqpacket.fds[0]}) {
-    EXPECT_TRUE(CheckInheritedStdin(fd, true).ok()) << fd;
-    EXPECT_TRUE(CheckInheritedStdin(fd, false).ok()) << fd;
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(null, 0);
+  for (int fd : {pipe_fds.fds[0], stream.fds[0], seqpacket.fds[0], null}) {
+    EXPECT_TRUE(PassesAsItIs(fd, true)) << fd;
+    EXPECT_TRUE(PassesAsItIs(fd, false)) << fd;
   }
+  close(null);
+}
+
+TEST(InheritedStdinTest, FilesNamedFifosAndDevicesAreRelayed) {
+  char dir[] = "/tmp/cocoon-stdin-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string file = std::string(dir) + "/file", fifo = std::string(dir) + "/fifo";
+  int regular = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(regular, 0);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int named = open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // RDWR: no wait for a writer
+  int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(named, 0);
+  ASSERT_GE(zero, 0);
+  for (int fd : {regular, named, zero}) EXPECT_TRUE(IsRelayed(fd, true)) << fd;
+  close(regular);
+  close(named);
+  close(zero);
+  unlink(file.c_str());
+  unlink(fifo.c_str());
+  rmdir(dir);
+}
+
+TEST(InheritedStdinTest, DirectoriesAndOPathDescriptorsAreRefused) {
+  int directory = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int path = open("/etc/passwd", O_PATH | O_CLOEXEC);
+  ASSERT_GE(directory, 0);
+  ASSERT_GE(path, 0);
+  for (int fd : {directory, path}) {
+    for (bool own_network : {true, false}) {
+      auto how = HowToPassStdin(fd, own_network);
+      ASSERT_FALSE(how.ok()) << fd;
+      EXPECT_EQ(how.status().code(), ErrorCode::kFailedPrecondition);
+      EXPECT_NE(how.status().message().find("could open the host's files"), std::string::npos);
+    }
+  }
+  close(directory);
+  close(path);
 }
 
 TEST(InheritedStdinTest, SocketsThatCouldReachTheHostNetworkAreRefused) {
@@ -45,13 +100,14 @@ TEST(InheritedStdinTest, SocketsThatCouldReachTheHostNetworkAreRefused) {
   ASSERT_GE(udp, 0);
   ASSERT_GE(unconnected_unix, 0);
   for (int fd : {datagram.fds[0], tcp, udp, unconnected_unix}) {
-    Status refused = CheckInheritedStdin(fd, true);
-    EXPECT_EQ(refused.code(), ErrorCode::kFailedPrecondition) << fd;
-    EXPECT_NE(refused.message().find("pipe or a file"), std::string::npos) << refused.message();
+    auto refused = HowToPassStdin(fd, true);
+    ASSERT_FALSE(refused.ok()) << fd;
+    EXPECT_EQ(refused.status().code(), ErrorCode::kFailedPrecondition) << fd;
+    EXPECT_NE(refused.status().message().find("pipe or a file"), std::string::npos) << refused.status().message();
     // With the network on, the sandbox shares the host's namespace anyway.
-    EXPECT_TRUE(CheckInheritedStdin(fd, false).ok()) << fd;
+    EXPECT_TRUE(PassesAsItIs(fd, false)) << fd;
   }
-  EXPECT_NE(CheckInheritedStdin(tcp, true).message().find("AF_INET stream"), std::string::npos);
+  EXPECT_NE(HowToPassStdin(tcp, true).status().message().find("AF_INET stream"), std::string::npos);
   close(tcp);
   close(udp);
   close(unconnected_unix);
