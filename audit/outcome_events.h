@@ -23,7 +23,9 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
                                             const std::string& run_id) {
   std::vector<Event> events;
   for (const auto& denied : outcome.denied_syscalls) {
-    SyscallDeniedInfo info{denied.name, denied.number,
+    // The number is the calling convention's own: say which one unless x86_64.
+    std::string name = denied.arch == "x86_64" ? denied.name : denied.name + " (" + denied.arch + ")";
+    SyscallDeniedInfo info{std::move(name), denied.number,
                            std::vector<uint64_t>(denied.args.begin(), denied.args.end()),
                            denied.action, denied.count, outcome.policy_name, pid, run_id};
     events.push_back(SyscallDenied(info));

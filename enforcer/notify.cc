@@ -53,6 +53,36 @@ bool ConditionHolds(const SupervisedCondition& c, const uint64_t* args) {
   return false;
 }
 
+constexpr int kX32SyscallBit = 0x40000000;  // __X32_SYSCALL_BIT
+
+// The seccomp_data.arch of a sidecar arch name, and the number the kernel
+// reports for `nr` there; false for an arch this build does not know.
+bool ArchOf(const std::string& name, int nr, uint32_t* arch, int* number) {
+  *number = nr;
+  if (name == "x86_64") {
+    *arch = AUDIT_ARCH_X86_64;
+  } else if (name == "x32") {  // same audit arch as x86_64; the number has the x32 bit
+    *arch = AUDIT_ARCH_X86_64;
+    *number = nr | kX32SyscallBit;
+  } else if (name == "x86") {
+    *arch = AUDIT_ARCH_I386;
+  } else if (name == "aarch64") {
+    *arch = AUDIT_ARCH_AARCH64;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string ArchText(uint32_t arch, int nr) {
+  switch (arch) {
+    case AUDIT_ARCH_X86_64: return (nr & kX32SyscallBit) != 0 ? "x32" : "x86_64";
+    case AUDIT_ARCH_I386: return "x86";
+    case AUDIT_ARCH_AARCH64: return "aarch64";
+    default: return "arch " + std::to_string(arch);
+  }
+}
+
 }  // namespace
 
 Result<NotifyTable> ParseSeccompSidecar(std::string_view text) {
@@ -72,14 +102,18 @@ Result<NotifyTable> ParseSeccompSidecar(std::string_view text) {
       rule.syscall = entry.at("syscall").get<std::string>();
       COCOON_ASSIGN_OR_RETURN(rule.action, ActionFromName(entry.at("action").get<std::string>()));
       rule.errno_value = entry.value("errno", EPERM);
-      const auto& numbers = entry.value("numbers", nlohmann::json::object());
-      if (!numbers.contains("x86_64")) continue;  // unknown on this arch
-      rule.number = numbers.at("x86_64").get<int>();
       for (const auto& c : entry.value("conditions", nlohmann::json::array())) {
         rule.conditions.push_back({c.at("arg").get<int>(), c.at("op").get<std::string>(), c.at("value").get<uint64_t>(),
                                    c.value("mask", uint64_t{0})});
       }
-      table.rules.push_back(std::move(rule));
+      // One rule per architecture the filter admits: a policy with
+      // `arch x86` routes int 0x80 calls here too, under their i386 numbers.
+      const nlohmann::json numbers = entry.value("numbers", nlohmann::json::object());
+      for (const auto& [arch_name, nr] : numbers.items()) {
+        SupervisedRule for_arch = rule;
+        if (!ArchOf(arch_name, nr.get<int>(), &for_arch.arch, &for_arch.number)) continue;
+        table.rules.push_back(std::move(for_arch));
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(std::string("linux.seccomp.json: ") + e.what());
@@ -87,27 +121,43 @@ Result<NotifyTable> ParseSeccompSidecar(std::string_view text) {
   return table;
 }
 
-const SupervisedRule& NotifyResponder::Match(int nr, const uint64_t* args) const {
+const SupervisedRule& NotifyResponder::Match(uint32_t arch, int nr, const uint64_t* args) const {
+  bool known = false;
   for (const auto& rule : table_.rules) {
-    if (rule.number != nr) continue;
+    if (rule.arch != arch || rule.number != nr) continue;
+    known = true;
     bool all = true;
     for (const auto& c : rule.conditions) all = all && ConditionHolds(c, args);
     if (all) return rule;
   }
-  return table_.default_rule;
+  if (known) return table_.default_rule;  // its conditions did not hold, as the filter's did not
+  // The filter sent a call the table has no rule for (another architecture
+  // or number than the sidecar lists): the two disagree, so fail closed.
+  // Falling back to the default would turn a kill rule into the default
+  // action (`default allow`: into allow) for a calling convention the
+  // table does not cover.
+  static const SupervisedRule kUnknown = [] {
+    SupervisedRule unknown;
+    unknown.syscall = "(not in the notification table)";
+    unknown.action = SupervisedAction::kKill;
+    return unknown;
+  }();
+  return kUnknown;
 }
 
-void NotifyResponder::Record(const SupervisedRule& rule, int nr, const uint64_t* args) {
+void NotifyResponder::Record(const SupervisedRule& rule, uint32_t arch, int nr, const uint64_t* args) {
   std::string action = ActionText(rule);
+  std::string arch_text = ArchText(arch, nr);
   for (auto& row : denied_) {
-    if (row.number == nr && row.action == action) {
+    if (row.number == nr && row.arch == arch_text && row.action == action) {
       ++row.count;
       return;
     }
   }
   if (denied_.size() >= kMaxDeniedRows) return;
   DeniedSyscall row;
-  row.name = rule.number == nr ? rule.syscall : "#" + std::to_string(nr);
+  row.name = rule.number == nr && rule.arch == arch ? rule.syscall : "#" + std::to_string(nr);
+  row.arch = std::move(arch_text);
   row.number = nr;
   for (int i = 0; i < 6; ++i) row.args[i] = args[i];
   row.action = action;
@@ -130,13 +180,13 @@ bool NotifyResponder::HandleOne(int listener_fd) {
   auto* request = reinterpret_cast<struct seccomp_notif*>(request_buffer);
   if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) return true;  // ENOENT: target died
   const auto* args = reinterpret_cast<const uint64_t*>(request->data.args);
-  const SupervisedRule& rule = request->data.arch == AUDIT_ARCH_X86_64 ? Match(request->data.nr, args) : table_.default_rule;
+  const SupervisedRule& rule = Match(request->data.arch, request->data.nr, args);
   if (broker_ != nullptr && request->data.arch == AUDIT_ARCH_X86_64 && request->data.nr == SYS_connect &&
       rule.action == SupervisedAction::kNotify) {
     broker_->HandleConnect(listener_fd, *request);  // answers it, and records its own denials
     return true;
   }
-  Record(rule, request->data.nr, args);
+  Record(rule, request->data.arch, request->data.nr, args);
   if (rule.action == SupervisedAction::kKill) {
     // No answer at all: the caller kills the sandbox while this task is still
     // blocked inside the syscall, so nothing runs after it. Answering first

@@ -28,7 +28,8 @@ struct SupervisedCondition {
 
 struct SupervisedRule {
   std::string syscall;
-  int number = -1;  // x86_64
+  uint32_t arch = 0;  // AUDIT_ARCH_*, as seccomp_data.arch reports it
+  int number = -1;    // on that arch (an x32 call's carries __X32_SYSCALL_BIT)
   SupervisedAction action = SupervisedAction::kKill;
   int errno_value = 0;
   std::vector<SupervisedCondition> conditions;
@@ -58,8 +59,8 @@ class NotifyResponder {
   bool kill_fired() const { return kill_fired_; }
 
  private:
-  const SupervisedRule& Match(int nr, const uint64_t* args) const;
-  void Record(const SupervisedRule& rule, int nr, const uint64_t* args);
+  const SupervisedRule& Match(uint32_t arch, int nr, const uint64_t* args) const;
+  void Record(const SupervisedRule& rule, uint32_t arch, int nr, const uint64_t* args);
 
   NotifyTable table_;
   std::vector<DeniedSyscall> denied_;

@@ -76,6 +76,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
   j["denied_syscalls"] = nlohmann::json::array();
   for (const auto& denied : outcome.denied_syscalls) {
     j["denied_syscalls"].push_back({{"name", denied.name},
+                                    {"arch", denied.arch},
                                     {"number", denied.number},
                                     {"args", denied.args},
                                     {"action", denied.action},

@@ -47,6 +47,7 @@ struct LimitEnforcement {
 
 struct DeniedSyscall {
   std::string name;
+  std::string arch = "x86_64";  // the calling convention the program used ("x86" for int 0x80)
   int number = -1;
   std::array<uint64_t, 6> args{};
   std::string action;       // "errno(EPERM)", "kill", "log", ...

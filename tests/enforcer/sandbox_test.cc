@@ -1,6 +1,9 @@
 // Real sandboxes (LABELS integration). Each test runs a command under the
 // enforcer and asserts what the isolation must guarantee. The same binary is
 // run by ctest as root and as an unprivileged user (see CMakeLists.txt).
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -315,6 +318,45 @@ TEST(SandboxTest, UserNotificationLogAndKill) {
   Outcome killed = MustRun(std::move(request));
   EXPECT_EQ(killed.termination_reason, TerminationReason::kSeccompKill);
   EXPECT_EQ(killed.stdout_data, "");
+}
+
+// A kill rule holds for the i386 calling convention (int 0x80) as well: the
+// supervisor matches a notification on its architecture and number, and one
+// the table has no rule for is killed, never given the default action
+// (`default allow` turned such a kill rule into allow before).
+TEST(SandboxTest, AKillRuleHoldsForInt80CallsAndAnUnlistedOneIsKilledToo) {
+  std::vector<sock_filter> prog = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_I386, 0, 4),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 20, 0, 1),  // i386 getpid
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  std::string bpf(reinterpret_cast<const char*>(prog.data()), prog.size() * sizeof(sock_filter));
+  // mov eax, 20; int 0x80; ret: getpid through the i386 entry, from python.
+  const std::string script =
+      "import ctypes,mmap\n"
+      "m=mmap.mmap(-1,4096,prot=mmap.PROT_READ|mmap.PROT_WRITE|mmap.PROT_EXEC)\n"
+      "m.write(bytes([0xb8,20,0,0,0,0xcd,0x80,0xc3]))\n"
+      "f=ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))\n"
+      "print('int80 getpid', f(), flush=True)\n";
+  for (const char* numbers : {R"({"x86":20,"x86_64":39})", R"({"x86_64":39})"}) {
+    std::string sidecar = std::string(R"({"format":"cocoon.seccomp.v1","needs_listener":true,
+        "default_action":{"action":"allow"},
+        "supervised":[{"syscall":"getpid","action":"kill","numbers":)") + numbers + "}]}";
+    SandboxRequest request = MakeRequest(TestPolicy(), {"/usr/bin/python3", "-c", script}, bpf);
+    request.seccomp_sidecar_json = sidecar;
+    Outcome killed = MustRun(std::move(request));
+    EXPECT_EQ(killed.termination_reason, TerminationReason::kSeccompKill) << numbers << killed.stdout_data
+                                                                          << killed.stderr_data;
+    EXPECT_EQ(killed.stdout_data, "") << numbers;
+    ASSERT_EQ(killed.denied_syscalls.size(), 1u) << numbers;
+    EXPECT_EQ(killed.denied_syscalls[0].arch, "x86");
+    EXPECT_EQ(killed.denied_syscalls[0].number, 20);
+    EXPECT_EQ(killed.denied_syscalls[0].action, "kill");
+  }
 }
 
 TEST(SandboxTest, CancelKillsTheSandbox) {

@@ -1,9 +1,12 @@
 // Pure enforcer pieces (LABELS unit): Outcome JSON, BPF validation, the
 // seccomp sidecar, id maps, the artifact cache.
+#include <linux/audit.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include <cstdlib>
 #include <fstream>
@@ -90,11 +93,21 @@ TEST(NotifyTableTest, ParsesSidecar) {
                   {"syscall":"exotic","action":"log","numbers":{}}]})");
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   EXPECT_TRUE(table->needs_listener);
-  ASSERT_EQ(table->rules.size(), 1u) << "entries without an x86_64 number are skipped";
+  ASSERT_EQ(table->rules.size(), 1u) << "entries without a number are skipped";
+  EXPECT_EQ(table->rules[0].arch, AUDIT_ARCH_X86_64);
   EXPECT_EQ(table->rules[0].number, 101);
   EXPECT_EQ(table->rules[0].action, SupervisedAction::kKill);
   EXPECT_EQ(table->default_rule.action, SupervisedAction::kErrno);
   EXPECT_EQ(table->default_rule.errno_value, 38);
+  // One rule per architecture, with the number that architecture reports.
+  auto arches = ParseSeccompSidecar(R"({"default_action":{"action":"allow"},
+    "supervised":[{"syscall":"uname","action":"kill","numbers":{"x86":122,"x86_64":63,"x32":63}}]})");
+  ASSERT_TRUE(arches.ok()) << arches.status().ToString();
+  ASSERT_EQ(arches->rules.size(), 3u);
+  std::set<std::pair<uint32_t, int>> seen;
+  for (const auto& rule : arches->rules) seen.insert({rule.arch, rule.number});
+  EXPECT_EQ(seen, (std::set<std::pair<uint32_t, int>>{
+                      {AUDIT_ARCH_I386, 122}, {AUDIT_ARCH_X86_64, 63}, {AUDIT_ARCH_X86_64, 63 | 0x40000000}}));
   EXPECT_FALSE(ParseSeccompSidecar("{").ok());
   EXPECT_FALSE(ParseSeccompSidecar(R"({"default_action":{"action":"yolo"}})").ok());
 }
