@@ -328,9 +328,24 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
     case PlanMountKind::kMask: {
       // What would be visible at the target: the host /proc for proc paths
       // (same kernel), a bound host path, or nothing (then nothing to hide).
-      std::string host = IsUnder(mount.target, "/proc") ? mount.target : host_equivalent();
+      const bool in_proc = IsUnder(mount.target, "/proc");
+      std::string host = in_proc ? mount.target : host_equivalent();
       struct stat st;
-      if (host.empty() || lstat(host.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return Status::Ok();
+      if (host.empty() || lstat(host.c_str(), &st) != 0) return Status::Ok();
+      if (!in_proc) {
+        // A hidden path that is, or goes through, a symlink in the bound
+        // directory fails open: masking the link leaves its target readable
+        // (through the link's other names), and the child's mount(2), run
+        // before pivot_root, would follow a link in the middle into the host
+        // tree and mask something there instead. Refuse rather than guess.
+        auto real = RealPath(host);
+        if (!real.ok() || *real != host) {
+          return FailedPreconditionError("hide " + mount.target + ": on the host that is " + host +
+                                         (real.ok() ? ", which is or goes through a symlink to " + *real : "") +
+                                         "; hide the real path (and any other name that leads to it)");
+        }
+      }
+      if (S_ISLNK(st.st_mode)) return Status::Ok();  // a /proc link (self, mounts...): nothing of its own to hide
       if (S_ISDIR(st.st_mode)) {
         op.kind = ChildMountKind::kMaskDir;
         op.flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;

@@ -359,6 +359,38 @@ TEST(SandboxTest, AKillRuleHoldsForInt80CallsAndAnUnlistedOneIsKilledToo) {
   }
 }
 
+// `hide` on a path that is, or goes through, a symlink in a bound directory
+// would leave the file readable (or mask something on the host): refused.
+// Hiding the real path works and is what the message asks for.
+TEST(SandboxTest, HideThroughASymlinkIsRefusedAndTheRealPathIsHidden) {
+  char pattern[] = "/tmp/cocoon-hide-test-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  std::string dir = pattern;
+  chmod(dir.c_str(), 0755);
+  ASSERT_EQ(mkdir((dir + "/conf").c_str(), 0755), 0);
+  std::ofstream(dir + "/conf/secret.txt") << "SECRET\n";
+  chmod((dir + "/conf/secret.txt").c_str(), 0644);
+  ASSERT_EQ(symlink((dir + "/conf").c_str(), (dir + "/cfg").c_str()), 0);  // absolute, as in the review
+  ASSERT_EQ(symlink("conf/secret.txt", (dir + "/secretlink").c_str()), 0);
+  auto policy_hiding = [&](std::vector<std::string> hidden) {
+    ir::Policy policy = TestPolicy();
+    policy.filesystem.mounts.push_back({ir::MountKind::kReadOnly, dir, "/data", 0, false});
+    policy.filesystem.hidden = std::move(hidden);
+    return policy;
+  };
+  const std::string show = "cat /data/conf/secret.txt /data/cfg/secret.txt /data/secretlink 2>&1; echo end";
+  for (const char* through_link : {"/data/cfg/secret.txt", "/data/secretlink"}) {
+    auto refused = RunSandbox(MakeRequest(policy_hiding({through_link}), {"/bin/sh", "-c", show}));
+    ASSERT_FALSE(refused.ok()) << through_link << ": ran, printing " << refused->stdout_data;
+    EXPECT_NE(refused.status().message().find("is or goes through a symlink"), std::string::npos)
+        << refused.status().ToString();
+  }
+  Outcome hidden = MustRun(MakeRequest(policy_hiding({"/data/conf/secret.txt"}), {"/bin/sh", "-c", show}));
+  EXPECT_EQ(hidden.stdout_data.find("SECRET"), std::string::npos) << hidden.stdout_data;
+  EXPECT_NE(hidden.stdout_data.find("end"), std::string::npos) << hidden.stdout_data;
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
 TEST(SandboxTest, CancelKillsTheSandbox) {
   SandboxRequest request = MakeRequest(TestPolicy(), {"/bin/sh", "-c", "echo go; sleep 100"});
   auto cancel = std::make_shared<CancelHandle>();
