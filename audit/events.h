@@ -125,6 +125,10 @@ struct ProcessExitedInfo {
   uint64_t stdout_bytes = 0;
   uint64_t stderr_bytes = 0;
   bool breakout_clean = true;
+  // Breakout findings in all, and how many got a BreakoutFinding event of
+  // their own (at most kMaxBreakoutFindingEvents: the Outcome lists them all).
+  uint64_t breakout_findings = 0;
+  uint64_t breakout_findings_logged = 0;
   // With a work dir (Outcome::work_mode, verification, committed,
   // verification_error, commit_warning); work_mode empty: no
   // "cocoon.workdir" object.

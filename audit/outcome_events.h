@@ -18,6 +18,8 @@ inline LimitInfo LimitInfoFrom(const enforcer::LimitEnforcement& limit) {
                    std::string(enforcer::LimitMechanismName(limit.mechanism)), limit.required};
 }
 
+inline constexpr uint64_t kMaxBreakoutFindingEvents = 256;
+
 // Syscall denials, limit hits, breakout findings and the exit, in that order.
 inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, int pid,
                                             const std::string& run_id) {
@@ -45,9 +47,15 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
     hit(LimitKind::kOutputTruncated, limit_value("output"), outcome.stdout_bytes, "bytes", "stdout");
   if (outcome.stderr_truncated)
     hit(LimitKind::kOutputTruncated, limit_value("output"), outcome.stderr_bytes, "bytes", "stderr");
+  // One event per finding, up to a bound: a sandbox decides how many
+  // entries it leaves (up to the work dir's inode limit), and each event is
+  // a signed line. The exit event gives the total.
+  uint64_t logged = 0;
   for (const auto& finding : outcome.breakout_findings) {
+    if (logged == kMaxBreakoutFindingEvents) break;
     events.push_back(BreakoutFinding(
         BreakoutFindingInfo{finding.path, finding.kind, finding.target, outcome.policy_name, run_id}));
+    ++logged;
   }
   ProcessExitedInfo exited;
   exited.pid = pid;
@@ -62,6 +70,8 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
   exited.stdout_bytes = outcome.stdout_bytes;
   exited.stderr_bytes = outcome.stderr_bytes;
   exited.breakout_clean = outcome.breakout_clean;
+  exited.breakout_findings = outcome.breakout_findings.size();
+  exited.breakout_findings_logged = logged;
   exited.work_mode = outcome.work_mode;
   exited.verified = outcome.verification;
   exited.committed = outcome.committed;

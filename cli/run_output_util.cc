@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/mcp/json_rpc.h"
+#include "cli/terminal_text.h"
 #include "compiler/common/json_fd_writer.h"
 
 namespace cocoon::cli {
@@ -36,7 +37,16 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
   if (o.oom_killed) std::cerr << name << ": killed at the memory limit\n";
   if (o.termination_reason == enforcer::TerminationReason::kSeccompKill) std::cerr << name << ": killed by a seccomp kill rule\n";
   bool direct = o.work_mode == "direct";
+  // The names are the sandbox's: escaped, and not one line each without end
+  // (the Outcome in --json lists them all).
+  constexpr size_t kMaxFindingLines = 20;
+  size_t printed = 0;
   for (const auto& f : o.breakout_findings) {
+    if (++printed > kMaxFindingLines) {
+      std::cerr << name << ": " << o.breakout_findings.size() - kMaxFindingLines
+                << " more work dir entries like these (--json lists them all)\n";
+      break;
+    }
     // Staged: every finding stays out of the commit. Direct: the entry was
     // already on the host, so it was removed or defused, or (uninspected)
     // left where it is.
@@ -45,13 +55,14 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
                        : enforcer::IsUninspected(f)                    ? "not inspected, left in place"
                        : f.kind == "setuid" || f.kind == "setgid"      ? "bit cleared"
                                                                        : "removed";
-    std::cerr << name << ": work dir entry " << what << ": " << f.path << " (" << f.kind << ")\n";
+    std::cerr << name << ": work dir entry " << what << ": " << EscapeForTerminal(f.path) << " (" << f.kind << ")\n";
   }
   if (!o.verification_error.empty()) {
-    std::cerr << name << ": work dir NOT verified (" << o.verification << "): " << o.verification_error << "\n";
+    std::cerr << name << ": work dir NOT verified (" << o.verification
+              << "): " << EscapeForTerminal(o.verification_error) << "\n";
   }
   if (o.verification == "cancelled") std::cerr << name << ": cancelled during the commit; the host work dir is unchanged\n";
-  if (!o.commit_warning.empty()) std::cerr << name << ": " << o.commit_warning << "\n";
+  if (!o.commit_warning.empty()) std::cerr << name << ": " << EscapeForTerminal(o.commit_warning) << "\n";
 }
 
 std::string EnvOr(const std::string& value, const char* name) {

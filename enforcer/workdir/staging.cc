@@ -112,8 +112,12 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   WorkMountChildSpec& spec = staging->spec_;
   COCOON_RETURN_IF_ERROR(CopyString(spec.host_dir, sizeof spec.host_dir, host, "work dir path"));
   staging->quota_bytes_ = options.quota_bytes ? options.quota_bytes : options.default_quota_bytes;
-  snprintf(spec.tmpfs_data, sizeof spec.tmpfs_data, "size=%llu,mode=0755",
-           static_cast<unsigned long long>(staging->quota_bytes_));
+  // size= bounds bytes only: empty files, directories and symlinks use none,
+  // so a sandbox could make entries without end (kernel memory on the host,
+  // each one scanned, reported and committed). nr_inodes bounds them too.
+  snprintf(spec.tmpfs_data, sizeof spec.tmpfs_data, "size=%llu,nr_inodes=%llu,mode=0755",
+           static_cast<unsigned long long>(staging->quota_bytes_),
+           static_cast<unsigned long long>(WorkDirEntryLimit(staging->quota_bytes_)));
 
   StagingStrategy strategy = options.strategy;
   if (options.mode == ir::WorkMode::kDirect) strategy = StagingStrategy::kDirect;

@@ -71,6 +71,15 @@
 
 namespace cocoon::enforcer {
 
+// How many entries (files, directories, links) the staged work dir may
+// hold: one per KiB of its quota, at least 4096. A tmpfs inode and its
+// dentry cost the host about that much kernel memory, so the count is
+// bounded as the bytes are.
+inline uint64_t WorkDirEntryLimit(uint64_t quota_bytes) {
+  uint64_t per_kib = quota_bytes / 1024;
+  return per_kib < 4096 ? 4096 : per_kib;
+}
+
 enum class StagingStrategy { kAuto, kCopy, kOverlay, kDirect };
 enum class StagedCommit { kCommit, kDiscard };
 
@@ -115,7 +124,7 @@ inline constexpr size_t kMountOptionsMax = 4096;
 struct WorkMountChildSpec {
   StagingStrategy strategy = StagingStrategy::kCopy;  // never kAuto
   char stage_dir[PATH_MAX] = {};      // overlay: empty host dir; the tmpfs goes here (child ns only)
-  char tmpfs_data[64] = {};           // "size=<bytes>,mode=0755"
+  char tmpfs_data[96] = {};           // "size=<bytes>,nr_inodes=<n>,mode=0755"
   char host_dir[PATH_MAX] = {};       // lowerdir (overlay) / bind source (direct)
   // The overlay's options after its lowerdir: ",upperdir=..,workdir=..,userxattr".
   // The child puts "lowerdir=" in front: lower_dir for an idmapped lower,

@@ -211,6 +211,43 @@ TEST(CocoonEnforce, StdinIsAPipeOrRefusedNeverAHostFileDirectoryOrSocket) {
   EXPECT_NE(dir_err.find("stdin is a directory"), std::string::npos) << dir_err;
 }
 
+// Work dir entries are named by the sandbox; cocoon's notes about them must
+// not carry its escape sequences or newlines to the caller's terminal, nor
+// one line per entry without end.
+TEST(CocoonEnforce, NotesAboutWorkDirEntriesAreEscapedAndCapped) {
+  std::string dir = fs::temp_directory_path() / ("cocoon-notes-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  chmod(dir.c_str(), 0777);
+  std::string script =
+      "ln -s /etc/passwd \"/work/a$(printf '\\033]0;PWNED\\007\\033[2J')\nFAKE: all clean\"; "
+      "for i in $(seq 1 30); do ln -s /etc/passwd /work/link$i; done";
+  Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", dir, "--", "/bin/sh", "-c", script});
+  fs::remove_all(dir);
+  EXPECT_EQ(ran.err.find('\033'), std::string::npos) << ran.err;
+  EXPECT_EQ(ran.err.find("\nFAKE"), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("\\x1b]0;PWNED\\x07\\x1b[2J\\x0aFAKE: all clean"), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("11 more work dir entries like these"), std::string::npos) << ran.err;
+}
+
+// Empty files use no bytes of the disk quota, but each is an inode of host
+// kernel memory, a line of verification and an entry of the commit: the
+// staged work dir holds at most one entry per KiB of its quota (4096 here).
+TEST(CocoonRun, TheWorkDirHoldsABoundedNumberOfEntries) {
+  std::string dir = fs::temp_directory_path() / ("cocoon-inodes-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  chmod(dir.c_str(), 0777);
+  Ran ran = Cocoon({"run", "--disk", "4", "--work", dir, "--", "/usr/bin/python3", "-c",
+                    "import errno\nn=0\ntry:\n while n < 100000:\n  open('/work/f%d' % n, 'w').close(); n += 1\n"
+                    "except OSError as e:\n print('made', n, errno.errorcode[e.errno])"});
+  size_t committed = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++committed;
+  fs::remove_all(dir);
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_NE(ran.out.find("ENOSPC"), std::string::npos) << ran.out << ran.err;
+  EXPECT_LE(committed, 4096u);
+  EXPECT_GE(committed, 4000u);
+}
+
 TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
   std::string dir = fs::temp_directory_path() / ("cocoon-quota-" + std::to_string(getpid()));
   fs::create_directories(dir);

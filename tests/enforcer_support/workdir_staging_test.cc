@@ -588,7 +588,7 @@ TEST(StagingPrepareTest, AutoPicksOverlayForBigDirs) {
   staging = Staging::Prepare(options);
   ASSERT_TRUE(staging.ok());
   EXPECT_EQ((*staging)->strategy(), StagingStrategy::kCopy);
-  EXPECT_EQ(std::string((*staging)->child_spec().tmpfs_data), "size=1073741824,mode=0755");
+  EXPECT_EQ(std::string((*staging)->child_spec().tmpfs_data), "size=1073741824,nr_inodes=1048576,mode=0755");
 }
 
 }  // namespace

@@ -1,0 +1,15 @@
+// Text chosen by the sandbox (file names in the work dir, messages that quote
+// them) printed on cocoon's own stderr: an escape sequence could clear the
+// screen or retitle the terminal, and a newline could forge a line of
+// cocoon's. Control characters (C0, DEL, C1), invalid UTF-8 and the
+// backslash itself come out as \xNN and \\, in the manner of `ls -b`.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace cocoon::cli {
+
+std::string EscapeForTerminal(std::string_view text);
+
+}  // namespace cocoon::cli
