@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "enforcer/workdir/host_path.h"
 #include "cli/host_probe_util.h"
 #include "cli/runtime_util.h"
 #include "compiler/common/digest.h"
@@ -161,10 +162,15 @@ bool IsForbiddenBind(const std::string& path) {
 }
 
 Result<std::string> CanonicalHostPath(const std::string& path, const char* flag) {
-  std::error_code ec;
-  fs::path canonical = fs::canonical(path, ec);
-  if (ec) return NotFoundError(std::string(flag) + " " + path + ": " + ec.message());
-  std::string s = canonical.string();
+  // As root, only root's symlinks are followed (enforcer/workdir/host_path.h).
+  auto resolved = enforcer::ResolveHostPath(path);
+  if (!resolved.ok()) {
+    if (resolved.status().code() == ErrorCode::kNotFound) {
+      return NotFoundError(std::string(flag) + " " + path + ": " + resolved.status().message());
+    }
+    return resolved.status().WithContext(flag);
+  }
+  std::string s = *resolved;
   if (IsForbiddenBind(s)) {
     return InvalidArgumentError(std::string(flag) + " " + s + ": refusing to expose this host path to a sandbox");
   }

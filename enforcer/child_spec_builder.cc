@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "enforcer/landlock.h"
+#include "enforcer/workdir/host_path.h"
 
 extern char** environ;
 
@@ -29,11 +30,10 @@ bool IsUnder(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
 }
 
-Result<std::string> RealPath(const std::string& path) {
-  char buffer[PATH_MAX];
-  if (realpath(path.c_str(), buffer) == nullptr) return ErrnoError(path);
-  return std::string(buffer);
-}
+// Bind sources as root follow only root's symlinks (workdir/host_path.h).
+// The child mounts the resolved path by name later; a link another user puts
+// on the way in between is not caught here (open_tree from an fd would be).
+Result<std::string> RealPath(const std::string& path) { return ResolveHostPath(path); }
 
 // `path` with "." components and repeated slashes removed; nullopt if it
 // has a ".." component (not needed for what it is used for below).

@@ -1,4 +1,5 @@
 #include "enforcer/workdir/staging.h"
+#include "enforcer/workdir/host_path.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -32,12 +33,12 @@ Status CopyString(char* out, size_t size, const std::string& value, const char* 
 }
 
 Result<std::string> Canonical(const std::string& path) {
-  char resolved[PATH_MAX];
-  if (!realpath(path.c_str(), resolved)) return ErrnoError("work dir " + path);
+  auto resolved = ResolveHostPath(path);
+  if (!resolved.ok()) return resolved.status().WithContext("work dir");
   struct stat st {};
-  if (stat(resolved, &st) != 0) return ErrnoError("work dir " + path);
+  if (stat(resolved->c_str(), &st) != 0) return ErrnoError("work dir " + path);
   if (!S_ISDIR(st.st_mode)) return InvalidArgumentError("work dir " + path + " is not a directory");
-  return std::string(resolved);
+  return resolved;
 }
 
 // Overlay options are comma-separated and lowerdir is colon-separated
@@ -123,9 +124,9 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   if (options.mode == ir::WorkMode::kDirect) strategy = StagingStrategy::kDirect;
   // One open of the host dir serves its stat, the scan, the idmapped clone
   // below and the copy-in (Populate): they all see the same directory.
-  staging->host_dir_fd_.Reset(open(host.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  COCOON_ASSIGN_OR_RETURN(int host_dir_fd, OpenResolvedPath(host, O_RDONLY | O_DIRECTORY));
+  staging->host_dir_fd_.Reset(host_dir_fd);
   const Fd& host_fd = staging->host_dir_fd_;
-  if (!host_fd.valid()) return ErrnoError("work dir " + host);
   // Staged modes replace the work dir whole when they commit, so two staged
   // runs on one dir must not overlap: the later commit would find a
   // directory the first put there (and refuse, discarding its run's work).
@@ -341,19 +342,29 @@ Status Staging::Populate() {
     std::string dir = slash == std::string::npos ? "" : dest.substr(0, slash);
     std::string name = slash == std::string::npos ? dest : dest.substr(slash + 1);
     COCOON_ASSIGN_OR_RETURN(Fd parent, tree::OpenDirPath(view_fd_, dir, tree::CreateMissing::kYes, &hooks.owner));
+    auto source = ResolveHostPath(copy.source);
+    if (!source.ok()) return source.status().WithContext("--copy source");
     struct stat st {};
-    if (lstat(copy.source.c_str(), &st) != 0) return ErrnoError("--copy source " + copy.source);
+    if (lstat(source->c_str(), &st) != 0) return ErrnoError("--copy source " + copy.source);
     // The destination is replaced, never written through (it may be a link).
     COCOON_RETURN_IF_ERROR(tree::RemoveTree(parent.get(), name));
     if (S_ISDIR(st.st_mode)) {
-      Fd src(open(copy.source.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!src.valid()) return ErrnoError("--copy source " + copy.source);
+      auto opened = OpenResolvedPath(*source, O_RDONLY | O_DIRECTORY);
+      if (!opened.ok()) return opened.status().WithContext("--copy source");
+      Fd src(*opened);
       if (mkdirat(parent.get(), name.c_str(), st.st_mode & 0777) != 0) return ErrnoError("creating " + dest);
       COCOON_RETURN_IF_ERROR(tree::ChownAt(parent.get(), name, hooks.owner));
       COCOON_ASSIGN_OR_RETURN(Fd dst, tree::OpenDir(parent.get(), name));
       COCOON_RETURN_IF_ERROR(tree::CopyTree(src.get(), dst.get(), dest, hooks, stats));
     } else {
-      COCOON_RETURN_IF_ERROR(tree::CopyFile(AT_FDCWD, copy.source, parent.get(), name, st.st_mode, &stats.bytes));
+      // From its directory, opened with no symlink on the way (CopyFile opens
+      // the name itself with O_NOFOLLOW).
+      size_t last = source->rfind('/');
+      auto dir_fd = OpenResolvedPath(last == 0 ? "/" : source->substr(0, last), O_PATH | O_DIRECTORY);
+      if (!dir_fd.ok()) return dir_fd.status().WithContext("--copy source");
+      Fd source_dir(*dir_fd);
+      COCOON_RETURN_IF_ERROR(
+          tree::CopyFile(source_dir.get(), source->substr(last + 1), parent.get(), name, st.st_mode, &stats.bytes));
       COCOON_RETURN_IF_ERROR(tree::ChownAt(parent.get(), name, hooks.owner));
     }
   }

@@ -248,6 +248,39 @@ TEST(CocoonRun, TheWorkDirHoldsABoundedNumberOfEntries) {
   EXPECT_GE(committed, 4000u);
 }
 
+// As root, a path through another user's directory is that user's to point
+// anywhere: cocoon follows only root's symlinks there, for the work dir, a
+// --copy source and a bind source (workdir/host_path.h).
+TEST(CocoonEnforce, AsRootAnotherUsersSymlinkIsNotFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root (the threat is root following a user's link)";
+  std::string base = fs::temp_directory_path() / ("cocoon-links-test-" + std::to_string(getpid()));
+  std::string user_dir = base + "/user", secret_dir = base + "/rootonly";
+  fs::create_directories(user_dir);
+  fs::create_directories(secret_dir);
+  chmod(base.c_str(), 0755);
+  chmod(secret_dir.c_str(), 0700);
+  std::ofstream(secret_dir + "/secret") << "TOPSECRET\n";
+  ASSERT_EQ(chown(user_dir.c_str(), 65534, 65534), 0);
+  std::string link = user_dir + "/work";
+  ASSERT_EQ(symlink(secret_dir.c_str(), link.c_str()), 0);
+  ASSERT_EQ(lchown(link.c_str(), 65534, 65534), 0);  // the user's link
+  std::string empty = base + "/empty";
+  fs::create_directories(empty);
+  Ran work = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", user_dir + "/work", "--", "/bin/sh",
+                     "-c", "cat /work/secret; echo planted > /work/planted"});
+  Ran copy = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", empty, "--copy",
+                     user_dir + "/work/secret", "--", "/bin/cat", "/work/secret"});
+  Ran bind = Cocoon({"run", "--ro", user_dir + "/work", "--", "/bin/sh", "-c", "cat " + user_dir + "/work/secret"});
+  bool planted = fs::exists(secret_dir + "/planted");
+  fs::remove_all(base);
+  for (const Ran* ran : {&work, &copy, &bind}) {
+    EXPECT_NE(ran->status, 0) << ran->out << ran->err;
+    EXPECT_EQ(ran->out.find("TOPSECRET"), std::string::npos) << ran->out;
+    EXPECT_NE(ran->err.find("a symlink owned by uid 65534"), std::string::npos) << ran->err;
+  }
+  EXPECT_FALSE(planted) << "the commit wrote into root's directory";
+}
+
 TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
   std::string dir = fs::temp_directory_path() / ("cocoon-quota-" + std::to_string(getpid()));
   fs::create_directories(dir);
