@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/pass_through.h"
 #include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "cli/launch_util.h"
@@ -28,15 +29,6 @@ struct EnforceOptions {
   std::vector<std::string> command;
 };
 
-void WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the reader went away: keep supervising, drop output
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
 int RunEnforce(const EnforceOptions& options) {
   if (options.command.empty()) {
     std::cerr << "cocoon enforce: missing command; usage: cocoon enforce POLICY [options] -- CMD [ARG...]\n";
@@ -57,11 +49,13 @@ int RunEnforce(const EnforceOptions& options) {
   request.stdin_mode = enforcer::StdinMode::kInherit;
   request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
   request.audit = {options.audit_log, options.audit_key};
+  // Pass the command's output through as it comes (up to the policy's cap),
+  // never blocking the supervisor (pass_through.h).
+  PassThroughWriter out(STDOUT_FILENO), err(STDERR_FILENO);
   if (!options.json) {
-    // Pass the command's output through as it comes (up to the policy's cap).
     request.output_mode = enforcer::OutputMode::kStreamOnly;
-    request.on_output = [](enforcer::OutputStream stream, std::string_view chunk) {
-      WriteAll(stream == enforcer::OutputStream::kStdout ? STDOUT_FILENO : STDERR_FILENO, chunk);
+    request.on_output = [&out, &err](enforcer::OutputStream stream, std::string_view chunk) {
+      (stream == enforcer::OutputStream::kStdout ? out : err).Write(chunk);
     };
   }
   // Passing the request lets the sandbox's first process start while the
@@ -72,6 +66,8 @@ int RunEnforce(const EnforceOptions& options) {
     return kExitRefused;
   }
   auto outcome = LaunchSandboxed(*artifacts, std::move(request));
+  out.Flush();
+  err.Flush();
   if (!outcome.ok()) {
     std::cerr << "cocoon enforce: " << outcome.status().message() << "\n";
     return RefusalExitCode(outcome.status());

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/pass_through.h"
 #include "cli/agent_run_util.h"
 #include "cli/command_registry.h"
 #include "cli/run_output_util.h"
@@ -100,13 +101,16 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
   request.work_dir = work;
   request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
   request.audit = {EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
+  PassThroughWriter out(STDOUT_FILENO), err(STDERR_FILENO);  // never blocks the supervisor
   if (!flags.json) {
     request.output_mode = enforcer::OutputMode::kStreamOnly;
-    request.on_output = [](enforcer::OutputStream stream, std::string_view chunk) {
-      WriteAllFd(stream == enforcer::OutputStream::kStdout ? STDOUT_FILENO : STDERR_FILENO, chunk);
+    request.on_output = [&out, &err](enforcer::OutputStream stream, std::string_view chunk) {
+      (stream == enforcer::OutputStream::kStdout ? out : err).Write(chunk);
     };
   }
   auto outcome = LaunchPrepared(*prepared, std::move(request));
+  out.Flush();
+  err.Flush();
   if (!outcome.ok()) {
     *exit_status = RefusalExitCode(outcome.status());
     result["error"] = outcome.status().message();

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/mcp/json_rpc.h"
+#include "cli/pass_through.h"
 #include "cli/terminal_text.h"
 #include "compiler/common/json_fd_writer.h"
 
@@ -110,8 +111,10 @@ void NdjsonStreamer::Emit(std::string_view stream, std::string_view data) {
     line["encoding"] = "base64";
     line["data"] = Base64Encode(data);
   }
-  WriteAllFd(fd_, line.dump() + "\n");
+  writer_.Write(line.dump() + "\n");
 }
+
+void NdjsonStreamer::Flush() { writer_.Flush(); }
 
 void NdjsonStreamer::Chunk(enforcer::OutputStream stream, std::string_view data) {
   int index = stream == enforcer::OutputStream::kStdout ? 0 : 1;
@@ -128,6 +131,7 @@ void NdjsonStreamer::Finish(nlohmann::json outcome) {
   Emit("stderr", pending_[1]);
   pending_[0].clear();
   pending_[1].clear();
+  writer_.Flush();  // the sandbox is gone: the rest may block like any write
   for (const char* stream : {"stdout", "stderr"}) {
     if (outcome.value(std::string(stream) + "_truncated", false)) {
       nlohmann::json marker = {{"stream", stream}, {"seq", ++seq_}, {"truncated", true},
@@ -162,17 +166,21 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
   request.audit = audit;
   NdjsonStreamer streamer(STDOUT_FILENO);
+  PassThroughWriter out(STDOUT_FILENO), err(STDERR_FILENO);  // never blocks the supervisor
   if (output.mode == RunOutputMode::kPassThrough) {
     request.output_mode = enforcer::OutputMode::kStreamOnly;
-    request.on_output = [](enforcer::OutputStream stream, std::string_view chunk) {
-      WriteAllFd(stream == enforcer::OutputStream::kStdout ? STDOUT_FILENO : STDERR_FILENO, chunk);
+    request.on_output = [&out, &err](enforcer::OutputStream stream, std::string_view chunk) {
+      (stream == enforcer::OutputStream::kStdout ? out : err).Write(chunk);
     };
   } else if (output.mode == RunOutputMode::kStream) {
     request.output_mode = enforcer::OutputMode::kStreamOnly;
     request.on_output = [&streamer](enforcer::OutputStream stream, std::string_view chunk) { streamer.Chunk(stream, chunk); };
   }
   auto outcome = LaunchPrepared(run, std::move(request));
+  out.Flush();
+  err.Flush();
   if (!outcome.ok()) {
+    streamer.Flush();
     std::cerr << output.command_name << ": " << outcome.status().message() << "\n";
     if (output.mode != RunOutputMode::kPassThrough) {
       nlohmann::json refused = {{"refused", true}, {"error", outcome.status().message()}, {"overrides", run.policy.overrides}};

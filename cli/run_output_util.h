@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/pass_through.h"
 #include "cli/agent_run_util.h"
 #include "cli/launch_util.h"
 #include "enforcer/outcome.h"
@@ -54,13 +55,17 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
 // policy's output cap and the Outcome says the stream was truncated).
 class NdjsonStreamer {
  public:
-  explicit NdjsonStreamer(int fd) : fd_(fd) {}
+  explicit NdjsonStreamer(int fd) : fd_(fd), writer_(fd) {}
+  // While the sandbox runs: never blocks (pass_through.h).
   void Chunk(enforcer::OutputStream stream, std::string_view data);
+  // Writes what Chunk kept (blocking).
+  void Flush();
   void Finish(nlohmann::json outcome);
 
  private:
   void Emit(std::string_view stream, std::string_view data);
   int fd_;
+  PassThroughWriter writer_;
   uint64_t seq_ = 0;
   std::string pending_[2];
 };

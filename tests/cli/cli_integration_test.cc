@@ -15,12 +15,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -279,6 +281,40 @@ TEST(CocoonEnforce, AsRootAnotherUsersSymlinkIsNotFollowed) {
     EXPECT_NE(ran->err.find("a symlink owned by uid 65534"), std::string::npos) << ran->err;
   }
   EXPECT_FALSE(planted) << "the commit wrote into root's directory";
+}
+
+// A caller that stops reading cocoon's stdout must not stop the supervisor:
+// the wall-clock limit holds (pass_through.h). The reader here starts 3 s
+// after a 1 s limit; the Outcome must say the sandbox was killed at ~1 s.
+TEST(CocoonRun, AReaderThatStopsReadingDoesNotSuspendTheTimeLimit) {
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  std::string err_path = fs::temp_directory_path() / ("cocoon-stalled-reader-" + std::to_string(getpid()));
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (dup2(out[1], 1) != 1 || !freopen(err_path.c_str(), "w", stderr)) _exit(125);
+    execl(COCOON_BINARY, COCOON_BINARY, "run", "--timeout", "1", "--", "/bin/sh", "-c",
+          "head -c 300000 /dev/zero; sleep 30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  char buffer[65536];
+  while (read(out[0], buffer, sizeof buffer) > 0) {
+  }
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(err_path);
+  std::stringstream err;
+  err << in.rdbuf();
+  unlink(err_path.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << err.str();
+  EXPECT_EQ(WEXITSTATUS(status), 124) << err.str();
+  size_t at = err.str().find("timed out after ");
+  ASSERT_NE(at, std::string::npos) << err.str();
+  long reported_ms = std::atol(err.str().c_str() + at + 16);
+  EXPECT_LT(reported_ms, 2500) << "the limit waited for the reader: " << err.str();
 }
 
 TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
