@@ -313,6 +313,7 @@ Event ProcessExited(const ProcessExitedInfo& info) {
                          {"peak_memory_source", S(info.peak_memory_source)},
                          {"stdout_bytes", Safe53(info.stdout_bytes)}, {"stderr_bytes", Safe53(info.stderr_bytes)},
                          {"breakout_clean", info.breakout_clean}};
+  if (!info.error.empty()) e["cocoon"]["exit"]["error"] = S(info.error);
   if (info.breakout_findings != 0) {
     e["cocoon"]["exit"]["breakout_findings"] = Safe53(info.breakout_findings);
     e["cocoon"]["exit"]["breakout_findings_logged"] = Safe53(info.breakout_findings_logged);

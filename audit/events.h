@@ -137,6 +137,9 @@ struct ProcessExitedInfo {
   bool committed = false;
   std::string verification_error;
   std::string commit_warning;
+  // termination_reason "failed": why the run could not be completed after
+  // its launch event (a step of the isolation sequence, the supervisor).
+  std::string error;
   std::string policy_name;
   std::string run_id;
 };

@@ -41,6 +41,9 @@ class LaunchAuditLog {
   // The run's denied-syscall, limit, breakout and exit events, then the log
   // is sealed. Failures are logged: the run has already happened.
   virtual void RecordOutcome(const enforcer::Outcome& outcome, pid_t sandbox_pid, const std::string& run_id) = 0;
+  // The run failed after its launch event (no Outcome): an exit event that
+  // says why, then the log is sealed, so that the launch never stands alone.
+  virtual void RecordFailure(const Status& why, pid_t sandbox_pid, const std::string& run_id) = 0;
 };
 
 Result<std::unique_ptr<LaunchAuditLog>> OpenLaunchAuditLog(const AuditOptions& options);

@@ -37,6 +37,7 @@ class SignedLaunchAuditLog : public LaunchAuditLog {
   Result<AuditReference> RecordLaunch(const PolicyArtifacts& artifacts, const enforcer::Sandbox& sandbox,
                                       const std::vector<std::string>& argv, const LaunchRequest& request,
                                       const std::string& run_id) override {
+    policy_name_ = artifacts.plan.policy_name;
     auto written = log_->Append(LaunchEvent(artifacts, sandbox, argv, request, run_id));
     if (!written.ok()) return written.status().WithContext("writing the launch audit event (the run is refused)");
     return AuditReference{written->sequence, written->event_id};
@@ -49,8 +50,22 @@ class SignedLaunchAuditLog : public LaunchAuditLog {
     if (!closed.ok()) log::Error("audit: closing the log: " + closed.ToString());
   }
 
+  void RecordFailure(const Status& why, pid_t sandbox_pid, const std::string& run_id) override {
+    audit::ProcessExitedInfo exited;
+    exited.pid = sandbox_pid;
+    exited.termination_reason = "failed";
+    exited.error = why.message();
+    exited.policy_name = policy_name_;
+    exited.run_id = run_id;
+    auto written = log_->Append(audit::ProcessExited(exited));
+    Status closed = log_->Close();
+    if (!written.ok()) log::Error("audit: the failed run's exit event could not be written: " + written.status().ToString());
+    if (!closed.ok()) log::Error("audit: closing the log: " + closed.ToString());
+  }
+
  private:
   std::unique_ptr<audit::AuditLog> log_;
+  std::string policy_name_;  // the launch event's
 };
 
 }  // namespace

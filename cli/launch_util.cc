@@ -174,8 +174,12 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
     COCOON_ASSIGN_OR_RETURN(AuditReference reference, log->RecordLaunch(artifacts, *sandbox, argv, request, run_id));
     if (request.audit_reference) *request.audit_reference = reference;
   }
-  COCOON_ASSIGN_OR_RETURN(enforcer::Outcome outcome, sandbox->Run());
-  if (log) log->RecordOutcome(outcome, sandbox->pid(), run_id);
+  auto outcome = sandbox->Run();
+  if (!outcome.ok()) {
+    if (log) log->RecordFailure(outcome.status(), sandbox->pid(), run_id);
+    return outcome.status();
+  }
+  if (log) log->RecordOutcome(*outcome, sandbox->pid(), run_id);
   return outcome;
 }
 

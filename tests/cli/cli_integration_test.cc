@@ -794,6 +794,31 @@ TEST(CocoonRun, OpeningFlagsAreOverridesAndExplainDoesNotRun) {
   for (const auto& o : j["overrides"]) EXPECT_EQ(o.get<std::string>().find("limits."), std::string::npos) << o;
 }
 
+// A run that fails after its launch event (here: the command is missing)
+// still gets an exit event that says why, and the log is sealed: a SIEM never
+// sees a launch with no end.
+TEST(CocoonEnforce, AnAuditedRunThatFailsAfterItsLaunchIsClosedInTheLog) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-failed-run-audit-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--audit-log", log, "--audit-key", key, "--",
+                    "/nonexistent"});
+  EXPECT_EQ(ran.status, 127) << ran.err;
+  std::ifstream in(log);
+  std::vector<json> events;
+  for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
+  ASSERT_GE(events.size(), 2u);
+  const json& exited = events[events.size() - 2];
+  EXPECT_EQ(exited["event"]["action"], "process-exited") << exited.dump();
+  EXPECT_EQ(exited["cocoon"]["exit"]["termination_reason"], "failed");
+  EXPECT_NE(exited["cocoon"]["exit"]["error"].get<std::string>().find("execve"), std::string::npos);
+  EXPECT_EQ(events.back()["event"]["action"], "log-seal") << events.back().dump();
+  EXPECT_EQ(Cocoon({"audit", "verify", log, "--trust", key + ".pub"}).status, 0);
+  fs::remove_all(dir);
+}
+
 // Audit signing loads libcrypto.so.3 on first use (audit/libcrypto.h). When
 // it cannot be loaded, an audited run is refused before anything runs: a
 // clear error, no audit log, nothing committed to the work dir.
