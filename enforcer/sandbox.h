@@ -54,7 +54,7 @@ enum class StdinMode {
 };
 
 enum class SignalHandling {
-  kCancelOnSigintSigterm,  // SIGINT/SIGTERM/SIGHUP to this process cancel the run (CLI)
+  kCancelOnSigintSigterm,  // SIGINT/SIGTERM/SIGHUP (and SIGQUIT/USR1/USR2/ALRM) to this process cancel the run (CLI)
   kNone,                   // the embedding program handles signals (MCP server, tests)
 };
 

@@ -101,9 +101,11 @@ SignalGuard::SignalGuard(SignalHandling handling) : owner_(pthread_self()) {
   sigemptyset(&set);
   sigaddset(&set, SIGPIPE);
   if (handling == SignalHandling::kCancelOnSigintSigterm) {
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    // Every signal whose default action would end cocoon in the middle of a
+    // run (leaving its cgroups, staging and a half-told audit log behind)
+    // cancels it instead: SIGINT, SIGTERM and SIGHUP, and also SIGQUIT,
+    // SIGUSR1, SIGUSR2 and SIGALRM, which nobody sends cocoon on purpose.
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) sigaddset(&set, signal);
   }
   if (pthread_sigmask(SIG_BLOCK, &set, &old_) != 0) return;
   active_ = true;

@@ -394,6 +394,39 @@ TEST(CocoonEnforce, SigintDuringTheCommitCommitsNothingAndExits130) {
 // commit discarding the earlier's results (or, since the commit checks the
 // dir's identity, the later's). The second is refused before it starts;
 // the first commits as usual.
+// A signal whose default action ends a process (here SIGUSR1) cancels the
+// run like SIGTERM does, instead of killing cocoon with its cgroups and
+// staging left behind.
+TEST(CocoonEnforce, SigusrOneCancelsTheRunAndLeavesNothingBehind) {
+  auto cocoon_groups = [] {
+    size_t n = 0;
+    std::error_code ec;
+    for (const char* hierarchy : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup"}) {
+      for (const auto& entry : fs::directory_iterator(hierarchy, ec)) {
+        if (entry.path().filename().string().rfind("cocoon-", 0) == 0) ++n;
+      }
+    }
+    return n;
+  };
+  size_t before = cocoon_groups();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(COCOON_BINARY, COCOON_BINARY, "enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/sleep", "30",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_EQ(kill(pid, SIGUSR1), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "cocoon died by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_EQ(cocoon_groups(), before) << "cgroups left behind";
+}
+
 TEST(CocoonEnforce, ASecondStagedRunOnABusyWorkDirIsRefusedBeforeItStarts) {
   fs::path dir = fs::temp_directory_path() / ("cocoon-busy-" + std::to_string(getpid()));
   fs::remove_all(dir);
