@@ -81,6 +81,18 @@ Ran Cocoon(const std::vector<std::string>& args, const std::string& cwd = "",
   return ran;
 }
 
+// Waits for `pid` and returns its exit status (128+N for a signal) and what
+// it wrote to `err_path`, which is removed.
+std::pair<int, std::string> WaitAndReadStderr(pid_t pid, const std::string& err_path) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(err_path);
+  std::stringstream err;
+  err << in.rdbuf();
+  unlink(err_path.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err.str()};
+}
+
 json Json(const Ran& ran) {
   json j = json::parse(ran.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << ran.out << ran.err;
@@ -160,13 +172,7 @@ TEST(CocoonEnforce, StdinIsAPipeOrRefusedNeverAHostFileDirectoryOrSocket) {
       execv(COCOON_BINARY, const_cast<char* const*>(argv.data()));
       _exit(127);
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    std::ifstream in(err_path);
-    std::stringstream err;
-    err << in.rdbuf();
-    unlink(err_path.c_str());
-    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err.str());
+    return WaitAndReadStderr(pid, err_path);
   };
   int host_socket = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(host_socket, 0);
@@ -303,18 +309,12 @@ TEST(CocoonRun, AReaderThatStopsReadingDoesNotSuspendTheTimeLimit) {
   while (read(out[0], buffer, sizeof buffer) > 0) {
   }
   close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::ifstream in(err_path);
-  std::stringstream err;
-  err << in.rdbuf();
-  unlink(err_path.c_str());
-  ASSERT_TRUE(WIFEXITED(status)) << err.str();
-  EXPECT_EQ(WEXITSTATUS(status), 124) << err.str();
-  size_t at = err.str().find("timed out after ");
-  ASSERT_NE(at, std::string::npos) << err.str();
-  long reported_ms = std::atol(err.str().c_str() + at + 16);
-  EXPECT_LT(reported_ms, 2500) << "the limit waited for the reader: " << err.str();
+  auto [status, err] = WaitAndReadStderr(pid, err_path);
+  EXPECT_EQ(status, 124) << err;
+  size_t at = err.find("timed out after ");
+  ASSERT_NE(at, std::string::npos) << err;
+  long reported_ms = std::atol(err.c_str() + at + 16);
+  EXPECT_LT(reported_ms, 2500) << "the limit waited for the reader: " << err;
 }
 
 TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
