@@ -113,7 +113,10 @@ class StartedChild {
   // our memory unless the run allows it (a fork-style child serves any).
   bool Fits(const ChildStartOptions& needed) const;
   // Marks the child as taken by a run (Fits is false from then on).
-  void Adopt() { adopted_ = true; }
+  void Adopt() {
+    adopted_ = true;
+    if (stdin_relay_) stdin_relay_->Go();  // only now may the caller's stdin be read
+  }
 
   // SIGKILL (the pid namespace's init: everything in it dies), tell a child
   // spinning on the listener handoff to give up, and reap.

@@ -39,16 +39,23 @@ Result<std::unique_ptr<StdinRelay>> StdinRelay::Start(int source, OwnedFd* sandb
   // Our end alone is non-blocking (the sandbox holds the other end, a
   // separate open file), so the copy never blocks where poll cannot see it.
   if (fcntl(write_end.get(), F_SETFL, O_NONBLOCK) != 0) return ErrnoError("stdin: pipe O_NONBLOCK");
-  OwnedFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!stop.valid()) return ErrnoError("stdin: eventfd");
-  std::unique_ptr<StdinRelay> relay(new StdinRelay(std::move(copy), std::move(write_end), std::move(stop)));
+  OwnedFd go(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!go.valid() || !stop.valid()) return ErrnoError("stdin: eventfd");
+  std::unique_ptr<StdinRelay> relay(
+      new StdinRelay(std::move(copy), std::move(write_end), std::move(go), std::move(stop)));
   *sandbox_end = std::move(read_end);
   return relay;
 }
 
-StdinRelay::StdinRelay(OwnedFd source, OwnedFd pipe_write, OwnedFd stop)
-    : source_(std::move(source)), pipe_write_(std::move(pipe_write)), stop_(std::move(stop)),
+StdinRelay::StdinRelay(OwnedFd source, OwnedFd pipe_write, OwnedFd go, OwnedFd stop)
+    : source_(std::move(source)), pipe_write_(std::move(pipe_write)), go_(std::move(go)), stop_(std::move(stop)),
       thread_([this] { Copy(); }) {}
+
+void StdinRelay::Go() {
+  uint64_t one = 1;
+  ssize_t ignored = write(go_.get(), &one, sizeof(one));
+  (void)ignored;
+}
 
 StdinRelay::~StdinRelay() {
   uint64_t one = 1;
@@ -66,6 +73,7 @@ void StdinRelay::Copy() {
   sigfillset(&blocked);
   for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&blocked, fault);
   pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+  if (!WaitFor(go_.get(), POLLIN, stop_.get())) return;  // never adopted: read nothing
   std::vector<char> buffer(kChunk);
   while (WaitFor(source_.get(), POLLIN, stop_.get())) {
     ssize_t n = read(source_.get(), buffer.data(), buffer.size());

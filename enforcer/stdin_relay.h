@@ -24,16 +24,21 @@ class StdinRelay {
  public:
   // Starts copying a duplicate of `source`; `*sandbox_end` receives the
   // pipe's read end (close-on-exec) for the child's fd 0.
+  // Nothing is read before Go(): a child started early and then not used
+  // (StartedChild::Fits) must not have taken bytes of the caller's stdin,
+  // whose file offset the next child's relay shares.
   static Result<std::unique_ptr<StdinRelay>> Start(int source, OwnedFd* sandbox_end);
+  // The child was adopted by a run: start copying.
+  void Go();
   ~StdinRelay();  // stops and joins the thread
   StdinRelay(const StdinRelay&) = delete;
   StdinRelay& operator=(const StdinRelay&) = delete;
 
  private:
-  StdinRelay(OwnedFd source, OwnedFd pipe_write, OwnedFd stop);
+  StdinRelay(OwnedFd source, OwnedFd pipe_write, OwnedFd go, OwnedFd stop);
   void Copy();
 
-  OwnedFd source_, pipe_write_, stop_;
+  OwnedFd source_, pipe_write_, go_, stop_;
   std::thread thread_;
 };
 

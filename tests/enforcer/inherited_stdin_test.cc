@@ -11,11 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "enforcer/started_child.h"
+#include "enforcer/stdin_relay.h"
 
 namespace cocoon::enforcer {
 namespace {
@@ -111,6 +114,33 @@ TEST(InheritedStdinTest, SocketsThatCouldReachTheHostNetworkAreRefused) {
   close(tcp);
   close(udp);
   close(unconnected_unix);
+}
+
+// A relay reads the caller's stdin only once its child is adopted: a child
+// started early and then dropped must leave the file offset where it was,
+// for the child that runs (their relays share the caller's open file).
+TEST(InheritedStdinTest, ARelayReadsNothingUntilItsChildIsAdopted) {
+  char path[] = "/tmp/cocoon-relay-XXXXXX";
+  int file = mkstemp(path);
+  ASSERT_GE(file, 0);
+  ASSERT_EQ(write(file, "input\n", 6), 6);
+  ASSERT_EQ(lseek(file, 0, SEEK_SET), 0);
+  {
+    OwnedFd sandbox_end;
+    auto dropped = StdinRelay::Start(file, &sandbox_end);
+    ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }  // destroyed without Go()
+  EXPECT_EQ(lseek(file, 0, SEEK_CUR), 0) << "a relay that was never adopted read the caller's stdin";
+  OwnedFd sandbox_end;
+  auto used = StdinRelay::Start(file, &sandbox_end);
+  ASSERT_TRUE(used.ok());
+  (*used)->Go();
+  char got[16] = {};
+  ASSERT_EQ(read(sandbox_end.get(), got, sizeof got), 6);
+  EXPECT_EQ(std::string(got, 6), "input\n");
+  close(file);
+  unlink(path);
 }
 
 TEST(InheritedStdinTest, AStartedChildRefusesAHostSocketAsItsStdin) {
