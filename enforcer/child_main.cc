@@ -287,6 +287,8 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kBrokerListener: return "network broker listener";
     case ChildStep::kScheduler: return "leave realtime scheduling";
     case ChildStep::kUnshareNamespaces: return "unshare mount/uts/ipc/net namespaces";
+    case ChildStep::kBindSource: return "open the bind source";
+    case ChildStep::kMountPoint: return "open the mount point";
   }
   return "unknown step";
 }

@@ -71,6 +71,8 @@ enum class ChildStep : int {
   kBrokerListener,   // network allow-lists: 127.0.0.1 listener sent to the parent (net.cc)
   kScheduler,        // leave an inherited SCHED_FIFO/RR for SCHED_OTHER
   kUnshareNamespaces,  // mount, uts, ipc [, net]: made by the child itself (launcher.cc)
+  kBindSource,       // open a bind's source without following symlinks and check it is the one the parent saw
+  kMountPoint,       // open a mount point inside a bound host directory without following symlinks
 };
 
 const char* ChildStepName(ChildStep step);
@@ -82,7 +84,7 @@ struct ChildError {
 };
 
 enum class ChildMountKind : int {
-  kBind,         // MS_BIND|MS_REC, then mount_setattr(attr_set, AT_RECURSIVE)
+  kBind,         // a detached clone of the source's tree (open_tree), attr_set on it, then attached
   kTmpfs,        // tmpfs with `data` options
   kWorkDir,      // the staged work dir (enforcer/workdir) at target
   kProc,
@@ -104,9 +106,17 @@ struct ChildMountOp {
   // sandbox) that an earlier op already made or mounted: the child's
   // mkdir -p starts below it. 0: every ancestor from the new root.
   size_t existing_parent_len = 0;
-  // The mount point itself exists (a /proc entry being masked): no mkdir or
-  // open for it.
+  // The mount point itself exists (a /proc entry being masked, or a path
+  // inside a bound host directory): no mkdir or open for it.
   bool mount_point_exists = false;
+  // The target lies inside a bound host directory, which others on the host
+  // may change while the child runs: it is opened beneath the new root with
+  // no symlink followed, and mounted on through that fd (mounts.cc).
+  bool target_in_host_tree = false;
+  // kBind: the source as the parent stat()ed it. The child binds only that
+  // directory or file (mounts.cc OpenBindSource).
+  dev_t source_dev = 0;
+  ino_t source_ino = 0;
 };
 
 struct ChildLandlockRule {

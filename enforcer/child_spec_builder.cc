@@ -194,6 +194,8 @@ Status PreparedChild::AddRootfsEntries() {
     } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
       op.kind = ChildMountKind::kBind;
       op.source = Keep(source);
+      op.source_dev = st.st_dev;
+      op.source_ino = st.st_ino;
       op.target_is_dir = S_ISDIR(st.st_mode);
       op.attr_set = kReadOnlyAttrs;
       binds_.emplace_back(target, source);
@@ -220,6 +222,21 @@ void PreparedChild::PushOp(ChildMountOp op, const std::string& target, std::stri
   if (op.kind != ChildMountKind::kSymlink && op.target_is_dir) existing_dirs_.insert(target);
   mounts_.push_back(op);
   mount_descriptions_.push_back(std::move(description));
+}
+
+bool PreparedChild::InsideBoundHostDirectory(const std::string& target) const {
+  // The innermost earlier mount holding `target` decides: a bind is a host
+  // directory; a tmpfs, /proc or the work dir is the sandbox's own.
+  const std::string* innermost = nullptr;
+  for (const auto& mounted : mounted_targets_) {
+    if (mounted.first != target && IsUnder(target, mounted.first) &&
+        (innermost == nullptr || mounted.first.size() > innermost->size())) {
+      innermost = &mounted.first;
+    }
+  }
+  return innermost != nullptr && std::any_of(binds_.begin(), binds_.end(), [&](const auto& bind) {
+           return bind.first == *innermost;
+         });
 }
 
 bool PreparedChild::TargetHasMountsBelow(const std::string& target) const {
@@ -250,6 +267,7 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
     return parent_bind ? parent_bind->second + mount.target.substr(parent_bind->first.size()) : std::string();
   };
 
+  const bool in_host_tree = InsideBoundHostDirectory(mount.target);
   ChildMountOp op;
   op.target = Keep(root + mount.target);
   std::string description = std::string(backends::PlanMountKindName(mount.kind)) + " " +
@@ -277,6 +295,8 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       }
       op.kind = ChildMountKind::kBind;
       op.source = Keep(*real);
+      op.source_dev = st.st_dev;
+      op.source_ino = st.st_ino;
       op.target_is_dir = S_ISDIR(st.st_mode);
       op.attr_set = mount.kind == PlanMountKind::kBindReadOnly ? kReadOnlyAttrs : kWritableAttrs;
       break;
@@ -309,16 +329,24 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
         return ErrnoError("device " + mount.source);
       }
       if (S_ISDIR(st.st_mode)) {
-        op.kind = ChildMountKind::kBind;  // e.g. /dev/dri
+        // A directory of devices (/dev/dri): a bind like any other, from its
+        // real path, of the inode seen here.
+        auto real = RealPath(mount.source);
+        if (!real.ok()) return real.status().WithContext("device " + mount.source);
+        if (stat(real->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return ErrnoError("device " + *real, ENOTDIR);
+        op.kind = ChildMountKind::kBind;
+        op.source = Keep(*real);
+        op.source_dev = st.st_dev;
+        op.source_ino = st.st_ino;
         op.attr_set = kDeviceAttrs;
       } else if (S_ISCHR(st.st_mode)) {
         op.kind = ChildMountKind::kDevice;
         op.target_is_dir = false;
         op.attr_set = kDeviceAttrs;
+        op.source = Keep(mount.source);
       } else {
         return InvalidArgumentError(mount.source + " is not a character device");
       }
-      op.source = Keep(mount.source);
       break;
     }
     case PlanMountKind::kDevSymlink:
@@ -370,6 +398,17 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       return FailedPreconditionError("mount point " + mount.target + " must exist (and not be a symlink) on the host as " +
                                      host + ", inside the bound directory " + parent_bind->second);
     }
+  }
+  if (in_host_tree && op.kind != ChildMountKind::kSymlink) {
+    // Checked above to exist on the host. The child neither creates it nor
+    // follows a symlink to it (mounts.cc says why).
+    if (op.kind == ChildMountKind::kWorkDir) {
+      return FailedPreconditionError("the work dir " + mount.target + " is inside a bound host directory (" +
+                                     (parent_bind ? parent_bind->second : host_equivalent()) +
+                                     "); put the work dir on the sandbox's own tree, outside every bind");
+    }
+    op.target_in_host_tree = true;
+    op.mount_point_exists = true;
   }
   if (op.kind == ChildMountKind::kBind) binds_.emplace_back(mount.target, op.source);
   mounted_targets_.emplace_back(mount.target, op.target_is_dir);

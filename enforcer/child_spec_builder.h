@@ -58,6 +58,9 @@ class PreparedChild {
   // Appends `op` for inside path `target`, telling the child which of its
   // ancestors earlier ops made (existing_parent_len).
   void PushOp(ChildMountOp op, const std::string& target, std::string description);
+  // Whether `target` lies in a host directory an earlier op bound (then
+  // the child opens it without following symlinks and creates nothing).
+  bool InsideBoundHostDirectory(const std::string& target) const;
   bool TargetHasMountsBelow(const std::string& target) const;
   void AddLandlockRules();
   void BuildEnvironment();

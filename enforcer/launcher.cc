@@ -27,6 +27,7 @@ std::string DescribeChildError(const PreparedChild* child, const ChildError& err
   switch (child == nullptr ? ChildStep::kNone : step) {
     case ChildStep::kMkdirTarget: case ChildStep::kBind: case ChildStep::kMountAttr: case ChildStep::kTmpfs:
     case ChildStep::kProc: case ChildStep::kDevice: case ChildStep::kSymlink: case ChildStep::kMask:
+    case ChildStep::kBindSource: case ChildStep::kMountPoint:
       what += " (" + child->DescribeMount(error.detail) + ")";
       break;
     case ChildStep::kLandlockRule: what += " (" + child->DescribeLandlockRule(error.detail) + ")"; break;
@@ -38,6 +39,11 @@ std::string DescribeChildError(const PreparedChild* child, const ChildError& err
     default: break;
   }
   std::string message = "sandbox setup failed at step '" + what + "': " + strerror(error.err);
+  if ((step == ChildStep::kBindSource || step == ChildStep::kMountPoint) &&
+      (error.err == ELOOP || error.err == ESTALE || error.err == EXDEV || error.err == ENOENT)) {
+    message += " (the host path was replaced, or a symlink put in its way, after cocoon checked it: do not change "
+               "bound host directories while cocoon starts a sandbox)";
+  }
   if (step == ChildStep::kExec && error.err == ENOENT) message += " (is the command inside a mounted directory?)";
   if (step == ChildStep::kUnshareNamespaces && error.err == ENOSPC) {
     message += " (a per-user namespace limit is reached: see /proc/sys/user/max_*_namespaces)";

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <thread>
 
@@ -388,6 +389,53 @@ TEST(SandboxTest, HideThroughASymlinkIsRefusedAndTheRealPathIsHidden) {
   Outcome hidden = MustRun(MakeRequest(policy_hiding({"/data/conf/secret.txt"}), {"/bin/sh", "-c", show}));
   EXPECT_EQ(hidden.stdout_data.find("SECRET"), std::string::npos) << hidden.stdout_data;
   EXPECT_NE(hidden.stdout_data.find("end"), std::string::npos) << hidden.stdout_data;
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
+// A path inside a bound host directory that someone on the host swaps for a
+// symlink while the sandbox is being set up (here a thread exchanging
+// conf/ with a link to another directory as fast as it can) never
+// redirects a mount: the child opens its mount points without following
+// symlinks, so each run either refuses (ELOOP, or the parent's own check)
+// or hides the real file. Before, mount(2) followed the link at the moment
+// of the swap, masked the other directory's file and left SECRET readable.
+TEST(SandboxTest, AMountPointSwappedForASymlinkDuringSetupIsRefusedNeverMisplaced) {
+  char pattern[] = "/tmp/cocoon-swap-test-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  std::string dir = pattern;
+  chmod(dir.c_str(), 0755);
+  for (const char* sub : {"/conf", "/elsewhere"}) ASSERT_EQ(mkdir((dir + sub).c_str(), 0755), 0);
+  std::ofstream(dir + "/conf/secret.txt") << "SECRET\n";
+  std::ofstream(dir + "/elsewhere/secret.txt") << "DECOY\n";
+  for (const char* file : {"/conf/secret.txt", "/elsewhere/secret.txt"}) chmod((dir + file).c_str(), 0644);
+  ASSERT_EQ(symlink((dir + "/elsewhere").c_str(), (dir + "/swap").c_str()), 0);
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    const std::string conf = dir + "/conf", swap = dir + "/swap";
+    while (!stop.load()) syscall(SYS_renameat2, AT_FDCWD, conf.c_str(), AT_FDCWD, swap.c_str(), RENAME_EXCHANGE);
+  });
+  ir::Policy policy = TestPolicy();
+  policy.filesystem.mounts.push_back({ir::MountKind::kReadOnly, dir, "/data", 0, false});
+  policy.filesystem.hidden = {"/data/conf/secret.txt"};
+  int ran = 0, refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto outcome = RunSandbox(MakeRequest(policy, {"/bin/sh", "-c", "cat /data/conf/secret.txt /data/swap/secret.txt 2>/dev/null; true"}));
+    if (!outcome.ok()) {
+      ++refused;
+      const std::string& message = outcome.status().message();
+      EXPECT_TRUE(message.find("after cocoon checked it") != std::string::npos ||
+                  message.find("is or goes through a symlink") != std::string::npos ||
+                  message.find("must exist (and not be a symlink)") != std::string::npos)
+          << message;
+      continue;
+    }
+    ++ran;
+    EXPECT_EQ(outcome->stdout_data.find("SECRET"), std::string::npos) << "run " << i << " read the hidden file";
+  }
+  stop = true;
+  swapper.join();
+  std::cerr << "[ swapped  ] " << ran << " runs hid the file, " << refused << " were refused\n";
+  EXPECT_EQ(ran + refused, 40);
   ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
 }
 
