@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -136,9 +138,11 @@ class Committer {
   Status LinkOriginals(int src_fd, int dst_fd);
   Status ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix);
   Status Build(int tree_fd, HostDir& host, int temp_fd);
+  Status BuildTree(int tree_fd, HostDir& host, int temp_fd);
   Result<bool> LinkUntouchedOriginal(const HostDir& host, const std::string& path, const struct stat& staged,
                                      int src_dir, int dst_dir, const std::string& name);
   Status KeepHostSpecials(const HostDir& host, int temp_fd);
+  Status ConfineNewSymlinks(int temp_fd);
 
   const ScanReport& scan_;
   const CommitOptions& options_;
@@ -147,6 +151,7 @@ class Committer {
   tree::CopyStats stats_;
   tree::Owner owner_;  // as root: the host work dir's owner, for everything committed
   std::vector<char> compare_left_, compare_right_;  // SameContents' buffers
+  std::vector<std::pair<std::string, std::string>> written_symlinks_;  // path, target: from the sandbox's tree
 };
 
 Status Committer::Tick() {
@@ -175,6 +180,9 @@ tree::CopyHooks Committer::Hooks() {
     report_.left_out.push_back(BreakoutFinding{path, kind, ""});
   };
   hooks.tick = [this] { return Tick(); };
+  hooks.on_symlink = [this](const std::string& path, const std::string& target) {
+    written_symlinks_.emplace_back(path, target);
+  };
   hooks.max_bytes = options_.max_bytes;
   return hooks;
 }
@@ -245,6 +253,7 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
       auto target = tree::CopySymlink(upper_fd, entry.name, dst_fd, entry.name);
       if (!target.ok()) return target.status();
       COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
+      written_symlinks_.emplace_back(path, *target);
       ++stats_.symlinks;
     } else {
       hooks.skip(path, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device");
@@ -326,7 +335,48 @@ Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
   return Status::Ok();
 }
 
+// The scan judged each symlink in the sandbox's tree alone. A relative
+// target without ".." only descends, but it may descend through a link the
+// host dir already had (`etc -> /etc` kept as the host's own, or in overlay
+// mode a lower-layer link the upper never shows): `log -> etc/shadow` would
+// then reach the host's /etc under a new name. So every symlink written from
+// the sandbox's tree is resolved once more, now in the merged tree, by the
+// kernel, confined to it (openat2 RESOLVE_BENEATH fails with EXDEV on any
+// way out, ELOOP on a loop); one that does not stay inside is removed before
+// the swap and reported. Missing targets (ENOENT, ENOTDIR) stay: resolution
+// got that far inside, and links with ".." that dangle were flagged already.
+Status Committer::ConfineNewSymlinks(int temp_fd) {
+  for (const auto& [path, target] : written_symlinks_) {
+    COCOON_RETURN_IF_ERROR(Tick());
+    if (options_.host_symlinks != nullptr) {
+      auto host = options_.host_symlinks->find(path);
+      if (host != options_.host_symlinks->end() && host->second == target) continue;  // the host's own, untouched
+    }
+    struct open_how how {};
+    how.flags = O_PATH | O_CLOEXEC;  // follows the link (that is the point), opens nothing for reading
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    long fd = syscall(SYS_openat2, temp_fd, path.c_str(), &how, sizeof how);
+    if (fd >= 0) {
+      close(static_cast<int>(fd));
+      continue;
+    }
+    if (errno == ENOENT || errno == ENOTDIR) continue;
+    BreakoutFinding finding{path, "symlink-escape", target};
+    COCOON_ASSIGN_OR_RETURN(auto parent, OpenParent(temp_fd, path));
+    if (unlinkat(parent.first.get(), parent.second.c_str(), 0) != 0) return ErrnoError("removing escaping link " + path);
+    --stats_.symlinks;
+    report_.left_out.push_back(finding);
+    report_.escaping_after_merge.push_back(std::move(finding));
+  }
+  return Status::Ok();
+}
+
 Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
+  COCOON_RETURN_IF_ERROR(BuildTree(tree_fd, host, temp_fd));
+  return ConfineNewSymlinks(temp_fd);
+}
+
+Status Committer::BuildTree(int tree_fd, HostDir& host, int temp_fd) {
   if (options_.source == CommitSource::kStagedTree) {
     tree::CopyHooks hooks = Hooks();
     hooks.take_file = [this, &host](const std::string& path, const struct stat& staged, int src_dir, int dst_dir,

@@ -117,6 +117,11 @@ struct CommitOptions {
   // Staged copy mode: the copy-in's record (see StagedOriginals); null: every
   // file is copied.
   const StagedOriginals* originals = nullptr;
+  // Staged copy mode: the host's own symlinks as the copy-in found them
+  // (relative path -> target). One still at its path with its target is
+  // the host's, whatever it points at; every other symlink the commit
+  // writes must resolve inside the new tree (see Committer::ConfineNewSymlinks).
+  const std::map<std::string, std::string>* host_symlinks = nullptr;
   // Test hook: fail (as if interrupted) after this many entries are written.
   // 0 = never.
   uint64_t fail_after_entries = 0;
@@ -130,6 +135,10 @@ struct CommitReport {
   uint64_t symlinks = 0;
   uint64_t bytes = 0;
   std::vector<BreakoutFinding> left_out;  // every entry not committed, with its reason
+  // Symlinks the scan passed that resolve out of the merged tree (through a
+  // link of the host's own, which the scan of the sandbox's tree could not
+  // judge): taken out of the commit; also in left_out.
+  std::vector<BreakoutFinding> escaping_after_merge;
   // Set when the new tree was swapped in (the commit happened) but the
   // previous contents, now beside the host dir under a temporary name,
   // could not all be removed: says where they are and why.

@@ -484,7 +484,10 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   commit_options.cancel_fd = cancel_fd;
   commit_options.max_bytes = quota_bytes_;
   commit_options.expected_host_dir = HostDirIdentity{static_cast<dev_t>(spec_.host_dev), static_cast<ino_t>(spec_.host_ino)};
-  if (spec_.strategy == StagingStrategy::kCopy) commit_options.originals = &originals_;
+  if (spec_.strategy == StagingStrategy::kCopy) {
+    commit_options.originals = &originals_;
+    commit_options.host_symlinks = &preexisting_symlinks_;
+  }
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;
   auto committed = CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options);
@@ -498,6 +501,11 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   }
   result.commit = std::move(*committed);
   result.committed = true;
+  if (!result.commit.escaping_after_merge.empty()) {
+    for (const auto& finding : result.commit.escaping_after_merge) result.scan.findings.push_back(finding);
+    std::sort(result.scan.findings.begin(), result.scan.findings.end(),
+              [](const BreakoutFinding& a, const BreakoutFinding& b) { return a.path < b.path; });
+  }
 }
 
 }  // namespace cocoon::enforcer

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "enforcer/workdir/breakout_scan.h"
@@ -169,6 +170,44 @@ TEST_P(StagingTest, SandboxSeesContentsWritesAreStagedThenVerifiedAndCommitted) 
   EXPECT_FALSE(Exists(host_ + "/escape"));
   EXPECT_TRUE(Exists(host_ + "/own-abs")) << "the host's own link survives";
   EXPECT_FALSE(Exists(host_ + "/big"));
+}
+
+// A new link whose target has no ".." and so passed the scan alone, but
+// goes through a link the host dir already had and keeps (own-abs ->
+// /usr/share, up -> ../sibling), would reach outside under a new name: it
+// is resolved again in the merged tree before the swap and left out. The
+// host's own links stay; a new link that stays inside, or dangles inside,
+// is committed.
+TEST_P(StagingTest, ANewLinkThroughTheHostsOwnEscapingLinkIsLeftOut) {
+  testing::MakeDirs(parent_ / "sibling");
+  WriteText(parent_ / "sibling/victim", "outside\n");
+  ASSERT_EQ(symlink("../sibling", (host_ + "/up").c_str()), 0);
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    if (symlink("own-abs/doc", (work + "/log").c_str()) != 0) return 1;
+    if (symlink("up/victim", (work + "/out").c_str()) != 0) return 2;
+    if (symlink("sub/delete-me", (work + "/inside").c_str()) != 0) return 3;
+    if (symlink("sub/not-yet", (work + "/dangling").c_str()) != 0) return 4;
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  EXPECT_TRUE(result.committed);
+  std::set<std::string> flagged;
+  for (const auto& finding : result.scan.findings) {
+    EXPECT_EQ(finding.kind, "symlink-escape") << finding.path;
+    flagged.insert(finding.path);
+  }
+  EXPECT_EQ(flagged, (std::set<std::string>{"log", "out"}));
+  EXPECT_FALSE(std::filesystem::is_symlink(host_ + "/log")) << "a new name for the host's /usr/share/doc";
+  EXPECT_FALSE(std::filesystem::is_symlink(host_ + "/out")) << "a new name for ../sibling/victim";
+  EXPECT_TRUE(std::filesystem::is_symlink(host_ + "/own-abs"));
+  EXPECT_TRUE(std::filesystem::is_symlink(host_ + "/up"));
+  EXPECT_TRUE(std::filesystem::is_symlink(host_ + "/inside"));
+  EXPECT_TRUE(std::filesystem::is_symlink(host_ + "/dangling"));
+  EXPECT_EQ(ReadText(parent_ / "sibling/victim"), "outside\n");
 }
 
 // What the sandbox did not touch goes back as the host's original: the same
