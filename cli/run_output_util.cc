@@ -34,7 +34,11 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
     std::cerr << name << ": output truncated at the policy's cap (" << o.stdout_bytes << " stdout / " << o.stderr_bytes
               << " stderr bytes written)\n";
   }
-  if (o.timed_out) std::cerr << name << ": timed out after " << o.wall_ms << " ms; sandbox killed\n";
+  if (o.limit_hit == "cpu_time") {
+    std::cerr << name << ": killed at the CPU time limit (" << o.user_cpu_ms + o.system_cpu_ms << " ms of CPU)\n";
+  } else if (o.timed_out) {
+    std::cerr << name << ": timed out after " << o.wall_ms << " ms; sandbox killed\n";
+  }
   if (o.oom_killed) std::cerr << name << ": killed at the memory limit\n";
   if (o.termination_reason == enforcer::TerminationReason::kSeccompKill) std::cerr << name << ": killed by a seccomp kill rule\n";
   bool direct = o.work_mode == "direct";

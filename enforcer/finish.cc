@@ -15,22 +15,38 @@ uint64_t Millis(const struct timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000;
 }
 
-void SetTermination(const SuperviseResult& run, bool oom, Outcome& outcome) {
+// `cpu_soft_seconds`: RLIMIT_CPU's soft limit (0: none). The sandbox's init
+// is the command, and the kernel does not deliver SIGXCPU (or any signal it
+// has no handler for, SIGKILL and SIGSTOP aside) to a pid namespace's init:
+// the soft limit passes unnoticed and the hard limit, one second later,
+// kills it with SIGKILL (setrlimit(2), pid_namespaces(7)). Nothing inside
+// can SIGKILL its own init, and cocoon's own kills are the timeout and the
+// cancel, so a SIGKILL after that much CPU time is the limit.
+void SetTermination(const SuperviseResult& run, bool oom, uint64_t cpu_soft_seconds, Outcome& outcome) {
   int status = run.wait_status;
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
   outcome.oom_killed = oom;
   outcome.timed_out = run.timed_out;
+  const uint64_t cpu_ms = Millis(run.usage.ru_utime) + Millis(run.usage.ru_stime);
+  const bool cpu_limit = cpu_soft_seconds != 0 && (outcome.signal == SIGXCPU ||
+                                                   (outcome.signal == SIGKILL && cpu_ms >= cpu_soft_seconds * 1000));
   if (run.cancelled) {
     outcome.termination_reason = TerminationReason::kCancelled;
   } else if (run.timed_out) {
     outcome.termination_reason = TerminationReason::kTimeout;
+    outcome.limit_hit = "wall_time";
   } else if (run.killed_by_notify || outcome.signal == SIGSYS) {
     // SECCOMP_RET_KILL_PROCESS ends the process with SIGSYS (seccomp(2)); a
     // kill rule routed through user notification is killed by us.
     outcome.termination_reason = TerminationReason::kSeccompKill;
   } else if (oom && outcome.signal == SIGKILL) {
     outcome.termination_reason = TerminationReason::kOomKilled;
+    outcome.limit_hit = "memory";
+  } else if (cpu_limit) {
+    outcome.termination_reason = TerminationReason::kTimeout;  // "wall-clock or CPU timeout"
+    outcome.timed_out = true;
+    outcome.limit_hit = "cpu_time";
   } else if (outcome.signal != 0) {
     outcome.termination_reason = TerminationReason::kSignaled;
   } else {
@@ -146,7 +162,7 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
     outcome.peak_memory_kib = static_cast<uint64_t>(run.usage.ru_maxrss);  // KiB (getrusage(2))
     outcome.peak_memory_source = "rusage maxrss";
   }
-  SetTermination(run, oom, outcome);
+  SetTermination(run, oom, limit_plan.cpu_soft_seconds, outcome);
   outcome.wall_ms = run.wall_ms;
   outcome.user_cpu_ms = Millis(run.usage.ru_utime);
   outcome.system_cpu_ms = Millis(run.usage.ru_stime);
@@ -177,10 +193,11 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
     }
   }
 
-  // Commit only what a command finished on its own: a cancelled, timed-out
-  // or killed run may have left half-written files, and an interrupted run
-  // must commit nothing.
-  bool finished_on_its_own = !run.cancelled && !run.timed_out && !run.killed_by_notify;
+  // Commit only what a command finished on its own: a cancelled run, or one
+  // a limit or a kill rule ended (wall or CPU time, memory, seccomp), may
+  // have left half-written files, and an interrupted run commits nothing.
+  bool finished_on_its_own = outcome.termination_reason == TerminationReason::kExited ||
+                             outcome.termination_reason == TerminationReason::kSignaled;
   if (staging) {
     StagingStrategy strategy = staging->strategy();
     outcome.work_mode = strategy == StagingStrategy::kDirect    ? "direct"

@@ -48,6 +48,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
   j["termination_reason"] = TerminationReasonName(outcome.termination_reason);
   j["timed_out"] = outcome.timed_out;
   j["oom_killed"] = outcome.oom_killed;
+  j["limit_hit"] = outcome.limit_hit.empty() ? nlohmann::json() : nlohmann::json(outcome.limit_hit);
   j["stdout"] = outcome.stdout_data;
   j["stderr"] = outcome.stderr_data;
   j["stdout_truncated"] = outcome.stdout_truncated;

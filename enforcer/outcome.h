@@ -93,6 +93,9 @@ struct Outcome {
   TerminationReason termination_reason = TerminationReason::kExited;
   bool timed_out = false;
   bool oom_killed = false;
+  // The limit that ended the run: "wall_time", "cpu_time", "memory", or ""
+  // (none did). A run a limit ended is not committed (finish.cc).
+  std::string limit_hit;
 
   std::string stdout_data;
   std::string stderr_data;

@@ -213,6 +213,7 @@ Status Planner::PlanCpuTime() {
   rlim_t soft = Clamp(RLIMIT_CPU, seconds, &note);
   rlim_t hard = Clamp(RLIMIT_CPU, seconds + 1, nullptr);
   AddRlimit(RLIMIT_CPU, soft, hard);
+  plan_.cpu_soft_seconds = soft;
   return Row("cpu_time", limit, "ms", LimitMechanism::kRlimit, note);
 }
 

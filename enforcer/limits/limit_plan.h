@@ -93,6 +93,9 @@ struct LimitPlan {
   RlimitSet rlimits;                      // applied in the child, after clone
   uint64_t disk_tmpfs_bytes = 0;          // size= for the staging tmpfs; 0: no quota
   uint64_t wall_time_ms = 0;              // for the supervisor; 0: none
+  // RLIMIT_CPU's soft limit in seconds (0: none): a sandbox init killed with
+  // SIGKILL after using this much CPU was stopped by the limit (Outcome).
+  uint64_t cpu_soft_seconds = 0;
   uint64_t output_bytes = 0;              // per stream, for the supervisor; 0: none
   std::vector<LimitEnforcement> table;    // one row per limit, for Outcome::limits
 };

@@ -590,6 +590,45 @@ TEST_F(WorkDirTest, TimedOutRunCommitsNothing) {
   EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0);
 }
 
+// A run that a limit ends is interrupted like a timed-out one: what it half
+// wrote is not committed. The CPU limit kills the sandbox's init with
+// SIGKILL one second past RLIMIT_CPU's soft limit (an init gets no SIGXCPU):
+// reported as a CPU timeout, not as an anonymous signal. The memory limit
+// (cgroups, root only here) is reported as an OOM kill.
+TEST_F(WorkDirTest, ARunALimitEndsCommitsNothingAndSaysWhichLimit) {
+  ir::Policy cpu = testing::TestPolicy();
+  cpu.limits.cpu_time_ms = {true, 1000, ir::Enforcement::kRequired};
+  cpu.limits.wall_time_ms = {true, 20000, ir::Enforcement::kRequired};
+  SandboxRequest request = testing::MakeRequest(cpu, {"/bin/sh", "-c", "echo partial > result.txt; while :; do :; done"});
+  request.work_host_dir = dir_;
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kTimeout);
+  EXPECT_EQ(outcome->limit_hit, "cpu_time");
+  EXPECT_TRUE(outcome->timed_out);
+  EXPECT_FALSE(outcome->committed);
+  EXPECT_EQ(outcome->verification, "not-run");
+  EXPECT_GE(outcome->user_cpu_ms + outcome->system_cpu_ms, 1000u);
+  struct stat st;
+  EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0) << "half-written results of a killed run reached the host";
+
+  if (geteuid() != 0) {
+    std::cerr << "[ SKIPPED  ] the memory half of this test: a memory cgroup needs root here\n";
+    return;
+  }
+  ir::Policy memory = testing::TestPolicy();
+  memory.limits.memory_bytes = {true, 64ull << 20, ir::Enforcement::kRequired};
+  request = testing::MakeRequest(
+      memory, {"/usr/bin/python3", "-c", "open('result.txt','w').write('partial'); x = bytearray(512 << 20); print('done')"});
+  request.work_host_dir = dir_;
+  outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kOomKilled) << outcome->stderr_data;
+  EXPECT_EQ(outcome->limit_hit, "memory");
+  EXPECT_FALSE(outcome->committed);
+  EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0) << "half-written results of an OOM-killed run reached the host";
+}
+
 // `root rootfs DIR`: a bundle's own tree is the sandbox's whole view. The
 // bundle here is a minimal one built from host files (dash, cat and their
 // loader and libc), plus a marker file, a relative symlink and a FIFO.
