@@ -153,30 +153,6 @@ std::string WhySandboxUserCannotRead(const std::string& canonical, const std::ve
   return "the sandbox user (uid 65534) cannot read " + describe(canonical, st);
 }
 
-bool IsForbiddenBind(const std::string& path) {
-  static const char* kForbidden[] = {"/", "/proc", "/sys", "/dev", "/run", "/boot", "/root", "/etc"};
-  for (const char* f : kForbidden) {
-    if (path == f) return true;
-  }
-  return path.rfind("/proc/", 0) == 0 || path.rfind("/sys/", 0) == 0 || path.rfind("/dev/", 0) == 0;
-}
-
-Result<std::string> CanonicalHostPath(const std::string& path, const char* flag) {
-  // As root, only root's symlinks are followed (enforcer/workdir/host_path.h).
-  auto resolved = enforcer::ResolveHostPath(path);
-  if (!resolved.ok()) {
-    if (resolved.status().code() == ErrorCode::kNotFound) {
-      return NotFoundError(std::string(flag) + " " + path + ": " + resolved.status().message());
-    }
-    return resolved.status().WithContext(flag);
-  }
-  std::string s = *resolved;
-  if (IsForbiddenBind(s)) {
-    return InvalidArgumentError(std::string(flag) + " " + s + ": refusing to expose this host path to a sandbox");
-  }
-  return s;
-}
-
 void RenderRuntime(const ir::Runtime& r, std::string& text) {
   text += "  runtime " + r.name + " {\n    interpreter";
   for (const auto& i : r.interpreters) text += " " + QuotePolicyString(i);
@@ -215,6 +191,30 @@ std::string QuotePolicyString(const std::string& value) {
     out += c;
   }
   return out + "\"";
+}
+
+bool IsForbiddenBind(const std::string& path) {
+  static const char* kForbidden[] = {"/", "/proc", "/sys", "/dev", "/run", "/boot", "/root", "/etc"};
+  for (const char* f : kForbidden) {
+    if (path == f) return true;
+  }
+  return path.rfind("/proc/", 0) == 0 || path.rfind("/sys/", 0) == 0 || path.rfind("/dev/", 0) == 0;
+}
+
+Result<std::string> CanonicalHostPath(const std::string& path, const char* flag) {
+  // As root, only root's symlinks are followed (enforcer/workdir/host_path.h).
+  auto resolved = enforcer::ResolveHostPath(path);
+  if (!resolved.ok()) {
+    if (resolved.status().code() == ErrorCode::kNotFound) {
+      return NotFoundError(std::string(flag) + " " + path + ": " + resolved.status().message());
+    }
+    return resolved.status().WithContext(flag);
+  }
+  std::string s = *resolved;
+  if (IsForbiddenBind(s)) {
+    return InvalidArgumentError(std::string(flag) + " " + s + ": refusing to expose this host path to a sandbox");
+  }
+  return s;
 }
 
 Result<uint64_t> ParseMegabytes(const std::string& text) {

@@ -111,6 +111,14 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
 // "1.5 GiB" style quantities in policy text: bytes as "<n>B", time as "<n>ms".
 std::string QuotePolicyString(const std::string& value);  // "..." with \ and " escaped
 
+// Host paths no sandbox gets bound: /, /proc, /sys, /dev and what is below
+// them, /run, /boot, /root, /etc.
+bool IsForbiddenBind(const std::string& path);
+// The real path of a host path to bind (as root following only root's
+// symlinks: enforcer/workdir/host_path.h), refused when IsForbiddenBind;
+// errors name `flag`.
+Result<std::string> CanonicalHostPath(const std::string& path, const char* flag);
+
 // Parses "256", "256M", "256MiB", "1G" as MiB-default sizes for --mem/--disk.
 Result<uint64_t> ParseMegabytes(const std::string& text);
 

@@ -237,14 +237,26 @@ class SandboxExecutor : public mcp::Executor {
     return spec;
   }
 
+  // A skill is a directory inside --skills-dir, bound read-only at /skill.
+  // Its real path must stay inside the skills dir: a symlink there to
+  // /proc or /etc would otherwise bind that (and the checks --ro gets apply).
   Status BindSkill(const std::string& skill, QuickPolicyOptions& p) {
     if (flags_.skills_dir.empty()) return Status::Ok();  // the name is only recorded
-    fs::path dir = fs::path(flags_.skills_dir) / skill;
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
-      return InvalidArgumentError("unknown skill '" + skill + "' (no directory " + dir.string() + ")");
+    COCOON_ASSIGN_OR_RETURN(std::string root, CanonicalHostPath(flags_.skills_dir, "--skills-dir"));
+    auto dir = CanonicalHostPath((fs::path(root) / skill).string(), "skill");
+    if (!dir.ok()) {
+      if (dir.status().code() == ErrorCode::kNotFound) {
+        return InvalidArgumentError("unknown skill '" + skill + "' (no directory " + root + "/" + skill + ")");
+      }
+      return dir.status();
     }
-    p.readonly_binds.emplace_back(fs::canonical(dir, ec).string(), "/skill");
+    if (dir->rfind(root + "/", 0) != 0) {
+      return InvalidArgumentError("skill '" + skill + "' leads to " + *dir + ", outside the skills dir " + root +
+                                  "; a skill must be a directory inside it");
+    }
+    std::error_code ec;
+    if (!fs::is_directory(*dir, ec)) return InvalidArgumentError("skill '" + skill + "' is not a directory");
+    p.readonly_binds.emplace_back(*dir, "/skill");
     return Status::Ok();
   }
 
@@ -270,6 +282,11 @@ int StartSignalThread() {
     log::Warn("cocoon mcp: signal " + std::to_string(sig) + ": cancelling calls in flight and exiting");
     uint64_t one = 1;
     if (write(stop, &one, sizeof(one)) < 0) _exit(1);
+    // A second signal while the first is being handled: exit now (the
+    // sandboxes die with us: their init has a parent-death signal).
+    sigwait(&set, &sig);
+    log::Warn("cocoon mcp: signal " + std::to_string(sig) + " again: exiting without waiting");
+    _exit(128 + sig);
   }).detach();
   return stop;
 }

@@ -1,6 +1,8 @@
 #include "cli/mcp/server.h"
 
 #include <poll.h>
+
+#include <chrono>
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,7 +124,9 @@ struct Server::Call {
 };
 
 Server::Server(Executor& executor, LineWriter writer, ServerOptions options)
-    : executor_(executor), writer_(std::move(writer)), options_(std::move(options)) {
+    : executor_(executor),
+      options_(std::move(options)),
+      out_(std::move(writer), options_.max_queued_notification_bytes) {
   tool_context_.languages = executor_.Languages();
   tool_context_.policies = executor_.Policies();
   tool_context_.limits = options_.tool_limits;
@@ -135,13 +139,12 @@ Server::~Server() {
     shutting_down_ = true;
   }
   CancelAll();
-  WaitIdle();
+  WaitForCalls();  // what the client has not read by then is abandoned (~OutgoingLines)
 }
 
-void Server::Write(const std::string& line) {
-  std::lock_guard lock(write_mutex_);
-  writer_(line);
-}
+void Server::Write(std::string line) { out_.Send(std::move(line)); }
+
+bool Server::WriteIfRoom(std::string line) { return out_.SendIfRoom(std::move(line)); }
 
 void Server::Respond(const RequestContext& context, std::string line) {
   if (context.batch) return context.batch->Add(std::move(line));
@@ -484,7 +487,9 @@ void Server::SendProgress(Call& call, OutputStream stream, std::string_view data
                  {"progress", ++call.progress_count},
                  {"message", SanitizeUtf8(text)},
                  {"_meta", {{"dev.cocoon/stream", index == 0 ? "stdout" : "stderr"}}}};
-  Write(NotificationLine("notifications/progress", params));
+  // Dropped for a client that is not reading: the rest of this call's
+  // progress goes too (no gaps in the middle); the result has the output.
+  if (!WriteIfRoom(NotificationLine("notifications/progress", params))) call.progress_truncated = true;
 }
 
 void Server::Log(const RequestContext& context, LogLevel level, const json& data) {
@@ -494,7 +499,7 @@ void Server::Log(const RequestContext& context, LogLevel level, const json& data
     threshold = session_log_level_;  // logging/setLevel may have changed it since
   }
   if (threshold == LogLevel::kOff || level < threshold) return;
-  Write(NotificationLine("notifications/message", {{"level", kLevelNames[static_cast<size_t>(level)]},
+  WriteIfRoom(NotificationLine("notifications/message", {{"level", kLevelNames[static_cast<size_t>(level)]},
                                                    {"logger", "cocoon"}, {"data", data}}));
 }
 
@@ -509,9 +514,35 @@ void Server::CancelAll() {
   changed_.notify_all();
 }
 
-void Server::WaitIdle() {
+void Server::WaitForCalls() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return in_flight_ == 0; });
+}
+
+void Server::WaitIdle() {
+  WaitForCalls();
+  out_.Drain();
+}
+
+void Server::WaitIdleUnlessStopped(int stop_fd) {
+  if (stop_fd < 0) return WaitIdle();
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      if (changed_.wait_for(lock, std::chrono::milliseconds(50), [&] { return in_flight_ == 0; })) break;
+    }
+    pollfd p{stop_fd, POLLIN, 0};
+    if (poll(&p, 1, 0) > 0) {
+      {
+        std::lock_guard lock(mutex_);
+        shutting_down_ = true;
+      }
+      CancelAll();
+      WaitForCalls();  // cancelled calls end at once: their answers only queue
+      return;
+    }
+  }
+  out_.Drain(stop_fd);
 }
 
 size_t Server::calls_in_flight() {
@@ -561,8 +592,14 @@ Status Server::Serve(int in_fd, int stop_fd) {
     }
   }
   if (ended.ok() && !discarding && !line.empty()) HandleLine(line);
-  if (!ended.ok()) CancelAll();
-  WaitIdle();  // in-flight calls finish (bounded by their policy's wall time) and are answered
+  if (!ended.ok()) {
+    CancelAll();
+    WaitForCalls();  // stopped: the client's unread answers are not waited for
+  } else {
+    // EOF: in-flight calls finish (bounded by their policy's wall time) and
+    // are answered, unless a signal says to stop.
+    WaitIdleUnlessStopped(stop_fd);
+  }
   return ended;
 }
 

@@ -26,6 +26,7 @@
 
 #include "cli/mcp/executor.h"
 #include "cli/mcp/json_rpc.h"
+#include "cli/mcp/outgoing_lines.h"
 #include "cli/mcp/tools.h"
 #include "compiler/common/status.h"
 
@@ -44,6 +45,9 @@ struct ServerOptions {
   size_t max_queued = 64;            // calls waiting for a slot; beyond: refused as busy
   size_t max_message_bytes = 8 << 20;
   size_t max_progress_bytes = 1 << 20;  // output streamed as progress, per call
+  // Progress and log notifications waiting for a client that reads slowly:
+  // past this many bytes queued they are dropped (outgoing_lines.h).
+  size_t max_queued_notification_bytes = 1 << 20;
   Dispatch dispatch = Dispatch::kThreaded;
   std::string server_version = "0.0.0";
   std::string instructions;
@@ -70,10 +74,13 @@ class Server {
   void HandleOversizedLine(size_t size);
 
   // Reads lines from `in_fd` until EOF or until `stop_fd` (if >= 0) becomes
-  // readable, then waits for the calls in flight. Returns what ended it.
+  // readable, then waits for the calls in flight and for their answers to
+  // be written; `stop_fd` becoming readable meanwhile cancels them and
+  // stops waiting for the client. Returns what ended it.
   Status Serve(int in_fd, int stop_fd = -1);
 
   void CancelAll();
+  // Waits for every call in flight to be answered and every line to be written.
   void WaitIdle();
   size_t calls_in_flight();
 
@@ -103,14 +110,19 @@ class Server {
   void Respond(const RequestContext& context, std::string line);
   void SendProgress(Call& call, OutputStream stream, std::string_view data);
   void Log(const RequestContext& context, LogLevel level, const nlohmann::json& data);
-  void Write(const std::string& line);
+  void Write(std::string line);
+  // Progress and log notifications: false when dropped (a client not reading).
+  bool WriteIfRoom(std::string line);
+  void WaitForCalls();
+  // After EOF: WaitIdle, unless `stop_fd` fires first: then cancel every
+  // call, wait for them and leave what the client did not read.
+  void WaitIdleUnlessStopped(int stop_fd);
 
   Executor& executor_;
-  LineWriter writer_;
   ServerOptions options_;
   ToolContext tool_context_;
+  OutgoingLines out_;  // after options_: built from them
 
-  std::mutex write_mutex_;
   std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;
   std::map<std::string, std::shared_ptr<Call>> calls_;  // by IdKey, while in flight

@@ -930,6 +930,119 @@ TEST(CocoonMcp, RefusedCallsAndInspectRuntimesAreAudited) {
   fs::remove_all(dir);
 }
 
+// A skill is a directory inside --skills-dir: one that is a symlink to a
+// host path outside it (/proc, /etc) is refused, never bound at /skill; a
+// real skill directory is bound and readable.
+TEST(CocoonMcp, ASkillLinkedOutsideTheSkillsDirIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-mcp-skills-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "real");
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(dir / "real", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+  std::ofstream(dir / "real" / "SKILL.md") << "a skill\n";
+  fs::permissions(dir / "real" / "SKILL.md", fs::perms::owner_read | fs::perms::owner_write |
+                                                 fs::perms::group_read | fs::perms::others_read);
+  fs::create_directory_symlink("/proc", dir / "p");
+  fs::create_directory_symlink("/usr/share", dir / "share");
+  auto call = [](int id, const std::string& skill) {
+    return R"j({"jsonrpc":"2.0","id":)j" + std::to_string(id) +
+           R"j(,"method":"tools/call","params":{"name":"execute_skill","arguments":{"skill":")j" + skill +
+           R"j(","code":"import os; print(sorted(os.listdir('/skill'))[:3])"}}})j" "\n";
+  };
+  std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","method":"notifications/initialized"})j"
+      "\n" +
+      call(1, "p") + call(2, "share") + call(3, "real");
+  Ran ran = Cocoon({"mcp", "--skills-dir", dir.string()}, "", {}, COCOON_BINARY, requests);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::map<int, json> results = McpResponsesById(ran.out);
+  ASSERT_TRUE(results.count(1) && results.count(2) && results.count(3)) << ran.out;
+  for (int refused : {1, 2}) {
+    const json& result = results[refused]["result"];
+    EXPECT_TRUE(result["isError"].get<bool>()) << result.dump(2);
+    EXPECT_TRUE(result.dump().find("outside the skills dir") != std::string::npos ||
+                result.dump().find("refusing to expose this host path") != std::string::npos)
+        << result.dump(2);
+    EXPECT_FALSE(result["structuredContent"].contains("exit_code") &&
+                 result["structuredContent"]["exit_code"] == 0)
+        << "a sandbox ran with the host's " << (refused == 1 ? "/proc" : "/usr/share") << " at /skill";
+  }
+  const json& real = results[3]["result"];
+  EXPECT_FALSE(real["isError"].get<bool>()) << real.dump(2);
+  EXPECT_EQ(real["structuredContent"]["stdout"], "['SKILL.md']\n") << real.dump(2);
+  fs::remove_all(dir);
+}
+
+// A client that stops reading the server's stdout while a call streams
+// progress: the call's wall-clock limit still ends its sandbox (the
+// supervise loop that enforces it once blocked writing progress to the full
+// pipe, and `yes` ran on), and SIGTERM still stops the server, with its
+// audit log sealed. The test never reads the server's stdout.
+TEST(CocoonMcp, AClientThatStopsReadingStallsNeitherLimitsNorShutdown) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-mcp-unread-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  std::ofstream(dir / "slow.cocoon") << "import \"strict\"\nprofile slow extends strict {\n"
+                                        "  limits {\n    wall_time 2s\n  }\n}\n";
+  int in[2], out[2];
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  const std::string err_path = (dir / "err").string(), policy = (dir / "slow.cocoon").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(err, 2);
+    execl(COCOON_BINARY, COCOON_BINARY, "mcp", "--policy", policy.c_str(), "--audit-log", log.c_str(), "--audit-key",
+          key.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","method":"notifications/initialized"})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"yes"},"_meta":{"progressToken":"t"}}})j"
+      "\n";
+  ASSERT_EQ(write(in[1], requests.data(), requests.size()), static_cast<ssize_t>(requests.size()));
+  auto read_log = [&] {
+    std::ifstream file(log);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (read_log().find("\"termination_reason\":\"timeout\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(read_log().find("\"termination_reason\":\"timeout\""), std::string::npos)
+      << "the 2 s wall-clock limit did not end the call while the client was not reading";
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  pid_t waited = 0;
+  for (int i = 0; i < 100 && (waited = waitpid(pid, &status, WNOHANG)) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (waited == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  EXPECT_EQ(waited, pid) << "SIGTERM did not stop a server whose client stopped reading";
+  close(in[1]);
+  close(out[0]);
+  Ran verified = Cocoon({"audit", "verify", log, "--trust", key + ".pub"});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+  fs::remove_all(dir);
+}
+
 // An MCP call's work dir is verified but not committed back (the server
 // removes it after the call): a link planted to escape still makes the
 // call an error, and the Outcome says the dir was discarded.

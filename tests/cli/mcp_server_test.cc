@@ -226,6 +226,7 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
   server_->HandleLine(R"([1])");
   server_->HandleLine(std::string(5000, ' ') + "{}");
   server_->HandleLine(std::string(100, '[') + std::string(100, ']'));
+  server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
   ASSERT_EQ(messages.size(), 7u);
   EXPECT_EQ(messages[0]["error"]["code"], -32700);
@@ -254,6 +255,7 @@ TEST_F(McpServerTest, NotificationsAndResponsesGetNoAnswer) {
   server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/whatever","params":{}})");
   server_->HandleLine(R"({"jsonrpc":"2.0","id":4,"result":{}})");
   server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}})");
+  server_->WaitIdle();
   EXPECT_TRUE(out_.Lines().empty());
 }
 
@@ -264,6 +266,7 @@ TEST_F(McpServerTest, ABatchIsAnsweredWithOneArray) {
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
                       R"({"jsonrpc":"2.0","method":"notifications/initialized"},)"
                       R"({"jsonrpc":"2.0","id":2,"method":"nope"},7])");
+  server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
   ASSERT_EQ(messages.size(), 1u);
   ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
@@ -278,8 +281,10 @@ TEST_F(McpServerTest, ABatchIsAnsweredWithOneArray) {
 
 TEST_F(McpServerTest, ABatchOfNotificationsGetsNoAnswerAndAnEmptyArrayIsOneError) {
   server_->HandleLine(R"([{"jsonrpc":"2.0","method":"notifications/initialized"}])");
+  server_->WaitIdle();
   EXPECT_TRUE(out_.Lines().empty());
   server_->HandleLine("[]");
+  server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_TRUE(messages[0].is_object()) << messages[0].dump();
@@ -288,6 +293,7 @@ TEST_F(McpServerTest, ABatchOfNotificationsGetsNoAnswerAndAnEmptyArrayIsOneError
 
 TEST_F(McpServerTest, AOneElementBatchIsStillAnArray) {
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":"a","method":"ping"}])");
+  server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
   ASSERT_EQ(messages.size(), 1u);
   ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
@@ -304,6 +310,7 @@ TEST_F(McpServerTest, InvalidUtf8OutputIsSanitised) {
 TEST_F(McpServerTest, ProgressNotificationsStreamOutputWithinTheCap) {
   json r = Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hello world"}},
                          {{"progressToken", "tok"}}));
+  server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
   std::string streamed;
   int last = 0;
