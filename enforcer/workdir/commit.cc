@@ -169,6 +169,7 @@ Status Committer::Tick() {
 tree::CopyHooks Committer::Hooks() {
   tree::CopyHooks hooks;
   hooks.owner = owner_;
+  hooks.owner_for_uid = options_.sandbox_uid;
   hooks.keep = [this](const std::string& path) {
     if (!scan_.IsFlagged(path)) return true;
     for (const auto& finding : scan_.findings) {
@@ -200,6 +201,9 @@ Status Committer::LinkOriginals(int src_fd, int dst_fd) {
       COCOON_ASSIGN_OR_RETURN(Fd src, tree::OpenDir(src_fd, entry.name));
       COCOON_ASSIGN_OR_RETURN(Fd dst, tree::OpenDir(dst_fd, entry.name));
       COCOON_RETURN_IF_ERROR(LinkOriginals(src.get(), dst.get()));
+      // The recreated directory is the original's: its owner too (a root
+      // committer would otherwise leave it root's, locking the owner out).
+      if (owner_.set && fchown(dst.get(), st.st_uid, st.st_gid) != 0) return ErrnoError("chown " + entry.name);
       if (fchmod(dst.get(), st.st_mode & 07777) != 0) return ErrnoError("chmod " + entry.name);
       continue;
     }

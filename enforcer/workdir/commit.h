@@ -122,6 +122,10 @@ struct CommitOptions {
   // the host's, whatever it points at; every other symlink the commit
   // writes must resolve inside the new tree (see Committer::ConfineNewSymlinks).
   const std::map<std::string, std::string>* host_symlinks = nullptr;
+  // Staged copy mode, root: the sandbox user's host uid. What it owns in
+  // the staged tree goes to the work dir's owner; what another user owns
+  // (kept so by the copy-in) keeps its owner.
+  std::optional<uid_t> sandbox_uid;
   // Test hook: fail (as if interrupted) after this many entries are written.
   // 0 = never.
   uint64_t fail_after_entries = 0;

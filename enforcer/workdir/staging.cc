@@ -299,6 +299,13 @@ Status Staging::Populate() {
     // dir underneath would show the new owner to stat(2) but keep refusing
     // the sandbox user's creates (EACCES).
     if (fchown(view_fd_, hooks.owner.uid, hooks.owner.gid) != 0) return ErrnoError("chown of the staged work dir");
+    // Only the work dir owner's entries become the sandbox user's: another
+    // user's (root's 0600 file in alice's dir) keep their owner, so the
+    // sandbox has the access any other user has, as under the overlay's
+    // idmapped lower layer, which maps only the owner's ids.
+    struct stat host {};
+    if (fstat(host_dir_fd_.get(), &host) != 0) return ErrnoError("stat " + options_.host_dir);
+    hooks.owner_for_uid = host.st_uid;
   }
   if (spec_.strategy == StagingStrategy::kCopy) {
     // Opened again through the fd Prepare checked and scanned (a new open
@@ -487,6 +494,7 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   if (spec_.strategy == StagingStrategy::kCopy) {
     commit_options.originals = &originals_;
     commit_options.host_symlinks = &preexisting_symlinks_;
+    if (options_.sandbox_host_uid >= 0) commit_options.sandbox_uid = static_cast<uid_t>(options_.sandbox_host_uid);
   }
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;

@@ -177,6 +177,15 @@ Status ChownAt(int dir_fd, const std::string& name, const Owner& owner) {
   return Status::Ok();
 }
 
+namespace {
+
+Owner OwnerFor(const CopyHooks& hooks, const struct stat& source) {
+  if (!hooks.owner.set || !hooks.owner_for_uid || source.st_uid == *hooks.owner_for_uid) return hooks.owner;
+  return Owner{true, source.st_uid, source.st_gid};
+}
+
+}  // namespace
+
 Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats) {
   COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(src_fd));
   for (const DirEntry& entry : entries) {
@@ -195,7 +204,7 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, OpenDir(dst_fd, entry.name));
       COCOON_RETURN_IF_ERROR(CopyTree(src_child.get(), dst_child.get(), path, hooks, stats));
       if (fchmod(dst_child.get(), st.st_mode & 0777) != 0) return ErrnoError("chmod '" + path + "'");
-      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
       ++stats.directories;
     } else if (S_ISREG(st.st_mode)) {
       if (hooks.take_file) {
@@ -208,13 +217,13 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes, static_cast<uint64_t>(st.st_size), hooks.max_bytes, path));
       Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes);
       if (!copied.ok()) return copied.WithContext(path);
-      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
       if (hooks.on_file) COCOON_RETURN_IF_ERROR(hooks.on_file(path, st, dst_fd, entry.name));
       ++stats.files;
     } else if (S_ISLNK(st.st_mode)) {
       auto target = CopySymlink(src_fd, entry.name, dst_fd, entry.name);
       if (!target.ok()) return target.status().WithContext(path);
-      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, hooks.owner));
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
       if (hooks.on_symlink) hooks.on_symlink(path, *target);
       ++stats.symlinks;
     } else {

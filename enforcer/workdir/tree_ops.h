@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,11 @@ struct Owner {
 Status ChownAt(int dir_fd, const std::string& name, const Owner& owner);
 
 struct CopyHooks {
-  Owner owner;                                         // applied to everything created
+  Owner owner;                                         // applied to everything created...
+  // ...whose source is owned by this uid, when set: an entry of another
+  // owner keeps its own uid and gid (a root copy must not hand another
+  // user's 0600 file to the sandbox user, or back to the work dir's owner).
+  std::optional<uid_t> owner_for_uid;
   std::function<bool(const std::string& path)> keep;  // null: keep everything
   SkipFn skip;                                         // null: ignore
   std::function<Status()> tick;                        // per entry; an error aborts (cancel, test hooks)

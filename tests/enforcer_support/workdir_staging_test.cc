@@ -362,6 +362,11 @@ TEST_P(StagingTest, RootCallerGivesWorkDirToSandboxUidAndResultsToHostOwner) {
   constexpr uid_t kSandboxUid = 12345;
   const uid_t host_owner = GetParam() == StagingStrategy::kOverlay ? kSandboxUid : 4242;
   for (const char* p : {"", "/sub", "/input.txt", "/sub/delete-me"}) ASSERT_EQ(lchown((host_ + p).c_str(), host_owner, host_owner), 0);
+  // Another user's (root's) private entries in the owner's work dir.
+  testing::MakeDirs(host_ + "/rootdir");
+  ASSERT_EQ(chmod((host_ + "/rootdir").c_str(), 0700), 0);
+  WriteText(host_ + "/secret", "TOPSECRET\n");
+  ASSERT_EQ(chmod((host_ + "/secret").c_str(), 0600), 0);
   StagingOptions options = Options();
   options.sandbox_host_uid = kSandboxUid;
   options.sandbox_host_gid = kSandboxUid;
@@ -372,10 +377,13 @@ TEST_P(StagingTest, RootCallerGivesWorkDirToSandboxUidAndResultsToHostOwner) {
     if (stat(work.c_str(), &st) != 0 || st.st_uid != kSandboxUid) return 1;
     if (stat((work + "/in/copied.txt").c_str(), &st) != 0 || st.st_uid != kSandboxUid) return 2;
     if (stat((work + "/in").c_str(), &st) != 0 || st.st_uid != kSandboxUid) return 3;
+    if (stat((work + "/secret").c_str(), &st) != 0 || st.st_uid == kSandboxUid) return 5;
     // Drop to the sandbox uid: the work dir must still be writable.
     if (setgid(kSandboxUid) != 0 || setuid(kSandboxUid) != 0) return 4;
     WriteText(work + "/input.txt", "modified by uid 12345\n");
     WriteText(work + "/new.txt", "new\n");
+    // Root's 0600 file is no more the sandbox user's than it was the owner's.
+    WriteText(work + "/leak.txt", ReadText(work + "/secret"));
     return 0;
   });
   ASSERT_EQ(rc, 0) << "sandbox side failed";
@@ -389,6 +397,13 @@ TEST_P(StagingTest, RootCallerGivesWorkDirToSandboxUidAndResultsToHostOwner) {
   EXPECT_EQ(ReadText(host_ + "/input.txt"), "modified by uid 12345\n");
   ASSERT_EQ(stat(host_.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, host_owner);
+  ASSERT_EQ(stat((host_ + "/sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, host_owner) << "an untouched directory of the owner's came back someone else's";
+  EXPECT_EQ(ReadText(host_ + "/leak.txt").find("TOPSECRET"), std::string::npos) << "root's 0600 file was readable";
+  for (const char* root_owned : {"/secret", "/rootdir"}) {
+    ASSERT_EQ(stat((host_ + root_owned).c_str(), &st), 0) << root_owned;
+    EXPECT_EQ(st.st_uid, 0u) << root_owned << " was given away";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, StagingTest, ::testing::Values(StagingStrategy::kCopy, StagingStrategy::kOverlay),
