@@ -74,6 +74,13 @@ bool SameTime(const struct timespec& a, const struct timespec& b) {
 // Reads both files to the end and compares them (both at offset 0). The
 // buffers are the caller's, allocated once per commit.
 constexpr size_t kCompareChunk = 256 * 1024;
+Status HostChanged(const std::string& path, const char* what) {
+  return FailedPreconditionError("'" + path + "' in the work dir " + what +
+                                 " on the host while the sandbox ran: nothing was committed (the host's change is "
+                                 "kept, the sandbox's results are discarded); do not edit a work dir while cocoon "
+                                 "runs in it");
+}
+
 bool SameContents(int a, int b, std::vector<char>& left, std::vector<char>& right) {
   constexpr size_t kChunk = kCompareChunk;
   left.resize(kChunk);
@@ -143,6 +150,7 @@ class Committer {
                                      int src_dir, int dst_dir, const std::string& name);
   Status KeepHostSpecials(const HostDir& host, int temp_fd);
   Status ConfineNewSymlinks(int temp_fd);
+  Status CheckHostUnchanged(int dir_fd, const std::string& prefix, size_t* seen);
 
   const ScanReport& scan_;
   const CommitOptions& options_;
@@ -375,7 +383,43 @@ Status Committer::ConfineNewSymlinks(int temp_fd) {
   return Status::Ok();
 }
 
+// Staged copy mode builds the new contents from the copy-in, not from the
+// host dir as it is now: an entry created, changed or removed on the host
+// while the sandbox ran would silently be undone by the swap. Compared
+// against the copy-in's record (StagedOriginals::host_entries) just before
+// the build; any difference refuses the commit, which keeps the host's
+// change (the sandbox's results are discarded, and the error says why).
+Status Committer::CheckHostUnchanged(int dir_fd, const std::string& prefix, size_t* seen) {
+  COCOON_ASSIGN_OR_RETURN(auto entries, tree::ListDir(dir_fd));
+  for (const auto& entry : entries) {
+    COCOON_RETURN_IF_ERROR(Tick());
+    std::string path = tree::Join(prefix, entry.name);
+    struct stat st {};
+    if (fstatat(dir_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + path);
+    auto it = options_.originals->host_entries.find(path);
+    if (it == options_.originals->host_entries.end()) return HostChanged(path, "was created");
+    if (it->second.ino != st.st_ino || !SameTime(it->second.ctime, st.st_ctim)) return HostChanged(path, "was changed");
+    ++*seen;
+    if (S_ISDIR(st.st_mode)) {
+      COCOON_ASSIGN_OR_RETURN(Fd child, tree::OpenDir(dir_fd, entry.name));
+      COCOON_RETURN_IF_ERROR(CheckHostUnchanged(child.get(), path, seen));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
+  if (options_.originals != nullptr && options_.originals->host_entries_recorded) {
+    // Before the build: linking untouched originals into the new tree moves
+    // their ctime (the link count changes).
+    size_t seen = 0;
+    COCOON_RETURN_IF_ERROR(CheckHostUnchanged(host.dir.get(), "", &seen));
+    if (seen != options_.originals->host_entries.size()) {
+      return FailedPreconditionError("entries of the work dir were removed on the host while the sandbox ran: nothing "
+                                     "was committed (the host's change is kept, the sandbox's results are "
+                                     "discarded); do not edit a work dir while cocoon runs in it");
+    }
+  }
   COCOON_RETURN_IF_ERROR(BuildTree(tree_fd, host, temp_fd));
   return ConfineNewSymlinks(temp_fd);
 }

@@ -77,6 +77,18 @@ struct StagedOriginals {
   };
   std::map<std::string, File> files;        // relative path -> a regular file copied in
   std::map<std::string, Special> not_copied;  // relative path -> a FIFO, socket or device left out
+  // Every entry of the host dir as the copy-in saw it: its inode and ctime
+  // (which any change to the entry moves, and a directory's with every
+  // name added, removed or renamed in it). The commit replaces the whole
+  // host dir, so a change made on the host during the run would be lost:
+  // the commit compares first and refuses (Committer::CheckHostUnchanged),
+  // when host_entries_recorded.
+  bool host_entries_recorded = false;
+  struct Seen {
+    ino_t ino = 0;
+    struct timespec ctime {};
+  };
+  std::map<std::string, Seen> host_entries;
 };
 
 

@@ -329,6 +329,10 @@ Status Staging::Populate() {
                                                      staged.st_mtim, staged.st_ctim};
       return Status::Ok();
     };
+    originals_.host_entries_recorded = true;
+    hooks.on_entry = [this](const std::string& path, const struct stat& source) {
+      originals_.host_entries[path] = StagedOriginals::Seen{source.st_ino, source.st_ctim};
+    };
     hooks.on_special = [this](const std::string& path, const struct stat& source) {
       originals_.not_copied[path] = StagedOriginals::Special{source.st_dev, source.st_ino};
     };
@@ -340,6 +344,7 @@ Status Staging::Populate() {
                                                             "layer failed: " + overlay_declined_ + ")"))
                                 : copied;
     hooks.on_symlink = nullptr;
+    hooks.on_entry = nullptr;
     hooks.on_file = nullptr;
     hooks.on_special = nullptr;
   }

@@ -197,6 +197,7 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       if (hooks.skip) hooks.skip(path, "unreadable");
       continue;
     }
+    if (hooks.on_entry) hooks.on_entry(path, st);
     if (S_ISDIR(st.st_mode)) {
       // Created owner-writable so we can fill it; the real mode comes after.
       if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("creating directory '" + path + "'");

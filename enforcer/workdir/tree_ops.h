@@ -97,6 +97,9 @@ struct CopyHooks {
   // After a regular file is copied and given to `owner` (dst_dir/name).
   std::function<Status(const std::string& path, const struct stat& source, int dst_dir,
                        const std::string& name)> on_file;
+  // Every entry of the source the copy looks at (kept by `keep`), with its
+  // lstat, before it is copied or left out.
+  std::function<void(const std::string& path, const struct stat& source)> on_entry;
   // A FIFO, socket or device the copy leaves out (besides `skip`).
   std::function<void(const std::string& path, const struct stat& source)> on_special;
 };

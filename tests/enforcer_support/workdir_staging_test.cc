@@ -210,6 +210,44 @@ TEST_P(StagingTest, ANewLinkThroughTheHostsOwnEscapingLinkIsLeftOut) {
   EXPECT_EQ(ReadText(parent_ / "sibling/victim"), "outside\n");
 }
 
+// Someone edits the host work dir while the sandbox runs. The overlay's
+// commit starts from the host dir as it is then and keeps the edit; the
+// copy's commit would replace the dir with the copy-in plus the sandbox's
+// changes and silently undo it (a reviewer's created file vanished, an
+// edited one went back): it refuses instead, commits nothing and says why.
+TEST_P(StagingTest, AHostEditDuringTheRunIsNeverUndone) {
+  for (int edit = 0; edit < 3; ++edit) {
+    SCOPED_TRACE(edit);
+    auto staging = StagedWithAResult();
+    ASSERT_NE(staging, nullptr);
+    if (edit == 0) WriteText(host_ + "/user-created.txt", "mine\n");
+    if (edit == 1) WriteText(host_ + "/input.txt", "edited by the user\n");
+    if (edit == 2) {
+      ASSERT_EQ(unlink((host_ + "/sub/delete-me").c_str()), 0);
+    }
+    auto result = staging->VerifyAndCommit();
+    if (GetParam() == StagingStrategy::kCopy) {
+      EXPECT_FALSE(result.committed);
+      EXPECT_EQ(result.error.code(), ErrorCode::kFailedPrecondition) << result.error.ToString();
+      EXPECT_NE(result.error.message().find("while the sandbox ran"), std::string::npos) << result.error.ToString();
+      EXPECT_FALSE(Exists(host_ + "/result.txt"));
+    } else {
+      EXPECT_TRUE(result.committed) << result.error.ToString();
+      EXPECT_EQ(ReadText(host_ + "/result.txt"), "partial\n");
+    }
+    const std::string kept = edit == 0   ? ReadText(host_ + "/user-created.txt")
+                             : edit == 1 ? ReadText(host_ + "/input.txt")
+                                         : std::string(Exists(host_ + "/sub/delete-me") ? "back" : "still gone");
+    EXPECT_EQ(kept, edit == 0 ? "mine\n" : edit == 1 ? "edited by the user\n" : "still gone");
+    staging.reset();
+    // Back to the fixture's tree for the next edit.
+    unlink((host_ + "/result.txt").c_str());
+    unlink((host_ + "/user-created.txt").c_str());
+    WriteText(host_ + "/input.txt", "original\n");
+    WriteText(host_ + "/sub/delete-me", "bye\n");
+  }
+}
+
 // What the sandbox did not touch goes back as the host's original: the same
 // inode, mtime, owner and mode (a setuid bit of the host's own file
 // included: it never came from the sandbox), and the host's FIFO, which the
