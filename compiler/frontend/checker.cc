@@ -291,6 +291,16 @@ std::optional<std::vector<ProfileRef>> Lineage(const Program& program, const std
   return chain;
 }
 
+// True when another rule of `rules` names `it`'s syscall (the map orders by
+// name first, so such rules are its neighbours).
+bool SharesSyscallWithNeighbour(const std::map<internal::RuleKey, internal::RuleEntry>& rules,
+                                std::map<internal::RuleKey, internal::RuleEntry>::const_iterator it) {
+  const std::string& name = it->first.name;
+  if (it != rules.begin() && std::prev(it)->first.name == name) return true;
+  const auto next = std::next(it);
+  return next != rules.end() && next->first.name == name;
+}
+
 ir::Policy Finalize(State& state, const Program& program) {
   ir::Policy policy = std::move(state.policy);
   policy.filesystem.mounts.clear();
@@ -299,10 +309,18 @@ ir::Policy Finalize(State& state, const Program& program) {
   for (auto& [destination, copy] : state.copies) policy.filesystem.copies.push_back(copy);
   policy.filesystem.hidden.assign(state.hidden.begin(), state.hidden.end());
   policy.syscalls.rules.clear();
-  for (auto& [key, entry] : state.rules) {
-    // A rule that repeats the default action changes nothing.
-    if (entry.rule.conditions.empty() && entry.rule.action == policy.syscalls.default_action) continue;
-    policy.syscalls.rules.push_back(std::move(entry.rule));
+  for (auto it = state.rules.begin(); it != state.rules.end(); ++it) {
+    ir::SyscallRule& rule = it->second.rule;
+    // An unconditional rule that repeats the default action changes nothing,
+    // unless other rules name the same syscall: "the more restrictive action
+    // wins" (effective_rules.h), so `deny ptrace` under `default errno EPERM`
+    // still outranks `allow ptrace if arg0 == 0`. The back ends drop the
+    // default-action pieces once the rule algebra has carved the others.
+    if (rule.conditions.empty() && rule.action == policy.syscalls.default_action &&
+        !SharesSyscallWithNeighbour(state.rules, it)) {
+      continue;
+    }
+    policy.syscalls.rules.push_back(std::move(rule));
   }
   policy.syscalls.architectures.assign(state.arches.begin(), state.arches.end());
   policy.syscalls.reopened.assign(state.reopened.begin(), state.reopened.end());

@@ -30,6 +30,20 @@ TEST(Ir, DefaultActionIsExplicitEvenWhenUnwritten) {
   EXPECT_FALSE(p.syscalls.default_explicitly_allows);
 }
 
+TEST(Ir, UnconditionalRuleEqualToTheDefaultIsDroppedOnlyWhenAlone) {
+  // Alone it changes nothing.
+  ir::Policy alone = MustCompile("syscalls { default errno EPERM\n deny ptrace }");
+  EXPECT_TRUE(RulesFor(alone, "ptrace").empty());
+  // Next to a less strict conditional rule it is what outranks that rule
+  // (the more restrictive action wins), so the IR keeps it.
+  ir::Policy p = MustCompile("syscalls { default errno EPERM\n deny ptrace\n allow ptrace if arg0 == 0 }");
+  auto ptrace = RulesFor(p, "ptrace");
+  ASSERT_EQ(ptrace.size(), 2u);
+  EXPECT_TRUE(ptrace[0].conditions.empty());
+  EXPECT_EQ(ptrace[0].action, (ir::Action{ir::ActionKind::kErrno, 1}));
+  EXPECT_EQ(ptrace[1].action.kind, ir::ActionKind::kAllow);
+}
+
 TEST(Ir, GroupsExpandIntoLabelledRules) {
   ir::Policy p = MustCompile("syscalls { deny @mount }");
   std::vector<std::string> members = syscalls::ExpandGroup("@mount");
