@@ -65,6 +65,8 @@ void Layer::Warning(Span span, std::string message, std::string hint) {
   diagnostics_.Warning(file().source, span, std::move(message), std::move(hint));
 }
 
+void Layer::Note(Span span, std::string message) { diagnostics_.Note(file().source, span, std::move(message)); }
+
 void Layer::Weakens(const std::string& setting, Span span, const std::string& what) {
   if (parent_.empty()) return;  // only a child can weaken what it inherited
   for (const std::string& relaxed : relaxed_) {

@@ -66,6 +66,7 @@ class Layer {
 
   void Error(Span span, std::string message, std::string hint = {});
   void Warning(Span span, std::string message, std::string hint = {});
+  void Note(Span span, std::string message);
   // A weakening of a security-relevant `setting` relative to the parent (or,
   // with no parent, of the safe default): a warning unless `relaxes` covers it.
   void Weakens(const std::string& setting, Span span, const std::string& what);

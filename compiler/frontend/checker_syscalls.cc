@@ -344,6 +344,13 @@ void ApplyArch(Layer& layer, const ast::Statement& stmt) {
     }
     if (layer.state().arches.insert(arch).second) {
       layer.Weakens("syscalls.arch", word.span, "adds the " + word.text + " syscall ABI");
+      // Why: compiler/backends/seccomp/effective_rules.h I386MultiplexerNames.
+      if (arch == ir::Arch::kX86) {
+        layer.Note(word.span,
+                   "on x86 (i386) the socketcall and ipc multiplexers fail with ENOSYS whatever the policy says: "
+                   "their arguments sit behind a pointer seccomp cannot read; i386 programs must use the direct "
+                   "socket and SysV IPC syscalls (Linux 4.3+)");
+      }
     }
   }
   layer.Origin("syscalls.arch", stmt.span);

@@ -56,4 +56,12 @@ std::string_view ArchName(ir::Arch arch);
 // calls such as socket() on x86, which go through socketcall).
 int ResolveSyscall(std::string_view name, ir::Arch arch);
 
+// The number the kernel uses for `name` on `arch`: ResolveSyscall's, except
+// where libseccomp resolves a multiplexed call to a pseudo number (socket,
+// connect, semop, shmget, ... on x86) although the arch also has a direct
+// syscall for it (i386 socket is 359 since Linux 4.3): then the direct one,
+// on which libseccomp also places the call's rules with their conditions.
+// Negative when the arch has no such syscall.
+int KernelSyscallNumber(std::string_view name, ir::Arch arch);
+
 }  // namespace cocoon::syscalls

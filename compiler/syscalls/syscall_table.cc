@@ -35,6 +35,21 @@ int ResolveSyscall(std::string_view name, ir::Arch arch) {
   return seccomp_syscall_resolve_name_arch(ScmpArchToken(arch), copy.c_str());
 }
 
+int KernelSyscallNumber(std::string_view name, ir::Arch arch) {
+  const int nr = ResolveSyscall(name, arch);
+  if (nr >= 0 || nr == __NR_SCMP_ERROR) return nr;
+  // A pseudo number: look for a direct syscall of that name in the arch's
+  // table (numbers are dense from 0; 1024 covers every table with margin).
+  for (int candidate = 0; candidate < 1024; ++candidate) {
+    char* found = seccomp_syscall_resolve_num_arch(ScmpArchToken(arch), candidate);
+    if (found == nullptr) continue;
+    const bool same = name == found;
+    free(found);  // NOLINT: libseccomp allocates with malloc
+    if (same) return candidate;
+  }
+  return nr;
+}
+
 bool IsKnownSyscall(std::string_view name, const std::vector<ir::Arch>& arches) {
   if (name.empty() || name.front() == '@') return false;
   for (ir::Arch arch : arches) {

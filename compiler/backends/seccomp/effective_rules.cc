@@ -104,6 +104,31 @@ void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
                  true});
 }
 
+bool HasArch(const std::vector<ir::Arch>& arches, ir::Arch arch) {
+  return std::find(arches.begin(), arches.end(), arch) != arches.end();
+}
+
+// With `arch x86`: the multiplexers refused outright (I386MultiplexerNames).
+// In kBpfPrefix form the guard prefix answers ENOSYS on i386 before
+// libseccomp's program runs; in kRules form (OCI JSON, which runc hands to
+// libseccomp) an unconditional rule swallows the socket/IPC rules
+// libseccomp folds into the multiplexer, and it must differ from the
+// default to be kept at all.
+void AddI386MultiplexerRefusal(const ir::Syscalls& policy, PrologueGuardForm form, std::vector<Candidate>& out,
+                               EffectiveSyscalls& effective) {
+  if (!HasArch(policy.architectures, ir::Arch::kX86)) return;
+  effective.warnings.push_back(
+      "arch x86: the i386 socketcall and ipc multiplexers are refused (errno ENOSYS) whatever the policy says: "
+      "their real arguments sit behind a pointer seccomp cannot read, so rules on socket and SysV IPC calls "
+      "could be bypassed through them; i386 programs must use the direct socket/IPC syscalls (Linux 4.3+)");
+  if (form == PrologueGuardForm::kBpfPrefix) {
+    effective.i386_multiplexers_in_prefix = true;
+    return;
+  }
+  const ir::Action action = policy.default_action == Errno(ENOSYS) ? Errno(EPERM) : Errno(ENOSYS);
+  for (std::string_view name : I386MultiplexerNames()) out.push_back({PrologueRule(std::string(name), action), true});
+}
+
 void AddReopenableDenials(const ir::Syscalls& policy, std::vector<Candidate>& out,
                           std::vector<std::string>& warnings) {
   // One pass over the policy: per prologue-denied name, whether a named
@@ -302,6 +327,11 @@ void ResolveSyscall(std::span<Candidate> rules, const ir::Action& default_action
 
 }  // namespace
 
+const std::vector<std::string_view>& I386MultiplexerNames() {
+  static const std::vector<std::string_view> names = {"ipc", "socketcall"};
+  return names;
+}
+
 int ActionRank(const ir::Action& action) {
   switch (action.kind) {
     case ActionKind::kKillProcess: return 6;
@@ -354,6 +384,7 @@ void GroupByName(std::vector<Candidate>& all, Prepared& prepared) {
 Prepared Prepare(const ir::Syscalls& policy, PrologueGuardForm ioctl_form, ConnectRouting connect) {
   Prepared prepared;
   EffectiveSyscalls& out = prepared.out;
+  const PrologueGuardForm ioctl_form_requested = ioctl_form;
   out.default_action = policy.default_action;
   out.architectures = policy.architectures;
   // The prefix answers errno(EPERM) before any rule is consulted; a policy
@@ -384,6 +415,7 @@ Prepared Prepare(const ir::Syscalls& policy, PrologueGuardForm ioctl_form, Conne
   std::vector<Candidate> all;
   all.reserve(policy.rules.size() + 128);  // the prologue adds a few dozen
   AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form});
+  AddI386MultiplexerRefusal(policy, ioctl_form_requested, all, out);
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
   if (connect == ConnectRouting::kSupervisor) AddConnectBrokerRules(policy, all);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/ir/policy_ir.h"
@@ -44,7 +45,24 @@ struct EffectiveSyscalls {
   // the refusal is in `rules` (as rules it cuts `allow socket` into ~120
   // masked pieces, the longest path of strict's filter).
   std::vector<uint32_t> socket_denied_families_in_prefix;
+  // kBpfPrefix only, with `arch x86`: the i386 socketcall and ipc
+  // multiplexers get MultiplexerDenyRet() (errno ENOSYS) in the same prefix,
+  // whatever the rules say (see I386MultiplexerNames below). In kRules form
+  // they are prologue rules instead.
+  bool i386_multiplexers_in_prefix = false;
 };
+
+// The i386 multiplexers socketcall(2) and ipc(2): with SCMP_ARCH_X86,
+// libseccomp adds every rule of a socket call (socket, connect, ...) or SysV
+// IPC call (semop, shmget, ...) to the multiplexer too, with arg0 rewritten
+// to `== SYS_SOCKET` (etc.) and the call's own argument conditions dropped:
+// its real arguments sit in memory behind arg1, which seccomp cannot read.
+// So `allow socket if arg0 == AF_UNIX`, and the AF_VSOCK/AF_ALG refusal,
+// were bypassed by socketcall(SYS_SOCKET, {AF_INET, ...}) through int 0x80.
+// Cocoon refuses both multiplexers outright on i386 (errno ENOSYS, as for
+// clone3); i386 programs must use the direct socket and IPC syscalls
+// (Linux 4.3+), which seccomp filters by argument as usual.
+const std::vector<std::string_view>& I386MultiplexerNames();
 
 // How the prologue's ioctl TIOCSTI/TIOCLINUX denial (and, the same way, its
 // seccomp NEW_LISTENER denial: 34 pieces as rules) is expressed.
@@ -71,7 +89,12 @@ enum class PrologueGuardForm {
 //    the kernel's parameter is an unsigned int);
 //  - socket(AF_VSOCK / AF_ALG) -> errno(EAFNOSUPPORT);
 //  - ioctl TIOCSTI / TIOCLINUX -> errno(EPERM);
-//  - seccomp(SECCOMP_SET_MODE_FILTER) with SECCOMP_FILTER_FLAG_NEW_LISTENER -> errno(EPERM).
+//  - seccomp(SECCOMP_SET_MODE_FILTER) with SECCOMP_FILTER_FLAG_NEW_LISTENER -> errno(EPERM);
+//  - with `arch x86`: the i386 socketcall and ipc multiplexers -> errno(ENOSYS)
+//    (kRules: errno(EPERM) when the default already is errno(ENOSYS), since
+//    runc and libseccomp drop a rule equal to the default, and the
+//    multiplexer would then keep libseccomp's folded socket/IPC rules);
+//    a warning says so.
 //
 // Reopening: a prologue-denied name is reopened when it is listed in
 // policy.reopened, or when the policy names it singly (rule.group empty) with

@@ -3,11 +3,14 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <map>
+#include <string_view>
 
+#include "compiler/backends/seccomp/effective_rules.h"
 #include "compiler/syscalls/syscall_groups.h"
 
 namespace cocoon::backends {
@@ -27,7 +30,7 @@ constexpr uint32_t kSeccompFlagNewListener = SECCOMP_FILTER_FLAG_NEW_LISTENER;
 // Symbolic jump targets, resolved once the layout is known.
 enum Label : int {
   kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6, kCloneCheck = -7,
-  kSocketCheck = -8, kDenyFamily = -9
+  kSocketCheck = -8, kDenyFamily = -9, kDenyMultiplexer = -10
 };
 
 struct Insn {
@@ -50,15 +53,18 @@ std::map<uint32_t, std::vector<uint32_t>> Numbers(const std::vector<ir::Arch>& a
   std::map<uint32_t, std::vector<uint32_t>> out;
   for (ir::Arch arch : arches) {
     out[AuditArch(arch)];
-    const int nr = syscalls::ResolveSyscall(name, arch);
+    // The kernel's number: on i386, socket is both socketcall(SYS_SOCKET)
+    // (refused outright, effective_rules.h) and the direct syscall 359.
+    const int nr = syscalls::KernelSyscallNumber(name, arch);
     if (nr >= 0) out[AuditArch(arch)].push_back(static_cast<uint32_t>(nr));  // else libseccomp's rules decide
   }
   return out;
 }
 
 // Resolves the labels of every arch block plus the shared tail: deny, then
-// (with the socket guard) deny_family, then out.
-Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_deny) {
+// (with the socket guard) deny_family, then (with the i386 multiplexer
+// guard) deny_multiplexer, then out.
+Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_deny, bool with_multiplexer_deny) {
   std::vector<size_t> block_start;
   size_t total = 0;
   for (const Block& b : blocks) {
@@ -67,7 +73,8 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
   }
   const size_t deny = total;
   const size_t deny_family = total + 1;
-  const size_t out = total + (with_family_deny ? 2 : 1);
+  const size_t deny_multiplexer = total + (with_family_deny ? 2 : 1);
+  const size_t out = deny_multiplexer + (with_multiplexer_deny ? 1 : 0);
   BpfProgram program;
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const Block& b = blocks[bi];
@@ -78,6 +85,7 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
         switch (label) {
           case kDeny: return deny;
           case kDenyFamily: return deny_family;
+          case kDenyMultiplexer: return deny_multiplexer;
           case kOut: return out;
           case kNextArch: return bi + 1 < blocks.size() ? block_start[bi + 1] : out;
           case kIoctlCheck: return block_start[bi] + b.ioctl_check;
@@ -103,7 +111,18 @@ constexpr uint16_t kJset = BPF_JMP | BPF_JSET | BPF_K;
 // One arch's block; nullopt-like empty block when nothing is guarded there.
 struct ArchNumbers {
   std::vector<uint32_t> ioctl, seccomp, clone, socket;  // clone holds clone and unshare
+  std::vector<uint32_t> multiplexers;  // i386 socketcall, ipc: refused whatever the arguments
 };
+
+// The i386 numbers of I386MultiplexerNames (socketcall 102, ipc 117).
+std::vector<uint32_t> I386MultiplexerNumbers() {
+  std::vector<uint32_t> out;
+  for (std::string_view name : I386MultiplexerNames()) {
+    const int nr = syscalls::ResolveSyscall(name, ir::Arch::kX86);
+    if (nr >= 0) out.push_back(static_cast<uint32_t>(nr));
+  }
+  return out;
+}
 
 Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& guards) {
   Block b;
@@ -112,6 +131,7 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
   for (uint32_t nr : n.seccomp) dispatch.push_back({nr, kSeccompCheck});
   for (uint32_t nr : n.clone) dispatch.push_back({nr, kCloneCheck});
   for (uint32_t nr : n.socket) dispatch.push_back({nr, kSocketCheck});
+  for (uint32_t nr : n.multiplexers) dispatch.push_back({nr, kDenyMultiplexer});
   if (dispatch.empty()) return b;
   b.insns.push_back({kLoad, kArchOffset});
   b.insns.push_back({kJeq, audit_arch, kNext, kNextArch});
@@ -154,6 +174,8 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
 
 uint32_t SocketFamilyDenyRet() { return SECCOMP_RET_ERRNO | EAFNOSUPPORT; }
 
+uint32_t MultiplexerDenyRet() { return SECCOMP_RET_ERRNO | ENOSYS; }
+
 uint32_t AuditArch(ir::Arch arch) {
   switch (arch) {
     case ir::Arch::kX86_64: return AUDIT_ARCH_X86_64;
@@ -182,14 +204,19 @@ Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const P
       n.clone.insert(n.clone.end(), unshare.at(audit_arch).begin(), unshare.at(audit_arch).end());
     }
     if (!guards.socket_denied_families.empty()) n.socket = socket.at(audit_arch);
+    if (guards.i386_multiplexers && audit_arch == AUDIT_ARCH_I386) n.multiplexers = I386MultiplexerNumbers();
     Block b = ArchBlock(audit_arch, n, guards);
     if (!b.insns.empty()) blocks.push_back(std::move(b));
   }
   if (blocks.empty()) return BpfProgram{};
   const bool family_deny = !guards.socket_denied_families.empty();
-  COCOON_ASSIGN_OR_RETURN(BpfProgram program, Resolve(blocks, family_deny));
+  const bool multiplexer_deny = guards.i386_multiplexers && std::any_of(arches.begin(), arches.end(), [](ir::Arch a) {
+    return a == ir::Arch::kX86;
+  });
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, Resolve(blocks, family_deny, multiplexer_deny));
   program.push_back(BPF_STMT(BPF_RET | BPF_K, deny_ret));
   if (family_deny) program.push_back(BPF_STMT(BPF_RET | BPF_K, SocketFamilyDenyRet()));
+  if (multiplexer_deny) program.push_back(BPF_STMT(BPF_RET | BPF_K, MultiplexerDenyRet()));
   return program;
 }
 
@@ -229,6 +256,13 @@ std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const Prefi
     std::snprintf(line, sizeof(line), "if ($syscall is socket && $a0.lo32 == %u)\n  action %s;\n", family,
                   DescribeSeccompRet(SocketFamilyDenyRet()).c_str());
     text += line;
+  }
+  if (guards.i386_multiplexers) {
+    for (uint32_t nr : I386MultiplexerNumbers()) {
+      std::snprintf(line, sizeof(line), "if ($arch == %u && $syscall == %u)   # i386 socketcall/ipc multiplexer\n"
+                    "  action %s;\n", AUDIT_ARCH_I386, nr, DescribeSeccompRet(MultiplexerDenyRet()).c_str());
+      text += line;
+    }
   }
   text += "# anything else: continue with the libseccomp program\n";
   return text;

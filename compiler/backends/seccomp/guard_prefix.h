@@ -51,8 +51,13 @@
 //    ld  [16]                     ; low 32 bits of args[0]: the family
 //    jeq AF_VSOCK, deny_af, 0
 //    jeq AF_ALG, deny_af, out
+// and, in the AUDIT_ARCH_I386 block with `arch x86` (effective_rules.h
+// I386MultiplexerNames), before the other numbers:
+//    jeq __NR_socketcall, deny_mux, 0
+//    jeq __NR_ipc, deny_mux, 0
 //  deny:    ret ERRNO(EPERM)
 //  deny_af: ret ERRNO(EAFNOSUPPORT)   (only when the socket guard is on)
+//  deny_mux: ret ERRNO(ENOSYS)        (only with the i386 multiplexer guard)
 //  out:  (instruction 0 of libseccomp's program)
 // The kernel truncates ioctl's cmd, seccomp's op and flags, clone's and
 // unshare's flags on their way to 32-bit parameters (fs/ioctl.c `unsigned
@@ -83,13 +88,19 @@ struct PrefixGuards {
   bool seccomp_listener = false;            // deny SET_MODE_FILTER + NEW_LISTENER
   uint32_t clone_new_mask = 0;              // deny clone/unshare with any of these flag bits (0: off)
   std::vector<uint32_t> socket_denied_families;  // low 32 bits of socket's arg 0 -> kSocketFamilyDenyRet
+  bool i386_multiplexers = false;  // i386 socketcall and ipc -> MultiplexerDenyRet (effective_rules.h)
   bool empty() const {
-    return ioctl_denied_cmds.empty() && !seccomp_listener && clone_new_mask == 0 && socket_denied_families.empty();
+    return ioctl_denied_cmds.empty() && !seccomp_listener && clone_new_mask == 0 && socket_denied_families.empty() &&
+           !i386_multiplexers;
   }
 };
 
 // What the prefix answers a refused socket family: errno(EAFNOSUPPORT).
 uint32_t SocketFamilyDenyRet();
+
+// What the prefix answers the i386 socketcall and ipc multiplexers:
+// errno(ENOSYS), as for clone3 (arguments behind a pointer).
+uint32_t MultiplexerDenyRet();
 
 // The prefix for `arches` answering `deny_ret` for the guarded calls (and
 // SocketFamilyDenyRet() for the socket families); every

@@ -123,7 +123,7 @@ Status SetArchitectures(scmp_filter_ctx ctx, const std::vector<ir::Arch>& arches
 
 PrefixGuards Guards(const EffectiveSyscalls& rules) {
   return PrefixGuards{rules.ioctl_denied_cmds, rules.seccomp_listener_in_prefix, rules.clone_new_mask_in_prefix,
-                      rules.socket_denied_families_in_prefix};
+                      rules.socket_denied_families_in_prefix, rules.i386_multiplexers_in_prefix};
 }
 
 // The guarded syscalls (guard_prefix.h) by name.
@@ -141,10 +141,13 @@ std::vector<std::string_view> GuardedNames(const PrefixGuards& guards) {
 // syscall has no rule (AddRules then adds an unconditional marker rule for
 // the default), or an unconditional one (after ComputeEffectiveSyscalls,
 // the only one with effect: libseccomp lets it swallow the others). A
-// guarded syscall with conditional rules only keeps the prefix.
+// guarded syscall with conditional rules only keeps the prefix. The i386
+// multiplexer refusal has no inline form (libseccomp folds the socket and
+// IPC rules into the multiplexers, so no marker of ours sits on every path
+// to them): with it, the prefix.
 bool InlineEligible(const EffectiveSyscalls& rules) {
   const PrefixGuards guards = Guards(rules);
-  if (guards.empty()) return false;
+  if (guards.empty() || guards.i386_multiplexers) return false;
   for (std::string_view name : GuardedNames(guards)) {
     bool any = false, unconditional = false;
     for (const ir::SyscallRule& r : rules.rules) {

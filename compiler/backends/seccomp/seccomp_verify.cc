@@ -25,11 +25,15 @@ struct Expectation {
   uint32_t (*expected_ret)(const ir::Action&, bool);
   bool routed;
   uint32_t ioctl_deny_ret;
-  int ioctl_nr;    // x86_64
-  int seccomp_nr;  // x86_64
-  int clone_nr;    // x86_64
-  int unshare_nr;  // x86_64
-  int socket_nr;   // x86_64
+  uint32_t audit_arch;  // the architecture checked (seccomp_data.arch)
+  bool arch_is_32bit;   // i386: the kernel zero-extends 32-bit registers into args
+  // The guarded syscalls' numbers on that architecture (-1: none there).
+  int ioctl_nr;
+  int seccomp_nr;
+  int clone_nr;
+  int unshare_nr;
+  int socket_nr;
+  std::vector<int> multiplexer_nrs;  // i386 socketcall, ipc with the multiplexer guard
   // Extra boundary values of the prefix guards' arguments (VerifySyscall).
   std::vector<uint32_t> seccomp_values;
   std::vector<uint32_t> clone_values;
@@ -47,6 +51,9 @@ std::optional<uint32_t> GuardAnswer(const Expectation& e, int nr, const uint64_t
       (nr == e.seccomp_nr && e.rules.seccomp_listener_in_prefix &&
        static_cast<uint32_t>(args[0]) == SECCOMP_SET_MODE_FILTER && (args[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0) ||
       (nr == e.ioctl_nr && Contains(e.rules.ioctl_denied_cmds, args[1]));
+  if (std::find(e.multiplexer_nrs.begin(), e.multiplexer_nrs.end(), nr) != e.multiplexer_nrs.end()) {
+    return MultiplexerDenyRet();
+  }
   if (denied) return e.ioctl_deny_ret;
   if (nr == e.socket_nr && Contains(e.rules.socket_denied_families_in_prefix, args[0])) return SocketFamilyDenyRet();
   return std::nullopt;
@@ -78,6 +85,13 @@ std::vector<uint64_t> BoundaryValues(const std::vector<const ir::SyscallRule*>& 
   return {out.begin(), out.end()};
 }
 
+// `values` as a 32-bit architecture's arguments: the low halves, zero-extended.
+std::vector<uint64_t> LowHalves(const std::vector<uint64_t>& values) {
+  std::set<uint64_t> out;
+  for (uint64_t v : values) out.insert(v & 0xffffffffULL);
+  return {out.begin(), out.end()};
+}
+
 std::string ArgsText(const uint64_t args[6]) {
   std::string s;
   for (int i = 0; i < 6; ++i) s += (i ? "," : "") + std::to_string(args[i]);
@@ -106,6 +120,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                                                        : no_extra;
     if (used || ioctl_cmd || seccomp_arg || clone_arg || socket_arg) {
       boundary[arg] = BoundaryValues(mine, arg, extra);
+      if (e.arch_is_32bit) boundary[arg] = LowHalves(boundary[arg]);
       per_arg[arg] = boundary[arg];
     } else {
       per_arg[arg] = kZero;
@@ -117,7 +132,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
   for (size_t index = 0; index < total; index += stride) {
     SeccompData data;
     data.nr = nr;
-    data.arch = AUDIT_ARCH_X86_64;
+    data.arch = e.audit_arch;
     size_t rest = index;
     for (int arg = 0; arg < 6; ++arg) {
       data.args[arg] = per_arg[arg][rest % per_arg[arg].size()];
@@ -131,8 +146,8 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
     if (got.ret != want_ret) {
       return InternalError("libseccomp miscompiled syscall " + std::to_string(nr) + "(" + ArgsText(data.args) +
-                           "): program returns " + DescribeSeccompRet(got.ret) + ", rules say " +
-                           DescribeSeccompRet(want_ret));
+                           ") on audit arch " + std::to_string(e.audit_arch) + ": program returns " +
+                           DescribeSeccompRet(got.ret) + ", rules say " + DescribeSeccompRet(want_ret));
     }
   }
   return Status::Ok();
@@ -144,7 +159,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
 Status VerifyValueGuardAllArches(const BpfProgram& program, const EffectiveSyscalls& rules, const char* name,
                                  int arg, const std::vector<uint32_t>& values, uint32_t deny_ret) {
   for (ir::Arch arch : rules.architectures) {
-    const int nr = syscalls::ResolveSyscall(name, arch);
+    const int nr = syscalls::KernelSyscallNumber(name, arch);
     if (nr < 0) continue;
     for (uint32_t value : values) {
       SeccompData data;
@@ -161,47 +176,49 @@ Status VerifyValueGuardAllArches(const BpfProgram& program, const EffectiveSysca
   return Status::Ok();
 }
 
-}  // namespace
-
-Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
-                             uint32_t (*expected_ret)(const ir::Action&, bool), bool routed,
-                             uint32_t ioctl_deny_ret) {
-  COCOON_RETURN_IF_ERROR(
-      VerifyValueGuardAllArches(program, rules, "ioctl", 1, rules.ioctl_denied_cmds, ioctl_deny_ret));
-  COCOON_RETURN_IF_ERROR(VerifyValueGuardAllArches(program, rules, "socket", 0, rules.socket_denied_families_in_prefix,
-                                                   SocketFamilyDenyRet()));
-  if (std::find(rules.architectures.begin(), rules.architectures.end(), ir::Arch::kX86_64) ==
-      rules.architectures.end()) {
-    return Status::Ok();
-  }
-  Expectation e{rules, expected_ret, routed, ioctl_deny_ret,
-                      syscalls::ResolveSyscall("ioctl", ir::Arch::kX86_64),
-                      syscalls::ResolveSyscall("seccomp", ir::Arch::kX86_64),
-                      syscalls::ResolveSyscall("clone", ir::Arch::kX86_64),
-                      syscalls::ResolveSyscall("unshare", ir::Arch::kX86_64),
-                      syscalls::ResolveSyscall("socket", ir::Arch::kX86_64),
-                      {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                       SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC},
-                      {rules.clone_new_mask_in_prefix, 17 /* SIGCHLD */}};
+// The rules (and the prefix's answers) on one architecture of the filter.
+// x86_64 is what the enforcer runs; i386 (`arch x86`, through int 0x80) is
+// where libseccomp folds socket and IPC rules into the multiplexers, so it is
+// checked too, with the zero-extended 32-bit arguments its tasks pass.
+Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
+                  uint32_t (*expected_ret)(const ir::Action&, bool), bool routed, uint32_t ioctl_deny_ret,
+                  ir::Arch arch) {
+  auto nr_of = [&](const char* name) { return syscalls::KernelSyscallNumber(name, arch); };
+  Expectation e{rules, expected_ret, routed, ioctl_deny_ret, AuditArch(arch), arch == ir::Arch::kX86,
+                nr_of("ioctl"), nr_of("seccomp"), nr_of("clone"), nr_of("unshare"), nr_of("socket"), {},
+                {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                 SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC},
+                {rules.clone_new_mask_in_prefix, 17 /* SIGCHLD */}};
   for (int bit = 0; bit < 32; ++bit) {
     if ((rules.clone_new_mask_in_prefix >> bit) & 1) e.clone_values.push_back(uint32_t{1} << bit);
   }
+  if (rules.i386_multiplexers_in_prefix && arch == ir::Arch::kX86) {
+    for (std::string_view name : I386MultiplexerNames()) {
+      if (const int nr = syscalls::ResolveSyscall(name, arch); nr >= 0) e.multiplexer_nrs.push_back(nr);
+    }
+  }
   // (number, rule) pairs, checked by number in ascending order; a null rule
-  // stands for a guarded syscall checked even without rules.
+  // stands for a guarded syscall checked even without rules. Negative
+  // numbers are libseccomp's pseudo numbers for calls this arch lacks.
   std::vector<std::pair<int, const ir::SyscallRule*>> by_nr;
-  by_nr.reserve(rules.rules.size() + 5);
+  by_nr.reserve(rules.rules.size() + 7);
   for (size_t i = 0; i < rules.rules.size();) {
     // A run of rules with one name (ComputeEffectiveSyscalls sorts by name) resolves once.
     const std::string& name = rules.rules[i].name;
-    const int nr = syscalls::ResolveSyscall(name, ir::Arch::kX86_64);
+    const int nr = syscalls::KernelSyscallNumber(name, arch);
     for (; i < rules.rules.size() && rules.rules[i].name == name; ++i) {
       if (nr >= 0) by_nr.emplace_back(nr, &rules.rules[i]);
     }
   }
-  if (!rules.ioctl_denied_cmds.empty()) by_nr.emplace_back(e.ioctl_nr, nullptr);
-  if (rules.seccomp_listener_in_prefix) by_nr.emplace_back(e.seccomp_nr, nullptr);
-  if (rules.clone_new_mask_in_prefix != 0) by_nr.emplace_back(e.clone_nr, nullptr), by_nr.emplace_back(e.unshare_nr, nullptr);
-  if (!rules.socket_denied_families_in_prefix.empty()) by_nr.emplace_back(e.socket_nr, nullptr);
+  auto check_guarded = [&](bool on, int nr) {
+    if (on && nr >= 0) by_nr.emplace_back(nr, nullptr);
+  };
+  check_guarded(!rules.ioctl_denied_cmds.empty(), e.ioctl_nr);
+  check_guarded(rules.seccomp_listener_in_prefix, e.seccomp_nr);
+  check_guarded(rules.clone_new_mask_in_prefix != 0, e.clone_nr);
+  check_guarded(rules.clone_new_mask_in_prefix != 0, e.unshare_nr);
+  check_guarded(!rules.socket_denied_families_in_prefix.empty(), e.socket_nr);
+  for (int nr : e.multiplexer_nrs) check_guarded(true, nr);
   std::stable_sort(by_nr.begin(), by_nr.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<const ir::SyscallRule*> mine;
   for (size_t i = 0; i < by_nr.size();) {
@@ -211,6 +228,24 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
       if (by_nr[i].second != nullptr) mine.push_back(by_nr[i].second);
     }
     COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
+                             uint32_t (*expected_ret)(const ir::Action&, bool), bool routed,
+                             uint32_t ioctl_deny_ret) {
+  COCOON_RETURN_IF_ERROR(
+      VerifyValueGuardAllArches(program, rules, "ioctl", 1, rules.ioctl_denied_cmds, ioctl_deny_ret));
+  COCOON_RETURN_IF_ERROR(VerifyValueGuardAllArches(program, rules, "socket", 0, rules.socket_denied_families_in_prefix,
+                                                   SocketFamilyDenyRet()));
+  // x32 shares AUDIT_ARCH_X86_64 and its numbers carry the x32 bit; aarch64
+  // is checked the same way. Each arch once.
+  std::set<ir::Arch> arches(rules.architectures.begin(), rules.architectures.end());
+  for (ir::Arch arch : arches) {
+    COCOON_RETURN_IF_ERROR(VerifyArch(program, rules, expected_ret, routed, ioctl_deny_ret, arch));
   }
   return Status::Ok();
 }

@@ -22,8 +22,10 @@ namespace cocoon::backends {
 // program should return (routing applied). `ioctl_deny_ret` is what ioctl
 // with a cmd in rules.ioctl_denied_cmds (low 32 bits of arg 1) must get,
 // before any rule (the guard prefix and the inline guards of guard_inline.h
-// give the same answers). Checks the rules on x86_64 only (the arch the enforcer
-// runs) and the ioctl guard on every arch; returns the first disagreement.
+// give the same answers). Checks the rules and the prefix's guards on every
+// architecture of the filter (i386 with the zero-extended 32-bit arguments
+// its tasks pass, and its socketcall/ipc multiplexers refused, see
+// effective_rules.h); returns the first disagreement.
 Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
                              uint32_t (*expected_ret)(const ir::Action&, bool routed), bool routed,
                              uint32_t ioctl_deny_ret);

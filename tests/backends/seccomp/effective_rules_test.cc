@@ -190,3 +190,34 @@ TEST(EffectiveRules, BothFormsAtOnceEqualEachFormAlone) {
 
 }  // namespace
 }  // namespace cocoon::backends
+
+namespace cocoon::backends {
+namespace {
+
+// With `arch x86` the OCI rule form refuses the i386 multiplexers with an
+// unconditional rule (it swallows the socket/IPC rules libseccomp folds into
+// them); equal to an ENOSYS default it would be dropped, so it is EPERM then.
+TEST(EffectiveRules, X86RefusesTheI386MultiplexersInBothForms) {
+  ir::Syscalls s;  // default errno ENOSYS
+  s.architectures = {ir::Arch::kX86_64, ir::Arch::kX86};
+  s.rules.push_back({"socket", {ir::ActionKind::kAllow, 0}, {{0, ir::CompareOp::kEq, 1, 0}}, ""});
+  s.rules.push_back({"socketcall", {ir::ActionKind::kAllow, 0}, {}, ""});
+  EffectiveSyscalls rules_form = ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules);
+  for (const char* name : {"socketcall", "ipc"}) {
+    auto rules = RulesFor(rules_form, name);
+    ASSERT_EQ(rules.size(), 1u) << name;
+    EXPECT_TRUE(rules[0].conditions.empty());
+    EXPECT_EQ(rules[0].action, Errno(EPERM)) << name;
+  }
+  EXPECT_TRUE(HasWarning(rules_form, "socketcall"));
+  s.default_action = ir::Action{ir::ActionKind::kKillProcess, 0};
+  EXPECT_EQ(RulesFor(ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules), "socketcall").at(0).action, Errno(ENOSYS));
+  EffectiveSyscalls bpf_form = ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix);
+  EXPECT_TRUE(bpf_form.i386_multiplexers_in_prefix);
+  s.architectures = {ir::Arch::kX86_64};
+  EXPECT_FALSE(ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix).i386_multiplexers_in_prefix);
+  EXPECT_TRUE(RulesFor(ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules), "ipc").empty());
+}
+
+}  // namespace
+}  // namespace cocoon::backends

@@ -63,5 +63,65 @@ TEST(PolicySemantics, UnconditionalRuleEqualToTheDefaultStillOutranksConditional
   }
 }
 
+// i386 (`arch x86`, int 0x80): libseccomp adds socket rules to socketcall
+// with arg0 rewritten to SYS_SOCKET and the family test dropped, so
+// socketcall(SYS_SOCKET, {AF_INET, ...}) passed `allow socket if arg0 ==
+// AF_UNIX`, and the AF_VSOCK/AF_ALG refusal. The multiplexers are refused
+// outright now, and the direct i386 socket(2) keeps its rules and guard.
+TEST(PolicySemantics, I386SocketcallAndIpcMultiplexersAreRefused) {
+  constexpr long kI386Socketcall = 102, kI386Ipc = 117, kI386Socket = 359, kI386Getpid = 20;
+  constexpr uint64_t kSysSocket = 1, kSemop = 1, kPointer = 0x10000;
+  const ir::Policy policy = MustCheck(
+      "    default errno ENOSYS\n    allow @default\n    allow socket if arg0 == AF_UNIX\n"
+      "    allow socket if arg0 == AF_INET\n    allow semop\n    arch x86");
+  auto artifacts = CompileSeccomp(policy);
+  ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  bool warned = false;
+  for (const std::string& w : artifacts->front().warnings) warned |= w.find("socketcall") != std::string::npos;
+  EXPECT_TRUE(warned);
+  const BpfProgram program = ParseBpf(artifacts->front().bytes).value();
+  EXPECT_EQ(Eval(program, kI386Socketcall, {kSysSocket, kPointer}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(Eval(program, kI386Socketcall, {2 /* SYS_BIND */, kPointer}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(Eval(program, kI386Ipc, {kSemop, 0}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(Eval(program, kI386Socket, {1 /* AF_UNIX */, 1}, AUDIT_ARCH_I386), "allow");
+  EXPECT_EQ(Eval(program, kI386Socket, {2 /* AF_INET */, 1}, AUDIT_ARCH_I386), "allow");
+  EXPECT_EQ(Eval(program, kI386Socket, {10 /* AF_INET6 */, 1}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(Eval(program, kI386Getpid, {}, AUDIT_ARCH_I386), "allow");
+  EXPECT_EQ(Eval(program, SYS_socket, {1, 1}), "allow");  // x86_64 unchanged
+  EXPECT_EQ(Eval(program, SYS_socket, {10, 1}), "errno(38)");
+}
+
+// The socket-family refusal (AF_VSOCK, AF_ALG) also covers i386's direct
+// socket(2), which libseccomp numbers as a pseudo syscall: the guard prefix
+// used to skip it there, so an unconditional `allow socket` let
+// socket(AF_VSOCK) through int 0x80.
+TEST(PolicySemantics, I386DirectSocketKeepsTheFamilyRefusal) {
+  constexpr long kI386Socket = 359;
+  const BpfProgram program =
+      MustCompile(MustCheck("    default errno ENOSYS\n    allow @default\n    allow socket\n    arch x86"));
+  EXPECT_EQ(Eval(program, kI386Socket, {40 /* AF_VSOCK */, 1}, AUDIT_ARCH_I386), "errno(97)");
+  EXPECT_EQ(Eval(program, kI386Socket, {38 /* AF_ALG */, 5}, AUDIT_ARCH_I386), "errno(97)");
+  EXPECT_EQ(Eval(program, kI386Socket, {2 /* AF_INET */, 1}, AUDIT_ARCH_I386), "allow");
+  EXPECT_EQ(Eval(program, 102, {1, 0x10000}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_socket, {40, 1}), "errno(97)");
+}
+
+// strict with `arch x86`: the translation validation now also runs on i386
+// (every rule, the guards, the multiplexers) and must accept it.
+TEST(PolicySemantics, StrictWithX86CompilesAndRefusesTheMultiplexers) {
+  Diagnostics diagnostics;
+  frontend::FrontendOptions options;
+  options.search_paths = {std::string(COCOON_SOURCE_DIR) + "/policies"};
+  auto policy = frontend::CompilePolicyText(
+      "t.cocoon", "import \"strict\"\nprofile t extends strict {\n  syscalls {\n    arch x86\n  }\n}\n", "", options,
+      diagnostics);
+  ASSERT_TRUE(policy.has_value()) << diagnostics.Render();
+  EXPECT_NE(diagnostics.Render().find("socketcall"), std::string::npos) << diagnostics.Render();
+  const BpfProgram program = MustCompile(*policy);
+  EXPECT_EQ(Eval(program, 102 /* socketcall */, {1, 0x10000}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(Eval(program, 117 /* ipc */, {1, 0}, AUDIT_ARCH_I386), "errno(38)");
+  EXPECT_EQ(Eval(program, 359 /* socket */, {40, 1}, AUDIT_ARCH_I386), "errno(97)");
+}
+
 }  // namespace
 }  // namespace cocoon::backends
