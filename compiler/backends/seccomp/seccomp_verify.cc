@@ -4,6 +4,8 @@
 #include <linux/seccomp.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,7 +19,9 @@
 namespace cocoon::backends {
 namespace {
 
-constexpr size_t kMaxCombinations = 4096;
+// Evaluations allowed per syscall and architecture (VerifySyscall): about a
+// second of evaluator time at worst. Shipped policies need far fewer.
+constexpr size_t kMaxVerifiedCalls = size_t{1} << 21;
 
 // What the checked program must do: the rules, behind the guard prefix.
 struct Expectation {
@@ -92,18 +96,95 @@ std::vector<uint64_t> LowHalves(const std::vector<uint64_t>& values) {
   return {out.begin(), out.end()};
 }
 
-std::string ArgsText(const uint64_t args[6]) {
+// Every 32-bit word the rules of one syscall compare against, on any
+// argument: both halves of each value and mask (and of the guards' extra
+// values), each with its neighbours, plus the extremes. libseccomp compares
+// a 64-bit argument as two 32-bit words, so the program's answer depends on
+// each word only through where it sits among these constants; a
+// miscompiled program may test one word against a constant meant for the
+// other half, or for another argument (libseccomp 2.5.4: a failing low-half
+// test falling into the next rule's high-half test, seccomp_verify.h), so
+// every word is paired with every other here.
+std::vector<uint32_t> ComparedWords(const std::vector<const ir::SyscallRule*>& rules,
+                                    const std::vector<uint64_t> (&boundary)[6]) {
+  std::set<uint32_t> out = {0, 1, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff};
+  auto add = [&](uint64_t v) {
+    for (uint32_t w : {static_cast<uint32_t>(v >> 32), static_cast<uint32_t>(v)}) {
+      out.insert(w);
+      out.insert(w - 1);
+      out.insert(w + 1);
+    }
+  };
+  for (const ir::SyscallRule* rule : rules) {
+    for (const ir::ArgCondition& c : rule->conditions) {
+      add(c.value);
+      if (c.op == ir::CompareOp::kMaskedEq) add(c.mask), add(c.value | ~c.mask);
+    }
+  }
+  // The guards' values (ioctl cmds, socket families, ...) are in the boundary sets.
+  for (const auto& values : boundary) {
+    for (uint64_t v : values) out.insert(static_cast<uint32_t>(v)), out.insert(static_cast<uint32_t>(v >> 32));
+  }
+  return {out.begin(), out.end()};
+}
+
+// One used argument's complete set: every (high word, low word) pair of
+// `words`, plus its boundary values (which hold the masked compares'
+// single-bit flips). A 32-bit architecture passes zero-extended words.
+std::vector<uint64_t> WordPairs(const std::vector<uint32_t>& words, const std::vector<uint64_t>& boundary,
+                                bool arch_is_32bit) {
+  std::set<uint64_t> out(boundary.begin(), boundary.end());
+  for (uint32_t low : words) {
+    if (arch_is_32bit) {
+      out.insert(low);
+      continue;
+    }
+    for (uint32_t high : words) out.insert(uint64_t{high} << 32 | low);
+  }
+  return {out.begin(), out.end()};
+}
+
+// Calls `check` with every combination of one value per argument.
+Status ForEachCombination(const std::span<const uint64_t> (&sets)[6],
+                          const std::function<Status(const uint64_t (&args)[6])>& check) {
+  size_t index[6] = {0, 0, 0, 0, 0, 0};
+  uint64_t args[6];
+  while (true) {
+    for (int arg = 0; arg < 6; ++arg) args[arg] = sets[arg][index[arg]];
+    COCOON_RETURN_IF_ERROR(check(args));
+    int arg = 0;
+    for (; arg < 6; ++arg) {
+      if (++index[arg] < sets[arg].size()) break;
+      index[arg] = 0;
+    }
+    if (arg == 6) return Status::Ok();
+  }
+}
+
+std::string HexArgsText(const uint64_t args[6]) {
   std::string s;
-  for (int i = 0; i < 6; ++i) s += (i ? "," : "") + std::to_string(args[i]);
+  char buf[24];
+  for (int i = 0; i < 6; ++i) {
+    std::snprintf(buf, sizeof(buf), "%s0x%llx", i ? ", " : "", static_cast<unsigned long long>(args[i]));
+    s += buf;
+  }
   return s;
 }
 
+// The rules of syscall `nr` (`mine`, all of one name) against the program on
+// e's architecture, over inputs that are complete for comparisons of 32-bit
+// words against the rules' constants: first the product of every argument's
+// boundary values, then each used argument in turn over all its word pairs
+// (ComparedWords x ComparedWords) while the others take each of their
+// boundary values. No sampling: a syscall needing more than
+// kMaxVerifiedCalls evaluations is refused (fail closed).
 Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                      const std::vector<const ir::SyscallRule*>& mine) {
   static const std::vector<uint32_t> no_extra;
-  static constexpr uint64_t kZero[] = {0};  // an argument no condition looks at
+  static const std::vector<uint64_t> kZero = {0};  // an argument no condition looks at
+  const std::string name = mine.empty() ? "syscall " + std::to_string(nr) : mine.front()->name;
   std::vector<uint64_t> boundary[6];
-  std::span<const uint64_t> per_arg[6];
+  bool used_arg[6] = {false, false, false, false, false, false};
   for (uint8_t arg = 0; arg < 6; ++arg) {
     const bool used = std::any_of(mine.begin(), mine.end(), [&](const ir::SyscallRule* r) {
       return std::any_of(r->conditions.begin(), r->conditions.end(),
@@ -118,37 +199,58 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                                          : clone_arg   ? e.clone_values
                                          : socket_arg  ? e.rules.socket_denied_families_in_prefix
                                                        : no_extra;
-    if (used || ioctl_cmd || seccomp_arg || clone_arg || socket_arg) {
+    used_arg[arg] = used || ioctl_cmd || seccomp_arg || clone_arg || socket_arg;
+    if (used_arg[arg]) {
       boundary[arg] = BoundaryValues(mine, arg, extra);
       if (e.arch_is_32bit) boundary[arg] = LowHalves(boundary[arg]);
-      per_arg[arg] = boundary[arg];
     } else {
-      per_arg[arg] = kZero;
+      boundary[arg] = kZero;
     }
   }
-  size_t total = 1;
-  for (const auto& v : per_arg) total = std::min(total * v.size(), kMaxCombinations * 64);
-  const size_t stride = total > kMaxCombinations ? total / kMaxCombinations + 1 : 1;
-  for (size_t index = 0; index < total; index += stride) {
+  const std::vector<uint32_t> words = ComparedWords(mine, boundary);
+  std::vector<uint64_t> pairs[6];
+  double total = 1;  // evaluations needed; a double cannot overflow here
+  for (const auto& b : boundary) total *= static_cast<double>(b.size());
+  for (int arg = 0; arg < 6; ++arg) {
+    if (!used_arg[arg]) continue;
+    pairs[arg] = WordPairs(words, boundary[arg], e.arch_is_32bit);
+    double others = 1;
+    for (int j = 0; j < 6; ++j) others *= j == arg ? 1.0 : static_cast<double>(boundary[j].size());
+    total += static_cast<double>(pairs[arg].size()) * others;
+  }
+  if (total > static_cast<double>(kMaxVerifiedCalls)) {
+    return FailedPreconditionError(
+        "the rules for " + name + " compare too many distinct values across its arguments for Cocoon to verify the "
+        "compiled filter (" + std::to_string(static_cast<uint64_t>(total)) + " test calls, the limit is " +
+        std::to_string(kMaxVerifiedCalls) + "); use fewer distinct constants or fewer conditional rules on it");
+  }
+  auto check = [&](const uint64_t (&args)[6]) -> Status {
     SeccompData data;
     data.nr = nr;
     data.arch = e.audit_arch;
-    size_t rest = index;
-    for (int arg = 0; arg < 6; ++arg) {
-      data.args[arg] = per_arg[arg][rest % per_arg[arg].size()];
-      rest /= per_arg[arg].size();
-    }
+    std::copy(std::begin(args), std::end(args), data.args);
     ir::Action want = e.rules.default_action;
     for (const ir::SyscallRule* r : mine) {
       if (ConjunctionMatches(r->conditions, data.args)) want = r->action;  // disjoint across actions
     }
     const uint32_t want_ret = GuardAnswer(e, nr, data.args).value_or(e.expected_ret(want, e.routed));
     COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
-    if (got.ret != want_ret) {
-      return InternalError("libseccomp miscompiled syscall " + std::to_string(nr) + "(" + ArgsText(data.args) +
-                           ") on audit arch " + std::to_string(e.audit_arch) + ": program returns " +
-                           DescribeSeccompRet(got.ret) + ", rules say " + DescribeSeccompRet(want_ret));
-    }
+    if (got.ret == want_ret) return Status::Ok();
+    return FailedPreconditionError(
+        "libseccomp 2.5.4 miscompiled the rules for " + name + " on audit arch " + std::to_string(e.audit_arch) +
+        ": " + name + "(" + HexArgsText(data.args) + ") gets " + DescribeSeccompRet(got.ret) + " but the rules say " +
+        DescribeSeccompRet(want_ret) + "; refusing to emit this filter. Rewrite the rules for " + name +
+        ": split 64-bit ranges so that each bound's upper 32 bits are those of the values it must match, or avoid "
+        "mixing range comparisons (<, <=, >, >=) on one argument across rules of different actions");
+  };
+  std::span<const uint64_t> sets[6];
+  for (int arg = 0; arg < 6; ++arg) sets[arg] = boundary[arg];
+  COCOON_RETURN_IF_ERROR(ForEachCombination(sets, check));
+  for (int arg = 0; arg < 6; ++arg) {
+    if (!used_arg[arg]) continue;
+    sets[arg] = pairs[arg];
+    COCOON_RETURN_IF_ERROR(ForEachCombination(sets, check));
+    sets[arg] = boundary[arg];
   }
   return Status::Ok();
 }

@@ -123,5 +123,27 @@ TEST(PolicySemantics, StrictWithX86CompilesAndRefusesTheMultiplexers) {
   EXPECT_EQ(Eval(program, 359 /* socket */, {40, 1}, AUDIT_ARCH_I386), "errno(97)");
 }
 
+// libseccomp 2.5.4 miscompiles some 64-bit ranges on one argument across
+// rules: a failing low-half test of one rule jumps into the next rule's
+// high-half test without reloading the high half. The verifier used to miss
+// it (it never paired one constant's high word with another's low word), so
+// sched_setaffinity(0, 0x80000000ffffffff, 0) was allowed instead of ENOSYS.
+// Now the filter is either right on that call or refused, naming the syscall.
+TEST(PolicySemantics, MiscompiledSixtyFourBitRangesAreNeverEmitted) {
+  const ir::Policy policy = MustCheck(
+      "    default errno ENOSYS\n    allow @default\n"
+      "    kill sched_setaffinity if arg1 <= 0x8000000000000000 and arg2 >= 0xc7\n"
+      "    allow sched_setaffinity if arg1 >= 0xef62f3be3f5bf8cf");
+  auto artifacts = CompileSeccomp(policy);
+  if (!artifacts.ok()) {
+    EXPECT_NE(artifacts.status().ToString().find("sched_setaffinity"), std::string::npos) << artifacts.status().ToString();
+    return;
+  }
+  const BpfProgram program = ParseBpf(artifacts->front().bytes).value();
+  EXPECT_EQ(Eval(program, SYS_sched_setaffinity, {0, 0x80000000ffffffffULL, 0}), "errno(38)");
+  EXPECT_NE(Eval(program, SYS_sched_setaffinity, {0, 0x8000000000000000ULL, 0xc7}), "allow");  // kill (or its notify routing)
+  EXPECT_EQ(Eval(program, SYS_sched_setaffinity, {0, 0xffffffffffffffffULL, 0}), "allow");
+}
+
 }  // namespace
 }  // namespace cocoon::backends
