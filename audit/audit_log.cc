@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 
 #include "audit/event_common.h"
@@ -77,6 +78,9 @@ class AuditLog::Impl {
  public:
   AuditLogOptions options;
   SigningKey key;
+  // Every key this process has signed with (the current one last): a tail
+  // line claiming one of them must carry a signature that verifies.
+  std::vector<PublicKey> own_keys;
   Identity identity;
   std::unique_ptr<FileSink> file;
   std::unique_ptr<StreamSink> stream;
@@ -94,8 +98,14 @@ class AuditLog::Impl {
     p.event = LifecycleEvent(kind, options.path, message);
     p.kind = std::string(kind);
     p.user = false;
+    // Each writer declares, in its signed start (or continue) record, how
+    // often it signs: `verify` accepts an unsigned event line only under a
+    // key whose writer declared lines_per_sig > 1.
+    if (kind == "start" || kind == "continue") p.extra["lines_per_sig"] = options.sign_every;
     return p;
   }
+
+  Pending Recovery(const Tail& tail);
 
   uint64_t CheckpointInterval() const {
     return options.sign_every > 1 ? options.sign_every : options.checkpoint_every_lines;
@@ -106,7 +116,7 @@ class AuditLog::Impl {
  private:
   std::vector<Pending> Plan(std::vector<Pending> records, const Tail& tail);
   Status Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs, Batch& out);
-  Status Emit(const Batch& batch, bool partial);
+  Status Emit(const Batch& batch);
   Status MaybeRotate(Tail& tail);
   Batch batch_;
   // Batch slot i's working state, reused from batch to batch like batch_.
@@ -114,24 +124,53 @@ class AuditLog::Impl {
   std::vector<PreparedLine> lines_;                   // its preimage keeps its capacity
 };
 
-// Adds the records the chain needs around the caller's: recovery after a torn
-// write, a start record on an empty log, and checkpoints.
+// The signed record that owns up to a tail this writer could not vouch for.
+// A fragment (bytes after the last newline: a torn write, or bytes someone
+// appended) is cut from the file by Write(), so no SIEM ingests it as a line;
+// its length, SHA-256 and first kMaxKeptFragment bytes live on here. An
+// unsigned last line stays (it is chained to) but is named unverified.
+// Either way `verify` exits with its own code (kRecovered) so that an
+// operator looks at it: a writer cannot tell a crash from a forgery.
+Pending AuditLog::Impl::Recovery(const Tail& tail) {
+  constexpr size_t kMaxKeptFragment = 4096;
+  std::string message;
+  Pending recovery = Lifecycle("recovery", "");
+  if (tail.partial) {
+    const std::string& fragment = *tail.partial;
+    size_t kept = std::min(fragment.size(), kMaxKeptFragment);
+    message = std::to_string(fragment.size()) + " bytes without a newline at the end of the log (a torn write, " +
+              "or bytes appended by someone else) were removed; the first " + std::to_string(kept) +
+              " are kept in integrity.partial_base64";
+    recovery.extra["partial_bytes"] = fragment.size();
+    Digest digest = LineHash(fragment);
+    recovery.extra["partial_sha256"] = HexEncode(digest.data(), digest.size());
+    recovery.extra["partial_base64"] =
+        Base64Encode(reinterpret_cast<const uint8_t*>(fragment.data()), kept);
+  }
+  if (tail.last_unverified) {
+    if (!message.empty()) message += "; ";
+    message += "the line before this record (seq " + std::to_string(tail.next_sequence - 1) +
+               ") has no signature, so this writer could not vouch for it";
+    recovery.extra["last_unverified"] = true;
+  }
+  recovery.event["message"] = message;
+  return recovery;
+}
+
+// Adds the records the chain needs around the caller's: a start record on an
+// empty log, recovery after a tail this writer cannot vouch for, checkpoints.
 std::vector<Pending> AuditLog::Impl::Plan(std::vector<Pending> records, const Tail& tail) {
   std::vector<Pending> plan;
   plan.reserve(records.size() + 3 + records.size() / std::max<uint64_t>(1, CheckpointInterval()));
-  if (tail.partial) {
-    Pending recovery = Lifecycle("recovery", "previous writer crashed mid-line; " +
-                                                 std::to_string(tail.partial->size()) + " bytes recovered");
-    recovery.extra["partial_bytes"] = tail.partial->size();
-    Digest digest = LineHash(*tail.partial);
-    recovery.extra["partial_sha256"] = HexEncode(digest.data(), digest.size());
-    plan.push_back(std::move(recovery));
+  size_t first = 0;  // a log's first line must be its start record, even before a recovery
+  if (tail.empty) {
+    if (!records.empty() && records.front().kind == "start") plan.push_back(std::move(records[first++]));
+    else plan.push_back(Lifecycle("start", "audit log started"));
   }
-  if (tail.empty && (records.empty() || records.front().kind != "start"))
-    plan.push_back(Lifecycle("start", "audit log started"));
+  if (tail.partial || tail.last_unverified) plan.push_back(Recovery(tail));
   uint64_t interval = CheckpointInterval();
-  for (auto& record : records) {
-    plan.push_back(std::move(record));
+  for (size_t r = first; r < records.size(); ++r) {
+    plan.push_back(std::move(records[r]));
     ++lines_since_checkpoint;
     if (interval != 0 && lines_since_checkpoint + 1 >= interval && plan.back().kind == "event") {
       Pending checkpoint = Lifecycle("checkpoint", "checkpoint");
@@ -198,7 +237,11 @@ Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vecto
       context.kind = plan[i].kind;
       context.time_ms = now;
       context.timestamp = timestamp;
-      context.signed_line = options.sign_every <= 1 || plan[i].kind != "event";
+      // Even with sign_every > 1, the last line of every write is signed (and
+      // every line when each is written on its own): the next writer, maybe
+      // another process, then never finds an unsigned tail it cannot vouch for.
+      context.signed_line = options.sign_every <= 1 || plan[i].kind != "event" || i + 1 == plan.size() ||
+                            options.fsync == FsyncPolicy::kPerEvent;
       if (!plan[i].extra.empty()) context.extra = &plan[i].extra;
       prepare_errors[i] = PrepareLineInto(*plan[i].rendered, context, identity, HashMode::kDeferred, prepared[i]);
       severities[i] = plan[i].rendered->severity_id;
@@ -268,30 +311,29 @@ Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vecto
   if (lines_.size() > kKeptSlots) lines_.resize(kKeptSlots);
   if (hashers_.size() > kKeptSlots) hashers_.resize(kKeptSlots);
   tail.empty = false;
-  tail.partial.reset();
+  tail.partial.reset();           // cut away and recorded by this batch
+  tail.last_unverified = false;   // this batch ends in our own signed line
   tail.next_sequence += plan.size();
   tail.last_hash = prev;
   if (!plan.empty()) tail.last_kind = plan.back().kind;
   return Status::Ok();
 }
 
-Status AuditLog::Impl::Emit(const Batch& batch, bool partial) {
+Status AuditLog::Impl::Emit(const Batch& batch) {
   if (stream) {
     std::vector<std::string> lines;
     for (size_t i = 0; i < batch.ends.size(); ++i) lines.emplace_back(batch.Line(i));
     return stream->Write(lines, batch.severities);
   }
-  std::string_view torn_end = partial ? "\n" : "";  // terminates the torn fragment; recovery follows
   if (options.fsync == FsyncPolicy::kPerEvent) {
     for (size_t i = 0; i < batch.ends.size(); ++i) {
-      COCOON_RETURN_IF_ERROR(file->Write(i == 0 ? std::string(torn_end) + std::string(batch.Line(i)) : batch.Line(i)));
+      COCOON_RETURN_IF_ERROR(file->Write(batch.Line(i)));
       COCOON_RETURN_IF_ERROR(file->Sync());
     }
     return Status::Ok();
   }
   // One write(2) for the whole batch: never interleaved with other appenders.
-  if (partial) COCOON_RETURN_IF_ERROR(file->Write(std::string(torn_end) + batch.bytes));
-  else COCOON_RETURN_IF_ERROR(file->Write(batch.bytes));
+  COCOON_RETURN_IF_ERROR(file->Write(batch.bytes));
   if (options.fsync == FsyncPolicy::kPerBatch) COCOON_RETURN_IF_ERROR(file->Sync());
   return Status::Ok();
 }
@@ -305,7 +347,7 @@ Status AuditLog::Impl::MaybeRotate(Tail& tail) {
   std::vector<EventRef> refs;
   Batch batch;
   COCOON_RETURN_IF_ERROR(Render(rotate, tail, refs, batch));
-  COCOON_RETURN_IF_ERROR(Emit(batch, false));
+  COCOON_RETURN_IF_ERROR(Emit(batch));
   COCOON_RETURN_IF_ERROR(file->Sync());
   std::vector<Pending> first;
   first.push_back(Lifecycle("continue", "continues the chain from " + archive));
@@ -318,15 +360,20 @@ Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records
   if (closed) return FailedPreconditionError("audit log is closed");
   Tail tail;
   if (file) {
-    COCOON_ASSIGN_OR_RETURN(tail, file->Lock());
+    COCOON_ASSIGN_OR_RETURN(tail, file->Lock(own_keys));
   } else {
     tail = stream_tail;
   }
-  bool partial = tail.partial.has_value();
+  std::optional<size_t> fragment;
+  if (tail.partial) fragment = tail.partial->size();
   std::vector<Pending> plan = Plan(std::move(records), tail);
   std::vector<EventRef> refs;
   Status status = Render(plan, tail, refs, batch_);
-  if (status.ok()) status = Emit(batch_, partial);
+  // Still under the lock every appender takes: cut the fragment away, then
+  // write its recovery record at once (rendered above, so the window in which
+  // a crash would lose the fragment with no record of it is one syscall).
+  if (status.ok() && file && fragment) status = file->TruncateTo(file->size() - *fragment);
+  if (status.ok()) status = Emit(batch_);
   if (status.ok()) status = MaybeRotate(tail);
   if (file) {
     if (status.ok()) file->RememberTail(tail);
@@ -346,6 +393,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const AuditLogOptions& options)
   if (options.key_path.empty())
     return InvalidArgumentError("the audit log needs a signing key (create one with `cocoon audit keygen --out PATH`)");
   COCOON_ASSIGN_OR_RETURN(impl->key, SigningKey::LoadPem(options.key_path));
+  impl->own_keys.push_back(impl->key.public_key());
   impl->identity = CurrentIdentity(options.host_name);
   COCOON_RETURN_IF_ERROR(RenderIdentity(impl->identity));
   impl->pool = std::make_unique<WorkerPool>(options.signer_threads);
@@ -426,6 +474,7 @@ Status AuditLog::RotateKey(const std::string& new_key_path) {
   records.back().extra["new_key_id"] = next.key_id();
   COCOON_ASSIGN_OR_RETURN(auto refs, impl_->Write(std::move(records)));  // signed by the old key
   (void)refs;
+  impl_->own_keys.push_back(next.public_key());
   impl_->key = std::move(next);
   return Status::Ok();
 }

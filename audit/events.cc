@@ -5,6 +5,7 @@
 
 #include "audit/event_common.h"
 #include "audit/record.h"
+#include "compiler/common/digest.h"
 
 namespace cocoon::audit {
 namespace {
@@ -27,6 +28,41 @@ std::string Hex64(uint64_t value) {
   return buffer;
 }
 
+// Argv and command lines are what an auditor most needs whole, and what an
+// attacker pads to push the end out of the log (`sh -c "true <17 KiB of
+// spaces>; echo EVIL"`). A text longer than kMaxStringBytes keeps its head
+// and its tail around a marker saying how much was cut, and sets `cut`;
+// cocoon.sandbox.argv then has truncated: true and the full argv's SHA-256.
+std::string Capped(std::string_view text, bool& cut) {
+  std::string whole = SanitizeUtf8(text);
+  if (whole.size() <= kMaxStringBytes) return whole;
+  cut = true;
+  constexpr size_t kTail = 4096;
+  constexpr size_t kMarkerRoom = 64;
+  auto continuation = [&](size_t at) { return (static_cast<unsigned char>(whole[at]) & 0xC0) == 0x80; };
+  size_t head = kMaxStringBytes - kTail - kMarkerRoom;
+  while (head > 0 && continuation(head)) --head;  // never split a UTF-8 sequence
+  size_t tail = whole.size() - kTail;
+  while (tail < whole.size() && continuation(tail)) ++tail;
+  std::string out = whole.substr(0, head);
+  out += " [... cocoon audit: " + std::to_string(tail - head) + " bytes cut ...] ";
+  out.append(whole, tail, std::string::npos);
+  return out;
+}
+
+// cocoon.sandbox.argv: what ran, even when the strings above were cut. The
+// SHA-256 is over each argument followed by a NUL (/proc/PID/cmdline's form).
+json ArgvSummary(const std::vector<std::string>& argv, bool truncated) {
+  std::string cmdline;
+  for (const auto& arg : argv) {
+    cmdline += arg;
+    cmdline += '\0';
+  }
+  return {{"bytes", Safe53(cmdline.size())}, {"count", Safe53(argv.size())}, {"sha256", Sha256Hex(cmdline)},
+          {"truncated", truncated}};
+}
+
+// Unsanitised, uncapped: callers pass it through Capped.
 std::string ShellJoin(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& arg : argv) {
@@ -38,7 +74,7 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
     for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += '\'';
   }
-  return S(out);
+  return out;
 }
 
 std::string BaseName(const std::string& path) {
@@ -106,12 +142,16 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
   json e = OcsfBase(OcsfClass::kProcessActivity, 1, 1);
   std::string name = info.argv.empty() ? "" : BaseName(info.argv[0]);
   json process = SandboxedProcess(info.pid, name);
-  process["cmd_line"] = ShellJoin(info.argv);     // OCSF
-  process["command_line"] = ShellJoin(info.argv); // ECS
-  process["args"] = Strings(info.argv);           // ECS (array of strings survives Wazuh)
+  bool cut = false;
+  std::string command_line = Capped(ShellJoin(info.argv), cut);
+  process["cmd_line"] = command_line;      // OCSF
+  process["command_line"] = command_line;  // ECS
+  json args = json::array();               // ECS (array of strings survives Wazuh)
+  for (const auto& arg : info.argv) args.push_back(Capped(arg, cut));
+  process["args"] = std::move(args);
   if (!info.cwd.empty()) process["working_directory"] = S(info.cwd);
   process["user"] = {{"uid", std::to_string(info.uid_inside)}, {"name", S(info.user_inside)}};
-  if (!info.argv.empty()) process["file"] = {{"path", S(info.argv[0])}, {"name", name}, {"type_id", 1}};
+  if (!info.argv.empty()) process["file"] = {{"path", Capped(info.argv[0], cut)}, {"name", name}, {"type_id", 1}};
   e["process"] = process;
   EcsEvent(e, "event", {"process"}, {"start"}, "sandbox-launched", "success");
   json& sandbox = e["cocoon"]["sandbox"];
@@ -124,9 +164,12 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
                               {"mechanism", S(limit.mechanism)}, {"required", limit.required}};
   }
   sandbox["limits"] = limits;
+  sandbox["argv"] = ArgvSummary(info.argv, cut);
   RunFields(e, info.policy_name, info.run_id);
   if (!info.policy_sha256.empty()) e["cocoon"]["policy"]["sha256"] = S(info.policy_sha256);
-  e["message"] = S("sandbox launched: " + ShellJoin(info.argv));
+  bool message_cut = false;
+  e["message"] = Capped(std::string(cut ? "sandbox launched (command line truncated): " : "sandbox launched: ") +
+                            ShellJoin(info.argv), message_cut);
   return Rendered(std::move(e));
 }
 

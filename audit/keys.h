@@ -47,7 +47,8 @@ class PublicKey {
 // Runs sodium_init() once per process (later calls return its first answer;
 // thread-safe). VerifyLogs calls it before starting its workers, and
 // PublicKey::Verify before each check. False: libsodium could not start, and
-// no signature can be verified. Writers never need it: they sign with OpenSSL.
+// no signature can be verified. Writers sign with OpenSSL; they verify only
+// the log's last line when it claims their own key (ReadTail).
 bool PrepareVerification();
 
 class SigningKey {

@@ -43,6 +43,27 @@ Status WriteAll(int fd, std::string_view bytes) {
   return Status::Ok();
 }
 
+// The log must be ours alone: a regular file (not a FIFO or device another
+// user points us at), owned by our euid, and writable by nobody else (anyone
+// who can write it can append forged lines or torn fragments).
+Status CheckLogFile(int fd, const std::string& path) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return ErrnoError("audit log " + path + ": fstat");
+  if (!S_ISREG(st.st_mode))
+    return InvalidArgumentError("audit log " + path + " is not a regular file; give the path of a log file");
+  if (st.st_uid != geteuid())
+    return PermissionDeniedError("audit log " + path + " is owned by uid " + std::to_string(st.st_uid) +
+                                 ", not by this process (euid " + std::to_string(geteuid()) +
+                                 "); move it aside or chown it to the user that writes the log");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return PermissionDeniedError("audit log " + path + " is writable by group or others (mode " + mode +
+                                 "); run `chmod go-w " + path + "` (cocoon creates it 0600)");
+  }
+  return Status::Ok();
+}
+
 int SyslogSeverity(int ocsf_severity_id) {
   switch (ocsf_severity_id) {
     case 2: return 5;  // Low -> notice
@@ -52,6 +73,32 @@ int SyslogSeverity(int ocsf_severity_id) {
     case 6: return 1;  // Fatal -> alert
     default: return 6; // Informational/Unknown -> info
   }
+}
+
+// Chaining onto a line vouches for it: the next signed line covers it
+// through `prev`. So the writer checks what it can before it chains:
+//  - signed by one of our own keys: the signature must verify, else the line
+//    was forged under our key id and we refuse to extend the log;
+//  - signed by a key we do not hold (another writer's, or one rotated away
+//    in another process): we cannot check it, but neither do we bless it,
+//    because `verify` checks every signature itself against its trusted keys;
+//  - unsigned: nothing but the chain protects it, and the chain is exactly
+//    what we would extend. Honest writers never leave an unsigned last line
+//    (every write ends with a signed line), so the caller records it in a
+//    signed recovery record, which `verify` reports with its own exit code.
+Status CheckTailSignature(const ParsedIntegrity& line, const std::vector<PublicKey>& own_keys, Tail& tail) {
+  if (!line.has_signature) {
+    tail.last_unverified = true;
+    return Status::Ok();
+  }
+  for (const PublicKey& key : own_keys) {
+    if (line.key_id != key.key_id()) continue;
+    if (!key.Verify(line.hash, line.signature))
+      return DataLossError("audit log's last line claims our key " + key.key_id() +
+                           " but its signature does not verify; refusing to extend a forged log");
+    return Status::Ok();
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -87,7 +134,7 @@ Result<std::string_view> UnwrapLine(std::string_view text) {
   return text.substr(begin, end - begin);
 }
 
-Result<Tail> ReadTail(int fd, uint64_t size) {
+Result<Tail> ReadTail(int fd, uint64_t size, const std::vector<PublicKey>& own_keys) {
   Tail tail;
   if (size == 0) return tail;
   uint64_t window = std::min<uint64_t>(size, 64 * 1024);
@@ -110,6 +157,7 @@ Result<Tail> ReadTail(int fd, uint64_t size) {
         if (!parsed.ok()) return parsed.status().WithContext("audit log's last line is damaged");
         if (computed != parsed->hash)
           return DataLossError("audit log's last line does not match its hash; refusing to extend a tampered log");
+        COCOON_RETURN_IF_ERROR(CheckTailSignature(*parsed, own_keys, tail));
         tail.empty = false;
         tail.chain_id = std::string(parsed->chain);
         tail.next_sequence = parsed->sequence + 1;
@@ -140,21 +188,34 @@ FileSink::~FileSink() {
 Status FileSink::Reopen() {
   if (fd_ >= 0) close(fd_);
   // O_APPEND: every write lands at the current end even with other writers
-  // (open(2)); O_RDWR because the next writer must read the tail.
-  fd_ = open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  // (open(2)); O_RDWR because the next writer must read the tail. O_NOFOLLOW:
+  // cocoon often runs as root, and a symlink planted at the log path would
+  // otherwise make it append to (and, on recovery, truncate) any file.
+  fd_ = open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd_ < 0 && errno == ELOOP)
+    return InvalidArgumentError("audit log " + path_ + " is a symbolic link; refusing to follow it (give the "
+                                "real path, or remove the link)");
   if (fd_ < 0) return ErrnoError("audit log " + path_ + ": cannot open for appending");
+  Status checked = CheckLogFile(fd_, path_);
+  if (!checked.ok()) {
+    close(fd_);
+    fd_ = -1;
+    return checked;
+  }
   have_cache_ = false;
   return Status::Ok();
 }
 
-Result<Tail> FileSink::Lock() {
+Result<Tail> FileSink::Lock(const std::vector<PublicKey>& own_keys) {
   for (int attempt = 0; attempt < 16; ++attempt) {
     while (flock(fd_, LOCK_EX) != 0) {
       if (errno != EINTR) return ErrnoError("audit log " + path_ + ": flock");
     }
     struct stat by_fd, by_path;
     if (fstat(fd_, &by_fd) != 0) return ErrnoError("audit log " + path_ + ": fstat");
-    bool same = stat(path_.c_str(), &by_path) == 0 && by_path.st_ino == by_fd.st_ino &&
+    // lstat: a symlink swapped in at the path is "not the same file" too, and
+    // Reopen (O_NOFOLLOW) then refuses it.
+    bool same = lstat(path_.c_str(), &by_path) == 0 && by_path.st_ino == by_fd.st_ino &&
                 by_path.st_dev == by_fd.st_dev;
     if (!same) {  // another writer rotated the file away while we waited
       flock(fd_, LOCK_UN);
@@ -163,7 +224,7 @@ Result<Tail> FileSink::Lock() {
     }
     uint64_t size = S_ISREG(by_fd.st_mode) ? static_cast<uint64_t>(by_fd.st_size) : 0;
     if (have_cache_ && size == known_end_) return cached_tail_;
-    auto tail = ReadTail(fd_, size);
+    auto tail = ReadTail(fd_, size, own_keys);
     if (!tail.ok()) {
       flock(fd_, LOCK_UN);
       return tail.status().WithContext("audit log " + path_);
@@ -172,6 +233,13 @@ Result<Tail> FileSink::Lock() {
     return tail;
   }
   return InternalError("audit log " + path_ + " keeps being rotated away");
+}
+
+Status FileSink::TruncateTo(uint64_t end) {
+  if (ftruncate(fd_, static_cast<off_t>(end)) != 0) return ErrnoError("audit log " + path_ + ": ftruncate");
+  known_end_ = end;
+  have_cache_ = false;
+  return Status::Ok();
 }
 
 Status FileSink::Write(std::string_view bytes) {

@@ -30,12 +30,17 @@ struct Tail {
   Digest last_hash{};
   std::string last_kind;
   std::optional<std::string> partial;  // bytes after the last '\n' (a torn write)
+  // The last complete line has no signature, so nothing vouches for it: the
+  // writer must say so in a signed recovery record before chaining onto it.
+  bool last_unverified = false;
 };
 
-// Reads the tail of the log in `fd` (size `size`); a last complete line that
-// does not parse or whose hash does not recompute is an error: the writer
-// refuses to chain onto a damaged log.
-Result<Tail> ReadTail(int fd, uint64_t size);
+// Reads the tail of the log in `fd` (size `size`). A last complete line that
+// does not parse, whose hash does not recompute, or that claims one of
+// `own_keys` with a signature that does not verify is an error: the writer
+// refuses to chain onto a damaged or forged log. An unsigned last line sets
+// last_unverified (see AuditLog::Impl::Plan for why that is not an error).
+Result<Tail> ReadTail(int fd, uint64_t size, const std::vector<PublicKey>& own_keys);
 
 // Returns the audit line inside `text`: itself, or the "event" member of a
 // Splunk HEC envelope {"event":{...},...}.
@@ -43,12 +48,18 @@ Result<std::string_view> UnwrapLine(std::string_view text);
 
 class FileSink {
  public:
+  // Opens or creates (0600) the log without following a symlink at `path`;
+  // refuses a file that is not regular, not owned by our euid, or writable
+  // by group or others (see CheckLogFile).
   static Result<std::unique_ptr<FileSink>> Open(const std::string& path);
   ~FileSink();
 
   // flock + reopen if the path was rotated away + tail (cached when nobody
-  // else wrote since our last append).
-  Result<Tail> Lock();
+  // else wrote since our last append). `own_keys`: see ReadTail.
+  Result<Tail> Lock(const std::vector<PublicKey>& own_keys);
+  // Called locked: cuts the file back to `end` bytes (drops a torn fragment
+  // after the last complete line).
+  Status TruncateTo(uint64_t end);
   // One write(2) for everything in `bytes`; ENOSPC and short writes are errors.
   Status Write(std::string_view bytes);
   Status Sync();

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "audit/event_common.h"
 #include "audit/jcs.h"
@@ -63,10 +64,54 @@ struct Failure {
   }
 };
 
+// True when `text` nests objects/arrays deeper than `limit` (strings skipped).
+// Checked before nlohmann parses anything: 100,000 nested '[' inside a Cocoon
+// object overflowed the stack of `verify --ignore-extra-keys` (Canonicalize
+// walks the DOM recursively).
+bool NestsDeeperThan(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return true;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+// Parses `text`, refusing a duplicate key in any object: nlohmann keeps the
+// last of two equal keys, a SIEM may keep the first, so the line the hash
+// covers and the line the SIEM shows could differ.
+Result<nlohmann::json> ParseWithoutDuplicateKeys(std::string_view text) {
+  std::vector<std::set<std::string>> open_objects;  // the keys seen so far, per open object
+  bool duplicate = false;
+  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) open_objects.emplace_back();
+    else if (event == Event::object_end && !open_objects.empty()) open_objects.pop_back();
+    else if (event == Event::key && !open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second)
+      duplicate = true;
+    return true;
+  };
+  nlohmann::json parsed = nlohmann::json::parse(text, check, /*allow_exceptions=*/false);
+  if (duplicate) return DataLossError("duplicate object key (a SIEM may read a different value than the one signed)");
+  if (!parsed.is_object()) return DataLossError("not a JSON object");
+  return parsed;
+}
+
 // Drops top-level keys Cocoon never writes, then re-canonicalises.
 Result<std::string> Normalize(std::string_view text) {
-  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object()) return DataLossError("not a JSON object");
+  // The same depth the canonical scanner allows: no Cocoon line nests deeper.
+  if (NestsDeeperThan(text, ScanLimits{}.max_depth)) return DataLossError("nesting too deep");
+  COCOON_ASSIGN_OR_RETURN(nlohmann::json parsed, ParseWithoutDuplicateKeys(text));
   for (auto it = parsed.begin(); it != parsed.end();) {
     if (IsCocoonTopLevelKey(it.key())) ++it;
     else it = parsed.erase(it);
@@ -139,18 +184,25 @@ class ChainWalker {
   std::string last_kind;
   size_t last_signed = SIZE_MAX;
   size_t last_valid = SIZE_MAX;
+  std::vector<std::string> recoveries;  // one description per recovery record
 
  private:
   std::string Where(size_t i) const {
     return inputs_[lines_[i].file].name + ":" + std::to_string(lines_[i].number);
   }
   std::optional<std::string> Link(size_t i, bool first);
+  std::optional<std::string> CheckUnsigned(size_t i) const;
+  void NoteSigningDeclaration(size_t i);
+  std::string DescribeRecovery(size_t i) const;
 
   std::vector<Line>& lines_;
   const std::vector<LogInput>& inputs_;
   VerifyReport& report_;
   std::map<std::string, PublicKey, std::less<>> trusted_;
   std::vector<std::unique_ptr<PublicKey>> announced_;
+  // Key ids whose writer declared, in a signed start/continue record, that
+  // it signs fewer than every line (lines_per_sig > 1).
+  std::set<std::string, std::less<>> may_leave_unsigned_;
   std::string chain_;
   Kind last_kind_ = Kind::kOther;  // last_kind, named
   uint64_t next_seq_ = 0;
@@ -186,6 +238,44 @@ std::optional<std::string> ChainWalker::Link(size_t i, bool first) {
   return std::nullopt;
 }
 
+// An unsigned line is protected only by the chain, i.e. by whoever signs a
+// later line. Lifecycle records are always signed; an event line may be
+// unsigned only when the writer that holds its key said it would leave some
+// lines unsigned (sign_every > 1). Otherwise it was forged or stripped.
+std::optional<std::string> ChainWalker::CheckUnsigned(size_t i) const {
+  const ParsedIntegrity& p = lines_[i].integrity;
+  if (p.has_signature) return std::nullopt;
+  if (lines_[i].kind != Kind::kEvent) return "unsigned " + std::string(p.kind) + " record";
+  if (may_leave_unsigned_.find(p.key_id) == may_leave_unsigned_.end())
+    return "unsigned event line, but no signed start record of key " + std::string(p.key_id) +
+           " declares lines_per_sig > 1 (its writers sign every line): line forged or its signature stripped";
+  return std::nullopt;
+}
+
+void ChainWalker::NoteSigningDeclaration(size_t i) {
+  const ParsedIntegrity& p = lines_[i].integrity;
+  if (lines_[i].kind != Kind::kStart && lines_[i].kind != Kind::kContinue) return;
+  auto lines_per_sig = ExtraNumber(p, "lines_per_sig");
+  if (lines_per_sig && *lines_per_sig > 1) may_leave_unsigned_.emplace(p.key_id);
+}
+
+std::string ChainWalker::DescribeRecovery(size_t i) const {
+  const ParsedIntegrity& p = lines_[i].integrity;
+  std::string what;
+  if (auto bytes = ExtraNumber(p, "partial_bytes")) {
+    bool kept_as_line = i > 0 && !lines_[i - 1].error.empty();  // written by an older cocoon
+    what = std::to_string(*bytes) + " bytes without a newline " +
+           (kept_as_line ? "left in the log as line " + std::to_string(lines_[i - 1].number)
+                         : std::string("cut from the end of the log (kept in integrity.partial_base64)"));
+  }
+  if (p.extra.count("last_unverified") != 0) {
+    if (!what.empty()) what += "; ";
+    what += "the line before it had no signature its writer could check";
+  }
+  if (what.empty()) what = "a recovery record";
+  return Where(i) + ": " + what;
+}
+
 void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   for (size_t i = 0; i < lines_.size(); ++i) {
     Line& line = lines_[i];
@@ -199,8 +289,8 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
     }
     const ParsedIntegrity& p = line.integrity;
     if (auto broken = Link(i, last_valid == SIZE_MAX)) return failure.Offer(i, *broken);
-    if (line.kind != Kind::kEvent && !p.has_signature)
-      return failure.Offer(i, "unsigned " + std::string(p.kind) + " record");
+    if (auto unsigned_line = CheckUnsigned(i)) return failure.Offer(i, *unsigned_line);
+    NoteSigningDeclaration(i);
     if (p.has_signature) {
       auto key = trusted_.find(p.key_id);
       if (key == trusted_.end())
@@ -215,9 +305,9 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       if (!key.ok()) return failure.Offer(i, "key rotation record without a valid new_key");
       report_.notices.push_back(Where(i) + ": signing key rotated to " + key->key_id());
       trusted_.emplace(key->key_id(), *key);
+      if (may_leave_unsigned_.count(p.key_id) != 0) may_leave_unsigned_.emplace(key->key_id());
     }
-    if (line.kind == Kind::kRecovery && (i == 0 || lines_[i - 1].error.empty()))
-      report_.notices.push_back(Where(i) + ": recovery record without a damaged line before it");
+    if (line.kind == Kind::kRecovery) recoveries.push_back(DescribeRecovery(i));
     if (!line.SameChain(chain_)) {  // once per chain, not per line (no copy on the hot path)
       chain_ = std::string(p.chain);
       report_.chain_id = chain_;
@@ -357,6 +447,16 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
     report.verdict = VerifyVerdict::kUnsealed;
     report.reason = "not sealed: the log ends with a " + walker.last_kind + " record, so its end may be missing";
   }
+  // A recovery outranks sealed/unsealed: a writer found bytes at the end of
+  // the log that nothing vouched for. A crash leaves them, and so does anyone
+  // who appends to the file; only a person can tell which, so it is never 0.
+  if (!walker.recoveries.empty()) {
+    report.notices.push_back(report.verdict == VerifyVerdict::kSealed ? std::string("the log is sealed")
+                                                                      : report.reason);
+    report.verdict = VerifyVerdict::kRecovered;
+    report.reason.clear();
+    for (const auto& recovery : walker.recoveries) report.reason += (report.reason.empty() ? "" : "; ") + recovery;
+  }
   return report;
 }
 
@@ -424,6 +524,12 @@ std::string FormatReport(const VerifyReport& report) {
       break;
     case VerifyVerdict::kTampered:
       out += report.file + ":" + std::to_string(report.line) + ": TAMPERED: " + report.reason + "\n";
+      break;
+    case VerifyVerdict::kRecovered:
+      out += "RECOVERED: " + std::to_string(report.lines) + " lines chained and signed, but a writer recovered " +
+             "from bytes at the end of the log that nothing vouched for (" + report.reason + "). A crashed " +
+             "writer leaves these, and so does anyone who can append to the log: inspect the recovery " +
+             "record(s), then start a new log\n";
       break;
   }
   return out;

@@ -22,10 +22,13 @@ struct VerifyOptions {
   unsigned threads = 0;            // 0: every core
 };
 
+// Also `cocoon audit verify`'s exit code (3 is its usage error).
 enum class VerifyVerdict {
-  kSealed = 0,    // intact and sealed (or ends in a rotation record)
-  kTampered = 1,  // the first failure is in file/line/reason
-  kUnsealed = 2,  // intact, but the end may be missing
+  kSealed = 0,     // intact and sealed (or ends in a rotation record)
+  kTampered = 1,   // the first failure is in file/line/reason
+  kUnsealed = 2,   // intact, but the end may be missing
+  kRecovered = 4,  // chain intact, but a writer had to recover from a tail it could not vouch
+                   // for (a torn or appended fragment, an unsigned line): reason names the line
 };
 
 struct VerifyReport {
@@ -36,7 +39,7 @@ struct VerifyReport {
   uint64_t lines = 0;       // complete lines read
   uint64_t signatures = 0;  // signatures checked
   std::string chain_id;
-  std::vector<std::string> notices;  // crash recoveries, key rotations, unsigned tail...
+  std::vector<std::string> notices;  // key rotations, unsigned tail, recoveries...
 };
 
 struct LogInput {

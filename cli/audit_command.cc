@@ -2,7 +2,7 @@
 // verifying the signed NDJSON audit log (docs/audit.md).
 //
 // verify's exit codes are its own contract (0 sealed, 1 tampered, 2 unsealed,
-// 3 usage), so its options are validated here rather than by CLI11, whose
+// 3 usage, 4 recovered), so its options are validated here rather than by CLI11, whose
 // parse errors main() maps to 2.
 #include <CLI/CLI.hpp>
 
@@ -177,7 +177,7 @@ void SetUpAuditCommand(CLI::App& app, CommandResult& result) {
 
   auto verify_args = std::make_shared<VerifyArgs>();
   CLI::App* verify = audit->add_subcommand(
-      "verify", "Check audit logs: exit 0 intact+sealed, 1 tampered, 2 unsealed, 3 usage error");
+      "verify", "Check audit logs: exit 0 intact+sealed, 1 tampered, 2 unsealed, 3 usage error, 4 recovered (inspect)");
   verify->allow_extras();
   verify->add_option("files", verify_args->files, "log files, oldest first (rotated series in order)");
   verify->add_option("--trust", verify_args->trust, "PEM file(s) of accepted public keys");

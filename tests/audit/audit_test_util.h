@@ -73,12 +73,20 @@ class AuditTempDir : public ::testing::Test {
     return options;
   }
 
-  // A sealed log: start, `events` denials, seal.
+  // A sealed log: start, `events` denials, seal. With sign_every > 1 the
+  // denials go in one batch (the last line of every write is signed, so one
+  // Append per event would sign them all).
   std::string WriteLog(const std::string& name, int events, uint32_t sign_every = 1) {
     auto log = AuditLog::Open(Options(name, sign_every));
     EXPECT_TRUE(log.ok()) << log.status().ToString();
     if (!log.ok()) return "";
-    for (int i = 0; i < events; ++i) EXPECT_TRUE((*log)->Append(SampleDenial(i)).ok());
+    if (sign_every > 1) {
+      std::vector<Event> batch;
+      for (int i = 0; i < events; ++i) batch.push_back(SampleDenial(i));
+      EXPECT_TRUE((*log)->AppendBatch(std::move(batch)).ok());
+    } else {
+      for (int i = 0; i < events; ++i) EXPECT_TRUE((*log)->Append(SampleDenial(i)).ok());
+    }
     EXPECT_TRUE((*log)->Close().ok());
     return Path(name);
   }

@@ -1,0 +1,127 @@
+// `verify --ignore-extra-keys` re-parses lines a shipper may have rewritten:
+// it must not read a different line than a SIEM does, crash on hostile
+// nesting, or fail Cocoon's own fields (reviewer finding 3).
+#include <set>
+
+#include "audit/event_common.h"
+#include "tests/audit/audit_test_util.h"
+
+namespace cocoon::audit::testing {
+namespace {
+
+using nlohmann::json;
+
+class IgnoreExtraKeysTest : public AuditTempDir {
+ protected:
+  // Writes a sealed log with `event` between start and seal; returns its lines.
+  std::vector<std::string> WriteWith(Event event) {
+    auto log = AuditLog::Open(Options("log"));
+    EXPECT_TRUE(log.ok());
+    EXPECT_TRUE((*log)->Append(std::move(event)).ok());
+    EXPECT_TRUE((*log)->Close().ok());
+    return SplitLines(ReadFile(Path("log")));
+  }
+};
+
+// nlohmann keeps the last of two equal keys, a SIEM may keep the first: the
+// line the hash covers and the line an analyst sees would differ.
+TEST_F(IgnoreExtraKeysTest, DuplicateKeyAtAnyDepthIsTampered) {
+  auto lines = WriteWith(SampleDenial(1));
+  const std::string real = "\"syscall\":{\"action\":\"errno(EPERM)\"";
+  size_t at = lines[1].find(real);
+  ASSERT_NE(at, std::string::npos);
+  lines[1].insert(at + std::string("\"syscall\":{").size(), "\"action\":\"allow\",");
+  WriteFile(Path("log"), JoinLines(lines));
+  VerifyReport report = Verify({Path("log")}, /*ignore_extra_keys=*/true);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << FormatReport(report);
+  EXPECT_EQ(report.line, 2u);
+  EXPECT_NE(report.reason.find("duplicate"), std::string::npos) << report.reason;
+
+  lines = WriteWith(SampleDenial(1));  // a top-level duplicate too
+  lines[1].insert(1, "\"message\":\"all fine\",");
+  WriteFile(Path("log"), JoinLines(lines));
+  EXPECT_EQ(Verify({Path("log")}, true).verdict, VerifyVerdict::kTampered);
+}
+
+// 100,000 nested arrays inside a Cocoon object overflowed the stack of the
+// re-canonicalisation (a crash, not a verdict); in a shipper's own key they
+// were silently dropped. Both are refused before anything is parsed.
+TEST_F(IgnoreExtraKeysTest, DeepNestingIsRefusedNotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (bool inside_cocoon : {true, false}) {
+    auto lines = WriteWith(SampleDenial(1));
+    if (inside_cocoon) lines[1].insert(lines[1].find("\"cocoon\":{") + 10, "\"deep\":" + deep + ",");
+    else lines[1].insert(lines[1].size() - 1, ",\"zzz\":" + deep);
+    WriteFile(Path("log"), JoinLines(lines));
+    VerifyReport report = Verify({Path("log")}, /*ignore_extra_keys=*/true);
+    EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << FormatReport(report);
+    EXPECT_NE(report.reason.find("nesting too deep"), std::string::npos) << report.reason;
+  }
+}
+
+// An MCP log (ToolCall writes status_detail) verifies after a shipper added keys.
+TEST_F(IgnoreExtraKeysTest, ToolCallLogVerifiesWithShipperKeys) {
+  auto lines = WriteWith(ToolCall({"execute_code", "7", true, "bad input", 4242}));
+  ASSERT_NE(lines[1].find("\"status_detail\""), std::string::npos);
+  for (auto& line : lines) {
+    json j = json::parse(line);
+    j["agent"] = {{"name", "filebeat"}};
+    line = j.dump();
+  }
+  WriteFile(Path("log"), JoinLines(lines));
+  VerifyReport report = Verify({Path("log")}, /*ignore_extra_keys=*/true);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+}
+
+// Every builder and every lifecycle record, with optional fields set: any
+// top-level key one of them writes must be on the verifier's allow-list, or
+// --ignore-extra-keys would drop it and call every such line tampered.
+TEST_F(IgnoreExtraKeysTest, EveryTopLevelKeyWrittenIsOnTheAllowList) {
+  std::vector<Event> events;
+  events.push_back(PolicyCompiled({"p", "p.cocoon", std::string(64, 'a'), "compile", true, 0, 0, {{"oci", "x"}}}));
+  SandboxLaunchedInfo launch;
+  launch.argv = {"/bin/true"};
+  launch.cwd = "/w";
+  launch.pid = 7;
+  launch.policy_sha256 = std::string(64, 'a');
+  events.push_back(SandboxLaunched(launch));
+  events.push_back(SyscallDenied({"ptrace", 101, {1}, "errno(EPERM)", 1, "p", 7, "r"}));
+  events.push_back(SyscallDenied({"ptrace", 101, {1}, "log", 1, "", 0, ""}));
+  events.push_back(LimitHit({LimitKind::kOom, 1, 2, "bytes", "d", "p", "r"}));
+  events.push_back(BreakoutFinding({"a", "hardlink", "/etc/passwd", "p", "r"}));
+  ProcessExitedInfo exited;
+  exited.error = "e";
+  exited.work_mode = "copy";
+  exited.breakout_findings = 1;
+  events.push_back(ProcessExited(exited));
+  events.push_back(ToolCall({"execute_code", "1", true, "refused", 1}));
+  events.push_back(ToolCall({"inspect_runtimes", "2", false, "ok", 1}));
+  auto next = SigningKey::Generate();
+  ASSERT_TRUE(WriteKeyPair(*next, Path("key2")).ok());
+  AuditLogOptions options = Options("log");
+  options.rotate_bytes = 1;  // rotate and continue records too
+  {
+    auto log = AuditLog::Open(options);
+    ASSERT_TRUE(log.ok());
+    ASSERT_TRUE((*log)->AppendBatch(std::move(events)).ok());
+    ASSERT_TRUE((*log)->Checkpoint().ok());
+    ASSERT_TRUE((*log)->RotateKey(Path("key2")).ok());
+    ASSERT_TRUE((*log)->Close().ok());
+  }
+  WriteFile(Path("log"), ReadFile(Path("log")) + "{\"torn");  // and a recovery record
+  ASSERT_TRUE(AuditLog::Open(Options("log")).ok());
+  std::set<std::string> kinds;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().filename().string().rfind("log", 0) != 0) continue;
+    for (const auto& line : SplitLines(ReadFile(entry.path()))) {
+      json j = json::parse(line);
+      kinds.insert(j["cocoon"]["integrity"]["kind"].get<std::string>());
+      for (const auto& [key, value] : j.items()) EXPECT_TRUE(IsCocoonTopLevelKey(key)) << key << " in " << line;
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"checkpoint", "continue", "event", "key-rotate", "recovery", "rotate",
+                                          "seal", "start"}));
+}
+
+}  // namespace
+}  // namespace cocoon::audit::testing
