@@ -95,7 +95,8 @@ Status CheckTailSignature(const ParsedIntegrity& line, const std::vector<PublicK
     if (line.key_id != key.key_id()) continue;
     if (!key.Verify(line.hash, line.signature))
       return DataLossError("audit log's last line claims our key " + key.key_id() +
-                           " but its signature does not verify; refusing to extend a forged log");
+                           " but its signature does not verify; refusing to extend a forged log (check it with `cocoon audit "
+                           "verify`, keep it as evidence and write to a new log)");
     return Status::Ok();
   }
   return Status::Ok();
