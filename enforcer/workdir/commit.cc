@@ -142,7 +142,8 @@ class Committer {
  private:
   Status Tick();
   tree::CopyHooks Hooks();
-  Status LinkOriginals(int src_fd, int dst_fd);
+  Status LinkOriginals(int src_fd, int dst_fd, const std::string& prefix);
+  Status DropHostSpecialsUnderWidenedDirectories(const HostDir& host, int temp_fd);
   Status ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix);
   Status Build(int tree_fd, HostDir& host, int temp_fd);
   Status BuildTree(int tree_fd, HostDir& host, int temp_fd);
@@ -160,6 +161,7 @@ class Committer {
   tree::Owner owner_;  // as root: the host work dir's owner, for everything committed
   std::vector<char> compare_left_, compare_right_;  // SameContents' buffers
   std::vector<std::pair<std::string, std::string>> written_symlinks_;  // path, target: from the sandbox's tree
+  std::vector<std::string> host_specials_;  // overlay: the host's FIFOs, sockets and devices linked in
 };
 
 Status Committer::Tick() {
@@ -198,17 +200,18 @@ tree::CopyHooks Committer::Hooks() {
 
 // Overlay: mirror the host dir into the temp dir with hard links (no data is
 // copied and the originals are never opened for writing).
-Status Committer::LinkOriginals(int src_fd, int dst_fd) {
+Status Committer::LinkOriginals(int src_fd, int dst_fd, const std::string& prefix) {
   COCOON_ASSIGN_OR_RETURN(auto entries, tree::ListDir(src_fd));
   for (const auto& entry : entries) {
     COCOON_RETURN_IF_ERROR(Tick());
+    const std::string path = tree::Join(prefix, entry.name);
     if (entry.type == DT_DIR) {
       struct stat st {};
       if (fstatat(src_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + entry.name);
       if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("mkdir " + entry.name);
       COCOON_ASSIGN_OR_RETURN(Fd src, tree::OpenDir(src_fd, entry.name));
       COCOON_ASSIGN_OR_RETURN(Fd dst, tree::OpenDir(dst_fd, entry.name));
-      COCOON_RETURN_IF_ERROR(LinkOriginals(src.get(), dst.get()));
+      COCOON_RETURN_IF_ERROR(LinkOriginals(src.get(), dst.get(), path));
       // The recreated directory is the original's: its owner too (a root
       // committer would otherwise leave it root's, locking the owner out).
       if (owner_.set && fchown(dst.get(), st.st_uid, st.st_gid) != 0) return ErrnoError("chown " + entry.name);
@@ -219,6 +222,29 @@ Status Committer::LinkOriginals(int src_fd, int dst_fd) {
     if (linkat(src_fd, entry.name.c_str(), dst_fd, entry.name.c_str(), 0) != 0) {
       return ErrnoError("linking original '" + entry.name + "' into the commit directory");
     }
+    if (entry.type != DT_REG && entry.type != DT_LNK) host_specials_.push_back(path);  // FIFO, socket, device
+  }
+  return Status::Ok();
+}
+
+// The overlay's counterpart of KeepHostSpecials' check: the host's FIFOs,
+// sockets and devices are linked in with the originals, and the sandbox may
+// have widened a directory above one (a 0700 directory made 0777 would make
+// a host socket in it reachable by every host user). Such a special is taken
+// out of the new tree and reported as left out.
+Status Committer::DropHostSpecialsUnderWidenedDirectories(const HostDir& host, int temp_fd) {
+  for (const std::string& path : host_specials_) {
+    COCOON_RETURN_IF_ERROR(Tick());
+    if (DirectoriesNotWidened(host.dir.get(), temp_fd, path)) continue;
+    auto parent = OpenParent(temp_fd, path);
+    if (!parent.ok()) continue;  // its directory went (opaque, whiteout): so did it
+    struct stat st {};
+    if (fstatat(parent->first.get(), parent->second.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)) continue;  // the sandbox's own entry now
+    if (unlinkat(parent->first.get(), parent->second.c_str(), 0) != 0) return ErrnoError("removing " + path);
+    report_.left_out.push_back(BreakoutFinding{
+        path, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device",
+        ""});
   }
   return Status::Ok();
 }
@@ -249,7 +275,8 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
       }
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, tree::OpenDir(dst_fd, entry.name));
       COCOON_RETURN_IF_ERROR(ApplyUpper(upper_child.get(), dst_child.get(), path));
-      if (fchmod(dst_child.get(), st.st_mode & 0777) != 0) return ErrnoError("chmod " + path);
+      // The sticky bit only restricts (a 1777 dir must not come back 0777).
+      if (fchmod(dst_child.get(), st.st_mode & 01777) != 0) return ErrnoError("chmod " + path);
       if (!merge) COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
       ++stats_.directories;
       continue;
@@ -434,8 +461,9 @@ Status Committer::BuildTree(int tree_fd, HostDir& host, int temp_fd) {
     COCOON_RETURN_IF_ERROR(tree::CopyTree(tree_fd, temp_fd, "", hooks, stats_));
     return KeepHostSpecials(host, temp_fd);
   }
-  COCOON_RETURN_IF_ERROR(LinkOriginals(host.dir.get(), temp_fd));
-  return ApplyUpper(tree_fd, temp_fd, "");
+  COCOON_RETURN_IF_ERROR(LinkOriginals(host.dir.get(), temp_fd, ""));
+  COCOON_RETURN_IF_ERROR(ApplyUpper(tree_fd, temp_fd, ""));
+  return DropHostSpecialsUnderWidenedDirectories(host, temp_fd);
 }
 
 // Why a different directory now at the work dir's path must not receive the

@@ -6,7 +6,7 @@
 //     Every file is created with openat(O_CREAT|O_EXCL|O_NOFOLLOW|O_WRONLY)
 //     relative to its parent dir fd and written through fds (sendfile), so a
 //     link planted anywhere cannot redirect a write. Permissions are copied
-//     masked to 0777 (setuid/setgid/sticky never reach the host); a root
+//     masked to 0777, directories to 01777 (setuid/setgid never reach the host; the sticky bit, which only restricts, is kept on directories); a root
 //     committer gives everything to the host work dir's owner (fchownat
 //     AT_SYMLINK_NOFOLLOW), otherwise ownership is the committer's. Symlinks that passed the scan are recreated;
 //     devices, FIFOs, sockets, escaping links and flagged files are left out.

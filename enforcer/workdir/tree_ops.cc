@@ -204,7 +204,8 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_ASSIGN_OR_RETURN(Fd src_child, OpenDir(src_fd, entry.name));
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, OpenDir(dst_fd, entry.name));
       COCOON_RETURN_IF_ERROR(CopyTree(src_child.get(), dst_child.get(), path, hooks, stats));
-      if (fchmod(dst_child.get(), st.st_mode & 0777) != 0) return ErrnoError("chmod '" + path + "'");
+      // The sticky bit only restricts (a 1777 dir must not come back 0777).
+      if (fchmod(dst_child.get(), st.st_mode & 01777) != 0) return ErrnoError("chmod '" + path + "'");
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
       ++stats.directories;
     } else if (S_ISREG(st.st_mode)) {

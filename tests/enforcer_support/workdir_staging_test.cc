@@ -248,6 +248,34 @@ TEST_P(StagingTest, AHostEditDuringTheRunIsNeverUndone) {
   }
 }
 
+// The sandbox widens a 0700 directory holding a host FIFO to 0777: the
+// FIFO is taken out rather than made reachable by every host user, in the
+// overlay mode (whose commit links the host's specials in with the
+// originals) as in the copy mode. And a sticky directory the sandbox makes
+// comes back sticky (it came back 0777).
+TEST_P(StagingTest, WidenedDirectoriesLoseHostSpecialsAndStickyDirectoriesStaySticky) {
+  testing::MakeDirs(host_ + "/private");
+  ASSERT_EQ(chmod((host_ + "/private").c_str(), 0700), 0);
+  ASSERT_EQ(mkfifo((host_ + "/private/pipe").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((host_ + "/kept-pipe").c_str(), 0600), 0);
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    if (chmod((work + "/private").c_str(), 0777) != 0) return 1;
+    if (mkdir((work + "/shared").c_str(), 0755) != 0 || chmod((work + "/shared").c_str(), 01777) != 0) return 2;
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  EXPECT_TRUE(result.committed);
+  struct stat st {};
+  EXPECT_NE(lstat((host_ + "/private/pipe").c_str(), &st), 0) << "a host FIFO under a widened directory";
+  EXPECT_EQ(lstat((host_ + "/kept-pipe").c_str(), &st), 0) << "the host's FIFO elsewhere stays";
+  ASSERT_EQ(stat((host_ + "/shared").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01777u);
+}
+
 // What the sandbox did not touch goes back as the host's original: the same
 // inode, mtime, owner and mode (a setuid bit of the host's own file
 // included: it never came from the sandbox), and the host's FIFO, which the
