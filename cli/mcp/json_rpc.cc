@@ -116,7 +116,9 @@ Message ParseMessage(const json& value) {
   if (auto params = value.find("params"); params != value.end()) {
     if (!params->is_object()) {
       // MCP params are always named (objects); positional arrays are invalid.
-      return Invalid(id, kInvalidParams, "\"params\" must be an object");
+      Message invalid = Invalid(id, kInvalidParams, "\"params\" must be an object");
+      invalid.unanswerable = m.kind == MessageKind::kNotification;
+      return invalid;
     }
     m.params = *params;
   }

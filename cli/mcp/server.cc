@@ -195,6 +195,7 @@ void Server::HandleValue(const json& value, const std::shared_ptr<BatchReply>& b
   try {
     switch (message.kind) {
       case MessageKind::kInvalid:
+        if (message.unanswerable) return;
         return SendError(reply_to, message.error_code, message.error_message);
       case MessageKind::kResponse:
         return;  // we never send requests, so there is nothing to match it to

@@ -255,6 +255,8 @@ TEST_F(McpServerTest, NotificationsAndResponsesGetNoAnswer) {
   server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/whatever","params":{}})");
   server_->HandleLine(R"({"jsonrpc":"2.0","id":4,"result":{}})");
   server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}})");
+  // Invalid, but a notification all the same: never answered (JSON-RPC 2.0 section 4.1).
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]})");
   server_->WaitIdle();
   EXPECT_TRUE(out_.Lines().empty());
 }
