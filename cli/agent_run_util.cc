@@ -343,12 +343,6 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.code_file) + "\n";
     relaxes.insert("filesystem");
   }
-  if (options.stdin_data) {
-    COCOON_ASSIGN_OR_RETURN(std::string host, WriteContentAddressed(*options.stdin_data, ".stdin"));
-    out.stdin_file = "/cocoon/stdin";
-    fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.stdin_file) + "\n";
-    relaxes.insert("filesystem");
-  }
   if (options.gpu == GpuFlag::kDeny) fs_text += "    devices { gpu off }\n";
   if (!fs_text.empty()) body += "  filesystem {\n" + fs_text + "  }\n";
   if (!limit_text.empty()) body += "  limits {\n" + limit_text + "  }\n";
@@ -420,13 +414,6 @@ Result<PreparedRun> PrepareRun(RunSpec spec) {
   } else {
     if (spec.command.empty()) return InvalidArgumentError("nothing to run: give -r NAME with -c CODE or a script, or -- CMD...");
     run.argv = spec.command;
-  }
-  if (!policy.stdin_file.empty()) {
-    // The enforcer gives the command /dev/null as stdin; a shell in the
-    // sandbox redirects the staged, read-only stdin file instead.
-    std::vector<std::string> wrapped = {"/bin/sh", "-c", "exec \"$0\" \"$@\" < " + policy.stdin_file};
-    wrapped.insert(wrapped.end(), run.argv.begin(), run.argv.end());
-    run.argv = std::move(wrapped);
   }
   return run;
 }

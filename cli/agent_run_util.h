@@ -55,8 +55,6 @@ struct QuickPolicyOptions {
   // java...) it is written to a private content-addressed file and bound
   // read-only at /cocoon/main<ext>.
   std::optional<std::string> code;
-  // Bytes for the command's stdin, bound read-only at /cocoon/stdin.
-  std::optional<std::string> stdin_data;
 };
 
 struct QuickPolicy {
@@ -68,7 +66,6 @@ struct QuickPolicy {
   std::optional<ir::Runtime> runtime;  // the runtime block in effect (preset or base)
   std::string cwd;                     // where the command runs inside the sandbox
   std::string code_file;               // "/cocoon/main<ext>" when the code was staged as a file
-  std::string stdin_file;              // "/cocoon/stdin" when stdin data was staged
   std::vector<std::string> readonly_dirs;  // host paths bound read-only at their own path (--ro, cwd)
 };
 
@@ -90,7 +87,7 @@ struct PreparedRun {
 };
 
 // Builds the policy and the argv (interpreter found on the host, hermetic
-// flags, code inline or as a file, stdin redirected from /cocoon/stdin).
+// flags, code inline or as a file).
 Result<PreparedRun> PrepareRun(RunSpec spec);
 
 // Compiles the text through the front end: the resolved policy, for

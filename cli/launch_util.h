@@ -61,6 +61,7 @@ struct LaunchRequest {
   std::vector<std::string> copies;     // --copy host paths (copied to their base name)
   enforcer::OutputMode output_mode = enforcer::OutputMode::kCapture;
   enforcer::StdinMode stdin_mode = enforcer::StdinMode::kNull;
+  std::string stdin_data;  // StdinMode::kData
   enforcer::SignalHandling signals = enforcer::SignalHandling::kNone;
   enforcer::OutputCallback on_output;
   std::shared_ptr<enforcer::CancelHandle> cancel;

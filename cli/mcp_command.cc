@@ -106,6 +106,11 @@ class SandboxExecutor : public mcp::Executor {
     // The dir is removed after the call: its results are verified (a
     // breakout still makes the call an error), not copied back to be deleted.
     launch.discard_work_dir = true;
+    if (!request.stdin_data.empty()) {
+      // Through a pipe from memory: never a file in the host's cache.
+      launch.stdin_mode = enforcer::StdinMode::kData;
+      launch.stdin_data = request.stdin_data;
+    }
     launch.output_mode = enforcer::OutputMode::kCapture;
     launch.signals = enforcer::SignalHandling::kNone;  // the server owns SIGINT/SIGTERM
     launch.audit = {flags_.audit_log, flags_.audit_key};
@@ -206,7 +211,6 @@ class SandboxExecutor : public mcp::Executor {
     p.has_work_dir = true;
     p.timeout_ms = request.timeout_ms;
     p.memory_bytes = request.memory_bytes;
-    if (!request.stdin_data.empty()) p.stdin_data = request.stdin_data;
     for (const auto& [path, content] : request.files) {
       fs::path target = fs::path(work) / path;
       std::error_code ec;

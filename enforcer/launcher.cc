@@ -99,6 +99,7 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   ChildStartOptions needed;
   needed.new_network = request.plan.network != ir::NetworkMode::kOn;
   needed.stdin_mode = request.stdin_mode;
+  needed.stdin_source = stdin_data_file.get();
   needed.signals = request.signals;
   needed.work_socket = staging != nullptr;
   needed.broker_socket = allow_list != nullptr;

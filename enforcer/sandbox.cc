@@ -209,6 +209,19 @@ Status Sandbox::Impl::PrepareAll() {
   child_inputs.extra_mounts = std::move(extra_mounts);
 
   namespaces = plan.namespaces;
+  if (request.stdin_mode == StdinMode::kData) {
+    // In memory (memfd), relayed through a pipe: never a host file, and the
+    // sandbox gets a pipe, not a file it could seek or reopen.
+    stdin_data_file.Reset(memfd_create("cocoon-stdin", MFD_CLOEXEC));
+    if (stdin_data_file.get() < 0) return ErrnoError("memfd for the sandbox's stdin");
+    for (size_t done = 0; done < request.stdin_data.size();) {
+      ssize_t n = write(stdin_data_file.get(), request.stdin_data.data() + done, request.stdin_data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoError("writing the sandbox's stdin");
+      done += static_cast<size_t>(n);
+    }
+    if (lseek(stdin_data_file.get(), 0, SEEK_SET) != 0) return ErrnoError("rewinding the sandbox's stdin");
+  }
   return Status::Ok();
 }
 

@@ -51,6 +51,10 @@ enum class OutputMode {
 enum class StdinMode {
   kNull,     // /dev/null
   kInherit,  // the caller's stdin (never a terminal: a tty is replaced by /dev/null)
+  // SandboxRequest::stdin_data, fed through a pipe by a relay thread
+  // (stdin_relay.h): bytes an embedding program holds (cocoon mcp's `stdin`),
+  // never written to a host file.
+  kData,
 };
 
 enum class SignalHandling {
@@ -98,6 +102,7 @@ struct SandboxRequest {
 
   OutputMode output_mode = OutputMode::kCapture;
   StdinMode stdin_mode = StdinMode::kNull;
+  std::string stdin_data;  // StdinMode::kData
   SignalHandling signals = SignalHandling::kNone;
   OutputCallback on_output;
   std::shared_ptr<CancelHandle> cancel;

@@ -53,6 +53,7 @@ class Sandbox::Impl {
   std::unique_ptr<ResolvedAllowList> allow_list;
   std::unique_ptr<OwnedFile> hosts_file;
   std::unique_ptr<NetBroker> broker;  // created in RunOnce from the child's listener
+  OwnedFd stdin_data_file;  // StdinMode::kData: a memfd with request.stdin_data, relayed to the child
   pid_t pid = -1;
   bool ran = false;
 

@@ -190,7 +190,9 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
   if (options.broker_socket) {
     COCOON_RETURN_IF_ERROR(MakeSocketPair(s.broker_parent_, broker_child));
   }
-  if (options.stdin_mode == StdinMode::kInherit && !isatty(0)) {
+  if (options.stdin_mode == StdinMode::kData) {
+    COCOON_ASSIGN_OR_RETURN(s.stdin_relay_, StdinRelay::Start(options.stdin_source, &stdin_fd));
+  } else if (options.stdin_mode == StdinMode::kInherit && !isatty(0)) {
     COCOON_ASSIGN_OR_RETURN(StdinHandling handling, HowToPassStdin(0, options.new_network));
     if (handling == StdinHandling::kRelay) {
       COCOON_ASSIGN_OR_RETURN(s.stdin_relay_, StdinRelay::Start(0, &stdin_fd));
@@ -248,6 +250,8 @@ Result<std::unique_ptr<StartedChild>> StartedChild::Start(const ChildStartOption
 std::optional<ChildStartOptions> StartedChild::OptionsBeforePlan(ir::NetworkMode network, StdinMode stdin_mode,
                                                                  SignalHandling signals, bool work_dir) {
   if (CgroupV2ControllersMayBeInUse()) return std::nullopt;
+  // Its bytes are relayed from a file the run makes (Sandbox::Prepare).
+  if (stdin_mode == StdinMode::kData) return std::nullopt;
   ChildStartOptions options;
   options.new_network = network != ir::NetworkMode::kOn;
   options.stdin_mode = stdin_mode;

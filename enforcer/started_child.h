@@ -55,6 +55,9 @@ struct ChildStartOptions {
   // unshare(CLONE_NEWNET): every network mode but "on".
   bool new_network = true;
   StdinMode stdin_mode = StdinMode::kNull;
+  // StdinMode::kData: a file holding the bytes, read by the relay from its
+  // current offset (not owned; open until the run ends).
+  int stdin_source = -1;
   SignalHandling signals = SignalHandling::kNone;
   bool work_socket = false;    // the staged work dir's handshake (workdir/staging.h)
   bool broker_socket = false;  // the allow-list broker's listener (net_broker.h)

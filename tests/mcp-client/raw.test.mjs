@@ -154,9 +154,10 @@ test('JSON-RPC errors do not stop the server', async () => {
 });
 
 // A 2025-03-26 batch gets one array once every call has finished. The calls
-// are identical and the cache is fresh, so they all write the same
-// content-addressed stdin file at once: two of them once shared a temporary
-// file and one failed ("... .stdin: No such file or directory").
+// are identical and the cache is fresh (they once all wrote one
+// content-addressed stdin file at once, and one failed). A call's stdin now
+// goes to its sandbox through a pipe from memory: nothing of it is left in
+// the host's cache (it once stayed there, mode 0644, after the server ended).
 test('a batch of identical calls is answered with one array, every call succeeding', async () => {
   for (let round = 0; round < 12; ++round) {
     const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'cocoon-batch-cache-'));
@@ -180,6 +181,9 @@ test('a batch of identical calls is answered with one array, every call succeedi
         assert.equal(response.result.isError, false, JSON.stringify(response).slice(0, 500));
         assert.equal(response.result.structuredContent.stdout, `round ${round}\n`);
       }
+      await server.stop();
+      const left = fs.readdirSync(cache, { recursive: true }).map(String).filter((name) => name.endsWith('.stdin'));
+      assert.deepEqual(left, [], 'stdin written to the host cache');
     } finally {
       await server.stop();  // a failed assertion must not leave the server (and the test) running
       fs.rmSync(cache, { recursive: true, force: true });
