@@ -335,6 +335,11 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       if (m.kind != ir::MountKind::kReadOnly || BaseHasMount(base.policy, m.target)) continue;
       fs_text += "    readonly optional " + QuotePolicyString(m.source) + " as " + QuotePolicyString(m.target) + "\n";
       relaxes.insert("filesystem");
+      // Beyond the base policy like --ro, and so recorded like it (the
+      // runtime is the caller's choice: an MCP client's `language`).
+      if (fs::exists(m.source)) {
+        out.overrides.push_back("filesystem.readonly: " + m.source + " (runtime " + options.runtime + ")");
+      }
     }
   }
   if (options.code && out.runtime && NeedsScriptFile(*out.runtime)) {

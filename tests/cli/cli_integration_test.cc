@@ -701,6 +701,23 @@ TEST(CocoonRun, ALongerTimeoutRecordsBothTimeLimitsAsOverrides) {
             overrides.end()) << j["overrides"].dump();
 }
 
+// A runtime chosen on top of an explicit --policy brings read-only paths
+// the policy does not have (python-skill: the host's fonts): each is
+// recorded as an override, as --ro is (an MCP client's `language` chooses
+// the runtime).
+TEST(CocoonRun, ARuntimesExtraReadOnlyPathsAreRecordedAsOverrides) {
+  if (!fs::exists("/usr/share/fonts")) GTEST_SKIP() << "SKIPPED: no /usr/share/fonts here to be added by python-skill";
+  fs::path policy = fs::temp_directory_path() / ("cocoon-runtime-overrides-" + std::to_string(getpid()) + ".cocoon");
+  std::ofstream(policy) << "import \"strict\"\nprofile mine extends strict {\n}\n";
+  Ran ran = Cocoon({"run", "--json", "--policy", policy.string(), "-r", "python-skill", "-c", "print(1)"});
+  json j = Json(ran);
+  EXPECT_EQ(j["stdout"], "1\n") << ran.err;
+  std::vector<std::string> overrides = j["overrides"];
+  EXPECT_NE(std::find(overrides.begin(), overrides.end(), "filesystem.readonly: /usr/share/fonts (runtime python-skill)"),
+            overrides.end()) << j["overrides"].dump();
+  fs::remove(policy);
+}
+
 // As root the sandbox runs as uid 65534: a script it could not read (a
 // mkstemp file, mode 0600) is refused up front with what to do, instead of
 // the interpreter's "Permission denied" from inside.
