@@ -45,9 +45,10 @@ class FdCloser {
 // A regular file with more than one link: remembered until the walk ends,
 // when the links seen inside the tree are compared with st_nlink.
 struct MultiLink {
-  std::string path;  // smallest path seen (deterministic across thread timings)
+  // Every name seen: each is a way to the same outside file, and direct
+  // mode must remove them all (it once removed only the smallest).
+  std::vector<std::string> paths;
   nlink_t nlink = 0;
-  uint64_t seen = 0;
 };
 
 // A directory waiting to be listed. Owns `fd`.
@@ -158,15 +159,16 @@ Result<ScanReport> Scanner::Run() {
     report.findings.insert(report.findings.end(), state.findings.begin(), state.findings.end());
     for (auto& [ino, link] : state.multi_links) {
       MultiLink& merged = links[ino];
-      if (merged.seen == 0 || link.path < merged.path) merged.path = link.path;
+      merged.paths.insert(merged.paths.end(), std::make_move_iterator(link.paths.begin()),
+                          std::make_move_iterator(link.paths.end()));
       merged.nlink = link.nlink;
-      merged.seen += link.seen;
     }
   }
   // Every link of the inode inside the tree: the file is the tree's own. A
   // walk that stopped early has not seen every link, so it judges none.
   for (const auto& [ino, link] : links) {
-    if (!stopped && link.seen < link.nlink) report.findings.push_back(BreakoutFinding{link.path, "hardlink", ""});
+    if (stopped || link.paths.size() >= link.nlink) continue;
+    for (const std::string& path : link.paths) report.findings.push_back(BreakoutFinding{path, "hardlink", ""});
   }
   std::sort(report.findings.begin(), report.findings.end(), [](const BreakoutFinding& a, const BreakoutFinding& b) {
     return a.path != b.path ? a.path < b.path : a.kind < b.kind;
@@ -355,7 +357,7 @@ void Scanner::CheckStat(WorkerState& state, const std::string& path, const struc
   if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP)) Add(state, path, "setgid");
   if (st.st_nlink > 1) {
     MultiLink& link = state.multi_links[st.st_ino];
-    if (link.seen++ == 0 || path < link.path) link.path = path;
+    link.paths.push_back(path);
     link.nlink = st.st_nlink;
   }
 }

@@ -11,7 +11,8 @@
 //                    dangling with a ".." component (it could climb out once
 //                    its missing part appears).
 //  "hardlink"        a regular file with st_nlink > 1 whose links are not all
-//                    inside the tree (a link to /etc/shadow-like files).
+//                    inside the tree (a link to /etc/shadow-like files);
+//                    every name of it in the tree is a finding.
 //  "device"          a block or character device node (an overlayfs whiteout,
 //                    char 0:0, is not a finding when ScanOptions::overlay_upper).
 //  "fifo", "socket"

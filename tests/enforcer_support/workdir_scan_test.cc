@@ -182,10 +182,14 @@ TEST(BreakoutScanTest, HardlinkToFileOutsideTheTree) {
   TempDir dir;
   WriteText(outside / "passwd", "root:x:0:0::/root:/bin/sh\n");
   ASSERT_EQ(link((outside / "passwd").c_str(), (dir / "innocent.txt").c_str()), 0);
+  // A second name of the same outside file: a finding too (direct mode
+  // removes every finding; it once removed only the first name).
+  ASSERT_EQ(link((outside / "passwd").c_str(), (dir / "also.txt").c_str()), 0);
   ScanReport report = Scan(dir);
-  ASSERT_EQ(report.findings.size(), 1u) << Kinds(report);
-  EXPECT_EQ(report.findings[0].path, "innocent.txt");
-  EXPECT_EQ(report.findings[0].kind, "hardlink");
+  ASSERT_EQ(report.findings.size(), 2u) << Kinds(report);
+  EXPECT_EQ(report.findings[0].path, "also.txt");
+  EXPECT_EQ(report.findings[1].path, "innocent.txt");
+  for (const auto& finding : report.findings) EXPECT_EQ(finding.kind, "hardlink");
 }
 
 TEST(BreakoutScanTest, FifoSocketDeviceAndSetidBits) {
