@@ -8,6 +8,7 @@
 #include <span>
 #include <tuple>
 
+#include "compiler/backends/seccomp/kernel_widths.h"
 #include "compiler/backends/seccomp/rule_algebra.h"
 #include "compiler/syscalls/syscall_groups.h"
 
@@ -381,9 +382,30 @@ void GroupByName(std::vector<Candidate>& all, Prepared& prepared) {
   }
 }
 
-Prepared Prepare(const ir::Syscalls& policy, PrologueGuardForm ioctl_form, ConnectRouting connect) {
+// `policy` with each rule compared on the bits the kernel reads of its
+// arguments (kernel_widths.h); a rule that cannot be is an error.
+ir::Syscalls FitPolicyToKernelWidths(const ir::Syscalls& policy, std::vector<EffectiveSyscalls::Error>& errors) {
+  ir::Syscalls fitted = policy;
+  fitted.rules.clear();
+  std::vector<std::string_view> permitted;  // unconditionally, by a rule
+  for (const SyscallRule& r : policy.rules) {
+    if (r.conditions.empty() && Permits(r.action)) permitted.push_back(r.name);
+  }
+  std::sort(permitted.begin(), permitted.end());
+  for (const SyscallRule& r : policy.rules) {
+    const bool allowed_anyway =
+        Permits(policy.default_action) || std::binary_search(permitted.begin(), permitted.end(), r.name);
+    KernelWidthFit fit = FitToKernelWidths(r, allowed_anyway ? LogOver::kAllow : LogOver::kDeny);
+    if (!fit.error.empty()) errors.push_back({r.name, std::move(fit.error)});
+    for (SyscallRule& rule : fit.rules) fitted.rules.push_back(std::move(rule));
+  }
+  return fitted;
+}
+
+Prepared Prepare(const ir::Syscalls& unfitted_policy, PrologueGuardForm ioctl_form, ConnectRouting connect) {
   Prepared prepared;
   EffectiveSyscalls& out = prepared.out;
+  const ir::Syscalls policy = FitPolicyToKernelWidths(unfitted_policy, out.errors);
   const PrologueGuardForm ioctl_form_requested = ioctl_form;
   out.default_action = policy.default_action;
   out.architectures = policy.architectures;

@@ -106,6 +106,11 @@ enum class PrologueGuardForm {
 // value with a low-32 bit outside 0x20008 gets errno(EPERM) (the 0xffffffff
 // query is then denied too).
 //
+// Kernel widths: before anything else, each policy rule's conditions on a
+// parameter the kernel reads as 32 (or 16) bits are rewritten to compare
+// what the kernel reads (kernel_widths.h); a comparison that cannot be is
+// an error in `errors`.
+//
 // Conflict resolution (deterministic, fail closed): where rules of one
 // syscall overlap with different actions, the more restrictive action wins:
 // kill > trap > errno > notify > log > allow; between two errno actions the

@@ -129,20 +129,155 @@ TEST(PolicySemantics, StrictWithX86CompilesAndRefusesTheMultiplexers) {
 // it (it never paired one constant's high word with another's low word), so
 // sched_setaffinity(0, 0x80000000ffffffff, 0) was allowed instead of ENOSYS.
 // Now the filter is either right on that call or refused, naming the syscall.
+// mbind stands in for sched_setaffinity, whose arg1 (unsigned int len) is
+// now compared on its low 32 bits only: mbind's len and mode are unsigned
+// long, so the 64-bit ranges reach libseccomp as written.
 TEST(PolicySemantics, MiscompiledSixtyFourBitRangesAreNeverEmitted) {
   const ir::Policy policy = MustCheck(
       "    default errno ENOSYS\n    allow @default\n"
-      "    kill sched_setaffinity if arg1 <= 0x8000000000000000 and arg2 >= 0xc7\n"
-      "    allow sched_setaffinity if arg1 >= 0xef62f3be3f5bf8cf");
+      "    kill mbind if arg1 <= 0x8000000000000000 and arg2 >= 0xc7\n"
+      "    allow mbind if arg1 >= 0xef62f3be3f5bf8cf");
   auto artifacts = CompileSeccomp(policy);
   if (!artifacts.ok()) {
-    EXPECT_NE(artifacts.status().ToString().find("sched_setaffinity"), std::string::npos) << artifacts.status().ToString();
+    EXPECT_NE(artifacts.status().ToString().find("mbind"), std::string::npos) << artifacts.status().ToString();
     return;
   }
   const BpfProgram program = ParseBpf(artifacts->front().bytes).value();
-  EXPECT_EQ(Eval(program, SYS_sched_setaffinity, {0, 0x80000000ffffffffULL, 0}), "errno(38)");
-  EXPECT_NE(Eval(program, SYS_sched_setaffinity, {0, 0x8000000000000000ULL, 0xc7}), "allow");  // kill (or its notify routing)
-  EXPECT_EQ(Eval(program, SYS_sched_setaffinity, {0, 0xffffffffffffffffULL, 0}), "allow");
+  EXPECT_EQ(Eval(program, SYS_mbind, {0, 0x80000000ffffffffULL, 0}), "errno(38)");
+  EXPECT_NE(Eval(program, SYS_mbind, {0, 0x8000000000000000ULL, 0xc7}), "allow");  // kill (or its notify routing)
+  EXPECT_EQ(Eval(program, SYS_mbind, {0, 0xffffffffffffffffULL, 0}), "allow");
+}
+
+// The kernel casts each argument register to the parameter's declared type
+// (SYSCALL_DEFINE's __SC_CAST), so socket(0x100000010, SOCK_RAW, 0) opens an
+// AF_NETLINK socket (checked under the real kernel). Restrictive rules on a
+// 32-bit parameter used to compare all 64 bits and were bypassed that way.
+constexpr uint64_t kHigh = uint64_t{1} << 32;
+
+TEST(PolicySemantics, RestrictiveRulesOnA32BitParameterIgnoreTheUpperHalf) {
+  const BpfProgram program = MustCompile(MustCheck(
+      "    default errno ENOSYS\n    allow @default\n    allow socket\n    deny socket if arg0 == AF_NETLINK"));
+  EXPECT_EQ(Eval(program, SYS_socket, {16, 3}), "errno(1)");
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 16, 3}), "errno(1)");
+  EXPECT_EQ(Eval(program, SYS_socket, {0xffffffff00000010ULL, 3}), "errno(1)");
+  EXPECT_EQ(Eval(program, SYS_socket, {2, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 2, 1}), "allow");  // the kernel reads AF_INET
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 40, 1}), "errno(97)");  // the prologue's AF_VSOCK refusal
+}
+
+// One row per commonly restricted narrow parameter: `deny NAME if argN == V`
+// under a permissive default must also deny V with upper bits set.
+TEST(PolicySemantics, EveryActionStricterThanAllowSeesTheKernelsReading) {
+  struct Row {
+    const char* rule;
+    long nr;
+    int arg;
+    uint64_t value;
+    const char* want;
+  };
+  const Row rows[] = {
+      {"deny ioctl if arg1 == FIONREAD", SYS_ioctl, 1, 0x541B, "errno(1)"},
+      {"deny prctl if arg0 == PR_SET_DUMPABLE", SYS_prctl, 0, 4, "errno(1)"},
+      {"deny fcntl if arg1 == 1024", SYS_fcntl, 1, 1024, "errno(1)"},
+      // kill, log and notify all reach the supervisor (SECCOMP_RET_USER_NOTIF).
+      {"kill setsockopt if arg1 == 1 and arg2 == 25", SYS_setsockopt, 2, 25, "notify"},
+      {"trap \"kill\" if arg1 == SIGKILL", SYS_kill, 1, 9, "trap"},
+      {"deny tgkill if arg2 == 9 errno EACCES", SYS_tgkill, 2, 9, "errno(13)"},
+      {"notify socketpair if arg0 == AF_UNIX", SYS_socketpair, 0, 1, "notify"},
+      {"log socket if arg1 == SOCK_RAW", SYS_socket, 1, 3, "notify"},
+      {"deny chmod if (arg1 & 0x800) == 0x800", SYS_chmod, 1, 0x800, "errno(1)"},  // umode_t: 16 bits
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.rule);
+    const BpfProgram program = MustCompile(MustCheck(std::string("    default allow\n    ") + row.rule));
+    std::vector<uint64_t> args = {0, 1, 25, 0, 0, 0};
+    args[static_cast<size_t>(row.arg)] = row.value;
+    if (row.nr == SYS_setsockopt) args[1] = kHigh | 1;
+    EXPECT_EQ(Eval(program, row.nr, args), row.want);
+    const uint64_t upper = row.nr == SYS_chmod ? 0x10000 : kHigh;
+    args[static_cast<size_t>(row.arg)] = upper | row.value;
+    EXPECT_EQ(Eval(program, row.nr, args), row.want);
+    args[static_cast<size_t>(row.arg)] = 0xffffffff00000000ULL | row.value;
+    EXPECT_EQ(Eval(program, row.nr, args), row.want);
+    args[static_cast<size_t>(row.arg)] = upper;  // the kernel reads 0
+    EXPECT_EQ(Eval(program, row.nr, args), "allow");
+  }
+}
+
+// kill(-1, ...) arrives sign-extended from glibc, or zero-extended from a
+// raw syscall; the kernel reads -1 both ways.
+TEST(PolicySemantics, ASignExtendedConstantMatchesBothSpellings) {
+  const BpfProgram program = MustCompile(MustCheck("    default allow\n    deny \"kill\" if arg0 == 0xffffffffffffffff"));
+  EXPECT_EQ(Eval(program, SYS_kill, {0xffffffffffffffffULL, 9}), "errno(1)");
+  EXPECT_EQ(Eval(program, SYS_kill, {0xffffffffULL, 9}), "errno(1)");
+  EXPECT_EQ(Eval(program, SYS_kill, {1, 9}), "allow");
+}
+
+// Ranges: a restrictive `>=`/`>` already matched every value with upper bits
+// set; `<`/`<=` did not, and now compare the low 32 bits.
+TEST(PolicySemantics, RestrictiveRangesOnA32BitParameter) {
+  const BpfProgram ge = MustCompile(MustCheck("    default allow\n    deny personality if arg0 >= 0x20000"));
+  EXPECT_EQ(Eval(ge, SYS_personality, {0x20008}), "errno(1)");
+  EXPECT_EQ(Eval(ge, SYS_personality, {kHigh | 0x20008}), "errno(1)");
+  const BpfProgram lt = MustCompile(MustCheck("    default allow\n    deny fcntl if arg1 < 3\n    deny ioctl if arg1 <= 0x5401"));
+  EXPECT_EQ(Eval(lt, SYS_fcntl, {0, 2}), "errno(1)");
+  EXPECT_EQ(Eval(lt, SYS_fcntl, {0, kHigh | 2}), "errno(1)");
+  EXPECT_EQ(Eval(lt, SYS_fcntl, {0, 0xffffffff00000000ULL}), "errno(1)");
+  EXPECT_EQ(Eval(lt, SYS_fcntl, {0, 3}), "allow");
+  EXPECT_EQ(Eval(lt, SYS_fcntl, {0, kHigh | 3}), "allow");
+  EXPECT_EQ(Eval(lt, SYS_ioctl, {0, kHigh | 0x5401}), "errno(1)");
+  EXPECT_EQ(Eval(lt, SYS_ioctl, {0, kHigh | 0x5400}), "errno(1)");
+  EXPECT_EQ(Eval(lt, SYS_ioctl, {0, kHigh | 0x5402}), "allow");
+}
+
+// An allow rule may match less than the kernel reading, never more: `!=`
+// and `>` used to let 0x1_00000010 (read as 16) through.
+TEST(PolicySemantics, AllowRulesOnA32BitParameterNeverAllowWhatTheKernelReadsAsExcluded) {
+  const BpfProgram program = MustCompile(MustCheck(
+      "    default errno ENOSYS\n    allow @default\n    allow socket if arg0 != AF_NETLINK\n"
+      "    allow setsockopt if arg1 > 6\n    allow fcntl if arg1 == 1"));
+  EXPECT_EQ(Eval(program, SYS_socket, {16, 3}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 16, 3}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_socket, {2, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_socket, {17, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_socket, {0xffffffff, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_setsockopt, {3, 7, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_setsockopt, {3, 0xffffffff, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_setsockopt, {3, 6, 1}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_setsockopt, {3, kHigh | 1, 1}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_fcntl, {3, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_fcntl, {3, kHigh | 1}), "errno(38)");  // stricter: fails closed
+}
+
+// log is both: it allows (so over a deny it must not allow what the kernel
+// reads as excluded) and it is stricter than allow (so over an allow it
+// must not be dodged into an unlogged allow). log reaches the supervisor
+// (notify) in the BPF filter.
+TEST(PolicySemantics, LogRulesOnA32BitParameterNeitherAllowMoreNorMissCalls) {
+  const BpfProgram program = MustCompile(MustCheck(
+      "    default errno ENOSYS\n    allow @default\n    log socket if arg0 != AF_NETLINK\n"
+      "    allow setsockopt\n    log setsockopt if arg1 > 6\n    log fcntl if arg1 == 1"));
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 16, 3}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_socket, {2, 1}), "notify");
+  EXPECT_EQ(Eval(program, SYS_setsockopt, {3, kHigh | 7, 1}), "notify");
+  EXPECT_EQ(Eval(program, SYS_setsockopt, {3, 1, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_setsockopt, {3, kHigh | 1, 1}), "notify");  // over an allow: logs more, never less
+  EXPECT_EQ(Eval(program, SYS_fcntl, {3, kHigh | 1}), "notify");  // exact: the kernel reads F_GETFD
+  EXPECT_EQ(Eval(program, SYS_fcntl, {3, 2}), "errno(38)");
+  const BpfProgram under_allow =
+      MustCompile(MustCheck("    default allow\n    log socket if arg0 != AF_NETLINK"));
+  EXPECT_EQ(Eval(under_allow, SYS_socket, {kHigh | 2, 1}), "notify");
+  EXPECT_EQ(Eval(under_allow, SYS_socket, {16, 1}), "allow");
+}
+
+// A comparison constant wider than the parameter can never (or always) hold
+// for what the kernel reads: refused, naming the argument.
+TEST(PolicySemantics, AConstantWiderThanA32BitParameterIsRefused) {
+  const ir::Policy policy = MustCheck("    default allow\n    deny socket if arg0 > 0x100000000");
+  auto artifacts = CompileSeccomp(policy);
+  ASSERT_FALSE(artifacts.ok());
+  EXPECT_NE(artifacts.status().ToString().find("arg0 of socket as a 32-bit value"), std::string::npos)
+      << artifacts.status().ToString();
 }
 
 }  // namespace
