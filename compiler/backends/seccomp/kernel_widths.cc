@@ -91,7 +91,18 @@ KernelWidthFit FitToKernelWidths(const ir::SyscallRule& rule, LogOver log_over) 
   KernelWidthFit fit_result;
   auto narrow_bits = [&](const ArgCondition& c) { return syscalls::KernelArgBits(rule.name, c.arg); };
   bool any_narrow = false;
-  for (const ArgCondition& c : rule.conditions) any_narrow |= narrow_bits(c) < 64;
+  for (const ArgCondition& c : rule.conditions) {
+    const int bits = narrow_bits(c);
+    if (bits >= 64) continue;
+    any_narrow = true;
+    const uint64_t low = (uint64_t{1} << bits) - 1;
+    if (c.op != CompareOp::kEq && c.op != CompareOp::kMaskedEq && c.value > low) {
+      fit_result.error = "syscall rule " + rule.name + ": the kernel reads arg" + std::to_string(c.arg) + " of " +
+                         rule.name + " as a " + std::to_string(bits) + "-bit value, so comparing it with " +
+                         Hex(c.value) + " (wider than " + Hex(low) + ") cannot work";
+      return fit_result;
+    }
+  }
   MergeOutcome outcome;
   const std::optional<Conjunction> conditions = any_narrow ? Normalize(rule.conditions, &outcome) : std::nullopt;
   if (!conditions) {
@@ -107,12 +118,6 @@ KernelWidthFit FitToKernelWidths(const ir::SyscallRule& rule, LogOver log_over) 
       continue;
     }
     const uint64_t low = (uint64_t{1} << bits) - 1;
-    if (c.op != CompareOp::kEq && c.op != CompareOp::kMaskedEq && c.value > low) {
-      fit_result.error = "syscall rule " + rule.name + ": the kernel reads arg" + std::to_string(c.arg) + " of " +
-                         rule.name + " as a " + std::to_string(bits) + "-bit value, so comparing it with " +
-                         Hex(c.value) + " (wider than " + Hex(low) + ") cannot work";
-      return fit_result;
-    }
     std::vector<Conjunction> next;
     for (const ArgCondition& alternative : Alternatives(c, low, fit)) {
       for (const Conjunction& p : products) {
