@@ -46,7 +46,7 @@ TEST_F(LogFileSafetyTest, GroupOrWorldWritableLogIsRefused) {
 }
 
 TEST_F(LogFileSafetyTest, LogOwnedBySomeoneElseIsRefused) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to give the file away";
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): refusing a log owned by another uid needs root to give the file away";
   WriteFile(Path("log"), "");
   ASSERT_EQ(chmod(Path("log").c_str(), 0600), 0);
   ASSERT_EQ(chown(Path("log").c_str(), 65534, 65534), 0);
@@ -75,7 +75,7 @@ TEST_F(LogFileSafetyTest, FullDiskIsAClearError) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot mount a private tmpfs here";
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "SKIPPED, NOT PASSED: cannot mount a private tmpfs here to fill it (the full-disk error is unchecked)";
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
