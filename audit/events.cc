@@ -104,6 +104,12 @@ Event Rendered(json e) {
   return Event{json(), std::move(*rendered)};  // null: nothing to allocate or free
 }
 
+json McpFields(const McpCallInfo& call) {
+  json fields = {{"tool", S(call.tool)}, {"request_id", S(call.request_id)}};
+  if (!call.client_name.empty()) fields["client_name"] = S(call.client_name);
+  return fields;
+}
+
 }  // namespace
 
 std::string_view LimitKindName(LimitKind kind) {
@@ -167,6 +173,7 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
   sandbox["argv"] = ArgvSummary(info.argv, cut);
   RunFields(e, info.policy_name, info.run_id);
   if (!info.policy_sha256.empty()) e["cocoon"]["policy"]["sha256"] = S(info.policy_sha256);
+  if (!info.mcp.tool.empty()) e["cocoon"]["mcp"] = McpFields(info.mcp);
   bool message_cut = false;
   e["message"] = Capped(std::string(cut ? "sandbox launched (command line truncated): " : "sandbox launched: ") +
                             ShellJoin(info.argv), message_cut);
@@ -336,8 +343,11 @@ Event ToolCall(const ToolCallInfo& info) {
   e["process"] = SandboxedProcess(info.server_pid, "cocoon mcp");
   EcsEvent(e, "event", {"process"}, {"info"}, info.refused ? "mcp-tool-call-refused" : "mcp-tool-call",
            info.refused ? "failure" : "success");
-  e["cocoon"]["mcp"] = {{"tool", S(info.tool)}, {"request_id", S(info.request_id)}, {"refused", info.refused}};
-  e["message"] = S("MCP tool call " + info.tool + (info.refused ? " refused: " : ": ") + info.detail);
+  e["cocoon"]["mcp"] = McpFields(info.call);
+  e["cocoon"]["mcp"]["refused"] = info.refused;
+  if (!info.kind.empty()) e["cocoon"]["mcp"]["kind"] = S(info.kind);
+  const std::string tool = info.call.tool.empty() ? "(no tool named)" : info.call.tool;
+  e["message"] = S("MCP tool call " + tool + (info.refused ? " refused: " : ": ") + info.detail);
   return Rendered(std::move(e));
 }
 

@@ -63,6 +63,14 @@ struct LimitInfo {
   bool required = true;
 };
 
+// The MCP tool call an event belongs to (`cocoon.mcp`): empty `tool` and
+// `request_id` outside `cocoon mcp`.
+struct McpCallInfo {
+  std::string tool;         // "execute_code", "inspect_runtimes", ... ("" when the request named none)
+  std::string request_id;   // the JSON-RPC id, as text
+  std::string client_name;  // the client's clientInfo.name ("" when it sent none)
+};
+
 struct SandboxLaunchedInfo {
   std::string policy_name;
   std::string policy_sha256;
@@ -78,6 +86,7 @@ struct SandboxLaunchedInfo {
   int landlock_abi = 0;
   std::vector<std::string> overrides;     // command-line overrides of the policy
   std::string run_id;                     // ties the events of one run together
+  McpCallInfo mcp;                        // the tool call that launched it (`cocoon mcp`)
 };
 
 struct SyscallDeniedInfo {
@@ -147,11 +156,11 @@ struct ProcessExitedInfo {
 // An MCP tool call that ran no sandbox: refused before one started (bad
 // input, a busy server, a policy that does not compile) or one that needs
 // none (inspect_runtimes). Calls that run a sandbox are audited by its
-// launch and exit events instead.
+// launch and exit events instead (SandboxLaunchedInfo::mcp).
 struct ToolCallInfo {
-  std::string tool;        // "execute_code", "inspect_runtimes", ...
-  std::string request_id;  // the JSON-RPC id, as text
+  McpCallInfo call;
   bool refused = false;
+  std::string kind;        // the refusal's class: "bad_input", "busy", "unknown_tool", ...
   std::string detail;      // why it was refused, or what it did
   int server_pid = 0;      // the `cocoon mcp` process that handled it
 };

@@ -27,6 +27,7 @@ audit::Event LaunchEvent(const PolicyArtifacts& artifacts, const enforcer::Sandb
   info.landlock_abi = sandbox.landlock_abi();
   info.overrides = request.overrides;
   info.run_id = run_id;
+  info.mcp = request.mcp_call;
   return audit::SandboxLaunched(info);
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/events.h"
 #include "compiler/backends/plan/launch_plan.h"
 #include "compiler/common/status.h"
 #include "enforcer/outcome.h"
@@ -67,6 +68,7 @@ struct LaunchRequest {
   std::shared_ptr<enforcer::CancelHandle> cancel;
   AuditOptions audit;
   std::vector<std::string> overrides;  // recorded in the launch event
+  audit::McpCallInfo mcp_call;         // recorded in the launch event (`cocoon mcp`)
   // When set, receives the launch event's place in the signed log, so callers
   // (the MCP tools) can tie a result to its audit line.
   std::shared_ptr<AuditReference> audit_reference;

@@ -115,6 +115,7 @@ class SandboxExecutor : public mcp::Executor {
     launch.signals = enforcer::SignalHandling::kNone;  // the server owns SIGINT/SIGTERM
     launch.audit = {flags_.audit_log, flags_.audit_key};
     launch.spare_children = &spare_children_;
+    launch.mcp_call = McpCallInfoOf({request.tool, request.request_id, request.client_name});
     if (hooks.on_output) {
       launch.on_output = [&hooks](enforcer::OutputStream stream, std::string_view chunk) {
         hooks.on_output(stream == enforcer::OutputStream::kStdout ? mcp::OutputStream::kStdout
@@ -149,20 +150,13 @@ class SandboxExecutor : public mcp::Executor {
 
   nlohmann::json InspectRuntimes() override { return RuntimesToJson(cli::InspectRuntimes(true)); }
 
-  // A refused call is audited best-effort: it is refused either way.
-  mcp::AuditRef AuditRefusedCall(std::string_view tool, std::string_view request_id, const Status& why) override {
-    auto written = AppendToolCall(tool, request_id, true, why.message());
-    if (!written.ok()) {
-      log::Error("audit: the refused " + std::string(tool) + " call could not be recorded: " +
-                 written.status().ToString());
-      return {};
-    }
-    return *written;
+  Result<mcp::AuditRef> AuditRefusedCall(const mcp::CallIdentity& call, std::string_view kind,
+                                         const Status& why) override {
+    return AppendToolCall(call, true, kind, why.message());
   }
 
-  Result<mcp::AuditRef> AuditToolCall(std::string_view tool, std::string_view request_id,
-                                      std::string_view detail) override {
-    return AppendToolCall(tool, request_id, false, detail);
+  Result<mcp::AuditRef> AuditToolCall(const mcp::CallIdentity& call, std::string_view detail) override {
+    return AppendToolCall(call, false, "", detail);
   }
 
   std::vector<std::string> Languages() override {
@@ -183,22 +177,28 @@ class SandboxExecutor : public mcp::Executor {
   // One signed event in the configured log (none configured: an empty
   // reference, as for runs). The log is opened per event, like a launch's:
   // appends from concurrent calls and processes are serialised by the log.
-  Result<mcp::AuditRef> AppendToolCall(std::string_view tool, std::string_view request_id, bool refused,
+  Result<mcp::AuditRef> AppendToolCall(const mcp::CallIdentity& call, bool refused, std::string_view kind,
                                        std::string_view detail) {
     if (flags_.audit_log.empty()) return mcp::AuditRef{};
     auto log = OpenRequiredAuditLog({flags_.audit_log, flags_.audit_key});
     if (!log.ok()) return log.status().WithContext("audit log (required)");
     audit::ToolCallInfo info;
-    info.tool = std::string(tool);
-    info.request_id = std::string(request_id);
+    info.call = McpCallInfoOf(call);
     info.refused = refused;
+    info.kind = std::string(kind);
     info.detail = std::string(detail);
     info.server_pid = static_cast<int>(getpid());
     auto written = (*log)->Append(audit::ToolCall(info));
     Status closed = (*log)->Close();
     if (!written.ok()) return written.status().WithContext("writing the tool call's audit event");
-    if (!closed.ok()) return closed.WithContext("closing the audit log");
+    // The event is on disk, signed (Append); a failed close loses at most the
+    // seal, which `audit verify` reports. The reference stays true.
+    if (!closed.ok()) log::Error("audit: closing the log after a tool call's event: " + closed.ToString());
     return mcp::AuditRef{written->sequence, written->event_id};
+  }
+
+  static audit::McpCallInfo McpCallInfoOf(const mcp::CallIdentity& call) {
+    return {std::string(call.tool), std::string(call.request_id), std::string(call.client_name)};
   }
 
   Result<RunSpec> SpecFor(const mcp::ExecRequest& request, const std::string& work) {
@@ -298,6 +298,13 @@ int StartSignalThread() {
 int RunMcp(const McpFlags& flags) {
   // A client that goes away mid-response must not kill us with SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
+  if (flags.audit_log == "-") {
+    // stdout carries the protocol: audit lines there would corrupt it (and
+    // tear against the responses the writer thread sends).
+    std::cerr << "cocoon mcp: --audit-log - would write audit events into the protocol stream on stdout; "
+                 "give a file (or a FIFO a log shipper reads)\n";
+    return 2;
+  }
   if (!flags.policy.empty()) {
     QuickPolicyOptions probe;
     probe.policy_file = flags.policy;

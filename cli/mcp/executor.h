@@ -73,6 +73,14 @@ enum class ExecStatus {
   kWorkDirUnverified,  // the command ran, but its work dir could not be verified
 };
 
+// Who asked, for the audit log: every event of a call names its tool, its
+// JSON-RPC id and the client (clientInfo.name).
+struct CallIdentity {
+  std::string_view tool;        // "" when the request named no usable tool
+  std::string_view request_id;  // the JSON-RPC id, serialised
+  std::string_view client_name;
+};
+
 struct AuditRef {
   uint64_t sequence = 0;
   std::string event_id;  // "" when no audit log is configured
@@ -111,16 +119,17 @@ class Executor {
   // The policy profiles a caller may pick with `policy` (first = default).
   virtual std::vector<std::string> Policies() = 0;
   // Every call is audited, including the ones refused before any sandbox ran
-  // (bad input, busy server): this records such a refusal.
-  virtual AuditRef AuditRefusedCall(std::string_view tool, std::string_view request_id, const Status& why) {
-    return {};
+  // (unknown tool, bad input, busy server, cancelled while queued): this
+  // records such a refusal. `kind` is the refusal's class ("bad_input",
+  // "busy", ...). An error means the configured log could not be written; the
+  // call is refused either way, and the client is told it went unaudited.
+  virtual Result<AuditRef> AuditRefusedCall(const CallIdentity& call, std::string_view kind, const Status& why) {
+    return AuditRef{};
   }
   // ...and a call that needs no sandbox (inspect_runtimes). An error means
   // the configured audit log could not be written: the call is refused, as
   // a launch would be.
-  virtual Result<AuditRef> AuditToolCall(std::string_view tool, std::string_view request_id, std::string_view detail) {
-    return AuditRef{};
-  }
+  virtual Result<AuditRef> AuditToolCall(const CallIdentity& call, std::string_view detail) { return AuditRef{}; }
 };
 
 }  // namespace cocoon::mcp

@@ -88,7 +88,9 @@ std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& o
   return parsed;
 }
 
-Message ParseMessage(const json& value) {
+namespace {
+
+Message ParseMessageFields(const json& value) {
   if (!value.is_object()) return Invalid(nullptr, kInvalidRequest, "a message must be a JSON object");
   json id = value.contains("id") ? value["id"] : json(nullptr);
   auto version = value.find("jsonrpc");
@@ -124,6 +126,8 @@ Message ParseMessage(const json& value) {
   }
   return m;
 }
+
+}  // namespace
 
 std::string ResultLine(const json& id, const json& result) {
   return Dump(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
@@ -162,6 +166,16 @@ std::string SanitizeUtf8(std::string_view bytes) {
     }
   }
   return out;
+}
+
+Message ParseMessage(const json& value) {
+  Message m = ParseMessageFields(value);
+  // Invalid, but naming a method all the same: a tools/call is then still
+  // audited as a refused call (server_tool_calls.cc).
+  if (m.kind == MessageKind::kInvalid && m.method.empty() && value.is_object()) {
+    if (auto method = value.find("method"); method != value.end() && method->is_string()) m.method = *method;
+  }
+  return m;
 }
 
 }  // namespace cocoon::mcp

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <thread>
 
+#include "cli/mcp/server_internal.h"
 #include "compiler/common/log.h"
 
 namespace cocoon::mcp {
@@ -34,19 +35,6 @@ constexpr std::array<std::string_view, 8> kLevelNames = {"debug", "info",     "n
 std::string ClientName(const json& client_info) {
   auto name = client_info.find("name");
   return name != client_info.end() && name->is_string() ? SanitizeUtf8(name->get<std::string>()) : std::string();
-}
-
-// Bytes at the end of `data` that start a UTF-8 sequence the next chunk will
-// finish; they are held back so that a character split across two reads is
-// not turned into two replacement characters.
-size_t IncompleteUtf8Tail(std::string_view data) {
-  for (size_t back = 1; back <= std::min<size_t>(3, data.size()); ++back) {
-    auto c = static_cast<unsigned char>(data[data.size() - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -99,28 +87,6 @@ class Server::BatchReply {
   Server& server_;
   std::mutex mutex_;
   std::vector<std::string> responses_;
-};
-
-struct Server::RequestContext {
-  json id;
-  std::shared_ptr<BatchReply> batch;  // null unless the request came in a batch
-  bool modern = false;
-  LogLevel log_level = LogLevel::kOff;  // modern: from _meta; legacy: read from the session
-  json progress_token;                  // null when the client asked for none
-  std::string client_name;
-};
-
-struct Server::Call {
-  RequestContext context;
-  std::string key;
-  std::string tool;
-  json arguments;
-  CancelToken cancel;
-  std::mutex progress_mutex;
-  uint64_t progress_count = 0;
-  size_t progress_bytes = 0;
-  bool progress_truncated = false;
-  std::array<std::string, 2> pending_utf8;  // per stream
 };
 
 Server::Server(Executor& executor, LineWriter writer, ServerOptions options)
@@ -195,6 +161,9 @@ void Server::HandleValue(const json& value, const std::shared_ptr<BatchReply>& b
   try {
     switch (message.kind) {
       case MessageKind::kInvalid:
+        if (message.method == "tools/call") {  // a call nonetheless: audited (and answered unless unanswerable)
+          return RefuseToolCallMessage(message, reply_to, "bad_request", message.error_code, message.error_message);
+        }
         if (message.unanswerable) return;
         return SendError(reply_to, message.error_code, message.error_message);
       case MessageKind::kResponse:
@@ -207,12 +176,16 @@ void Server::HandleValue(const json& value, const std::shared_ptr<BatchReply>& b
   } catch (const json::exception& e) {
     log::Warn("mcp: malformed params in " + SanitizeUtf8(message.method) + ": " + e.what());
     if (message.kind == MessageKind::kRequest) {
-      SendError(reply_to, kInvalidParams, "Invalid params: " + SanitizeUtf8(e.what()));
+      SendRequestError(message, reply_to, kInvalidParams, "Invalid params: " + SanitizeUtf8(e.what()));
     }
   }
 }
 
 void Server::HandleNotification(const Message& message) {
+  if (message.method == "tools/call") {  // no id: never run, since it could not be answered; still audited
+    return RefuseToolCallMessage(message, RequestContext{}, "notification", kInvalidRequest,
+                                 "tools/call sent as a notification (no id): not run");
+  }
   if (message.method != "notifications/cancelled") return;  // initialized, roots... need nothing
   const json& request_id = message.params.contains("requestId") ? message.params["requestId"] : json();
   if (!IsValidId(request_id)) return;  // malformed cancellations are ignored (spec)
@@ -247,19 +220,20 @@ bool Server::ResolveEra(const Message& message, RequestContext* context) {
   const json& version = (*meta)[std::string(kMetaVersion)];
   if (!version.is_string() || version != kModernVersion) {
     json data = {{"supported", {kModernVersion}}, {"requested", version.is_string() ? version : json("")}};
-    SendError(*context, kUnsupportedProtocolVersion, "Unsupported protocol version", data);
+    SendRequestError(message, *context, kUnsupportedProtocolVersion, "Unsupported protocol version", data);
     return false;
   }
   auto caps = meta->find(kMetaCapabilities);
   if (caps == meta->end() || !caps->is_object()) {
-    SendError(*context, kInvalidParams, "_meta lacks the required \"" + std::string(kMetaCapabilities) + "\"");
+    SendRequestError(message, *context, kInvalidParams,
+                     "_meta lacks the required \"" + std::string(kMetaCapabilities) + "\"");
     return false;
   }
   context->modern = true;
   if (auto level = meta->find(kMetaLogLevel); level != meta->end()) {
     auto parsed = level->is_string() ? ParseLogLevel(level->get<std::string>()) : std::nullopt;
     if (!parsed) {
-      SendError(*context, kInvalidParams, "unknown log level in _meta");
+      SendRequestError(message, *context, kInvalidParams, "unknown log level in _meta");
       return false;
     }
     context->log_level = *parsed;
@@ -333,164 +307,6 @@ json Server::Discover() const {
                  {"ttlMs", 3600000}, {"cacheScope", "private"}};
   if (!options_.instructions.empty()) result["instructions"] = options_.instructions;
   return result;
-}
-
-void Server::StartToolCall(const Message& message, const RequestContext& context) {
-  const json& params = message.params;
-  if (!params.contains("name") || !params["name"].is_string()) {
-    return SendError(context, kInvalidParams, "tools/call needs a string 'name'");
-  }
-  std::string name = params["name"].get<std::string>();
-  if (!IsKnownTool(name)) return SendError(context, kInvalidParams, "Unknown tool: " + SanitizeUtf8(name));
-  json arguments = params.contains("arguments") ? params["arguments"] : json::object();
-  if (arguments.is_null()) arguments = json::object();
-  if (!arguments.is_object()) return SendError(context, kInvalidParams, "'arguments' must be an object");
-
-  auto call = std::make_shared<Call>();
-  call->context = context;
-  call->key = IdKey(message.id);
-  call->tool = name;
-  call->arguments = std::move(arguments);
-  bool busy = false;
-  {
-    std::lock_guard lock(mutex_);
-    if (calls_.count(call->key)) {
-      return SendError(context, kInvalidRequest, "request id is already in use by a call in flight");
-    }
-    if (shutting_down_) return SendError(context, kInternalError, "the server is shutting down");
-    busy = in_flight_ >= options_.max_concurrent + options_.max_queued;
-    if (!busy) {
-      calls_[call->key] = call;
-      ++in_flight_;
-    }
-  }
-  if (busy) {
-    Status why = ResourceExhaustedError("server busy: " + std::to_string(options_.max_concurrent) +
-                                        " sandboxes running and the queue is full; retry later");
-    return SendResult(context, CallResultFromError("busy", why, executor_.AuditRefusedCall(name, call->key, why)));
-  }
-  if (options_.dispatch == Dispatch::kInline) return RunToolCall(call);
-  try {
-    std::thread([this, call] { RunToolCall(call); }).detach();
-  } catch (const std::system_error& e) {  // EAGAIN: out of threads; the call was counted in flight
-    {
-      std::lock_guard lock(mutex_);
-      calls_.erase(call->key);
-      --in_flight_;
-      changed_.notify_all();
-    }
-    SendError(context, kInternalError, std::string("could not start the call: ") + e.what());
-  }
-}
-
-void Server::RunToolCall(const std::shared_ptr<Call>& call) {
-  json result = ExecuteTool(*call);
-  {
-    std::lock_guard lock(mutex_);
-    calls_.erase(call->key);  // before answering, so the client may reuse the id at once
-  }
-  // A cancelled request gets no response (MCP cancellation: the receiver
-  // SHOULD NOT respond); its sandbox was killed through the CancelToken.
-  if (!call->cancel.cancelled()) SendResult(call->context, std::move(result));
-  // The last call of a batch sends the batch's array here, while the server
-  // is certainly alive: it waits for in_flight_ to reach 0 before going away.
-  call->context.batch.reset();
-  std::lock_guard lock(mutex_);
-  --in_flight_;
-  changed_.notify_all();
-}
-
-bool Server::AcquireSlot(Call& call) {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] {
-    return running_ < options_.max_concurrent || call.cancel.cancelled() || shutting_down_;
-  });
-  if (call.cancel.cancelled() || shutting_down_) return false;
-  ++running_;
-  return true;
-}
-
-void Server::ReleaseSlot() {
-  std::lock_guard lock(mutex_);
-  --running_;
-  changed_.notify_all();
-}
-
-json Server::ExecuteTool(Call& call) {
-  if (call.tool == kInspectRuntimes) {
-    if (!call.arguments.empty()) {
-      Status why = InvalidArgumentError("inspect_runtimes takes no arguments");
-      return CallResultFromError("bad_input", why, executor_.AuditRefusedCall(call.tool, call.key, why));
-    }
-    json runtimes = executor_.InspectRuntimes();
-    size_t available = 0, total = 0;
-    if (runtimes.contains("runtimes") && runtimes["runtimes"].is_array()) {
-      for (const auto& r : runtimes["runtimes"]) {
-        ++total;
-        if (r.value("available", false)) ++available;
-      }
-    }
-    auto audit = executor_.AuditToolCall(
-        call.tool, call.key, std::to_string(total) + " runtimes, " + std::to_string(available) + " installed");
-    if (!audit.ok()) return CallResultFromError("audit_failed", audit.status(), {});
-    return CallResultFromRuntimes(runtimes, *audit);
-  }
-  auto request = ParseToolArguments(call.tool, call.arguments, tool_context_);
-  if (!request.ok()) {
-    Log(call.context, LogLevel::kWarning, {{"tool", call.tool}, {"refused", request.status().message()}});
-    return CallResultFromError("bad_input", request.status(),
-                               executor_.AuditRefusedCall(call.tool, call.key, request.status()));
-  }
-  request->request_id = call.key;
-  request->client_name = call.context.client_name;
-  if (!AcquireSlot(call)) {
-    Status why(ErrorCode::kUnavailable, "cancelled before it started");
-    return CallResultFromError("cancelled", why, executor_.AuditRefusedCall(call.tool, call.key, why));
-  }
-  ExecHooks hooks;
-  hooks.cancel = &call.cancel;
-  if (!call.context.progress_token.is_null()) {
-    hooks.on_output = [this, &call](OutputStream stream, std::string_view data) { SendProgress(call, stream, data); };
-  }
-  auto result = executor_.Execute(*request, hooks);
-  ReleaseSlot();
-  if (!result.ok()) {
-    bool bad_input = result.status().code() == ErrorCode::kInvalidArgument;
-    Log(call.context, LogLevel::kError, {{"tool", call.tool}, {"failed", result.status().message()}});
-    return CallResultFromError(bad_input ? "bad_input" : "launch_failed", result.status(),
-                               executor_.AuditRefusedCall(call.tool, call.key, result.status()));
-  }
-  Log(call.context, IsErrorStatus(result->status) ? LogLevel::kWarning : LogLevel::kInfo,
-      {{"tool", call.tool}, {"status", ExecStatusName(result->status)}, {"exit_code", result->exit_code},
-       {"audit_event_id", result->audit_event_id}});
-  return CallResultFromExec(*result);
-}
-
-void Server::SendProgress(Call& call, OutputStream stream, std::string_view data) {
-  std::lock_guard lock(call.progress_mutex);
-  if (call.cancel.cancelled() || call.progress_truncated) return;
-  size_t index = stream == OutputStream::kStdout ? 0 : 1;
-  std::string text = call.pending_utf8[index];
-  size_t room = options_.max_progress_bytes - std::min(options_.max_progress_bytes, call.progress_bytes);
-  bool truncated = data.size() > room;
-  text.append(data.substr(0, room));
-  call.progress_bytes += std::min(room, data.size());
-  size_t tail = truncated ? 0 : IncompleteUtf8Tail(text);
-  call.pending_utf8[index] = text.substr(text.size() - tail);
-  text.resize(text.size() - tail);
-  if (truncated) {
-    call.progress_truncated = true;
-    text += "\n[cocoon: live output truncated after " + std::to_string(options_.max_progress_bytes) +
-            " bytes; the result has the captured output]";
-  }
-  if (text.empty()) return;
-  json params = {{"progressToken", call.context.progress_token},
-                 {"progress", ++call.progress_count},
-                 {"message", SanitizeUtf8(text)},
-                 {"_meta", {{"dev.cocoon/stream", index == 0 ? "stdout" : "stderr"}}}};
-  // Dropped for a client that is not reading: the rest of this call's
-  // progress goes too (no gaps in the middle); the result has the output.
-  if (!WriteIfRoom(NotificationLine("notifications/progress", params))) call.progress_truncated = true;
 }
 
 void Server::Log(const RequestContext& context, LogLevel level, const json& data) {

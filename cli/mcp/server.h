@@ -98,6 +98,18 @@ class Server {
   nlohmann::json ServerInfo() const;
   nlohmann::json Capabilities() const;
   void StartToolCall(const Message& message, const RequestContext& context);
+  static CallIdentity IdentityOf(const Call& call);
+  // Records a tools/call refused before it ran; returns the result's `audit`
+  // object (the reference, or a note saying why there is none).
+  nlohmann::json AuditRefusal(const CallIdentity& call, std::string_view kind, const Status& why);
+  // A tools/call message refused at the protocol level: audited, then
+  // answered with a JSON-RPC error whose data carries the audit reference
+  // (a notification is only audited).
+  void RefuseToolCallMessage(const Message& message, const RequestContext& context, std::string_view kind, int code,
+                             const std::string& why, nlohmann::json data = nullptr);
+  // A request's JSON-RPC error; for tools/call, RefuseToolCallMessage.
+  void SendRequestError(const Message& message, const RequestContext& context, int code, const std::string& why,
+                        const nlohmann::json& data = nullptr);
   void RunToolCall(const std::shared_ptr<Call>& call);
   nlohmann::json ExecuteTool(Call& call);
   bool AcquireSlot(Call& call);

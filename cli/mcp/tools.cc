@@ -357,19 +357,24 @@ json CallResultFromExec(const ExecResult& result) {
   return TextResult(structured, IsErrorStatus(result.status));
 }
 
-json CallResultFromError(std::string_view kind, const Status& status, const AuditRef& audit) {
+json AuditJson(const AuditRef& audit) {
+  json out = {{"sequence", audit.sequence}, {"event_id", audit.event_id}};
+  if (audit.event_id.empty()) out["note"] = "no audit log configured (cocoon mcp --audit-log FILE --audit-key KEY)";
+  return out;
+}
+
+json CallResultFromError(std::string_view kind, const Status& status, const json& audit) {
   json structured = {{"exit_code", -1},        {"stdout", ""},
                      {"stderr", ""},           {"timed_out", false},
                      {"oom_killed", false},    {"termination_reason", "not_started"},
-                     {"audit", {{"sequence", audit.sequence}, {"event_id", audit.event_id}}},
+                     {"audit", audit},
                      {"error", {{"kind", kind}, {"message", SanitizeUtf8(status.message())}}}};
   return TextResult(structured, true);
 }
 
 json CallResultFromRuntimes(const json& runtimes, const AuditRef& audit) {
   json structured = runtimes.is_object() && runtimes.contains("runtimes") ? runtimes : json{{"runtimes", json::array()}};
-  structured["audit"] = {{"sequence", audit.sequence}, {"event_id", audit.event_id}};
-  if (audit.event_id.empty()) structured["audit"]["note"] = "no audit log configured (cocoon mcp --audit-log FILE --audit-key KEY)";
+  structured["audit"] = AuditJson(audit);
   return TextResult(structured, false);
 }
 

@@ -50,8 +50,12 @@ Result<ExecRequest> ParseToolArguments(std::string_view tool, const nlohmann::js
 // A CallToolResult: structuredContent, the same JSON as text, isError.
 nlohmann::json CallResultFromExec(const ExecResult& result);
 // isError result for input the tool refused or a run that could not start.
-// `kind` is "bad_input" or "launch_failed".
-nlohmann::json CallResultFromError(std::string_view kind, const Status& status, const AuditRef& audit);
+// `kind` names the class: "bad_input", "busy", "cancelled", "launch_failed", "audit_failed".
+// A result's `audit` object: the event's sequence and id, with a note when
+// there is no event because no audit log is configured.
+nlohmann::json AuditJson(const AuditRef& audit);
+// `audit`: AuditJson, or an object whose note says why the event is missing.
+nlohmann::json CallResultFromError(std::string_view kind, const Status& status, const nlohmann::json& audit);
 nlohmann::json CallResultFromRuntimes(const nlohmann::json& runtimes, const AuditRef& audit);
 
 // isError is true for a timeout, an OOM, a policy kill, a signal or a cancellation.

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "compiler/syscalls/syscall_groups.h"
 
@@ -35,19 +38,39 @@ int ResolveSyscall(std::string_view name, ir::Arch arch) {
   return seccomp_syscall_resolve_name_arch(ScmpArchToken(arch), copy.c_str());
 }
 
+namespace {
+
+// The arch's direct syscalls by name, read once from libseccomp's table
+// (numbers are dense from 0; 1024 covers every table with margin). The
+// reverse lookup scans the whole table per number, so doing it per query
+// cost ~40 ms per check of a policy (the verifier's size pass asks for every
+// multiplexed name on i386).
+const std::unordered_map<std::string, int>& DirectSyscalls(ir::Arch arch) {
+  static std::mutex mutex;
+  static std::map<ir::Arch, std::unordered_map<std::string, int>> tables;
+  std::lock_guard lock(mutex);
+  auto [it, inserted] = tables.try_emplace(arch);
+  if (inserted) {
+    for (int candidate = 0; candidate < 1024; ++candidate) {
+      char* found = seccomp_syscall_resolve_num_arch(ScmpArchToken(arch), candidate);
+      if (found == nullptr) continue;
+      it->second.emplace(found, candidate);
+      free(found);  // NOLINT: libseccomp allocates with malloc
+    }
+  }
+  return it->second;  // never erased: the reference stays valid
+}
+
+}  // namespace
+
 int KernelSyscallNumber(std::string_view name, ir::Arch arch) {
   const int nr = ResolveSyscall(name, arch);
   if (nr >= 0 || nr == __NR_SCMP_ERROR) return nr;
-  // A pseudo number: look for a direct syscall of that name in the arch's
-  // table (numbers are dense from 0; 1024 covers every table with margin).
-  for (int candidate = 0; candidate < 1024; ++candidate) {
-    char* found = seccomp_syscall_resolve_num_arch(ScmpArchToken(arch), candidate);
-    if (found == nullptr) continue;
-    const bool same = name == found;
-    free(found);  // NOLINT: libseccomp allocates with malloc
-    if (same) return candidate;
-  }
-  return nr;
+  // A pseudo number (a multiplexed call such as socket on i386): the direct
+  // syscall of that name in the arch's table, if it has one.
+  const auto& direct = DirectSyscalls(arch);
+  auto found = direct.find(std::string(name));
+  return found != direct.end() ? found->second : nr;
 }
 
 bool IsKnownSyscall(std::string_view name, const std::vector<ir::Arch>& arches) {

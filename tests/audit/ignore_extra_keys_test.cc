@@ -61,7 +61,7 @@ TEST_F(IgnoreExtraKeysTest, DeepNestingIsRefusedNotACrash) {
 
 // An MCP log (ToolCall writes status_detail) verifies after a shipper added keys.
 TEST_F(IgnoreExtraKeysTest, ToolCallLogVerifiesWithShipperKeys) {
-  auto lines = WriteWith(ToolCall({"execute_code", "7", true, "bad input", 4242}));
+  auto lines = WriteWith(ToolCall({{"execute_code", "7", ""}, true, "bad_input", "bad input", 4242}));
   ASSERT_NE(lines[1].find("\"status_detail\""), std::string::npos);
   for (auto& line : lines) {
     json j = json::parse(line);
@@ -94,8 +94,8 @@ TEST_F(IgnoreExtraKeysTest, EveryTopLevelKeyWrittenIsOnTheAllowList) {
   exited.work_mode = "copy";
   exited.breakout_findings = 1;
   events.push_back(ProcessExited(exited));
-  events.push_back(ToolCall({"execute_code", "1", true, "refused", 1}));
-  events.push_back(ToolCall({"inspect_runtimes", "2", false, "ok", 1}));
+  events.push_back(ToolCall({{"execute_code", "1", ""}, true, "busy", "refused", 1}));
+  events.push_back(ToolCall({{"inspect_runtimes", "2", ""}, false, "", "ok", 1}));
   auto next = SigningKey::Generate();
   ASSERT_TRUE(WriteKeyPair(*next, Path("key2")).ok());
   AuditLogOptions options = Options("log");

@@ -38,8 +38,8 @@ std::vector<Event> OneOfEach() {
   exited.exit_code = 3;
   exited.termination_reason = "exited";
   events.push_back(ProcessExited(exited));
-  events.push_back(ToolCall({"execute_code", "7", true, "bad input: unknown argument 'bogus'", 4242}));
-  events.push_back(ToolCall({"inspect_runtimes", "\"abc\"", false, "15 runtimes, 6 installed", 4242}));
+  events.push_back(ToolCall({{"execute_code", "7", "claude-code"}, true, "bad_input", "bad input: unknown argument 'bogus'", 4242}));
+  events.push_back(ToolCall({{"inspect_runtimes", "\"abc\"", ""}, false, "", "15 runtimes, 6 installed", 4242}));
   return events;
 }
 

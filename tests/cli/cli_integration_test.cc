@@ -928,6 +928,10 @@ TEST(CocoonMcp, RefusedCallsAndInspectRuntimesAreAudited) {
       R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(1)","bogus":1}}})j"
       "\n"
       R"j({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"inspect_runtimes","arguments":{}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"sh","code":"echo 1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}})j"
       "\n";
   Ran ran = Cocoon({"mcp", "--audit-log", log, "--audit-key", key}, "", {}, COCOON_BINARY, requests);
   ASSERT_EQ(ran.status, 0) << ran.err;
@@ -943,10 +947,31 @@ TEST(CocoonMcp, RefusedCallsAndInspectRuntimesAreAudited) {
     ids.insert(audit["event_id"].get<std::string>());
   }
   EXPECT_EQ(ids.size(), 2u);
+  // Each reference names its own line, and that line says which call (tool,
+  // request id, client) and, for a refusal, of which class.
+  std::map<std::string, json> events;  // by metadata.uid
   std::ifstream in(log);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("mcp-tool-call-refused"), std::string::npos);
-  EXPECT_NE(text.find("\"inspect_runtimes\""), std::string::npos);
+  for (std::string line; std::getline(in, line);) {
+    json event = json::parse(line);
+    events[event["metadata"]["uid"].get<std::string>()] = event;
+  }
+  auto mcp_of = [&](const json& audit) -> json {
+    auto it = events.find(audit.value("event_id", ""));
+    return it == events.end() ? json() : it->second["cocoon"]["mcp"];
+  };
+  json bad_input = mcp_of(results[1]["result"]["structuredContent"]["audit"]);
+  EXPECT_EQ(bad_input["tool"], "execute_code");
+  EXPECT_EQ(bad_input["kind"], "bad_input");
+  EXPECT_EQ(bad_input["client_name"], "t");
+  EXPECT_EQ(mcp_of(results[2]["result"]["structuredContent"]["audit"])["tool"], "inspect_runtimes");
+  ASSERT_TRUE(results.count(3)) << ran.out;
+  json launched = mcp_of(results[3]["result"]["structuredContent"]["audit"]);
+  EXPECT_EQ(launched, (json{{"tool", "execute_code"}, {"request_id", "3"}, {"client_name", "t"}})) << results[3].dump();
+  ASSERT_TRUE(results.count(4)) << ran.out;
+  EXPECT_EQ(results[4]["error"]["code"], -32602);
+  json unknown = mcp_of(results[4]["error"]["data"]["audit"]);
+  EXPECT_EQ(unknown["kind"], "unknown_tool") << results[4].dump();
+  EXPECT_EQ(unknown["request_id"], "4");
   Ran verified = Cocoon({"audit", "verify", log, "--trust", key + ".pub"});
   EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
   fs::remove_all(dir);

@@ -42,9 +42,23 @@ class FakeExecutor : public Executor {
   }
   std::vector<std::string> Languages() override { return {"python", "bash", "node"}; }
   std::vector<std::string> Policies() override { return {"strict", "build"}; }
-  AuditRef AuditRefusedCall(std::string_view tool, std::string_view, const Status&) override {
+  // Refusals are recorded (tool, request id, client, kind); "fail-audit" as
+  // the client name makes the write fail, as a broken audit log would.
+  Result<AuditRef> AuditRefusedCall(const CallIdentity& call, std::string_view kind, const Status&) override {
+    if (call.client_name == "fail-audit") return Status(ErrorCode::kUnavailable, "disk full");
     ++refused_;
-    return {++sequence_, "refused-" + std::string(tool)};
+    std::lock_guard lock(mutex_);
+    refusals_.push_back({std::string(call.tool), std::string(call.request_id), std::string(call.client_name),
+                         std::string(kind)});
+    return AuditRef{++sequence_, "refused-" + std::string(call.tool)};
+  }
+
+  struct Refusal {
+    std::string tool, request_id, client_name, kind;
+  };
+  std::vector<Refusal> refusals() {
+    std::lock_guard lock(mutex_);
+    return refusals_;
   }
 
   std::vector<ExecRequest> requests() {
@@ -104,6 +118,7 @@ class FakeExecutor : public Executor {
 
   std::mutex mutex_;
   std::vector<ExecRequest> requests_;
+  std::vector<Refusal> refusals_;
   std::atomic<int> running_{0};
   std::atomic<int> max_running_{0};
   std::atomic<int> refused_{0};

@@ -250,6 +250,60 @@ TEST_F(McpServerTest, UnknownMethodAndUnknownTool) {
   EXPECT_EQ(Call(Request(3, "tools/call", {{"arguments", json::object()}}))["error"]["code"], -32602);
 }
 
+// "Every call is audited": a tools/call refused at the protocol level (no
+// such tool, no name, arguments not an object, malformed params, an
+// unsupported per-request version, sent as a notification) leaves a refusal
+// event naming the tool (when it is one), the request id, the client and the
+// class; the JSON-RPC error carries the event's reference in data.audit.
+TEST_F(McpServerTest, ProtocolLevelRefusalsOfAToolCallAreAudited) {
+  Call(Request(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"clientInfo", {{"name", "agent-x"}}}}));
+  json unknown = Call(ToolCall(2, "rm_rf", json::object()));
+  EXPECT_EQ(unknown["error"]["code"], -32602);
+  EXPECT_EQ(unknown["error"]["data"]["audit"]["event_id"], "refused-");
+  json nameless = Call(Request(3, "tools/call", {{"arguments", json::object()}}));
+  EXPECT_NE(nameless["error"]["data"]["audit"]["event_id"], nullptr) << nameless.dump();
+  json bad_args = Call(Request(4, "tools/call", {{"name", "execute_code"}, {"arguments", 7}}));
+  EXPECT_EQ(bad_args["error"]["data"]["audit"]["event_id"], "refused-execute_code") << bad_args.dump();
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1]})");
+  EXPECT_EQ(out_.WaitFor(5)["error"]["data"]["audit"]["event_id"], "refused-");
+  json meta = {{"io.modelcontextprotocol/protocolVersion", "1999-01-01"}};
+  json era = Call(ToolCall(6, "execute_code", {{"language", "python"}, {"code", "1"}}, meta));
+  EXPECT_EQ(era["error"]["data"]["audit"]["event_id"], "refused-execute_code") << era.dump();
+  EXPECT_EQ(era["error"]["data"]["supported"][0], "2026-07-28");  // the era's own data is kept
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code"}})");
+  server_->WaitIdle();
+
+  std::vector<FakeExecutor::Refusal> refusals = executor_.refusals();
+  ASSERT_EQ(refusals.size(), 6u);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"", "unknown_tool"},      {"", "bad_request"},           {"execute_code", "bad_request"},
+      {"", "bad_request"},       {"execute_code", "bad_request"}, {"execute_code", "notification"}};
+  const std::vector<std::string> ids = {"2", "3", "4", "5", "6", ""};
+  for (size_t i = 0; i < refusals.size(); ++i) {
+    EXPECT_EQ(refusals[i].tool, want[i].first) << i;
+    EXPECT_EQ(refusals[i].kind, want[i].second) << i;
+    EXPECT_EQ(refusals[i].request_id, ids[i]) << i;
+    EXPECT_EQ(refusals[i].client_name, "agent-x") << i;
+  }
+  EXPECT_TRUE(executor_.requests().empty());
+}
+
+// A refusal the audit log could not record is still refused, and the result
+// says it went unaudited (not the "no audit log configured" of a server
+// without one).
+TEST_F(McpServerTest, ARefusalThatCouldNotBeAuditedSaysSo) {
+  Call(Request(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"clientInfo", {{"name", "fail-audit"}}}}));
+  json r = Call(ToolCall(2, "execute_code", {{"code", "x"}}));
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  EXPECT_EQ(r["result"]["isError"], true);
+  const json& audit = r["result"]["structuredContent"]["audit"];
+  EXPECT_EQ(audit["event_id"], "");
+  EXPECT_NE(audit["note"].get<std::string>().find("could not be written to the audit log: disk full"),
+            std::string::npos) << audit.dump();
+  json unknown = Call(ToolCall(3, "rm_rf", json::object()));
+  EXPECT_NE(unknown["error"]["data"]["audit"]["note"].get<std::string>().find("disk full"), std::string::npos);
+}
+
 TEST_F(McpServerTest, NotificationsAndResponsesGetNoAnswer) {
   server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
   server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/whatever","params":{}})");

@@ -481,6 +481,13 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
   for (EffectiveSyscalls::Error& error : rules.errors) {
     problems.push_back({std::move(error.syscall), std::move(error.message)});
   }
+  // What compiles but cannot be verified is refused by the compiler
+  // (seccomp_verify.h): reported here too, so that a policy that checks compiles.
+  for (ir::SyscallRuleProblem& problem : UnverifiableSyscalls(rules)) {
+    bool reported = std::any_of(problems.begin(), problems.end(),
+                                [&](const ir::SyscallRuleProblem& p) { return p.syscall == problem.syscall; });
+    if (!reported) problems.push_back(std::move(problem));
+  }
   return problems;
 }
 

@@ -178,8 +178,11 @@ std::string HexArgsText(const uint64_t args[6]) {
 // (ComparedWords x ComparedWords) while the others take each of their
 // boundary values. No sampling: a syscall needing more than
 // kMaxVerifiedCalls evaluations is refused (fail closed).
+//
+// `too_large`: size only. Nothing is evaluated; a syscall past the limit is
+// recorded there (with its name) instead of failing.
 Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
-                     const std::vector<const ir::SyscallRule*>& mine) {
+                     const std::vector<const ir::SyscallRule*>& mine, std::vector<ir::SyscallRuleProblem>* too_large) {
   static const std::vector<uint32_t> no_extra;
   static const std::vector<uint64_t> kZero = {0};  // an argument no condition looks at
   const std::string name = mine.empty() ? "syscall " + std::to_string(nr) : mine.front()->name;
@@ -208,21 +211,36 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     }
   }
   const std::vector<uint32_t> words = ComparedWords(mine, boundary);
-  std::vector<uint64_t> pairs[6];
+  // The limit is applied to an upper bound of the evaluations (each used
+  // argument's pairs counted as words x words + its boundary values, before
+  // duplicates go), so that the size-only pass (`cocoon check`) needs to
+  // build no pair set and agrees exactly with the compiler's.
   double total = 1;  // evaluations needed; a double cannot overflow here
   for (const auto& b : boundary) total *= static_cast<double>(b.size());
   for (int arg = 0; arg < 6; ++arg) {
     if (!used_arg[arg]) continue;
-    pairs[arg] = WordPairs(words, boundary[arg], e.arch_is_32bit);
+    const double word_count = static_cast<double>(words.size());
+    const double pair_bound = (e.arch_is_32bit ? word_count : word_count * word_count) +
+                              static_cast<double>(boundary[arg].size());
     double others = 1;
     for (int j = 0; j < 6; ++j) others *= j == arg ? 1.0 : static_cast<double>(boundary[j].size());
-    total += static_cast<double>(pairs[arg].size()) * others;
+    total += pair_bound * others;
   }
   if (total > static_cast<double>(kMaxVerifiedCalls)) {
-    return FailedPreconditionError(
-        "the rules for " + name + " compare too many distinct values across its arguments for Cocoon to verify the "
-        "compiled filter (" + std::to_string(static_cast<uint64_t>(total)) + " test calls, the limit is " +
-        std::to_string(kMaxVerifiedCalls) + "); use fewer distinct constants or fewer conditional rules on it");
+    std::string why = "the rules for " + name + " compare too many distinct values across its arguments for Cocoon "
+                      "to verify the compiled filter (" + std::to_string(static_cast<uint64_t>(total)) +
+                      " test calls, the limit is " + std::to_string(kMaxVerifiedCalls) +
+                      "); use fewer distinct constants or fewer conditional rules on it (a condition on a second "
+                      "argument multiplies them; an `==` on a 32-bit argument is a masked compare whose "
+                      "complement takes one rule per bit)";
+    if (too_large == nullptr) return FailedPreconditionError(why);
+    if (!mine.empty()) too_large->push_back({name, std::move(why)});
+    return Status::Ok();
+  }
+  if (too_large != nullptr) return Status::Ok();
+  std::vector<uint64_t> pairs[6];
+  for (int arg = 0; arg < 6; ++arg) {
+    if (used_arg[arg]) pairs[arg] = WordPairs(words, boundary[arg], e.arch_is_32bit);
   }
   auto check = [&](const uint64_t (&args)[6]) -> Status {
     SeccompData data;
@@ -284,7 +302,7 @@ Status VerifyValueGuardAllArches(const BpfProgram& program, const EffectiveSysca
 // checked too, with the zero-extended 32-bit arguments its tasks pass.
 Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
                   uint32_t (*expected_ret)(const ir::Action&, bool), bool routed, uint32_t ioctl_deny_ret,
-                  ir::Arch arch) {
+                  ir::Arch arch, std::vector<ir::SyscallRuleProblem>* too_large = nullptr) {
   auto nr_of = [&](const char* name) { return syscalls::KernelSyscallNumber(name, arch); };
   Expectation e{rules, expected_ret, routed, ioctl_deny_ret, AuditArch(arch), arch == ir::Arch::kX86,
                 nr_of("ioctl"), nr_of("seccomp"), nr_of("clone"), nr_of("unshare"), nr_of("socket"), {},
@@ -329,7 +347,7 @@ Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
     for (; i < by_nr.size() && by_nr[i].first == nr; ++i) {
       if (by_nr[i].second != nullptr) mine.push_back(by_nr[i].second);
     }
-    COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine));
+    COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine, too_large));
   }
   return Status::Ok();
 }
@@ -350,6 +368,21 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
     COCOON_RETURN_IF_ERROR(VerifyArch(program, rules, expected_ret, routed, ioctl_deny_ret, arch));
   }
   return Status::Ok();
+}
+
+std::vector<ir::SyscallRuleProblem> UnverifiableSyscalls(const EffectiveSyscalls& rules) {
+  std::vector<ir::SyscallRuleProblem> problems;
+  std::set<ir::Arch> arches(rules.architectures.begin(), rules.architectures.end());
+  for (ir::Arch arch : arches) {
+    std::vector<ir::SyscallRuleProblem> found;
+    (void)VerifyArch(BpfProgram{}, rules, nullptr, false, 0, arch, &found);  // size only: cannot fail
+    for (auto& problem : found) {
+      const bool seen = std::any_of(problems.begin(), problems.end(),
+                                    [&](const ir::SyscallRuleProblem& p) { return p.syscall == problem.syscall; });
+      if (!seen) problems.push_back(std::move(problem));
+    }
+  }
+  return problems;
 }
 
 }  // namespace cocoon::backends

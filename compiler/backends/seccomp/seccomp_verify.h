@@ -30,4 +30,10 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
                              uint32_t (*expected_ret)(const ir::Action&, bool routed), bool routed,
                              uint32_t ioctl_deny_ret);
 
+// The syscalls whose rules VerifyBpfAgainstRules would refuse as too large
+// to verify completely (one problem per syscall, named as in the policy):
+// the front end reports them at `cocoon check`, at the rule's statement,
+// rather than leaving them to fail `cocoon compile`. Evaluates nothing.
+std::vector<ir::SyscallRuleProblem> UnverifiableSyscalls(const EffectiveSyscalls& rules);
+
 }  // namespace cocoon::backends

@@ -91,6 +91,29 @@ TEST(SyscallRuleProblemsTest, EveryShippedProfilePassesTheCheck) {
 }
 
 // moby's default profile, imported, passes the check and compiles to a
+// A rule set the compiler would refuse as too large to verify completely
+// (seccomp_verify.h) is a check error at its statement, so that a policy
+// that checks also compiles (fuzz/compile_fuzzer found one under strict:
+// 32-bit `==` conditions on two arguments of one syscall).
+TEST(SyscallRuleProblemsTest, ARuleSetTooLargeToVerifyIsACheckError) {
+  const std::string text =
+      "profile p {\n  syscalls {\n    default errno EPERM\n    allow setsockopt\n"
+      "    deny setsockopt if arg1 == 1 and arg2 == 2\n  }\n}\n";
+  Diagnostics diagnostics;
+  auto policy = frontend::CompilePolicyText("p.cocoon", text, "", Options(true), diagnostics);
+  EXPECT_FALSE(policy.has_value());
+  const std::string rendered = diagnostics.Render();
+  EXPECT_NE(rendered.find("p.cocoon:5:5"), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("too many distinct values"), std::string::npos) << rendered;
+  // One condition on one argument stays well inside the limit.
+  Diagnostics one;
+  const std::string single = "profile p {\n  syscalls {\n    default errno EPERM\n    allow setsockopt\n"
+                             "    deny setsockopt if arg2 == 2\n  }\n}\n";
+  auto ok = frontend::CompilePolicyText("p.cocoon", single, "", Options(true), one);
+  ASSERT_TRUE(ok.has_value()) << one.Render();
+  EXPECT_TRUE(CompileSeccomp(*ok).ok());
+}
+
 // filter: `allow socket if arg0 > 0x28` overlaps the prologue's socket-family
 // guard in the OCI rule form only, which the check does not report (the
 // filter puts that guard in its prefix; bench/run compiles this for Linux);
