@@ -8,6 +8,7 @@
 
 #include <sys/random.h>
 
+#include "cli/host_overlap_guard.h"
 #include "cli/launch_dynamic.h"
 #include "cli/policy_compile.h"
 #include "compiler/common/digest.h"
@@ -122,6 +123,9 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
 
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
   if (request.argv.empty()) return InvalidArgumentError("missing command: give it after `--`");
+  // Before the audit log is opened: a refused path leaves no trace on disk.
+  COCOON_RETURN_IF_ERROR(CheckHostPathsForLaunch(
+      {request.work_dir, request.work_dir_is_ours, request.copies, request.audit.log_path, request.audit.key_path}));
   // The audit log is opened before anything runs: a run whose record cannot
   // be written is refused. Like the allow-list's resolver, it needs the
   // dynamic loader: the launcher hands over to cocoon-full here

@@ -59,6 +59,7 @@ struct LaunchRequest {
   std::vector<std::string> argv;
   std::string work_dir;                // host work dir, "" = throwaway tmpfs
   bool discard_work_dir = false;       // staged: verify, commit nothing (SandboxRequest)
+  bool work_dir_is_ours = false;       // a private dir made by Cocoon (host_overlap_guard.h)
   std::vector<std::string> copies;     // --copy host paths (copied to their base name)
   enforcer::OutputMode output_mode = enforcer::OutputMode::kCapture;
   enforcer::StdinMode stdin_mode = enforcer::StdinMode::kNull;

@@ -106,6 +106,7 @@ class SandboxExecutor : public mcp::Executor {
     // The dir is removed after the call: its results are verified (a
     // breakout still makes the call an error), not copied back to be deleted.
     launch.discard_work_dir = true;
+    launch.work_dir_is_ours = true;
     if (!request.stdin_data.empty()) {
       // Through a pipe from memory: never a file in the host's cache.
       launch.stdin_mode = enforcer::StdinMode::kData;

@@ -66,6 +66,7 @@ class SharedWorkDir {
     if (remove_) fs::remove_all(path_, ec);
   }
   const std::string& path() const { return path_; }
+  bool ours() const { return remove_; }  // made here, inside the cache; removed at the end
 
  private:
   SharedWorkDir(std::string path, bool remove) : path_(std::move(path)), remove_(remove) {}
@@ -73,7 +74,7 @@ class SharedWorkDir {
   bool remove_;
 };
 
-nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t index, const std::string& work,
+nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t index, const SharedWorkDir& work,
                        int* exit_status) {
   RunSpec spec;
   spec.policy.policy_file = flags.policy;
@@ -98,7 +99,8 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
     return result;
   }
   LaunchRequest request;
-  request.work_dir = work;
+  request.work_dir = work.path();
+  request.work_dir_is_ours = work.ours();
   request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
   request.audit = {EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
   PassThroughWriter out(STDOUT_FILENO), err(STDERR_FILENO);  // never blocks the supervisor
@@ -143,7 +145,7 @@ int RunPipeline(const PipelineFlags& flags) {
     const Step& step = (*steps)[i];
     if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
     int status = 0;
-    nlohmann::json result = RunStep(flags, step, i, (*work)->path(), &status);
+    nlohmann::json result = RunStep(flags, step, i, **work, &status);
     result["exit_status"] = status;
     result["ok"] = status == 0;
     if (!flags.json && result.contains("error")) std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";

@@ -900,6 +900,47 @@ TEST(CocoonRun, AuditedRunWithoutLibcryptoIsRefusedAndWritesNothing) {
   fs::remove_all(dir);
 }
 
+// A work dir's contents are committed back after the run, so one that holds
+// Cocoon's artifact cache (compiled policies later launches trust) or the
+// audit key or log is refused before anything runs, as is a system tree;
+// a --copy of the audit key too. Nothing is written in any of them.
+TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-guard-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  fs::create_directories(dir / "work");
+  fs::create_directories(dir / "trail");
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()}};
+  const std::string key = (dir / "trail" / "key").string(), log = (dir / "trail" / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  const std::string write = "echo x > /work/planted";
+  for (const fs::path& work : {dir / "cache", dir}) {
+    Ran ran = Cocoon({"run", "--work", work.string(), "--", "/bin/sh", "-c", write}, "", env);
+    EXPECT_NE(ran.status, 0);
+    EXPECT_NE(ran.err.find("overlaps Cocoon's artifact cache"), std::string::npos) << ran.err;
+    EXPECT_FALSE(fs::exists(work / "planted"));
+  }
+  Ran trail = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--work", (dir / "trail").string(),
+                      "--audit-log", log, "--audit-key", key, "--", "/bin/sh", "-c", write}, "", env);
+  EXPECT_NE(trail.status, 0);
+  EXPECT_NE(trail.err.find("holds the audit"), std::string::npos) << trail.err;
+  EXPECT_FALSE(fs::exists(dir / "trail" / "planted"));
+  EXPECT_FALSE(fs::exists(log));
+  Ran copy = Cocoon({"run", "--work", (dir / "work").string(), "--copy", key, "--audit-log", log, "--audit-key", key,
+                     "--", "/bin/true"}, "", env);
+  EXPECT_NE(copy.status, 0);
+  EXPECT_NE(copy.err.find("is or holds the audit key"), std::string::npos) << copy.err;
+  EXPECT_FALSE(fs::exists(dir / "work" / "key"));
+  Ran system = Cocoon({"run", "--work", "/etc", "--", "/bin/true"}, "", env);
+  EXPECT_NE(system.status, 0);
+  EXPECT_NE(system.err.find("a system directory"), std::string::npos) << system.err;
+  // A work dir of its own still runs and commits.
+  Ran fine = Cocoon({"run", "--work", (dir / "work").string(), "--", "/bin/sh", "-c", write}, "", env);
+  EXPECT_EQ(fine.status, 0) << fine.err;
+  EXPECT_TRUE(fs::exists(dir / "work" / "planted"));
+  fs::remove_all(dir);
+}
+
 // The responses in `cocoon mcp`'s stdout, by their numeric JSON-RPC id.
 std::map<int, json> McpResponsesById(const std::string& out) {
   std::map<int, json> responses;

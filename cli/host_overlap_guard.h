@@ -1,0 +1,29 @@
+// What a launch may never hand a sandbox to write or read through its work
+// dir and copies, whichever command asked (enforce, run, pipeline, mcp):
+// Cocoon's own trust anchors. The work dir's contents are committed back by
+// root after the run, so a work dir that holds the artifact cache would let
+// the sandboxed code rewrite the compiled policy of every later launch (the
+// entries carry their own hashes; ownership is their only protection), and
+// one that holds the audit log or key would let it erase or forge the record.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/common/status.h"
+
+namespace cocoon::cli {
+
+struct HostPathsToGuard {
+  std::string work_dir;             // "" = none
+  // A private dir Cocoon made for this call inside its cache (`cocoon mcp`,
+  // a pipeline without --work): only its own contents are committed to.
+  bool work_dir_is_ours = false;
+  std::vector<std::string> copies;  // --copy sources
+  std::string audit_log, audit_key;
+};
+
+// InvalidArgument naming the flag and the path it collides with.
+Status CheckHostPathsForLaunch(const HostPathsToGuard& paths);
+
+}  // namespace cocoon::cli
