@@ -194,11 +194,20 @@ std::string QuotePolicyString(const std::string& value) {
 }
 
 bool IsForbiddenBind(const std::string& path) {
-  static const char* kForbidden[] = {"/", "/proc", "/sys", "/dev", "/run", "/boot", "/root", "/etc"};
+  // /tmp and /var/tmp themselves: shared with every user and holding their
+  // agents' sockets (ssh-agent, tmux), which a read-only bind does not stop
+  // a sandbox from connecting to (the kernel checks no mount flag on a unix
+  // socket's connect). /run and what is below it: the host's service and
+  // session sockets (docker.sock, /run/user/UID/bus, gpg-agent).
+  static const char* kForbidden[] = {"/", "/proc", "/sys", "/dev", "/run", "/var/run", "/boot",
+                                     "/root", "/etc", "/tmp", "/var/tmp"};
   for (const char* f : kForbidden) {
     if (path == f) return true;
   }
-  return path.rfind("/proc/", 0) == 0 || path.rfind("/sys/", 0) == 0 || path.rfind("/dev/", 0) == 0;
+  for (const char* tree : {"/proc/", "/sys/", "/dev/", "/run/", "/var/run/"}) {
+    if (path.rfind(tree, 0) == 0) return true;
+  }
+  return false;
 }
 
 Result<std::string> CanonicalHostPath(const std::string& path, const char* flag) {
@@ -213,6 +222,12 @@ Result<std::string> CanonicalHostPath(const std::string& path, const char* flag)
   std::string s = *resolved;
   if (IsForbiddenBind(s)) {
     return InvalidArgumentError(std::string(flag) + " " + s + ": refusing to expose this host path to a sandbox");
+  }
+  struct stat st{};
+  if (stat(s.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    // Read-only means nothing to a unix socket: the sandbox could talk to the service behind it.
+    return InvalidArgumentError(std::string(flag) + " " + s + ": a unix socket; binding it would let the sandbox "
+                                "talk to the host service behind it");
   }
   return s;
 }
@@ -310,7 +325,7 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       ro.push_back(cwd);
       if (!options.has_work_dir) out.cwd = cwd;
     } else {
-      out.notes.push_back("the current directory " + cwd + " is not mounted (a system path)");
+      out.notes.push_back("the current directory " + cwd + " is not mounted (a system or shared path)");
     }
   }
   if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;

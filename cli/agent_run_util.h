@@ -108,8 +108,8 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
 // "1.5 GiB" style quantities in policy text: bytes as "<n>B", time as "<n>ms".
 std::string QuotePolicyString(const std::string& value);  // "..." with \ and " escaped
 
-// Host paths no sandbox gets bound: /, /proc, /sys, /dev and what is below
-// them, /run, /boot, /root, /etc.
+// Host paths no sandbox gets bound: /, /proc, /sys, /dev, /run, /var/run and
+// what is below them; /boot, /root, /etc, /tmp, /var/tmp themselves.
 bool IsForbiddenBind(const std::string& path);
 // The real path of a host path to bind (as root following only root's
 // symlinks: enforcer/workdir/host_path.h), refused when IsForbiddenBind;

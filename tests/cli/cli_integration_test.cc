@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -428,7 +429,9 @@ TEST(CocoonEnforce, SigusrOneCancelsTheRunAndLeavesNothingBehind) {
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status)) << "cocoon died by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  if (geteuid() == 0) EXPECT_GT(during, 0u) << "as root the run has cgroups: the check below would prove nothing";
+  if (geteuid() == 0) {
+    EXPECT_GT(during, 0u) << "as root the run has cgroups: the check below would prove nothing";
+  }
   EXPECT_EQ(groups_of(pid), 0u) << "cgroups left behind";
 }
 
@@ -938,6 +941,39 @@ TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
   Ran fine = Cocoon({"run", "--work", (dir / "work").string(), "--", "/bin/sh", "-c", write}, "", env);
   EXPECT_EQ(fine.status, 0) << fine.err;
   EXPECT_TRUE(fs::exists(dir / "work" / "planted"));
+  fs::remove_all(dir);
+}
+
+// A read-only bind does not stop a unix socket's connect (the kernel checks
+// no mount flag there), so `--ro` refuses a socket and the trees where host
+// services keep theirs (/run, /var/run), and /tmp itself (users' agent
+// sockets); run from /tmp, the current directory is left unmounted, with a note.
+TEST(CocoonRun, ReadOnlyBindsNeverHandOverAHostSocket) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-sock-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string socket_path = (dir / "agent.sock").string();
+  int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", socket_path.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  Ran sock = Cocoon({"run", "--ro", socket_path, "--", "/bin/true"});
+  EXPECT_NE(sock.status, 0);
+  EXPECT_NE(sock.err.find("a unix socket"), std::string::npos) << sock.err;
+  for (const char* tree : {"/run", "/tmp", "/var/run"}) {
+    Ran ran = Cocoon({"run", "--ro", tree, "--", "/bin/true"});
+    EXPECT_NE(ran.status, 0) << tree;
+    EXPECT_NE(ran.err.find("refusing to expose this host path"), std::string::npos) << tree << ": " << ran.err;
+  }
+  if (fs::is_directory("/run/lock")) {
+    EXPECT_NE(Cocoon({"run", "--ro", "/run/lock", "--", "/bin/true"}).status, 0);
+  }
+  Ran from_tmp = Cocoon({"run", "--json", "--", "/bin/ls", "/tmp"}, "/tmp");
+  EXPECT_EQ(from_tmp.status, 0) << from_tmp.err;
+  EXPECT_NE(from_tmp.out.find("is not mounted (a system or shared path)"), std::string::npos) << from_tmp.out;
+  close(listener);
   fs::remove_all(dir);
 }
 

@@ -119,14 +119,16 @@ TEST_F(StaleCgroupTest, TheSweepRemovesOnlyGroupsOfDeadSupervisorsInThisPidNames
   EXPECT_NE(std::find(found.begin(), found.end(), abandoned), found.end());
   EXPECT_EQ(std::find(found.begin(), found.end(), live), found.end());
   EXPECT_EQ(std::find(found.begin(), found.end(), other_namespace), found.end());
-  size_t removed = SweepAbandonedCgroups({parent_});
+  // Not asserted on the count: a sandbox of another test running at the same
+  // time sweeps now and then too (sandbox.cc), and may have removed
+  // `abandoned` first (ctest -j2 saw that once).
+  SweepAbandonedCgroups({parent_});
 
   EXPECT_FALSE(Exists(abandoned)) << "a dead supervisor's empty group stays behind";
   EXPECT_TRUE(Exists(live)) << "a live supervisor's group was removed";
   EXPECT_TRUE(Exists(other_namespace)) << "a group of another pid namespace was removed";
   EXPECT_TRUE(Exists(busy)) << "a group holding a process was removed";
   EXPECT_TRUE(Exists(older_cocoon)) << "a name the sweep cannot attribute was removed";
-  EXPECT_GE(removed, 1u);
 }
 
 }  // namespace
