@@ -141,6 +141,10 @@ int RunRun(const RunFlags& flags) {
     std::cerr << "cocoon run: " << prepared.status().message() << "\n";
     return prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
   }
+  // Not policy, but host paths the run reads from or writes back to: the
+  // launch event and the Outcome name them with the overrides.
+  if (!flags.work.empty()) prepared->policy.overrides.push_back("workdir: " + flags.work + " (--work, committed back)");
+  for (const std::string& copy : flags.copies) prepared->policy.overrides.push_back("copy: " + copy + " (--copy)");
   if (flags.explain) return Explain(*prepared);
   RunOutputOptions output;
   output.mode = flags.stream ? RunOutputMode::kStream : flags.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;

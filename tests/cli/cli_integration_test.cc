@@ -941,6 +941,18 @@ TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
   Ran fine = Cocoon({"run", "--work", (dir / "work").string(), "--", "/bin/sh", "-c", write}, "", env);
   EXPECT_EQ(fine.status, 0) << fine.err;
   EXPECT_TRUE(fs::exists(dir / "work" / "planted"));
+  // ...and its Outcome (like its launch event) names the paths it used.
+  std::ofstream(dir / "input.txt") << "in";
+  Ran named = Cocoon({"run", "--json", "--work", (dir / "work").string(), "--copy", (dir / "input.txt").string(), "--",
+                      "/bin/true"}, "", env);
+  ASSERT_EQ(named.status, 0) << named.err;
+  const json overrides = json::parse(named.out)["overrides"];
+  auto named_one = [&](const std::string& prefix) {
+    return std::any_of(overrides.begin(), overrides.end(),
+                       [&](const json& o) { return o.get<std::string>().rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(named_one("workdir: " + (dir / "work").string())) << overrides.dump();
+  EXPECT_TRUE(named_one("copy: " + (dir / "input.txt").string())) << overrides.dump();
   fs::remove_all(dir);
 }
 
