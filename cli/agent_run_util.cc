@@ -403,10 +403,16 @@ Result<PreparedRun> PrepareRun(RunSpec spec) {
   std::string script;
   if (!spec.script_path.empty()) {
     COCOON_ASSIGN_OR_RETURN(script, CanonicalHostPath(spec.script_path, "script"));
+    struct stat st{};
+    if (stat(script.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      // A directory would bind everything in it (python runs a dir's __main__.py).
+      return InvalidArgumentError("script " + spec.script_path + ": not a regular file");
+    }
     spec.policy.readonly_binds.emplace_back(script, script);
   }
   PreparedRun run;
   COCOON_ASSIGN_OR_RETURN(run.policy, BuildQuickPolicy(spec.policy));
+  if (!script.empty()) run.policy.overrides.push_back("filesystem.readonly: " + script + " (the script)");
   const QuickPolicy& policy = run.policy;
   // Fail here, clearly, rather than with the interpreter's "Permission
   // denied" from inside the sandbox.

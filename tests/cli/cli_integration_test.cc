@@ -989,6 +989,28 @@ TEST(CocoonRun, ReadOnlyBindsNeverHandOverAHostSocket) {
   fs::remove_all(dir);
 }
 
+// The script given to a runtime is bound alone, read-only, and named as an
+// override; a directory is refused (python would run its __main__.py with
+// the whole directory bound).
+TEST(CocoonRun, TheScriptIsOneRegularFileNamedAsAnOverride) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-script-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "__main__.py") << "print(7)\n";
+  std::ofstream(dir / "secret.txt") << "s";
+  Ran as_dir = Cocoon({"run", "-r", "python", dir.string()}, dir.string());
+  EXPECT_NE(as_dir.status, 0);
+  EXPECT_NE(as_dir.err.find("not a regular file"), std::string::npos) << as_dir.err;
+  Ran file = Cocoon({"run", "--json", "--ro", dir.string(), "-r", "python", (dir / "__main__.py").string()});
+  ASSERT_EQ(file.status, 0) << file.err;
+  json outcome = json::parse(file.out);
+  EXPECT_EQ(outcome["stdout"], "7\n");
+  const std::string named = "filesystem.readonly: " + (dir / "__main__.py").string() + " (the script)";
+  EXPECT_NE(std::find(outcome["overrides"].begin(), outcome["overrides"].end(), json(named)), outcome["overrides"].end())
+      << outcome["overrides"].dump();
+  fs::remove_all(dir);
+}
+
 // The responses in `cocoon mcp`'s stdout, by their numeric JSON-RPC id.
 std::map<int, json> McpResponsesById(const std::string& out) {
   std::map<int, json> responses;
