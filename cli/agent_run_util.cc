@@ -243,6 +243,7 @@ Result<uint64_t> ParseMegabytes(const std::string& text) {
   else if (unit == "G" || unit == "GB" || unit == "GiB" || unit == "g") factor = 1ull << 30;
   else if (unit == "K" || unit == "KB" || unit == "KiB" || unit == "k") factor = 1ull << 10;
   if (factor == 0 || n == 0) return InvalidArgumentError("'" + text + "' is not a positive size in MiB, or with K/M/G");
+  if (n > (uint64_t{1} << 50) / factor) return InvalidArgumentError("'" + text + "' is larger than 1 PiB");  // no wrap
   return n * factor;
 }
 

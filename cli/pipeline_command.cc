@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -127,6 +128,10 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
 }
 
 int RunPipeline(const PipelineFlags& flags) {
+  if (!std::isfinite(flags.timeout_secs)) {  // NaN passes CLI11's range check
+    std::cerr << "cocoon pipeline: --timeout must be a number of seconds\n";
+    return kExitUsage;
+  }
   auto steps = ParseSteps(flags.steps);
   if (!steps.ok()) {
     std::cerr << "cocoon pipeline: " << steps.status().message() << "\n";
@@ -176,7 +181,8 @@ void SetUpPipeline(CLI::App& app, CommandResult& result) {
       ->required();
   cmd->add_option("--policy", f->policy, "Base policy for every step (default: each runtime's preset, which extends strict)");
   cmd->add_option("--work", f->work, "Shared host work dir (default: a temporary one, removed afterwards)");
-  cmd->add_option("--timeout", f->timeout_secs, "Per-step wall-clock limit in seconds");
+  cmd->add_option("--timeout", f->timeout_secs, "Per-step wall-clock limit in seconds")
+      ->check(CLI::Range(0.001, 604800.0));  // 1 ms .. 7 days; NaN is refused in RunPipeline
   cmd->add_option("--mem", f->mem, "Per-step memory limit in MiB (or 1G, 512M)");
   cmd->add_flag("--json", f->json, "Print each step's Outcome and a total as JSON");
   cmd->add_flag("--keep-going", f->keep_going, "Run the remaining steps after a failure");

@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <cmath>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -50,7 +51,8 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
   p.readonly_paths = f.ro;
   p.cwd_mount = CwdMount::kReadOnly;  // the current dir, read-only, when no --ro is given
   p.has_work_dir = !f.work.empty();
-  if (f.timeout_secs < 0) return InvalidArgumentError("--timeout must be positive");
+  // NaN passes CLI11's range check (every comparison with it is false).
+  if (!std::isfinite(f.timeout_secs)) return InvalidArgumentError("--timeout must be a number of seconds");
   if (f.timeout_secs > 0) p.timeout_ms = static_cast<uint64_t>(f.timeout_secs * 1000);
   if (!f.mem.empty()) { COCOON_ASSIGN_OR_RETURN(p.memory_bytes, ParseMegabytes(f.mem)); }
   if (!f.disk.empty()) { COCOON_ASSIGN_OR_RETURN(p.disk_bytes, ParseMegabytes(f.disk)); }
@@ -165,10 +167,12 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
   cmd->add_option("--ro", f->ro, "Host path to bind read-only at the same path (repeatable; default: the current dir)");
   cmd->add_option("--work", f->work, "Host work dir, mounted at /work (staged: verified, then committed)");
   cmd->add_option("--copy", f->copies, "Copy a host file into the work dir (repeatable; needs --work)");
-  cmd->add_option("--timeout", f->timeout_secs, "Wall-clock (and CPU) limit in seconds");
+  cmd->add_option("--timeout", f->timeout_secs, "Wall-clock (and CPU) limit in seconds")
+      ->check(CLI::Range(0.001, 604800.0));  // 1 ms .. 7 days: the policy's time range
   cmd->add_option("--mem", f->mem, "Memory limit in MiB (or 1G, 512M); clamped to 95% of the host");
   cmd->add_option("--disk", f->disk, "Disk (work dir) limit in MiB");
-  cmd->add_option("--max-procs", f->max_procs, "Maximum processes/threads");
+  cmd->add_option("--max-procs", f->max_procs, "Maximum processes/threads")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{4194304}));  // at most the kernel's pid_max ceiling
   cmd->add_flag("--allow-network", f->allow_network, "Open the network (recorded as an override)");
   cmd->add_flag("--no-gpu", f->no_gpu, "Deny GPU devices even if the base policy allows them");
   cmd->add_option("--env", f->env, "Set K=V in the sandbox environment (repeatable)");

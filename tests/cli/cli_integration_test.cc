@@ -1011,6 +1011,25 @@ TEST(CocoonRun, TheScriptIsOneRegularFileNamedAsAnOverride) {
   fs::remove_all(dir);
 }
 
+// Numbers the flags cannot mean are usage errors naming the flag, never
+// silently ignored or wrapped into a different limit.
+TEST(CocoonRun, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "--timeout", "nan", "--", "/bin/true"}, "--timeout"},
+      {{"run", "--timeout", "inf", "--", "/bin/true"}, "--timeout"},
+      {{"run", "--timeout", "0.0001", "--", "/bin/true"}, "--timeout"},
+      {{"run", "--max-procs", "0", "--", "/bin/true"}, "--max-procs"},
+      {{"run", "--mem", "17179869184G", "--", "/bin/true"}, "larger than 1 PiB"},
+      {{"pipeline", "--timeout", "nan", "-s", "sh:true"}, "--timeout"},
+      {{"pipeline", "--timeout", "-5", "-s", "sh:true"}, "--timeout"},
+  };
+  for (const auto& [args, named] : cases) {
+    Ran ran = Cocoon(args);
+    EXPECT_EQ(ran.status, 2) << args[2] << " " << ran.err;
+    EXPECT_NE(ran.err.find(named), std::string::npos) << ran.err;
+  }
+}
+
 // The responses in `cocoon mcp`'s stdout, by their numeric JSON-RPC id.
 std::map<int, json> McpResponsesById(const std::string& out) {
   std::map<int, json> responses;
