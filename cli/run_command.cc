@@ -133,14 +133,18 @@ int RunRun(const RunFlags& flags) {
     std::cerr << "cocoon run: --copy puts files into the work dir: give one with --work DIR\n";
     return kExitUsage;
   }
+  RunOutputOptions output;
+  output.mode = flags.stream ? RunOutputMode::kStream : flags.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;
+  output.log_json = flags.log_json;
+  output.command_name = "cocoon run";
   auto spec = SpecFromFlags(flags);
   if (!spec.ok()) {
-    std::cerr << "cocoon run: " << spec.status().message() << "\n";
+    ReportRefusal(spec.status(), {}, output);
     return kExitUsage;
   }
   auto prepared = PrepareRun(std::move(*spec));
   if (!prepared.ok()) {
-    std::cerr << "cocoon run: " << prepared.status().message() << "\n";
+    ReportRefusal(prepared.status(), {}, output);
     return prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
   }
   // Not policy, but host paths the run reads from or writes back to: the
@@ -148,10 +152,6 @@ int RunRun(const RunFlags& flags) {
   if (!flags.work.empty()) prepared->policy.overrides.push_back("workdir: " + flags.work + " (--work, committed back)");
   for (const std::string& copy : flags.copies) prepared->policy.overrides.push_back("copy: " + copy + " (--copy)");
   if (flags.explain) return Explain(*prepared);
-  RunOutputOptions output;
-  output.mode = flags.stream ? RunOutputMode::kStream : flags.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;
-  output.log_json = flags.log_json;
-  output.command_name = "cocoon run";
   AuditOptions audit{EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
   return LaunchAndReport(*prepared, flags.work, flags.copies, audit, output);
 }

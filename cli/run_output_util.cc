@@ -162,6 +162,14 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
   return j;
 }
 
+void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output) {
+  std::cerr << output.command_name << ": " << why.message() << "\n";
+  if (output.mode == RunOutputMode::kPassThrough) return;
+  nlohmann::json refused = {{"refused", true}, {"error", why.message()}, {"overrides", overrides}};
+  if (output.mode == RunOutputMode::kStream) refused["stream"] = "outcome";
+  WriteAllFd(STDOUT_FILENO, refused.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
                     const AuditOptions& audit, const RunOutputOptions& output) {
   LaunchRequest request;
@@ -185,12 +193,7 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   err.Flush();
   if (!outcome.ok()) {
     streamer.Flush();
-    std::cerr << output.command_name << ": " << outcome.status().message() << "\n";
-    if (output.mode != RunOutputMode::kPassThrough) {
-      nlohmann::json refused = {{"refused", true}, {"error", outcome.status().message()}, {"overrides", run.policy.overrides}};
-      if (output.mode == RunOutputMode::kStream) refused["stream"] = "outcome";
-      WriteAllFd(STDOUT_FILENO, refused.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    }
+    ReportRefusal(outcome.status(), run.policy.overrides, output);
     return RefusalExitCode(outcome.status());
   }
   int status = enforcer::ShellExitStatus(*outcome);

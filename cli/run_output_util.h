@@ -43,6 +43,10 @@ Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest r
 nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& policy);
 
 // Launch + report; returns the process exit status.
+// A run refused before or at launch: the reason on stderr and, with --json
+// or --stream, a {"refused": true, "error", "overrides"} object on stdout
+// (the stream's final line), so that callers parsing stdout always get one.
+void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output);
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
                     const AuditOptions& audit, const RunOutputOptions& output);
 

@@ -1028,6 +1028,16 @@ TEST(CocoonRun, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
     EXPECT_EQ(ran.status, 2) << args[2] << " " << ran.err;
     EXPECT_NE(ran.err.find(named), std::string::npos) << ran.err;
   }
+  // A caller parsing stdout gets the refusal there too, with --json and as
+  // the --stream's final line.
+  for (const char* mode : {"--json", "--stream"}) {
+    Ran refused = Cocoon({"run", mode, "-r", "nosuch", "-c", "1"});
+    EXPECT_EQ(refused.status, 2);
+    json line = json::parse(refused.out, nullptr, false);
+    ASSERT_TRUE(line.is_object()) << mode << ": " << refused.out;
+    EXPECT_EQ(line["refused"], true);
+    EXPECT_NE(line["error"].get<std::string>().find("unknown runtime 'nosuch'"), std::string::npos);
+  }
 }
 
 // The responses in `cocoon mcp`'s stdout, by their numeric JSON-RPC id.
