@@ -358,7 +358,10 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       }
     }
   }
-  if (options.code && out.runtime && NeedsScriptFile(*out.runtime)) {
+  // One argv string holds at most MAX_ARG_STRLEN (32 pages, 128 KiB): larger
+  // code goes in as a file, as for runtimes that only run files.
+  constexpr size_t kMaxInlineCodeBytes = 64 * 1024;
+  if (options.code && out.runtime && (NeedsScriptFile(*out.runtime) || options.code->size() > kMaxInlineCodeBytes)) {
     COCOON_ASSIGN_OR_RETURN(std::string host, WriteContentAddressed(*options.code, out.runtime->file_extension));
     out.code_file = "/cocoon/main" + out.runtime->file_extension;
     fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.code_file) + "\n";

@@ -77,7 +77,16 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
     spec.script_args.assign(f.args.begin() + 1, f.args.end());
   } else if (!f.explain) {
     if (isatty(STDIN_FILENO)) return InvalidArgumentError("no code: pass -c CODE, a script file, or pipe code on stdin");
-    std::string code((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    // Bounded: code, not data (a stream of data belongs in --work or --copy).
+    constexpr size_t kMaxStdinCodeBytes = 16 << 20;
+    std::string code;
+    char buffer[64 * 1024];
+    while (std::cin.read(buffer, sizeof(buffer)) || std::cin.gcount() > 0) {
+      code.append(buffer, static_cast<size_t>(std::cin.gcount()));
+      if (code.size() > kMaxStdinCodeBytes) {
+        return InvalidArgumentError("the code on stdin is larger than 16 MiB: pass a script file instead");
+      }
+    }
     RememberConsumedStdin(code);
     p.code = std::move(code);
   } else {

@@ -1040,6 +1040,21 @@ TEST(CocoonRun, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
   }
 }
 
+// Code past one argv string's limit (128 KiB) runs from a staged file, and
+// code on stdin is bounded (16 MiB) with a clear error, never read whole.
+TEST(CocoonRun, LargeCodeRunsFromAFileAndStdinCodeIsBounded) {
+  std::string code;
+  for (int i = 0; i < 40000; ++i) code += "x = 1\n";
+  code += "print('big ok')\n";
+  ASSERT_GT(code.size(), 128u * 1024);
+  Ran big = Cocoon({"run", "-r", "python"}, "", {}, COCOON_BINARY, code);
+  EXPECT_EQ(big.status, 0) << big.err;
+  EXPECT_EQ(big.out, "big ok\n");
+  Ran flood = Cocoon({"run", "-r", "python"}, "", {}, COCOON_BINARY, std::string((16 << 20) + 1, '#'));
+  EXPECT_EQ(flood.status, 2);
+  EXPECT_NE(flood.err.find("larger than 16 MiB"), std::string::npos) << flood.err;
+}
+
 // The responses in `cocoon mcp`'s stdout, by their numeric JSON-RPC id.
 std::map<int, json> McpResponsesById(const std::string& out) {
   std::map<int, json> responses;
