@@ -331,7 +331,13 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   }
   if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;
   for (const std::string& path : ro) {
-    if (BaseHasMount(base.policy, path)) continue;
+    if (BaseHasMount(base.policy, path)) {
+      // The base's own mount there wins (a tmpfs /tmp stays a tmpfs): say so,
+      // rather than leave the caller wondering why the host files are missing.
+      out.notes.push_back((options.readonly_paths.empty() ? "the current directory " : "--ro ") + path +
+                          ": the base policy already mounts this path; its mount is kept");
+      continue;
+    }
     out.readonly_dirs.push_back(path);
     fs_text += "    readonly " + QuotePolicyString(path) + "\n";
     out.overrides.push_back("filesystem.readonly: " + path + " (--ro" + (options.readonly_paths.empty() ? ", the current directory" : "") + ")");
