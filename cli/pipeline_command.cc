@@ -189,7 +189,10 @@ void SetUpPipeline(CLI::App& app, CommandResult& result) {
   cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)");
   cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)");
   cmd->footer(
-      "Exit status: 0 when every step succeeded, else the first failing step's status.\n\n"
+      "Exit status: 0 when every step succeeded, else the first failing step's status.\n"
+      "A step that exits non-zero still has its verified files committed to the\n"
+      "shared work dir (the next step, with --keep-going, and --work see them); a\n"
+      "step killed by a limit or refused commits nothing.\n\n"
       "Example:\n"
       "  cocoon pipeline -s \"python:open('n.txt','w').write('41')\" \\\n"
       "                  -s \"bash:echo \\$(( \\$(cat n.txt) + 1 ))\" --json");
