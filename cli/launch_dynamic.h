@@ -39,8 +39,9 @@ class LaunchAuditLog {
                                               const std::vector<std::string>& argv, const LaunchRequest& request,
                                               const std::string& run_id) = 0;
   // The run's denied-syscall, limit, breakout and exit events, then the log
-  // is sealed. Failures are logged: the run has already happened.
-  virtual void RecordOutcome(const enforcer::Outcome& outcome, pid_t sandbox_pid, const std::string& run_id) = 0;
+  // is sealed. An error is reported in the Outcome (audit_error): the run
+  // has already happened.
+  virtual Status RecordOutcome(const enforcer::Outcome& outcome, pid_t sandbox_pid, const std::string& run_id) = 0;
   // The run failed after its launch event (no Outcome): an exit event that
   // says why, then the log is sealed, so that the launch never stands alone.
   virtual void RecordFailure(const Status& why, pid_t sandbox_pid, const std::string& run_id) = 0;

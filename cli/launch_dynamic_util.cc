@@ -44,11 +44,18 @@ class SignedLaunchAuditLog : public LaunchAuditLog {
     return AuditReference{written->sequence, written->event_id};
   }
 
-  void RecordOutcome(const enforcer::Outcome& outcome, pid_t sandbox_pid, const std::string& run_id) override {
+  Status RecordOutcome(const enforcer::Outcome& outcome, pid_t sandbox_pid, const std::string& run_id) override {
     auto written = log_->AppendBatch(audit::EventsFromOutcome(outcome, sandbox_pid, run_id));
     Status closed = log_->Close();
-    if (!written.ok()) log::Error("audit: the run's events could not be written: " + written.status().ToString());
-    if (!closed.ok()) log::Error("audit: closing the log: " + closed.ToString());
+    if (!written.ok()) {
+      log::Error("audit: the run's events could not be written: " + written.status().ToString());
+      return written.status().WithContext("writing the run's audit events");
+    }
+    if (!closed.ok()) {
+      log::Error("audit: closing the log: " + closed.ToString());
+      return closed.WithContext("sealing the audit log after the run");
+    }
+    return Status::Ok();
   }
 
   void RecordFailure(const Status& why, pid_t sandbox_pid, const std::string& run_id) override {

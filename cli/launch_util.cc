@@ -184,7 +184,11 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
     if (log) log->RecordFailure(outcome.status(), sandbox->pid(), run_id);
     return outcome.status();
   }
-  if (log) log->RecordOutcome(*outcome, sandbox->pid(), run_id);
+  if (log) {
+    if (Status recorded = log->RecordOutcome(*outcome, sandbox->pid(), run_id); !recorded.ok()) {
+      outcome->audit_error = recorded.message();
+    }
+  }
   return outcome;
 }
 

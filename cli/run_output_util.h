@@ -42,11 +42,12 @@ Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest r
 // captured output (up to the cap) is moved into the JSON, not copied.
 nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& policy);
 
-// Launch + report; returns the process exit status.
 // A run refused before or at launch: the reason on stderr and, with --json
 // or --stream, a {"refused": true, "error", "overrides"} object on stdout
 // (the stream's final line), so that callers parsing stdout always get one.
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output);
+
+// Launch + report; returns the process exit status.
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
                     const AuditOptions& audit, const RunOutputOptions& output);
 

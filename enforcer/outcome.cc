@@ -108,6 +108,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     if (!outcome.commit_warning.empty()) j["breakout"]["commit_warning"] = outcome.commit_warning;
   }
   j["committed"] = outcome.committed;
+  if (!outcome.audit_error.empty()) j["audit_error"] = outcome.audit_error;
   return j;
 }
 

@@ -140,6 +140,10 @@ struct Outcome {
   // Committed, but the host dir's previous contents could not be removed
   // from beside it (where they are, and why); empty otherwise.
   std::string commit_warning;
+  // The audit log's events after the launch event (denials, limits,
+  // findings, exit) could not be written: why. The run has happened; its
+  // record is incomplete (`cocoon audit verify` shows what is there).
+  std::string audit_error;
 };
 
 std::string_view TerminationReasonName(TerminationReason reason);

@@ -1055,6 +1055,33 @@ TEST(CocoonRun, LargeCodeRunsFromAFileAndStdinCodeIsBounded) {
   EXPECT_NE(flood.err.find("larger than 16 MiB"), std::string::npos) << flood.err;
 }
 
+// The launch event is written before the run (a log that cannot take it
+// refuses the run); the events after it can fail too (here the log's tail
+// is damaged while the command runs): the Outcome then says the record is
+// incomplete, instead of looking like an audited run.
+TEST(CocoonEnforce, AnAuditLogThatFailsAfterTheLaunchIsReportedInTheOutcome) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-audit-late-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  std::thread damage([&] {
+    // The launch event is on disk once the command runs (it sleeps 2 s).
+    for (int i = 0; i < 150 && !fs::exists(log); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    std::ofstream(log, std::ios::app) << "{\"not\": \"a signed line\"}\n";
+  });
+  Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--json", "--audit-log", log, "--audit-key", key,
+                    "--", "/bin/sh", "-c", "sleep 2; echo done"});
+  damage.join();
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  json outcome = json::parse(ran.out);
+  EXPECT_EQ(outcome["stdout"], "done\n");
+  ASSERT_TRUE(outcome.contains("audit_error")) << ran.out;
+  EXPECT_NE(ran.err.find("audit"), std::string::npos) << ran.err;
+  fs::remove_all(dir);
+}
+
 // The responses in `cocoon mcp`'s stdout, by their numeric JSON-RPC id.
 std::map<int, json> McpResponsesById(const std::string& out) {
   std::map<int, json> responses;
