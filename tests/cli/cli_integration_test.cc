@@ -1159,6 +1159,14 @@ TEST(CocoonMcp, RefusedCallsAndInspectRuntimesAreAudited) {
   fs::remove_all(dir);
 }
 
+// stdout is the protocol stream: audit lines there would corrupt it.
+TEST(CocoonMcp, AnAuditLogOnStdoutIsRefused) {
+  Ran ran = Cocoon({"mcp", "--audit-log", "-", "--audit-key", "/nonexistent"}, "", {}, COCOON_BINARY, "");
+  EXPECT_EQ(ran.status, 2);
+  EXPECT_NE(ran.err.find("protocol stream"), std::string::npos) << ran.err;
+  EXPECT_TRUE(ran.out.empty()) << ran.out;
+}
+
 // A skill is a directory inside --skills-dir: one that is a symlink to a
 // host path outside it (/proc, /etc) is refused, never bound at /skill; a
 // real skill directory is bound and readable.
