@@ -365,9 +365,20 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     }
   }
   // One argv string holds at most MAX_ARG_STRLEN (32 pages, 128 KiB): larger
-  // code goes in as a file, as for runtimes that only run files.
+  // code goes in as a file, as for runtimes that only run files, where that
+  // runs it the same way. Not everywhere: `php -r` code has no <?php tag (as
+  // a file it would be printed, not run) and node resolves require() against
+  // the file's dir instead of the cwd; python -I puts neither on sys.path.
   constexpr size_t kMaxInlineCodeBytes = 64 * 1024;
-  if (options.code && out.runtime && (NeedsScriptFile(*out.runtime) || options.code->size() > kMaxInlineCodeBytes)) {
+  static const std::set<std::string> kFileRunsInlineCodeAlike = {"python", "python-skill", "bash", "sh",
+                                                                 "perl", "ruby", "lua"};
+  const bool too_long_inline = options.code && options.code->size() > kMaxInlineCodeBytes;
+  if (too_long_inline && out.runtime && !NeedsScriptFile(*out.runtime) &&
+      kFileRunsInlineCodeAlike.count(out.runtime->name) == 0) {
+    return InvalidArgumentError("the code is larger than 64 KiB, the most " + out.runtime->name +
+                                " takes inline: pass it as a script file");
+  }
+  if (options.code && out.runtime && (NeedsScriptFile(*out.runtime) || too_long_inline)) {
     COCOON_ASSIGN_OR_RETURN(std::string host, WriteContentAddressed(*options.code, out.runtime->file_extension));
     out.code_file = "/cocoon/main" + out.runtime->file_extension;
     fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.code_file) + "\n";

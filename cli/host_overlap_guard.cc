@@ -1,5 +1,8 @@
 #include "cli/host_overlap_guard.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <climits>
 #include <cstdlib>
 
@@ -9,16 +12,22 @@
 namespace cocoon::cli {
 namespace {
 
-// `path` with its symlinks resolved as far as it exists (a log not yet
-// created still sits in a real directory).
+// `path` absolute, with its symlinks resolved as far as it exists (a log not
+// yet created still sits in a real directory; a relative one in the cwd).
 std::string RealOrAsGiven(const std::string& path) {
   if (path.empty()) return path;
+  std::string absolute = path;
+  if (absolute.front() != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == nullptr) return absolute;
+    absolute = std::string(cwd) + "/" + absolute;
+  }
   char buffer[PATH_MAX];
-  if (realpath(path.c_str(), buffer) != nullptr) return buffer;
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos || slash == 0) return path;
-  if (realpath(path.substr(0, slash).c_str(), buffer) != nullptr) return std::string(buffer) + path.substr(slash);
-  return path;
+  if (realpath(absolute.c_str(), buffer) != nullptr) return buffer;
+  const auto slash = absolute.find_last_of('/');
+  if (slash == 0) return absolute;
+  if (realpath(absolute.substr(0, slash).c_str(), buffer) != nullptr) return std::string(buffer) + absolute.substr(slash);
+  return absolute;
 }
 
 bool Within(const std::string& path, const std::string& dir) {
@@ -26,22 +35,28 @@ bool Within(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
 }
 
-// Work dirs no run should write back into: the root and the system trees.
+// Work dirs no run should write back into. /usr/local, /var and /root hold
+// ordinary project dirs (/root/project, /var/lib/ci/workspace): only those
+// dirs themselves are refused.
 bool IsSystemTree(const std::string& dir) {
-  static const char* kSystem[] = {"/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                                  "/boot", "/root", "/run", "/var", "/proc", "/sys", "/dev"};
-  for (const char* system : kSystem) {
-    if (dir == system) return true;
+  for (const char* exact : {"/", "/var", "/root", "/home", "/tmp", "/usr/local", "/srv", "/opt", "/mnt", "/media"}) {
+    if (dir == exact) return true;
   }
-  return Within(dir, "/proc") || Within(dir, "/sys") || Within(dir, "/dev");
+  if (Within(dir, "/usr/local")) return false;
+  for (const char* tree : {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/run",
+                           "/var/run", "/proc", "/sys", "/dev"}) {
+    if (Within(dir, tree)) return true;
+  }
+  return false;
 }
 
 }  // namespace
 
-Status CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
+Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
   const std::string cache = RealOrAsGiven(enforcer::ArtifactCache::DefaultDir());
   const std::string log = RealOrAsGiven(paths.audit_log == "-" ? "" : paths.audit_log);
   const std::string key = RealOrAsGiven(paths.audit_key);
+  GuardedHostPaths guarded;
   if (!paths.work_dir.empty()) {
     auto resolved = enforcer::ResolveHostPath(paths.work_dir);
     if (!resolved.ok()) return resolved.status().WithContext("work dir " + paths.work_dir);
@@ -56,6 +71,7 @@ Status CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
     }
     if (!log.empty() && Within(log, work)) return refuse("holds the audit log " + log);
     if (!key.empty() && Within(key, work)) return refuse("holds the audit key " + key);
+    guarded.work_dir = work;
   }
   for (const std::string& copy : paths.copies) {
     auto resolved = enforcer::ResolveHostPath(copy);
@@ -70,8 +86,30 @@ Status CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
     if (!cache.empty() && (Within(source, cache) || Within(cache, source))) return refuse("overlaps Cocoon's artifact cache");
     if (!key.empty() && Within(key, source)) return refuse("is or holds the audit key " + key);
     if (!log.empty() && Within(log, source)) return refuse("is or holds the audit log " + log);
+    guarded.copies.push_back(source);
   }
-  return Status::Ok();
+  // A bind (`--ro`, the current directory, a policy's readonly) that shows
+  // the key lets the sandbox sign events; one that shows the log lets it read
+  // every earlier run's. Rootless the sandbox user is the caller on the host
+  // and reads its 0600 files; as root it is an unprivileged uid that only
+  // "other" permission bits let in.
+  auto sandbox_may_read = [](const std::string& path) {
+    struct stat st{};
+    if (stat(path.c_str(), &st) != 0) return false;
+    return geteuid() != 0 || (st.st_mode & S_IROTH) != 0;
+  };
+  for (const std::string& bound : paths.bound_sources) {
+    const std::string source = RealOrAsGiven(bound);
+    if (!key.empty() && Within(key, source) && sandbox_may_read(key)) {
+      return InvalidArgumentError("the mount of " + bound + " would show the audit key " + key +
+                                  " to the sandbox; keep the key outside every bound directory");
+    }
+    if (!log.empty() && Within(log, source) && sandbox_may_read(log)) {
+      return InvalidArgumentError("the mount of " + bound + " would show the audit log " + log +
+                                  " to the sandbox; keep the log outside every bound directory");
+    }
+  }
+  return guarded;
 }
 
 }  // namespace cocoon::cli

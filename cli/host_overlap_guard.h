@@ -1,10 +1,12 @@
 // What a launch may never hand a sandbox to write or read through its work
-// dir and copies, whichever command asked (enforce, run, pipeline, mcp):
-// Cocoon's own trust anchors. The work dir's contents are committed back by
-// root after the run, so a work dir that holds the artifact cache would let
-// the sandboxed code rewrite the compiled policy of every later launch (the
-// entries carry their own hashes; ownership is their only protection), and
-// one that holds the audit log or key would let it erase or forge the record.
+// dir, copies and binds, whichever command asked (enforce, run, pipeline,
+// mcp): Cocoon's own trust anchors and the system trees. The work dir's
+// contents are committed back by root after the run, so a work dir that
+// holds the artifact cache would let the sandboxed code rewrite the compiled
+// policy of every later launch (the entries carry their own hashes;
+// ownership is their only protection), and one that holds the audit log or
+// key would let it erase or forge the record; a bind or copy of the key
+// would let it sign events.
 #pragma once
 
 #include <string>
@@ -20,10 +22,19 @@ struct HostPathsToGuard {
   // a pipeline without --work): only its own contents are committed to.
   bool work_dir_is_ours = false;
   std::vector<std::string> copies;  // --copy sources
+  std::vector<std::string> bound_sources;  // the plan's bind sources (read-only and writable)
   std::string audit_log, audit_key;
 };
 
+// The work dir and copies as checked, symlinks resolved: the launch uses
+// these, so that a path swapped for a symlink after the check is refused by
+// staging's no-symlink open rather than followed.
+struct GuardedHostPaths {
+  std::string work_dir;
+  std::vector<std::string> copies;
+};
+
 // InvalidArgument naming the flag and the path it collides with.
-Status CheckHostPathsForLaunch(const HostPathsToGuard& paths);
+Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths);
 
 }  // namespace cocoon::cli

@@ -123,9 +123,23 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
 
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
   if (request.argv.empty()) return InvalidArgumentError("missing command: give it after `--`");
+  if (!request.work_dir.empty()) {
+    struct stat st;
+    if (stat(request.work_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return NotFoundError("work dir " + request.work_dir + " does not exist or is not a directory");
+    }
+  }
   // Before the audit log is opened: a refused path leaves no trace on disk.
-  COCOON_RETURN_IF_ERROR(CheckHostPathsForLaunch(
-      {request.work_dir, request.work_dir_is_ours, request.copies, request.audit.log_path, request.audit.key_path}));
+  std::vector<std::string> bound_sources;
+  for (const backends::PlanMount& mount : artifacts.plan.mounts) {
+    if (mount.kind == backends::PlanMountKind::kBindReadOnly || mount.kind == backends::PlanMountKind::kBindWritable) {
+      bound_sources.push_back(mount.source);
+    }
+  }
+  COCOON_ASSIGN_OR_RETURN(GuardedHostPaths guarded,
+                          CheckHostPathsForLaunch({request.work_dir, request.work_dir_is_ours, request.copies,
+                                                   std::move(bound_sources), request.audit.log_path,
+                                                   request.audit.key_path}));
   // The audit log is opened before anything runs: a run whose record cannot
   // be written is refused. Like the allow-list's resolver, it needs the
   // dynamic loader: the launcher hands over to cocoon-full here
@@ -152,18 +166,14 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   sandbox_request.seccomp_bpf = artifacts.seccomp_bpf;
   sandbox_request.seccomp_sidecar_json = artifacts.seccomp_sidecar_json;
   sandbox_request.argv = std::move(request.argv);
-  if (!request.work_dir.empty()) {
-    struct stat st;
-    if (stat(request.work_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return NotFoundError("work dir " + request.work_dir + " does not exist or is not a directory");
-    }
-  }
-  sandbox_request.work_host_dir = request.work_dir;
+  // The paths as the guard resolved them (host_overlap_guard.h).
+  sandbox_request.work_host_dir = guarded.work_dir;
   sandbox_request.discard_work_dir = request.discard_work_dir;
-  for (const auto& copy : request.copies) {
+  for (size_t i = 0; i < request.copies.size(); ++i) {
+    const std::string& copy = request.copies[i];
     std::string base = copy.substr(copy.find_last_of('/') == std::string::npos ? 0 : copy.find_last_of('/') + 1);
     if (base.empty() || base == "." || base == "..") return InvalidArgumentError("--copy " + copy + ": no file name");
-    sandbox_request.extra_copies.push_back({copy, base});
+    sandbox_request.extra_copies.push_back({guarded.copies[i], base});  // named as given, read from where it resolved
   }
   sandbox_request.output_mode = request.output_mode;
   sandbox_request.stdin_mode = request.stdin_mode;

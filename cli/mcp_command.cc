@@ -138,6 +138,9 @@ class SandboxExecutor : public mcp::Executor {
     mcp::ExecResult result;
     result.status = StatusOf(*outcome);
     result.exit_code = outcome->exit_code;
+    if (!outcome->audit_error.empty()) {
+      result.audit_note = "the run's events after its launch could not be written: " + outcome->audit_error;
+    }
     result.outcome = RunOutcomeJson(std::move(*outcome), run.policy);
     // LaunchSandboxed wrote the launch event before the sandbox started (and
     // the exit events after); the reference ties this result to that line.

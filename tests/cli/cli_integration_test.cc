@@ -934,9 +934,26 @@ TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
   EXPECT_NE(copy.status, 0);
   EXPECT_NE(copy.err.find("is or holds the audit key"), std::string::npos) << copy.err;
   EXPECT_FALSE(fs::exists(dir / "work" / "key"));
-  Ran system = Cocoon({"run", "--work", "/etc", "--", "/bin/true"}, "", env);
-  EXPECT_NE(system.status, 0);
-  EXPECT_NE(system.err.find("a system directory"), std::string::npos) << system.err;
+  for (const char* system_dir : {"/etc", "/usr/bin", "/etc/cron.d"}) {
+    if (!fs::is_directory(system_dir)) continue;
+    Ran system = Cocoon({"run", "--work", system_dir, "--", "/bin/true"}, "", env);
+    EXPECT_NE(system.status, 0) << system_dir;
+    EXPECT_NE(system.err.find("a system directory"), std::string::npos) << system.err;
+  }
+  // A log named relative to the current dir, not created yet, is still seen
+  // inside the work dir "." (it would be created there, then overwritten by
+  // the commit).
+  Ran relative = Cocoon({"run", "--work", ".", "--audit-log", "audit.ndjson", "--audit-key", key, "--", "/bin/sh",
+                         "-c", write}, (dir / "work").string(), env);
+  EXPECT_NE(relative.status, 0);
+  EXPECT_NE(relative.err.find("holds the audit log"), std::string::npos) << relative.err;
+  EXPECT_FALSE(fs::exists(dir / "work" / "audit.ndjson"));
+  // A read-only bind that shows a key the sandbox user could read.
+  fs::permissions(key, fs::perms::others_read, fs::perm_options::add);
+  Ran shown = Cocoon({"run", "--ro", (dir / "trail").string(), "--audit-log", (dir / "audit.ndjson").string(),
+                      "--audit-key", key, "--", "/bin/true"}, "", env);
+  EXPECT_NE(shown.status, 0);
+  EXPECT_NE(shown.err.find("would show the audit key"), std::string::npos) << shown.err;
   // A work dir of its own still runs and commits.
   Ran fine = Cocoon({"run", "--work", (dir / "work").string(), "--", "/bin/sh", "-c", write}, "", env);
   EXPECT_EQ(fine.status, 0) << fine.err;
@@ -1050,6 +1067,12 @@ TEST(CocoonRun, LargeCodeRunsFromAFileAndStdinCodeIsBounded) {
   Ran big = Cocoon({"run", "-r", "python"}, "", {}, COCOON_BINARY, code);
   EXPECT_EQ(big.status, 0) << big.err;
   EXPECT_EQ(big.out, "big ok\n");
+  // node would resolve require() against the staged file's dir: refused, not changed.
+  if (fs::exists("/usr/bin/node")) {
+    Ran node = Cocoon({"run", "-r", "node"}, "", {}, COCOON_BINARY, std::string(100 * 1024, ' ') + "console.log(1)");
+    EXPECT_EQ(node.status, 2);
+    EXPECT_NE(node.err.find("pass it as a script file"), std::string::npos) << node.err;
+  }
   Ran flood = Cocoon({"run", "-r", "python"}, "", {}, COCOON_BINARY, std::string((16 << 20) + 1, '#'));
   EXPECT_EQ(flood.status, 2);
   EXPECT_NE(flood.err.find("larger than 16 MiB"), std::string::npos) << flood.err;
@@ -1066,9 +1089,15 @@ TEST(CocoonEnforce, AnAuditLogThatFailsAfterTheLaunchIsReportedInTheOutcome) {
   const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
   ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
   std::thread damage([&] {
-    // The launch event is on disk once the command runs (it sleeps 2 s).
-    for (int i = 0; i < 150 && !fs::exists(log); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    // Once the launch event is on disk the command runs (it sleeps 2 s); the
+    // log file itself exists earlier (opened before the launch).
+    auto launched = [&] {
+      std::ifstream in(log);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      return text.find("sandbox-launched") != std::string::npos;
+    };
+    for (int i = 0; i < 1000 && !launched(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     std::ofstream(log, std::ios::app) << "{\"not\": \"a signed line\"}\n";
   });
   Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--json", "--audit-log", log, "--audit-key", key,

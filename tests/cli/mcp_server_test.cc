@@ -261,7 +261,7 @@ TEST_F(McpServerTest, ProtocolLevelRefusalsOfAToolCallAreAudited) {
   EXPECT_EQ(unknown["error"]["code"], -32602);
   EXPECT_EQ(unknown["error"]["data"]["audit"]["event_id"], "refused-");
   json nameless = Call(Request(3, "tools/call", {{"arguments", json::object()}}));
-  EXPECT_NE(nameless["error"]["data"]["audit"]["event_id"], nullptr) << nameless.dump();
+  EXPECT_EQ(nameless["error"]["data"]["audit"]["event_id"], "refused-") << nameless.dump();
   json bad_args = Call(Request(4, "tools/call", {{"name", "execute_code"}, {"arguments", 7}}));
   EXPECT_EQ(bad_args["error"]["data"]["audit"]["event_id"], "refused-execute_code") << bad_args.dump();
   server_->HandleLine(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1]})");
