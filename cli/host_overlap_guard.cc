@@ -53,7 +53,10 @@ bool IsSystemTree(const std::string& dir) {
 }  // namespace
 
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
-  const std::string cache = RealOrAsGiven(enforcer::ArtifactCache::DefaultDir());
+  // Resolved only when there is a work dir or a copy to hold it against: a
+  // plain launch (the warm-cache hot path) pays no realpath for it.
+  const bool writes_or_copies = !paths.work_dir.empty() || !paths.copies.empty();
+  const std::string cache = writes_or_copies ? RealOrAsGiven(enforcer::ArtifactCache::DefaultDir()) : std::string();
   const std::string log = RealOrAsGiven(paths.audit_log == "-" ? "" : paths.audit_log);
   const std::string key = RealOrAsGiven(paths.audit_key);
   GuardedHostPaths guarded;

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>

@@ -11,9 +11,9 @@
 //   cocoon run --stream -r python -c '...'        # NDJSON chunks, then the Outcome
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <cmath>
 #include <iostream>
 #include <iterator>
 #include <memory>
