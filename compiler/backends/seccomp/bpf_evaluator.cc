@@ -82,7 +82,9 @@ uint32_t LoadWord(const SeccompData& data, uint32_t offset) {
   return word;
 }
 
-uint32_t Alu(uint16_t op, uint32_t a, uint32_t operand) {
+}  // namespace
+
+uint32_t BpfAlu(uint16_t op, uint32_t a, uint32_t operand) {
   switch (op) {
     case BPF_ADD: return a + operand;
     case BPF_SUB: return a - operand;
@@ -98,7 +100,7 @@ uint32_t Alu(uint16_t op, uint32_t a, uint32_t operand) {
   return a;
 }
 
-bool JumpTaken(uint16_t op, uint32_t a, uint32_t operand) {
+bool BpfJumpTaken(uint16_t op, uint32_t a, uint32_t operand) {
   switch (op) {
     case BPF_JEQ: return a == operand;
     case BPF_JGE: return a >= operand;
@@ -108,7 +110,6 @@ bool JumpTaken(uint16_t op, uint32_t a, uint32_t operand) {
   return false;
 }
 
-}  // namespace
 
 Result<BpfProgram> ParseBpf(std::string_view bytes) {
   if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0) {
@@ -154,7 +155,7 @@ Result<BpfEvaluation> EvaluateBpf(const BpfProgram& program, const SeccompData& 
         break;
       case BPF_ST: mem[insn.k % kScratchSlots] = a; break;
       case BPF_STX: mem[insn.k % kScratchSlots] = x; break;
-      case BPF_ALU: a = Alu(BPF_OP(code), a, BPF_SRC(code) == BPF_X ? x : insn.k); break;
+      case BPF_ALU: a = BpfAlu(BPF_OP(code), a, BPF_SRC(code) == BPF_X ? x : insn.k); break;
       case BPF_MISC:
         if (BPF_MISCOP(code) == BPF_TAX) x = a;
         else a = x;
@@ -163,7 +164,7 @@ Result<BpfEvaluation> EvaluateBpf(const BpfProgram& program, const SeccompData& 
         if (BPF_OP(code) == BPF_JA) {
           pc += insn.k;
         } else {
-          pc += JumpTaken(BPF_OP(code), a, BPF_SRC(code) == BPF_X ? x : insn.k) ? insn.jt : insn.jf;
+          pc += BpfJumpTaken(BPF_OP(code), a, BPF_SRC(code) == BPF_X ? x : insn.k) ? insn.jt : insn.jf;
         }
         break;
     }

@@ -42,6 +42,11 @@ struct BpfEvaluation {
   size_t executed = 0;      // instructions run, the RET included
 };
 
+// One ALU operation (BPF_OP of the opcode) and one conditional jump's test,
+// as the kernel computes them (division by zero gives 0, shifts past 31 give 0).
+uint32_t BpfAlu(uint16_t op, uint32_t a, uint32_t operand);
+bool BpfJumpTaken(uint16_t op, uint32_t a, uint32_t operand);
+
 // Runs the program (which must have passed ValidateBpf).
 Result<BpfEvaluation> EvaluateBpf(const BpfProgram& program, const SeccompData& data);
 

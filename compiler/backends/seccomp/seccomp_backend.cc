@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +18,7 @@
 
 #include "compiler/backends/seccomp/bpf_dispatch.h"
 #include "compiler/backends/seccomp/bpf_peephole.h"
+#include "compiler/backends/seccomp/child_deadline.h"
 #include "compiler/backends/seccomp/guard_inline.h"
 #include "compiler/backends/seccomp/guard_prefix.h"
 #include "compiler/backends/seccomp/seccomp_verify.h"
@@ -205,13 +209,14 @@ Status AddPending(scmp_filter_ctx ctx, const PendingRule& rule) {
   return Status::Ok();
 }
 
-// `markers` (null: none) receives the guard markers of guard_inline.h: each
-// rule of a guarded syscall gets a marker action instead of its own, and a
-// guarded syscall without rules gets an unconditional marker rule for the
-// default action. Markers are numbered in rule order, before the rules are
-// reordered for insertion.
-Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing,
-                GuardMarkers* markers) {
+// The rules in the order they are added to libseccomp. `markers` (null:
+// none) receives the guard markers of guard_inline.h: each rule of a guarded
+// syscall gets a marker action instead of its own, and a guarded syscall
+// without rules gets an unconditional marker rule for the default action.
+// Markers are numbered in rule order, before the rules are reordered for
+// insertion.
+Result<std::vector<PendingRule>> PendingRules(const EffectiveSyscalls& rules, SupervisedRouting routing,
+                                              GuardMarkers* markers) {
   static const std::vector<ir::ArgCondition> kNoConditions;
   const uint32_t default_action = ToScmpAction(rules.default_action, routing);
   const PrefixGuards guards = Guards(rules);
@@ -241,8 +246,63 @@ Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedR
     COCOON_RETURN_IF_ERROR(AppendRule(pending, action, rule.name.c_str(), rule.conditions));
   }
   OrderForInsertion(pending, rules.architectures);
+  return pending;
+}
+
+Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing,
+                GuardMarkers* markers) {
+  COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending, PendingRules(rules, routing, markers));
   for (const PendingRule& rule : pending) COCOON_RETURN_IF_ERROR(AddPending(ctx, rule));
   return Status::Ok();
+}
+
+// How long the rules that may make libseccomp loop (child_deadline.h) get to
+// be added in the throwaway child: adding 1024 rules to one syscall, the
+// most a policy can give it (effective_rules.cc), takes milliseconds.
+constexpr std::chrono::milliseconds kLibseccompDeadline{3000};
+
+// libseccomp's loop needs a syscall with two or more rules, one of them with
+// conditions on two or more arguments (measured on random rule sets added
+// straight to libseccomp 2.5.4: 10 of 1400 multi-argument sets looped, none
+// of 3000 sets of one-argument rules). Those syscalls' rules are added
+// first in a child process; the name of a syscall whose rules do not finish
+// is returned in `*looping`. Nothing else forks.
+Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting routing, std::string* looping) {
+  GuardMarkers markers;  // numbered as the real build numbers them
+  COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending,
+                          PendingRules(rules, routing, InlineEligible(rules) ? &markers : nullptr));
+  std::map<int, std::pair<size_t, bool>> shape;  // nr -> (rules, one has conditions on 2+ arguments)
+  for (const PendingRule& rule : pending) {
+    auto& [count, multi_argument] = shape[rule.nr];
+    ++count;
+    multi_argument = multi_argument || rule.conditions->size() >= 2;
+  }
+  std::vector<const PendingRule*> risky;
+  for (const PendingRule& rule : pending) {
+    const auto& [count, multi_argument] = shape[rule.nr];
+    if (count >= 2 && multi_argument) risky.push_back(&rule);
+  }
+  if (risky.empty()) return Status::Ok();
+  const uint32_t default_action = ToScmpAction(rules.default_action, routing);
+  auto add = [&](const std::function<void(const char*)>& progress) {
+    Context ctx(seccomp_init(default_action));
+    if (!ctx || !SetArchitectures(ctx.get(), rules.architectures).ok()) _exit(3);
+    int last_nr = -1;
+    for (const PendingRule* rule : risky) {
+      if (rule->nr != last_nr) progress(rule->name), last_nr = rule->nr;
+      (void)AddPending(ctx.get(), *rule);  // refusals surface in the real build
+    }
+  };
+  std::string stuck_at;
+  Status finished = RunInChildWithDeadline(add, kLibseccompDeadline, &stuck_at);
+  if (!finished.ok() && looping != nullptr) *looping = stuck_at;
+  return finished;
+}
+
+std::string LibseccompLoopMessage(const std::string& syscall, const Status& why) {
+  return "libseccomp 2.5.4 cannot build the rules for " + syscall + " (adding them " + why.message() +
+         "; it loops on some rule sets with conditions on two or more arguments); write the rules for " + syscall +
+         " with fewer conditions on a second argument (each `in {...}` or `or` is one rule per value)";
 }
 
 struct Built {
@@ -367,6 +427,11 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
         "refusing to emit a seccomp filter whose default action allows: the policy must say `default allow` "
         "itself");
   }
+  std::string looping;
+  if (Status finishes = CheckLibseccompFinishes(rules, options.routing, &looping); !finishes.ok()) {
+    if (looping.empty()) return finishes;
+    return FailedPreconditionError(LibseccompLoopMessage(looping, finishes));
+  }
   CompiledSeccompFilter out;
   std::optional<Built> linear, tree;
   Status linear_status, tree_status;
@@ -483,6 +548,12 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
   }
   // What compiles but cannot be verified is refused by the compiler
   // (seccomp_verify.h): reported here too, so that a policy that checks compiles.
+  // What would hang libseccomp in the compiler (child_deadline.h), the same way.
+  std::string looping;
+  if (Status finishes = CheckLibseccompFinishes(rules, SupervisedRouting::kRouteToNotify, &looping);
+      !finishes.ok() && !looping.empty() && problems.empty()) {
+    problems.push_back({looping, LibseccompLoopMessage(looping, finishes)});
+  }
   for (ir::SyscallRuleProblem& problem : UnverifiableSyscalls(rules)) {
     bool reported = std::any_of(problems.begin(), problems.end(),
                                 [&](const ir::SyscallRuleProblem& p) { return p.syscall == problem.syscall; });

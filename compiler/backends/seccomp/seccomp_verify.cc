@@ -14,6 +14,7 @@
 
 #include "compiler/backends/seccomp/guard_prefix.h"
 #include "compiler/backends/seccomp/rule_algebra.h"
+#include "compiler/backends/seccomp/word_classes.h"
 #include "compiler/syscalls/syscall_groups.h"
 
 namespace cocoon::backends {
@@ -128,22 +129,6 @@ std::vector<uint32_t> ComparedWords(const std::vector<const ir::SyscallRule*>& r
   return {out.begin(), out.end()};
 }
 
-// One used argument's complete set: every (high word, low word) pair of
-// `words`, plus its boundary values (which hold the masked compares'
-// single-bit flips). A 32-bit architecture passes zero-extended words.
-std::vector<uint64_t> WordPairs(const std::vector<uint32_t>& words, const std::vector<uint64_t>& boundary,
-                                bool arch_is_32bit) {
-  std::set<uint64_t> out(boundary.begin(), boundary.end());
-  for (uint32_t low : words) {
-    if (arch_is_32bit) {
-      out.insert(low);
-      continue;
-    }
-    for (uint32_t high : words) out.insert(uint64_t{high} << 32 | low);
-  }
-  return {out.begin(), out.end()};
-}
-
 // Calls `check` with every combination of one value per argument.
 Status ForEachCombination(const std::span<const uint64_t> (&sets)[6],
                           const std::function<Status(const uint64_t (&args)[6])>& check) {
@@ -176,8 +161,10 @@ std::string HexArgsText(const uint64_t args[6]) {
 // words against the rules' constants: first the product of every argument's
 // boundary values, then each used argument in turn over all its word pairs
 // (ComparedWords x ComparedWords) while the others take each of their
-// boundary values. No sampling: a syscall needing more than
-// kMaxVerifiedCalls evaluations is refused (fail closed).
+// boundary values; every set holds one value per class of the tests either
+// side applies (word_classes.h), which changes no verdict. No sampling: a
+// syscall needing more than kMaxVerifiedCalls evaluations is refused (fail
+// closed).
 //
 // `too_large`: size only. Nothing is evaluated; a syscall past the limit is
 // recorded there (with its name) instead of failing.
@@ -188,6 +175,8 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
   const std::string name = mine.empty() ? "syscall " + std::to_string(nr) : mine.front()->name;
   std::vector<uint64_t> boundary[6];
   bool used_arg[6] = {false, false, false, false, false, false};
+  bool guard_arg[6] = {false, false, false, false, false, false};  // a prefix guard tests it
+  const std::vector<uint32_t>* guard_values[6] = {};
   for (uint8_t arg = 0; arg < 6; ++arg) {
     const bool used = std::any_of(mine.begin(), mine.end(), [&](const ir::SyscallRule* r) {
       return std::any_of(r->conditions.begin(), r->conditions.end(),
@@ -202,7 +191,9 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                                          : clone_arg   ? e.clone_values
                                          : socket_arg  ? e.rules.socket_denied_families_in_prefix
                                                        : no_extra;
-    used_arg[arg] = used || ioctl_cmd || seccomp_arg || clone_arg || socket_arg;
+    guard_arg[arg] = ioctl_cmd || seccomp_arg || clone_arg || socket_arg;
+    guard_values[arg] = &extra;
+    used_arg[arg] = used || guard_arg[arg];
     if (used_arg[arg]) {
       boundary[arg] = BoundaryValues(mine, arg, extra);
       if (e.arch_is_32bit) boundary[arg] = LowHalves(boundary[arg]);
@@ -211,28 +202,60 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     }
   }
   const std::vector<uint32_t> words = ComparedWords(mine, boundary);
-  // The limit is applied to an upper bound of the evaluations (each used
-  // argument's pairs counted as words x words, or words on a 32-bit arch:
-  // its boundary values' halves are among the words, so they are inside),
-  // so that the size-only pass (`cocoon check`) needs to build no pair set
-  // and agrees exactly with the compiler's.
+  // One value per class of what the rules, the guards and (when compiling)
+  // the program test of each word (word_classes.h). The size-only pass has
+  // no program: it counts the rules' and guards' classes, which a program
+  // that tests only the rules' constants does not split further; a program
+  // that does is counted (and refused past the limit) by the compiler.
+  ArgWordTests tests;
+  for (const ir::SyscallRule* rule : mine) {
+    for (const ir::ArgCondition& c : rule->conditions) AddConditionTests(c, tests);
+  }
+  for (uint8_t arg = 0; arg < 6; ++arg) {
+    if (!guard_arg[arg]) continue;
+    for (uint32_t v : *guard_values[arg]) {
+      // GuardAnswer compares the low word with a value, or ANDs it with a flag or mask.
+      tests.Add(2 * arg, {0xffffffff, WordTest::Op::kEq, v});
+      tests.Add(2 * arg, {v, WordTest::Op::kEq, 0});
+    }
+  }
+  bool classes_apply = true;
+  if (too_large == nullptr) {
+    std::optional<ArgWordTests> program_tests = ProgramWordTests(program, e.audit_arch, nr);
+    classes_apply = program_tests.has_value();
+    for (int word = 0; classes_apply && word < 12; ++word) {
+      for (const WordTest& t : program_tests->per_word[word]) tests.Add(word, t);
+    }
+  }
+  std::vector<uint32_t> low_words[6], high_words[6];
+  for (uint8_t arg = 0; arg < 6; ++arg) {
+    if (!used_arg[arg]) continue;
+    low_words[arg] = classes_apply ? OnePerClass(words, tests.per_word[2 * arg]) : words;
+    if (e.arch_is_32bit) {
+      high_words[arg] = {0};  // the kernel zero-extends a 32-bit task's registers
+    } else {
+      high_words[arg] = classes_apply ? OnePerClass(words, tests.per_word[2 * arg + 1]) : words;
+    }
+    if (classes_apply) {
+      boundary[arg] = OnePerClassPair(boundary[arg], tests.per_word[2 * arg], tests.per_word[2 * arg + 1]);
+    }
+  }
+  // Every boundary value's halves are among the words, so each used
+  // argument's pair set (high x low) holds a value of every boundary class.
   double total = 1;  // evaluations needed; a double cannot overflow here
   for (const auto& b : boundary) total *= static_cast<double>(b.size());
   for (int arg = 0; arg < 6; ++arg) {
     if (!used_arg[arg]) continue;
-    const double word_count = static_cast<double>(words.size());
-    const double pair_bound = e.arch_is_32bit ? word_count : word_count * word_count;
     double others = 1;
     for (int j = 0; j < 6; ++j) others *= j == arg ? 1.0 : static_cast<double>(boundary[j].size());
-    total += pair_bound * others;
+    total += static_cast<double>(low_words[arg].size()) * static_cast<double>(high_words[arg].size()) * others;
   }
   if (total > static_cast<double>(kMaxVerifiedCalls)) {
     std::string why = "the rules for " + name + " compare too many distinct values across its arguments for Cocoon "
                       "to verify the compiled filter (" + std::to_string(static_cast<uint64_t>(total)) +
                       " test calls, the limit is " + std::to_string(kMaxVerifiedCalls) +
                       "); use fewer distinct constants or fewer conditional rules on it (a condition on a second "
-                      "argument multiplies them; an `==` on a 32-bit argument is a masked compare whose "
-                      "complement takes one rule per bit)";
+                      "argument multiplies them)";
     if (too_large == nullptr) return FailedPreconditionError(why);
     if (!mine.empty()) too_large->push_back({name, std::move(why)});
     return Status::Ok();
@@ -240,7 +263,9 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
   if (too_large != nullptr) return Status::Ok();
   std::vector<uint64_t> pairs[6];
   for (int arg = 0; arg < 6; ++arg) {
-    if (used_arg[arg]) pairs[arg] = WordPairs(words, boundary[arg], e.arch_is_32bit);
+    for (uint32_t high : high_words[arg]) {
+      for (uint32_t low : low_words[arg]) pairs[arg].push_back(uint64_t{high} << 32 | low);
+    }
   }
   auto check = [&](const uint64_t (&args)[6]) -> Status {
     SeccompData data;
