@@ -22,7 +22,7 @@ int RunCheck(const CheckOptions& options) {
   frontend::FrontendOptions frontend_options;
   frontend_options.search_paths = options.include_dirs;
   frontend_options.diagnostics.max_errors = options.max_errors;
-  AddBackEndChecks(frontend_options);
+  AddBackEndChecks(frontend_options, BackEndChecks::kBuiltLinuxFilter);
   bool clean = true;
   nlohmann::json reports = nlohmann::json::array();
   for (const std::string& file : options.files) {
@@ -53,7 +53,8 @@ void SetUpCheckCommand(CLI::App& app, CommandResult& result) {
   cmd->footer(
       "Every profile in each FILE is checked with its includes, imports and parents.\n"
       "Diagnostics show file:line:col, the source line and a caret; all of them are\n"
-      "reported, not only the first.\n\n"
+      "reported, not only the first. The Linux seccomp filter is built and verified\n"
+      "too, so a rule set libseccomp cannot compile correctly is an error at its rule.\n\n"
       "Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage error.\n\n"
       "Examples:\n"
       "  cocoon check policies/strict.cocoon\n"

@@ -51,7 +51,7 @@ int AppendLinuxStats(const ir::Policy& policy) {
 int RunExplain(const ExplainOptions& options) {
   frontend::FrontendOptions frontend_options;
   frontend_options.search_paths = options.include_dirs;
-  AddBackEndChecks(frontend_options);
+  AddBackEndChecks(frontend_options, BackEndChecks::kBuiltLinuxFilter);
   Diagnostics diagnostics(frontend_options.diagnostics);
   std::optional<ir::Policy> policy =
       frontend::CompilePolicyFile(options.file, options.profile, frontend_options, diagnostics);

@@ -8,6 +8,10 @@
 namespace cocoon::cli {
 
 void AddBackEndChecks(frontend::FrontendOptions& options, BackEndChecks checks) {
+  if (checks == BackEndChecks::kBuiltLinuxFilter) {
+    options.syscall_rule_check = backends::FilterBuildProblems;
+    return;
+  }
   if (checks == BackEndChecks::kLinuxFilter) {
     options.syscall_rule_check = backends::SyscallRuleProblems;
     return;

@@ -13,8 +13,11 @@ namespace cocoon::cli {
 // kLinuxFilter checks what `cocoon enforce` loads (every command that checks
 // a policy). kLinuxFilterAndRuleForm adds the OCI/Kubernetes rule form, for
 // `cocoon compile` when those targets are asked for: that form can fail
-// where the filter does not (backends::RuleFormProblems).
-enum class BackEndChecks { kLinuxFilter, kLinuxFilterAndRuleForm };
+// where the filter does not (backends::RuleFormProblems). kBuiltLinuxFilter
+// also builds and verifies the filter (backends::FilterBuildProblems), for
+// `cocoon check` and `explain`: a rule set libseccomp miscompiles is then an
+// error at its rule there too, not only when the policy is compiled.
+enum class BackEndChecks { kLinuxFilter, kLinuxFilterAndRuleForm, kBuiltLinuxFilter };
 void AddBackEndChecks(frontend::FrontendOptions& options, BackEndChecks checks = BackEndChecks::kLinuxFilter);
 
 }  // namespace cocoon::cli

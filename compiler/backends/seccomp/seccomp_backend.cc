@@ -349,7 +349,8 @@ Result<BpfProgram> PlaceGuards(const EffectiveSyscalls& rules, const GuardMarker
   return chosen;
 }
 
-Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting routing, int level) {
+Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting routing, int level,
+                           std::string* refused_syscall) {
   Context ctx(seccomp_init(ToScmpAction(rules.default_action, routing)));
   if (!ctx) return InternalError("seccomp_init failed");
   // Foreign architectures (and, for x86_64, numbers with the x32 bit, see
@@ -396,7 +397,8 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
     return InternalError("seccomp program does not end in a deny");
   }
   COCOON_RETURN_IF_ERROR(VerifyBpfAgainstRules(program, rules, ExpectedRet,
-                                               routing == SupervisedRouting::kRouteToNotify, kPrefixDenyRet));
+                                               routing == SupervisedRouting::kRouteToNotify, kPrefixDenyRet,
+                                               refused_syscall));
   return built;
 }
 
@@ -417,10 +419,18 @@ bool Permissive(const ir::Action& action) {
   return action.kind == ActionKind::kAllow || action.kind == ActionKind::kLog;
 }
 
+// The options CompileSeccomp builds the policy's filter with.
+SeccompFilterOptions FilterOptionsFor(const ir::Policy& policy) {
+  SeccompFilterOptions options;
+  options.default_allowance = policy.syscalls.default_explicitly_allows ? DefaultAllowance::kPolicyExplicit
+                                                                        : DefaultAllowance::kRefuse;
+  return options;
+}
+
 }  // namespace
 
 Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
-                                                 const SeccompFilterOptions& options) {
+                                                 const SeccompFilterOptions& options, std::string* refused_syscall) {
   if (!rules.errors.empty()) return InvalidArgumentError(rules.errors.front().message);
   if (Permissive(rules.default_action) && options.default_allowance != DefaultAllowance::kPolicyExplicit) {
     return FailedPreconditionError(
@@ -430,13 +440,15 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
   std::string looping;
   if (Status finishes = CheckLibseccompFinishes(rules, options.routing, &looping); !finishes.ok()) {
     if (looping.empty()) return finishes;
+    if (refused_syscall != nullptr) *refused_syscall = looping;
     return FailedPreconditionError(LibseccompLoopMessage(looping, finishes));
   }
   CompiledSeccompFilter out;
   std::optional<Built> linear, tree;
   Status linear_status, tree_status;
+  std::string linear_refused, tree_refused;  // the syscall each layout's verification refused
   if (options.optimization != TreeOptimization::kLinear) {
-    Result<Built> built = BuildAtLevel(rules, options.routing, 2);
+    Result<Built> built = BuildAtLevel(rules, options.routing, 2, &tree_refused);
     if (built.ok()) tree = std::move(built).value();
     else tree_status = built.status();
   }
@@ -448,12 +460,15 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
                            (options.optimization == TreeOptimization::kAuto &&
                             (!tree || DistinctSyscalls(rules) < kLinearCanWinBelow));
   if (want_linear) {
-    Result<Built> built = BuildAtLevel(rules, options.routing, 1);
+    Result<Built> built = BuildAtLevel(rules, options.routing, 1, &linear_refused);
     if (built.ok()) linear = std::move(built).value();
     else linear_status = built.status();
   }
   // A layout that failed verification is dropped; with none left, refuse.
-  if (!linear && !tree) return linear_status.ok() ? tree_status : linear_status;
+  if (!linear && !tree) {
+    if (refused_syscall != nullptr) *refused_syscall = linear_status.ok() ? tree_refused : linear_refused;
+    return linear_status.ok() ? tree_status : linear_status;
+  }
   if (linear) out.linear_stats = linear->stats;
   if (tree) out.binary_tree_stats = tree->stats;
   // Prefer the tree only when it shortens the worst case for an allowed call.
@@ -535,6 +550,18 @@ std::string SeccompCompileInput(const ir::Policy& policy) {
   return text;
 }
 
+std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy) {
+  std::vector<ir::SyscallRuleProblem> problems = SyscallRuleProblems(policy);
+  if (!problems.empty()) return problems;
+  std::string refused;
+  Result<CompiledSeccompFilter> built = BuildSeccompFilter(
+      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy)),
+      FilterOptionsFor(policy), &refused);
+  // A refusal about no one syscall (a permissive default) is the compiler's to report.
+  if (!built.ok() && !refused.empty()) problems.push_back({refused, built.status().message()});
+  return problems;
+}
+
 std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy) {
   // The filter's form only: the one `cocoon enforce` loads. The rule form
   // (OCI, Kubernetes) expresses the prologue's guards as rules and can fail
@@ -568,9 +595,7 @@ Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
 }
 
 Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules) {
-  SeccompFilterOptions options;
-  options.default_allowance = policy.syscalls.default_explicitly_allows ? DefaultAllowance::kPolicyExplicit
-                                                                        : DefaultAllowance::kRefuse;
+  const SeccompFilterOptions options = FilterOptionsFor(policy);
   COCOON_ASSIGN_OR_RETURN(CompiledSeccompFilter filter, BuildSeccompFilter(rules, options));
   std::vector<Artifact> out;
   out.push_back(MakeArtifact("linux", "linux.seccomp.bpf", "application/vnd.cocoon.seccomp-bpf", filter.bpf));

@@ -93,8 +93,11 @@ struct CompiledSeccompFilter {
 // The libseccomp step plus the guard prefix, usable on its own (bench,
 // tests, fuzzer). `rules` should come from ComputeEffectiveSyscalls(...,
 // PrologueGuardForm::kBpfPrefix); kRules-form rules work too (no prefix then).
+// When the build is refused because of one syscall's rules (libseccomp
+// miscompiled or cannot build them), its name is put in `*refused_syscall`.
 Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
-                                                 const SeccompFilterOptions& options);
+                                                 const SeccompFilterOptions& options,
+                                                 std::string* refused_syscall = nullptr);
 
 // The connect routing CompileSeccomp uses (effective_rules.h): kSupervisor
 // for `network allow { ... }` policies, kFilter otherwise.
@@ -116,6 +119,12 @@ std::string SeccompCompileInput(const ir::Policy& policy);
 // form can refuse more (the prologue's guards as rules); they say so when
 // those targets are compiled.
 std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy);
+
+// SyscallRuleProblems, then, when it finds none, the Linux filter built and
+// verified as CompileSeccomp builds it: a rule set libseccomp 2.5.4
+// miscompiles (seccomp_verify.h) is reported at the syscall's rule too. For
+// `cocoon check` and `explain`; launches and `compile` do not build twice.
+std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy);
 
 // CompileSeccomp with its effective rules already computed: `rules` must be
 // ComputeEffectiveSyscalls(policy.syscalls, kBpfPrefix,

@@ -327,7 +327,8 @@ Status VerifyValueGuardAllArches(const BpfProgram& program, const EffectiveSysca
 // checked too, with the zero-extended 32-bit arguments its tasks pass.
 Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
                   uint32_t (*expected_ret)(const ir::Action&, bool), bool routed, uint32_t ioctl_deny_ret,
-                  ir::Arch arch, std::vector<ir::SyscallRuleProblem>* too_large = nullptr) {
+                  ir::Arch arch, std::vector<ir::SyscallRuleProblem>* too_large = nullptr,
+                  std::string* failed_syscall = nullptr) {
   auto nr_of = [&](const char* name) { return syscalls::KernelSyscallNumber(name, arch); };
   Expectation e{rules, expected_ret, routed, ioctl_deny_ret, AuditArch(arch), arch == ir::Arch::kX86,
                 nr_of("ioctl"), nr_of("seccomp"), nr_of("clone"), nr_of("unshare"), nr_of("socket"), {},
@@ -372,7 +373,10 @@ Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
     for (; i < by_nr.size() && by_nr[i].first == nr; ++i) {
       if (by_nr[i].second != nullptr) mine.push_back(by_nr[i].second);
     }
-    COCOON_RETURN_IF_ERROR(VerifySyscall(program, e, nr, mine, too_large));
+    if (Status verified = VerifySyscall(program, e, nr, mine, too_large); !verified.ok()) {
+      if (failed_syscall != nullptr && !mine.empty()) *failed_syscall = mine.front()->name;
+      return verified;
+    }
   }
   return Status::Ok();
 }
@@ -381,7 +385,7 @@ Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
 
 Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
                              uint32_t (*expected_ret)(const ir::Action&, bool), bool routed,
-                             uint32_t ioctl_deny_ret) {
+                             uint32_t ioctl_deny_ret, std::string* failed_syscall) {
   COCOON_RETURN_IF_ERROR(
       VerifyValueGuardAllArches(program, rules, "ioctl", 1, rules.ioctl_denied_cmds, ioctl_deny_ret));
   COCOON_RETURN_IF_ERROR(VerifyValueGuardAllArches(program, rules, "socket", 0, rules.socket_denied_families_in_prefix,
@@ -390,7 +394,8 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
   // is checked the same way. Each arch once.
   std::set<ir::Arch> arches(rules.architectures.begin(), rules.architectures.end());
   for (ir::Arch arch : arches) {
-    COCOON_RETURN_IF_ERROR(VerifyArch(program, rules, expected_ret, routed, ioctl_deny_ret, arch));
+    COCOON_RETURN_IF_ERROR(
+        VerifyArch(program, rules, expected_ret, routed, ioctl_deny_ret, arch, nullptr, failed_syscall));
   }
   return Status::Ok();
 }

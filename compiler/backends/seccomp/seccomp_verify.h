@@ -12,6 +12,8 @@
 // checked this way.
 #pragma once
 
+#include <string>
+
 #include "compiler/backends/seccomp/bpf_evaluator.h"
 #include "compiler/backends/seccomp/effective_rules.h"
 #include "compiler/common/status.h"
@@ -25,10 +27,12 @@ namespace cocoon::backends {
 // give the same answers). Checks the rules and the prefix's guards on every
 // architecture of the filter (i386 with the zero-extended 32-bit arguments
 // its tasks pass, and its socketcall/ipc multiplexers refused, see
-// effective_rules.h); returns the first disagreement.
+// effective_rules.h); returns the first disagreement, and the name of the
+// syscall whose rules it is about in `*failed_syscall` (when non-null and
+// the disagreement is about a syscall's rules).
 Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls& rules,
                              uint32_t (*expected_ret)(const ir::Action&, bool routed), bool routed,
-                             uint32_t ioctl_deny_ret);
+                             uint32_t ioctl_deny_ret, std::string* failed_syscall = nullptr);
 
 // The syscalls whose rules VerifyBpfAgainstRules would refuse as too large
 // to verify completely (one problem per syscall, named as in the policy):

@@ -152,6 +152,31 @@ TEST(SyscallRuleProblemsTest, RulesThatHangLibseccompAreRefusedNotHung) {
       << compiled.status().ToString();
 }
 
+// A rule set libseccomp 2.5.4 miscompiles passes the rule checks (nothing
+// is wrong with it) and is refused when the filter is built and verified.
+// `cocoon check` builds it (FilterBuildProblems), so the refusal is at the
+// syscall's rule there, not only at compile time without a location.
+TEST(SyscallRuleProblemsTest, ARuleSetLibseccompMiscompilesIsACheckErrorWhenTheFilterIsBuilt) {
+  const std::string text =
+      "profile p {\n  syscalls {\n    default errno ENOSYS\n"
+      "    kill mbind if arg1 <= 0x500000000 and arg2 >= 0xc7\n"
+      "    allow mbind if arg1 >= 0x700000000 and arg2 < 0x300000000\n  }\n}\n";
+  Diagnostics rules_only;
+  EXPECT_TRUE(frontend::CompilePolicyText("p.cocoon", text, "", Options(true), rules_only).has_value())
+      << rules_only.Render();
+  frontend::FrontendOptions built = Options(false);
+  built.syscall_rule_check = FilterBuildProblems;
+  Diagnostics diagnostics;
+  EXPECT_FALSE(frontend::CompilePolicyText("p.cocoon", text, "", built, diagnostics).has_value());
+  const std::string rendered = diagnostics.Render();
+  EXPECT_NE(rendered.find("p.cocoon:5:5"), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("miscompiled the rules for mbind"), std::string::npos) << rendered;
+  // Every shipped profile builds.
+  Diagnostics strict;
+  EXPECT_TRUE(frontend::CheckPolicyFile((kRepo / "policies/strict.cocoon").string(), "", built, strict))
+      << strict.Render();
+}
+
 // moby's default profile, imported, passes the check and compiles to a
 // filter: `allow socket if arg0 > 0x28` overlaps the prologue's socket-family
 // guard in the OCI rule form only, which the check does not report (the
