@@ -39,20 +39,31 @@ Status RunInChildWithDeadline(const std::function<void(const std::function<void(
   }
   if (pid == 0) {
     close(fds[0]);
-    work([&](const char* label) { WriteAll(fds[1], label, std::strlen(label) + 1); });
+    // Nothing may unwind out of here: the child would go on as a second copy
+    // of the caller.
+    try {
+      work([&](const char* label) { WriteAll(fds[1], label, std::strlen(label) + 1); });
+    } catch (...) {
+      _exit(4);
+    }
     WriteAll(fds[1], &kDone, 1);
     _exit(0);
   }
   close(fds[1]);
   std::string received;
   bool done = false;
+  bool timed_out = false;
   const auto until = std::chrono::steady_clock::now() + deadline;
   while (!done) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
     pollfd p{fds[0], POLLIN, 0};
     const int ready = poll(&p, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) timed_out = true;
     if (ready <= 0) break;
     char buf[512];
     const ssize_t n = read(fds[0], buf, sizeof(buf));
@@ -72,8 +83,11 @@ Status RunInChildWithDeadline(const std::function<void(const std::function<void(
   if (!received.empty() && received.back() == '\0') received.pop_back();
   const size_t start = received.rfind('\0');
   if (stuck_at != nullptr) *stuck_at = start == std::string::npos ? received : received.substr(start + 1);
-  if (!done) return ResourceExhaustedError("did not finish within " + std::to_string(deadline.count()) + " ms");
-  return InternalError("the child process failed (status " + std::to_string(status) + ")");
+  if (timed_out) return ResourceExhaustedError("did not finish within " + std::to_string(deadline.count()) + " ms");
+  // It died (a crash, an abort, the OOM killer) or exited early: not a loop.
+  const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                              : "exited with status " + std::to_string(WEXITSTATUS(status));
+  return InternalError("the child process " + how);
 }
 
 }  // namespace cocoon::backends

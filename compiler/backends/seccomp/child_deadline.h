@@ -20,9 +20,10 @@
 namespace cocoon::backends {
 
 // `work(progress)` runs in a forked child, which calls `progress(label)`
-// before each step. Ok when the child finished within `deadline`; otherwise
-// the child is killed and the error carries the label of the step it was
-// in, in `*stuck_at`. The child must only compute (no output, no locks
+// before each step. Ok when the child finished within `deadline`;
+// ResourceExhausted when it did not (it is killed); Internal when it died
+// or failed first. Either way `*stuck_at` holds the label of the step it
+// was in. The child must only compute (no output, no locks
 // held by other threads of the caller: fork copies only the calling thread).
 Status RunInChildWithDeadline(const std::function<void(const std::function<void(const char*)>& progress)>& work,
                               std::chrono::milliseconds deadline, std::string* stuck_at);

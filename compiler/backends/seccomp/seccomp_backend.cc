@@ -266,11 +266,17 @@ constexpr std::chrono::milliseconds kLibseccompDeadline{3000};
 // straight to libseccomp 2.5.4: 10 of 1400 multi-argument sets looped, none
 // of 3000 sets of one-argument rules). Those syscalls' rules are added
 // first in a child process; the name of a syscall whose rules do not finish
-// is returned in `*looping`. Nothing else forks.
+// is returned in `*looping`. Nothing else forks. On x86 (32-bit) libseccomp
+// rewrites the socket and IPC calls into socketcall/ipc rules with a
+// condition of its own on arg0 (src/arch-x86.c), so one-argument rules of
+// several names meet in one multi-argument tree: there every rule goes
+// through the child, in the real order.
 Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting routing, std::string* looping) {
   GuardMarkers markers;  // numbered as the real build numbers them
   COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending,
                           PendingRules(rules, routing, InlineEligible(rules) ? &markers : nullptr));
+  const bool x86 = std::find(rules.architectures.begin(), rules.architectures.end(), ir::Arch::kX86) !=
+                   rules.architectures.end();
   std::map<int, std::pair<size_t, bool>> shape;  // nr -> (rules, one has conditions on 2+ arguments)
   for (const PendingRule& rule : pending) {
     auto& [count, multi_argument] = shape[rule.nr];
@@ -280,7 +286,7 @@ Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting
   std::vector<const PendingRule*> risky;
   for (const PendingRule& rule : pending) {
     const auto& [count, multi_argument] = shape[rule.nr];
-    if (count >= 2 && multi_argument) risky.push_back(&rule);
+    if (x86 || (count >= 2 && multi_argument)) risky.push_back(&rule);
   }
   if (risky.empty()) return Status::Ok();
   const uint32_t default_action = ToScmpAction(rules.default_action, routing);
@@ -295,7 +301,11 @@ Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting
   };
   std::string stuck_at;
   Status finished = RunInChildWithDeadline(add, kLibseccompDeadline, &stuck_at);
-  if (!finished.ok() && looping != nullptr) *looping = stuck_at;
+  if (finished.code() == ErrorCode::kResourceExhausted && looping != nullptr) *looping = stuck_at;
+  if (!finished.ok() && finished.code() != ErrorCode::kResourceExhausted) {
+    return InternalError("adding the rules" + (stuck_at.empty() ? "" : " for " + stuck_at) +
+                         " to libseccomp in a child process failed: " + finished.message());
+  }
   return finished;
 }
 

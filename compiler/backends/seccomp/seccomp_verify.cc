@@ -173,6 +173,15 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
   static const std::vector<uint32_t> no_extra;
   static const std::vector<uint64_t> kZero = {0};  // an argument no condition looks at
   const std::string name = mine.empty() ? "syscall " + std::to_string(nr) : mine.front()->name;
+  // What the program tests of each argument word, when compiling (the
+  // size-only pass has no program): nullopt when it does more than load, AND
+  // and compare words (word_classes.h), and then no value stands for another.
+  std::optional<ArgWordTests> program_tests;
+  if (too_large == nullptr) program_tests = ProgramWordTests(program, e.audit_arch, nr);
+  const bool classes_apply = too_large != nullptr || program_tests.has_value();
+  auto program_tests_arg = [&](int arg) {
+    return program_tests && (!program_tests->per_word[2 * arg].empty() || !program_tests->per_word[2 * arg + 1].empty());
+  };
   std::vector<uint64_t> boundary[6];
   bool used_arg[6] = {false, false, false, false, false, false};
   bool guard_arg[6] = {false, false, false, false, false, false};  // a prefix guard tests it
@@ -193,7 +202,8 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                                                        : no_extra;
     guard_arg[arg] = ioctl_cmd || seccomp_arg || clone_arg || socket_arg;
     guard_values[arg] = &extra;
-    used_arg[arg] = used || guard_arg[arg];
+    // An argument only a (miscompiled) program tests varies too.
+    used_arg[arg] = used || guard_arg[arg] || program_tests_arg(arg);
     if (used_arg[arg]) {
       boundary[arg] = BoundaryValues(mine, arg, extra);
       if (e.arch_is_32bit) boundary[arg] = LowHalves(boundary[arg]);
@@ -201,12 +211,24 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
       boundary[arg] = kZero;
     }
   }
-  const std::vector<uint32_t> words = ComparedWords(mine, boundary);
+  std::vector<uint32_t> words = ComparedWords(mine, boundary);
+  if (program_tests) {
+    // A constant the program compares a word with and the rules do not (a
+    // miscompile) gets candidates on both sides of it too.
+    std::set<uint32_t> more(words.begin(), words.end());
+    for (const auto& word_tests : program_tests->per_word) {
+      for (const WordTest& t : word_tests) {
+        for (uint32_t w : {t.k, t.k - 1, t.k + 1, t.mask, t.k | ~t.mask}) more.insert(w);
+      }
+    }
+    words.assign(more.begin(), more.end());
+  }
   // One value per class of what the rules, the guards and (when compiling)
   // the program test of each word (word_classes.h). The size-only pass has
   // no program: it counts the rules' and guards' classes, which a program
   // that tests only the rules' constants does not split further; a program
-  // that does is counted (and refused past the limit) by the compiler.
+  // that does is counted (and refused past the limit) by the compiler, and
+  // by `cocoon check`, which builds the filter (FilterBuildProblems).
   ArgWordTests tests;
   for (const ir::SyscallRule* rule : mine) {
     for (const ir::ArgCondition& c : rule->conditions) AddConditionTests(c, tests);
@@ -219,13 +241,8 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
       tests.Add(2 * arg, {v, WordTest::Op::kEq, 0});
     }
   }
-  bool classes_apply = true;
-  if (too_large == nullptr) {
-    std::optional<ArgWordTests> program_tests = ProgramWordTests(program, e.audit_arch, nr);
-    classes_apply = program_tests.has_value();
-    for (int word = 0; classes_apply && word < 12; ++word) {
-      for (const WordTest& t : program_tests->per_word[word]) tests.Add(word, t);
-    }
+  for (int word = 0; program_tests && word < 12; ++word) {
+    for (const WordTest& t : program_tests->per_word[word]) tests.Add(word, t);
   }
   std::vector<uint32_t> low_words[6], high_words[6];
   for (uint8_t arg = 0; arg < 6; ++arg) {
