@@ -97,10 +97,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cocoon::frontend::FrontendOptions options;
   options.dfa_reuse = cocoon::frontend::DfaReuse::kProcessWide;  // a cold DFA per input cut exec/s ~6x
   options.max_file_bytes = 64 * 1024;
-  // As `cocoon check` checks (cli/frontend_util.h): the checker reports rule
-  // sets seccomp cannot express, and those libseccomp 2.5.4 miscompiles or
-  // cannot build, so "the checker accepts it" includes them.
-  options.syscall_rule_check = cocoon::backends::FilterBuildProblems;
+  // As launches check (cli/frontend_util.h): the checker reports rule sets
+  // seccomp cannot express. Not FilterBuildProblems (`cocoon check`): it
+  // builds the filter the compiler builds, so a bug in Cocoon's rewrites of
+  // the program would be refused by the check and never reach the oracle
+  // below.
+  options.syscall_rule_check = cocoon::backends::SyscallRuleProblems;
   cocoon::Diagnostics diagnostics(options.diagnostics);
   auto policy = cocoon::frontend::CompilePolicyText("fuzz.cocoon", text, "", options, diagnostics);
   if (!policy) return 0;  // the checker refused it: nothing to compile
@@ -114,6 +116,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     });
   }
   auto output = cocoon::driver::CompileTargets(*policy, targets);
+  // libseccomp 2.5.4 loops adding some rule sets (child_deadline.h): the
+  // compiler's watchdog refusal is the documented outcome, not a bug.
+  if (!output.ok() && output.status().message().find("libseccomp 2.5.4 cannot build the rules") != std::string::npos) {
+    return 0;
+  }
   if (!output.ok()) Fail("a checked policy failed to compile: " + output.status().ToString() + "\n" + text);
   for (const auto& artifact : output->artifacts) {
     if (artifact.path == "linux.seccomp.bpf") CheckSeccomp(artifact);

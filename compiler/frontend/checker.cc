@@ -392,9 +392,11 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
     const bool located = site != state.rule_sites.end() && site->second.source != nullptr;
     diagnostics.Error(located ? site->second.source : self.file->source,
                       located ? site->second.span : self.profile->name.span, problem.message,
-                      "seccomp compares each argument of a rule once, and rules of different actions "
-                      "for one syscall must not partly overlap: split or narrow the conditions (docs/language.md, "
-                      "Syscalls, Conditions)");
+                      !problem.help.empty()
+                          ? problem.help
+                          : "seccomp compares each argument of a rule once, and rules of different actions "
+                            "for one syscall must not partly overlap: split or narrow the conditions "
+                            "(docs/language.md, Syscalls, Conditions)");
   }
   if (!problems.empty()) return std::nullopt;
   return policy;

@@ -162,6 +162,7 @@ enum class Arch { kX86_64, kX32, kX86, kAarch64 };
 struct SyscallRuleProblem {
   std::string syscall;
   std::string message;
+  std::string help;  // empty: the checker's advice on overlapping conditions
 };
 
 struct Syscalls {

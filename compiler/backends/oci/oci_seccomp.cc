@@ -128,7 +128,8 @@ std::vector<ir::SyscallRuleProblem> RuleFormProblems(const ir::Policy& policy) {
                         "for the OCI and Kubernetes seccomp profile: " + error.message +
                             " (that profile writes Cocoon's built-in guards, such as the socket families it always "
                             "refuses, as rules next to the policy's; the Linux filter checks them first, so "
-                            "`--target linux` compiles this policy)"});
+                            "`--target linux` compiles this policy)",
+                        {}});
   }
 #else
   (void)policy;

@@ -53,6 +53,7 @@ Status RunInChildWithDeadline(const std::function<void(const std::function<void(
   std::string received;
   bool done = false;
   bool timed_out = false;
+  int watch_error = 0;  // poll or read failed in this process
   const auto until = std::chrono::steady_clock::now() + deadline;
   while (!done) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
@@ -64,11 +65,13 @@ Status RunInChildWithDeadline(const std::function<void(const std::function<void(
     const int ready = poll(&p, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) timed_out = true;
+    if (ready < 0) watch_error = errno;
     if (ready <= 0) break;
     char buf[512];
     const ssize_t n = read(fds[0], buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the child died without saying it was done
+    if (n < 0) watch_error = errno;
+    if (n <= 0) break;  // an error, or the child died without saying it was done
     received.append(buf, static_cast<size_t>(n));
     done = !received.empty() && received.back() == kDone;
   }
@@ -83,6 +86,7 @@ Status RunInChildWithDeadline(const std::function<void(const std::function<void(
   if (!received.empty() && received.back() == '\0') received.pop_back();
   const size_t start = received.rfind('\0');
   if (stuck_at != nullptr) *stuck_at = start == std::string::npos ? received : received.substr(start + 1);
+  if (watch_error != 0) return ErrnoError("watching the child process", watch_error);
   if (timed_out) return ResourceExhaustedError("did not finish within " + std::to_string(deadline.count()) + " ms");
   // It died (a crash, an abort, the OOM killer) or exited early: not a loop.
   const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))

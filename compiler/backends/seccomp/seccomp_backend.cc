@@ -476,8 +476,11 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
   }
   // A layout that failed verification is dropped; with none left, refuse.
   if (!linear && !tree) {
-    if (refused_syscall != nullptr) *refused_syscall = linear_status.ok() ? tree_refused : linear_refused;
-    return linear_status.ok() ? tree_status : linear_status;
+    // The failure that names a syscall says more (a miscompile over, say, a
+    // layout past 4096 instructions); the linear layout's first.
+    const bool use_linear = !linear_status.ok() && (!linear_refused.empty() || tree_refused.empty());
+    if (refused_syscall != nullptr) *refused_syscall = use_linear ? linear_refused : tree_refused;
+    return use_linear ? linear_status : tree_status;
   }
   if (linear) out.linear_stats = linear->stats;
   if (tree) out.binary_tree_stats = tree->stats;
@@ -563,12 +566,21 @@ std::string SeccompCompileInput(const ir::Policy& policy) {
 std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy) {
   std::vector<ir::SyscallRuleProblem> problems = SyscallRuleProblems(policy);
   if (!problems.empty()) return problems;
-  std::string refused;
+  const SeccompFilterOptions options = FilterOptionsFor(policy);
+  // A permissive default the policy did not write is refused by the
+  // compiler for the filter as a whole; the policy checker says so itself.
+  if (Permissive(policy.syscalls.default_action) && options.default_allowance != DefaultAllowance::kPolicyExplicit) {
+    return problems;
+  }
+  std::string refused;  // empty: about no one syscall, reported at the profile
   Result<CompiledSeccompFilter> built = BuildSeccompFilter(
       ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy)),
-      FilterOptionsFor(policy), &refused);
-  // A refusal about no one syscall (a permissive default) is the compiler's to report.
-  if (!built.ok() && !refused.empty()) problems.push_back({refused, built.status().message()});
+      options, &refused);
+  if (!built.ok()) {
+    problems.push_back({refused, built.status().message(),
+                        "libseccomp 2.5.4 cannot compile every rule set correctly; Cocoon refuses rather than emit "
+                        "a wrong filter (docs/security.md, \"libseccomp 2.5.4's own bugs\")"});
+  }
   return problems;
 }
 
@@ -581,16 +593,10 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
   EffectiveSyscalls rules =
       ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy));
   for (EffectiveSyscalls::Error& error : rules.errors) {
-    problems.push_back({std::move(error.syscall), std::move(error.message)});
+    problems.push_back({std::move(error.syscall), std::move(error.message), {}});
   }
   // What compiles but cannot be verified is refused by the compiler
   // (seccomp_verify.h): reported here too, so that a policy that checks compiles.
-  // What would hang libseccomp in the compiler (child_deadline.h), the same way.
-  std::string looping;
-  if (Status finishes = CheckLibseccompFinishes(rules, SupervisedRouting::kRouteToNotify, &looping);
-      !finishes.ok() && !looping.empty() && problems.empty()) {
-    problems.push_back({looping, LibseccompLoopMessage(looping, finishes)});
-  }
   for (ir::SyscallRuleProblem& problem : UnverifiableSyscalls(rules)) {
     bool reported = std::any_of(problems.begin(), problems.end(),
                                 [&](const ir::SyscallRuleProblem& p) { return p.syscall == problem.syscall; });

@@ -123,7 +123,8 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
 // SyscallRuleProblems, then, when it finds none, the Linux filter built and
 // verified as CompileSeccomp builds it: a rule set libseccomp 2.5.4
 // miscompiles (seccomp_verify.h) is reported at the syscall's rule too. For
-// `cocoon check` and `explain`; launches and `compile` do not build twice.
+// `cocoon check` and `explain`; launches and `compile` do not build twice
+// (and never fork for the libseccomp watchdog on a warm cache).
 std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy);
 
 // CompileSeccomp with its effective rules already computed: `rules` must be

@@ -274,7 +274,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                       "); use fewer distinct constants or fewer conditional rules on it (a condition on a second "
                       "argument multiplies them)";
     if (too_large == nullptr) return FailedPreconditionError(why);
-    if (!mine.empty()) too_large->push_back({name, std::move(why)});
+    if (!mine.empty()) too_large->push_back({name, std::move(why), {}});
     return Status::Ok();
   }
   if (too_large != nullptr) return Status::Ok();

@@ -132,17 +132,22 @@ TEST(SyscallRuleProblemsTest, ARuleSetTooLargeToVerifyIsACheckError) {
 }
 
 // libseccomp 2.5.4 loops forever adding some multi-argument rule sets
-// (child_deadline.h). Such a policy is a check error at the syscall's rule,
-// and the compiler refuses it the same way instead of hanging.
+// (child_deadline.h). Such a policy is a `cocoon check` error at the
+// syscall's rule, and the compiler refuses it the same way instead of hanging.
 TEST(SyscallRuleProblemsTest, RulesThatHangLibseccompAreRefusedNotHung) {
   const std::string text =
       "profile p {\n  syscalls {\n    default errno ENOSYS\n    allow mbind if arg1 != 7 and arg2 == 5\n"
       "    allow mbind if arg1 != 7 and arg2 == 0x500000000\n  }\n}\n";
+  // `cocoon check` builds the filter (FilterBuildProblems); launches only
+  // check the rules (no fork on a warm cache) and refuse when they compile.
+  frontend::FrontendOptions built = Options(false);
+  built.syscall_rule_check = FilterBuildProblems;
   Diagnostics diagnostics;
-  EXPECT_FALSE(frontend::CompilePolicyText("p.cocoon", text, "", Options(true), diagnostics).has_value());
+  EXPECT_FALSE(frontend::CompilePolicyText("p.cocoon", text, "", built, diagnostics).has_value());
   const std::string rendered = diagnostics.Render();
   EXPECT_NE(rendered.find("p.cocoon:5:5"), std::string::npos) << rendered;
   EXPECT_NE(rendered.find("cannot build the rules for mbind"), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("docs/security.md"), std::string::npos) << rendered;
   Diagnostics unchecked;
   auto accepted = frontend::CompilePolicyText("p.cocoon", text, "", Options(false), unchecked);
   ASSERT_TRUE(accepted.has_value()) << unchecked.Render();
