@@ -11,6 +11,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "compiler/backends/seccomp/guard_prefix.h"
 #include "compiler/backends/seccomp/rule_algebra.h"
@@ -31,6 +32,7 @@ struct Expectation {
   bool routed;
   uint32_t ioctl_deny_ret;
   uint32_t audit_arch;  // the architecture checked (seccomp_data.arch)
+  std::string_view arch_name;
   bool arch_is_32bit;   // i386: the kernel zero-extends 32-bit registers into args
   // The guarded syscalls' numbers on that architecture (-1: none there).
   int ioctl_nr;
@@ -297,7 +299,7 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     COCOON_ASSIGN_OR_RETURN(BpfEvaluation got, EvaluateBpf(program, data));
     if (got.ret == want_ret) return Status::Ok();
     return FailedPreconditionError(
-        "libseccomp 2.5.4 miscompiled the rules for " + name + " on audit arch " + std::to_string(e.audit_arch) +
+        "libseccomp 2.5.4 miscompiled the rules for " + name + " on " + std::string(e.arch_name) +
         ": " + name + "(" + HexArgsText(data.args) + ") gets " + DescribeSeccompRet(got.ret) + " but the rules say " +
         DescribeSeccompRet(want_ret) + "; refusing to emit this filter. Rewrite the rules for " + name +
         ": split 64-bit ranges so that each bound's upper 32 bits are those of the values it must match, or avoid "
@@ -347,7 +349,8 @@ Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
                   ir::Arch arch, std::vector<ir::SyscallRuleProblem>* too_large = nullptr,
                   std::string* failed_syscall = nullptr) {
   auto nr_of = [&](const char* name) { return syscalls::KernelSyscallNumber(name, arch); };
-  Expectation e{rules, expected_ret, routed, ioctl_deny_ret, AuditArch(arch), arch == ir::Arch::kX86,
+  Expectation e{rules, expected_ret, routed, ioctl_deny_ret, AuditArch(arch), syscalls::ArchName(arch),
+                arch == ir::Arch::kX86,
                 nr_of("ioctl"), nr_of("seccomp"), nr_of("clone"), nr_of("unshare"), nr_of("socket"), {},
                 {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC},
