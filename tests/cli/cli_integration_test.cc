@@ -1379,6 +1379,29 @@ TEST(CocoonCompile, RuleFormRefusalNamesThePolicysRule) {
   fs::remove_all(dir);
 }
 
+// `cocoon check` builds and verifies the Linux filter: a rule set libseccomp
+// 2.5.4 miscompiles is an error at its rule with exit status 1, and
+// `cocoon compile` refuses it and writes nothing.
+TEST(CocoonCheck, ARuleSetLibseccompMiscompilesIsAnErrorAtItsRule) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-miscompile-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string policy = (dir / "p.cocoon").string();
+  std::ofstream(policy) << "profile p {\n  syscalls {\n    default errno ENOSYS\n"
+                           "    kill mbind if arg1 <= 0x500000000 and arg2 >= 0xc7\n"
+                           "    allow mbind if arg1 >= 0x700000000 and arg2 < 0x300000000\n  }\n}\n";
+  Ran checked = Cocoon({"check", policy});
+  EXPECT_EQ(checked.status, 1) << checked.err;
+  EXPECT_NE(checked.err.find("p.cocoon:5:5: "), std::string::npos) << checked.err;
+  EXPECT_NE(checked.err.find("miscompiled the rules for mbind on x86_64"), std::string::npos) << checked.err;
+  EXPECT_NE(checked.err.find("^~~~"), std::string::npos) << checked.err;
+  Ran compiled = Cocoon({"compile", policy, "--target", "linux", "-o", (dir / "out").string()});
+  EXPECT_EQ(compiled.status, 1) << compiled.err;
+  EXPECT_NE(compiled.err.find("mbind"), std::string::npos) << compiled.err;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "a refused compile must write nothing";
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, UnknownRuntimeIsAUsageError) {
   Ran ran = Cocoon({"run", "-r", "cobol", "-c", "x"});
   EXPECT_EQ(ran.status, 2);
