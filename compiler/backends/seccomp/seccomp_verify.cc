@@ -276,7 +276,12 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
                       "); use fewer distinct constants or fewer conditional rules on it (a condition on a second "
                       "argument multiplies them)";
     if (too_large == nullptr) return FailedPreconditionError(why);
-    if (!mine.empty()) too_large->push_back({name, std::move(why), {}});
+    if (!mine.empty()) {
+      too_large->push_back({name, std::move(why),
+                            "Cocoon checks every compiled filter against its rules before emitting it and never "
+                            "samples, so a rule set past the check's limit is refused (docs/security.md, "
+                            "\"libseccomp 2.5.4's own bugs\")"});
+    }
     return Status::Ok();
   }
   if (too_large != nullptr) return Status::Ok();
