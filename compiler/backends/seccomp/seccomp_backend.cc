@@ -429,6 +429,26 @@ bool Permissive(const ir::Action& action) {
   return action.kind == ActionKind::kAllow || action.kind == ActionKind::kLog;
 }
 
+// A filter whose default allows is emitted only when the policy wrote `default allow`.
+bool RefusesPermissiveDefault(const ir::Action& default_action, const SeccompFilterOptions& options) {
+  return Permissive(default_action) && options.default_allowance != DefaultAllowance::kPolicyExplicit;
+}
+
+// What ComputeEffectiveSyscalls refused, and what the verifier could not
+// check completely, one problem per syscall (SyscallRuleProblems).
+std::vector<ir::SyscallRuleProblem> RuleProblems(const EffectiveSyscalls& rules) {
+  std::vector<ir::SyscallRuleProblem> problems;
+  for (const EffectiveSyscalls::Error& error : rules.errors) problems.push_back({error.syscall, error.message, {}});
+  // What compiles but cannot be verified is refused by the compiler
+  // (seccomp_verify.h): reported here too, so that a policy that checks compiles.
+  for (ir::SyscallRuleProblem& problem : UnverifiableSyscalls(rules)) {
+    bool reported = std::any_of(problems.begin(), problems.end(),
+                                [&](const ir::SyscallRuleProblem& p) { return p.syscall == problem.syscall; });
+    if (!reported) problems.push_back(std::move(problem));
+  }
+  return problems;
+}
+
 // The options CompileSeccomp builds the policy's filter with.
 SeccompFilterOptions FilterOptionsFor(const ir::Policy& policy) {
   SeccompFilterOptions options;
@@ -442,7 +462,7 @@ SeccompFilterOptions FilterOptionsFor(const ir::Policy& policy) {
 Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
                                                  const SeccompFilterOptions& options, std::string* refused_syscall) {
   if (!rules.errors.empty()) return InvalidArgumentError(rules.errors.front().message);
-  if (Permissive(rules.default_action) && options.default_allowance != DefaultAllowance::kPolicyExplicit) {
+  if (RefusesPermissiveDefault(rules.default_action, options)) {
     return FailedPreconditionError(
         "refusing to emit a seccomp filter whose default action allows: the policy must say `default allow` "
         "itself");
@@ -564,18 +584,15 @@ std::string SeccompCompileInput(const ir::Policy& policy) {
 }
 
 std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy) {
-  std::vector<ir::SyscallRuleProblem> problems = SyscallRuleProblems(policy);
-  if (!problems.empty()) return problems;
+  EffectiveSyscalls rules =
+      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy));
+  std::vector<ir::SyscallRuleProblem> problems = RuleProblems(rules);
   const SeccompFilterOptions options = FilterOptionsFor(policy);
   // A permissive default the policy did not write is refused by the
   // compiler for the filter as a whole; the policy checker says so itself.
-  if (Permissive(policy.syscalls.default_action) && options.default_allowance != DefaultAllowance::kPolicyExplicit) {
-    return problems;
-  }
+  if (!problems.empty() || RefusesPermissiveDefault(rules.default_action, options)) return problems;
   std::string refused;  // empty: about no one syscall, reported at the profile
-  Result<CompiledSeccompFilter> built = BuildSeccompFilter(
-      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy)),
-      options, &refused);
+  Result<CompiledSeccompFilter> built = BuildSeccompFilter(rules, options, &refused);
   if (!built.ok()) {
     problems.push_back({refused, built.status().message(),
                         "libseccomp 2.5.4 cannot compile every rule set correctly; Cocoon refuses rather than emit "
@@ -589,20 +606,8 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
   // (OCI, Kubernetes) expresses the prologue's guards as rules and can fail
   // where the filter does not (moby's `allow socket if arg0 > 0x28` against
   // the socket-family guard); those targets still refuse at compile time.
-  std::vector<ir::SyscallRuleProblem> problems;
-  EffectiveSyscalls rules =
-      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy));
-  for (EffectiveSyscalls::Error& error : rules.errors) {
-    problems.push_back({std::move(error.syscall), std::move(error.message), {}});
-  }
-  // What compiles but cannot be verified is refused by the compiler
-  // (seccomp_verify.h): reported here too, so that a policy that checks compiles.
-  for (ir::SyscallRuleProblem& problem : UnverifiableSyscalls(rules)) {
-    bool reported = std::any_of(problems.begin(), problems.end(),
-                                [&](const ir::SyscallRuleProblem& p) { return p.syscall == problem.syscall; });
-    if (!reported) problems.push_back(std::move(problem));
-  }
-  return problems;
+  return RuleProblems(
+      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy)));
 }
 
 Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {

@@ -28,6 +28,26 @@ frontend::FrontendOptions Options(bool with_back_end_checks) {
   return options;
 }
 
+// Without the check, the back end refuses `text` itself, saying `needle`.
+void ExpectTheCompilerRefuses(const std::string& text, const std::string& needle) {
+  Diagnostics unchecked;
+  auto accepted = frontend::CompilePolicyText("p.cocoon", text, "", Options(false), unchecked);
+  ASSERT_TRUE(accepted.has_value()) << unchecked.Render();
+  auto compiled = CompileSeccomp(*accepted);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_NE(compiled.status().message().find(needle), std::string::npos) << compiled.status().ToString();
+}
+
+// What `cocoon check` reports for `text` (it builds the filter,
+// FilterBuildProblems), rendered; empty when the policy checks.
+std::string CheckWithTheFilterBuilt(const std::string& text) {
+  frontend::FrontendOptions built = Options(false);
+  built.syscall_rule_check = FilterBuildProblems;
+  Diagnostics diagnostics;
+  const bool ok = frontend::CompilePolicyText("p.cocoon", text, "", built, diagnostics).has_value();
+  return ok ? std::string() : diagnostics.Render();
+}
+
 // Two exceptions on one argument of a syscall @basic-io allows: "lseek unless
 // arg1 is 5 or 7" needs two != comparisons of arg1 in one seccomp rule.
 // (arg1, the offset, is 64-bit in the kernel; on a 32-bit parameter such as
@@ -113,13 +133,7 @@ TEST(SyscallRuleProblemsTest, ARuleSetTooLargeToVerifyIsACheckError) {
   EXPECT_NE(rendered.find("p.cocoon:"), std::string::npos) << rendered;
   EXPECT_NE(rendered.find("too many distinct values"), std::string::npos) << rendered;
   // Without the check, the compiler refuses the same policy: they agree.
-  Diagnostics unchecked;
-  auto accepted = frontend::CompilePolicyText("p.cocoon", text, "", Options(false), unchecked);
-  ASSERT_TRUE(accepted.has_value()) << unchecked.Render();
-  auto compiled = CompileSeccomp(*accepted);
-  ASSERT_FALSE(compiled.ok());
-  EXPECT_NE(compiled.status().message().find("too many distinct values"), std::string::npos)
-      << compiled.status().ToString();
+  ExpectTheCompilerRefuses(text, "too many distinct values");
   // Fewer such rules, and `==` on two 32-bit arguments, check and compile.
   for (const std::string& fits : {policy_text(16),
                                   std::string("profile p {\n  syscalls {\n    default errno EPERM\n    allow setsockopt\n"
@@ -140,21 +154,12 @@ TEST(SyscallRuleProblemsTest, RulesThatHangLibseccompAreRefusedNotHung) {
       "    allow mbind if arg1 != 7 and arg2 == 0x500000000\n  }\n}\n";
   // `cocoon check` builds the filter (FilterBuildProblems); launches only
   // check the rules (no fork on a warm cache) and refuse when they compile.
-  frontend::FrontendOptions built = Options(false);
-  built.syscall_rule_check = FilterBuildProblems;
-  Diagnostics diagnostics;
-  EXPECT_FALSE(frontend::CompilePolicyText("p.cocoon", text, "", built, diagnostics).has_value());
-  const std::string rendered = diagnostics.Render();
+  const std::string rendered = CheckWithTheFilterBuilt(text);
+  EXPECT_FALSE(rendered.empty());
   EXPECT_NE(rendered.find("p.cocoon:5:5"), std::string::npos) << rendered;
   EXPECT_NE(rendered.find("cannot build the rules for mbind"), std::string::npos) << rendered;
   EXPECT_NE(rendered.find("docs/security.md"), std::string::npos) << rendered;
-  Diagnostics unchecked;
-  auto accepted = frontend::CompilePolicyText("p.cocoon", text, "", Options(false), unchecked);
-  ASSERT_TRUE(accepted.has_value()) << unchecked.Render();
-  auto compiled = CompileSeccomp(*accepted);
-  ASSERT_FALSE(compiled.ok());
-  EXPECT_NE(compiled.status().message().find("cannot build the rules for mbind"), std::string::npos)
-      << compiled.status().ToString();
+  ExpectTheCompilerRefuses(text, "cannot build the rules for mbind");
 }
 
 // A rule set libseccomp 2.5.4 miscompiles passes the rule checks (nothing
@@ -169,14 +174,13 @@ TEST(SyscallRuleProblemsTest, ARuleSetLibseccompMiscompilesIsACheckErrorWhenTheF
   Diagnostics rules_only;
   EXPECT_TRUE(frontend::CompilePolicyText("p.cocoon", text, "", Options(true), rules_only).has_value())
       << rules_only.Render();
-  frontend::FrontendOptions built = Options(false);
-  built.syscall_rule_check = FilterBuildProblems;
-  Diagnostics diagnostics;
-  EXPECT_FALSE(frontend::CompilePolicyText("p.cocoon", text, "", built, diagnostics).has_value());
-  const std::string rendered = diagnostics.Render();
+  const std::string rendered = CheckWithTheFilterBuilt(text);
+  EXPECT_FALSE(rendered.empty());
   EXPECT_NE(rendered.find("p.cocoon:5:5"), std::string::npos) << rendered;
   EXPECT_NE(rendered.find("miscompiled the rules for mbind"), std::string::npos) << rendered;
   // Every shipped profile builds.
+  frontend::FrontendOptions built = Options(false);
+  built.syscall_rule_check = FilterBuildProblems;
   Diagnostics strict;
   EXPECT_TRUE(frontend::CheckPolicyFile((kRepo / "policies/strict.cocoon").string(), "", built, strict))
       << strict.Render();
