@@ -122,7 +122,7 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
   if (busy) {
     Status why = ResourceExhaustedError("server busy: " + std::to_string(options_.max_concurrent) +
                                         " sandboxes running and the queue is full; retry later");
-    return SendResult(context, CallResultFromError("busy", why, AuditRefusal(IdentityOf(*call), "busy", why)));
+    return SendResult(context, CallResultFromError(call->tool, "busy", why, AuditRefusal(IdentityOf(*call), "busy", why)));
   }
   if (options_.dispatch == Dispatch::kInline) return RunToolCall(call);
   try {
@@ -179,7 +179,7 @@ json Server::ExecuteTool(Call& call) {
   if (call.tool == kInspectRuntimes) {
     if (!call.arguments.empty()) {
       Status why = InvalidArgumentError("inspect_runtimes takes no arguments");
-      return CallResultFromError("bad_input", why, AuditRefusal(identity, "bad_input", why));
+      return CallResultFromError(call.tool, "bad_input", why, AuditRefusal(identity, "bad_input", why));
     }
     json runtimes = executor_.InspectRuntimes();
     size_t available = 0, total = 0;
@@ -192,7 +192,7 @@ json Server::ExecuteTool(Call& call) {
     auto audit = executor_.AuditToolCall(
         identity, std::to_string(total) + " runtimes, " + std::to_string(available) + " installed");
     if (!audit.ok()) {
-      return CallResultFromError("audit_failed", audit.status(),
+      return CallResultFromError(call.tool, "audit_failed", audit.status(),
                                  {{"sequence", 0}, {"event_id", ""}, {"note", "the call's audit event could not be written"}});
     }
     return CallResultFromRuntimes(runtimes, *audit);
@@ -200,13 +200,13 @@ json Server::ExecuteTool(Call& call) {
   auto request = ParseToolArguments(call.tool, call.arguments, tool_context_);
   if (!request.ok()) {
     Log(call.context, LogLevel::kWarning, {{"tool", call.tool}, {"refused", request.status().message()}});
-    return CallResultFromError("bad_input", request.status(), AuditRefusal(identity, "bad_input", request.status()));
+    return CallResultFromError(call.tool, "bad_input", request.status(), AuditRefusal(identity, "bad_input", request.status()));
   }
   request->request_id = call.key;
   request->client_name = call.context.client_name;
   if (!AcquireSlot(call)) {
     Status why(ErrorCode::kUnavailable, "cancelled before it started");
-    return CallResultFromError("cancelled", why, AuditRefusal(identity, "cancelled", why));
+    return CallResultFromError(call.tool, "cancelled", why, AuditRefusal(identity, "cancelled", why));
   }
   ExecHooks hooks;
   hooks.cancel = &call.cancel;
@@ -219,7 +219,7 @@ json Server::ExecuteTool(Call& call) {
     bool bad_input = result.status().code() == ErrorCode::kInvalidArgument;
     const char* kind = bad_input ? "bad_input" : "launch_failed";
     Log(call.context, LogLevel::kError, {{"tool", call.tool}, {"failed", result.status().message()}});
-    return CallResultFromError(kind, result.status(), AuditRefusal(identity, kind, result.status()));
+    return CallResultFromError(call.tool, kind, result.status(), AuditRefusal(identity, kind, result.status()));
   }
   Log(call.context, IsErrorStatus(result->status) ? LogLevel::kWarning : LogLevel::kInfo,
       {{"tool", call.tool}, {"status", ExecStatusName(result->status)}, {"exit_code", result->exit_code},

@@ -29,13 +29,18 @@ json AuditSchema() {
           {"required", {"sequence", "event_id"}}};
 }
 
+// Why a call did not run (bad input, busy, cancelled while queued, ...).
+json ErrorSchema() {
+  return {{"type", "object"},
+          {"properties", {{"kind", {{"type", "string"}}}, {"message", {{"type", "string"}}}}},
+          {"required", {"kind", "message"}}};
+}
+
 // The Outcome subset every run result is guaranteed to carry (the full
 // Outcome has more keys; additional properties are allowed in the output).
 json OutcomeSchema() {
   json audit = AuditSchema();
-  json error = {{"type", "object"},
-                {"properties", {{"kind", {{"type", "string"}}}, {"message", {{"type", "string"}}}}},
-                {"required", {"kind", "message"}}};
+  json error = ErrorSchema();
   return {{"type", "object"},
           {"properties",
            {{"exit_code", {{"type", "integer"}}},
@@ -61,7 +66,8 @@ json RuntimesSchema() {
                     {"version", {{"type", "string"}}}}},
                   {"required", {"name", "available"}}};
   return {{"type", "object"},
-          {"properties", {{"runtimes", {{"type", "array"}, {"items", runtime}}}, {"audit", AuditSchema()}}},
+          {"properties",
+           {{"runtimes", {{"type", "array"}, {"items", runtime}}}, {"audit", AuditSchema()}, {"error", ErrorSchema()}}},
           {"required", {"runtimes", "audit"}}};
 }
 
@@ -363,12 +369,18 @@ json AuditJson(const AuditRef& audit) {
   return out;
 }
 
-json CallResultFromError(std::string_view kind, const Status& status, const json& audit) {
+json CallResultFromError(std::string_view tool, std::string_view kind, const Status& status, const json& audit) {
+  json error = {{"kind", kind}, {"message", SanitizeUtf8(status.message())}};
+  // Clients validate structuredContent against the tool's outputSchema even
+  // when isError is set (the TypeScript SDK does), so the refusal takes the
+  // shape of the tool's own result.
+  if (tool == kInspectRuntimes) {
+    return TextResult({{"runtimes", json::array()}, {"audit", audit}, {"error", std::move(error)}}, true);
+  }
   json structured = {{"exit_code", -1},        {"stdout", ""},
                      {"stderr", ""},           {"timed_out", false},
                      {"oom_killed", false},    {"termination_reason", "not_started"},
-                     {"audit", audit},
-                     {"error", {{"kind", kind}, {"message", SanitizeUtf8(status.message())}}}};
+                     {"audit", audit},         {"error", std::move(error)}};
   return TextResult(structured, true);
 }
 

@@ -55,7 +55,10 @@ nlohmann::json CallResultFromExec(const ExecResult& result);
 // there is no event because no audit log is configured.
 nlohmann::json AuditJson(const AuditRef& audit);
 // `audit`: AuditJson, or an object whose note says why the event is missing.
-nlohmann::json CallResultFromError(std::string_view kind, const Status& status, const nlohmann::json& audit);
+// The result has the shape of `tool`'s outputSchema (inspect_runtimes: an
+// empty `runtimes`; the run tools: an Outcome that did not start).
+nlohmann::json CallResultFromError(std::string_view tool, std::string_view kind, const Status& status,
+                                   const nlohmann::json& audit);
 nlohmann::json CallResultFromRuntimes(const nlohmann::json& runtimes, const AuditRef& audit);
 
 // isError is true for a timeout, an OOM, a policy kill, a signal or a cancellation.

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -185,11 +186,21 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
       {"inspect_runtimes", {{"x", 1}}, "takes no arguments"},
   };
+  std::map<std::string, json> output_schemas;
+  const json listed = Call(Request(1000, "tools/list"));
+  for (const auto& tool : listed["result"]["tools"]) {
+    output_schemas[tool["name"].get<std::string>()] = tool["outputSchema"];
+  }
   int id = 1;
   for (const auto& c : cases) {
     json r = Call(ToolCall(id++, c.tool, c.args));
     ASSERT_TRUE(r.contains("result")) << r.dump();
     EXPECT_EQ(r["result"]["isError"], true) << c.args.dump();
+    // Clients validate an error result against the tool's outputSchema too
+    // (the TypeScript SDK does), so it must carry the tool's required keys.
+    for (const auto& key : output_schemas.at(c.tool)["required"]) {
+      EXPECT_TRUE(r["result"]["structuredContent"].contains(key)) << c.tool << " lacks " << key;
+    }
     std::string message = r["result"]["structuredContent"]["error"]["message"];
     EXPECT_NE(message.find(c.message), std::string::npos) << message;
     EXPECT_EQ(r["result"]["structuredContent"]["error"]["kind"], "bad_input");

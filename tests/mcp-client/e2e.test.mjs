@@ -138,6 +138,15 @@ test('inspect_runtimes lists python with a version', async () => {
   assert.match(python.version, /Python 3/);
 });
 
+test('a refused inspect_runtimes call still matches its output schema', async () => {
+  // The SDK checks structuredContent against the tool's outputSchema even when
+  // isError is set; a result of the wrong shape would throw here instead.
+  const result = await client.callTool({ name: 'inspect_runtimes', arguments: { unexpected: 1 } });
+  assert.equal(result.isError, true);
+  assert.deepEqual(result.structuredContent.runtimes, []);
+  assert.equal(result.structuredContent.error.kind, 'bad_input');
+});
+
 test('progress notifications stream the output live', async () => {
   // The program pauses after each line, so each notification is delivered
   // while the call still runs. That is what "live" means, and it also keeps
