@@ -376,8 +376,7 @@ Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records
   if (status.ok()) status = Emit(batch_);
   if (status.ok()) status = MaybeRotate(tail);
   if (file) {
-    if (status.ok()) file->RememberTail(tail);
-    file->Unlock();
+    file->Unlock(status.ok() ? &tail : nullptr);
   } else if (status.ok()) {
     stream_tail = tail;
   }

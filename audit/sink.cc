@@ -265,8 +265,9 @@ Status FileSink::Sync() {
   return Status::Ok();
 }
 
-void FileSink::Unlock() {
-  have_cache_ = true;
+void FileSink::Unlock(const Tail* written_tail) {
+  have_cache_ = written_tail != nullptr;
+  if (written_tail) cached_tail_ = *written_tail;
   flock(fd_, LOCK_UN);
 }
 

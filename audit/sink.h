@@ -63,13 +63,17 @@ class FileSink {
   // One write(2) for everything in `bytes`; ENOSPC and short writes are errors.
   Status Write(std::string_view bytes);
   Status Sync();
-  void Unlock();
+  // `written_tail`: the chain's tail after an append that fully succeeded,
+  // cached for our next Lock; nullptr after any failure, so that the next
+  // Lock reads the tail from the file. (A cache kept across a failed append
+  // would hand back the tail from before another writer's lines, and our next
+  // lines would reuse sequence numbers already on disk.)
+  void Unlock(const Tail* written_tail);
   // Called locked: renames the current file to `archive` and installs `first_line`
   // as the first line of a fresh file at the path.
   Status Rotate(const std::string& archive, std::string_view first_line);
   uint64_t size() const { return known_end_; }
   const std::string& path() const { return path_; }
-  void RememberTail(const Tail& tail) { cached_tail_ = tail; }
 
  private:
   Status Reopen();

@@ -1,6 +1,7 @@
 #include "audit/verifier.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -182,6 +183,7 @@ class ChainWalker {
 
   void Walk(Failure& failure, std::vector<SignatureCheck>& checks);
   std::string last_kind;
+  std::string last_next_file;  // a rotate record's next_file
   size_t last_signed = SIZE_MAX;
   size_t last_valid = SIZE_MAX;
   std::vector<std::string> recoveries;  // one description per recovery record
@@ -308,6 +310,7 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       if (may_leave_unsigned_.count(p.key_id) != 0) may_leave_unsigned_.emplace(key->key_id());
     }
     if (line.kind == Kind::kRecovery) recoveries.push_back(DescribeRecovery(i));
+    if (line.kind == Kind::kRotate) last_next_file = std::string(ExtraString(p, "next_file").value_or("?"));
     if (!line.SameChain(chain_)) {  // once per chain, not per line (no copy on the hot path)
       chain_ = std::string(p.chain);
       report_.chain_id = chain_;
@@ -437,12 +440,28 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
     return report;
   }
   if (walker.last_signed != walker.last_valid) {
-    report.notices.push_back("the last " + std::to_string(walker.last_valid - (walker.last_signed == SIZE_MAX ? -1 : walker.last_signed)) +
-                             " line(s) are chained but not yet covered by a signature");
+    // Every write ends with a signed line (with sign_every > 1 too), so
+    // unsigned lines at the end were appended by someone without the key, or
+    // are what a writer killed in the middle of a write left; either way
+    // nothing vouches for them. The next writer records them in a signed
+    // recovery record (exit 4), as it does for a torn fragment.
+    size_t first_unsigned = walker.last_signed == SIZE_MAX ? 0 : walker.last_signed + 1;
+    report.verdict = VerifyVerdict::kTampered;
+    report.file = inputs[lines[first_unsigned].file].name;
+    report.line = lines[first_unsigned].number;
+    report.reason = "the last " + std::to_string(walker.last_valid + 1 - first_unsigned) +
+                    " line(s) are covered by no signature, and every write ends with a signed line: appended "
+                    "without the key, or left by a writer killed mid-write (the next writer records a recovery)";
+    return report;
   }
-  if (walker.last_kind == "seal" || walker.last_kind == "rotate") {
+  if (walker.last_kind == "seal") {
     report.verdict = VerifyVerdict::kSealed;
-    if (walker.last_kind == "rotate") report.notices.push_back("the chain continues in the next rotated file");
+  } else if (walker.last_kind == "rotate") {
+    // A rotation is a clean place to cut the series: without the file it
+    // continues in, the end of the chain is not here.
+    report.verdict = VerifyVerdict::kUnsealed;
+    report.reason = "not sealed: the log ends with a rotate record; the chain continues in the next file (" +
+                    walker.last_next_file + "), which was not given";
   } else {
     report.verdict = VerifyVerdict::kUnsealed;
     report.reason = "not sealed: the log ends with a " + walker.last_kind + " record, so its end may be missing";
@@ -468,6 +487,12 @@ class MappedFile {
   static Result<std::unique_ptr<MappedFile>> Open(const std::string& path) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoError("opening " + path);
+    // Writers hold LOCK_EX for each whole write(2) of a batch, and a reader
+    // can see a large write half done (the size grows page by page): the
+    // shared lock makes the size we map end at a batch boundary, so a live
+    // log is not reported torn or unsigned at its end.
+    while (flock(fd, LOCK_SH) != 0 && errno == EINTR) {
+    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
       int err = errno;
@@ -485,6 +510,8 @@ class MappedFile {
       }
       file->data_ = static_cast<const char*>(p);
     }
+    // Explicitly: the mapping keeps the open file, and with it the lock, alive.
+    flock(fd, LOCK_UN);
     close(fd);
     return file;
   }

@@ -199,15 +199,18 @@ TEST_F(ChainTest, SignEveryNSignsCheckpointsOnlyAndStillChains) {
   EXPECT_EQ(report.line, victim + 2);
 }
 
-TEST_F(ChainTest, SignEveryNUnsignedTailIsReportedUnsealed) {
+// Every write ends with a signed line, so unsigned lines at the end are
+// either forged (no key needed to chain them) or a cut in the middle of a
+// write: never "intact", which is what a live log that is merely unsealed says.
+TEST_F(ChainTest, SignEveryNUnsignedTailIsTampered) {
   std::string path = WriteLog("log", 150, /*sign_every=*/100);
   auto lines = SplitLines(ReadFile(path));
   lines.resize(lines.size() - 3);
   WriteFile(path, JoinLines(lines));
   VerifyReport report = Verify({path});
-  EXPECT_EQ(report.verdict, VerifyVerdict::kUnsealed);
-  std::string text = FormatReport(report);
-  EXPECT_NE(text.find("not yet covered by a signature"), std::string::npos) << text;
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << FormatReport(report);
+  EXPECT_EQ(report.line, 102u) << "the first line after the last signature (the checkpoint at 101)";
+  EXPECT_NE(report.reason.find("covered by no signature"), std::string::npos) << report.reason;
 }
 
 TEST_F(ChainTest, KeyRotationIsSignedByTheOldKey) {
@@ -282,6 +285,27 @@ TEST_F(ChainTest, TwoWritersInterleaveThroughTheTail) {
   EXPECT_EQ((*a)->chain_id(), (*b)->chain_id());
 }
 
+// A failed append must not leave a stale tail cached: after another writer's
+// lines, the next append would reuse their sequence numbers and break the chain.
+TEST_F(ChainTest, AFailedAppendDoesNotReuseAStaleTail) {
+  auto a = AuditLog::Open(Options("log"));
+  auto b = AuditLog::Open(Options("log"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->Append(SampleDenial(1)).ok());
+  ASSERT_TRUE((*b)->Append(SampleDenial(2)).ok());
+  Event unwritable = SampleDenial(3);
+  unwritable.fields = EventFields(unwritable);
+  unwritable.rendered.reset();
+  unwritable.fields["cocoon"]["ratio"] = 0.5;  // floats are refused (integers only)
+  ASSERT_FALSE((*a)->Append(unwritable).ok());
+  ASSERT_TRUE((*a)->Append(SampleDenial(4)).ok());
+  ASSERT_TRUE((*b)->Append(SampleDenial(5)).ok());
+  ASSERT_TRUE((*a)->Close().ok());
+  ASSERT_TRUE((*b)->Close().ok());
+  VerifyReport report = Verify({Path("log")});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+}
+
 TEST_F(ChainTest, RotationContinuesTheChainAcrossFiles) {
   AuditLogOptions options = Options("log");
   options.rotate_bytes = 8000;
@@ -302,6 +326,11 @@ TEST_F(ChainTest, RotationContinuesTheChainAcrossFiles) {
   series.push_back(Path("log"));
   VerifyReport report = Verify(series);
   EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  // Without the newest file the series ends with a rotate record: not sealed.
+  std::vector<std::string> archives_only(series.begin(), series.end() - 1);
+  VerifyReport cut = Verify(archives_only);
+  EXPECT_EQ(cut.verdict, VerifyVerdict::kUnsealed) << FormatReport(cut);
+  EXPECT_NE(cut.reason.find("continues in the next file"), std::string::npos) << cut.reason;
   VerifyReport alone = Verify({Path("log")});
   EXPECT_EQ(alone.verdict, VerifyVerdict::kSealed) << FormatReport(alone);
   EXPECT_NE(FormatReport(alone).find("earlier file that was not given"), std::string::npos);

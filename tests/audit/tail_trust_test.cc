@@ -78,7 +78,9 @@ TEST_F(TailTrustTest, UnsignedLineInALogThatSignsEveryLineIsTampered) {
 TEST_F(TailTrustTest, UnsignedTailInASignEveryLogIsNamedByTheNextWriter) {
   std::string path = WriteLog("log", 20, /*sign_every=*/100);
   AppendRaw(path, ForgeUnsignedEvent(path, "allow-everything") + "\n");
-  EXPECT_EQ(Verify({path}).verdict, VerifyVerdict::kUnsealed);
+  VerifyReport forged = Verify({path});
+  EXPECT_EQ(forged.verdict, VerifyVerdict::kTampered) << FormatReport(forged);
+  EXPECT_EQ(forged.line, 23u);  // start, 20 events, seal, forged
 
   ASSERT_TRUE(RunWriter(100).ok());
   VerifyReport after = Verify({path});
