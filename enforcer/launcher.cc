@@ -44,6 +44,10 @@ std::string DescribeChildError(const PreparedChild* child, const ChildError& err
     message += " (the host path was replaced, or a symlink put in its way, after cocoon checked it: do not change "
                "bound host directories while cocoon starts a sandbox)";
   }
+  if (step == ChildStep::kMkdirTarget && error.err == ELOOP) {
+    message += " (a symlink is on the way to the mount point, as in a work dir holding `dir -> elsewhere`: mount "
+               "points are never made through one; remove the link from the work dir or mount elsewhere)";
+  }
   if (step == ChildStep::kExec && error.err == ENOENT) message += " (is the command inside a mounted directory?)";
   if (step == ChildStep::kUnshareNamespaces && error.err == ENOSPC) {
     message += " (a per-user namespace limit is reached: see /proc/sys/user/max_*_namespaces)";

@@ -33,6 +33,10 @@
 //     point inside a bound host directory is never created, only opened
 //     beneath the new root with RESOLVE_NO_SYMLINKS, and mounted on through
 //     that fd. A swap then refuses the run instead of redirecting a mount.
+//     Every other mount point (and symlink) is created one directory fd at
+//     a time beneath the new root, with no symlink followed, and mounted on
+//     through its fd: those inside the work dir sit on the host's own files,
+//     whose symlinks (`vendor -> /etc`) must not redirect a mkdir.
 //  4. The new root's own tmpfs remounted read-only: nothing but the
 //     policy's writable places can be written.
 //  5. pivot_root(".", ".") then umount2(".", MNT_DETACH): the old root is
@@ -133,60 +137,119 @@ long MountFilesystem(const char* source, const char* type, unsigned long flags, 
   return rc != 0 ? rc : sys::Mount(source, ".", type, flags, data);
 }
 
-// mkdir that accepts an existing directory: 0 or -errno.
-long MakeDirectory(const char* path) noexcept {
-  long rc = sys::Call(SYS_mkdirat, AT_FDCWD, path, 0755);
-  return rc == -EEXIST ? 0 : rc;
+// Opens `name` in `dir_fd` as a directory that is not a symlink, making it
+// first when it is missing: an fd, or -errno (ELOOP for a symlink: O_PATH |
+// O_NOFOLLOW opens the link itself rather than failing).
+long MakeAndOpenDirectory(int dir_fd, const char* name) noexcept {
+  long made = sys::Call(SYS_mkdirat, dir_fd, name, 0755);
+  if (made != 0 && made != -EEXIST) return made;
+  long fd = OpenWithoutSymlinks(dir_fd, name, RESOLVE_BENEATH);
+  if (fd < 0 || made == 0) return fd;
+  struct stat st;  // it was there already: it may be the host's symlink or file
+  long rc = sys::Call(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH);
+  if (rc == 0 && !S_ISDIR(st.st_mode)) rc = S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+  if (rc != 0) {
+    sys::Call(SYS_close, fd);
+    return rc;
+  }
+  return fd;
 }
 
-enum class MountPoint { kDirectory, kFile, kParentsOnly };
+// The directory that holds an op's mount point, open (O_PATH) with no
+// symlink followed, and the mount point's name in it.
+struct MountPointParent {
+  int fd = -1;
+  bool owned = false;  // false: the new root's fd, not ours to close
+  const char* name = nullptr;
+  ~MountPointParent() {
+    if (owned) sys::Call(SYS_close, fd);
+  }
+};
 
-// mkdir -p for the components of `target` below `root_len` bytes (the new
-// root, which exists) and below the ancestor an earlier op made (the
-// parent's existing_parent_len), then the mount point itself: a directory or
-// an empty file. EEXIST is fine everywhere: the parent has checked that
-// components inside bind mounts already exist on the host, so nothing is
-// created there.
-bool MakeMountPoint(const ChildMountOp& op, size_t root_len, MountPoint what, ChildError* error, int index) noexcept {
+// mkdir -p for the components of `target` below the new root and below the
+// ancestor an earlier op made (existing_parent_len), one directory fd at a
+// time: every component is opened beneath the new root with no symlink
+// followed (ELOOP otherwise). Mount points inside the work dir sit on the
+// host's own files (a staged copy, an overlay of the host dir, or the host
+// dir itself in direct mode), which may hold symlinks the host user or an
+// earlier sandbox made: a path-based mkdir would follow `vendor -> /etc` to
+// the host's /etc before pivot_root, as host root when cocoon runs as root.
+bool OpenMountPointParent(const ChildMountOp& op, int root_fd, size_t root_len, MountPointParent* parent,
+                          ChildError* error, int index) noexcept {
   char path[PATH_MAX];
-  size_t len = strlen(op.target);
+  const char* relative = op.target + root_len + 1;  // the sandbox path without its leading '/'
+  size_t len = strlen(relative);
   if (len >= sizeof(path)) return Fail(error, ChildStep::kMkdirTarget, ENAMETOOLONG, index);
-  memcpy(path, op.target, len + 1);
-  for (size_t i = root_len + op.existing_parent_len + 1; i < len; ++i) {
-    if (path[i] != '/') continue;
-    path[i] = '\0';
-    if (!Succeeded(MakeDirectory(path), error, ChildStep::kMkdirTarget, index)) return false;
-    path[i] = '/';
+  memcpy(path, relative, len + 1);
+  parent->fd = root_fd;
+  size_t begin = 0;
+  if (op.existing_parent_len > 0) {  // "/a/b" made earlier: open "a/b"
+    begin = op.existing_parent_len;
+    path[begin - 1] = '\0';
+    long fd = OpenWithoutSymlinks(root_fd, path, RESOLVE_BENEATH);
+    if (fd < 0) return Fail(error, ChildStep::kMkdirTarget, sys::ErrorOf(fd), index);
+    parent->fd = static_cast<int>(fd);
+    parent->owned = true;
   }
-  if (what == MountPoint::kParentsOnly) return true;
-  if (what == MountPoint::kDirectory) return Succeeded(MakeDirectory(path), error, ChildStep::kMkdirTarget, index);
-  long fd = sys::Call(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    // An existing read-only file (inside a ro bind) is a valid mount point.
-    if (fd != -EROFS && fd != -EEXIST && fd != -EACCES) return Fail(error, ChildStep::kMkdirTarget, sys::ErrorOf(fd), index);
-    struct stat st;
-    if (sys::Call(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode)) {
-      return Fail(error, ChildStep::kMkdirTarget, ENOENT, index);
+  for (size_t end = begin;; ++end) {
+    if (path[end] != '/' && path[end] != '\0') continue;
+    if (path[end] == '\0') {
+      parent->name = relative + begin;
+      return true;
     }
-    return true;
+    path[end] = '\0';
+    long fd = MakeAndOpenDirectory(parent->fd, path + begin);
+    if (fd < 0) return Fail(error, ChildStep::kMkdirTarget, sys::ErrorOf(fd), index);
+    if (parent->owned) sys::Call(SYS_close, parent->fd);
+    parent->fd = static_cast<int>(fd);
+    parent->owned = true;
+    begin = end + 1;
   }
-  sys::Call(SYS_close, fd);
+}
+
+// Creates the mount point itself in its parent (a directory or an empty
+// file, never through a symlink) and opens it for the mount.
+bool MakeMountPoint(const ChildMountOp& op, const MountPointParent& parent, MountPointRef* where, ChildError* error,
+                    int index) noexcept {
+  long fd;
+  if (op.target_is_dir) {
+    fd = MakeAndOpenDirectory(parent.fd, parent.name);
+  } else {
+    fd = sys::Call(SYS_openat, parent.fd, parent.name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) sys::Call(SYS_close, fd);
+    // An existing read-only file is a valid mount point; O_NOFOLLOW fails a
+    // symlink with ELOOP.
+    if (fd >= 0 || fd == -EROFS || fd == -EEXIST || fd == -EACCES) fd = OpenWithoutSymlinks(parent.fd, parent.name, RESOLVE_BENEATH);
+    if (fd >= 0) {
+      struct stat st;
+      long rc = sys::Call(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH);
+      if (rc == 0 && !S_ISREG(st.st_mode)) rc = S_ISLNK(st.st_mode) ? -ELOOP : -EISDIR;
+      if (rc != 0) {
+        sys::Call(SYS_close, fd);
+        fd = rc;
+      }
+    }
+  }
+  if (fd < 0) return Fail(error, ChildStep::kMkdirTarget, sys::ErrorOf(fd), index);
+  where->path = op.target;
+  where->fd = static_cast<int>(fd);
   return true;
 }
 
 bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, int root_fd, size_t root_len, ChildError* error,
              int index) noexcept {
-  if (op.kind == ChildMountKind::kSymlink) {
-    if (!MakeMountPoint(op, root_len, MountPoint::kParentsOnly, error, index)) return false;
-    long rc = sys::Call(SYS_symlinkat, op.source, AT_FDCWD, op.target);
-    return rc == -EEXIST || Succeeded(rc, error, ChildStep::kSymlink, index);
-  }
-  if (!op.mount_point_exists &&
-      !MakeMountPoint(op, root_len, op.target_is_dir ? MountPoint::kDirectory : MountPoint::kFile, error, index)) {
+  MountPointRef where;
+  if (op.kind == ChildMountKind::kSymlink || !op.mount_point_exists) {
+    MountPointParent parent;
+    if (!OpenMountPointParent(op, root_fd, root_len, &parent, error, index)) return false;
+    if (op.kind == ChildMountKind::kSymlink) {
+      long rc = sys::Call(SYS_symlinkat, op.source, parent.fd, parent.name);
+      return rc == -EEXIST || Succeeded(rc, error, ChildStep::kSymlink, index);
+    }
+    if (!MakeMountPoint(op, parent, &where, error, index)) return false;
+  } else if (!OpenMountPoint(op, root_fd, root_len, &where, error, index)) {
     return false;
   }
-  MountPointRef where;
-  if (!OpenMountPoint(op, root_fd, root_len, &where, error, index)) return false;
   bool ok = true;
   switch (op.kind) {
     case ChildMountKind::kBind:

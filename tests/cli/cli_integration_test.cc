@@ -795,6 +795,38 @@ TEST(CocoonEnforce, MountPointsInsideTheWorkDirAreNotCommitted) {
   fs::remove_all(dir);
 }
 
+// A mount point inside the work dir is created on the host's own files (a
+// staged copy of them, or the host dir itself in direct mode). A symlink the
+// host dir holds on the way (`inner -> elsewhere`, absolute) must not lead the
+// child's mkdir out of the work tree: before pivot_root it would resolve
+// against the host root, as host root when cocoon runs as root. The run is
+// refused, and nothing appears where the link points.
+TEST(CocoonEnforce, ASymlinkInTheWorkDirNeverRedirectsAMountPoint) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-inner-link-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::create_directories(dir / "shared");
+  fs::create_directories(dir / "elsewhere");
+  std::ofstream(dir / "shared" / "data.txt") << "shared\n";
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  fs::permissions(dir / "shared", fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  fs::create_directory_symlink(dir / "elsewhere", dir / "work" / "inner");
+  for (const char* mode : {"", " direct"}) {
+    std::ofstream(dir / "inner.cocoon") << "import \"strict\"\nprofile inner extends strict {\n  filesystem {\n"
+                                           "    work /work quota 64MiB" << mode << "\n"
+                                           "    readonly \"" << (dir / "shared").string() << "\" as \"/work/inner/deep\"\n"
+                                           "  }\n}\n";
+    Ran ran = Cocoon({"enforce", (dir / "inner.cocoon").string(), "--work", (dir / "work").string(), "--", "/bin/cat",
+                      "/work/inner/deep/data.txt"});
+    EXPECT_NE(ran.status, 0) << mode << ": ran, printing " << ran.out;
+    EXPECT_NE(ran.err.find("/work/inner/deep"), std::string::npos) << mode << ": " << ran.err;
+    EXPECT_NE(ran.err.find("a symlink is on the way to the mount point"), std::string::npos) << mode << ": " << ran.err;
+    EXPECT_TRUE(fs::is_empty(dir / "elsewhere")) << mode << ": the mount point was made through the symlink";
+    EXPECT_TRUE(fs::is_symlink(dir / "work" / "inner")) << mode;
+  }
+  fs::remove_all(dir);
+}
+
 // A script's arguments are the script's, with or without `--`, even when
 // they look like cocoon's options; `enforce` takes its command only after
 // `--`, so none of its words is read as an option either.
