@@ -31,8 +31,8 @@ bool IsUnder(const std::string& path, const std::string& dir) {
 }
 
 // Bind sources as root follow only root's symlinks (workdir/host_path.h).
-// The child mounts the resolved path by name later; a link another user puts
-// on the way in between is not caught here (open_tree from an fd would be).
+// The child opens the resolved path with no symlink allowed and binds it
+// only if it is still the inode seen here (mounts.cc OpenBindSource).
 Result<std::string> RealPath(const std::string& path) { return ResolveHostPath(path); }
 
 // `path` with "." components and repeated slashes removed; nullopt if it
@@ -357,6 +357,12 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       // What would be visible at the target: the host /proc for proc paths
       // (same kernel), a bound host path, or nothing (then nothing to hide).
       const bool in_proc = IsUnder(mount.target, "/proc");
+      const std::string& work = inputs_.plan->work_path;
+      if (!work.empty() && (mount.target == work || IsUnder(mount.target, work))) {
+        // The checker refuses this too; a plan from elsewhere must not fail open.
+        return FailedPreconditionError("hide " + mount.target + " is inside the work dir " + work +
+                                       ", which holds the caller's own files: it cannot be hidden there");
+      }
       std::string host = in_proc ? mount.target : host_equivalent();
       struct stat st;
       if (host.empty() || lstat(host.c_str(), &st) != 0) return Status::Ok();

@@ -303,6 +303,22 @@ bool SharesSyscallWithNeighbour(const std::map<internal::RuleKey, internal::Rule
   return next != rules.end() && next->first.name == name;
 }
 
+// `hide` masks what a bind shows of the host (or of /proc). The work dir is
+// the caller's own files, staged (or bound, in direct mode) at launch: a mask
+// there would not reach the staged copy (nor its other names), so a hidden
+// path inside it is an error rather than a promise the enforcer cannot keep.
+void CheckHiddenOutsideWorkDir(const State& state, Diagnostics& diagnostics) {
+  const std::string& work = state.policy.filesystem.work.path;
+  if (work.empty()) return;
+  for (const auto& [path, site] : state.hide_sites) {
+    if (path != work && path.compare(0, work.size() + 1, work + "/") != 0) continue;
+    diagnostics.Error(site.source, site.span,
+                      "cannot hide " + Quote(path) + ": it is inside the work dir " + Quote(work) +
+                          ", which holds the caller's own files (staged at launch), not a host bind",
+                      "keep that file out of the host work dir, or hide it where it is bound from");
+  }
+}
+
 ir::Policy Finalize(State& state, const Program& program) {
   ir::Policy policy = std::move(state.policy);
   policy.filesystem.mounts.clear();
@@ -383,6 +399,7 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
                         "start from a shipped profile: import \"strict\" and write `extends strict`");
   }
   state.policy.name = profile;
+  CheckHiddenOutsideWorkDir(state, diagnostics);
   if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;
   ir::Policy policy = Finalize(state, program);
   if (!rule_check) return policy;

@@ -274,6 +274,7 @@ void ApplyFilesystem(Layer& layer, const ast::Statement& stmt) {
       std::string path;
       if (!layer.AbsolutePath(word, path)) continue;
       if (!layer.state().hidden.insert(path).second) continue;
+      layer.state().hide_sites[path] = State::RuleSite{layer.file().source, word.span};
       layer.Origin("filesystem.hide:" + path, word.span);
     }
   } else if (key == "devices") {

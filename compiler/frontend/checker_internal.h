@@ -51,6 +51,7 @@ struct State {
     bool from_group = false;
   };
   std::map<std::string, RuleSite> rule_sites;
+  std::map<std::string, RuleSite> hide_sites;  // per hidden path, its word
 };
 
 // One profile being applied on top of its parent's State.

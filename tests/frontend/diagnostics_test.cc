@@ -97,6 +97,13 @@ const Case kCases[] = {
      " | profile p extends strcit { }\n"
      " |                   ^~~~~~\n"
      " = help: did you mean 'strict'?\n"},
+    {"hide_inside_work_dir",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { hide /work/.env }\n}\n",
+     "ERROR: t.cocoon:3:21: cannot hide '/work/.env': it is inside the work dir '/work', which holds the caller's "
+     "own files (staged at launch), not a host bind\n"
+     " |   filesystem { hide /work/.env }\n"
+     " |                     ^~~~~~~~~~\n"
+     " = help: keep that file out of the host work dir, or hide it where it is bound from\n"},
     {"extends_cycle",
      "profile t extends b { }\nprofile b extends t { }\n",
      "ERROR: t.cocoon:2:19: extends cycle: t -> b -> t\n"
