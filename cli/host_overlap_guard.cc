@@ -55,7 +55,7 @@ bool IsSystemTree(const std::string& dir) {
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
   // Resolved only when there is a work dir or a copy to hold it against: a
   // plain launch (the warm-cache hot path) pays no realpath for it.
-  const bool writes_or_copies = !paths.work_dir.empty() || !paths.copies.empty();
+  const bool writes_or_copies = !paths.work_dir.empty() || !paths.copies.empty() || !paths.writable_sources.empty();
   const std::string cache = writes_or_copies ? RealOrAsGiven(enforcer::ArtifactCache::DefaultDir()) : std::string();
   const std::string log = RealOrAsGiven(paths.audit_log == "-" ? "" : paths.audit_log);
   const std::string key = RealOrAsGiven(paths.audit_key);
@@ -103,6 +103,13 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
   };
   for (const std::string& bound : paths.bound_sources) {
     const std::string source = RealOrAsGiven(bound);
+    if (Within(source, "/proc")) {
+      // The sandbox has a /proc of its own. The host's shows every host
+      // process, and /proc/PID/root is a way into each one's root directory
+      // that no read-only flag on the bind applies to.
+      return InvalidArgumentError("the mount of " + bound + " would show the host's /proc to the sandbox, with every "
+                                  "host process and its root directory; the sandbox has a /proc of its own");
+    }
     if (!key.empty() && Within(key, source) && sandbox_may_read(key)) {
       return InvalidArgumentError("the mount of " + bound + " would show the audit key " + key +
                                   " to the sandbox; keep the key outside every bound directory");
@@ -111,6 +118,25 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return InvalidArgumentError("the mount of " + bound + " would show the audit log " + log +
                                   " to the sandbox; keep the log outside every bound directory");
     }
+  }
+  // A writable bind lets the sandbox change, rename or remove what is below
+  // it, whatever the files' own modes (rootless, it is their owner): the
+  // compiled policies every launch trusts, the audit record and its key, and
+  // the kernel's interfaces (cgroup limits in /sys/fs/cgroup, device nodes).
+  for (const std::string& bound : paths.writable_sources) {
+    const std::string source = RealOrAsGiven(bound);
+    auto refuse = [&](const std::string& what) {
+      return InvalidArgumentError("the writable mount of " + bound + " " + what +
+                                  "; bind a directory of the project's own writable, or use `work`/`tmpfs`");
+    };
+    if (Within(source, "/sys") || Within(source, "/dev") || Within(source, "/proc")) {
+      return refuse("would let the sandbox write the kernel's interfaces (" + source + ")");
+    }
+    if (!cache.empty() && (Within(cache, source) || Within(source, cache))) {
+      return refuse("overlaps Cocoon's artifact cache " + cache + " (compiled policies every launch trusts)");
+    }
+    if (!log.empty() && Within(log, source)) return refuse("holds the audit log " + log);
+    if (!key.empty() && Within(key, source)) return refuse("holds the audit key " + key);
   }
   return guarded;
 }

@@ -23,6 +23,7 @@ struct HostPathsToGuard {
   bool work_dir_is_ours = false;
   std::vector<std::string> copies;  // --copy sources
   std::vector<std::string> bound_sources;  // the plan's bind sources (read-only and writable)
+  std::vector<std::string> writable_sources;  // those of them bound writable
   std::string audit_log, audit_key;
 };
 

@@ -130,16 +130,17 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
     }
   }
   // Before the audit log is opened: a refused path leaves no trace on disk.
-  std::vector<std::string> bound_sources;
+  std::vector<std::string> bound_sources, writable_sources;
   for (const backends::PlanMount& mount : artifacts.plan.mounts) {
     if (mount.kind == backends::PlanMountKind::kBindReadOnly || mount.kind == backends::PlanMountKind::kBindWritable) {
       bound_sources.push_back(mount.source);
     }
+    if (mount.kind == backends::PlanMountKind::kBindWritable) writable_sources.push_back(mount.source);
   }
   COCOON_ASSIGN_OR_RETURN(GuardedHostPaths guarded,
                           CheckHostPathsForLaunch({request.work_dir, request.work_dir_is_ours, request.copies,
-                                                   std::move(bound_sources), request.audit.log_path,
-                                                   request.audit.key_path}));
+                                                   std::move(bound_sources), std::move(writable_sources),
+                                                   request.audit.log_path, request.audit.key_path}));
   // The audit log is opened before anything runs: a run whose record cannot
   // be written is refused. Like the allow-list's resolver, it needs the
   // dynamic loader: the launcher hands over to cocoon-full here

@@ -935,6 +935,48 @@ TEST(CocoonRun, AuditedRunWithoutLibcryptoIsRefusedAndWritesNothing) {
   fs::remove_all(dir);
 }
 
+// A writable bind lets the sandbox change, rename or remove what is below it
+// (rootless, as the files' owner): one over Cocoon's artifact cache would let
+// it rewrite the compiled policy of every later launch, one over the audit
+// trail erase or forge the record, one of /sys or /dev reach the kernel's
+// interfaces. Any bind of the host's /proc shows every host process. Each
+// is refused before anything runs, and nothing is written.
+TEST(CocoonEnforce, WritableBindsOverTrustAnchorsAndHostProcAreRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-wguard-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  fs::create_directories(dir / "trail");
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()}};
+  const std::string key = (dir / "trail" / "key").string(), log = (dir / "trail" / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  auto run_with = [&](const std::string& bind, const std::string& source) {
+    std::ofstream(dir / "p.cocoon") << "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n"
+                                       "  filesystem {\n    " << bind << " \"" << source << "\" as \"/mnt/x\"\n  }\n}\n";
+    return Cocoon({"enforce", (dir / "p.cocoon").string(), "--audit-log", log, "--audit-key", key, "--", "/bin/sh",
+                   "-c", "echo x > /mnt/x/planted"}, "", env);
+  };
+  struct Case {
+    std::string bind, source, message;
+  };
+  const std::vector<Case> cases = {
+      {"writable", (dir / "cache").string(), "overlaps Cocoon's artifact cache"},
+      {"writable", dir.string(), "overlaps Cocoon's artifact cache"},
+      {"writable", (dir / "trail").string(), "holds the audit"},
+      {"writable", "/sys/fs/cgroup", "the kernel's interfaces"},
+      {"readonly", "/proc", "the host's /proc"},
+  };
+  for (const Case& c : cases) {
+    Ran ran = run_with(c.bind, c.source);
+    EXPECT_NE(ran.status, 0) << c.bind << " " << c.source;
+    EXPECT_NE(ran.err.find(c.message), std::string::npos) << c.bind << " " << c.source << ": " << ran.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "cache" / "planted"));
+  EXPECT_FALSE(fs::exists(dir / "planted"));
+  EXPECT_FALSE(fs::exists(dir / "trail" / "planted"));
+  EXPECT_FALSE(fs::exists(log)) << "refused before the audit log was opened";
+  fs::remove_all(dir);
+}
+
 // A work dir's contents are committed back after the run, so one that holds
 // Cocoon's artifact cache (compiled policies later launches trust) or the
 // audit key or log is refused before anything runs, as is a system tree;
