@@ -155,6 +155,15 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int sock, in
   fits = fits && Append(data, sizeof data, &used, spec.overlay_data);
   rc = fits ? sys::Mount("overlay", target, "overlay", flags, data) : -ENAMETOOLONG;
   if (lower >= 0) sys::Call(SYS_close, lower);
+  // Then the stage is made unbindable (not before: overlayfs takes private
+  // clones of its layers' mounts, which an unbindable mount refuses). The
+  // stage sits on a host path (the state dir, /tmp), and a policy's later
+  // recursive bind of a tree holding it (`writable /tmp as /x`) would carry
+  // it into the sandbox, whose user owns upper/: whiteouts and opaque
+  // xattrs written there directly would become deletions of the host's
+  // files at commit. A recursive bind skips an unbindable mount and all
+  // below it (the idmapped lower too).
+  if (rc == 0) rc = sys::Mount(nullptr, spec.stage_dir, nullptr, MS_UNBINDABLE, nullptr);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountOverlay);
   long fd = OpenDirectory(spec.upper_dir);
   if (fd < 0) return FailOn(fd, failed_step, WorkMountStep::kOpenFds);

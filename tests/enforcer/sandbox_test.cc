@@ -577,6 +577,28 @@ TEST_F(WorkDirTest, StagedResultsAreCommittedAndEscapesLeftOut) {
   EXPECT_EQ(lstat((dir_ + "/ok").c_str(), &st), 0);
 }
 
+// The overlay's stage (quota tmpfs with upper/ and work/) is mounted on a host
+// path, the state dir under /tmp. A policy's recursive bind of a tree that
+// holds it, mounted later, must not carry it into the sandbox: its user owns
+// upper/, and whiteouts written there directly would delete host files at
+// commit. The stage is unbindable, so the bind shows an empty directory.
+TEST_F(WorkDirTest, TheOverlayStageIsNotReachableThroughABindOfItsHostPath) {
+  // Over the 64 MiB threshold (st_size counts; sparse, so nothing is written).
+  ASSERT_EQ(truncate((dir_ + "/input.txt").c_str(), 65ll << 20), 0);
+  ir::Policy policy = testing::TestPolicy();
+  policy.filesystem.mounts.push_back({ir::MountKind::kWritable, "/tmp", "/zz-hosttmp", 0, false});
+  SandboxRequest request = testing::MakeRequest(
+      policy, {"/bin/sh", "-c",
+               "found=0; for d in /zz-hosttmp/cocoon-stage-*; do [ -e \"$d/upper\" ] && found=1 && echo \"$d\"; done; "
+               "echo found=$found"});
+  request.work_host_dir = dir_;
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  ASSERT_EQ(outcome->work_mode, "staged-overlay") << "the test needs the overlay strategy";
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  EXPECT_NE(outcome->stdout_data.find("found=0"), std::string::npos) << outcome->stdout_data;
+}
+
 TEST_F(WorkDirTest, TimedOutRunCommitsNothing) {
   ir::Policy policy = testing::TestPolicy();
   policy.limits.wall_time_ms = {true, 500, ir::Enforcement::kRequired};
