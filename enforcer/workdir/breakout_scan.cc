@@ -297,7 +297,10 @@ Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const c
         Add(state, path, "mount");
         break;
       }
-      if (st.st_mode & S_ISUID) Add(state, path, "setuid");
+      // A setuid bit on a directory means nothing on Linux, and the commit
+      // copies directories with mode & 01777: not a finding (it would drop
+      // the whole subtree from the commit, host files the sandbox could not
+      // have removed with it).
       if (depth + 1 > options_.max_depth) {
         // Not entered: what it holds is unknown, so the whole directory is a
         // finding (left out of a commit) rather than an error that would

@@ -491,6 +491,19 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
     return f.kind == "symlink-escape" && it != preexisting_symlinks_.end() && it->second == f.target;
   });
   if (commit == StagedCommit::kDiscard) return;  // verified; nothing goes back
+  // A directory the scan could not go into would be left out of the commit
+  // whole. As root, that is a way to remove files of the host dir that the
+  // sandbox could not have removed itself (root's files inside a directory of
+  // the caller's, moved under 256 levels of the sandbox's own): nothing is
+  // committed instead.
+  for (const BreakoutFinding& finding : result.scan.findings) {
+    if (finding.kind != "too-deep") continue;
+    result.error = FailedPreconditionError(
+        "the sandbox nested directories deeper than breakout verification goes (" +
+        std::to_string(scan_options.max_depth) + " levels) at " + finding.path +
+        ": nothing was committed (leaving that directory out would remove what it holds from the host dir)");
+    return;
+  }
   CommitOptions commit_options;
   commit_options.cancel = cancel;
   commit_options.cancel_fd = cancel_fd;

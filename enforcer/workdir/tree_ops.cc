@@ -139,6 +139,14 @@ Status RemoveOpenedDirectory(int dir_fd, const std::string& name, int child) {
   if (IsMountRoot(dir_fd, child)) {
     return FailedPreconditionError("'" + name + "' is a mount point; not removing anything inside it");
   }
+  // A directory of ours without owner write (0555, as Go's module cache makes
+  // them, or as the sandbox chose) cannot be emptied by a caller who is not
+  // root: without this, a failed or superseded commit tree stayed behind next
+  // to the work dir, a quota's worth each run.
+  struct stat st {};
+  if (fstat(child, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 0700) != 0700) {
+    fchmod(child, (st.st_mode & 07777) | 0700);
+  }
   COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(child));
   for (const DirEntry& entry : entries) {
     COCOON_RETURN_IF_ERROR(RemoveTree(child, entry.name));
@@ -153,8 +161,20 @@ Status RemoveTree(int dir_fd, const std::string& name) {
   if (unlinkat(dir_fd, name.c_str(), 0) == 0) return Status::Ok();
   if (errno == ENOENT) return Status::Ok();
   if (errno != EISDIR && errno != EPERM) return ErrnoError("removing '" + name + "'");
-  COCOON_ASSIGN_OR_RETURN(Fd child, OpenDir(dir_fd, name));
-  return RemoveOpenedDirectory(dir_fd, name, child.get());
+  auto child = OpenDir(dir_fd, name);
+  if (!child.ok() && child.status().code() == ErrorCode::kPermissionDenied) {
+    // Ours but unreadable (0000): given back owner rwx through an O_PATH
+    // open, which needs no permission on it and follows no link.
+    int path_fd = openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st {};
+    if (path_fd >= 0 && fstat(path_fd, &st) == 0 && st.st_uid == geteuid()) {
+      chmod(("/proc/self/fd/" + std::to_string(path_fd)).c_str(), 0700);
+      child = OpenDir(dir_fd, name);
+    }
+    if (path_fd >= 0) close(path_fd);
+  }
+  if (!child.ok()) return child.status();
+  return RemoveOpenedDirectory(dir_fd, name, child->get());
 }
 
 Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t ino) {

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 #include "enforcer/workdir/breakout_scan.h"
 #include "enforcer/workdir/commit.h"
+#include "enforcer/workdir/tree_ops.h"
 #include "test_tree.h"
 
 namespace cocoon::enforcer {
@@ -401,6 +403,41 @@ TEST(CommitTest, AWorkDirReplacedJustBeforeTheSwapIsSwappedBack) {
   EXPECT_EQ(ReadText(f.host + "/other.txt"), "someone else's\n");
   EXPECT_EQ(Names(moved), std::set<std::string>{"orig.txt"});
   EXPECT_EQ(Names(f.parent.path()), (std::set<std::string>{"moved", "work"})) << "no temporary dir left behind";
+}
+
+// A caller who is not root must still remove trees of its own whose
+// directories lack owner write (0555, as Go's module cache makes them) or
+// every permission (0000, as a sandbox may leave them): a failed or
+// superseded commit tree otherwise stayed next to the work dir. As root the
+// removal runs in a child that dropped to an unprivileged uid.
+TEST(CommitTest, RemoveTreeEmptiesItsOwnReadOnlyAndUnreadableDirectories) {
+  TempDir dir{"cocoon-remove"};
+  constexpr uid_t kUser = 23456;
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(dir.path().c_str(), kUser, kUser), 0);
+  }
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(kUser) != 0 || setuid(kUser) != 0)) _exit(2);
+    const std::string top = dir / "top";
+    testing::MakeDirs(top + "/gomod/pkg");
+    testing::MakeDirs(top + "/hidden/inner");
+    WriteText(top + "/gomod/pkg/a.go", "package a\n");
+    WriteText(top + "/hidden/inner/b", "b\n");
+    if (chmod((top + "/gomod/pkg").c_str(), 0555) != 0 || chmod((top + "/gomod").c_str(), 0555) != 0 ||
+        chmod((top + "/hidden").c_str(), 0000) != 0) {
+      _exit(3);
+    }
+    int parent = open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    Status removed = tree::RemoveTree(parent, "top");
+    struct stat st {};
+    _exit(!removed.ok() ? 4 : lstat(top.c_str(), &st) == 0 ? 5 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not drop to uid 23456; 3: setup; 4: RemoveTree failed; 5: left in place";
 }
 
 TEST(CommitTest, RefusesRelativeHostDir) {

@@ -211,6 +211,12 @@ TEST(BreakoutScanTest, FifoSocketDeviceAndSetidBits) {
   EXPECT_TRUE(Has(report, "sgid", "setgid"));
   EXPECT_FALSE(report.IsFlagged("plain"));
   EXPECT_EQ(report.findings.size(), 6u);
+  // On a directory the setuid bit means nothing (and the commit drops it): a
+  // finding there would leave the whole subtree out of the commit.
+  testing::MakeDirs(dir / "setuid-dir");
+  WriteText((dir / "setuid-dir") + "/inside", "data", 0644);
+  ASSERT_EQ(chmod((dir / "setuid-dir").c_str(), 04755), 0);
+  EXPECT_FALSE(Scan(dir).IsFlagged("setuid-dir"));
 }
 
 TEST(BreakoutScanTest, OverlayWhiteoutIsNotADeviceInOverlayMode) {
