@@ -120,13 +120,6 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   OutputCapture out(OutputStream::kStdout, cap, request.output_mode, callback);
   OutputCapture err(OutputStream::kStderr, cap, request.output_mode, callback);
 
-  std::unique_ptr<NotifyResponder> responder;
-  if (listener_fd >= 0) {
-    auto table = ParseSeccompSidecar(request.seccomp_sidecar_json);
-    // Without a table every notification is answered with the fail-closed
-    // default (EPERM), never allowed.
-    responder = std::make_unique<NotifyResponder>(table.ok() ? std::move(*table) : NotifyTable{});
-  }
   SuperviseInputs inputs;
   inputs.pid = pid;
   inputs.pidfd = pidfd;
@@ -137,7 +130,6 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   inputs.signal_fd = signal_fd;
   inputs.timeout_ms = limit_plan.wall_time_ms != 0 ? limit_plan.wall_time_ms : plan.wall_timeout_ms;
   inputs.start = start;
-  if (responder && broker) responder->AttachBroker(broker.get());
   if (responder) inputs.on_notification = [&](int fd) { return responder->HandleOne(fd); };
   auto supervised = Supervise(inputs, out, err);
   // The sandbox is gone (or being torn down): stop every relay before the

@@ -88,6 +88,32 @@ Result<int> ReceiveBrokerListener(int sock) {
   return fds[0];
 }
 
+// Waits until the error pipe is readable (a report, or EOF at execve),
+// answering the seccomp listener meanwhile. After the handoff the child's
+// next syscall is the command's execve (or, when that fails, its report): a
+// policy that logs or notifies execve routes it here, and the child waits
+// for the answer, so waiting on the pipe alone would never see EOF.
+Status WaitAnsweringNotifications(int error_fd, int listener_fd, NotifyResponder& responder, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    struct pollfd fds[2] = {{error_fd, POLLIN, 0}, {listener_fd, POLLIN, 0}};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return ResourceExhaustedError("timed out waiting for the sandbox to start");
+    int ready = poll(fds, listener_fd >= 0 ? 2 : 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return ErrnoError("poll error pipe");
+    if (fds[0].revents != 0) return Status::Ok();
+    if (fds[1].revents & (POLLHUP | POLLERR)) {
+      listener_fd = -1;  // no task under the filter any more: the report or EOF follows
+    } else if (fds[1].revents & POLLIN) {
+      if (!responder.HandleOne(listener_fd)) {
+        return PermissionDeniedError("the policy's kill rule matched a syscall before the command started (its "
+                                     "execve): the command was not run");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Result<Outcome> Sandbox::Impl::RunOnce() {
@@ -176,6 +202,10 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   OwnedFd listener;
   while (true) {
     ChildError message;
+    if (responder) {
+      Status answered = WaitAnsweringNotifications(started->error_fd(), listener.get(), *responder, 30000);
+      if (!answered.ok()) return abort_child(answered);
+    }
     auto got = ReadChildMessage(started->error_fd(), &message, 30000);
     if (!got.ok()) return abort_child(got.status());
     if (!*got) break;  // EOF: execve succeeded
@@ -191,6 +221,11 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
       if (target < 0) continue;  // a failure report follows on the pipe
       listener.Reset(static_cast<int>(syscall(SYS_pidfd_getfd, started->pidfd(), target, 0)));
       if (listener.get() < 0) return abort_child(ErrnoError("pidfd_getfd(seccomp listener)"));
+      auto table = ParseSeccompSidecar(request.seccomp_sidecar_json);
+      // Without a table every notification is answered with the fail-closed
+      // default (EPERM), never allowed.
+      responder = std::make_unique<NotifyResponder>(table.ok() ? std::move(*table) : NotifyTable{});
+      if (broker) responder->AttachBroker(broker.get());
       handoff->taken.store(1);
       continue;
     }

@@ -14,6 +14,7 @@
 #include "enforcer/limits/limit_plan.h"
 #include "enforcer/net_allow.h"
 #include "enforcer/net_broker.h"
+#include "enforcer/notify.h"
 #include "enforcer/sandbox.h"
 #include "enforcer/userns.h"
 #include "enforcer/workdir/staging.h"
@@ -53,6 +54,9 @@ class Sandbox::Impl {
   std::unique_ptr<ResolvedAllowList> allow_list;
   std::unique_ptr<OwnedFile> hosts_file;
   std::unique_ptr<NetBroker> broker;  // created in RunOnce from the child's listener
+  // Answers the listener's notifications: from the handoff on, since the
+  // command's own execve may be routed to it (a `log execve` rule).
+  std::unique_ptr<NotifyResponder> responder;
   OwnedFd stdin_data_file;  // StdinMode::kData: a memfd with request.stdin_data, relayed to the child
   pid_t pid = -1;
   bool ran = false;

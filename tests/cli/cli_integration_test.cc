@@ -830,6 +830,40 @@ TEST(CocoonEnforce, ASymlinkInTheWorkDirNeverRedirectsAMountPoint) {
   fs::remove_all(dir);
 }
 
+// The command's own execve goes through the seccomp listener when a rule
+// logs (or kills) execve, and the child waits for the answer before the
+// launch is complete: the launcher answers it. Before, it waited 30 s for an
+// EOF that could not come and refused every run of such a policy.
+TEST(CocoonEnforce, ARuleOnExecveAppliesToTheCommandsOwnExec) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-execve-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto policy = [&](const std::string& action) {
+    std::string path = (dir / (action + ".cocoon")).string();
+    std::ofstream(path) << "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    " << action
+                        << " execve\n  }\n}\n";
+    return path;
+  };
+  const auto begin = std::chrono::steady_clock::now();
+  Ran logged = Cocoon({"enforce", policy("log"), "--json", "--", "/bin/sh", "-c", "echo hi; /bin/true"});
+  ASSERT_EQ(logged.status, 0) << logged.err;
+  json outcome = json::parse(logged.out);
+  EXPECT_EQ(outcome["stdout"], "hi\n");
+  ASSERT_EQ(outcome["denied_syscalls"].size(), 1u) << outcome.dump(2);
+  EXPECT_EQ(outcome["denied_syscalls"][0]["name"], "execve");
+  EXPECT_EQ(outcome["denied_syscalls"][0]["action"], "log");
+  EXPECT_EQ(outcome["denied_syscalls"][0]["count"], 2) << "the command's exec and the shell's";
+  Ran missing = Cocoon({"enforce", policy("log"), "--", "/nonexistent-command"});
+  EXPECT_EQ(missing.status, 127) << missing.err;
+  EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos) << missing.err;
+  Ran killed = Cocoon({"enforce", policy("kill"), "--", "/bin/echo", "never"});
+  EXPECT_NE(killed.status, 0);
+  EXPECT_EQ(killed.out, "");
+  EXPECT_NE(killed.err.find("kill rule matched"), std::string::npos) << killed.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(20)) << "a launch waited for a timeout";
+  fs::remove_all(dir);
+}
+
 // A script's arguments are the script's, with or without `--`, even when
 // they look like cocoon's options; `enforce` takes its command only after
 // `--`, so none of its words is read as an option either.
