@@ -165,9 +165,14 @@ Result<ScanReport> Scanner::Run() {
     }
   }
   // Every link of the inode inside the tree: the file is the tree's own. A
-  // walk that stopped early has not seen every link, so it judges none.
+  // walk that stopped early has not seen every link, so it judges none. In
+  // direct mode none is judged either: the sandbox cannot have made a link to
+  // a file outside the work dir (the work dir is a bind mount of its own, and
+  // link(2) across mounts is EXDEV), so every such link is the host's own
+  // (git's hardlinked objects, pnpm's store, `cp -al` trees), and removing
+  // it, as remediation would, destroys the host's data.
   for (const auto& [ino, link] : links) {
-    if (stopped || link.paths.size() >= link.nlink) continue;
+    if (stopped || options_.mode == ScanMode::kDirect || link.paths.size() >= link.nlink) continue;
     for (const std::string& path : link.paths) report.findings.push_back(BreakoutFinding{path, "hardlink", ""});
   }
   std::sort(report.findings.begin(), report.findings.end(), [](const BreakoutFinding& a, const BreakoutFinding& b) {

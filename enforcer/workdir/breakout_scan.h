@@ -12,7 +12,10 @@
 //                    its missing part appears).
 //  "hardlink"        a regular file with st_nlink > 1 whose links are not all
 //                    inside the tree (a link to /etc/shadow-like files);
-//                    every name of it in the tree is a finding.
+//                    every name of it in the tree is a finding. Not in
+//                    ScanMode::kDirect, where the sandbox cannot link across
+//                    the work dir's bind mount (EXDEV): such links are the
+//                    host's own.
 //  "device"          a block or character device node (an overlayfs whiteout,
 //                    char 0:0, is not a finding when ScanOptions::overlay_upper).
 //  "fifo", "socket"
