@@ -92,16 +92,22 @@ class Scanner {
   Status Entry(WorkerState& state, int dir_fd, std::string& path, const char* name, unsigned char type,
                uint32_t depth);
   void CheckSymlink(WorkerState& state, int dir_fd, const std::string& path, const char* name);
-  static void CheckStat(WorkerState& state, const std::string& path, const struct stat& st);
-  static void Add(WorkerState& state, const std::string& path, const char* kind, std::string target = "") {
+  void CheckStat(WorkerState& state, const std::string& path, const struct stat& st);
+  void Add(WorkerState& state, const std::string& path, const char* kind, std::string target = "") {
+    findings_total_.fetch_add(1, std::memory_order_relaxed);
+    finding_bytes_total_.fetch_add(path.size() + target.size(), std::memory_order_relaxed);
     state.findings.push_back(BreakoutFinding{path, kind, std::move(target)});
   }
+  // The findings caps (ScanOptions::max_findings, max_finding_bytes), over
+  // every worker.
+  Status CheckFindingsBudget() const;
 
   int root_fd_;
   const ScanOptions& options_;
   dev_t root_dev_ = 0;
   std::atomic<uint64_t> total_entries_{0};
   std::atomic<bool> cancelled_{false};  // options_.cancel_fd became readable
+  std::atomic<uint64_t> findings_total_{0}, finding_bytes_total_{0};  // over every worker
   std::vector<WorkerState> states_;    // [0]: the calling thread's
   std::vector<std::thread> workers_;  // started by MaybeStartWorkers, for states_[1..]
 
@@ -265,6 +271,7 @@ Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t
       if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
       ++count;
       COCOON_RETURN_IF_ERROR(Entry(state, dir_fd, path, name, d->d_type, depth));
+      COCOON_RETURN_IF_ERROR(CheckFindingsBudget());
     }
     if (total_entries_.fetch_add(count, std::memory_order_relaxed) + count > options_.max_entries) {
       return ResourceExhaustedError("work dir has more than " + std::to_string(options_.max_entries) + " entries");
@@ -275,6 +282,17 @@ Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t
     }
     if (state.caller) MaybeStartWorkers();  // a big directory can keep the caller here a long time
   }
+}
+
+Status Scanner::CheckFindingsBudget() const {
+  if (findings_total_.load(std::memory_order_relaxed) <= options_.max_findings &&
+      finding_bytes_total_.load(std::memory_order_relaxed) <= options_.max_finding_bytes) {
+    return Status::Ok();
+  }
+  return ResourceExhaustedError("the work dir holds more breakout findings than verification keeps (" +
+                                std::to_string(options_.max_findings) + " findings or " +
+                                std::to_string(options_.max_finding_bytes >> 20) +
+                                " MiB of their paths): it is not verified");
 }
 
 Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const char* name, unsigned char type,

@@ -67,6 +67,13 @@ struct ScanOptions {
   // not hold them all that deep.
   uint32_t max_depth = 256;
   uint64_t max_entries = 50'000'000; // so is a tree with more entries
+  // The findings are kept in memory (and listed in the Outcome): a tree
+  // built to hold a million findings with 64 KiB paths each would cost the
+  // supervisor, outside every limit of the sandbox, tens of GiB. Past either
+  // cap the scan fails: nothing is committed (staged), and direct mode
+  // reports the dir as not verified.
+  uint64_t max_findings = 65'536;
+  uint64_t max_finding_bytes = 16ull << 20;  // bytes of their paths and targets
   // Worker threads; 0 = one per CPU, at most 4 (fewer under a low
   // RLIMIT_NOFILE: see max_depth). The calling thread walks alone until the
   // walk has seen 1024 entries (small trees start no thread), then the

@@ -253,6 +253,26 @@ TEST(BreakoutScanTest, DeepTreeAndLimits) {
   EXPECT_EQ(ScanOptions{}.max_depth, 256u);
 }
 
+// The findings are kept in memory and listed in the Outcome, outside every
+// limit of the sandbox: past the caps the scan fails (nothing is committed)
+// rather than grow the supervisor without bound.
+TEST(BreakoutScanTest, FindingsPastTheCapsFailTheScan) {
+  TempDir dir;
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(symlink("/", (dir / ("link" + std::to_string(i))).c_str()), 0);
+  ScanOptions options;
+  options.max_findings = 19;
+  auto capped = ScanForBreakoutsAt(dir.path(), options);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_EQ(capped.status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(capped.status().message().find("not verified"), std::string::npos) << capped.status().ToString();
+  options.max_findings = 20;
+  auto fits = ScanForBreakoutsAt(dir.path(), options);
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->findings.size(), 20u);
+  options.max_finding_bytes = 50;  // 20 paths of 5-6 bytes and their 1-byte targets: over 100
+  EXPECT_EQ(ScanForBreakoutsAt(dir.path(), options).status().code(), ErrorCode::kResourceExhausted);
+}
+
 TEST(BreakoutScanTest, RootMustBeARealDirectory) {
   TempDir dir;
   ASSERT_EQ(symlink("/etc", (dir / "link").c_str()), 0);
