@@ -134,11 +134,17 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   // open file, held until the Staging is gone (advisory: other programs
   // may ignore it; the commit's identity check still stands). A filesystem
   // without flock (some network mounts) runs unlocked.
-  if (strategy != StagingStrategy::kDirect && flock(host_fd.get(), LOCK_EX | LOCK_NB) != 0 &&
-      errno == EWOULDBLOCK) {
-    return FailedPreconditionError("work dir " + host + " is in use by another cocoon run that stages it: each "
-                                   "staged run replaces the work dir whole when it commits, so runs on one work "
-                                   "dir must not overlap; wait for that run to finish, or use another work dir");
+  // Direct runs take it shared: several may write one dir at once, but not
+  // while a staged run has it. Otherwise a staged run would take a direct
+  // sandbox's fresh escapes for the host's own files and commit them back
+  // (and the direct run's scan would then look at the swapped-out tree).
+  const bool direct = strategy == StagingStrategy::kDirect;
+  if (flock(host_fd.get(), (direct ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    return FailedPreconditionError(
+        "work dir " + host + " is in use by another cocoon run" +
+        (direct ? " that stages it" : "") +
+        ": a staged run replaces the work dir whole when it commits, so it must not overlap with any other run on "
+        "that dir; wait for that run to finish, or use another work dir");
   }
   std::optional<ScanReport> host_scan;
   if (strategy != StagingStrategy::kDirect) {

@@ -660,6 +660,32 @@ TEST(StagingPrepareTest, ASecondStagingOfTheSameDirIsRefusedWhileTheFirstLasts) 
   EXPECT_TRUE(Staging::Prepare(options).ok());
 }
 
+// Direct runs may share a work dir with each other, but not with a staged
+// run: the staged one would take a direct sandbox's fresh escapes for the
+// host's own files and commit them back.
+TEST(StagingPrepareTest, DirectRunsShareADirButNeverWithAStagedRun) {
+  TempDir host;
+  StagingOptions staged;
+  staged.host_dir = host.path();
+  StagingOptions direct = staged;
+  direct.mode = ir::WorkMode::kDirect;
+  auto first_direct = Staging::Prepare(direct);
+  ASSERT_TRUE(first_direct.ok()) << first_direct.status().ToString();
+  auto second_direct = Staging::Prepare(direct);
+  ASSERT_TRUE(second_direct.ok()) << second_direct.status().ToString();
+  auto refused = Staging::Prepare(staged);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("in use by another cocoon run"), std::string::npos);
+  first_direct->reset();
+  second_direct->reset();
+  auto staging = Staging::Prepare(staged);
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  auto direct_refused = Staging::Prepare(direct);
+  ASSERT_FALSE(direct_refused.ok());
+  EXPECT_NE(direct_refused.status().message().find("that stages it"), std::string::npos)
+      << direct_refused.status().message();
+}
+
 TEST(StagingPrepareTest, RejectsBadInput) {
   StagingOptions options;
   options.host_dir = "/nonexistent/cocoon/work";
