@@ -219,8 +219,13 @@ class SandboxExecutor : public mcp::Executor {
       fs::path target = fs::path(work) / path;
       std::error_code ec;
       fs::create_directories(target.parent_path(), ec);
+      if (ec) return InvalidArgumentError("staging '" + path + "': " + ec.message() + " (do two of the files' paths clash?)");
       std::ofstream out(target, std::ios::binary);
       out << content;
+      // Closed before it is checked: a small file sits in the stream's buffer
+      // until then, and a full disk would otherwise go unnoticed, the sandbox
+      // running on a truncated file.
+      out.close();
       if (!out) return ErrnoError("staging " + path);
     }
     if (!request.workdir.empty()) {

@@ -1,6 +1,7 @@
 #include "cli/run_output_util.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,6 +81,16 @@ bool WriteAllFd(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      // A non-blocking fd (stdout inherited O_NONBLOCK through a shared open
+      // file description) that is full: wait for room. Giving up here left
+      // half a line written, and the next line glued to it (an MCP client's
+      // framing broken).
+      struct pollfd p {fd, POLLOUT, 0};
+      if (poll(&p, 1, -1) < 0 && errno != EINTR) return false;
+      if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return false;
+      continue;
+    }
     if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
   }

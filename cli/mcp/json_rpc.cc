@@ -178,4 +178,9 @@ Message ParseMessage(const json& value) {
   return m;
 }
 
+std::string EchoOfClientText(std::string_view text, size_t max) {
+  if (text.size() <= max) return SanitizeUtf8(text);
+  return SanitizeUtf8(text.substr(0, max)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 }  // namespace cocoon::mcp

@@ -80,6 +80,10 @@ std::string NotificationLine(std::string_view method, const nlohmann::json& para
 
 // Replaces every invalid UTF-8 sequence with U+FFFD.
 std::string SanitizeUtf8(std::string_view bytes);
+// A client's text quoted back in an error (a method or tool name, an
+// argument key): sanitized and cut to `max` bytes, so that a request with a
+// megabyte-long name does not get a megabyte-long answer.
+std::string EchoOfClientText(std::string_view text, size_t max = 200);
 bool IsValidUtf8(std::string_view bytes);
 
 }  // namespace cocoon::mcp

@@ -80,6 +80,16 @@ bool OutgoingLines::SendIfRoom(std::string line) {
   return true;
 }
 
+bool OutgoingLines::WaitForRoom(size_t limit, int stop_fd) {
+  std::unique_lock lock(state_->mutex);
+  while (state_->queued_bytes > limit) {
+    state_->changed.wait_for(lock, std::chrono::milliseconds(50));
+    pollfd p{stop_fd, POLLIN, 0};
+    if (stop_fd >= 0 && poll(&p, 1, 0) > 0) return false;
+  }
+  return true;
+}
+
 bool OutgoingLines::Drain(int stop_fd) {
   std::unique_lock lock(state_->mutex);
   const uint64_t target = state_->queued;

@@ -43,6 +43,11 @@ class OutgoingLines {
   // Blocks until everything queued so far is written, or `stop_fd` (if >= 0)
   // becomes readable. True when drained.
   bool Drain(int stop_fd = -1);
+  // Blocks while more than `limit` bytes wait, or until `stop_fd` (if >= 0)
+  // becomes readable (false then). The reader calls it before each read: a
+  // client that writes requests but does not read the answers is no longer
+  // read from, instead of growing the queue without bound.
+  bool WaitForRoom(size_t limit, int stop_fd = -1);
 
  private:
   struct State;

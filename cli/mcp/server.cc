@@ -275,7 +275,7 @@ void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchRe
   std::string why = context.modern && (method == "ping" || method == "logging/setLevel")
                         ? " (removed in " + std::string(kModernVersion) + ")"
                         : "";
-  SendError(context, kMethodNotFound, "Method not found: " + SanitizeUtf8(method) + why);
+  SendError(context, kMethodNotFound, "Method not found: " + EchoOfClientText(method) + why);
 }
 
 json Server::ServerInfo() const {
@@ -374,6 +374,12 @@ Status Server::Serve(int in_fd, int stop_fd) {
   std::vector<char> chunk(64 * 1024);
   Status ended = Status::Ok();
   for (;;) {
+    if (!out_.WaitForRoom(options_.max_queued_response_bytes, stop_fd)) {
+      ended = Status(ErrorCode::kUnavailable, "stopped by a signal");
+      std::lock_guard lock(mutex_);
+      shutting_down_ = true;
+      break;
+    }
     pollfd fds[2] = {{in_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
     int ready = poll(fds, stop_fd >= 0 ? 2 : 1, -1);
     if (ready < 0 && errno == EINTR) continue;

@@ -48,6 +48,9 @@ struct ServerOptions {
   // Progress and log notifications waiting for a client that reads slowly:
   // past this many bytes queued they are dropped (outgoing_lines.h).
   size_t max_queued_notification_bytes = 1 << 20;
+  // Answers waiting for a client that does not read them: past this many
+  // bytes queued, stdin is not read until the client catches up.
+  size_t max_queued_response_bytes = 64 << 20;
   Dispatch dispatch = Dispatch::kThreaded;
   std::string server_version = "0.0.0";
   std::string instructions;

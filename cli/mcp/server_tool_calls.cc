@@ -85,7 +85,7 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
   std::string name = params["name"].get<std::string>();
   if (!IsKnownTool(name)) {
     return RefuseToolCallMessage(message, context, "unknown_tool", kInvalidParams,
-                                 "Unknown tool: " + SanitizeUtf8(name));
+                                 "Unknown tool: " + EchoOfClientText(name));
   }
   json arguments = params.contains("arguments") ? params["arguments"] : json::object();
   if (arguments.is_null()) arguments = json::object();

@@ -121,7 +121,7 @@ Status CheckKeys(const json& args, std::initializer_list<std::string_view> allow
   if (!args.is_object()) return Bad("arguments must be an object");
   for (auto& [key, value] : args.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return Bad("unknown argument '" + SanitizeUtf8(key) + "'");
+      return Bad("unknown argument '" + EchoOfClientText(key) + "'");
     }
   }
   return Status::Ok();
@@ -237,6 +237,7 @@ Status ParseMemory(const json& args, std::optional<uint64_t>* out) {
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
       if (number == 0) return Bad("'memory_max' must be positive");
+      if (number > UINT64_MAX / factor) return Bad("'memory_max' is too large");  // 12 digits of GiB wrapped
       *out = number * factor;
       return Status::Ok();
     }

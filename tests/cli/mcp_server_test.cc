@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -184,6 +185,7 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       {"run_in_sandbox", {{"command", {"ls", 3}}}, "items must be strings"},
       {"run_in_sandbox", {{"command", "ls"}, {"workdir", "../.."}}, "'workdir' must be a relative path"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
+      {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "17179869185GiB"}}, "too large"},
       {"inspect_runtimes", {{"x", 1}}, "takes no arguments"},
   };
   std::map<std::string, json> output_schemas;
@@ -227,6 +229,57 @@ TEST_F(McpServerTest, InspectRuntimes) {
   json r = Call(ToolCall(1, "inspect_runtimes", json::object()));
   EXPECT_EQ(r["result"]["isError"], false);
   EXPECT_EQ(r["result"]["structuredContent"]["runtimes"][1]["available"], false);
+}
+
+// A name the client sent is quoted back cut short: a request with a
+// megabyte-long method or tool name does not get a megabyte-long answer.
+// The reader waits for room before it reads the next request: a client that
+// writes requests but does not read the answers stops being read from,
+// instead of growing the queue of answers without bound. A stop signal
+// still ends the wait.
+TEST(OutgoingLinesTest, WaitForRoomHoldsTheReaderWhileTheClientDoesNotRead) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool client_reads = false;
+  OutgoingLines out(
+      [&](const std::string&) {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return client_reads; });
+      },
+      1 << 20);
+  for (int i = 0; i < 4; ++i) out.Send(std::string(1000, 'x'));
+  int stop[2];
+  ASSERT_EQ(pipe(stop), 0);
+  ASSERT_EQ(write(stop[1], "s", 1), 1);
+  EXPECT_FALSE(out.WaitForRoom(1500, stop[0])) << "a stop signal ends the wait";
+  std::atomic<bool> returned{false};
+  std::thread reader([&] {
+    out.WaitForRoom(1500);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_FALSE(returned.load()) << "the reader went on while 3-4 KB of answers waited";
+  {
+    std::lock_guard lock(mutex);
+    client_reads = true;
+  }
+  changed.notify_all();
+  reader.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_TRUE(out.Drain());
+  close(stop[0]);
+  close(stop[1]);
+}
+
+TEST_F(McpServerTest, ClientTextQuotedInErrorsIsCutShort) {
+  const std::string long_name(3000, 'a');
+  json method = Call(Request(1, long_name));
+  ASSERT_EQ(method["error"]["code"], -32601);
+  EXPECT_LT(method["error"]["message"].get<std::string>().size(), 400u);
+  json tool = Call(ToolCall(2, long_name, json::object()));
+  ASSERT_EQ(tool["error"]["code"], -32602);
+  EXPECT_LT(tool["error"]["message"].get<std::string>().size(), 400u);
+  EXPECT_NE(tool["error"]["message"].get<std::string>().find("(3000 bytes)"), std::string::npos);
 }
 
 TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
