@@ -102,7 +102,7 @@ Status RequiredString(const json& args, std::string_view key, size_t cap, std::s
   return OptionalString(args, key, cap, out);
 }
 
-// A positive integer (JSON numbers that are whole, e.g. 5 or 5.0).
+// A positive integer (JSON numbers that are whole, e.g. 5 or 5.0; not 5.5).
 Status OptionalPositive(const json& args, std::string_view key, uint64_t max, std::optional<uint64_t>* out) {
   auto it = args.find(key);
   if (it == args.end()) return Status::Ok();
@@ -113,6 +113,8 @@ Status OptionalPositive(const json& args, std::string_view key, uint64_t max, st
   if (!(value >= 1) || value > static_cast<double>(max)) {
     return Bad("'" + std::string(key) + "' must be between 1 and " + std::to_string(max));
   }
+  // The schema says integer: 1.9 s is not quietly 1 s.
+  if (value != static_cast<double>(static_cast<uint64_t>(value))) return Bad("'" + std::string(key) + "' must be a whole number");
   *out = static_cast<uint64_t>(value);
   return Status::Ok();
 }
@@ -300,7 +302,8 @@ json ToolDescriptors(const ToolContext& context) {
       {{"command", {{"description", "argv array, or a string run with /bin/sh -c"},
                     {"anyOf", json::array({{{"type", "string"}, {"minLength", 1}},
                                            {{"type", "array"}, {"items", {{"type", "string"}}}, {"minItems", 1}}})}}},
-       {"timeout", {{"type", "number"}, {"minimum", 1}, {"description", "Seconds; can only shorten the policy's"}}},
+       {"timeout", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits.max_timeout_ms / 1000},
+                    {"description", "Seconds; can only shorten the policy's"}}},
        {"memory_max", {{"description", "Bytes, or a string such as \"256MiB\"; can only lower the policy's"},
                        {"anyOf", json::array({{{"type", "integer"}, {"minimum", 1}}, {{"type", "string"}}})}}},
        {"workdir", {{"type", "string"}, {"description", "Directory inside the work dir to run in"}}}},

@@ -186,6 +186,7 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       {"run_in_sandbox", {{"command", "ls"}, {"workdir", "../.."}}, "'workdir' must be a relative path"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "17179869185GiB"}}, "too large"},
+      {"run_in_sandbox", {{"command", "ls"}, {"timeout", 1.9}}, "must be a whole number"},
       {"inspect_runtimes", {{"x", 1}}, "takes no arguments"},
   };
   std::map<std::string, json> output_schemas;
