@@ -338,6 +338,25 @@ Result<SigningKey> SigningKey::LoadPem(const std::string& path) {
   COCOON_ASSIGN_OR_RETURN(const LibCrypto* lc, LoadLibCrypto());
   FILE* file = std::fopen(path.c_str(), "re");
   if (file == nullptr) return ErrnoError("opening audit signing key " + path);
+  // Whoever can read the private key can forge the whole log, and whoever
+  // can write it can swap in a key of their own: like ssh with its keys,
+  // refuse one that others may read or write (keygen writes 0600), or that
+  // belongs to someone else (root's is fine: only root could have made it so).
+  struct stat st {};
+  if (fstat(fileno(file), &st) != 0) {
+    int err = errno;
+    std::fclose(file);
+    return ErrnoError("stat of audit signing key " + path, err);
+  }
+  if ((st.st_mode & 077) != 0 || (st.st_uid != geteuid() && st.st_uid != 0)) {
+    std::fclose(file);
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return PermissionDeniedError("audit signing key " + path + " (mode " + mode + ", owner uid " +
+                                 std::to_string(st.st_uid) +
+                                 ") may be read or changed by others, and whoever can read it can forge the log: "
+                                 "make it yours and private (chmod 600 " + path + ")");
+  }
   EVP_PKEY* pkey = lc->PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
   std::fclose(file);
   if (pkey == nullptr) return InvalidArgumentError(path + ": not a PEM private key");

@@ -388,8 +388,10 @@ std::vector<HostCheck> CheckAudit(const DoctorOptions& options) {
       key.detail = options.audit_key + ": " + std::strerror(errno);
       key.fix = "cocoon audit keygen --out " + options.audit_key;
     } else if (st.st_mode & 077) {
-      key.status = CheckStatus::kWarn;
-      key.detail = options.audit_key + " is readable by other users";
+      // Launches refuse such a key (audit/keys.cc LoadPem).
+      key.status = CheckStatus::kFail;
+      key.weight = CheckWeight::kRequired;
+      key.detail = options.audit_key + " may be read or changed by other users: runs that sign with it are refused";
       key.fix = "chmod 600 " + options.audit_key;
     } else {
       key.detail = options.audit_key + " (mode 0600)";

@@ -4,6 +4,7 @@
 #include "audit/keys.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -79,6 +80,15 @@ TEST(KeysTest, PemRoundTripKeepsTheKeyAndItsSignatures) {
   EXPECT_TRUE((*trusted)[0].Verify(hash, *signature));
   Digest other = LineHash("other event");
   EXPECT_FALSE((*trusted)[0].Verify(other, *signature));
+
+  // A private key others may read (whoever reads it can forge the log) is
+  // refused, like ssh refuses one; private again, it loads.
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  auto exposed = SigningKey::LoadPem(path);
+  ASSERT_FALSE(exposed.ok());
+  EXPECT_NE(exposed.status().message().find("chmod 600"), std::string::npos) << exposed.status().ToString();
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  EXPECT_TRUE(SigningKey::LoadPem(path).ok());
 
   // A private key where a trust file is expected, and garbage, are refused.
   EXPECT_FALSE(LoadPublicKeys(path).ok());
