@@ -114,8 +114,13 @@ int RunCommandLine(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
-    // CLI11 returns 0 for --help/--version; usage errors are exit 2 everywhere.
-    return code == 0 ? 0 : 2;
+    // CLI11 returns 0 for --help/--version; usage errors are exit 2 everywhere
+    // but in `audit verify`, where 2 means "intact, not sealed" and a usage
+    // error is 3 (docs/audit.md): a script must not read a missing --trust
+    // value as a healthy live log.
+    if (code == 0) return 0;
+    const bool audit_verify = argc > 2 && std::string_view(argv[1]) == "audit" && std::string_view(argv[2]) == "verify";
+    return audit_verify ? 3 : 2;
   }
   return FinishProcess(result.exit_code);
 }

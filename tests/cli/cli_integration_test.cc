@@ -943,6 +943,10 @@ TEST(CocoonEnforce, AnAuditedRunThatFailsAfterItsLaunchIsClosedInTheLog) {
   EXPECT_NE(exited["cocoon"]["exit"]["error"].get<std::string>().find("execve"), std::string::npos);
   EXPECT_EQ(events.back()["event"]["action"], "log-seal") << events.back().dump();
   EXPECT_EQ(Cocoon({"audit", "verify", log, "--trust", key + ".pub"}).status, 0);
+  // A usage error is 3, never 2 ("intact, not sealed"): a script must not
+  // read a missing --trust value as a healthy live log.
+  EXPECT_EQ(Cocoon({"audit", "verify", log, "--trust"}).status, 3);
+  EXPECT_EQ(Cocoon({"audit", "verify", log, "--threads", "x", "--trust", key + ".pub"}).status, 3);
   fs::remove_all(dir);
 }
 
