@@ -114,8 +114,21 @@ Result<std::string> Normalize(std::string_view text) {
   if (NestsDeeperThan(text, ScanLimits{}.max_depth)) return DataLossError("nesting too deep");
   COCOON_ASSIGN_OR_RETURN(nlohmann::json parsed, ParseWithoutDuplicateKeys(text));
   for (auto it = parsed.begin(); it != parsed.end();) {
-    if (IsCocoonTopLevelKey(it.key())) ++it;
-    else it = parsed.erase(it);
+    if (IsCocoonTopLevelKey(it.key())) {
+      ++it;
+      continue;
+    }
+    // Elasticsearch, Splunk and Wazuh read "event.outcome" as the same field
+    // as the signed {"event":{"outcome":...}}: a dotted key under one of
+    // Cocoon's own top-level names is not a shipper's addition but an
+    // override of a signed field in the SIEM.
+    const std::string& key = it.key();
+    const size_t dot = key.find('.');
+    if (dot != std::string::npos && IsCocoonTopLevelKey(key.substr(0, dot))) {
+      return DataLossError("extra key \"" + key.substr(0, 64) +
+                           "\" would override the signed field of the same path in a SIEM that reads dotted keys");
+    }
+    it = parsed.erase(it);
   }
   return Canonicalize(parsed);
 }

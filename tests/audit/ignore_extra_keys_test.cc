@@ -59,6 +59,33 @@ TEST_F(IgnoreExtraKeysTest, DeepNestingIsRefusedNotACrash) {
   }
 }
 
+// Elasticsearch, Splunk and Wazuh read a dotted key as the nested field of
+// that path: "event.outcome" beside the signed {"event":{"outcome":...}}
+// would override it in the SIEM while the signature still checks. Such a
+// key under one of Cocoon's own names is tampering; a shipper's own dotted
+// keys ("log.offset") are still dropped.
+TEST_F(IgnoreExtraKeysTest, ADottedKeyOverACocoonFieldIsTampered) {
+  for (const char* key : {"event.outcome", "cocoon.syscall.action", "process.command_line"}) {
+    std::filesystem::remove(Path("log"));
+    auto lines = WriteWith(SampleDenial(1));
+    json j = json::parse(lines[1]);
+    j[key] = "allow";
+    lines[1] = j.dump();
+    WriteFile(Path("log"), JoinLines(lines));
+    VerifyReport report = Verify({Path("log")}, /*ignore_extra_keys=*/true);
+    EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << key << ": " << FormatReport(report);
+    EXPECT_NE(report.reason.find("override the signed field"), std::string::npos) << report.reason;
+  }
+  std::filesystem::remove(Path("log"));
+  auto lines = WriteWith(SampleDenial(1));
+  json j = json::parse(lines[1]);
+  j["log.offset"] = 1234;
+  lines[1] = j.dump();
+  WriteFile(Path("log"), JoinLines(lines));
+  VerifyReport shipper = Verify({Path("log")}, true);
+  EXPECT_EQ(shipper.verdict, VerifyVerdict::kSealed) << FormatReport(shipper);
+}
+
 // An MCP log (ToolCall writes status_detail) verifies after a shipper added keys.
 TEST_F(IgnoreExtraKeysTest, ToolCallLogVerifiesWithShipperKeys) {
   auto lines = WriteWith(ToolCall({{"execute_code", "7", ""}, true, "bad_input", "bad input", 4242}));
