@@ -338,12 +338,23 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   }
 }
 
-// Offsets of every '\n' in `bytes`, in order: memchr over 1 MiB blocks on
-// every core (this first pass also takes the page faults of the mapping).
-// One pass: the lines are then cut from these offsets, also in parallel.
-std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool) {
+// No line Cocoon writes is this short (the shortest, a checkpoint, is about
+// 900 bytes). A verifier keeps a few hundred bytes per line, so a file of
+// bare newlines appended to a log would cost it hundreds of times its size;
+// the lines are cut only up to the first line this short instead, which is
+// tampered (it cannot be a Cocoon line), and nothing after it matters.
+constexpr size_t kShortestLine = 256;
+
+// Offsets of the '\n's in `bytes`, in order, up to and including the one
+// that ends the first line shorter than kShortestLine (`*cut` is then set):
+// memchr over 1 MiB blocks on every core (this first pass also takes the
+// page faults of the mapping). One pass: the lines are then cut from these
+// offsets, also in parallel. (A short line that starts in an earlier block
+// is not seen as short: at most one line per MiB.)
+std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool, bool* cut) {
   constexpr size_t kBlock = 1 << 20;
   std::vector<std::vector<size_t>> found((bytes.size() + kBlock - 1) / kBlock);
+  std::vector<bool> ends_short(found.size(), false);  // the block's last offset ends a short line
   pool.ParallelFor(found.size(), 1, [&](size_t begin, size_t end) {
     for (size_t block = begin; block < end; ++block) {
       const char* base = bytes.data();
@@ -353,7 +364,14 @@ std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool) {
         const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p));
         if (nl == nullptr) break;
         p = static_cast<const char*>(nl);
-        found[block].push_back(static_cast<size_t>(p - base));
+        const size_t offset = static_cast<size_t>(p - base);
+        const bool known_start = !found[block].empty() || block == 0;
+        const size_t start = found[block].empty() ? 0 : found[block].back() + 1;
+        found[block].push_back(offset);
+        if (known_start && offset - start < kShortestLine) {
+          ends_short[block] = true;
+          break;
+        }
         ++p;
       }
     }
@@ -362,20 +380,29 @@ std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool) {
   for (const auto& block : found) total += block.size();
   std::vector<size_t> all;
   all.reserve(total);
-  for (const auto& block : found) all.insert(all.end(), block.begin(), block.end());
+  *cut = false;
+  for (size_t block = 0; block < found.size(); ++block) {
+    all.insert(all.end(), found[block].begin(), found[block].end());
+    if (ends_short[block]) {
+      *cut = true;
+      break;
+    }
+  }
   return all;
 }
 
 std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, WorkerPool& pool, size_t& partial_file) {
   std::vector<std::vector<size_t>> newlines;
   size_t expected = 0;
+  bool cut = false;
   for (const auto& input : inputs) {
-    newlines.push_back(FindNewlines(input.bytes, pool));
+    newlines.push_back(FindNewlines(input.bytes, pool, &cut));
     expected += newlines.back().size() + 1;
+    if (cut) break;  // a line too short to be Cocoon's: nothing after it is looked at
   }
   std::vector<Line> lines;
   lines.reserve(expected);  // once: moving 300,000 Lines on each growth step is not free
-  for (size_t f = 0; f < inputs.size(); ++f) {
+  for (size_t f = 0; f < newlines.size(); ++f) {
     std::string_view bytes = inputs[f].bytes;
     const std::vector<size_t>& ends = newlines[f];
     size_t first = lines.size();
@@ -390,6 +417,7 @@ std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, WorkerPool& po
       }
     });
     size_t tail = ends.empty() ? 0 : ends.back() + 1;
+    if (cut && f + 1 == newlines.size()) break;  // the short line ends the lines looked at
     if (tail < bytes.size()) {  // no newline: a partial last line
       if (partial_file == SIZE_MAX) partial_file = f;
       Line line;

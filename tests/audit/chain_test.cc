@@ -202,6 +202,22 @@ TEST_F(ChainTest, SignEveryNSignsCheckpointsOnlyAndStillChains) {
 // Every write ends with a signed line, so unsigned lines at the end are
 // either forged (no key needed to chain them) or a cut in the middle of a
 // write: never "intact", which is what a live log that is merely unsealed says.
+// Bare newlines appended to a log are tampered at the first one, and are
+// not each turned into a line the verifier keeps (a few hundred bytes each:
+// 100 MB of them cost it tens of GB before).
+TEST_F(ChainTest, AppendedNewlinesAreTamperedWithoutALinePerNewline) {
+  std::string path = WriteLog("log", 8);
+  const size_t intact = SplitLines(ReadFile(path)).size();
+  {
+    std::ofstream out(path, std::ios::app | std::ios::binary);
+    out << std::string(32 << 20, '\n');
+  }
+  VerifyReport report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << FormatReport(report);
+  EXPECT_EQ(report.line, intact + 1);
+  EXPECT_LE(report.lines, intact + 1) << "lines past the first short one were looked at";
+}
+
 TEST_F(ChainTest, SignEveryNUnsignedTailIsTampered) {
   std::string path = WriteLog("log", 150, /*sign_every=*/100);
   auto lines = SplitLines(ReadFile(path));
