@@ -103,10 +103,11 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
   };
   for (const std::string& bound : paths.bound_sources) {
     const std::string source = RealOrAsGiven(bound);
-    if (Within(source, "/proc")) {
+    if (Within(source, "/proc") || Within("/proc", source)) {
       // The sandbox has a /proc of its own. The host's shows every host
       // process, and /proc/PID/root is a way into each one's root directory
-      // that no read-only flag on the bind applies to.
+      // that no read-only flag on the bind applies to. A bind of / brings it
+      // too (binds are recursive).
       return InvalidArgumentError("the mount of " + bound + " would show the host's /proc to the sandbox, with every "
                                   "host process and its root directory; the sandbox has a /proc of its own");
     }
@@ -129,8 +130,12 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return InvalidArgumentError("the writable mount of " + bound + " " + what +
                                   "; bind a directory of the project's own writable, or use `work`/`tmpfs`");
     };
-    if (Within(source, "/sys") || Within(source, "/dev") || Within(source, "/proc")) {
-      return refuse("would let the sandbox write the kernel's interfaces (" + source + ")");
+    // /dev/shm and /dev/mqueue are shared memory, not the kernel's interfaces.
+    const bool ipc = Within(source, "/dev/shm") || Within(source, "/dev/mqueue");
+    for (const char* kernel : {"/sys", "/dev", "/proc"}) {
+      if (!ipc && (Within(source, kernel) || Within(kernel, source))) {
+        return refuse("would let the sandbox write the kernel's interfaces (" + std::string(kernel) + ")");
+      }
     }
     if (!cache.empty() && (Within(cache, source) || Within(source, cache))) {
       return refuse("overlaps Cocoon's artifact cache " + cache + " (compiled policies every launch trusts)");

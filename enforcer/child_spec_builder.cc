@@ -358,8 +358,10 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       // (same kernel), a bound host path, or nothing (then nothing to hide).
       const bool in_proc = IsUnder(mount.target, "/proc");
       const std::string& work = inputs_.plan->work_path;
-      if (!work.empty() && (mount.target == work || IsUnder(mount.target, work))) {
-        // The checker refuses this too; a plan from elsewhere must not fail open.
+      if (!work.empty() && IsUnder(mount.target, work) && parent_bind == nullptr) {
+        // The checker refuses this too; a plan from elsewhere must not fail
+        // open. (Inside a bind nested in the work dir it is that bind's
+        // host path that is hidden, as anywhere else.)
         return FailedPreconditionError("hide " + mount.target + " is inside the work dir " + work +
                                        ", which holds the caller's own files: it cannot be hidden there");
       }

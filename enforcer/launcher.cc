@@ -107,6 +107,7 @@ Status WaitAnsweringNotifications(int error_fd, int listener_fd, NotifyResponder
       listener_fd = -1;  // no task under the filter any more: the report or EOF follows
     } else if (fds[1].revents & POLLIN) {
       if (!responder.HandleOne(listener_fd)) {
+        if (!responder.kill_fired()) return InternalError("a seccomp notification could not be answered");
         return PermissionDeniedError("the policy's kill rule matched a syscall before the command started (its "
                                      "execve): the command was not run");
       }

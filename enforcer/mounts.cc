@@ -187,9 +187,15 @@ bool OpenMountPointParent(const ChildMountOp& op, int root_fd, size_t root_len, 
     begin = op.existing_parent_len;
     path[begin - 1] = '\0';
     long fd = OpenWithoutSymlinks(root_fd, path, RESOLVE_BENEATH);
+    if (fd >= 0) {  // O_PATH | O_NOFOLLOW opens a symlink swapped in since as itself
+      parent->fd = static_cast<int>(fd);
+      parent->owned = true;
+      struct stat st;
+      long rc = sys::Call(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH);
+      if (rc == 0 && !S_ISDIR(st.st_mode)) rc = S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+      fd = rc;
+    }
     if (fd < 0) return Fail(error, ChildStep::kMkdirTarget, sys::ErrorOf(fd), index);
-    parent->fd = static_cast<int>(fd);
-    parent->owned = true;
   }
   for (size_t end = begin;; ++end) {
     if (path[end] != '/' && path[end] != '\0') continue;
@@ -215,10 +221,13 @@ bool MakeMountPoint(const ChildMountOp& op, const MountPointParent& parent, Moun
   if (op.target_is_dir) {
     fd = MakeAndOpenDirectory(parent.fd, parent.name);
   } else {
-    fd = sys::Call(SYS_openat, parent.fd, parent.name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    // O_EXCL: an existing entry is never opened for writing (a FIFO there
+    // would block the child, a device would be opened on the host); it is
+    // opened O_PATH below and must be a regular file.
+    fd = sys::Call(SYS_openat, parent.fd, parent.name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) sys::Call(SYS_close, fd);
-    // An existing read-only file is a valid mount point; O_NOFOLLOW fails a
-    // symlink with ELOOP.
+    // An existing (possibly read-only) file is a valid mount point; a symlink
+    // there is refused below (ELOOP).
     if (fd >= 0 || fd == -EROFS || fd == -EEXIST || fd == -EACCES) fd = OpenWithoutSymlinks(parent.fd, parent.name, RESOLVE_BENEATH);
     if (fd >= 0) {
       struct stat st;

@@ -310,8 +310,19 @@ bool SharesSyscallWithNeighbour(const std::map<internal::RuleKey, internal::Rule
 void CheckHiddenOutsideWorkDir(const State& state, Diagnostics& diagnostics) {
   const std::string& work = state.policy.filesystem.work.path;
   if (work.empty()) return;
+  auto strictly_under = [](const std::string& path, const std::string& dir) {
+    return path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0;
+  };
   for (const auto& [path, site] : state.hide_sites) {
-    if (path != work && path.compare(0, work.size() + 1, work + "/") != 0) continue;
+    if (path != work && !strictly_under(path, work)) continue;
+    // Inside a bind nested in the work dir, it is that bind's host path that
+    // is hidden, as anywhere else.
+    const bool in_nested_bind = std::any_of(state.mounts.begin(), state.mounts.end(), [&](const auto& entry) {
+      const ir::Mount& mount = entry.second;
+      return (mount.kind == ir::MountKind::kReadOnly || mount.kind == ir::MountKind::kWritable) &&
+             strictly_under(mount.target, work) && strictly_under(path, mount.target);
+    });
+    if (in_nested_bind) continue;
     diagnostics.Error(site.source, site.span,
                       "cannot hide " + Quote(path) + ": it is inside the work dir " + Quote(work) +
                           ", which holds the caller's own files (staged at launch), not a host bind",

@@ -70,8 +70,9 @@ struct ScanOptions {
   // The findings are kept in memory (and listed in the Outcome): a tree
   // built to hold a million findings with 64 KiB paths each would cost the
   // supervisor, outside every limit of the sandbox, tens of GiB. Past either
-  // cap the scan fails: nothing is committed (staged), and direct mode
-  // reports the dir as not verified.
+  // cap the scan fails, and a staged run commits nothing. Direct mode and
+  // the pre-run scan of the host dir lift the caps (staging.cc): there the
+  // findings are already in the host dir and must all be removed or judged.
   uint64_t max_findings = 65'536;
   uint64_t max_finding_bytes = 16ull << 20;  // bytes of their paths and targets
   // Worker threads; 0 = one per CPU, at most 4 (fewer under a low

@@ -159,7 +159,13 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     // A staged work dir is replaced as a whole when it is committed (and the
     // copy-in walks all of it): a filesystem mounted inside it would be
     // copied, then emptied with the previous contents. Refused up front.
-    COCOON_ASSIGN_OR_RETURN(host_scan, ScanForBreakouts(host_fd.get()));
+    // The host's own tree: its findings are the caller's files, not the
+    // sandbox's making, so the findings caps (kept for the sandbox's trees)
+    // do not apply.
+    ScanOptions host_options;
+    host_options.max_findings = UINT64_MAX;
+    host_options.max_finding_bytes = UINT64_MAX;
+    COCOON_ASSIGN_OR_RETURN(host_scan, ScanForBreakouts(host_fd.get(), host_options));
     for (const BreakoutFinding& finding : host_scan->findings) {
       if (finding.kind == "mount") {
         return FailedPreconditionError("work dir " + host + " holds a mount point at " + finding.path +
@@ -438,6 +444,10 @@ StagingResult Staging::VerifyAndCommit(const std::atomic<bool>* cancel, int canc
 void Staging::VerifyDirect(int cancel_fd, StagingResult& result) {
   ScanOptions scan_options;
   scan_options.mode = ScanMode::kDirect;
+  // Not capped: the findings are in the host dir already, and a scan that
+  // stopped at the cap would leave every one of them there unremoved.
+  scan_options.max_findings = UINT64_MAX;
+  scan_options.max_finding_bytes = UINT64_MAX;
   // The sandbox's writes are on the host already, so this runs after a
   // cancelled run too. A signal during it (after a cancel: a second one;
   // the supervisor consumed the first) stops it: the user asked cocoon to

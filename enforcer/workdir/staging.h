@@ -164,6 +164,7 @@ enum class WorkMountStep : int {
   kCheckDirect,
   kOpenLower,
   kCheckLower,
+  kUnbindableStage,
 };
 const char* WorkMountStepName(WorkMountStep step);
 

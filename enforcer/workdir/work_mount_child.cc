@@ -163,8 +163,9 @@ int MountStaged(const WorkMountChildSpec& spec, const char* target, int sock, in
   // xattrs written there directly would become deletions of the host's
   // files at commit. A recursive bind skips an unbindable mount and all
   // below it (the idmapped lower too).
-  if (rc == 0) rc = sys::Mount(nullptr, spec.stage_dir, nullptr, MS_UNBINDABLE, nullptr);
   if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kMountOverlay);
+  rc = sys::Mount(nullptr, spec.stage_dir, nullptr, MS_UNBINDABLE, nullptr);
+  if (rc != 0) return FailOn(rc, failed_step, WorkMountStep::kUnbindableStage);
   long fd = OpenDirectory(spec.upper_dir);
   if (fd < 0) return FailOn(fd, failed_step, WorkMountStep::kOpenFds);
   *tree_fd = static_cast<int>(fd);
@@ -186,6 +187,7 @@ const char* WorkMountStepName(WorkMountStep step) {
     case WorkMountStep::kWaitParent: return "wait for the supervisor to fill the work dir";
     case WorkMountStep::kReceiveLower: return "receive the idmapped work dir from the supervisor";
     case WorkMountStep::kAttachLower: return "attach the idmapped work dir (move_mount)";
+    case WorkMountStep::kUnbindableStage: return "make the overlay's stage unbindable";
     case WorkMountStep::kCheckDirect:
       return "check that the bound work dir is the directory cocoon prepared (it was moved or replaced since: "
              "do not rename or replace a work dir while cocoon starts in it)";

@@ -830,6 +830,42 @@ TEST(CocoonEnforce, ASymlinkInTheWorkDirNeverRedirectsAMountPoint) {
   fs::remove_all(dir);
 }
 
+// `hide` inside the work dir is an error (the work dir is the caller's own
+// files, staged), but inside a bind nested in the work dir it hides that
+// bind's host file, as anywhere else.
+TEST(CocoonEnforce, HideInsideTheWorkDirIsRefusedButHidesInABindNestedThere) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-hide-work-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::create_directories(dir / "secrets");
+  std::ofstream(dir / "secrets" / "key") << "PRIVATE\n";
+  std::ofstream(dir / "secrets" / "public") << "PUBLIC\n";
+  std::ofstream(dir / "work" / ".env") << "TOKEN\n";
+  for (const fs::path& p : {dir, dir / "secrets"}) {
+    fs::permissions(p, fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  }
+  for (const char* f : {"key", "public"}) {
+    fs::permissions(dir / "secrets" / f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  }
+  auto policy = [&](const std::string& hidden) {
+    std::string path = (dir / "p.cocoon").string();
+    std::ofstream(path) << "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly \""
+                        << (dir / "secrets").string() << "\" as \"/work/secrets\"\n    hide " << hidden
+                        << "\n  }\n}\n";
+    return path;
+  };
+  Ran in_work = Cocoon({"enforce", policy("/work/.env"), "--work", (dir / "work").string(), "--", "/bin/cat",
+                        "/work/.env"});
+  EXPECT_NE(in_work.status, 0);
+  EXPECT_EQ(in_work.out, "");
+  EXPECT_NE(in_work.err.find("cannot hide '/work/.env'"), std::string::npos) << in_work.err;
+  Ran in_bind = Cocoon({"enforce", policy("/work/secrets/key"), "--work", (dir / "work").string(), "--", "/bin/sh",
+                        "-c", "cat /work/secrets/key /work/secrets/public"});
+  EXPECT_EQ(in_bind.status, 0) << in_bind.err;
+  EXPECT_EQ(in_bind.out, "PUBLIC\n") << "the hidden file was readable, or the other one was not";
+  fs::remove_all(dir);
+}
+
 // The command's own execve goes through the seccomp listener when a rule
 // logs (or kills) execve, and the child waits for the answer before the
 // launch is complete: the launcher answers it. Before, it waited 30 s for an
@@ -1005,6 +1041,7 @@ TEST(CocoonEnforce, WritableBindsOverTrustAnchorsAndHostProcAreRefused) {
       {"writable", (dir / "trail").string(), "holds the audit"},
       {"writable", "/sys/fs/cgroup", "the kernel's interfaces"},
       {"readonly", "/proc", "the host's /proc"},
+      {"readonly", "/", "the host's /proc"},  // binds are recursive: / brings /proc along
   };
   for (const Case& c : cases) {
     Ran ran = run_with(c.bind, c.source);
@@ -1015,6 +1052,11 @@ TEST(CocoonEnforce, WritableBindsOverTrustAnchorsAndHostProcAreRefused) {
   EXPECT_FALSE(fs::exists(dir / "planted"));
   EXPECT_FALSE(fs::exists(dir / "trail" / "planted"));
   EXPECT_FALSE(fs::exists(log)) << "refused before the audit log was opened";
+  // Shared memory is not one of the kernel's interfaces: /dev/shm may be bound.
+  std::ofstream(dir / "shm.cocoon") << "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n"
+                                       "  filesystem {\n    writable /dev/shm as /mnt/shm\n  }\n}\n";
+  Ran shm = Cocoon({"enforce", (dir / "shm.cocoon").string(), "--", "/bin/sh", "-c", "test -d /mnt/shm"}, "", env);
+  EXPECT_EQ(shm.status, 0) << shm.err;
   fs::remove_all(dir);
 }
 
