@@ -352,10 +352,14 @@ Result<SigningKey> SigningKey::LoadPem(const std::string& path) {
     std::fclose(file);
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    const bool foreign = st.st_uid != geteuid() && st.st_uid != 0;
     return PermissionDeniedError("audit signing key " + path + " (mode " + mode + ", owner uid " +
-                                 std::to_string(st.st_uid) +
-                                 ") may be read or changed by others, and whoever can read it can forge the log: "
-                                 "make it yours and private (chmod 600 " + path + ")");
+                                 std::to_string(st.st_uid) + ") " +
+                                 (foreign ? "belongs to another user, who can read or replace it"
+                                          : "may be read or changed by others") +
+                                 ", and whoever can read it can forge the log: " +
+                                 (foreign ? "use a key of your own (cocoon audit keygen), or chown it to yourself"
+                                          : "make it private (chmod 600 " + path + ")"));
   }
   EVP_PKEY* pkey = lc->PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
   std::fclose(file);

@@ -108,6 +108,27 @@ Result<nlohmann::json> ParseWithoutDuplicateKeys(std::string_view text) {
   return parsed;
 }
 
+// True when the dotted `key` ("event.outcome") names a field of `line` that
+// is there, or runs through one that is not an object: a SIEM that reads
+// dotted keys as paths would then show it instead of the signed value. A
+// dotted key that only adds a field ("event.ingested") does not.
+bool OverridesASignedField(const nlohmann::json& line, std::string_view key) {
+  if (key.find('.') == std::string_view::npos) return false;
+  const nlohmann::json* at = &line;
+  size_t begin = 0;
+  for (;;) {
+    const size_t dot = key.find('.', begin);
+    const std::string part(key.substr(begin, dot == std::string_view::npos ? std::string_view::npos : dot - begin));
+    if (!at->is_object()) return true;  // runs through a signed value
+    if (at == &line && !IsCocoonTopLevelKey(part)) return false;  // a shipper's own object
+    auto next = at->find(part);
+    if (next == at->end()) return false;  // adds a field the signed line lacks
+    if (dot == std::string_view::npos) return true;  // names a signed field
+    at = &*next;
+    begin = dot + 1;
+  }
+}
+
 // Drops top-level keys Cocoon never writes, then re-canonicalises.
 Result<std::string> Normalize(std::string_view text) {
   // The same depth the canonical scanner allows: no Cocoon line nests deeper.
@@ -119,12 +140,10 @@ Result<std::string> Normalize(std::string_view text) {
       continue;
     }
     // Elasticsearch, Splunk and Wazuh read "event.outcome" as the same field
-    // as the signed {"event":{"outcome":...}}: a dotted key under one of
-    // Cocoon's own top-level names is not a shipper's addition but an
-    // override of a signed field in the SIEM.
+    // as the signed {"event":{"outcome":...}}: such a key is not a shipper's
+    // addition but an override of a signed field in the SIEM.
     const std::string& key = it.key();
-    const size_t dot = key.find('.');
-    if (dot != std::string::npos && IsCocoonTopLevelKey(key.substr(0, dot))) {
+    if (OverridesASignedField(parsed, key)) {
       return DataLossError("extra key \"" + key.substr(0, 64) +
                            "\" would override the signed field of the same path in a SIEM that reads dotted keys");
     }
@@ -338,28 +357,33 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   }
 }
 
-// No line Cocoon writes is this short (the shortest, a checkpoint, is about
-// 900 bytes). A verifier keeps a few hundred bytes per line, so a file of
-// bare newlines appended to a log would cost it hundreds of times its size;
-// the lines are cut only up to the first line this short instead, which is
-// tampered (it cannot be a Cocoon line), and nothing after it matters.
+// No line Cocoon writes is this short (the chain id, hash and prev alone are
+// over 160 bytes of hex; the shortest line, a checkpoint, is about 900). A
+// verifier keeps a few hundred bytes per line, so a file of bare newlines
+// appended to a log would cost it hundreds of times its size. The lines are
+// cut only up to the second of two short lines in a row, which is tampered
+// (neither can be a Cocoon line), and nothing after it matters. One short
+// line alone is still split and followed: an older cocoon left a torn
+// fragment as a line of its own, and the recovery record after it explains it.
 constexpr size_t kShortestLine = 256;
 
 // Offsets of the '\n's in `bytes`, in order, up to and including the one
-// that ends the first line shorter than kShortestLine (`*cut` is then set):
+// that ends the second of two short lines in a row (`*cut` is then set):
 // memchr over 1 MiB blocks on every core (this first pass also takes the
 // page faults of the mapping). One pass: the lines are then cut from these
-// offsets, also in parallel. (A short line that starts in an earlier block
-// is not seen as short: at most one line per MiB.)
+// offsets, also in parallel. (A line that starts in an earlier block is not
+// judged short: at most one line per MiB.)
 std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool, bool* cut) {
   constexpr size_t kBlock = 1 << 20;
   std::vector<std::vector<size_t>> found((bytes.size() + kBlock - 1) / kBlock);
-  std::vector<bool> ends_short(found.size(), false);  // the block's last offset ends a short line
+  // Per block, written by one worker each: bytes, not vector<bool>'s shared words.
+  std::vector<uint8_t> ends_short(found.size(), 0);
   pool.ParallelFor(found.size(), 1, [&](size_t begin, size_t end) {
     for (size_t block = begin; block < end; ++block) {
       const char* base = bytes.data();
       const char* p = base + block * kBlock;
       const char* stop = base + std::min(bytes.size(), (block + 1) * kBlock);
+      bool previous_short = false;
       while (p < stop) {
         const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p));
         if (nl == nullptr) break;
@@ -368,10 +392,12 @@ std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool, bool*
         const bool known_start = !found[block].empty() || block == 0;
         const size_t start = found[block].empty() ? 0 : found[block].back() + 1;
         found[block].push_back(offset);
-        if (known_start && offset - start < kShortestLine) {
-          ends_short[block] = true;
+        const bool is_short = known_start && offset - start < kShortestLine;
+        if (is_short && previous_short) {
+          ends_short[block] = 1;
           break;
         }
+        previous_short = is_short;
         ++p;
       }
     }
@@ -383,7 +409,7 @@ std::vector<size_t> FindNewlines(std::string_view bytes, WorkerPool& pool, bool*
   *cut = false;
   for (size_t block = 0; block < found.size(); ++block) {
     all.insert(all.end(), found[block].begin(), found[block].end());
-    if (ends_short[block]) {
+    if (ends_short[block] != 0) {
       *cut = true;
       break;
     }
@@ -532,7 +558,13 @@ class MappedFile {
     // can see a large write half done (the size grows page by page): the
     // shared lock makes the size we map end at a batch boundary, so a live
     // log is not reported torn or unsigned at its end.
-    while (flock(fd, LOCK_SH) != 0 && errno == EINTR) {
+    // Bounded: a writer stopped while it holds the lock (Ctrl-Z, a hung
+    // fdatasync on NFS), or anyone who can read the log and holds a lock on
+    // it, must not hang a verification; after 10 s it reads without.
+    for (int attempt = 0; attempt < 1000 && flock(fd, LOCK_SH | LOCK_NB) != 0 &&
+                          (errno == EWOULDBLOCK || errno == EINTR);
+         ++attempt) {
+      usleep(10000);
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {

@@ -387,12 +387,15 @@ std::vector<HostCheck> CheckAudit(const DoctorOptions& options) {
       key.weight = CheckWeight::kRequired;
       key.detail = options.audit_key + ": " + std::strerror(errno);
       key.fix = "cocoon audit keygen --out " + options.audit_key;
-    } else if (st.st_mode & 077) {
+    } else if ((st.st_mode & 077) || (st.st_uid != geteuid() && st.st_uid != 0)) {
       // Launches refuse such a key (audit/keys.cc LoadPem).
+      const bool foreign = st.st_uid != geteuid() && st.st_uid != 0;
       key.status = CheckStatus::kFail;
       key.weight = CheckWeight::kRequired;
-      key.detail = options.audit_key + " may be read or changed by other users: runs that sign with it are refused";
-      key.fix = "chmod 600 " + options.audit_key;
+      key.detail = options.audit_key + (foreign ? " belongs to another user (uid " + std::to_string(st.st_uid) + ")"
+                                                : std::string(" may be read or changed by other users")) +
+                   ": runs that sign with it are refused";
+      key.fix = foreign ? "cocoon audit keygen --out KEY (a key of your own)" : "chmod 600 " + options.audit_key;
     } else {
       key.detail = options.audit_key + " (mode 0600)";
     }

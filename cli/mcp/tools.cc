@@ -136,8 +136,8 @@ Status ParseFiles(const json& args, const ToolLimits& limits, std::map<std::stri
   if (it->size() > limits.max_files) return Bad("'files' has more than " + std::to_string(limits.max_files) + " entries");
   size_t total = 0;
   for (auto& [path, content] : it->items()) {
-    if (!IsSafeRelativePath(path)) return Bad("'files' path '" + SanitizeUtf8(path) + "' must be relative, without '..'");
-    if (!content.is_string()) return Bad("'files' content for '" + SanitizeUtf8(path) + "' must be a string");
+    if (!IsSafeRelativePath(path)) return Bad("'files' path '" + EchoOfClientText(path) + "' must be relative, without '..'");
+    if (!content.is_string()) return Bad("'files' content for '" + EchoOfClientText(path) + "' must be a string");
     total += content.get_ref<const std::string&>().size();
     if (total > limits.max_files_total_bytes) return Bad("'files' exceed " + std::to_string(limits.max_files_total_bytes) + " bytes");
     (*files)[path] = content.get<std::string>();
@@ -163,7 +163,7 @@ Result<ExecRequest> ParseExecuteCode(const json& args, const ToolContext& contex
   request.kind = ExecKind::kCode;
   COCOON_RETURN_IF_ERROR(RequiredString(args, "language", 64, &request.language));
   if (std::find(context.languages.begin(), context.languages.end(), request.language) == context.languages.end()) {
-    return Bad("unsupported language '" + SanitizeUtf8(request.language) + "' (see inspect_runtimes)");
+    return Bad("unsupported language '" + EchoOfClientText(request.language) + "' (see inspect_runtimes)");
   }
   COCOON_RETURN_IF_ERROR(RequiredString(args, "code", context.limits.max_code_bytes, &request.code));
   COCOON_RETURN_IF_ERROR(OptionalString(args, "stdin", context.limits.max_stdin_bytes, &request.stdin_data));
@@ -244,7 +244,7 @@ Status ParseMemory(const json& args, std::optional<uint64_t>* out) {
       return Status::Ok();
     }
   }
-  return Bad("'memory_max' has an unknown unit '" + SanitizeUtf8(unit) + "' (use B, KiB, MiB, GiB)");
+  return Bad("'memory_max' has an unknown unit '" + EchoOfClientText(unit) + "' (use B, KiB, MiB, GiB)");
 }
 
 Result<ExecRequest> ParseRunInSandbox(const json& args, const ToolContext& context) {

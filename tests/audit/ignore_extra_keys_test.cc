@@ -61,11 +61,12 @@ TEST_F(IgnoreExtraKeysTest, DeepNestingIsRefusedNotACrash) {
 
 // Elasticsearch, Splunk and Wazuh read a dotted key as the nested field of
 // that path: "event.outcome" beside the signed {"event":{"outcome":...}}
-// would override it in the SIEM while the signature still checks. Such a
-// key under one of Cocoon's own names is tampering; a shipper's own dotted
-// keys ("log.offset") are still dropped.
+// would override it in the SIEM while the signature still checks, and so
+// would "severity.x" (through the signed string). Such a key is tampering;
+// a dotted key that only adds a field ("event.ingested", a shipper's own
+// "log.offset") is still dropped.
 TEST_F(IgnoreExtraKeysTest, ADottedKeyOverACocoonFieldIsTampered) {
-  for (const char* key : {"event.outcome", "cocoon.syscall.action", "process.command_line"}) {
+  for (const char* key : {"event.outcome", "cocoon.syscall.action", "severity.x"}) {
     std::filesystem::remove(Path("log"));
     auto lines = WriteWith(SampleDenial(1));
     json j = json::parse(lines[1]);
@@ -80,6 +81,7 @@ TEST_F(IgnoreExtraKeysTest, ADottedKeyOverACocoonFieldIsTampered) {
   auto lines = WriteWith(SampleDenial(1));
   json j = json::parse(lines[1]);
   j["log.offset"] = 1234;
+  j["event.ingested"] = "2026-12-02T00:00:00Z";
   lines[1] = j.dump();
   WriteFile(Path("log"), JoinLines(lines));
   VerifyReport shipper = Verify({Path("log")}, true);
