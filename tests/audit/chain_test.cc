@@ -280,6 +280,28 @@ TEST_F(ChainTest, CrashedWriterIsRecoveredAndReported) {
   EXPECT_EQ(kept, fragment);
 }
 
+// An older cocoon ended a torn fragment with a newline, keeping it as a line
+// of its own before the recovery record. A short one (a kill early in a
+// line) is still recovered: the verifier's cut at short lines needs two in a
+// row, and a recovery record is not short.
+TEST_F(ChainTest, AShortFragmentLineOfAnOlderCocoonIsStillRecovered) {
+  std::string path = WriteLog("log", 8);
+  std::string data = ReadFile(path);
+  size_t intact = data.rfind('\n', data.size() - 2) + 1;  // up to the seal
+  const std::string fragment = data.substr(intact, 40);   // the seal's first 40 bytes
+  WriteFile(path, data.substr(0, intact) + fragment);
+  {
+    auto log = AuditLog::Open(Options("log"));
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    ASSERT_TRUE((*log)->Append(SampleDenial(99)).ok());
+    ASSERT_TRUE((*log)->Close().ok());
+  }
+  std::string recovered = ReadFile(path);
+  WriteFile(path, recovered.substr(0, intact) + fragment + "\n" + recovered.substr(intact));  // the old layout
+  VerifyReport report = Verify({path});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kRecovered) << FormatReport(report);
+}
+
 TEST_F(ChainTest, ForgedRecoveryClaimIsNotAccepted) {
   VerifyReport report = Tamper([](auto& lines) { lines[4] = lines[4].substr(0, 100); });
   EXPECT_EQ(report.verdict, VerifyVerdict::kTampered);
