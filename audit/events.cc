@@ -153,7 +153,22 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
   process["cmd_line"] = command_line;      // OCSF
   process["command_line"] = command_line;  // ECS
   json args = json::array();               // ECS (array of strings survives Wazuh)
-  for (const auto& arg : info.argv) args.push_back(Capped(arg, cut));
+  // Each argument is capped, and so is their sum: a raised stack limit lets
+  // argv reach several MiB (six times that escaped), and a launch line past
+  // the 16 MiB a writer reads back as the log's tail (sink.cc) would lock
+  // every later writer out once a kill -9 left it last. The argv summary's
+  // count and SHA-256 cover every argument.
+  constexpr size_t kMaxArgsBytes = 256 << 10;
+  size_t args_bytes = 0;
+  for (const auto& arg : info.argv) {
+    std::string kept = Capped(arg, cut);
+    if (args_bytes + kept.size() > kMaxArgsBytes) {
+      cut = true;
+      break;
+    }
+    args_bytes += kept.size();
+    args.push_back(std::move(kept));
+  }
   process["args"] = std::move(args);
   if (!info.cwd.empty()) process["working_directory"] = S(info.cwd);
   process["user"] = {{"uid", std::to_string(info.uid_inside)}, {"name", S(info.user_inside)}};

@@ -61,6 +61,21 @@ TEST(CommandLineCutTest, LongJoinedCommandLineIsMarked) {
   EXPECT_EQ(e["process"]["args"].size(), argv.size());
 }
 
+// Many long arguments (a raised stack limit allows several MiB): the args
+// array stops at 256 KiB, so the launch line stays far below the 16 MiB a
+// writer reads back as the log's tail; the summary still counts and hashes
+// every argument.
+TEST(CommandLineCutTest, ManyLongArgumentsKeepTheLaunchLineBounded) {
+  std::vector<std::string> argv(400, std::string(16 << 10, '\x01'));  // each escapes to 6x its size
+  json e = Launched(argv);
+  EXPECT_LT(e["process"]["args"].size(), argv.size());
+  EXPECT_LT(e.dump().size(), size_t{4} << 20);  // 256 KiB of \x01 escapes to 1.5 MiB
+  const json& summary = e["cocoon"]["sandbox"]["argv"];
+  EXPECT_EQ(summary["truncated"], true);
+  EXPECT_EQ(summary["count"], 400);
+  EXPECT_EQ(summary["sha256"], Sha256Hex(NulJoined(argv)));
+}
+
 // The cut never splits a UTF-8 sequence: the line stays valid JCS.
 TEST(CommandLineCutTest, CutKeepsUtf8Whole) {
   std::string snowmen;
