@@ -419,6 +419,7 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
     op.mount_point_exists = true;
   }
   if (op.kind == ChildMountKind::kBind) binds_.emplace_back(mount.target, op.source);
+  if (op.kind == ChildMountKind::kSymlink) symlink_targets_.insert(mount.target);
   mounted_targets_.emplace_back(mount.target, op.target_is_dir);
   PushOp(op, mount.target, std::move(description));
   return Status::Ok();
@@ -437,6 +438,10 @@ void PreparedChild::AddLandlockRules() {
       }
     }
     if (!found) continue;  // an optional mount that was skipped
+    // The child opens rule paths with no symlink followed (landlock.cc). A
+    // target made as a symlink (the host's /bin -> usr/bin) points into a
+    // bound directory, whose own rule applies there.
+    if (symlink_targets_.count(rule.path) != 0) continue;
     uint64_t access = LandlockRuleAccess(rule.access, abi, is_dir);
     if (access == 0) continue;
     landlock_.push_back({Keep(rule.path), access, rule.optional});

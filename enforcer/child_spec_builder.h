@@ -72,6 +72,7 @@ class PreparedChild {
   std::vector<ChildMountOp> mounts_;
   std::vector<std::string> mount_descriptions_;
   std::vector<std::pair<std::string, bool>> mounted_targets_;  // inside path, is_dir
+  std::set<std::string> symlink_targets_;  // targets made as symlinks (kSymlink ops)
   std::vector<std::pair<std::string, std::string>> binds_;     // inside target -> host source (real)
   std::vector<std::string> rootfs_symlinks_;                    // inside paths of `root rootfs` symlinks
   std::set<std::string> existing_dirs_{"/"};                    // inside dirs the ops so far make or mount

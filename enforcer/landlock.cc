@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -78,7 +79,14 @@ bool ApplyLandlock(const ChildSpec& spec, ChildError* error) noexcept {
   if (!Succeeded(ruleset, error, ChildStep::kLandlockCreate)) return false;
   for (size_t i = 0; i < spec.landlock_rule_count; ++i) {
     const ChildLandlockRule& rule = spec.landlock_rules[i];
-    long fd = sys::Call(SYS_openat, AT_FDCWD, rule.path, O_PATH | O_CLOEXEC);
+    // No symlink followed (ELOOP): a mount point inside a bound host
+    // directory can be renamed on the host and a symlink put at its name
+    // after the mounts were made; following it would grant the rule's rights
+    // (read-write) wherever it points.
+    struct open_how how {};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long fd = sys::Call(SYS_openat2, AT_FDCWD, rule.path, &how, sizeof(how));
     if (fd == -ENOENT && rule.optional) continue;
     long rc = fd;
     if (fd >= 0) {
