@@ -313,7 +313,8 @@ void CheckHiddenOutsideWorkDir(const State& state, Diagnostics& diagnostics) {
   auto strictly_under = [](const std::string& path, const std::string& dir) {
     return path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0;
   };
-  for (const auto& [path, site] : state.hide_sites) {
+  for (const auto& [hidden, site] : state.hide_sites) {
+    const std::string& path = hidden;  // clang 14 cannot capture a structured binding
     if (path != work && !strictly_under(path, work)) continue;
     // Inside a bind nested in the work dir, it is that bind's host path that
     // is hidden, as anywhere else.
