@@ -262,6 +262,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kDevice: return "device node";
     case ChildStep::kSymlink: return "symlink";
     case ChildStep::kMask: return "mask path";
+    case ChildStep::kReadOnlyPath: return "read-only /proc entry";
     case ChildStep::kRootReadOnly: return "read-only new root";
     case ChildStep::kPivotRoot: return "pivot_root";
     case ChildStep::kDetachOldRoot: return "detach old root";

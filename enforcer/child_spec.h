@@ -73,6 +73,7 @@ enum class ChildStep : int {
   kUnshareNamespaces,  // mount, uts, ipc [, net]: made by the child itself (launcher.cc)
   kBindSource,       // open a bind's source without following symlinks and check it is the one the parent saw
   kMountPoint,       // open a mount point inside a bound host directory without following symlinks
+  kReadOnlyPath,     // bind a /proc entry (/proc/sys...) onto itself read-only
 };
 
 const char* ChildStepName(ChildStep step);
@@ -92,6 +93,7 @@ enum class ChildMountKind : int {
   kSymlink,      // symlink(source, target)
   kMaskFile,     // bind /dev/null (inside the new root) over a file, read-only
   kMaskDir,      // empty read-only tmpfs over a directory
+  kReadOnlyInPlace,  // the target's own tree (a /proc entry) bound onto itself with attr_set
 };
 
 struct ChildMountOp {

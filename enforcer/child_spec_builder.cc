@@ -89,7 +89,11 @@ std::optional<std::string> HostSymlinkIntoBoundDirectory(const PlanMount& mount,
 
 constexpr uint64_t kReadOnlyAttrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 constexpr uint64_t kWritableAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-constexpr uint64_t kDeviceAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+// Read-only too: opening a device node for writing skips the mount's
+// read-only check (special files, do_dentry_open), so /dev/null and friends
+// still take writes, while their host inodes' times and modes cannot be
+// changed from the sandbox (`touch /dev/null` would otherwise stamp the host's).
+constexpr uint64_t kDeviceAttrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
 
 }  // namespace
 
@@ -316,6 +320,8 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
     case PlanMountKind::kTmpfs:
       op.kind = ChildMountKind::kTmpfs;
       op.flags = MS_NOSUID | MS_NODEV;
+      // POSIX shared memory is data, never code (as in OCI runtimes' /dev/shm).
+      if (mount.target == "/dev/shm") op.flags |= MS_NOEXEC;
       op.data = Keep("size=" + std::to_string(mount.size_bytes) + ",mode=1777");
       break;
     case PlanMountKind::kProc:
@@ -353,6 +359,24 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       op.kind = ChildMountKind::kSymlink;
       op.source = Keep(mount.source);
       break;
+    case PlanMountKind::kReadOnly: {
+      // Only entries of the sandbox's own procfs: anything else is a bind,
+      // made read-only by its own kind.
+      if (!IsUnder(mount.target, "/proc") || mount.target == "/proc") {
+        return InvalidArgumentError("read-only " + mount.target + ": only /proc entries are made read-only in place");
+      }
+      struct stat st;  // same kernel: the host's /proc has the same entries
+      if (lstat(mount.target.c_str(), &st) != 0) {
+        if (mount.optional && errno == ENOENT) return Status::Ok();
+        return ErrnoError("read-only " + mount.target);
+      }
+      if (S_ISLNK(st.st_mode)) return Status::Ok();  // /proc/self and the like: nothing of their own
+      op.kind = ChildMountKind::kReadOnlyInPlace;
+      op.target_is_dir = S_ISDIR(st.st_mode);
+      op.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+      op.mount_point_exists = true;
+      break;
+    }
     case PlanMountKind::kMask: {
       // What would be visible at the target: the host /proc for proc paths
       // (same kernel), a bound host path, or nothing (then nothing to hide).
@@ -457,6 +481,7 @@ void PreparedChild::BuildEnvironment() {
       auto eq = text.find('=');
       if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
     }
+    for (const auto& name : plan.env_unset) env.erase(name);
   }
   for (const auto& name : plan.env_pass) {
     const char* value = getenv(name.c_str());

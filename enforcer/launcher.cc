@@ -27,7 +27,7 @@ std::string DescribeChildError(const PreparedChild* child, const ChildError& err
   switch (child == nullptr ? ChildStep::kNone : step) {
     case ChildStep::kMkdirTarget: case ChildStep::kBind: case ChildStep::kMountAttr: case ChildStep::kTmpfs:
     case ChildStep::kProc: case ChildStep::kDevice: case ChildStep::kSymlink: case ChildStep::kMask:
-    case ChildStep::kBindSource: case ChildStep::kMountPoint:
+    case ChildStep::kBindSource: case ChildStep::kMountPoint: case ChildStep::kReadOnlyPath:
       what += " (" + child->DescribeMount(error.detail) + ")";
       break;
     case ChildStep::kLandlockRule: what += " (" + child->DescribeLandlockRule(error.detail) + ")"; break;

@@ -296,6 +296,21 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, int root_fd, size_t 
     case ChildMountKind::kMaskDir:
       ok = Succeeded(MountFilesystem("tmpfs", "tmpfs", op.flags, op.data, where), error, ChildStep::kMask, index);
       break;
+    case ChildMountKind::kReadOnlyInPlace: {
+      // Recursive: a policy's `hide` below this entry (a mask mounted by an
+      // earlier op) stays on top of it in the read-only copy.
+      long self = OpenWithoutSymlinks(root_fd, op.target + root_len + 1, RESOLVE_BENEATH);
+      if (self < 0) {
+        ok = Fail(error, ChildStep::kReadOnlyPath, sys::ErrorOf(self), index);
+        break;
+      }
+      MountPointRef onto{static_cast<int>(self), op.target};
+      ChildStep failed;
+      long rc = BindFromFd(static_cast<int>(self), true, op.attr_set, onto, &failed);
+      sys::Call(SYS_close, self);
+      ok = Succeeded(rc, error, failed == ChildStep::kBind ? ChildStep::kReadOnlyPath : failed, index);
+      break;
+    }
     case ChildMountKind::kSymlink:
       break;
   }

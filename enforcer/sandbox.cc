@@ -75,6 +75,12 @@ ir::Limits LimitsFromPlan(const backends::LaunchPlan& plan) {
     else if (l.name == "output") limits.output_bytes = limit;
     else if (l.name == "cpu") limits.cpu_percent = limit;
   }
+  // The work dir's quota is a disk limit too, and the stricter of the two
+  // holds: the staging tmpfs's size, or RLIMIT_FSIZE in direct mode (before,
+  // a direct work dir's quota was reported but never applied).
+  if (plan.work_quota_bytes != 0 && (!limits.disk_bytes.set || plan.work_quota_bytes < limits.disk_bytes.value)) {
+    limits.disk_bytes = ir::Limit{true, plan.work_quota_bytes, ir::Enforcement::kRequired};
+  }
   return limits;
 }
 

@@ -357,6 +357,7 @@ ir::Policy Finalize(State& state, const Program& program) {
   policy.environment.set.clear();
   for (auto& [name, value] : state.env_set) policy.environment.set.push_back({name, value});
   policy.environment.pass.assign(state.env_pass.begin(), state.env_pass.end());
+  policy.environment.unset.assign(state.env_unset.begin(), state.env_unset.end());
   std::string all;
   for (const auto& file : program.files) {
     policy.source_files.push_back(file->source->name());

@@ -42,6 +42,7 @@ struct State {
   std::set<std::string> reopened;
   std::map<std::string, std::string> env_set;
   std::set<std::string> env_pass;
+  std::set<std::string> env_unset;  // kept out of an inherited environment
   bool has_syscalls = false;
   // Per syscall, the statement that last set one of its rules (a rule naming
   // it beats a group): where a back end's problem with them is reported.

@@ -129,18 +129,25 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
     const std::string setting = "environment.set:" + name.text;
     if (!layer.FirstInLayer(setting, stmt.span, "variable " + name.text)) return;
     state.env_set[name.text] = stmt.args[1].text;
+    if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
     layer.Origin(setting, stmt.span);
   } else {  // pass, unset
     for (const ast::Word& name : stmt.args) {
       if (!EnvName(layer, name)) continue;
       if (key == "pass") {
+        if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
         if (!state.env_pass.insert(name.text).second) continue;
         layer.Origin("environment.pass:" + name.text, name.span);
       } else {
         state.env_set.erase(name.text);
         state.env_pass.erase(name.text);
+        // Also out of an inherited environment (`inherit` then `unset
+        // AWS_SECRET_ACCESS_KEY`): once it only left the set/pass lists,
+        // and the secret reached the sandbox with everything else.
+        state.env_unset.insert(name.text);
         state.policy.provenance.erase("environment.set:" + name.text);
         state.policy.provenance.erase("environment.pass:" + name.text);
+        layer.Origin("environment.unset:" + name.text, name.span);
       }
     }
   }

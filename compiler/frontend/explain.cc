@@ -183,6 +183,11 @@ void ExplainProcess(Writer& w, const ir::Policy& p) {
          "environment.clear");
   for (const ir::EnvVar& v : p.environment.set) w.Line("set  " + v.name + "=" + v.value, "environment.set:" + v.name);
   for (const std::string& n : p.environment.pass) w.Line("pass " + n + " from the caller", "environment.pass:" + n);
+  // Only meaningful under inherit: in a clean environment an unset name was
+  // just taken out of the set/pass lists above.
+  if (!p.environment.clear) {
+    for (const std::string& n : p.environment.unset) w.Line("unset " + n + " (removed from the caller's)", "environment.unset:" + n);
+  }
   w.Section("Process");
   w.Line("working directory " + p.cwd, "cwd");
   w.Line("hostname " + p.hostname, "hostname");

@@ -188,6 +188,7 @@ struct Environment {
   bool clear = true;                 // start from an empty environment
   std::vector<EnvVar> set;           // sorted by name, unique
   std::vector<std::string> pass;     // names copied from the caller; sorted, unique
+  std::vector<std::string> unset;    // names removed from an inherited environment (clear == false); sorted, unique
 };
 
 // --------------------------------------------------------------- runtimes

@@ -260,16 +260,6 @@ Staging::~Staging() {
   if (!stage_dir_.empty()) rmdir(stage_dir_.c_str());  // empty on the host: the tmpfs was never on it here
 }
 
-LimitEnforcement Staging::DiskLimitRow(bool required) const {
-  if (spec_.strategy == StagingStrategy::kDirect) {
-    return LimitEnforcement{"disk", quota_bytes_, "bytes", LimitMechanism::kRlimit, required,
-                            "direct work dir: RLIMIT_FSIZE only; breakout verification ran after the fact"};
-  }
-  return LimitEnforcement{"disk", quota_bytes_, "bytes", LimitMechanism::kTmpfsSize, required,
-                          spec_.strategy == StagingStrategy::kOverlay ? "overlay upper layer on a tmpfs of this size"
-                                                                      : "staged copy on a tmpfs of this size"};
-}
-
 void Staging::AdoptFds(int tree_fd, int view_fd) {
   if (tree_fd_ >= 0) close(tree_fd_);
   if (view_fd_ >= 0) close(view_fd_);

@@ -195,8 +195,6 @@ class Staging {
   StagingStrategy strategy() const { return spec_.strategy; }
   const WorkMountChildSpec& child_spec() const { return spec_; }
   uint64_t quota_bytes() const { return quota_bytes_; }
-  // The enforcement row for the "disk" limit (kTmpfsSize, or kRlimit for direct).
-  LimitEnforcement DiskLimitRow(bool required) const;
 
   // Parent side of the handshake (see above). Blocks until the child sends.
   Status ReceiveAndPopulate(int sock);

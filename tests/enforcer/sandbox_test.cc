@@ -476,6 +476,52 @@ TEST(SandboxTest, MaskedPathsAreHidden) {
   EXPECT_EQ(outcome.stdout_data, "0\n0\n0\n") << outcome.stderr_data;
 }
 
+// The sandbox's own root owns its namespaces' sysctls (net.*, kernel.shm*),
+// so file permissions alone would let it write them, capabilities or not.
+// /proc/sys and friends are bound read-only over themselves: EROFS.
+TEST(SandboxTest, KernelKnobsUnderProcAreReadOnlyEvenForTheSandboxRoot) {
+  ir::Policy policy = TestPolicy();
+  policy.user = {0, 0};
+  Outcome outcome = Sh(
+      "cat /proc/sys/net/ipv4/ip_forward >/dev/null && echo readable; "
+      "(echo 1 > /proc/sys/net/ipv4/ip_forward) 2>&1 | grep -c 'Read-only file system'; "
+      "(echo 1 > /proc/sys/kernel/shmmni) 2>&1 | grep -c 'Read-only file system'; "
+      "awk '$5 == \"/proc/sys\" { print $6 }' /proc/self/mountinfo | cut -d, -f1",
+      policy);
+  EXPECT_EQ(outcome.stdout_data, "readable\n1\n1\nro\n") << outcome.stderr_data;
+}
+
+// Device nodes are bound read-only: their data still flows (a read-only
+// mount does not stop writes to a special file) but their metadata cannot
+// change. /dev/shm is writable and noexec: no staging of binaries there.
+TEST(SandboxTest, DevicesKeepWorkingButDevIsNoPlaceToChangeOrRun) {
+  ir::Policy policy = TestPolicy();
+  policy.user = {0, 0};
+  Outcome outcome = Sh(
+      "echo data > /dev/null && echo writes-ok; "
+      "head -c 4 /dev/zero | wc -c; "
+      "touch /dev/null 2>/dev/null || echo touch-refused; "
+      "awk '$5 == \"/dev/null\" { print $6 }' /proc/self/mountinfo | cut -d, -f1; "
+      "cp /bin/true /dev/shm/t && chmod +x /dev/shm/t && echo staged; "
+      "/dev/shm/t 2>/dev/null; echo exec-rc=$?",
+      policy);
+  EXPECT_EQ(outcome.stdout_data, "writes-ok\n4\ntouch-refused\nro\nstaged\nexec-rc=126\n") << outcome.stderr_data;
+}
+
+// environment { inherit; unset NAME } passes the caller's environment minus
+// the named variables.
+TEST(SandboxTest, UnsetNamesLeaveAnInheritedEnvironment) {
+  ir::Policy policy = TestPolicy();
+  policy.environment.clear = false;
+  policy.environment.unset = {"COCOON_TEST_SECRET"};
+  setenv("COCOON_TEST_SECRET", "hunter2", 1);
+  setenv("COCOON_TEST_VISIBLE", "shown", 1);
+  Outcome outcome = Sh("echo \"${COCOON_TEST_SECRET:-gone} ${COCOON_TEST_VISIBLE:-missing}\"", policy);
+  unsetenv("COCOON_TEST_SECRET");
+  unsetenv("COCOON_TEST_VISIBLE");
+  EXPECT_EQ(outcome.stdout_data, "gone shown\n") << outcome.stderr_data;
+}
+
 // A caller's realtime policy must not reach the sandboxed code (it could
 // monopolise a CPU), nor stop the sandbox joining a v1 cpu group (which
 // refuses realtime tasks). Root only: only root may take SCHED_FIFO here.

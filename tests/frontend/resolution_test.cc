@@ -82,6 +82,32 @@ TEST_F(ResolutionTest, ChildOverridesScalarsAndMergesLists) {
   EXPECT_EQ(policy->source_files.size(), 2u);
 }
 
+// Under `inherit`, unset must take the name out of the caller's environment
+// too (not only out of the set/pass lists); a child's set brings it back.
+TEST_F(ResolutionTest, UnsetRemovesANameFromAnInheritedEnvironment) {
+  Write("lib/base.cocoon", kBase);
+  std::string main = Write("main.cocoon",
+                           "import \"base\"\n"
+                           "profile open extends base {\n"
+                           "  relaxes environment\n"
+                           "  environment { inherit unset AWS_SECRET_ACCESS_KEY A TOKEN }\n"
+                           "}\n"
+                           "profile main extends open {\n"
+                           "  environment { set TOKEN \"public\" }\n"
+                           "}\n");
+  std::string out;
+  auto open = Compile(main, "open", &out, {(dir_ / "lib").string()});
+  ASSERT_TRUE(open) << out;
+  EXPECT_FALSE(open->environment.clear);
+  EXPECT_EQ(open->environment.unset, (std::vector<std::string>{"A", "AWS_SECRET_ACCESS_KEY", "TOKEN"}));
+  EXPECT_EQ(open->provenance.at("environment.unset:A").line, 4u);
+  EXPECT_NE(ExplainPolicy(*open).find("unset AWS_SECRET_ACCESS_KEY"), std::string::npos);
+  auto policy = Compile(main, "main", &out, {(dir_ / "lib").string()});
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->environment.unset, (std::vector<std::string>{"A", "AWS_SECRET_ACCESS_KEY"}));
+  EXPECT_EQ(policy->provenance.count("environment.unset:TOKEN"), 0u);
+}
+
 TEST_F(ResolutionTest, IncludeIsRelativeToTheIncludingFile) {
   Write("lib/base.cocoon", kBase);
   Write("lib/mid.cocoon", "include \"base.cocoon\"\nprofile mid extends base { }\n");

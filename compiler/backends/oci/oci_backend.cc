@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/backends/artifact.h"
+#include "compiler/backends/default_kernel_paths.h"
 #include "compiler/backends/oci/oci_common.h"
 #include "compiler/backends/oci/oci_seccomp.h"
 
@@ -20,14 +21,6 @@ namespace cocoon::backends {
 namespace {
 
 using nlohmann::ordered_json;
-
-// runc/crun defaults (libcontainer/specconv/example.go): kernel interfaces a
-// container must never see or write.
-constexpr const char* kDefaultMasked[] = {"/proc/acpi",        "/proc/asound",      "/proc/kcore",
-                                          "/proc/keys",        "/proc/latency_stats", "/proc/sched_debug",
-                                          "/proc/scsi",        "/proc/timer_list",  "/proc/timer_stats",
-                                          "/sys/firmware",     "/sys/devices/virtual/powercap"};
-constexpr const char* kDefaultReadonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
 
 ordered_json BindMount(const std::string& destination, const std::string& source, bool writable) {
   ordered_json options = {"rbind", writable ? "rw" : "ro", "nosuid", "nodev"};
@@ -108,11 +101,11 @@ ordered_json Linux(const ir::Policy& policy) {
   linux["resources"] = Resources(policy.limits);
   linux["seccomp"] = nullptr;
   ordered_json masked = ordered_json::array();
-  for (const char* path : kDefaultMasked) masked.push_back(path);
+  for (std::string_view path : kDefaultMaskedPaths) masked.push_back(path);
   for (const std::string& path : policy.filesystem.hidden) masked.push_back(path);
   linux["maskedPaths"] = std::move(masked);
   ordered_json readonly = ordered_json::array();
-  for (const char* path : kDefaultReadonly) readonly.push_back(path);
+  for (std::string_view path : kDefaultReadOnlyPaths) readonly.push_back(path);
   linux["readonlyPaths"] = std::move(readonly);
   return linux;
 }

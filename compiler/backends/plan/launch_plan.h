@@ -22,7 +22,9 @@
 
 namespace cocoon::backends {
 
-inline constexpr int kLaunchPlanVersion = 1;
+// 2: read-only /proc entries (mount kind "read-only") and environment.unset.
+// An older plan lacks both, so it is refused rather than run weaker.
+inline constexpr int kLaunchPlanVersion = 2;
 inline constexpr std::string_view kLaunchPlanMediaType = "application/vnd.cocoon.linux-plan+json";
 
 // One mount step. The list is ordered: a parent target always precedes the
@@ -37,6 +39,7 @@ enum class PlanMountKind {
   kDevice,        // host device node `source` bind-mounted at `target`
   kDevSymlink,    // symlink `target` -> `source` (e.g. /dev/fd -> /proc/self/fd)
   kMask,          // hide `target`: /dev/null over a file, empty ro tmpfs over a dir
+  kReadOnly,      // `target`, already in the tree (a /proc entry), bound onto itself ro,nosuid,nodev,noexec
 };
 
 std::string_view PlanMountKindName(PlanMountKind kind);
@@ -111,6 +114,7 @@ struct LaunchPlan {
   bool env_clear = true;               // false: the caller's whole environment is inherited
   std::vector<ir::EnvVar> env_set;     // sorted by name
   std::vector<std::string> env_pass;   // names copied from the caller
+  std::vector<std::string> env_unset;  // names removed from an inherited environment
   std::string cwd = "/work";
   std::string hostname = "cocoon";
 

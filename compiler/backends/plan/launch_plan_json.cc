@@ -27,7 +27,7 @@ std::string_view EnumName(const std::array<std::pair<Enum, std::string_view>, N>
   return "?";
 }
 
-constexpr std::array<std::pair<PlanMountKind, std::string_view>, 8> kMountKinds{{
+constexpr std::array<std::pair<PlanMountKind, std::string_view>, 9> kMountKinds{{
     {PlanMountKind::kBindReadOnly, "bind-ro"},
     {PlanMountKind::kBindWritable, "bind-rw"},
     {PlanMountKind::kWork, "work"},
@@ -36,6 +36,7 @@ constexpr std::array<std::pair<PlanMountKind, std::string_view>, 8> kMountKinds{
     {PlanMountKind::kDevice, "device"},
     {PlanMountKind::kDevSymlink, "symlink"},
     {PlanMountKind::kMask, "mask"},
+    {PlanMountKind::kReadOnly, "read-only"},
 }};
 constexpr std::array<std::pair<LandlockAccess, std::string_view>, 3> kLandlockAccess{{
     {LandlockAccess::kReadExecute, "read-exec"},
@@ -121,6 +122,7 @@ json ToJson(const LaunchPlan& plan) {
   j["environment"]["set"] = json::object();
   for (const auto& var : plan.env_set) j["environment"]["set"][var.name] = var.value;
   j["environment"]["pass"] = plan.env_pass;
+  j["environment"]["unset"] = plan.env_unset;
   j["environment"]["clear"] = plan.env_clear;
   j["cwd"] = plan.cwd;
   j["hostname"] = plan.hostname;
@@ -133,7 +135,8 @@ json ToJson(const LaunchPlan& plan) {
 Status FromJsonInto(const json& j, LaunchPlan& plan) {
   plan.version = j.at("version").get<int>();
   if (plan.version != kLaunchPlanVersion) {
-    return InvalidArgumentError("unsupported launch plan version " + std::to_string(plan.version));
+    return InvalidArgumentError("unsupported launch plan version " + std::to_string(plan.version) + " (this cocoon reads " +
+                                std::to_string(kLaunchPlanVersion) + "); compile the policy again with this cocoon");
   }
   plan.policy_name = j.at("policy").at("name").get<std::string>();
   plan.policy_sha256 = j.at("policy").at("sha256").get<std::string>();
@@ -185,6 +188,7 @@ Status FromJsonInto(const json& j, LaunchPlan& plan) {
     plan.env_set.push_back({name, value.get<std::string>()});
   }
   plan.env_pass = j.at("environment").at("pass").get<std::vector<std::string>>();
+  plan.env_unset = j.at("environment").at("unset").get<std::vector<std::string>>();
   plan.env_clear = j.at("environment").at("clear").get<bool>();
   plan.cwd = j.at("cwd").get<std::string>();
   COCOON_RETURN_IF_ERROR(CheckAbsolute(plan.cwd, "cwd"));

@@ -2,19 +2,15 @@
 // plan"). Pure: never touches the disk. Ordering rules live here so that the
 // enforcer's child can apply the list front to back without thinking.
 #include <algorithm>
+#include <iterator>
+#include <string_view>
+#include <vector>
 
+#include "compiler/backends/default_kernel_paths.h"
 #include "compiler/backends/plan/launch_plan.h"
 
 namespace cocoon::backends {
 namespace {
-
-// Paths masked in every sandbox, as OCI runtimes do (runtime-spec
-// config-linux.md "maskedPaths"): kernel state a sandbox has no business
-// reading even though the new procfs shows it. Optional: skipped if absent.
-constexpr std::string_view kDefaultMasks[] = {
-    "/proc/acpi",       "/proc/kcore",      "/proc/keys",      "/proc/latency_stats",
-    "/proc/sched_debug", "/proc/scsi",      "/proc/sysrq-trigger", "/proc/timer_list",
-};
 
 // The minimal /dev: what POSIX programs expect and nothing that reaches
 // hardware. tty, kvm and gpu nodes only when the policy enables them.
@@ -87,9 +83,20 @@ void AddProcAndDev(const ir::Policy& policy, LaunchPlan& plan) {
 void AddMasks(const ir::Policy& policy, LaunchPlan& plan) {
   std::vector<std::string> masks(policy.filesystem.hidden.begin(), policy.filesystem.hidden.end());
   for (const auto& path : masks) plan.mounts.push_back({PlanMountKind::kMask, "", path, 0, false});
-  for (auto path : kDefaultMasks) {
+  // Optional: an entry this kernel does not have (or a /sys path no bind
+  // brings in) is skipped by the enforcer.
+  // runc only makes /proc/sysrq-trigger read-only; our own sandbox hides it
+  // too (it is write-only, so nothing legitimate reads it).
+  std::vector<std::string_view> defaults(std::begin(kDefaultMaskedPaths), std::end(kDefaultMaskedPaths));
+  defaults.push_back("/proc/sysrq-trigger");
+  for (auto path : defaults) {
     if (std::find(masks.begin(), masks.end(), path) != masks.end()) continue;
     plan.mounts.push_back({PlanMountKind::kMask, "", std::string(path), 0, true});
+    masks.emplace_back(path);
+  }
+  for (auto path : kDefaultReadOnlyPaths) {
+    if (std::find(masks.begin(), masks.end(), path) != masks.end()) continue;  // hidden already
+    plan.mounts.push_back({PlanMountKind::kReadOnly, "", std::string(path), 0, true});
   }
 }
 
@@ -118,7 +125,7 @@ void AddLimit(const ir::Limit& limit, std::string name, std::string unit, Launch
   plan.limits.push_back({std::move(name), limit.value, std::move(unit), limit.enforcement == ir::Enforcement::kRequired});
 }
 
-void AddLimits(const ir::Limits& limits, LaunchPlan& plan) {
+void AddLimits(const ir::Limits& limits, const ir::WorkDir& work, LaunchPlan& plan) {
   constexpr uint64_t kInfinity = ~uint64_t{0};
   plan.rlimits.push_back({"RLIMIT_CORE", 0, 0});    // no core dumps of sandbox memory on the host
   plan.rlimits.push_back({"RLIMIT_RTPRIO", 0, 0});  // no real-time scheduling to starve the host
@@ -127,6 +134,9 @@ void AddLimits(const ir::Limits& limits, LaunchPlan& plan) {
   uint64_t fsize = limits.file_size_bytes.set ? limits.file_size_bytes.value
                    : limits.disk_bytes.set    ? limits.disk_bytes.value
                                               : kInfinity;
+  // A direct work dir has no tmpfs to cap it: its quota can only be a cap
+  // per file written.
+  if (work.mode == ir::WorkMode::kDirect && work.quota_bytes != 0) fsize = std::min(fsize, work.quota_bytes);
   plan.rlimits.push_back({"RLIMIT_FSIZE", fsize, fsize});
   if (limits.cpu_time_ms.set) {
     // RLIMIT_CPU is in whole seconds: SIGXCPU at the soft limit, SIGKILL one second later.
@@ -175,11 +185,12 @@ Result<LaunchPlan> BuildLaunchPlan(const ir::Policy& policy, std::string_view se
   AddProcAndDev(policy, plan);
   AddMasks(policy, plan);
   AddLandlock(plan);
-  AddLimits(policy.limits, plan);
+  AddLimits(policy.limits, policy.filesystem.work, plan);
   plan.env_clear = policy.environment.clear;
   plan.env_set = policy.environment.set;
   std::sort(plan.env_set.begin(), plan.env_set.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   plan.env_pass = policy.environment.pass;
+  plan.env_unset = policy.environment.unset;
   plan.cwd = policy.cwd.empty() ? plan.work_path : policy.cwd;
   plan.hostname = policy.hostname.empty() ? "cocoon" : policy.hostname;
   if (plan.hostname.size() > 64) return InvalidArgumentError("hostname longer than 64 bytes");

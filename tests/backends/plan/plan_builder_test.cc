@@ -83,6 +83,14 @@ TEST(PlanBuilderTest, MountOrderParentsFirstThenProcDevMasks) {
   EXPECT_EQ(std::vector<std::string>(targets.begin(), targets.begin() + static_cast<long>(expected.size())), expected);
   // Default masks follow, optional.
   EXPECT_NE(std::find(targets.begin(), targets.end(), "mask:/proc/kcore"), targets.end());
+  EXPECT_NE(std::find(targets.begin(), targets.end(), "mask:/proc/sysrq-trigger"), targets.end());
+  // Then the kernel knobs the sandbox's own root could otherwise write
+  // (net.*, kernel.shm* belong to its namespaces): read-only, after the masks.
+  auto sys = std::find(targets.begin(), targets.end(), "read-only:/proc/sys");
+  ASSERT_NE(sys, targets.end());
+  EXPECT_GT(sys, std::find(targets.begin(), targets.end(), "mask:/proc/kcore"));
+  EXPECT_EQ(std::find(targets.begin(), targets.end(), "read-only:/proc/sysrq-trigger"), targets.end())
+      << "hidden already";
   EXPECT_EQ(std::find(targets.begin(), targets.end(), "device:/dev/tty"), targets.end()) << "tty only when allowed";
 }
 
@@ -141,12 +149,15 @@ TEST(PlanBuilderTest, RefusesMountsOverManagedPaths) {
 TEST(PlanBuilderTest, JsonRoundTrip) {
   auto policy = StrictLikePolicy();
   policy.filesystem.copies = {{"/data/in.csv", "in.csv"}};
+  policy.environment.clear = false;
+  policy.environment.unset = {"AWS_SECRET_ACCESS_KEY"};
   auto plan = BuildLaunchPlan(policy, std::string(64, 'c'));
   ASSERT_TRUE(plan.ok());
   std::string json = LaunchPlanToJson(*plan);
   auto back = LaunchPlanFromJson(json);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, *plan);
+  EXPECT_EQ(back->env_unset, std::vector<std::string>{"AWS_SECRET_ACCESS_KEY"});
   EXPECT_EQ(LaunchPlanToJson(*back), json) << "canonical";
 }
 
@@ -174,7 +185,10 @@ TEST(PlanJsonTest, StrictReader) {
     return copy;
   };
   EXPECT_FALSE(LaunchPlanFromJson(replace("\"bind-ro\"", "\"bind-rw-please\"")).ok());
-  EXPECT_FALSE(LaunchPlanFromJson(replace("\"version\": 1", "\"version\": 99")).ok());
+  EXPECT_FALSE(LaunchPlanFromJson(replace("\"version\": 2", "\"version\": 99")).ok());
+  auto old_plan = LaunchPlanFromJson(replace("\"version\": 2", "\"version\": 1"));
+  ASSERT_FALSE(old_plan.ok()) << "a version-1 plan has no read-only /proc entries: recompile";
+  EXPECT_NE(old_plan.status().message().find("compile the policy again"), std::string::npos) << old_plan.status().ToString();
   EXPECT_FALSE(LaunchPlanFromJson(replace("\"target\": \"/usr\"", "\"target\": \"usr\"")).ok());
   EXPECT_FALSE(LaunchPlanFromJson(replace("\"target\": \"/usr\"", "\"target\": \"/usr/../etc\"")).ok());
   EXPECT_FALSE(LaunchPlanFromJson("{").ok());
