@@ -528,4 +528,12 @@ Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy, LaunchRe
   return LoadPolicyArtifacts(path, policy.profile, launch);
 }
 
+std::string ResolvedHostPath(const std::string& path) {
+  std::error_code error;
+  fs::path absolute = fs::absolute(path, error);
+  if (error) return path;
+  fs::path resolved = fs::weakly_canonical(absolute, error);
+  return error ? absolute.string() : resolved.string();
+}
+
 }  // namespace cocoon::cli

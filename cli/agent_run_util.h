@@ -115,6 +115,10 @@ bool IsForbiddenBind(const std::string& path);
 // symlinks: enforcer/workdir/host_path.h), refused when IsForbiddenBind;
 // errors name `flag`.
 Result<std::string> CanonicalHostPath(const std::string& path, const char* flag);
+// The absolute, symlink-resolved form of a host path for messages and
+// recorded overrides ("./out" -> "/home/me/project/out"); the input itself
+// when it cannot be resolved (the launch reports that error).
+std::string ResolvedHostPath(const std::string& path);
 
 // Parses "256", "256M", "256MiB", "1G" as MiB-default sizes for --mem/--disk.
 Result<uint64_t> ParseMegabytes(const std::string& text);

@@ -20,6 +20,7 @@
 #include "cli/agent_run_util.h"
 #include "cli/command_registry.h"
 #include "cli/run_output_util.h"
+#include "cli/runtime_util.h"
 #include "compiler/common/json_fd_writer.h"
 
 namespace cocoon::cli {
@@ -46,7 +47,16 @@ Result<std::vector<Step>> ParseSteps(const std::vector<std::string>& specs) {
     if (colon == std::string::npos || colon == 0) {
       return InvalidArgumentError("step '" + spec + "': expected RUNTIME:CODE, e.g. \"python:print(1)\"");
     }
-    steps.push_back({spec.substr(0, colon), spec.substr(colon + 1)});
+    std::string runtime = spec.substr(0, colon);
+    // Every name is checked before the first step runs: a typo in step 3
+    // must not leave steps 1 and 2's files committed to --work.
+    if (!RuntimePresetPath(runtime)) {
+      std::string names;
+      for (const auto& n : RuntimePresetNames()) names += (names.empty() ? "" : ", ") + n;
+      return InvalidArgumentError("step " + std::to_string(steps.size() + 1) + ": unknown runtime '" + runtime +
+                                  "'; presets: " + names);
+    }
+    steps.push_back({std::move(runtime), spec.substr(colon + 1)});
   }
   if (steps.empty()) return InvalidArgumentError("no steps: give -s RUNTIME:CODE at least once");
   return steps;
@@ -75,8 +85,10 @@ class SharedWorkDir {
   bool remove_;
 };
 
+// *cancelled: cocoon itself was interrupted (SIGINT/SIGTERM) during the
+// step; the pipeline then stops whatever --keep-going says.
 nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t index, const SharedWorkDir& work,
-                       int* exit_status) {
+                       int* exit_status, bool* cancelled) {
   RunSpec spec;
   spec.policy.policy_file = flags.policy;
   spec.policy.runtime = step.runtime;
@@ -99,6 +111,8 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
     result["error"] = prepared.status().message();
     return result;
   }
+  // A host dir the step writes back to, as `cocoon run --work` records it.
+  if (!work.ours()) prepared->policy.overrides.push_back("workdir: " + ResolvedHostPath(work.path()) + " (--work, committed back)");
   LaunchRequest request;
   request.work_dir = work.path();
   request.work_dir_is_ours = work.ours();
@@ -120,6 +134,8 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
     return result;
   }
   *exit_status = enforcer::ShellExitStatus(*outcome);
+  *cancelled = outcome->termination_reason == enforcer::TerminationReason::kCancelled ||
+               outcome->verification == "cancelled";
   // Without --json the step's notes (truncation, timeout, work dir entries
   // left out, an unverified work dir) go to stderr as `cocoon run` prints them.
   if (!flags.json) PrintOutcomeNotes(*outcome, "cocoon pipeline: step " + std::to_string(index + 1));
@@ -146,11 +162,13 @@ int RunPipeline(const PipelineFlags& flags) {
   nlohmann::json results = nlohmann::json::array();
   int first_failure = 0;
   size_t failed = 0;
+  bool interrupted = false;
   for (size_t i = 0; i < steps->size(); ++i) {
     const Step& step = (*steps)[i];
     if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
     int status = 0;
-    nlohmann::json result = RunStep(flags, step, i, **work, &status);
+    bool cancelled = false;
+    nlohmann::json result = RunStep(flags, step, i, **work, &status, &cancelled);
     result["exit_status"] = status;
     result["ok"] = status == 0;
     if (!flags.json && result.contains("error")) std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";
@@ -158,6 +176,11 @@ int RunPipeline(const PipelineFlags& flags) {
     if (status != 0) {
       ++failed;
       if (first_failure == 0) first_failure = status;
+      if (cancelled) {
+        interrupted = true;
+        if (!flags.json) std::cerr << "cocoon pipeline: cancelled during step " << i + 1 << "; no further step runs\n";
+        break;
+      }
       if (!flags.keep_going) break;
     }
   }
@@ -166,7 +189,8 @@ int RunPipeline(const PipelineFlags& flags) {
     nlohmann::json out = {{"steps", results},
                           {"total", {{"steps", steps->size()}, {"run", results.size()}, {"failed", failed},
                                      {"ok", failed == 0 && results.size() == steps->size()},
-                                     {"exit_status", first_failure}, {"wall_ms", wall_ms}}}};
+                                     {"cancelled", interrupted}, {"exit_status", first_failure},
+                                     {"wall_ms", wall_ms}}}};
     WriteJsonLine(STDOUT_FILENO, out, 2);
   } else if (failed > 0) {
     std::cerr << "cocoon pipeline: " << failed << " step(s) failed" << (flags.keep_going ? "" : "; stopped") << "\n";

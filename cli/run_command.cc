@@ -158,8 +158,12 @@ int RunRun(const RunFlags& flags) {
   }
   // Not policy, but host paths the run reads from or writes back to: the
   // launch event and the Outcome name them with the overrides.
-  if (!flags.work.empty()) prepared->policy.overrides.push_back("workdir: " + flags.work + " (--work, committed back)");
-  for (const std::string& copy : flags.copies) prepared->policy.overrides.push_back("copy: " + copy + " (--copy)");
+  // Resolved, so that the record names the real host path whatever the
+  // caller's current directory and symlinks were.
+  if (!flags.work.empty()) {
+    prepared->policy.overrides.push_back("workdir: " + ResolvedHostPath(flags.work) + " (--work, committed back)");
+  }
+  for (const std::string& copy : flags.copies) prepared->policy.overrides.push_back("copy: " + ResolvedHostPath(copy) + " (--copy)");
   if (flags.explain) return Explain(*prepared);
   AuditOptions audit{EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
   return LaunchAndReport(*prepared, flags.work, flags.copies, audit, output);

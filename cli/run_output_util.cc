@@ -173,10 +173,26 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
   return j;
 }
 
+namespace {
+
+// --log-json FILE: the whole Outcome, or the refusal, replacing whatever an
+// earlier run left there (a stale result would read as this run's).
+void WriteLogJson(const RunOutputOptions& output, const nlohmann::json& j) {
+  if (output.log_json.empty()) return;
+  int fd = open(output.log_json.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0 || !WriteJsonLine(fd, j, 2)) {
+    std::cerr << output.command_name << ": cannot write " << output.log_json << ": " << std::strerror(errno) << "\n";
+  }
+  if (fd >= 0) close(fd);
+}
+
+}  // namespace
+
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output) {
   std::cerr << output.command_name << ": " << why.message() << "\n";
-  if (output.mode == RunOutputMode::kPassThrough) return;
   nlohmann::json refused = {{"refused", true}, {"error", why.message()}, {"overrides", overrides}};
+  WriteLogJson(output, refused);
+  if (output.mode == RunOutputMode::kPassThrough) return;
   if (output.mode == RunOutputMode::kStream) refused["stream"] = "outcome";
   WriteAllFd(STDOUT_FILENO, refused.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
@@ -191,6 +207,9 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   NdjsonStreamer streamer(STDOUT_FILENO);
   PassThroughWriter out(STDOUT_FILENO), err(STDERR_FILENO);  // never blocks the supervisor
   if (output.mode == RunOutputMode::kPassThrough) {
+    // The JSON modes carry the notes (a clamped limit, a --ro dir the sandbox
+    // user cannot read); here stderr is the only place a person sees them.
+    for (const std::string& note : run.policy.notes) std::cerr << output.command_name << ": note: " << note << "\n";
     request.output_mode = enforcer::OutputMode::kStreamOnly;
     request.on_output = [&out, &err](enforcer::OutputStream stream, std::string_view chunk) {
       (stream == enforcer::OutputStream::kStdout ? out : err).Write(chunk);
@@ -213,13 +232,7 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   // From here the Outcome is only serialised: its captured output is moved
   // into the JSON and streamed out (json_fd_writer.h), never copied whole.
   nlohmann::json j = RunOutcomeJson(std::move(*outcome), run.policy);
-  if (!output.log_json.empty()) {
-    int fd = open(output.log_json.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0 || !WriteJsonLine(fd, j, 2)) {
-      std::cerr << output.command_name << ": cannot write " << output.log_json << ": " << std::strerror(errno) << "\n";
-    }
-    if (fd >= 0) close(fd);
-  }
+  WriteLogJson(output, j);
   if (output.mode == RunOutputMode::kJson) {
     WriteJsonLine(STDOUT_FILENO, j, 2);
   } else if (output.mode == RunOutputMode::kStream) {

@@ -504,6 +504,37 @@ TEST(CocoonEnforce, OutcomeSaysWhenTheWorkDirWasVerified) {
   fs::remove_all(dir);
 }
 
+// A direct work dir's quota has no tmpfs to cap it: it becomes the disk
+// limit, enforced per file by RLIMIT_FSIZE (it was once reported and never
+// applied: writes ran up to the 16 GiB default). Staged, it sizes the tmpfs.
+TEST(CocoonEnforce, AWorkQuotaIsEnforcedInDirectModeToo) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-quota-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::permissions(dir / "work", fs::perms::all);  // the sandbox user writes it directly in direct mode
+  for (std::string mode : {"direct", "staged"}) {
+    SCOPED_TRACE(mode);
+    fs::path policy = dir / (mode + ".cocoon");
+    std::ofstream(policy) << "import \"strict\"\nprofile q extends strict {\n"
+                             "  filesystem {\n    work /work quota 1MiB " << mode << "\n  }\n}\n";
+    Ran ran = Cocoon({"enforce", policy.string(), "--work", (dir / "work").string(), "--json", "--", "/bin/sh", "-c",
+                      "head -c 2097152 /dev/zero > /work/big; echo rc=$?"});
+    json outcome = Json(ran);
+    json disk;
+    for (const auto& row : outcome["limits"]) {
+      if (row["limit"] == "disk") disk = row;
+    }
+    ASSERT_FALSE(disk.is_null()) << outcome.dump(2) << ran.err;
+    EXPECT_EQ(disk["requested"], 1048576) << disk.dump();
+    EXPECT_EQ(disk["mechanism"], mode == "direct" ? "rlimit" : "tmpfs-size") << disk.dump();
+    EXPECT_EQ(outcome["stdout"].get<std::string>().find("rc=0"), std::string::npos) << outcome["stdout"];
+    std::error_code ec;
+    EXPECT_LE(fs::file_size(dir / "work" / "big", ec), 1048576u) << "the quota let more through";
+    fs::remove(dir / "work" / "big", ec);
+  }
+  fs::remove_all(dir);
+}
+
 // A tree deeper than the scan goes (256 levels): staged, nothing is
 // committed (verification "failed", exit 125), because leaving the
 // directory out would remove from the host dir what it holds, files the
@@ -1565,6 +1596,33 @@ TEST(CocoonRun, UnknownRuntimeIsAUsageError) {
   EXPECT_NE(ran.err.find("unknown runtime 'cobol'"), std::string::npos) << ran.err;
 }
 
+// --log-json FILE always holds this run's result: a refused run replaces
+// what an earlier run left there with the refusal, in every output mode.
+TEST(CocoonRun, ARefusedRunReplacesAStaleLogJson) {
+  fs::path log = fs::temp_directory_path() / ("cocoon-log-json-" + std::to_string(getpid()) + ".json");
+  for (const char* mode : {"", "--json"}) {
+    std::ofstream(log) << R"({"exit_code": 0, "stdout": "an earlier run"})" << "\n";
+    std::vector<std::string> args = {"run", "--log-json", log.string(), "-r", "cobol", "-c", "x"};
+    if (*mode != '\0') args.insert(args.begin() + 1, mode);
+    Ran ran = Cocoon(args);
+    EXPECT_EQ(ran.status, 2) << ran.err;
+    std::ifstream in(log);
+    json j = json::parse(in, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << mode;
+    EXPECT_EQ(j["refused"], true) << mode << j.dump();
+    EXPECT_NE(j["error"].get<std::string>().find("unknown runtime 'cobol'"), std::string::npos) << j.dump();
+  }
+  fs::remove(log);
+}
+
+// Without --json, notes (here: a cwd that is not mounted) reach stderr
+// before the command runs; the JSON modes carry them in the Outcome.
+TEST(CocoonRun, PassThroughPrintsThePolicyNotes) {
+  Ran ran = Cocoon({"run", "--", "/bin/true"}, "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_NE(ran.err.find("cocoon run: note: the current directory /tmp is not mounted"), std::string::npos) << ran.err;
+}
+
 // Hello world per preset; a runtime not installed here is skipped loudly.
 struct Hello {
   const char* runtime;
@@ -1683,6 +1741,51 @@ TEST(CocoonPipeline, StopsAtFirstFailureUnlessKeepGoing) {
   ASSERT_EQ(j["steps"].size(), 2u);
   EXPECT_EQ(j["steps"][1]["outcome"]["stdout"], "second\n");
   EXPECT_EQ(j["total"]["failed"], 1);
+}
+
+// A typo in a later step's runtime is a usage error found before any step
+// runs: nothing of step 1 reaches the --work dir.
+TEST(CocoonPipeline, AnUnknownRuntimeInAnyStepRefusesBeforeTheFirstRuns) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-pipe-typo-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Ran ran = Cocoon({"pipeline", "--work", dir.string(), "-s", "bash:echo made > made.txt", "-s", "pyhton:print(1)"});
+  EXPECT_EQ(ran.status, 2) << ran.err;
+  EXPECT_NE(ran.err.find("step 2: unknown runtime 'pyhton'; presets: "), std::string::npos) << ran.err;
+  EXPECT_EQ(ran.out, "");
+  EXPECT_TRUE(fs::is_empty(dir)) << "step 1 ran before the typo was found";
+  fs::remove_all(dir);
+}
+
+// SIGTERM to cocoon cancels the running step and ends the pipeline, even
+// with --keep-going: the caller asked cocoon to stop, not the step to fail.
+TEST(CocoonPipeline, ACancelledStepEndsThePipelineEvenWithKeepGoing) {
+  fs::path out_path = fs::temp_directory_path() / ("cocoon-pipe-cancel-" + std::to_string(getpid()) + ".out");
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(out_path.c_str(), "w", stdout)) _exit(125);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    execl(COCOON_BINARY, COCOON_BINARY, "pipeline", "--json", "--keep-going", "-s", "bash:sleep 30", "-s",
+          "bash:echo second", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  auto waited = std::chrono::steady_clock::now() - sent;
+  EXPECT_LT(waited, std::chrono::seconds(10)) << "the sleep ran on";
+  ASSERT_TRUE(WIFEXITED(status)) << "cocoon died by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  std::ifstream in(out_path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  fs::remove(out_path);
+  json j = json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  EXPECT_EQ(j["steps"].size(), 1u) << "step 2 ran after the cancel:\n" << text;
+  EXPECT_EQ(j["total"]["cancelled"], true);
 }
 
 // Without --json each step's notes reach stderr, as with `cocoon run`: an
