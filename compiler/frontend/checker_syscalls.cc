@@ -17,6 +17,10 @@ using Dnf = std::vector<Conjunction>;
 // `or`, `in` and masked `!=` multiply rules; past this a policy is better
 // written another way, and the filter would grow without bound.
 constexpr size_t kMaxDisjuncts = 64;
+// Comparisons ANDed in one rule. Seccomp gains nothing past a few per argument
+// (six arguments), and the cap keeps lowering a long `and` chain linear: each
+// step copies the conjunction built so far.
+constexpr size_t kMaxConjuncts = 64;
 
 // Syscalls the seccomp prologue denies unless a policy explicitly allows them
 // by name (see compiler/backends/seccomp/effective_rules.h).
@@ -99,7 +103,27 @@ bool LowerAtom(Layer& layer, const ast::Condition& c, Dnf& out) {
   uint64_t mask = 0;
   if (c.masked) ok = EvalValue(layer, c.mask, mask) && ok;
   if (!ok) return false;
-  if (c.kind == ast::Condition::Kind::kIn) {
+  const bool is_in = c.kind == ast::Condition::Kind::kIn;
+  if (c.masked) {
+    // Checked before the `in` form too: `(a & M) in {…}` is an OR of `(a & M) == V`,
+    // so a 0 mask or a value outside it is the same mistake (a dead or always-true rule).
+    if (mask == 0) {
+      layer.Error(c.mask.span, "mask is 0: the condition would test nothing");
+      return false;
+    }
+    if (!is_in && c.op != "==" && c.op != "!=") {
+      layer.Error(c.span, "a masked argument can only be compared with == or !=");
+      return false;
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      if ((values[i] & ~mask) == 0) continue;
+      layer.Error(c.values[i].span, "value has bits outside the mask: the condition is always " +
+                                        std::string(is_in || c.op == "==" ? "false" : "true"));
+      ok = false;
+    }
+    if (!ok) return false;
+  }
+  if (is_in) {
     for (uint64_t v : values) {
       out.push_back(c.masked ? Conjunction{{arg, ir::CompareOp::kMaskedEq, v, mask}}
                              : Conjunction{{arg, ir::CompareOp::kEq, v, 0}});
@@ -115,19 +139,6 @@ bool LowerAtom(Layer& layer, const ast::Condition& c, Dnf& out) {
       if (c.op == text) out.push_back({{arg, op, v, 0}});
     }
     return true;
-  }
-  if (mask == 0) {
-    layer.Error(c.mask.span, "mask is 0: the condition would test nothing");
-    return false;
-  }
-  if (c.op != "==" && c.op != "!=") {
-    layer.Error(c.span, "a masked argument can only be compared with == or !=");
-    return false;
-  }
-  if ((v & ~mask) != 0) {
-    layer.Error(c.values[0].span, "value has bits outside the mask: the condition is always " +
-                                      std::string(c.op == "==" ? "false" : "true"));
-    return false;
   }
   if (c.op == "==") {
     out.push_back({{arg, ir::CompareOp::kMaskedEq, v, mask}});
@@ -160,6 +171,11 @@ bool Lower(Layer& layer, const ast::Condition& c, Dnf& out) {
     Dnf next;
     for (const Conjunction& left : product) {
       for (const Conjunction& right : part) {
+        if (left.size() + right.size() > kMaxConjuncts) {
+          layer.Error(child.span, "more than " + std::to_string(kMaxConjuncts) + " comparisons ANDed in one rule",
+                      "seccomp cannot use more than a few per argument; simplify the condition");
+          return false;  // stop here: going on would be quadratic in the chain's length
+        }
         if (next.size() >= kMaxDisjuncts * 4) break;
         Conjunction both = left;
         both.insert(both.end(), right.begin(), right.end());

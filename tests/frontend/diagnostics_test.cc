@@ -91,6 +91,17 @@ const Case kCases[] = {
      " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
      " |                                    ^~~~~~~~~~~~\n"
      " = help: did you mean 'CLONE_NEWUSER'?\n"},
+    {"masked_in_value_outside_mask",
+     "import \"strict\"\nprofile p extends strict {\n"
+     "  syscalls { kill clone if (arg0 & CLONE_NEWUSER) in {CLONE_NEWUSER, CLONE_NEWNET} }\n}\n",
+     "ERROR: t.cocoon:3:70: value has bits outside the mask: the condition is always false\n"
+     " |   syscalls { kill clone if (arg0 & CLONE_NEWUSER) in {CLONE_NEWUSER, CLONE_NEWNET} }\n"
+     " |                                                                      ^~~~~~~~~~~~\n"},
+    {"masked_in_zero_mask",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls { kill clone if (arg0 & 0) in {0} }\n}\n",
+     "ERROR: t.cocoon:3:36: mask is 0: the condition would test nothing\n"
+     " |   syscalls { kill clone if (arg0 & 0) in {0} }\n"
+     " |                                    ^\n"},
     {"unknown_parent",
      "import \"strict\"\nprofile p extends strcit { }\n",
      "ERROR: t.cocoon:2:19: unknown parent profile 'strcit'\n"
