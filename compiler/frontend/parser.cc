@@ -942,6 +942,14 @@ bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostic
     diagnostics.Error(source, Span{at, at + 1}, std::string("invalid UTF-8 (byte ") + hex + ")");
     return false;
   }
+  // ParseChecked strips one byte-order mark and ANTLR's decoder would strip a
+  // second one unseen, shifting every position (and `cocoon fmt`'s output) by one.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.starts_with(kBom) && std::string_view(text).substr(kBom.size()).starts_with(kBom)) {
+    diagnostics.Error(source, Span{0, 6}, "the file starts with two byte-order marks",
+                      "remove the extra byte-order mark (U+FEFF)");
+    return false;
+  }
   return true;
 }
 

@@ -101,6 +101,15 @@ TEST(Robustness, LongAndChainIsCappedAndFast) {
       << out.substr(0, 300);
 }
 
+// One BOM is stripped by the parser; a second would be stripped by ANTLR
+// without the offsets knowing, and every position would be one off.
+TEST(Robustness, SecondByteOrderMarkIsAnErrorAtTheStart) {
+  std::string out = testing::Diagnose("\xEF\xBB\xBF\xEF\xBB\xBFprofile t { netwrk off }");
+  EXPECT_NE(out.find("ERROR: t.cocoon:1:1: the file starts with two byte-order marks"), std::string::npos) << out;
+  EXPECT_NE(out.find("help: remove the extra byte-order mark (U+FEFF)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("unknown setting"), std::string::npos) << out;  // stops before checking
+}
+
 TEST(Robustness, NonAsciiSpansPointAtTheRightBytes) {
   std::string out = testing::Diagnose("profile t { description \"\xC3\xA9\xC3\xA9\" netwrk off }");
   EXPECT_NE(out.find("t.cocoon:1:32: unknown setting 'netwrk'"), std::string::npos) << out;
