@@ -331,6 +331,18 @@ void CheckHiddenOutsideWorkDir(const State& state, Diagnostics& diagnostics) {
   }
 }
 
+// The work dir is mounted at launch; a bind or tmpfs on the same target
+// would be mounted over it (plan_builder.cc refuses it too). The two may come
+// from different layers, so this is checked once the profile is complete.
+void CheckMountsBesideWorkDir(const State& state, Diagnostics& diagnostics) {
+  const std::string& work = state.policy.filesystem.work.path;
+  auto site = state.mount_sites.find(work);
+  if (work.empty() || site == state.mount_sites.end() || !state.mounts.count(work)) return;
+  diagnostics.Error(site->second.source, site->second.span,
+                    "cannot mount on " + Quote(work) + ": it is the work dir",
+                    "mount somewhere else, or move the work dir with `work PATH`");
+}
+
 ir::Policy Finalize(State& state, const Program& program) {
   ir::Policy policy = std::move(state.policy);
   policy.filesystem.mounts.clear();
@@ -413,6 +425,7 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
   }
   state.policy.name = profile;
   CheckHiddenOutsideWorkDir(state, diagnostics);
+  CheckMountsBesideWorkDir(state, diagnostics);
   if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;
   ir::Policy policy = Finalize(state, program);
   if (!rule_check) return policy;

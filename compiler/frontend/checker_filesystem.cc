@@ -71,6 +71,26 @@ const std::vector<std::string>& FilesystemKeys() {
   return *keys;
 }
 
+bool IsUnder(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0);
+}
+
+// What the back end (plan_builder.cc AddFilesystemMounts) refuses, reported
+// here at the path so `cocoon check` catches it, not only `cocoon compile`.
+bool MountTargetAllowed(Layer& layer, const std::string& target, Span span) {
+  if (target == "/") {
+    layer.Error(span, "cannot mount over '/'; use `root host` or `root rootfs PATH`");
+    return false;
+  }
+  if (IsUnder(target, "/proc") || IsUnder(target, "/dev")) {
+    layer.Error(span, "cannot mount on " + Quote(target) + ": /proc and /dev are set up by the enforcer",
+                "allow a device with `devices { ... }`; hide a /proc path with `hide`");
+    return false;
+  }
+  return true;
+}
+
+// `span`: the target path (with `as`, the whole `SOURCE as TARGET`).
 void AddMount(Layer& layer, ir::Mount mount, Span span) {
   State& state = layer.state();
   auto [it, inserted] = layer.layer_mounts().emplace(mount.target, Layer::LayerMount{mount.kind, span});
@@ -90,6 +110,7 @@ void AddMount(Layer& layer, ir::Mount mount, Span span) {
     layer.Weakens("filesystem", span, Quote(mount.target) + " made writable (it was read-only)");
   }
   layer.Origin("filesystem.mount:" + mount.target, span);
+  state.mount_sites[mount.target] = State::RuleSite{layer.file().source, span};
   previous->second = std::move(mount);
 }
 
@@ -110,10 +131,7 @@ void ApplyBinds(Layer& layer, const ast::Statement& stmt) {
       i += 2;
     }
     if (!ok) continue;
-    if (mount.target == "/") {
-      layer.Error(span, "cannot mount over '/'; use `root host` or `root rootfs PATH`");
-      continue;
-    }
+    if (!MountTargetAllowed(layer, mount.target, span)) continue;
     if (kind == ir::MountKind::kWritable) {
       layer.Warning(span, "writable bind mount of host path " + Quote(mount.source) +
                               ": the sandbox can change the host there",
@@ -128,6 +146,11 @@ void ApplyWork(Layer& layer, const ast::Statement& stmt) {
   ir::WorkDir& work = layer.state().policy.filesystem.work;
   ir::WorkDir next = work;
   if (!layer.AbsolutePath(stmt.args[0], next.path)) return;
+  if (next.path == "/") {
+    // The work dir is mounted over: it would hide the whole sandbox root.
+    layer.Error(stmt.args[0].span, "the work dir cannot be '/'", "use a directory such as /work");
+    return;
+  }
   for (size_t i = 1; i < stmt.args.size(); ++i) {
     const ast::Word& word = stmt.args[i];
     if (word.IsKeyword("quota") && i + 1 < stmt.args.size()) {
@@ -157,11 +180,16 @@ void ApplyCopy(Layer& layer, const ast::Statement& stmt) {
   fs::path source = fs::path(from.text).is_absolute() ? fs::path(from.text)
                                                        : fs::path(layer.file().directory) / from.text;
   copy.source = source.lexically_normal().string();
-  std::string destination = fs::path(to.text).lexically_normal().string();
-  if (to.text.empty() || fs::path(to.text).is_absolute() || destination.rfind("..", 0) == 0 ||
-      destination != to.text) {
+  // The enforcer replaces the destination inside the work dir (RemoveTree):
+  // "." or "a/.." would be the work dir itself, ".." outside it.
+  const std::string& destination = to.text;
+  bool canonical = !destination.empty() && destination.front() != '/' && destination.back() != '/' &&
+                   fs::path(destination).lexically_normal().string() == destination;
+  for (const fs::path& part : fs::path(destination)) canonical = canonical && part != "." && part != "..";
+  if (!canonical) {
     layer.Error(to.span, "copy destination " + Quote(to.text) +
-                             " must be a canonical path relative to the work dir (no '/', '.', '..' prefixes)");
+                             " must be a canonical path relative to the work dir (no leading or trailing '/', "
+                             "no '.' or '..')");
     return;
   }
   copy.destination = destination;
@@ -175,12 +203,13 @@ void ApplyTmpfs(Layer& layer, const ast::Statement& stmt) {
   mount.kind = ir::MountKind::kTmpfs;
   mount.size_bytes = 64ull << 20;  // documented default
   if (!layer.AbsolutePath(stmt.args[0], mount.target)) return;
+  if (!MountTargetAllowed(layer, mount.target, stmt.args[0].span)) return;
   if (stmt.args.size() == 3 && !layer.Unit(stmt.args[2], UnitKind::kSize, mount.size_bytes)) return;
   if (mount.size_bytes == 0) {
     layer.Error(stmt.args[2].span, "tmpfs size must be more than 0");
     return;
   }
-  AddMount(layer, std::move(mount), stmt.span);
+  AddMount(layer, std::move(mount), stmt.args[0].span);  // the path, like binds
 }
 
 void ApplyDevices(Layer& layer, const ast::Statement& stmt) {

@@ -53,6 +53,7 @@ struct State {
   };
   std::map<std::string, RuleSite> rule_sites;
   std::map<std::string, RuleSite> hide_sites;  // per hidden path, its word
+  std::map<std::string, RuleSite> mount_sites;  // per mount target, its path
 };
 
 // One profile being applied on top of its parent's State.

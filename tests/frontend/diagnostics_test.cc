@@ -102,6 +102,42 @@ const Case kCases[] = {
      "ERROR: t.cocoon:3:36: mask is 0: the condition would test nothing\n"
      " |   syscalls { kill clone if (arg0 & 0) in {0} }\n"
      " |                                    ^\n"},
+    {"copy_to_dot",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { copy \"x\" to \".\" }\n}\n",
+     "ERROR: t.cocoon:3:28: copy destination '.' must be a canonical path relative to the work dir (no leading or "
+     "trailing '/', no '.' or '..')\n"
+     " |   filesystem { copy \"x\" to \".\" }\n"
+     " |                            ^~~\n"},
+    {"copy_to_trailing_slash",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { copy \"x\" to \"a/\" }\n}\n",
+     "ERROR: t.cocoon:3:28: copy destination 'a/' must be a canonical path relative to the work dir (no leading or "
+     "trailing '/', no '.' or '..')\n"
+     " |   filesystem { copy \"x\" to \"a/\" }\n"
+     " |                            ^~~~\n"},
+    {"mount_under_dev",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /dev/shm }\n}\n",
+     "ERROR: t.cocoon:3:22: cannot mount on '/dev/shm': /proc and /dev are set up by the enforcer\n"
+     " |   filesystem { tmpfs /dev/shm }\n"
+     " |                      ^~~~~~~~\n"
+     " = help: allow a device with `devices { ... }`; hide a /proc path with `hide`\n"},
+    {"bind_under_proc",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly /usr as /proc/x }\n}\n",
+     "ERROR: t.cocoon:3:25: cannot mount on '/proc/x': /proc and /dev are set up by the enforcer\n"
+     " |   filesystem { readonly /usr as /proc/x }\n"
+     " |                         ^~~~~~~~~~~~~~~\n"
+     " = help: allow a device with `devices { ... }`; hide a /proc path with `hide`\n"},
+    {"work_root",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { work / }\n}\n",
+     "ERROR: t.cocoon:3:21: the work dir cannot be '/'\n"
+     " |   filesystem { work / }\n"
+     " |                     ^\n"
+     " = help: use a directory such as /work\n"},
+    {"mount_on_work_dir",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { work /data\n    tmpfs /data }\n}\n",
+     "ERROR: t.cocoon:4:11: cannot mount on '/data': it is the work dir\n"
+     " |     tmpfs /data }\n"
+     " |           ^~~~~\n"
+     " = help: mount somewhere else, or move the work dir with `work PATH`\n"},
     {"unknown_parent",
      "import \"strict\"\nprofile p extends strcit { }\n",
      "ERROR: t.cocoon:2:19: unknown parent profile 'strcit'\n"
