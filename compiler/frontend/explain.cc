@@ -1,8 +1,12 @@
 // `cocoon explain`: the resolved, effective policy in plain words. Every line
 // says where its setting came from, using ir::Policy::provenance, so a
 // reviewer sees what a profile inherited and from which file and line.
+#include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
 #include "compiler/frontend/checker_internal.h"
 #include "compiler/frontend/constants.h"
@@ -13,16 +17,49 @@
 namespace cocoon::frontend {
 namespace {
 
+// Policy strings (descriptions, env values, paths, file names) may hold any
+// byte, and a newline or an ESC sequence would let a policy forge lines of
+// its own explanation. Control characters (C0, DEL and C1) are escaped, so
+// one policy string always prints as one line of plain text.
+std::string Printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    char hex[8];
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7F) {
+      snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0 &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80) {
+      // U+0080..U+009F: C1 controls (a terminal may read U+009B as CSI).
+      snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned char>(text[++i]));
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 class Writer {
  public:
   explicit Writer(const ir::Policy& policy) : policy_(policy) {}
 
-  void Section(const std::string& title) { out_ << "\n" << title << "\n"; }
+  void Section(const std::string& title) { out_ << "\n" << Printable(title) << "\n"; }
 
-  // One line, padded, then where it came from.
-  void Line(const std::string& text, const std::string& key = {}) {
+  // One line, padded, then where it came from. Everything a line holds goes
+  // through Printable: our own words never contain control characters.
+  void Line(const std::string& raw, const std::string& key = {}) {
+    std::string text = Printable(raw);
     out_ << "  " << text;
-    std::string origin = From(key);
+    std::string origin = Printable(From(key));
     if (!origin.empty()) {
       size_t width = text.size() + 2;
       out_ << std::string(width < 58 ? 58 - width : 1, ' ') << origin;
@@ -75,6 +112,13 @@ std::string ConditionText(const ir::ArgCondition& c) {
     }
   }
   return arg;
+}
+
+// " if C1 and C2", or "" for an unconditional rule.
+std::string ConditionsText(const std::vector<ir::ArgCondition>& conditions) {
+  std::string text;
+  for (size_t i = 0; i < conditions.size(); ++i) text += (i == 0 ? " if " : " and ") + ConditionText(conditions[i]);
+  return text;
 }
 
 void ExplainNetwork(Writer& w, const ir::Policy& p) {
@@ -146,24 +190,23 @@ void ExplainSyscalls(Writer& w, const ir::Policy& p) {
   w.Section("Syscalls");
   w.Line("default: " + internal::ActionText(s.default_action) + " for every syscall not listed below",
          "syscalls.default");
-  // Group-derived rules are summarised per group and action.
-  std::map<std::pair<std::string, std::string>, size_t> groups;
+  // Group-derived rules are summarised per group, action and conditions (a
+  // conditional group rule must not read as unconditional, and one `in` value
+  // per line), counting distinct syscalls.
+  std::map<std::tuple<std::string, std::string, std::string>, std::set<std::string>> groups;
   for (const ir::SyscallRule& r : s.rules) {
-    if (!r.group.empty()) ++groups[{r.group, internal::ActionText(r.action)}];
+    if (!r.group.empty()) groups[{r.group, internal::ActionText(r.action), ConditionsText(r.conditions)}].insert(r.name);
   }
-  for (const auto& [key, count] : groups) {
-    const syscalls::SyscallGroup* group = syscalls::FindGroup(key.first);
-    std::string text = key.second + " " + key.first + " (" + std::to_string(count) + " syscalls";
+  for (const auto& [key, names] : groups) {
+    const auto& [group_name, action, conditions] = key;
+    const syscalls::SyscallGroup* group = syscalls::FindGroup(group_name);
+    std::string text = action + " " + group_name + conditions + " (" + std::to_string(names.size()) + " syscalls";
     if (group) text += ": " + std::string(group->description);
-    w.Line(text + ")", "syscalls.group:" + key.first);
+    w.Line(text + ")", "syscalls.group:" + group_name);
   }
   for (const ir::SyscallRule& r : s.rules) {
     if (!r.group.empty()) continue;
-    std::string text = internal::ActionText(r.action) + " " + r.name;
-    for (size_t i = 0; i < r.conditions.size(); ++i) {
-      text += (i == 0 ? " if " : " and ") + ConditionText(r.conditions[i]);
-    }
-    w.Line(text, "syscalls.rule:" + r.name);
+    w.Line(internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions), "syscalls.rule:" + r.name);
   }
   std::string arches;
   for (ir::Arch a : s.architectures) {
@@ -212,15 +255,15 @@ void ExplainProcess(Writer& w, const ir::Policy& p) {
 
 std::string ExplainPolicy(const ir::Policy& p) {
   Writer w(p);
-  w.out() << "Profile " << p.name;
-  if (!p.description.empty()) w.out() << ": " << p.description;
+  w.out() << "Profile " << Printable(p.name);
+  if (!p.description.empty()) w.out() << ": " << Printable(p.description);
   w.out() << "\n";
   std::string lineage;
   for (const std::string& name : p.lineage) lineage += (lineage.empty() ? "" : " <- ") + name;
-  w.out() << "  inherits: " << lineage << "\n";
+  w.out() << "  inherits: " << Printable(lineage) << "\n";
   std::string files;
   for (const std::string& f : p.source_files) files += (files.empty() ? "" : ", ") + f;
-  w.out() << "  sources:  " << files << "\n";
+  w.out() << "  sources:  " << Printable(files) << "\n";
   w.out() << "  sha256:   " << p.source_sha256 << "\n";
   ExplainNetwork(w, p);
   ExplainFilesystem(w, p);
