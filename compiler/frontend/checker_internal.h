@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -88,6 +89,9 @@ class Layer {
     ir::Action action;
     bool from_group = false;
     Span span;
+    // The parent's action for this key, if it had one: what a later statement
+    // of this layer weakens (the merged rules already hold this layer's).
+    std::optional<ir::Action> inherited;
   };
   // Only looked up (never walked in order): hashed, one probe per rule.
   std::unordered_map<RuleKey, LayerRule, RuleKeyHash>& layer_rules() { return layer_rules_; }

@@ -234,13 +234,17 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
     // A syscall named on its own beats a group; between groups the stricter wins.
     if (!first.from_group) return;
     if (from_group && Permissiveness(stmt.action) >= Permissiveness(first.action)) return;
-    first = Layer::LayerRule{stmt.action, from_group, stmt.span};
+    first = Layer::LayerRule{stmt.action, from_group, stmt.span, first.inherited};
   }
   // One lookup in the profile's merged rules, for both the check and the update.
   auto& rules = layer.state().rules;
   auto previous = rules.lower_bound(key);
   const bool existed = previous != rules.end() && !(key < previous->first);
-  if (inserted && existed && Permissiveness(previous->second.rule.action) <= 2 && Permissiveness(stmt.action) > 2) {
+  // Compared with the parent's action, not the merged one: after `deny @debug`
+  // in this layer, `allow ptrace` still re-allows what the parent denied.
+  if (inserted && existed) it->second.inherited = previous->second.rule.action;
+  const std::optional<ir::Action>& inherited = it->second.inherited;
+  if (inherited && Permissiveness(*inherited) <= 2 && Permissiveness(stmt.action) > 2) {
     stmt.reallowed.push_back(name);
   }
   State::RuleSite& site = layer.state().rule_sites[name];

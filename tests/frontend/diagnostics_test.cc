@@ -162,6 +162,12 @@ const Case kCases[] = {
      " |   limits { memory 1GiB }\n"
      " |            ^~~~~~~~~~~\n"
      " = help: if this is deliberate, say so with `relaxes limits` in profile 'p'\n"},
+    {"weakens_after_restating_group",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    deny @debug\n    allow ptrace\n  }\n}\n",
+     "WARNING: t.cocoon:5:5: profile 'p' weakens syscalls inherited from 'strict': allow 'ptrace', which it denied\n"
+     " |     allow ptrace\n"
+     " |     ^~~~~~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes syscalls` in profile 'p'\n"},
     {"syntax_expectation",
      "profile x {\n  network offf\n}\n",
      "ERROR: t.cocoon:2:11: unexpected 'offf'; expected 'off', 'on' or 'allow'\n"
