@@ -35,6 +35,9 @@ const std::map<std::string, uint64_t, std::less<>>& Constants() {
       {"CLONE_NEWUTS", 0x4000000}, {"CLONE_NEWIPC", 0x8000000}, {"CLONE_NEWUSER", 0x10000000},
       {"CLONE_NEWPID", 0x20000000}, {"CLONE_NEWNET", 0x40000000}, {"CLONE_IO", 0x80000000},
       // Every namespace flag clone/unshare can take (what the prologue masks).
+      // CLONE_NEWTIME (0x80) is left out on purpose: clone(2) reads its low
+      // byte as the exit signal (CSIGNAL), so 0x80 there is not a namespace
+      // flag; only unshare(2) and clone3(2) take CLONE_NEWTIME.
       {"CLONE_NEW_ANY", 0x7E020000},
       // TTY ioctls (ioctl(2) arg1). TIOCSTI and TIOCLINUX can inject input
       // into the controlling terminal (CVE-2017-5226 and friends).
@@ -59,33 +62,52 @@ const std::map<std::string, uint64_t, std::less<>>& Constants() {
       {"SECCOMP_GET_ACTION_AVAIL", 2}, {"SECCOMP_GET_NOTIF_SIZES", 3},
       {"SECCOMP_FILTER_FLAG_TSYNC", 1}, {"SECCOMP_FILTER_FLAG_LOG", 2},
       {"SECCOMP_FILTER_FLAG_SPEC_ALLOW", 4}, {"SECCOMP_FILTER_FLAG_NEW_LISTENER", 8},
-      // Signals (kill(2) arg1).
-      {"SIGHUP", 1}, {"SIGINT", 2}, {"SIGQUIT", 3}, {"SIGKILL", 9}, {"SIGUSR1", 10},
-      {"SIGUSR2", 12}, {"SIGTERM", 15}, {"SIGCHLD", 17}, {"SIGCONT", 18}, {"SIGSTOP", 19},
+      // Signals (kill(2) arg1): signal(7), x86_64 and aarch64 numbering. The
+      // real-time signals have no fixed name (glibc's SIGRTMIN is 34, the
+      // kernel's 32): write a number.
+      {"SIGHUP", 1}, {"SIGINT", 2}, {"SIGQUIT", 3}, {"SIGILL", 4}, {"SIGTRAP", 5}, {"SIGABRT", 6},
+      {"SIGIOT", 6}, {"SIGBUS", 7}, {"SIGFPE", 8}, {"SIGKILL", 9}, {"SIGUSR1", 10}, {"SIGSEGV", 11},
+      {"SIGUSR2", 12}, {"SIGPIPE", 13}, {"SIGALRM", 14}, {"SIGTERM", 15}, {"SIGSTKFLT", 16},
+      {"SIGCHLD", 17}, {"SIGCONT", 18}, {"SIGSTOP", 19}, {"SIGTSTP", 20}, {"SIGTTIN", 21},
+      {"SIGTTOU", 22}, {"SIGURG", 23}, {"SIGXCPU", 24}, {"SIGXFSZ", 25}, {"SIGVTALRM", 26},
+      {"SIGPROF", 27}, {"SIGWINCH", 28}, {"SIGIO", 29}, {"SIGPOLL", 29}, {"SIGPWR", 30}, {"SIGSYS", 31},
       // personality(2).
       {"PER_LINUX", 0}, {"ADDR_NO_RANDOMIZE", 0x0040000}, {"PER_LINUX32", 8},
   };
   return *table;
 }
 
-// errno(3), Linux values.
+// errno(3): every name of Linux's asm-generic/errno-base.h and errno.h (the
+// values of x86_64, aarch64 and the other generic ABIs), plus glibc's ENOTSUP
+// alias. Written out, not read from the host's <errno.h>: the IR must be the
+// same whichever OS compiles it. constants_test checks it against glibc.
 const std::map<std::string, int, std::less<>>& Errnos() {
   static const auto* table = new std::map<std::string, int, std::less<>>{
-      {"EPERM", 1}, {"ENOENT", 2}, {"ESRCH", 3}, {"EINTR", 4}, {"EIO", 5}, {"ENXIO", 6},
-      {"E2BIG", 7}, {"ENOEXEC", 8}, {"EBADF", 9}, {"ECHILD", 10}, {"EAGAIN", 11},
-      {"EWOULDBLOCK", 11}, {"ENOMEM", 12}, {"EACCES", 13}, {"EFAULT", 14}, {"EBUSY", 16},
-      {"EEXIST", 17}, {"EXDEV", 18}, {"ENODEV", 19}, {"ENOTDIR", 20}, {"EISDIR", 21},
-      {"EINVAL", 22}, {"ENFILE", 23}, {"EMFILE", 24}, {"ENOTTY", 25}, {"ETXTBSY", 26},
-      {"EFBIG", 27}, {"ENOSPC", 28}, {"ESPIPE", 29}, {"EROFS", 30}, {"EMLINK", 31},
-      {"EPIPE", 32}, {"EDOM", 33}, {"ERANGE", 34}, {"EDEADLK", 35}, {"ENAMETOOLONG", 36},
-      {"ENOLCK", 37}, {"ENOSYS", 38}, {"ENOTEMPTY", 39}, {"ELOOP", 40}, {"ENOMSG", 42},
-      {"ENODATA", 61}, {"ETIME", 62}, {"EPROTO", 71}, {"EOVERFLOW", 75}, {"ENOTSOCK", 88},
-      {"EPROTONOSUPPORT", 93}, {"ESOCKTNOSUPPORT", 94}, {"EOPNOTSUPP", 95}, {"ENOTSUP", 95},
-      {"EAFNOSUPPORT", 97}, {"EADDRINUSE", 98}, {"EADDRNOTAVAIL", 99}, {"ENETDOWN", 100},
-      {"ENETUNREACH", 101}, {"ECONNABORTED", 103}, {"ECONNRESET", 104}, {"ENOBUFS", 105},
-      {"EISCONN", 106}, {"ENOTCONN", 107}, {"ETIMEDOUT", 110}, {"ECONNREFUSED", 111},
-      {"EHOSTUNREACH", 113}, {"EALREADY", 114}, {"EINPROGRESS", 115}, {"EDQUOT", 122},
-      {"ECANCELED", 125},
+      {"EPERM", 1}, {"ENOENT", 2}, {"ESRCH", 3}, {"EINTR", 4}, {"EIO", 5}, {"ENXIO", 6}, {"E2BIG", 7},
+      {"ENOEXEC", 8}, {"EBADF", 9}, {"ECHILD", 10}, {"EAGAIN", 11}, {"EWOULDBLOCK", 11}, {"ENOMEM", 12},
+      {"EACCES", 13}, {"EFAULT", 14}, {"ENOTBLK", 15}, {"EBUSY", 16}, {"EEXIST", 17}, {"EXDEV", 18},
+      {"ENODEV", 19}, {"ENOTDIR", 20}, {"EISDIR", 21}, {"EINVAL", 22}, {"ENFILE", 23}, {"EMFILE", 24},
+      {"ENOTTY", 25}, {"ETXTBSY", 26}, {"EFBIG", 27}, {"ENOSPC", 28}, {"ESPIPE", 29}, {"EROFS", 30},
+      {"EMLINK", 31}, {"EPIPE", 32}, {"EDOM", 33}, {"ERANGE", 34}, {"EDEADLK", 35}, {"EDEADLOCK", 35},
+      {"ENAMETOOLONG", 36}, {"ENOLCK", 37}, {"ENOSYS", 38}, {"ENOTEMPTY", 39}, {"ELOOP", 40}, {"ENOMSG", 42},
+      {"EIDRM", 43}, {"ECHRNG", 44}, {"EL2NSYNC", 45}, {"EL3HLT", 46}, {"EL3RST", 47}, {"ELNRNG", 48},
+      {"EUNATCH", 49}, {"ENOCSI", 50}, {"EL2HLT", 51}, {"EBADE", 52}, {"EBADR", 53}, {"EXFULL", 54},
+      {"ENOANO", 55}, {"EBADRQC", 56}, {"EBADSLT", 57}, {"EBFONT", 59}, {"ENOSTR", 60}, {"ENODATA", 61},
+      {"ETIME", 62}, {"ENOSR", 63}, {"ENONET", 64}, {"ENOPKG", 65}, {"EREMOTE", 66}, {"ENOLINK", 67},
+      {"EADV", 68}, {"ESRMNT", 69}, {"ECOMM", 70}, {"EPROTO", 71}, {"EMULTIHOP", 72}, {"EDOTDOT", 73},
+      {"EBADMSG", 74}, {"EOVERFLOW", 75}, {"ENOTUNIQ", 76}, {"EBADFD", 77}, {"EREMCHG", 78}, {"ELIBACC", 79},
+      {"ELIBBAD", 80}, {"ELIBSCN", 81}, {"ELIBMAX", 82}, {"ELIBEXEC", 83}, {"EILSEQ", 84}, {"ERESTART", 85},
+      {"ESTRPIPE", 86}, {"EUSERS", 87}, {"ENOTSOCK", 88}, {"EDESTADDRREQ", 89}, {"EMSGSIZE", 90},
+      {"EPROTOTYPE", 91}, {"ENOPROTOOPT", 92}, {"EPROTONOSUPPORT", 93}, {"ESOCKTNOSUPPORT", 94},
+      {"ENOTSUP", 95}, {"EOPNOTSUPP", 95}, {"EPFNOSUPPORT", 96}, {"EAFNOSUPPORT", 97}, {"EADDRINUSE", 98},
+      {"EADDRNOTAVAIL", 99}, {"ENETDOWN", 100}, {"ENETUNREACH", 101}, {"ENETRESET", 102}, {"ECONNABORTED", 103},
+      {"ECONNRESET", 104}, {"ENOBUFS", 105}, {"EISCONN", 106}, {"ENOTCONN", 107}, {"ESHUTDOWN", 108},
+      {"ETOOMANYREFS", 109}, {"ETIMEDOUT", 110}, {"ECONNREFUSED", 111}, {"EHOSTDOWN", 112},
+      {"EHOSTUNREACH", 113}, {"EALREADY", 114}, {"EINPROGRESS", 115}, {"ESTALE", 116}, {"EUCLEAN", 117},
+      {"ENOTNAM", 118}, {"ENAVAIL", 119}, {"EISNAM", 120}, {"EREMOTEIO", 121}, {"EDQUOT", 122},
+      {"ENOMEDIUM", 123}, {"EMEDIUMTYPE", 124}, {"ECANCELED", 125}, {"ENOKEY", 126}, {"EKEYEXPIRED", 127},
+      {"EKEYREVOKED", 128}, {"EKEYREJECTED", 129}, {"EOWNERDEAD", 130}, {"ENOTRECOVERABLE", 131},
+      {"ERFKILL", 132}, {"EHWPOISON", 133},
   };
   return *table;
 }
