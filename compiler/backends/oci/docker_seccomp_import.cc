@@ -81,8 +81,13 @@ std::string Hex(uint64_t v) {
   return buffer;
 }
 
-// One Docker `args` entry -> a Cocoon predicate.
-Result<std::string> ArgPredicate(const json& arg) {
+struct ArgCondition {
+  uint64_t index = 0;
+  std::string predicate;
+};
+
+// One Docker `args` entry -> a Cocoon predicate on one argument.
+Result<ArgCondition> ArgPredicate(const json& arg) {
   if (!arg.is_object()) return InvalidArgumentError("args entries must be objects");
   COCOON_ASSIGN_OR_RETURN(uint64_t index, Unsigned(arg.value("index", json()), "args.index"));
   if (index > 5) return InvalidArgumentError("args.index must be 0..5");
@@ -93,10 +98,38 @@ Result<std::string> ArgPredicate(const json& arg) {
   static const std::map<std::string, std::string> kOps = {
       {"SCMP_CMP_EQ", "=="}, {"SCMP_CMP_NE", "!="}, {"SCMP_CMP_LT", "<"},
       {"SCMP_CMP_LE", "<="}, {"SCMP_CMP_GT", ">"}, {"SCMP_CMP_GE", ">="}};
-  if (op == "SCMP_CMP_MASKED_EQ") return "(" + operand + " & " + Hex(value) + ") == " + Hex(value_two);
+  if (op == "SCMP_CMP_MASKED_EQ") {
+    return ArgCondition{index, "(" + operand + " & " + Hex(value) + ") == " + Hex(value_two)};
+  }
   auto it = kOps.find(op);
   if (it == kOps.end()) return InvalidArgumentError("unknown args.op '" + SanitizedText(op, 40) + "'");
-  return operand + " " + it->second + " " + Hex(value);
+  return ArgCondition{index, operand + " " + it->second + " " + Hex(value)};
+}
+
+// An entry's `args` -> the conditions of the rules it stands for. Conditions on
+// distinct argument indexes are ANDed into one rule. When any index repeats,
+// runc (libcontainer/seccomp matchCall) adds every condition as a rule of its
+// own, so the entry matches when ANY condition holds: `socket` with arg0 == 16
+// and arg0 == 17 denies both families rather than never matching.
+Result<std::vector<std::string>> EntryConditions(const json& args) {
+  if (!args.is_array() && !args.is_null()) return InvalidArgumentError("args must be an array");
+  std::vector<ArgCondition> conditions;
+  std::set<uint64_t> indexes;
+  bool repeated = false;
+  for (const auto& arg : args) {
+    COCOON_ASSIGN_OR_RETURN(ArgCondition condition, ArgPredicate(arg));
+    repeated = !indexes.insert(condition.index).second || repeated;
+    conditions.push_back(std::move(condition));
+  }
+  std::vector<std::string> out;
+  if (repeated) {
+    for (const auto& condition : conditions) out.push_back(condition.predicate);
+    return out;
+  }
+  std::string joined;
+  for (const auto& condition : conditions) joined += (joined.empty() ? "" : " and ") + condition.predicate;
+  out.push_back(joined);
+  return out;
 }
 
 class Importer {
@@ -181,12 +214,7 @@ Status Importer::AddEntry(const json& entry) {
   names.insert(names.end(), more.begin(), more.end());
   // errnoRet absent: runc and crun use EPERM for SCMP_ACT_ERRNO entries.
   COCOON_ASSIGN_OR_RETURN(Rule rule, ActionRule(entry.value("action", json()), entry.value("errnoRet", json()), 1));
-  const json args = entry.value("args", json::array());
-  if (!args.is_array() && !args.is_null()) return InvalidArgumentError("args must be an array");
-  for (const auto& arg : args) {
-    COCOON_ASSIGN_OR_RETURN(std::string predicate, ArgPredicate(arg));
-    rule.condition += (rule.condition.empty() ? "" : " and ") + predicate;
-  }
+  COCOON_ASSIGN_OR_RETURN(auto conditions, EntryConditions(entry.value("args", json::array())));
   if (!applies) {
     ++skipped_entries_;
     return Status::Ok();
@@ -198,11 +226,15 @@ Status Importer::AddEntry(const json& entry) {
       dropped_names_.insert(shown);
       continue;
     }
-    if (!seen_.insert(name + "|" + rule.condition).second) continue;  // first entry wins, as in libseccomp
-    if (rule.condition.empty()) {
-      unconditional_[rule.verb + "|" + rule.errno_].push_back(name);
-    } else {
-      conditional_.emplace_back(name, rule);
+    for (const std::string& condition : conditions) {
+      if (!seen_.insert(name + "|" + condition).second) continue;  // first entry wins, as in libseccomp
+      if (condition.empty()) {
+        unconditional_[rule.verb + "|" + rule.errno_].push_back(name);
+      } else {
+        Rule conditional = rule;
+        conditional.condition = condition;
+        conditional_.emplace_back(name, std::move(conditional));
+      }
     }
   }
   return Status::Ok();

@@ -74,6 +74,34 @@ TEST(DockerImport, ArchSelectsArchOnlyRules) {
   EXPECT_NE(x86_64->find(" arch_prctl"), std::string::npos);
 }
 
+// runc (libcontainer/seccomp matchCall): when an entry's args repeat an index,
+// each condition is a rule of its own (ORed); otherwise they are ANDed.
+TEST(DockerImport, RepeatedArgumentIndexesBecomeSeparateRules) {
+  auto text = ImportDockerSeccomp(
+      R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+           {"names": ["socket"], "action": "SCMP_ACT_ERRNO",
+            "args": [{"index": 0, "value": 16, "op": "SCMP_CMP_EQ"},
+                     {"index": 0, "value": 17, "op": "SCMP_CMP_EQ"}]},
+           {"names": ["personality"], "action": "SCMP_ACT_ERRNO",
+            "args": [{"index": 0, "value": 1, "op": "SCMP_CMP_EQ"},
+                     {"index": 1, "value": 2, "op": "SCMP_CMP_EQ"},
+                     {"index": 0, "value": 3, "op": "SCMP_CMP_EQ"}]},
+           {"names": ["setns"], "action": "SCMP_ACT_ERRNO",
+            "args": [{"index": 0, "value": 1, "op": "SCMP_CMP_EQ"},
+                     {"index": 1, "value": 2, "op": "SCMP_CMP_EQ"}]}]})",
+      {});
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_TRUE(HasLine(*text, "deny socket if arg0 == 0x10 errno EPERM")) << *text;
+  EXPECT_TRUE(HasLine(*text, "deny socket if arg0 == 0x11 errno EPERM")) << *text;
+  EXPECT_EQ(text->find("arg0 == 0x10 and"), std::string::npos) << *text;
+  // One repeated index splits every condition of the entry, arg1's included.
+  EXPECT_TRUE(HasLine(*text, "deny personality if arg0 == 1 errno EPERM")) << *text;
+  EXPECT_TRUE(HasLine(*text, "deny personality if arg1 == 2 errno EPERM")) << *text;
+  EXPECT_TRUE(HasLine(*text, "deny personality if arg0 == 3 errno EPERM")) << *text;
+  // Distinct indexes stay one ANDed rule.
+  EXPECT_TRUE(HasLine(*text, "deny setns if arg0 == 1 and arg1 == 2 errno EPERM")) << *text;
+}
+
 TEST(DockerImport, RejectsMalformedProfiles) {
   const char* bad[] = {
       "",

@@ -2,6 +2,9 @@
 // policy's statement (frontend::FrontendOptions::syscall_rule_check wired to
 // backends::SyscallRuleProblems, as cli/frontend_util.h does), so a policy
 // the checker accepts compiles (issue 3's compile_fuzzer property).
+#include <linux/audit.h>
+#include <sys/syscall.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +14,7 @@
 
 #include "compiler/backends/oci/docker_seccomp_import.h"
 #include "compiler/backends/oci/oci_seccomp.h"
+#include "compiler/backends/seccomp/bpf_evaluator.h"
 #include "compiler/backends/seccomp/seccomp_backend.h"
 #include "compiler/frontend/frontend.h"
 
@@ -207,6 +211,40 @@ TEST(SyscallRuleProblemsTest, ImportedMobyProfilePassesTheCheckAndCompiles) {
   ASSERT_EQ(rule_form.size(), 1u);
   EXPECT_EQ(rule_form[0].syscall, "socket");
   EXPECT_NE(rule_form[0].message.find("OCI and Kubernetes"), std::string::npos) << rule_form[0].message;
+}
+
+// A Docker entry denying socket for AF_NETLINK (16) and AF_PACKET (17), two
+// conditions on arg0: runc ORs them (one rule each). Imported, compiled and
+// evaluated, both families are refused and others are not; the importer used
+// to AND them into a rule that never matched.
+TEST(SyscallRuleProblemsTest, ImportedRepeatedIndexConditionsDenyEachValue) {
+  auto text = oci::ImportDockerSeccomp(
+      R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["socket"], "action": "SCMP_ACT_ERRNO",
+           "args": [{"index": 0, "value": 16, "op": "SCMP_CMP_EQ"}, {"index": 0, "value": 17, "op": "SCMP_CMP_EQ"}]}]})",
+      {});
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  Diagnostics diagnostics;
+  auto policy = frontend::CompilePolicyText("imported.cocoon", *text, "", Options(true), diagnostics);
+  ASSERT_TRUE(policy.has_value()) << diagnostics.Render() << "\n" << *text;
+  auto artifacts = CompileSeccomp(*policy);
+  ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  std::string bytes;
+  for (const Artifact& a : *artifacts) {
+    if (a.path == "linux.seccomp.bpf") bytes = a.bytes;
+  }
+  auto program = ParseBpf(bytes);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  auto socket_with = [&](uint64_t family) {
+    SeccompData data;
+    data.nr = SYS_socket;
+    data.arch = AUDIT_ARCH_X86_64;
+    data.args[0] = family;
+    auto result = EvaluateBpf(*program, data);
+    return result.ok() ? DescribeSeccompRet(result->ret) : result.status().ToString();
+  };
+  EXPECT_EQ(socket_with(16), "errno(1)") << *text;
+  EXPECT_EQ(socket_with(17), "errno(1)") << *text;
+  EXPECT_EQ(socket_with(1 /* AF_UNIX */), "allow") << *text;
 }
 
 }  // namespace
