@@ -53,6 +53,21 @@ ordered_json Resources(const ir::Limits& limits) {
   return {{"limits", quantities}, {"requests", quantities}};
 }
 
+bool IsUnder(const std::string& path, const std::string& parent) {
+  if (parent == "/") return path != "/";
+  return path.size() > parent.size() && path.compare(0, parent.size(), parent) == 0 && path[parent.size()] == '/';
+}
+
+// A read-only path under the work dir or under a writable or tmpfs mount lies
+// inside a writable emptyDir volume, not in the read-only image root.
+bool UnderAWritableVolume(const ir::Policy& policy, const std::string& target) {
+  if (IsUnder(target, policy.filesystem.work.path)) return true;
+  for (const ir::Mount& other : policy.filesystem.mounts) {
+    if (other.kind != ir::MountKind::kReadOnly && IsUnder(target, other.target)) return true;
+  }
+  return false;
+}
+
 void AddVolumes(const ir::Policy& policy, ordered_json& volumes, ordered_json& mounts,
                 std::vector<std::string>& warnings) {
   ordered_json work = {{"name", "work"}, {"emptyDir", ordered_json::object()}};
@@ -61,17 +76,25 @@ void AddVolumes(const ir::Policy& policy, ordered_json& volumes, ordered_json& m
   mounts.push_back({{"name", "work"}, {"mountPath", policy.filesystem.work.path}});
   int index = 0;
   for (const ir::Mount& mount : policy.filesystem.mounts) {
-    if (mount.kind == ir::MountKind::kReadOnly) continue;  // the read-only image root covers them
+    const bool read_only = mount.kind == ir::MountKind::kReadOnly;
+    // Elsewhere the read-only image root (readOnlyRootFilesystem) covers a
+    // read-only path. Under a writable volume it would be writable: give it
+    // an empty volume mounted readOnly instead.
+    if (read_only && !UnderAWritableVolume(policy, mount.target)) continue;
     const std::string name = "vol-" + std::to_string(index++);
     ordered_json empty = ordered_json::object();
     if (mount.kind == ir::MountKind::kTmpfs) {
       empty["medium"] = "Memory";
       empty["sizeLimit"] = Quantity(mount.size_bytes);
     } else {
-      warnings.push_back("k8s: writable " + mount.target + " becomes an empty volume; host data is not shared");
+      warnings.push_back("k8s: " + std::string(read_only ? "read-only " : "writable ") + mount.target +
+                         " becomes an empty volume" + (read_only ? " mounted readOnly" : "") +
+                         "; host data is not shared");
     }
     volumes.push_back({{"name", name}, {"emptyDir", std::move(empty)}});
-    mounts.push_back({{"name", name}, {"mountPath", mount.target}});
+    ordered_json volume_mount = {{"name", name}, {"mountPath", mount.target}};
+    if (read_only) volume_mount["readOnly"] = true;
+    mounts.push_back(std::move(volume_mount));
   }
   if (!policy.filesystem.hidden.empty()) {
     warnings.push_back("k8s: 'hide' paths cannot be masked in a Pod; the container runtime masks only its defaults");

@@ -7,6 +7,7 @@
 // process runs as the policy's uid/gid with no capabilities at all and
 // noNewPrivileges, in new pid/ipc/uts/mount/cgroup namespaces and, unless the
 // network is on, a new network namespace with only loopback.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,14 @@ ordered_json Mounts(const ir::Policy& policy, std::vector<std::string>& warnings
   }
   // Bundle-relative source: the runtime resolves it against the bundle dir.
   mounts.push_back(BindMount(policy.filesystem.work.path, "work", true));
+  // Runtimes mount in array order (config.md#mounts), so a parent mounted
+  // after its child hides it: a read-only /work/vendor under a writable
+  // /work. A parent path is a prefix of its children and sorts first, as in
+  // the launch plan (compiler/backends/plan/plan_builder.cc).
+  auto& list = mounts.get_ref<ordered_json::array_t&>();
+  std::stable_sort(list.begin(), list.end(), [](const ordered_json& a, const ordered_json& b) {
+    return a["destination"].get_ref<const std::string&>() < b["destination"].get_ref<const std::string&>();
+  });
   return mounts;
 }
 

@@ -76,8 +76,8 @@ class CrunBundleTest : public ::testing::Test {
     }
   }
 
-  RunResult RunInBundle(const std::string& script) {
-    auto artifacts = backends::CompileOci(CrunPolicy());
+  RunResult RunInBundle(const std::string& script, const ir::Policy& policy = CrunPolicy()) {
+    auto artifacts = backends::CompileOci(policy);
     EXPECT_TRUE(artifacts.ok()) << artifacts.status().ToString();
     if (!artifacts.ok()) return {};
     json config = json::parse((*artifacts)[0].bytes);
@@ -115,6 +115,33 @@ TEST_F(CrunBundleTest, DeniedSyscallIsDeniedAndReadOnlyPathIsReadOnly) {
   EXPECT_NE(run.output.find("WORK_WRITABLE"), std::string::npos) << run.output;
   EXPECT_TRUE(fs::exists(bundle_ / "work" / "out.txt"));
   EXPECT_FALSE(fs::exists("/usr/cocoon-escape"));
+}
+
+// A read-only bind and a tmpfs under the work dir: mounted after the work
+// dir, so they are not hidden under it (the work dir used to come last).
+TEST_F(CrunBundleTest, MountsUnderTheWorkDirAreNotHiddenByIt) {
+  fs::create_directories(bundle_ / "vendor-src");
+  std::ofstream(bundle_ / "vendor-src" / "lib.txt") << "vendored\n";
+  ir::Policy policy = CrunPolicy();
+  policy.filesystem.mounts.push_back(
+      ir::Mount{ir::MountKind::kReadOnly, (bundle_ / "vendor-src").string(), "/work/vendor", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/work/cache", 1 << 20, false});
+  RunResult run = RunInBundle(
+      "cat /work/vendor/lib.txt; "
+      "if touch /work/vendor/x 2>/dev/null; then echo VENDOR_WRITABLE; else echo VENDOR_READONLY; fi; "
+      "echo c > /work/cache/c && echo CACHE_WRITABLE; "
+      "echo r > /work/out.txt && echo WORK_WRITABLE",
+      policy);
+  if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
+    GTEST_SKIP() << "SKIPPED LOUDLY: crun could not set up cgroups here: " << run.output;
+  }
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("vendored"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("VENDOR_READONLY"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("CACHE_WRITABLE"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("WORK_WRITABLE"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(bundle_ / "vendor-src" / "x"));
+  EXPECT_FALSE(fs::exists(bundle_ / "work" / "cache" / "c")) << "the tmpfs was hidden under the work dir";
 }
 
 TEST_F(CrunBundleTest, PrologueBlocksNamespaceCreation) {

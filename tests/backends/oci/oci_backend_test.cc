@@ -3,6 +3,8 @@
 // ComputeEffectiveSyscalls, and the security-relevant settings are present.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "compiler/backends/artifact.h"
@@ -175,6 +177,57 @@ TEST(KubernetesBackend, NetworkOnHasNoNetworkPolicyAndNoNetns) {
   auto docs = CompileAll(policy);
   EXPECT_FALSE(docs.count("k8s/networkpolicy.json"));
   for (const auto& ns : docs["oci/config.json"]["linux"]["namespaces"]) EXPECT_NE(ns["type"], "network");
+}
+
+// Runtimes mount config.json's mounts in order: the work dir, once appended
+// last, was mounted over a read-only /work/vendor and a tmpfs /work/cache and
+// hid them under a writable /work. Parents now come before their children.
+TEST(OciBackend, MountsUnderTheWorkDirComeAfterIt) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/vendor", "/work/vendor", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/work/cache", 1 << 20, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/deep", "/tmp/a/deep", 0, false});
+  auto docs = CompileAll(policy);
+  const json& mounts = docs["oci/config.json"]["mounts"];
+  ExpectValid(testing::kOciConfigSchema, docs["oci/config.json"]);
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < mounts.size(); ++i) at[mounts[i]["destination"]] = i;
+  ASSERT_TRUE(at.count("/work") && at.count("/work/vendor") && at.count("/work/cache"));
+  EXPECT_LT(at["/work"], at["/work/vendor"]);
+  EXPECT_LT(at["/work"], at["/work/cache"]);
+  EXPECT_LT(at["/tmp"], at["/tmp/a/deep"]);
+  EXPECT_LT(at["/dev"], at["/proc"]);
+  // Every mount follows every mount whose destination contains it.
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    for (size_t j = i + 1; j < mounts.size(); ++j) {
+      const std::string earlier = mounts[i]["destination"], later = mounts[j]["destination"];
+      EXPECT_NE(earlier.rfind(later + "/", 0), 0u) << later << " is mounted over " << earlier;
+    }
+  }
+  EXPECT_NE(mounts[at["/work/vendor"]]["options"].dump().find("\"ro\""), std::string::npos);
+}
+
+// readOnlyRootFilesystem covers read-only paths, but not one under the
+// writable work emptyDir or a tmpfs volume: it gets a readOnly volumeMount.
+TEST(KubernetesBackend, ReadOnlyPathsUnderWritableVolumesAreMountedReadOnly) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/vendor", "/work/vendor", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/deep", "/tmp/deep", 0, false});
+  std::vector<std::string> warnings;
+  auto docs = CompileAll(policy, &warnings);
+  const json& pod = docs["k8s/pod.json"];
+  ExpectValid(testing::kPodSchema, pod);
+  std::map<std::string, json> by_path;
+  for (const auto& m : pod["spec"]["containers"][0]["volumeMounts"]) by_path[m["mountPath"]] = m;
+  ASSERT_TRUE(by_path.count("/work/vendor")) << pod.dump(2);
+  ASSERT_TRUE(by_path.count("/tmp/deep")) << pod.dump(2);
+  EXPECT_EQ(by_path["/work/vendor"].value("readOnly", false), true);
+  EXPECT_EQ(by_path["/tmp/deep"].value("readOnly", false), true);
+  EXPECT_EQ(by_path["/work"].value("readOnly", false), false);
+  // Read-only paths outside any writable volume stay with the image root.
+  EXPECT_FALSE(by_path.count("/usr"));
+  EXPECT_NE(Join(warnings).find("read-only /work/vendor becomes an empty volume mounted readOnly"), std::string::npos)
+      << Join(warnings);
 }
 
 // Rules the conflict resolution cannot express (allow read, minus two
