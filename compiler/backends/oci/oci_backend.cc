@@ -5,8 +5,9 @@
 // directory for `root host`, into which the host system dirs are bound
 // read-only) and `work/` (the work dir), both next to config.json. The
 // process runs as the policy's uid/gid with no capabilities at all and
-// noNewPrivileges, in new pid/ipc/uts/mount/cgroup namespaces and, unless the
-// network is on, a new network namespace with only loopback.
+// noNewPrivileges, in new user/pid/ipc/uts/mount/cgroup namespaces and, unless the
+// network is on, a new network namespace with only loopback. A user
+// namespace maps the policy's uid/gid to host 65534, never to host root.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -97,16 +98,37 @@ ordered_json Resources(const ir::Limits& limits) {
   return resources;
 }
 
+// The host id the sandbox's user runs as, as in the enforcer run as root
+// (docs/security.md, "User namespace maps"): never a host id of its own.
+constexpr uint32_t kHostNobody = 65534;
+
+// uidMappings/gidMappings for the policy's `id` inside the user namespace.
+// Runtimes build the container (mountpoints, binds, proc) as inside id 0
+// before they switch to process.user, so 0 must be mapped: for a non-zero
+// `id`, inside 0 is host 0 (holding no capability once process.user is set,
+// and never reachable again: empty capability sets, noNewPrivileges) and `id`
+// is host 65534. `user 0:0` maps inside 0 to host 65534 alone.
+ordered_json IdMappings(uint32_t id) {
+  ordered_json out = ordered_json::array();
+  if (id != 0) out.push_back({{"containerID", 0}, {"hostID", 0}, {"size", 1}});
+  out.push_back({{"containerID", id}, {"hostID", kHostNobody}, {"size", 1}});
+  return out;
+}
+
 // `linux.seccomp` is left null here: the caller embeds the profile's text
 // (oci::DumpWithEmbedded) when it serialises the config.
 ordered_json Linux(const ir::Policy& policy) {
-  ordered_json linux = oci::ReservedObject(5);
+  ordered_json linux = oci::ReservedObject(7);
   ordered_json namespaces = ordered_json::array();
-  for (const char* type : {"pid", "ipc", "uts", "mount", "cgroup"}) namespaces.push_back({{"type", type}});
+  for (const char* type : {"user", "pid", "ipc", "uts", "mount", "cgroup"}) namespaces.push_back({{"type", type}});
   // A new, empty network namespace has only loopback: that is network off.
   // An allow-list cannot be expressed in OCI; it fails closed the same way.
   if (policy.network.mode != ir::NetworkMode::kOn) namespaces.push_back({{"type", "network"}});
   linux["namespaces"] = std::move(namespaces);
+  // The policy's `user` is uid:gid inside a user namespace, never the host's
+  // (process.user alone would make `user 0:0` host root).
+  linux["uidMappings"] = IdMappings(policy.user.uid);
+  linux["gidMappings"] = IdMappings(policy.user.gid);
   linux["resources"] = Resources(policy.limits);
   linux["seccomp"] = nullptr;
   ordered_json masked = ordered_json::array();
@@ -139,6 +161,11 @@ Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, co
   warnings.insert(warnings.end(), profile.translation_warnings.begin(), profile.translation_warnings.end());
   config["linux"] = Linux(policy);
   config["annotations"] = oci::Annotations(policy);
+  if (policy.user.uid == 0) {
+    warnings.push_back("oci: user 0 is host uid 65534 in the container's user namespace, and the runtime builds the "
+                       "container as that id: the bundle directory must be searchable by it and rootfs/ owned by it "
+                       "(chown 65534:65534), or the runtime fails to make its mountpoints");
+  }
   if (policy.network.mode == ir::NetworkMode::kAllowList) {
     warnings.push_back("oci: a network allow-list cannot be expressed in config.json; the container gets an "
                        "isolated network namespace (no network) instead");

@@ -207,6 +207,39 @@ TEST(OciBackend, MountsUnderTheWorkDirComeAfterIt) {
   EXPECT_NE(mounts[at["/work/vendor"]]["options"].dump().find("\"ro\""), std::string::npos);
 }
 
+// process.user is the policy's id inside a user namespace. Without one,
+// `user 0:0` was host root; now the policy id is host 65534, and inside 0 is
+// mapped to host 0 only when the policy's id is not 0 (runtimes build the
+// container as inside root, then switch to process.user for good).
+TEST(OciBackend, PolicyUserIsMappedToHostNobodyInAUserNamespace) {
+  const json identity_root = json::parse(R"([{"containerID": 0, "hostID": 0, "size": 1}])")[0];
+  for (uint32_t id : {65534u, 1000u, 0u}) {
+    SCOPED_TRACE(id);
+    ir::Policy policy = testing::StrictPolicy();
+    policy.user = {id, id + (id == 0 ? 0 : 1)};
+    std::vector<std::string> warnings;
+    auto artifacts = backends::CompileOci(policy);
+    ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+    const json config = json::parse((*artifacts)[0].bytes);
+    ExpectValid(testing::kOciConfigSchema, config);
+    EXPECT_EQ(config["linux"]["namespaces"][0]["type"], "user");
+    EXPECT_EQ(config["process"]["user"]["uid"], id);
+    const json uid_map = config["linux"]["uidMappings"];
+    const json gid_map = config["linux"]["gidMappings"];
+    const json want_uid = {{"containerID", id}, {"hostID", 65534}, {"size", 1}};
+    const json want_gid = {{"containerID", policy.user.gid}, {"hostID", 65534}, {"size", 1}};
+    if (id == 0) {
+      EXPECT_EQ(uid_map, json::array({want_uid})) << "inside root must not be host root";
+      EXPECT_EQ(gid_map, json::array({want_gid}));
+      EXPECT_NE(Join((*artifacts)[0].warnings).find("rootfs/ owned by it"), std::string::npos);
+    } else {
+      EXPECT_EQ(uid_map, json::array({identity_root, want_uid}));
+      EXPECT_EQ(gid_map, json::array({identity_root, want_gid}));
+      EXPECT_EQ(Join((*artifacts)[0].warnings).find("rootfs/ owned by it"), std::string::npos);
+    }
+  }
+}
+
 // readOnlyRootFilesystem covers read-only paths, but not one under the
 // writable work emptyDir or a tmpfs volume: it gets a readOnly volumeMount.
 TEST(KubernetesBackend, ReadOnlyPathsUnderWritableVolumesAreMountedReadOnly) {

@@ -65,6 +65,14 @@ inline constexpr const char* kOciConfigSchema = R"({
       "properties": {
         "namespaces": {"type": "array", "items": {"type": "object", "additionalProperties": false, "required": ["type"],
           "properties": {"type": {"enum": ["pid", "network", "mount", "ipc", "uts", "user", "cgroup"]}}}},
+        "uidMappings": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+          "required": ["containerID", "hostID", "size"],
+          "properties": {"containerID": {"type": "integer", "minimum": 0}, "hostID": {"type": "integer", "minimum": 0},
+                         "size": {"type": "integer", "minimum": 1}}}},
+        "gidMappings": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+          "required": ["containerID", "hostID", "size"],
+          "properties": {"containerID": {"type": "integer", "minimum": 0}, "hostID": {"type": "integer", "minimum": 0},
+                         "size": {"type": "integer", "minimum": 1}}}},
         "resources": {"type": "object", "additionalProperties": false, "properties": {
           "memory": {"type": "object", "additionalProperties": false,
                      "properties": {"limit": {"type": "integer", "minimum": 1}, "swap": {"type": "integer"}}},
