@@ -53,6 +53,27 @@ ordered_json Resources(const ir::Limits& limits) {
   return {{"limits", quantities}, {"requests", quantities}};
 }
 
+// Limits a Pod has no field for: each one set is reported, never dropped
+// silently (the wall time is activeDeadlineSeconds; memory, cpu and disk are
+// Resources above).
+void WarnUnexpressedLimits(const ir::Limits& limits, std::vector<std::string>& warnings) {
+  auto warn = [&](const ir::Limit& limit, const std::string& what, const std::string& instead) {
+    if (!limit.set) return;
+    warnings.push_back("k8s: the " + what + " limit (" + std::to_string(limit.value) +
+                       ") has no Pod field and is not enforced; " + instead);
+  };
+  warn(limits.processes, "processes",
+       "the node's kubelet podPidsLimit (--pod-max-pids) is the only per-Pod process cap");
+  const std::string rlimit = "a Pod cannot set rlimits, so the container runtime's default applies";
+  warn(limits.open_files, "open_files", rlimit + " (RLIMIT_NOFILE)");
+  warn(limits.file_size_bytes, "file_size", rlimit + " (RLIMIT_FSIZE)");
+  warn(limits.cpu_time_ms, "cpu_time (ms)",
+       rlimit + " (RLIMIT_CPU); activeDeadlineSeconds bounds the wall time only");
+  warn(limits.output_bytes, "output (bytes per stream)",
+       "container logs are only rotated by the kubelet (containerLogMaxSize); the cocoon.dev/output-bytes "
+       "annotation is for a launcher to enforce");
+}
+
 bool IsUnder(const std::string& path, const std::string& parent) {
   if (parent == "/") return path != "/";
   return path.size() > parent.size() && path.compare(0, parent.size(), parent) == 0 && path[parent.size()] == '/';
@@ -114,6 +135,7 @@ ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std:
   container["env"] = std::move(env);
   container["securityContext"] = ContainerSecurityContext(seccomp_ref);
   container["resources"] = Resources(policy.limits);
+  WarnUnexpressedLimits(policy.limits, warnings);
   ordered_json volumes = ordered_json::array();
   ordered_json mounts = ordered_json::array();
   AddVolumes(policy, volumes, mounts, warnings);

@@ -263,6 +263,33 @@ TEST(KubernetesBackend, ReadOnlyPathsUnderWritableVolumesAreMountedReadOnly) {
       << Join(warnings);
 }
 
+// A Pod has no field for processes, open files, file size, CPU time or
+// output: strict's `processes 32` used to vanish without a word.
+TEST(KubernetesBackend, LimitsAPodCannotExpressAreWarned) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.limits.open_files = testing::Required(64);
+  policy.limits.file_size_bytes = testing::Required(1 << 20);
+  policy.limits.output_bytes = testing::Required(1 << 16);
+  auto k8s = backends::CompileKubernetes(policy);
+  ASSERT_TRUE(k8s.ok()) << k8s.status().ToString();
+  const std::string warnings = Join((*k8s)[0].warnings);
+  EXPECT_NE(warnings.find("k8s: the processes limit (32) has no Pod field and is not enforced; the node's kubelet "
+                          "podPidsLimit"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("the open_files limit (64)"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("the file_size limit (1048576)"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("the cpu_time (ms) limit (5000)"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("the output (bytes per stream) limit (65536)"), std::string::npos) << warnings;
+  // Limits the Pod does express are not warned about.
+  EXPECT_EQ(warnings.find("memory limit"), std::string::npos) << warnings;
+  ir::Policy none = testing::StrictPolicy();
+  none.limits = {};
+  auto quiet = backends::CompileKubernetes(none);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_EQ(Join((*quiet)[0].warnings).find(" limit ("), std::string::npos) << Join((*quiet)[0].warnings);
+}
+
 // Rules the conflict resolution cannot express (allow read, minus two
 // separate arg1 values) make the BPF back end refuse; the OCI and Kubernetes
 // profiles must refuse too rather than drop read's rules and leave read to
