@@ -24,8 +24,24 @@ namespace {
 
 using nlohmann::ordered_json;
 
+// `ro`, `nosuid` and `nodev` on a bind change only its top mount (a remount
+// does not recurse). The recursive `rro`, `rnosuid`, `rnodev`
+// (mount_setattr(2) with AT_RECURSIVE, Linux 5.12; runc 1.1+, crun) cover
+// every submount, but crun 1.8.1 fails a bind of a FILE that carries any of
+// them ("open mount target: Not a directory"), and the compiler does not
+// know which sources are files. Read-only binds, files among them in every
+// shipped policy, keep the plain options (docs/targets.md states the
+// runtime requirement). Writable binds, directories in practice, add
+// `rnosuid,rnodev`: crun 1.8.1 in a user namespace drops nosuid,nodev from
+// a writable bind of a host path given only the plain options
+// (tests/backends/oci/crun_bundle_test.cc); a writable file bind fails
+// closed there instead.
 ordered_json BindMount(const std::string& destination, const std::string& source, bool writable) {
   ordered_json options = {"rbind", writable ? "rw" : "ro", "nosuid", "nodev"};
+  if (writable) {
+    options.push_back("rnosuid");
+    options.push_back("rnodev");
+  }
   return {{"destination", destination}, {"type", "bind"}, {"source", source}, {"options", std::move(options)}};
 }
 

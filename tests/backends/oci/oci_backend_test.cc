@@ -207,6 +207,27 @@ TEST(OciBackend, MountsUnderTheWorkDirComeAfterIt) {
   EXPECT_NE(mounts[at["/work/vendor"]]["options"].dump().find("\"ro\""), std::string::npos);
 }
 
+// Writable binds (the work dir among them) carry the recursive
+// rnosuid/rnodev: crun 1.8.1 in a user namespace drops nosuid,nodev from a
+// writable host bind with only the plain options. Read-only binds carry the
+// plain options only: crun 1.8.1 refuses a file bind with a recursive one.
+TEST(OciBackend, WritableBindsHaveRecursiveNosuidNodev) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kWritable, "/srv/out", "/out", 0, false});
+  auto docs = CompileAll(policy);
+  int read_only = 0, writable = 0;
+  for (const auto& m : docs["oci/config.json"]["mounts"]) {
+    if (m["type"] != "bind") continue;
+    const bool rw = m["destination"] == "/work" || m["destination"] == "/out";
+    ++(rw ? writable : read_only);
+    const json want = rw ? json({"rbind", "rw", "nosuid", "nodev", "rnosuid", "rnodev"})
+                         : json({"rbind", "ro", "nosuid", "nodev"});
+    EXPECT_EQ(m["options"], want) << m.dump();
+  }
+  EXPECT_GT(read_only, 0);
+  EXPECT_EQ(writable, 2);
+}
+
 // process.user is the policy's id inside a user namespace. Without one,
 // `user 0:0` was host root; now the policy id is host 65534, and inside 0 is
 // mapped to host 0 only when the policy's id is not 0 (runtimes build the
