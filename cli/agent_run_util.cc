@@ -247,7 +247,23 @@ Result<uint64_t> ParseMegabytes(const std::string& text) {
   return n * factor;
 }
 
+namespace {
+constexpr uint64_t kLeastMemoryBytes = uint64_t{1} << 20;  // checker_limits.cc's floor for `memory`
+}  // namespace
+
+Result<uint64_t> ParseMemoryFlag(const std::string& text) {
+  COCOON_ASSIGN_OR_RETURN(uint64_t bytes, ParseMegabytes(text));
+  if (bytes < kLeastMemoryBytes) return InvalidArgumentError("--mem " + text + " is below the least one can set, 1 MiB");
+  return bytes;
+}
+
 Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
+  // The same floor for callers that build options themselves (MCP's
+  // memory_max), said about the request rather than the generated file.
+  if (options.memory_bytes && *options.memory_bytes < kLeastMemoryBytes) {
+    return InvalidArgumentError("a memory limit of " + std::to_string(*options.memory_bytes) +
+                                " bytes is below the least one can set, 1 MiB");
+  }
   COCOON_ASSIGN_OR_RETURN(Base base, ResolveBase(options));
   QuickPolicy out;
   out.base_profile = base.policy.name;

@@ -122,5 +122,9 @@ std::string ResolvedHostPath(const std::string& path);
 
 // Parses "256", "256M", "256MiB", "1G" as MiB-default sizes for --mem/--disk.
 Result<uint64_t> ParseMegabytes(const std::string& text);
+// --mem: ParseMegabytes, and at least the policy language's floor of 1 MiB
+// (checker_limits.cc), so the mistake is named as the flag rather than as a
+// line of the generated policy.
+Result<uint64_t> ParseMemoryFlag(const std::string& text);
 
 }  // namespace cocoon::cli

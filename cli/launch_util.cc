@@ -172,7 +172,10 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   sandbox_request.discard_work_dir = request.discard_work_dir;
   for (size_t i = 0; i < request.copies.size(); ++i) {
     const std::string& copy = request.copies[i];
-    std::string base = copy.substr(copy.find_last_of('/') == std::string::npos ? 0 : copy.find_last_of('/') + 1);
+    // `--copy data/` names the directory data, as cp does.
+    std::string named = copy;
+    while (named.size() > 1 && named.back() == '/') named.pop_back();
+    std::string base = named.substr(named.find_last_of('/') == std::string::npos ? 0 : named.find_last_of('/') + 1);
     if (base.empty() || base == "." || base == "..") return InvalidArgumentError("--copy " + copy + ": no file name");
     sandbox_request.extra_copies.push_back({guarded.copies[i], base});  // named as given, read from where it resolved
   }

@@ -96,18 +96,10 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
   spec.policy.has_work_dir = true;
   if (flags.timeout_secs > 0) spec.policy.timeout_ms = static_cast<uint64_t>(flags.timeout_secs * 1000);
   nlohmann::json result = {{"step", index + 1}, {"runtime", step.runtime}};
-  if (!flags.mem.empty()) {
-    auto mem = ParseMegabytes(flags.mem);
-    if (!mem.ok()) {
-      *exit_status = kExitUsage;
-      result["error"] = mem.status().message();
-      return result;
-    }
-    spec.policy.memory_bytes = *mem;
-  }
+  if (!flags.mem.empty()) spec.policy.memory_bytes = ParseMemoryFlag(flags.mem).value();  // checked up front
   auto prepared = PrepareRun(std::move(spec));
   if (!prepared.ok()) {
-    *exit_status = kExitRefused;
+    *exit_status = prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
     result["error"] = prepared.status().message();
     return result;
   }
@@ -152,6 +144,12 @@ int RunPipeline(const PipelineFlags& flags) {
   if (!steps.ok()) {
     std::cerr << "cocoon pipeline: " << steps.status().message() << "\n";
     return kExitUsage;
+  }
+  if (!flags.mem.empty()) {
+    if (auto mem = ParseMemoryFlag(flags.mem); !mem.ok()) {
+      std::cerr << "cocoon pipeline: " << mem.status().message() << "\n";
+      return kExitUsage;
+    }
   }
   auto work = SharedWorkDir::Open(flags.work);
   if (!work.ok()) {

@@ -54,7 +54,10 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
   // NaN passes CLI11's range check (every comparison with it is false).
   if (!std::isfinite(f.timeout_secs)) return InvalidArgumentError("--timeout must be a number of seconds");
   if (f.timeout_secs > 0) p.timeout_ms = static_cast<uint64_t>(f.timeout_secs * 1000);
-  if (!f.mem.empty()) { COCOON_ASSIGN_OR_RETURN(p.memory_bytes, ParseMegabytes(f.mem)); }
+  if (!f.profile.empty() && f.policy.empty()) {
+    return InvalidArgumentError("--profile " + f.profile + " selects a profile of --policy FILE: give --policy too");
+  }
+  if (!f.mem.empty()) { COCOON_ASSIGN_OR_RETURN(p.memory_bytes, ParseMemoryFlag(f.mem)); }
   if (!f.disk.empty()) { COCOON_ASSIGN_OR_RETURN(p.disk_bytes, ParseMegabytes(f.disk)); }
   if (f.max_procs > 0) p.processes = f.max_procs;
   p.network = f.allow_network ? NetworkFlag::kAllow : NetworkFlag::kAsPolicy;
@@ -62,7 +65,11 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
   for (const std::string& kv : f.env) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos) return InvalidArgumentError("--env " + kv + ": expected K=V");
-    p.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    std::string name = kv.substr(0, eq);
+    for (const auto& [given, value] : p.env) {
+      if (given == name) return InvalidArgumentError("--env " + name + " is given twice");
+    }
+    p.env.emplace_back(std::move(name), kv.substr(eq + 1));
   }
   if (f.runtime.empty()) {
     if (f.has_code) return InvalidArgumentError("-c needs a runtime: -r NAME");

@@ -255,29 +255,4 @@ bool NeedsScriptFile(const ir::Runtime& runtime) {
          std::find(runtime.flags.begin(), runtime.flags.end(), kCompileAndRun) != runtime.flags.end();
 }
 
-std::vector<ir::EnvVar> ScratchEnvironment(const std::string& scratch) {
-  // Every tool that would write a cache or config under $HOME (or a fixed
-  // path) is pointed into the per-run scratch dir, which is removed after the
-  // run, so nothing persists between runs and nothing lands in the work dir.
-  return {
-      {"HOME", scratch},
-      {"TMPDIR", scratch},
-      {"XDG_CACHE_HOME", scratch + "/cache"},
-      {"XDG_CONFIG_HOME", scratch + "/config"},
-      {"XDG_DATA_HOME", scratch + "/data"},
-      {"PYTHONPYCACHEPREFIX", scratch + "/pycache"},
-      {"PYTHONUSERBASE", scratch + "/python-user"},
-      {"npm_config_cache", scratch + "/npm"},
-      {"NODE_REPL_HISTORY", ""},
-      {"CARGO_HOME", scratch + "/cargo"},
-      {"GOCACHE", scratch + "/go-build"},
-      {"GOPATH", scratch + "/go"},
-      {"GOMODCACHE", scratch + "/go/pkg/mod"},
-      {"GEM_HOME", scratch + "/gem"},
-      {"DENO_DIR", scratch + "/deno"},
-      {"BUN_INSTALL_CACHE_DIR", scratch + "/bun"},
-      {"COMPOSER_HOME", scratch + "/composer"},
-  };
-}
-
 }  // namespace cocoon::cli

@@ -72,11 +72,4 @@ std::vector<std::string> RuntimeArgv(const ir::Runtime& runtime, const std::stri
 // True when code must be staged as a file (no code_flag, or compile-and-run).
 bool NeedsScriptFile(const ir::Runtime& runtime);
 
-// The scratch environment: HOME and every cache redirected into `scratch`, a
-// directory inside the sandbox on a per-run tmpfs (strict's /tmp), so caches
-// never land in the work dir and vanish with the sandbox. The tools create
-// their subdirectories on demand. `cocoon run` adds these for names the
-// policy and preset do not set themselves.
-std::vector<ir::EnvVar> ScratchEnvironment(const std::string& scratch);
-
 }  // namespace cocoon::cli

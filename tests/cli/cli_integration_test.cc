@@ -1227,6 +1227,12 @@ TEST(CocoonRun, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
       {{"run", "--mem", "17179869184G", "--", "/bin/true"}, "larger than 1 PiB"},
       {{"pipeline", "--timeout", "nan", "-s", "sh:true"}, "--timeout"},
       {{"pipeline", "--timeout", "-5", "-s", "sh:true"}, "--timeout"},
+      // Mistakes the generated policy would catch, named as the flags
+      // rather than as a line of a cache file.
+      {{"run", "--mem", "512K", "--", "/bin/true"}, "below the least one can set, 1 MiB"},
+      {{"pipeline", "--mem", "512K", "-s", "sh:true"}, "below the least one can set, 1 MiB"},
+      {{"run", "--env", "A=1", "--env", "A=2", "--", "/bin/true"}, "--env A is given twice"},
+      {{"run", "--profile", "build", "--", "/bin/true"}, "give --policy too"},
   };
   for (const auto& [args, named] : cases) {
     Ran ran = Cocoon(args);
@@ -1243,6 +1249,21 @@ TEST(CocoonRun, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
     EXPECT_EQ(line["refused"], true);
     EXPECT_NE(line["error"].get<std::string>().find("unknown runtime 'nosuch'"), std::string::npos);
   }
+}
+
+// `--copy data/` copies the directory data, as cp does (the trailing slash
+// once left it without a name and the run was refused late).
+TEST(CocoonRun, ACopiedDirectoryKeepsItsNameWithATrailingSlash) {
+  fs::path root = fs::temp_directory_path() / ("cocoon-copy-slash-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "work");
+  fs::create_directories(root / "data");
+  std::ofstream(root / "data" / "in.txt") << "payload\n";
+  Ran ran = Cocoon({"run", "--work", (root / "work").string(), "--copy", (root / "data").string() + "//", "--",
+                    "/bin/cat", "data/in.txt"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "payload\n") << ran.err;
+  fs::remove_all(root);
 }
 
 // Code past one argv string's limit (128 KiB) runs from a staged file, and
