@@ -57,9 +57,22 @@ bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out
   } else if (host.find(':') != std::string::npos) {
     layer.Error(word.span, "IPv6 addresses go in brackets: [" + host + "]:" + std::to_string(port));
     return false;
-  } else if (inet_pton(AF_INET, host.c_str(), buffer) != 1 && !ValidDnsName(host)) {
-    layer.Error(word.span, "invalid host name " + Quote(host));
-    return false;
+  } else if (inet_pton(AF_INET, host.c_str(), buffer) != 1) {
+    // The resolver (getaddrinfo, through inet_aton) reads "010.0.0.1" as
+    // octal 8.0.0.1, "0x7f.1" and "2130706433" as 127.0.0.1: what the reader
+    // of the policy takes for a name would be some other address.
+    struct in_addr legacy {};
+    if (inet_aton(host.c_str(), &legacy) != 0) {
+      char canonical[INET_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET, &legacy, canonical, sizeof(canonical));
+      layer.Error(word.span, "host " + Quote(host) + " is an IPv4 address in octal, hex or shortened form (" +
+                                 canonical + "); write it in dotted decimal: " + canonical + ":" + std::to_string(port));
+      return false;
+    }
+    if (!ValidDnsName(host)) {
+      layer.Error(word.span, "invalid host name " + Quote(host));
+      return false;
+    }
   }
   out = ir::NetworkEndpoint{host, static_cast<uint16_t>(port)};
   return true;
@@ -255,7 +268,9 @@ void ApplyNetwork(Layer& layer, const ast::Statement& stmt) {
     }
     next.allow.push_back(endpoint);
   }
-  if (next.mode == ir::NetworkMode::kAllowList && next.allow.empty()) {
+  // Only when nothing was written: an endpoint already reported as an error
+  // does not make the list empty.
+  if (next.mode == ir::NetworkMode::kAllowList && stmt.block.empty()) {
     layer.Warning(stmt.span, "empty allow-list: this is the same as `network off`");
   }
   std::sort(next.allow.begin(), next.allow.end(), [](const auto& a, const auto& b) {

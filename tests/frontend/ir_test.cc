@@ -136,6 +136,25 @@ TEST(Ir, NetworkAllowListIsSortedAndParsed) {
   EXPECT_EQ(p.network.allow[2], (ir::NetworkEndpoint{"pypi.org", 443}));
 }
 
+// getaddrinfo reads these through inet_aton: what looks like a name to the
+// reviewer would be another address ("0x7f.1" is 127.0.0.1).
+TEST(Ir, AllowListHostsInOctalHexOrShortIpv4FormAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"010.0.0.1", "8.0.0.1"}, {"0x7f.1", "127.0.0.1"}, {"2130706433", "127.0.0.1"}, {"127.1", "127.0.0.1"}};
+  for (const auto& [host, canonical] : cases) {
+    std::optional<ir::Policy> policy;
+    std::string out = testing::Diagnose("profile t {\nnetwork allow { " + host + ":443 }\n}\n", &policy);
+    EXPECT_FALSE(policy.has_value()) << host;
+    EXPECT_NE(out.find("ERROR: t.cocoon:2:17: host '" + host + "' is an IPv4 address in octal, hex or shortened form (" +
+                       canonical + "); write it in dotted decimal: " + canonical + ":443"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("empty allow-list"), std::string::npos) << "a cascade of the error:\n" << out;
+  }
+  // A name that merely starts with digits is still a name.
+  EXPECT_EQ(MustCompile("network allow { 1password.com:443 }").network.allow.size(), 1u);
+}
+
 TEST(Ir, ExplicitAllowOfPrologueSyscallIsRecordedAsReopened) {
   ir::Policy p = MustCompile("syscalls { allow bpf read }");
   EXPECT_EQ(p.syscalls.reopened, (std::vector<std::string>{"bpf"}));
