@@ -193,7 +193,11 @@ void ReportRefusal(const Status& why, const std::vector<std::string>& overrides,
   nlohmann::json refused = {{"refused", true}, {"error", why.message()}, {"overrides", overrides}};
   WriteLogJson(output, refused);
   if (output.mode == RunOutputMode::kPassThrough) return;
-  if (output.mode == RunOutputMode::kStream) refused["stream"] = "outcome";
+  // A refused stream is one line, the Outcome's, numbered like every line.
+  if (output.mode == RunOutputMode::kStream) {
+    refused["stream"] = "outcome";
+    refused["seq"] = 1;
+  }
   WriteAllFd(STDOUT_FILENO, refused.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 

@@ -1248,6 +1248,10 @@ TEST(CocoonRun, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
     ASSERT_TRUE(line.is_object()) << mode << ": " << refused.out;
     EXPECT_EQ(line["refused"], true);
     EXPECT_NE(line["error"].get<std::string>().find("unknown runtime 'nosuch'"), std::string::npos);
+    if (std::string(mode) == "--stream") {
+      EXPECT_EQ(line["stream"], "outcome");
+      EXPECT_EQ(line["seq"], 1) << "numbered like every streamed line";
+    }
   }
 }
 
