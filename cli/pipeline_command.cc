@@ -214,7 +214,9 @@ void SetUpPipeline(CLI::App& app, CommandResult& result) {
       "Exit status: 0 when every step succeeded, else the first failing step's status.\n"
       "A step that exits non-zero still has its verified files committed to the\n"
       "shared work dir (the next step, with --keep-going, and --work see them); a\n"
-      "step killed by a limit or refused commits nothing.\n\n"
+      "step killed by a limit or refused commits nothing. Every step's runtime is\n"
+      "checked before the first step runs. SIGINT or SIGTERM cancels the running\n"
+      "step and ends the pipeline, --keep-going or not (exit 130).\n\n"
       "Example:\n"
       "  cocoon pipeline -s \"python:open('n.txt','w').write('41')\" \\\n"
       "                  -s \"bash:echo \\$(( \\$(cat n.txt) + 1 ))\" --json");
