@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "compiler/common/hidden_characters.h"
+
 namespace cocoon {
 namespace {
 
@@ -26,11 +28,15 @@ std::string_view SeverityJson(Severity severity) {
 
 // Control characters in hostile input would garble a terminal; show them as
 // spaces in the echoed source line (columns stay aligned since both are 1 byte).
+// An invisible or direction-changing character (hidden_characters.h) would
+// reorder or hide part of the line: each of its bytes shows as '?', so the
+// caret, which counts bytes, lands under it.
 std::string Printable(std::string_view line) {
   std::string out(line);
   for (char& c : out) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   }
+  for (const HiddenCharacter& hidden : FindHiddenCharacters(line)) out.replace(hidden.offset, hidden.length, hidden.length, '?');
   return out;
 }
 

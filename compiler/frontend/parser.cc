@@ -9,6 +9,8 @@
 //     tokens while it parses (no parse tree is built).
 #include "compiler/frontend/parser.h"
 
+#include "compiler/common/hidden_characters.h"
+
 #include <antlr4-runtime.h>
 
 #include <algorithm>
@@ -950,7 +952,18 @@ bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostic
                       "remove the extra byte-order mark (U+FEFF)");
     return false;
   }
-  return true;
+  // Invisible and direction-changing characters: every one is reported.
+  std::vector<HiddenCharacter> hidden = FindHiddenCharacters(text);
+  for (const HiddenCharacter& c : hidden) {
+    char code[16];
+    snprintf(code, sizeof code, "U+%04X", c.code_point);
+    uint32_t at = static_cast<uint32_t>(c.offset);
+    diagnostics.Error(source, Span{at, at + static_cast<uint32_t>(c.length)},
+                      std::string("invisible character ") + code + " (" + std::string(c.name) +
+                          "): what a reviewer reads would not be what runs",
+                      "remove it; no policy needs invisible or direction-changing characters");
+  }
+  return hidden.empty();
 }
 
 std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOptions& options,

@@ -110,6 +110,34 @@ TEST(Robustness, SecondByteOrderMarkIsAnErrorAtTheStart) {
   EXPECT_EQ(out.find("unknown setting"), std::string::npos) << out;  // stops before checking
 }
 
+// "Trojan Source": a right-to-left override in a comment or a string makes
+// an editor show the text in another order, and a zero-width character
+// inside a path hides a different path. Each one is an error, all of them
+// reported, and the echoed line shows '?' for each of its bytes (the raw
+// character would reorder the terminal's line too).
+TEST(Robustness, InvisibleAndDirectionChangingCharactersAreErrors) {
+  const std::string rlo = "\xE2\x80\xAE", zwsp = "\xE2\x80\x8B", bom = "\xEF\xBB\xBF";
+  std::optional<ir::Policy> policy;
+  std::string out = testing::Diagnose(bom + "profile t {  # harmless" + rlo + " comment\n"
+                                          "  filesystem { hide /etc/pass" + zwsp + "wd }\n"
+                                          "  environment { set A \"x" + bom + "\" }\n}\n",
+                                      &policy);
+  EXPECT_FALSE(policy.has_value());
+  EXPECT_NE(out.find("ERROR: t.cocoon:1:27: invisible character U+202E (RIGHT-TO-LEFT OVERRIDE): what a reviewer "
+                     "reads would not be what runs"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ERROR: t.cocoon:2:30: invisible character U+200B (ZERO WIDTH SPACE)"), std::string::npos) << out;
+  EXPECT_NE(out.find(" |   filesystem { hide /etc/pass???wd }\n |                              ^~~\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ERROR: t.cocoon:3:25: invisible character U+FEFF"), std::string::npos) << "a BOM past the start\n"
+                                                                                           << out;
+  EXPECT_EQ(out.find(rlo), std::string::npos) << "echoed raw";
+  // The file's own leading byte-order mark is its encoding, not content.
+  std::string leading = testing::Diagnose(bom + "profile t { network off }\n");
+  EXPECT_EQ(leading.find("ERROR"), std::string::npos) << leading;
+}
+
 TEST(Robustness, NonAsciiSpansPointAtTheRightBytes) {
   std::string out = testing::Diagnose("profile t { description \"\xC3\xA9\xC3\xA9\" netwrk off }");
   EXPECT_NE(out.find("t.cocoon:1:32: unknown setting 'netwrk'"), std::string::npos) << out;

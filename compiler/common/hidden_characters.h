@@ -1,0 +1,30 @@
+// Characters a policy review cannot see: bidirectional controls (the
+// "Trojan Source" attack, CVE-2021-42574) reorder what an editor or a diff
+// shows, and zero-width characters hide inside a path or a name, so the
+// policy that was approved is not the policy that runs. No policy needs
+// them; the parser refuses them wherever they appear, comments included (a
+// reordered comment can swallow code on screen).
+#ifndef COCOON_COMPILER_COMMON_HIDDEN_CHARACTERS_H_
+#define COCOON_COMPILER_COMMON_HIDDEN_CHARACTERS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace cocoon {
+
+struct HiddenCharacter {
+  size_t offset = 0;  // byte offset of its UTF-8 sequence in the text
+  size_t length = 0;  // bytes
+  uint32_t code_point = 0;
+  std::string_view name;  // "RIGHT-TO-LEFT OVERRIDE"
+};
+
+// Every hidden character in valid UTF-8 `text`, in order; a byte-order mark
+// at offset 0 is the file's encoding mark, not content, and is skipped.
+std::vector<HiddenCharacter> FindHiddenCharacters(std::string_view text);
+
+}  // namespace cocoon
+
+#endif  // COCOON_COMPILER_COMMON_HIDDEN_CHARACTERS_H_
