@@ -1,7 +1,6 @@
 // Hostile input: the parser never crashes, never hangs, and reports limits.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <random>
 
 #include "compiler/frontend/parser.h"
@@ -88,13 +87,13 @@ TEST(Robustness, InvalidUtf8AndNulBytes) {
 
 // Each `and` step copies the conjunction built so far: without a cap, 80,000
 // terms took 14 s. The cap stops at the 65th comparison, at its position.
-TEST(Robustness, LongAndChainIsCappedAndFast) {
+// (Its cost is bench/frontend_bench.cc's BM_CheckLongAndChain, not a timer
+// here: under the sanitizers this file alone takes seconds to parse.)
+TEST(Robustness, LongAndChainIsCapped) {
   std::string condition = "arg0 == 0";
   for (int i = 1; i < 80000; ++i) condition += " and arg1 == " + std::to_string(i);
-  auto start = std::chrono::steady_clock::now();
   std::string out = testing::Diagnose("import \"strict\"\nprofile p extends strict {\n  syscalls { deny ioctl if " +
                                       condition + " }\n}\n");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
   EXPECT_NE(out.find("t.cocoon:3:" + std::to_string(28 + condition.find("arg1 == 64 ")) +
                      ": more than 64 comparisons ANDed in one rule"),
             std::string::npos)
