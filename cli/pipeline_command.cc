@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,10 +86,11 @@ class SharedWorkDir {
   bool remove_;
 };
 
-// *cancelled: cocoon itself was interrupted (SIGINT/SIGTERM) during the
-// step; the pipeline then stops whatever --keep-going says.
-nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t index, const SharedWorkDir& work,
-                       int* exit_status, bool* cancelled) {
+// memory_bytes: --mem, parsed once by RunPipeline. *cancelled: cocoon
+// itself was interrupted (SIGINT/SIGTERM) during the step; the pipeline then
+// stops whatever --keep-going says.
+nlohmann::json RunStep(const PipelineFlags& flags, std::optional<uint64_t> memory_bytes, const Step& step, size_t index,
+                       const SharedWorkDir& work, int* exit_status, bool* cancelled) {
   RunSpec spec;
   spec.policy.policy_file = flags.policy;
   spec.policy.runtime = step.runtime;
@@ -96,7 +98,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, const Step& step, size_t inde
   spec.policy.has_work_dir = true;
   if (flags.timeout_secs > 0) spec.policy.timeout_ms = static_cast<uint64_t>(flags.timeout_secs * 1000);
   nlohmann::json result = {{"step", index + 1}, {"runtime", step.runtime}};
-  if (!flags.mem.empty()) spec.policy.memory_bytes = ParseMemoryFlag(flags.mem).value();  // checked up front
+  spec.policy.memory_bytes = memory_bytes;
   auto prepared = PrepareRun(std::move(spec));
   if (!prepared.ok()) {
     *exit_status = prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
@@ -145,11 +147,14 @@ int RunPipeline(const PipelineFlags& flags) {
     std::cerr << "cocoon pipeline: " << steps.status().message() << "\n";
     return kExitUsage;
   }
+  std::optional<uint64_t> memory_bytes;
   if (!flags.mem.empty()) {
-    if (auto mem = ParseMemoryFlag(flags.mem); !mem.ok()) {
+    auto mem = ParseMemoryFlag(flags.mem);
+    if (!mem.ok()) {
       std::cerr << "cocoon pipeline: " << mem.status().message() << "\n";
       return kExitUsage;
     }
+    memory_bytes = *mem;
   }
   auto work = SharedWorkDir::Open(flags.work);
   if (!work.ok()) {
@@ -166,7 +171,7 @@ int RunPipeline(const PipelineFlags& flags) {
     if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
     int status = 0;
     bool cancelled = false;
-    nlohmann::json result = RunStep(flags, step, i, **work, &status, &cancelled);
+    nlohmann::json result = RunStep(flags, memory_bytes, step, i, **work, &status, &cancelled);
     result["exit_status"] = status;
     result["ok"] = status == 0;
     if (!flags.json && result.contains("error")) std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";
