@@ -18,14 +18,14 @@ namespace {
 
 using ast::WordKind;
 
-struct Row {
+struct WordRow {
   std::string text;  // as written
   WordKind kind;
   std::string word;  // the Word's text (strings are unquoted)
 };
 
-const std::vector<Row>& Rows() {
-  static const std::vector<Row> rows = {
+const std::vector<WordRow>& WordRows() {
+  static const std::vector<WordRow> rows = {
       {"memory", WordKind::kIdent, "memory"},
       {"m", WordKind::kIdent, "m"},
       {"Zz_9-.q", WordKind::kIdent, "Zz_9-.q"},
@@ -89,9 +89,9 @@ std::vector<ast::Word> Words(const std::string& words) {
   return file->profiles.at(0).body.at(0).args;
 }
 
-void ExpectWords(const std::vector<Row>& rows) {
+void ExpectWords(const std::vector<WordRow>& rows) {
   std::string text;
-  for (const Row& row : rows) text += row.text + " ";
+  for (const WordRow& row : rows) text += row.text + " ";
   std::vector<ast::Word> words = Words(text);
   ASSERT_EQ(words.size(), rows.size()) << text;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -101,11 +101,11 @@ void ExpectWords(const std::vector<Row>& rows) {
 }
 
 TEST(Lexer, EachWordAlone) {
-  for (const Row& row : Rows()) ExpectWords({row});
+  for (const WordRow& row : WordRows()) ExpectWords({row});
 }
 
 TEST(Lexer, AllWordsInOneFile) {
-  std::vector<Row> rows = Rows();
+  std::vector<WordRow> rows = WordRows();
   ExpectWords(rows);
   std::reverse(rows.begin(), rows.end());
   ExpectWords(rows);
@@ -133,7 +133,7 @@ TEST(Lexer, KeywordsAreExactSpellings) {
 // the same words either way.
 TEST(Lexer, WarmAndColdDfaAgree) {
   std::string text;
-  for (const Row& row : Rows()) text += row.text + " ";
+  for (const WordRow& row : WordRows()) text += row.text + " ";
   auto parse = [&](DfaReuse reuse) {
     auto source = std::make_shared<const Source>("t.cocoon", "profile p {\n  zz " + text + "\n}\n");
     Diagnostics diagnostics;

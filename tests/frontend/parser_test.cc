@@ -37,12 +37,12 @@ std::string Print(const std::string& text, const ast::Condition& c) {
   return out;
 }
 
-struct Row {
+struct ConditionRow {
   const char* condition;
   const char* tree;
 };
 
-const Row kRows[] = {
+const ConditionRow kConditionRows[] = {
     {"arg0 == 1", "cmp arg0 == value<1> <arg0 == 1>"},
     {"arg0 == 1 and arg1 != 2 or arg2 < 3",
      "or <arg0 == 1 and arg1 != 2 or arg2 < 3>[and <arg0 == 1 and arg1 != 2>[cmp arg0 == value<1> <arg0 == 1>, "
@@ -61,7 +61,7 @@ const Row kRows[] = {
      "value<CLONE_NEWNS | 1> <arg2 > CLONE_NEWNS | 1>]]"},
 };
 
-class ConditionTree : public ::testing::TestWithParam<Row> {};
+class ConditionTree : public ::testing::TestWithParam<ConditionRow> {};
 
 TEST_P(ConditionTree, MatchesTheSource) {
   const std::string text = std::string("profile p {\n  syscalls {\n    deny clone if ") + GetParam().condition +
@@ -81,7 +81,7 @@ TEST_P(ConditionTree, MatchesTheSource) {
   EXPECT_EQ(TextOf(text, rule.span), std::string("deny clone if ") + GetParam().condition + " errno EPERM");
 }
 
-INSTANTIATE_TEST_SUITE_P(Parser, ConditionTree, ::testing::ValuesIn(kRows));
+INSTANTIATE_TEST_SUITE_P(Parser, ConditionTree, ::testing::ValuesIn(kConditionRows));
 
 // Statements, blocks, directives and profile names, with their spans.
 TEST(Parser, StatementShapes) {

@@ -44,7 +44,7 @@ ordered_json ContainerSecurityContext(const ordered_json& seccomp_ref) {
           {"seccompProfile", seccomp_ref}};
 }
 
-ordered_json Resources(const ir::Limits& limits) {
+ordered_json PodResources(const ir::Limits& limits) {
   ordered_json quantities = ordered_json::object();
   if (limits.memory_bytes.set) quantities["memory"] = Quantity(limits.memory_bytes.value);
   if (limits.cpu_percent.set) quantities["cpu"] = std::to_string(limits.cpu_percent.value * 10) + "m";
@@ -134,7 +134,7 @@ ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std:
   for (const auto& var : policy.environment.set) env.push_back({{"name", var.name}, {"value", var.value}});
   container["env"] = std::move(env);
   container["securityContext"] = ContainerSecurityContext(seccomp_ref);
-  container["resources"] = Resources(policy.limits);
+  container["resources"] = PodResources(policy.limits);
   WarnUnexpressedLimits(policy.limits, warnings);
   ordered_json volumes = ordered_json::array();
   ordered_json mounts = ordered_json::array();

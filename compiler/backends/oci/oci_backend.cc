@@ -100,7 +100,7 @@ ordered_json Process(const ir::Policy& policy, std::vector<std::string>& warning
   return process;
 }
 
-ordered_json Resources(const ir::Limits& limits) {
+ordered_json OciResources(const ir::Limits& limits) {
   ordered_json resources = oci::ReservedObject(4);
   if (limits.memory_bytes.set) {
     // swap = limit: memory+swap capped at the same value, so no swap at all.
@@ -145,7 +145,7 @@ ordered_json Linux(const ir::Policy& policy) {
   // (process.user alone would make `user 0:0` host root).
   linux["uidMappings"] = IdMappings(policy.user.uid);
   linux["gidMappings"] = IdMappings(policy.user.gid);
-  linux["resources"] = Resources(policy.limits);
+  linux["resources"] = OciResources(policy.limits);
   linux["seccomp"] = nullptr;
   ordered_json masked = ordered_json::array();
   for (std::string_view path : kDefaultMaskedPaths) masked.push_back(path);

@@ -12,12 +12,11 @@
 #include <utility>
 
 #include "compiler/backends/seccomp/bpf_flow.h"
+#include "compiler/backends/seccomp/bpf_opcodes.h"
 
 namespace cocoon::backends {
 namespace {
 
-constexpr uint16_t kLoadAbs = BPF_LD | BPF_W | BPF_ABS;
-constexpr uint32_t kNrOffset = offsetof(struct seccomp_data, nr);
 constexpr size_t kMaxJump = 255;  // jt/jf are 8 bits
 
 // A jump whose outcome depends only on A compared with a constant (ja: on
@@ -42,7 +41,7 @@ Region RegionFrom(const BpfProgram& p, const std::vector<int64_t>& loaded, size_
     size_t pc = stack.back();
     stack.pop_back();
     if (pc >= p.size() || region.member[pc]) continue;
-    if (loaded[pc] != kNrOffset || !IsConstantCompare(p[pc])) continue;
+    if (loaded[pc] != bpf::kNrOffset || !IsConstantCompare(p[pc])) continue;
     region.member[pc] = true;
     ++region.size;
     for (size_t next : BpfSuccessors(p, pc)) stack.push_back(next);
@@ -250,7 +249,7 @@ std::optional<BpfProgram> CompressSyscallDispatch(const BpfProgram& program) {
   // (libseccomp's main tree; a guard prefix has its own small one).
   Region best;
   for (size_t pc = 0; pc + 1 < program.size(); ++pc) {
-    if (program[pc].code != kLoadAbs || program[pc].k != kNrOffset) continue;
+    if (program[pc].code != bpf::kLoadWordAbs || program[pc].k != bpf::kNrOffset) continue;
     Region region = RegionFrom(program, loaded, pc + 1);
     if (region.size > best.size) best = std::move(region);
   }

@@ -4,13 +4,10 @@
 #include <vector>
 
 #include "compiler/backends/seccomp/bpf_flow.h"
+#include "compiler/backends/seccomp/bpf_opcodes.h"
 
 namespace cocoon::backends {
 namespace {
-
-constexpr uint16_t kLoadAbs = BPF_LD | BPF_W | BPF_ABS;
-constexpr uint16_t kAndK = BPF_ALU | BPF_AND | BPF_K;
-constexpr uint16_t kJeqK = BPF_JMP | BPF_JEQ | BPF_K;
 
 std::vector<bool> JumpTargets(const BpfProgram& p) {
   std::vector<bool> target(p.size() + 1, false);
@@ -24,7 +21,7 @@ std::vector<bool> JumpTargets(const BpfProgram& p) {
 }
 
 bool OverwritesA(const sock_filter& insn) {
-  return insn.code == kLoadAbs || BPF_CLASS(insn.code) == BPF_RET;
+  return insn.code == bpf::kLoadWordAbs || BPF_CLASS(insn.code) == BPF_RET;
 }
 
 }  // namespace
@@ -35,9 +32,9 @@ BpfProgram RemoveRedundantInstructions(const BpfProgram& p) {
   const std::vector<bool> targeted = JumpTargets(p);
   std::vector<bool> drop(p.size(), false);
   for (size_t pc = 0; pc < p.size(); ++pc) {
-    if (p[pc].code == kLoadAbs && loaded[pc] == static_cast<int64_t>(p[pc].k)) drop[pc] = true;
-    if (pc + 3 < p.size() && p[pc].code == kLoadAbs && p[pc + 1].code == kAndK && p[pc + 1].k == 0 &&
-        p[pc + 2].code == kJeqK && p[pc + 2].k == 0 && p[pc + 2].jt == 0 && !targeted[pc + 1] &&
+    if (p[pc].code == bpf::kLoadWordAbs && loaded[pc] == static_cast<int64_t>(p[pc].k)) drop[pc] = true;
+    if (pc + 3 < p.size() && p[pc].code == bpf::kLoadWordAbs && p[pc + 1].code == bpf::kAndK && p[pc + 1].k == 0 &&
+        p[pc + 2].code == bpf::kJeqK && p[pc + 2].k == 0 && p[pc + 2].jt == 0 && !targeted[pc + 1] &&
         !targeted[pc + 2] && OverwritesA(p[pc + 3])) {
       drop[pc] = drop[pc + 1] = drop[pc + 2] = true;
     }

@@ -8,6 +8,7 @@
 #include <span>
 #include <tuple>
 
+#include "compiler/backends/seccomp/bpf_opcodes.h"
 #include "compiler/backends/seccomp/kernel_widths.h"
 #include "compiler/backends/seccomp/rule_algebra.h"
 #include "compiler/syscalls/syscall_groups.h"
@@ -30,8 +31,6 @@ constexpr uint64_t kTioclinux = 0x541C;
 constexpr uint64_t kAfAlg = 38;     // <linux/socket.h>
 constexpr uint64_t kAfVsock = 40;
 constexpr uint64_t kRefusedSocketFamilies[] = {kAfVsock, kAfAlg};
-constexpr uint64_t kSeccompSetModeFilter = 1;      // <linux/seccomp.h>
-constexpr uint64_t kSeccompFlagNewListener = 1u << 3;
 // personality(2): PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32|UNAME26 and
 // the 0xffffffff query; the safe set moby and sandboxed-api use.
 constexpr uint64_t kPersonalitySafe[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
@@ -100,8 +99,8 @@ void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
   // listener: it could then answer its own (or its children's) syscalls.
   if (forms.seccomp == PrologueGuardForm::kBpfPrefix) return;  // EffectiveSyscalls::seccomp_listener_in_prefix
   out.push_back({PrologueRule("seccomp", Errno(EPERM),
-                              {{0, CompareOp::kMaskedEq, kSeccompSetModeFilter, kLow32},
-                               {1, CompareOp::kMaskedEq, kSeccompFlagNewListener, kSeccompFlagNewListener}}),
+                              {{0, CompareOp::kMaskedEq, bpf::kSetModeFilter, kLow32},
+                               {1, CompareOp::kMaskedEq, bpf::kFilterFlagNewListener, bpf::kFilterFlagNewListener}}),
                  true});
 }
 

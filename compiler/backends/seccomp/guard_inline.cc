@@ -5,60 +5,52 @@
 #include <cstddef>
 #include <cstdio>
 
+#include "compiler/backends/seccomp/bpf_opcodes.h"
+
 namespace cocoon::backends {
 namespace {
 
-// seccomp_data offsets (<linux/seccomp.h>); little-endian, so the low half
-// of each 64-bit argument comes first (guard_prefix.h says why the low half
-// is what the kernel acts on).
-constexpr uint32_t kArg0LowOffset = offsetof(seccomp_data, args);
-constexpr uint32_t kArg1LowOffset = offsetof(seccomp_data, args) + 8;
 // Marker values sit high in TRACE's 16 data bits, far from anything a
 // tracer would use (Cocoon emits no real TRACE action anyway).
 constexpr uint32_t kMarkerBase = 0xc000;
 constexpr uint32_t kMaxMarkers = 0x1000;
 
-constexpr uint16_t kLoad = BPF_LD | BPF_W | BPF_ABS;
-constexpr uint16_t kJeq = BPF_JMP | BPF_JEQ | BPF_K;
-constexpr uint16_t kJset = BPF_JMP | BPF_JSET | BPF_K;
-constexpr uint16_t kRet = BPF_RET | BPF_K;
-
 bool IsTraceRet(const sock_filter& insn) {
-  return insn.code == kRet && (insn.k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_TRACE;
+  return insn.code == bpf::kRetK && (insn.k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_TRACE;
 }
 
 // Jump targets inside a block: the block's own `ret <action>`, or one of
 // the shared deny returns at the very end.
-enum Target : int { kFall = -1, kOwnRet = -2, kDeny = -3, kDenyFamily = -4 };
+enum InlineTarget : int { kToNext = -1, kToOwnRet = -2, kToDeny = -3, kToDenyFamily = -4 };
 
 struct BlockInsn {
   uint16_t code;
   uint32_t k;
-  int jt = kFall;
-  int jf = kFall;
+  int jt = kToNext;
+  int jf = kToNext;
 };
 
-// The guard's test; every path ends at kOwnRet, kDeny or kDenyFamily.
+// The guard's test; every path ends at kToOwnRet, kToDeny or kToDenyFamily.
 std::vector<BlockInsn> GuardTest(GuardKind kind, const PrefixGuards& guards) {
   std::vector<BlockInsn> out;
   auto value_list = [&](uint32_t offset, const std::vector<uint32_t>& values, int deny) {
-    out.push_back({kLoad, offset});
+    out.push_back({bpf::kLoadWordAbs, offset});
     for (size_t i = 0; i < values.size(); ++i) {
-      out.push_back({kJeq, values[i], deny, i + 1 == values.size() ? kOwnRet : kFall});
+      out.push_back({bpf::kJeqK, values[i], deny, i + 1 == values.size() ? kToOwnRet : kToNext});
     }
   };
   switch (kind) {
-    case GuardKind::kIoctl: value_list(kArg1LowOffset, guards.ioctl_denied_cmds, kDeny); break;
-    case GuardKind::kSocket: value_list(kArg0LowOffset, guards.socket_denied_families, kDenyFamily); break;
+    case GuardKind::kIoctl: value_list(bpf::ArgLowOffset(1), guards.ioctl_denied_cmds, kToDeny); break;
+    case GuardKind::kSocket: value_list(bpf::ArgLowOffset(0), guards.socket_denied_families, kToDenyFamily); break;
     case GuardKind::kClone:
-      out.push_back({kLoad, kArg0LowOffset});
-      out.push_back({kJset, guards.clone_new_mask, kDeny, kOwnRet});
+      out.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
+      out.push_back({bpf::kJsetK, guards.clone_new_mask, kToDeny, kToOwnRet});
       break;
     case GuardKind::kSeccomp:
-      out.push_back({kLoad, kArg0LowOffset});
-      out.push_back({kJeq, SECCOMP_SET_MODE_FILTER, kFall, kOwnRet});
-      out.push_back({kLoad, kArg1LowOffset});
-      out.push_back({kJset, SECCOMP_FILTER_FLAG_NEW_LISTENER, kDeny, kOwnRet});
+      out.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
+      out.push_back({bpf::kJeqK, SECCOMP_SET_MODE_FILTER, kToNext, kToOwnRet});
+      out.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
+      out.push_back({bpf::kJsetK, SECCOMP_FILTER_FLAG_NEW_LISTENER, kToDeny, kToOwnRet});
       break;
   }
   return out;
@@ -137,7 +129,7 @@ Result<BpfProgram> GuardMarkers::Inline(const BpfProgram& program, const PrefixG
     for (const BlockInsn& insn : tests[b]) {
       const size_t pc = out.size();
       auto resolve = [&](int target) -> size_t {
-        const size_t to = target == kOwnRet ? own_ret : target == kDeny ? deny : target == kDenyFamily ? deny_family
+        const size_t to = target == kToOwnRet ? own_ret : target == kToDeny ? deny : target == kToDenyFamily ? deny_family
                                                                                                    : pc + 1;
         return to - pc - 1;
       };
@@ -145,10 +137,10 @@ Result<BpfProgram> GuardMarkers::Inline(const BpfProgram& program, const PrefixG
       if (jt > 255 || jf > 255) return InternalError("inline guard block: jump too long");
       out.push_back(sock_filter{insn.code, static_cast<uint8_t>(jt), static_cast<uint8_t>(jf), insn.k});
     }
-    out.push_back(BPF_STMT(kRet, entries_[b].second));
+    out.push_back(BPF_STMT(bpf::kRetK, entries_[b].second));
   }
-  if (family_deny) out.push_back(BPF_STMT(kRet, SocketFamilyDenyRet()));
-  out.push_back(BPF_STMT(kRet, deny_ret));
+  if (family_deny) out.push_back(BPF_STMT(bpf::kRetK, SocketFamilyDenyRet()));
+  out.push_back(BPF_STMT(bpf::kRetK, deny_ret));
   return out;
 }
 

@@ -10,22 +10,12 @@
 #include <map>
 #include <string_view>
 
+#include "compiler/backends/seccomp/bpf_opcodes.h"
 #include "compiler/backends/seccomp/effective_rules.h"
 #include "compiler/syscalls/syscall_groups.h"
 
 namespace cocoon::backends {
 namespace {
-
-// seccomp_data offsets (<linux/seccomp.h>). Every architecture Cocoon emits
-// for is little-endian, so the low 32 bits of args[1] come first.
-constexpr uint32_t kNrOffset = offsetof(seccomp_data, nr);
-constexpr uint32_t kArchOffset = offsetof(seccomp_data, arch);
-constexpr uint32_t kArg1LowOffset = offsetof(seccomp_data, args) + 8 * 1;
-static_assert(kArg1LowOffset == 24, "seccomp_data.args[1] low half (little-endian)");
-
-constexpr uint32_t kArg0LowOffset = offsetof(seccomp_data, args);
-constexpr uint32_t kSeccompSetModeFilter = SECCOMP_SET_MODE_FILTER;
-constexpr uint32_t kSeccompFlagNewListener = SECCOMP_FILTER_FLAG_NEW_LISTENER;
 
 // Symbolic jump targets, resolved once the layout is known.
 enum Label : int {
@@ -104,9 +94,6 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
   return program;
 }
 
-constexpr uint16_t kLoad = BPF_LD | BPF_W | BPF_ABS;
-constexpr uint16_t kJeq = BPF_JMP | BPF_JEQ | BPF_K;
-constexpr uint16_t kJset = BPF_JMP | BPF_JSET | BPF_K;
 
 // One arch's block; nullopt-like empty block when nothing is guarded there.
 struct ArchNumbers {
@@ -133,38 +120,38 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
   for (uint32_t nr : n.socket) dispatch.push_back({nr, kSocketCheck});
   for (uint32_t nr : n.multiplexers) dispatch.push_back({nr, kDenyMultiplexer});
   if (dispatch.empty()) return b;
-  b.insns.push_back({kLoad, kArchOffset});
-  b.insns.push_back({kJeq, audit_arch, kNext, kNextArch});
-  b.insns.push_back({kLoad, kNrOffset});
+  b.insns.push_back({bpf::kLoadWordAbs, bpf::kArchOffset});
+  b.insns.push_back({bpf::kJeqK, audit_arch, kNext, kNextArch});
+  b.insns.push_back({bpf::kLoadWordAbs, bpf::kNrOffset});
   for (size_t i = 0; i < dispatch.size(); ++i) {
-    b.insns.push_back({kJeq, dispatch[i].first, dispatch[i].second, i + 1 == dispatch.size() ? kOut : kNext});
+    b.insns.push_back({bpf::kJeqK, dispatch[i].first, dispatch[i].second, i + 1 == dispatch.size() ? kOut : kNext});
   }
   if (!n.ioctl.empty()) {
     b.ioctl_check = b.insns.size();
-    b.insns.push_back({kLoad, kArg1LowOffset});
+    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
     const auto& cmds = guards.ioctl_denied_cmds;
     for (size_t i = 0; i < cmds.size(); ++i) {
-      b.insns.push_back({kJeq, cmds[i], kDeny, i + 1 == cmds.size() ? kOut : kNext});
+      b.insns.push_back({bpf::kJeqK, cmds[i], kDeny, i + 1 == cmds.size() ? kOut : kNext});
     }
   }
   if (!n.seccomp.empty()) {
     b.seccomp_check = b.insns.size();
-    b.insns.push_back({kLoad, kArg0LowOffset});
-    b.insns.push_back({kJeq, kSeccompSetModeFilter, kNext, kOut});
-    b.insns.push_back({kLoad, kArg1LowOffset});
-    b.insns.push_back({kJset, kSeccompFlagNewListener, kDeny, kOut});
+    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
+    b.insns.push_back({bpf::kJeqK, bpf::kSetModeFilter, kNext, kOut});
+    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
+    b.insns.push_back({bpf::kJsetK, bpf::kFilterFlagNewListener, kDeny, kOut});
   }
   if (!n.clone.empty()) {
     b.clone_check = b.insns.size();
-    b.insns.push_back({kLoad, kArg0LowOffset});
-    b.insns.push_back({kJset, guards.clone_new_mask, kDeny, kOut});
+    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
+    b.insns.push_back({bpf::kJsetK, guards.clone_new_mask, kDeny, kOut});
   }
   if (!n.socket.empty()) {
     b.socket_check = b.insns.size();
-    b.insns.push_back({kLoad, kArg0LowOffset});
+    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
     const auto& families = guards.socket_denied_families;
     for (size_t i = 0; i < families.size(); ++i) {
-      b.insns.push_back({kJeq, families[i], kDenyFamily, i + 1 == families.size() ? kOut : kNext});
+      b.insns.push_back({bpf::kJeqK, families[i], kDenyFamily, i + 1 == families.size() ? kOut : kNext});
     }
   }
   return b;
@@ -243,7 +230,7 @@ std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const Prefi
       std::snprintf(line, sizeof(line),
                     "if ($arch == %u && $syscall == %u)   # seccomp\n  if ($a0.lo32 == %u && ($a1.lo32 & 0x%x) != 0)\n"
                     "    action %s;\n",
-                    audit_arch, nr, kSeccompSetModeFilter, kSeccompFlagNewListener, action.c_str());
+                    audit_arch, nr, bpf::kSetModeFilter, bpf::kFilterFlagNewListener, action.c_str());
       text += line;
     }
   }

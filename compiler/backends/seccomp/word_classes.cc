@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "compiler/backends/seccomp/bpf_opcodes.h"
+
 namespace cocoon::backends {
 namespace {
 
@@ -15,7 +17,6 @@ namespace {
 // which is what the evaluator (a memcpy of struct seccomp_data) assumes too.
 static_assert(std::endian::native == std::endian::little);
 
-constexpr uint32_t kFirstArgOffset = 16;  // offsetof(struct seccomp_data, args)
 // States the interpretation keeps per instruction before giving up (the
 // programs Cocoon emits reach an instruction with one or two).
 constexpr size_t kMaxStatesPerInstruction = 64;
@@ -121,7 +122,7 @@ std::optional<ArgWordTests> ProgramWordTests(const BpfProgram& program, uint32_t
           break;
         case BPF_LD:
           if (code == (BPF_LD | BPF_W | BPF_ABS)) {
-            if (insn.k < kFirstArgOffset) {
+            if (insn.k < bpf::kFirstArgOffset) {
               next = Accumulator{};
               if (insn.k + sizeof(uint32_t) <= sizeof(SeccompData)) {
                 std::memcpy(&next.value, reinterpret_cast<const char*>(&fixed) + insn.k, sizeof(uint32_t));
@@ -160,7 +161,7 @@ std::optional<ArgWordTests> ProgramWordTests(const BpfProgram& program, uint32_t
             if (!reach(pc + 1 + (BpfJumpTaken(BPF_OP(code), a.value, insn.k) ? insn.jt : insn.jf), a)) return std::nullopt;
             break;
           }
-          const uint32_t word_offset = a.offset - kFirstArgOffset;
+          const uint32_t word_offset = a.offset - bpf::kFirstArgOffset;
           if (word_offset % 4 != 0 || word_offset / 4 >= 12) return std::nullopt;
           tests.Add(static_cast<int>(word_offset / 4), {a.mask, *op, insn.k});
           if (!reach(pc + 1 + insn.jt, a) || !reach(pc + 1 + insn.jf, a)) return std::nullopt;

@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/backends/seccomp/bpf_builders.h"
+
 namespace cocoon::backends {
 namespace {
 
-sock_filter Stmt(uint16_t code, uint32_t k) { return BPF_STMT(code, k); }
-sock_filter Jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) { return BPF_JUMP(code, k, jt, jf); }
+using bpf_test::Jump;
+using bpf_test::Stmt;
 
 // nr == 39 ? ALLOW : ERRNO(1)
 BpfProgram Tiny() {

@@ -5,13 +5,15 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
+#include "tests/backends/seccomp/bpf_builders.h"
+
 namespace cocoon::backends {
 namespace {
 
 using Op = WordTest::Op;
 
-sock_filter Stmt(uint16_t code, uint32_t k) { return BPF_STMT(code, k); }
-sock_filter Jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) { return BPF_JUMP(code, k, jt, jf); }
+using bpf_test::Jump;
+using bpf_test::Stmt;
 
 // read (0): (arg1 & 0xff) == 7 -> errno; write (1): arg0 > 5 -> kill; else allow.
 BpfProgram TwoSyscallProgram() {
