@@ -19,8 +19,10 @@
 //   -> close every fd above stdio except the error pipe (which is O_CLOEXEC):
 //      runc CVE-2024-21626 leaked a host directory fd into the container
 //      (the v1 cgroup dirs and a socketpair end may be open until here)
-//   -> drop privileges, no_new_privs -> the parent-death signal again (the
-//      id change cleared it) -> Landlock -> seccomp LAST -> execve.
+//   -> the sandbox's uid/gid -> a nested user namespace that maps only
+//      them and owns none of the others (nested_userns.cc) -> drop every
+//      capability, no_new_privs -> the parent-death signal again (the id
+//      change cleared it) -> Landlock -> seccomp LAST -> execve.
 // Nothing here allocates: every string and table was built before clone, and
 // every kernel call is a raw one (raw_syscall.h): the child runs in the
 // parent's memory, sharing its thread's errno (memory_sharing_clone.h).
@@ -290,6 +292,9 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kUnshareNamespaces: return "unshare mount/uts/ipc/net namespaces";
     case ChildStep::kBindSource: return "open the bind source";
     case ChildStep::kMountPoint: return "open the mount point";
+    case ChildStep::kNestedUserNamespace: return "nested user namespace";
+    case ChildStep::kNestedIdMaps: return "nested user namespace id maps";
+    case ChildStep::kDumpable: return "dumpable after the id change";
   }
   return "unknown step";
 }
@@ -325,7 +330,8 @@ void RunChild(const ChildBootstrap& boot) noexcept {
     if (err != 0) ok = child::Fail(&error, ChildStep::kRlimit, err, resource);
   }
   ok = ok && child::Succeeded(sys::Call(SYS_setsid), &error, ChildStep::kSetsid);
-  ok = ok && CloseInheritedFds(boot, &error) && child::DropPrivileges(spec, &error) &&
+  ok = ok && CloseInheritedFds(boot, &error) && child::BecomeSandboxUser(spec, &error) &&
+       child::EnterNestedUserNamespace(spec, &error) && child::DropPrivileges(spec, &error) &&
        RearmParentDeathSignal(boot, &error) && child::ApplyLandlock(spec, &error) &&
        child::LoadSeccomp(spec, boot.error_fd, &error);
   if (!ok) Report(boot, error);

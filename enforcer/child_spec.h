@@ -74,6 +74,9 @@ enum class ChildStep : int {
   kBindSource,       // open a bind's source without following symlinks and check it is the one the parent saw
   kMountPoint,       // open a mount point inside a bound host directory without following symlinks
   kReadOnlyPath,     // bind a /proc entry (/proc/sys...) onto itself read-only
+  kNestedUserNamespace,  // unshare the second user namespace the command runs in (nested_userns.cc)
+  kNestedIdMaps,     // write its setgroups, gid_map, uid_map (detail 0, 1, 2)
+  kDumpable,         // PR_SET_DUMPABLE 1 after the id change (caps.cc BecomeSandboxUser)
 };
 
 const char* ChildStepName(ChildStep step);
@@ -169,6 +172,12 @@ struct ChildSpec {
 
   uint32_t uid = 65534;
   uint32_t gid = 65534;
+  // The nested user namespace's maps, "<uid> <uid> 1\n" and the same for
+  // the gid: the sandbox keeps its ids and nothing else is mapped.
+  const char* nested_uid_map = nullptr;
+  size_t nested_uid_map_len = 0;
+  const char* nested_gid_map = nullptr;
+  size_t nested_gid_map_len = 0;
   bool drop_supplementary_groups = false;  // as root (setgroups is allowed)
 
   int landlock_abi = 0;                   // 0: skip

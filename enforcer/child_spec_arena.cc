@@ -13,7 +13,7 @@ namespace {
 // the structs it points to) without a matching copy here would leave the
 // child following a pointer into the parent's heap, which in the child is a
 // stale snapshot: this size check makes such a change fail to compile.
-static_assert(sizeof(ChildSpec) == 232, "ChildSpec changed: copy the new field in ChildSpecArena::Place, then update this size");
+static_assert(sizeof(ChildSpec) == 264, "ChildSpec changed: copy the new field in ChildSpecArena::Place, then update this size");
 static_assert(sizeof(ChildMountOp) == 88, "ChildMountOp changed: copy the new field in ChildSpecArena::Place");
 static_assert(sizeof(ChildLandlockRule) == 24, "ChildLandlockRule changed: copy the new field in ChildSpecArena::Place");
 
@@ -110,6 +110,8 @@ Status ChildSpecArena::Place(const ChildSpec& spec) {
   out->work_spec = bump.CopyArray(spec.work_spec, 1);
   out->cwd = bump.CopyString(spec.cwd);
   out->rlimits = bump.CopyArray(spec.rlimits, 1);
+  out->nested_uid_map = bump.CopyArray(spec.nested_uid_map, spec.nested_uid_map_len);
+  out->nested_gid_map = bump.CopyArray(spec.nested_gid_map, spec.nested_gid_map_len);
 
   ChildLandlockRule* rules = bump.CopyArray(spec.landlock_rules, spec.landlock_rule_count);
   for (size_t i = 0; rules != nullptr && i < spec.landlock_rule_count; ++i) {

@@ -129,6 +129,12 @@ Result<std::unique_ptr<PreparedChild>> PreparedChild::Build(ChildSpecInputs inpu
   spec.uid = plan.uid;
   spec.gid = plan.gid;
   spec.drop_supplementary_groups = prepared->inputs_.drop_supplementary_groups;
+  const std::string uid_map = std::to_string(plan.uid) + " " + std::to_string(plan.uid) + " 1\n";
+  const std::string gid_map = std::to_string(plan.gid) + " " + std::to_string(plan.gid) + " 1\n";
+  spec.nested_uid_map = prepared->Keep(uid_map);
+  spec.nested_uid_map_len = uid_map.size();
+  spec.nested_gid_map = prepared->Keep(gid_map);
+  spec.nested_gid_map_len = gid_map.size();
   spec.landlock_abi = prepared->inputs_.landlock_abi;
   spec.landlock_handled_fs = LandlockHandledFs(spec.landlock_abi);
   spec.landlock_scoped = LandlockScoped(spec.landlock_abi);

@@ -21,7 +21,16 @@ bool BringUpLoopback(ChildError* error) noexcept;
 // that socket to the parent's connect broker over spec.broker_sock (net.cc).
 bool SendBrokerListener(const ChildSpec& spec, ChildError* error) noexcept;
 
-// Securebits, bounding and ambient sets, ids, capset(0), no_new_privs (caps.cc).
+// Supplementary groups (as root), gid, uid, in the first user namespace;
+// dumpable again (caps.cc).
+bool BecomeSandboxUser(const ChildSpec& spec, ChildError* error) noexcept;
+
+// unshare(CLONE_NEWUSER) and maps for the sandbox's own ids only: the
+// namespaces and mounts made so far stay owned by the first user namespace
+// (nested_userns.cc). After BecomeSandboxUser, before DropPrivileges.
+bool EnterNestedUserNamespace(const ChildSpec& spec, ChildError* error) noexcept;
+
+// Securebits, bounding and ambient sets, capset(0), no_new_privs (caps.cc).
 bool DropPrivileges(const ChildSpec& spec, ChildError* error) noexcept;
 
 // Landlock ruleset from the spec's rules, restrict_self (landlock.cc).

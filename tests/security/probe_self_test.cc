@@ -44,6 +44,7 @@ std::vector<SelfCase> SelfCases() {
       {"mount_tmpfs", "mount", {"op=tmpfs"}, nullptr},
       {"namespaces_unshare_user", "namespaces", {"op=unshare_user"}, nullptr},
       {"namespaces_clone3_newuser", "namespaces", {"op=clone3_newuser"}, nullptr},
+      {"namespaces_owned_above_the_command", "ns_owner", {}, nullptr},
       {"ptrace_attach", "ptrace", {"op=attach"}, nullptr},
       {"ptrace_process_vm_readv", "ptrace", {"op=process_vm_readv"}, nullptr},
       {"kernel_iface_keyctl", "kernel_iface", {"op=keyctl"}, nullptr},

@@ -58,6 +58,7 @@ std::vector<ProbeCase> AllCases() {
                          "unshare_uts", "unshare_cgroup", "unshare_time", "clone_newuser", "clone_newns",
                          "clone_newnet", "clone3_newuser"}));
   all.push_back(Case("setns_proc1", "setns", {}));
+  all.push_back(Case("namespaces_owned_above_the_command", "ns_owner", {}));
   add(Ops("ptrace", {"traceme", "attach", "seize", "process_vm_readv", "process_vm_writev", "pidfd_getfd"}));
   add(Ops("kernel_iface", {"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
                            "io_uring_setup", "kexec_load", "init_module", "iopl", "syslog", "personality"}));

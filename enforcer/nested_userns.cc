@@ -1,0 +1,63 @@
+// Child side: the second, nested user namespace the command runs in, as
+// bubblewrap does when it switches to the sandbox's uid.
+//
+// Why a second one: every other namespace of the sandbox (mount, pid, net,
+// uts, ipc, cgroup) and so every mount the child made is owned by the first
+// user namespace, where the child held all capabilities to build them. The
+// command then runs in a child of that namespace: capabilities are only ever
+// checked against the owning namespace or its ancestors, so nothing the
+// command could hold in its own namespace (it drops everything anyway:
+// caps.cc) counts for umount, remount, pivot_root, sethostname or network
+// configuration. The dropped capabilities, locked securebits,
+// no_new_privs and the seccomp filter each already refuse these; this holds
+// even if all of them were bypassed. The nested namespace also maps only the
+// sandbox's own uid and gid: as root, the first namespace maps host root
+// (userns.h says why the parent needs that) and the command no longer sees
+// it; files of unmapped owners show as the overflow id 65534.
+//
+// Kernel rules this relies on (user_namespaces(7)):
+//  - unshare(CLONE_NEWUSER) needs no capability, but the caller's euid and
+//    egid must be mapped in the current namespace: BecomeSandboxUser runs
+//    first, in the first namespace.
+//  - afterwards the caller has every capability in the new namespace, and
+//    with it may write its own maps, provided each maps one id to its own
+//    id in the parent namespace; an unprivileged gid_map also needs
+//    setgroups "deny" first.
+//  - the maps are opened through /proc/self after the unshare: the target
+//    namespace is fixed when the file is opened. /proc is the sandbox's own
+//    (mounted by BuildMountTree, which every plan includes).
+//  - unshare also resets securebits and fills every capability set of the
+//    new namespace: DropPrivileges must come after this step.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+
+#include "enforcer/child_steps.h"
+
+namespace cocoon::enforcer::child {
+namespace {
+
+bool WriteSelfProcFile(const char* path, const char* text, size_t len, int which, ChildError* error) noexcept {
+  long fd = sys::Call(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
+  if (!Succeeded(fd, error, ChildStep::kNestedIdMaps, which)) return false;
+  // One write: the kernel takes a map only whole, in a single write(2).
+  long n = sys::CallRestarting(SYS_write, fd, text, len);
+  sys::Call(SYS_close, fd);
+  if (n < 0) return Fail(error, ChildStep::kNestedIdMaps, sys::ErrorOf(n), which);
+  if (static_cast<size_t>(n) != len) return Fail(error, ChildStep::kNestedIdMaps, EIO, which);
+  return true;
+}
+
+}  // namespace
+
+bool EnterNestedUserNamespace(const ChildSpec& spec, ChildError* error) noexcept {
+  static constexpr char kDeny[] = "deny";
+  return Succeeded(sys::Call(SYS_unshare, CLONE_NEWUSER), error, ChildStep::kNestedUserNamespace) &&
+         WriteSelfProcFile("/proc/self/setgroups", kDeny, sizeof(kDeny) - 1, 0, error) &&
+         WriteSelfProcFile("/proc/self/gid_map", spec.nested_gid_map, spec.nested_gid_map_len, 1, error) &&
+         WriteSelfProcFile("/proc/self/uid_map", spec.nested_uid_map, spec.nested_uid_map_len, 2, error);
+}
+
+}  // namespace cocoon::enforcer::child
