@@ -35,8 +35,9 @@ packages=(
   clang libclang-rt-14-dev
   # Cross-compiles the Windows applier against the real Win32 headers.
   g++-mingw-w64-x86-64-posix
-  # Used by tests and benchmarks: real peers and real SIEM ingestion.
-  crun bubblewrap rsyslog iproute2 hyperfine passwd uidmap
+  # Used by tests and benchmarks: real peers (both OCI runtimes run the
+  # compiled bundle) and real SIEM ingestion.
+  crun runc bubblewrap rsyslog iproute2 hyperfine passwd uidmap
   python3 perl ruby php-cli lua5.4 golang-go rustc
 )
 

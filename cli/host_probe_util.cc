@@ -173,9 +173,16 @@ HostCheck Check(std::string name, CheckWeight weight) {
 
 HostCheck CheckUserNamespaces() {
   HostCheck check = Check("user namespaces", CheckWeight::kRequired);
-  ProbeResult r = ProbeInChild([](const char** step) { return EnterUserNamespace(0, step); });
+  ProbeResult r = ProbeInChild([](const char** step) {
+    if (int err = EnterUserNamespace(0, step)) return err;
+    // The command runs in a second user namespace nested in the sandbox's
+    // (enforcer/nested_userns.cc).
+    int err = EnterUserNamespace(0, step);
+    if (err != 0) *step = "nested user namespace (unshare and maps inside the first)";
+    return err;
+  });
   if (r.error == 0) {
-    check.detail = "unshare(CLONE_NEWUSER) and uid/gid maps work";
+    check.detail = "unshare(CLONE_NEWUSER) and uid/gid maps work, also nested one level (as the sandbox needs)";
     return check;
   }
   check.status = CheckStatus::kFail;

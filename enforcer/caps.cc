@@ -52,8 +52,9 @@ bool BecomeSandboxUser(const ChildSpec& spec, ChildError* error) noexcept {
   // root is not mapped, could not write its own maps. Dumpable again is
   // what execve gives the command anyway (NNP, unchanged credentials), and
   // a process of another user namespace still cannot ptrace us: commoncap
-  // wants CAP_SYS_PTRACE over our namespace, which only cocoon holds. (A
-  // child sharing cocoon's memory sets cocoon's flag back to its default.)
+  // wants CAP_SYS_PTRACE over our namespace, which only cocoon holds. (Such
+  // a child has its own memory: memory_sharing_clone.h. One that shares
+  // cocoon's keeps cocoon's ids, so for it this changes nothing.)
   return Succeeded(sys::Call(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), error, ChildStep::kDumpable);
 }
 

@@ -49,8 +49,9 @@ std::string DescribeChildError(const PreparedChild* child, const ChildError& err
                "points are never made through one; remove the link from the work dir or mount elsewhere)";
   }
   if (step == ChildStep::kExec && error.err == ENOENT) message += " (is the command inside a mounted directory?)";
-  if (step == ChildStep::kUnshareNamespaces && error.err == ENOSPC) {
-    message += " (a per-user namespace limit is reached: see /proc/sys/user/max_*_namespaces)";
+  if ((step == ChildStep::kUnshareNamespaces || step == ChildStep::kNestedUserNamespace) && error.err == ENOSPC) {
+    message += " (a per-user namespace limit is reached: see /proc/sys/user/max_*_namespaces; every sandbox uses "
+               "two user namespaces)";
   }
   return message;
 }

@@ -52,6 +52,29 @@ bool WriteSelfProcFile(const char* path, const char* text, size_t len, int which
 
 }  // namespace
 
+// user.max_user_namespaces is per user namespace, and creating one counts
+// against the limit of every ancestor (inc_ucount walks up the chain). Set
+// to 1 in the sandbox's first namespace, it admits the nested namespace the
+// command runs in and nothing below it: a user namespace made by the
+// command fails with ENOSPC in the kernel, whatever a seccomp filter lets
+// through (bubblewrap's --disable-userns). The seccomp prologue denies
+// namespace creation first, with EPERM (compiler/backends/seccomp). Written
+// through the sandbox's fresh /proc right after it is mounted: the file is
+// per namespace by whoever opens it, and /proc/sys is made read-only later.
+bool LimitUserNamespacesToTheNestedOne(const char* proc_mount, ChildError* error) noexcept {
+  // An absolute walk enters the proc mount just made over proc_mount (a
+  // walk from a cwd on the mount point would stay on the covered directory).
+  long proc = sys::Call(SYS_openat, AT_FDCWD, proc_mount, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (!Succeeded(proc, error, ChildStep::kUserNamespaceLimit)) return false;
+  long fd = sys::Call(SYS_openat, proc, "sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+  sys::Call(SYS_close, proc);
+  if (!Succeeded(fd, error, ChildStep::kUserNamespaceLimit)) return false;
+  long n = sys::CallRestarting(SYS_write, fd, "1", 1);
+  sys::Call(SYS_close, fd);
+  if (n < 0) return Fail(error, ChildStep::kUserNamespaceLimit, sys::ErrorOf(n));
+  return n == 1 || Fail(error, ChildStep::kUserNamespaceLimit, EIO);
+}
+
 bool EnterNestedUserNamespace(const ChildSpec& spec, ChildError* error) noexcept {
   static constexpr char kDeny[] = "deny";
   return Succeeded(sys::Call(SYS_unshare, CLONE_NEWUSER), error, ChildStep::kNestedUserNamespace) &&

@@ -24,6 +24,11 @@
 //    ("0 65534 1" + "65535 0 1"): the child still builds its tree as a
 //    mapped id (an unmapped fsuid makes every create fail with EOVERFLOW),
 //    then becomes inside 0, which is host 65534.
+//
+// These are the maps of the sandbox's first user namespace, which owns all
+// its other namespaces. The command itself runs in a nested one that maps
+// only its own uid and gid to themselves (nested_userns.cc): host root,
+// mapped here as root, is not mapped where the command runs.
 #pragma once
 
 #include <sys/types.h>

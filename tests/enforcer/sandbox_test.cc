@@ -491,6 +491,23 @@ TEST(SandboxTest, KernelKnobsUnderProcAreReadOnlyEvenForTheSandboxRoot) {
   EXPECT_EQ(outcome.stdout_data, "readable\n1\n1\nro\n") << outcome.stderr_data;
 }
 
+// Defence below seccomp: the filter here allows everything (the compiled
+// prologue would refuse namespace creation with EPERM first), and still no
+// user namespace can be made below the command's, where capabilities would
+// return (the kernel's own limit in the sandbox's first user namespace:
+// nested_userns.cc); the command holds none, and its namespaces are owned
+// above it, so mounts stay as built.
+TEST(SandboxTest, NoUserNamespaceBelowTheCommandsEvenWhenTheFilterAllowsIt) {
+  Outcome outcome = Sh(
+      "unshare -U true 2>&1 | grep -c 'No space left on device'; "
+      "unshare -m true 2>&1 | grep -c 'Operation not permitted'; "
+      "umount /usr 2>/dev/null || echo umount-refused; "
+      "cat /proc/sys/user/max_user_namespaces");
+  // The nested namespace's own limit is the kernel's default for a new
+  // namespace; the limit that holds is its parent's, unreadable from here.
+  EXPECT_EQ(outcome.stdout_data, "1\n1\numount-refused\n2147483647\n") << outcome.stderr_data;
+}
+
 // Device nodes are bound read-only: their data still flows (a read-only
 // mount does not stop writes to a special file) but their metadata cannot
 // change. /dev/shm is writable and noexec: no staging of binaries there.

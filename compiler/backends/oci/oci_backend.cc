@@ -34,7 +34,7 @@ using nlohmann::ordered_json;
 // runtime requirement). Writable binds, directories in practice, add
 // `rnosuid,rnodev`: crun 1.8.1 in a user namespace drops nosuid,nodev from
 // a writable bind of a host path given only the plain options
-// (tests/backends/oci/crun_bundle_test.cc); a writable file bind fails
+// (tests/backends/oci/runtime_bundle_test.cc); a writable file bind fails
 // closed there instead.
 ordered_json BindMount(const std::string& destination, const std::string& source, bool writable) {
   ordered_json options = {"rbind", writable ? "rw" : "ro", "nosuid", "nodev"};

@@ -1,11 +1,13 @@
-// Runs the compiled oci/config.json for real with crun (LABELS integration).
+// Runs the compiled oci/config.json for real with both OCI runtimes Debian
+// ships, crun and runc (the reference implementation), LABELS integration.
 //
 // The bundle's rootfs is an empty directory; the config binds /usr, /bin,
 // /lib, /lib64 read-only into it. Debian's crun 1.8 refuses this machine's
 // mixed cgroup layout (v1 controllers plus an empty v2 at
-// /sys/fs/cgroup/unified), so crun runs inside a private mount namespace
-// (`unshare -m`, everything made rprivate) where that v2 mount is detached.
-// Nothing here changes a host mount: all mount changes die with the namespace.
+// /sys/fs/cgroup/unified), so each runtime runs inside a private mount
+// namespace (`unshare -m`, everything made rprivate) where that v2 mount is
+// detached. Nothing here changes a host mount: all mount changes die with
+// the namespace.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,9 +44,9 @@ RunResult RunShell(const std::string& command) {
   return result;
 }
 
-ir::Policy CrunPolicy() {
+ir::Policy BundlePolicy() {
   ir::Policy policy = testing::StrictPolicy();
-  policy.name = "crun-test";
+  policy.name = "oci-runtime-test";
   policy.filesystem.mounts = {testing::ReadOnly("/bin"), testing::ReadOnly("/lib"), testing::ReadOnly("/lib64", true),
                               testing::ReadOnly("/usr")};
   policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/tmp", 8 << 20, false});
@@ -58,12 +60,15 @@ ir::Policy CrunPolicy() {
   return policy;
 }
 
-class CrunBundleTest : public ::testing::Test {
+// The parameter is the runtime's command: "crun" or "runc".
+class RuntimeBundleTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED LOUDLY: the crun bundle test needs root (crun + mount namespace)";
-    if (RunShell("command -v crun").status != 0) GTEST_SKIP() << "SKIPPED LOUDLY: crun is not installed";
-    char tmpl[] = "/tmp/cocoon-crun-XXXXXX";
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED LOUDLY: the OCI bundle test needs root (runtime + mount namespace)";
+    if (RunShell("command -v " + GetParam()).status != 0) {
+      GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " is not installed (setup.sh installs it)";
+    }
+    char tmpl[] = "/tmp/cocoon-oci-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     bundle_ = tmpl;
     fs::create_directories(bundle_ / "rootfs");
@@ -78,18 +83,18 @@ class CrunBundleTest : public ::testing::Test {
     }
   }
 
-  RunResult RunInBundle(const std::string& script, const ir::Policy& policy = CrunPolicy()) {
+  RunResult RunInBundle(const std::string& script, const ir::Policy& policy = BundlePolicy()) {
     auto artifacts = backends::CompileOci(policy);
     EXPECT_TRUE(artifacts.ok()) << artifacts.status().ToString();
     if (!artifacts.ok()) return {};
     json config = json::parse((*artifacts)[0].bytes);
     config["process"]["args"] = {"/bin/sh", "-c", script};
-    // Keep crun's cgroup inside a throwaway path of its own.
-    config["linux"]["cgroupsPath"] = "/cocoon-crun-test-" + std::to_string(getpid());
+    // Keep the runtime's cgroup inside a throwaway path of its own.
+    config["linux"]["cgroupsPath"] = "/cocoon-" + GetParam() + "-test-" + std::to_string(getpid());
     std::ofstream(bundle_ / "config.json") << config.dump(2);
     const std::string inner =
-        "mount --make-rprivate / && (umount -l /sys/fs/cgroup/unified 2>/dev/null; true) && "
-        "crun --root " + (bundle_ / "state").string() + " run --bundle " + bundle_.string() + " cocoon-test-" +
+        "mount --make-rprivate / && (umount -l /sys/fs/cgroup/unified 2>/dev/null; true) && " +
+        GetParam() + " --root " + (bundle_ / "state").string() + " run --bundle " + bundle_.string() + " cocoon-test-" +
         std::to_string(getpid());
     return RunShell("unshare -m -- sh -c '" + inner + "'");
   }
@@ -97,7 +102,7 @@ class CrunBundleTest : public ::testing::Test {
   fs::path bundle_;
 };
 
-TEST_F(CrunBundleTest, DeniedSyscallIsDeniedAndReadOnlyPathIsReadOnly) {
+TEST_P(RuntimeBundleTest, DeniedSyscallIsDeniedAndReadOnlyPathIsReadOnly) {
   RunResult run = RunInBundle(
       "id -u; "
       "if mkdir /tmp/x 2>/dev/null; then echo MKDIR_ALLOWED; else echo MKDIR_DENIED; fi; "
@@ -105,7 +110,7 @@ TEST_F(CrunBundleTest, DeniedSyscallIsDeniedAndReadOnlyPathIsReadOnly) {
       "if echo ok > /tmp/ok; then echo TMP_WRITABLE; fi; "
       "echo result > /work/out.txt && echo WORK_WRITABLE");
   if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: crun could not set up cgroups here: " << run.output;
+    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
   }
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("65534"), std::string::npos) << run.output;
@@ -121,10 +126,10 @@ TEST_F(CrunBundleTest, DeniedSyscallIsDeniedAndReadOnlyPathIsReadOnly) {
 
 // A read-only bind and a tmpfs under the work dir: mounted after the work
 // dir, so they are not hidden under it (the work dir used to come last).
-TEST_F(CrunBundleTest, MountsUnderTheWorkDirAreNotHiddenByIt) {
+TEST_P(RuntimeBundleTest, MountsUnderTheWorkDirAreNotHiddenByIt) {
   fs::create_directories(bundle_ / "vendor-src");
   std::ofstream(bundle_ / "vendor-src" / "lib.txt") << "vendored\n";
-  ir::Policy policy = CrunPolicy();
+  ir::Policy policy = BundlePolicy();
   policy.filesystem.mounts.push_back(
       ir::Mount{ir::MountKind::kReadOnly, (bundle_ / "vendor-src").string(), "/work/vendor", 0, false});
   policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/work/cache", 1 << 20, false});
@@ -135,7 +140,7 @@ TEST_F(CrunBundleTest, MountsUnderTheWorkDirAreNotHiddenByIt) {
       "echo r > /work/out.txt && echo WORK_WRITABLE",
       policy);
   if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: crun could not set up cgroups here: " << run.output;
+    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
   }
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("vendored"), std::string::npos) << run.output;
@@ -148,10 +153,10 @@ TEST_F(CrunBundleTest, MountsUnderTheWorkDirAreNotHiddenByIt) {
 
 // The policy's user is inside a user namespace: the default 65534 is host
 // 65534, and `user 0:0` is inside root but host 65534, not host root.
-TEST_F(CrunBundleTest, PolicyUserIsMappedInAUserNamespace) {
+TEST_P(RuntimeBundleTest, PolicyUserIsMappedInAUserNamespace) {
   for (uint32_t id : {0u, 65534u}) {
     SCOPED_TRACE(id);
-    ir::Policy policy = CrunPolicy();
+    ir::Policy policy = BundlePolicy();
     policy.user = {id, id};
     std::error_code ec;
     fs::remove(bundle_ / "work" / "made", ec);
@@ -164,7 +169,7 @@ TEST_F(CrunBundleTest, PolicyUserIsMappedInAUserNamespace) {
     }
     RunResult run = RunInBundle("echo UID=$(id -u) GID=$(id -g); cat /proc/self/uid_map; echo x > /work/made", policy);
     if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-      GTEST_SKIP() << "SKIPPED LOUDLY: crun could not set up cgroups here: " << run.output;
+      GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
     }
     ASSERT_EQ(run.status, 0) << run.output;
     EXPECT_NE(run.output.find("UID=" + std::to_string(id) + " GID=" + std::to_string(id)), std::string::npos)
@@ -188,10 +193,10 @@ TEST_F(CrunBundleTest, PolicyUserIsMappedInAUserNamespace) {
 // a host path given only the plain options; rnosuid/rnodev keep them. Read-
 // only binds are ro,nosuid,nodev, and a bind of a FILE runs (crun 1.8.1
 // refuses one that carries a recursive option).
-TEST_F(CrunBundleTest, BindsAreNosuidNodevAndFileBindsRun) {
+TEST_P(RuntimeBundleTest, BindsAreNosuidNodevAndFileBindsRun) {
   fs::create_directories(bundle_ / "ro-src");
   fs::create_directories(bundle_ / "rw-src");
-  ir::Policy policy = CrunPolicy();
+  ir::Policy policy = BundlePolicy();
   policy.filesystem.mounts.push_back(
       ir::Mount{ir::MountKind::kReadOnly, (bundle_ / "ro-src").string(), "/data", 0, false});
   policy.filesystem.mounts.push_back(
@@ -200,7 +205,7 @@ TEST_F(CrunBundleTest, BindsAreNosuidNodevAndFileBindsRun) {
   RunResult run = RunInBundle(
       "grep -c '^root:' /etc/passwd; grep -E ' /(data|scratch|work|etc/passwd) ' /proc/self/mountinfo", policy);
   if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: crun could not set up cgroups here: " << run.output;
+    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
   }
   ASSERT_EQ(run.status, 0) << run.output;
   std::istringstream lines(run.output);
@@ -220,16 +225,19 @@ TEST_F(CrunBundleTest, BindsAreNosuidNodevAndFileBindsRun) {
   }
 }
 
-TEST_F(CrunBundleTest, PrologueBlocksNamespaceCreation) {
+TEST_P(RuntimeBundleTest, PrologueBlocksNamespaceCreation) {
   // unshare(CLONE_NEWUSER) is denied by the compiler prologue even though the
   // policy's default is allow.
   RunResult run = RunInBundle("if unshare -U true 2>/dev/null; then echo UNSHARE_OK; else echo UNSHARE_DENIED; fi");
   if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: crun could not set up cgroups here: " << run.output;
+    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
   }
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("UNSHARE_DENIED"), std::string::npos) << run.output;
 }
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, RuntimeBundleTest, ::testing::Values("crun", "runc"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace cocoon
