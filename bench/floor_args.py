@@ -30,6 +30,8 @@ def main():
             args += ["--dev-bind", op[1], op[2]]
         elif kind == "mask":
             args += ["--mask", op[1]]
+        elif kind == "ro-self":
+            args += ["--ro-self", op[1]]
     limits = {l["name"]: l["value"] for l in plan.get("limits", [])}
     if "memory" in limits and "processes" in limits:
         # cpu N% over the kernel's 100 ms CFS period, as enforcer/limits does.

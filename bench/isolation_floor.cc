@@ -19,6 +19,7 @@
 // them from a compiled plan so that both build the same tree):
 //   --ro-bind SRC DST | --ro-bind-try SRC DST | --dev-bind SRC DST
 //   --symlink TARGET LINK | --tmpfs DST BYTES | --proc DST | --mask PATH
+//   --ro-self PATH (bind PATH read-only over itself: /proc/sys and such)
 //   --landlock-ro PATH | --landlock-rw PATH | --landlock-dev PATH (Landlock
 //     rules, checked after pivot_root; none given: no Landlock)
 //   --seccomp FILE (raw BPF, as `cocoon compile --target linux` writes it)
@@ -53,7 +54,7 @@
 
 namespace {
 
-enum class OpKind { kRoBind, kRoBindTry, kDevBind, kSymlink, kTmpfs, kProc, kMask };
+enum class OpKind { kRoBind, kRoBindTry, kDevBind, kSymlink, kTmpfs, kProc, kMask, kRoSelf };
 struct Op {
   OpKind kind;
   const char* a;  // source, link target, or the path
@@ -162,9 +163,19 @@ void BuildTree() {
         if (mount("tmpfs", Rel(op.a), "tmpfs", MS_NOSUID | MS_NODEV, options) != 0) Die(op.a);
         break;
       }
-      case OpKind::kProc:
+      case OpKind::kProc: {
         mkdir(Rel(op.a), 0755);
         if (mount("proc", Rel(op.a), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) Die("proc");
+        char limit[4096];
+        snprintf(limit, sizeof limit, "%s/sys/user/max_user_namespaces", Rel(op.a));
+        int fd = open(limit, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "1", 1) != 1) Die("max_user_namespaces");
+        close(fd);
+        break;
+      }
+      case OpKind::kRoSelf:
+        if (mount(Rel(op.a), Rel(op.a), nullptr, MS_BIND | MS_REC, nullptr) != 0) Die(op.a);
+        SetAttr(Rel(op.a), kRdonly | kNosuid | kNodev, true);
         break;
       case OpKind::kMask: {
         struct stat st;
@@ -224,14 +235,32 @@ void ApplyLandlock() {
   close(ruleset);
 }
 
+void WriteSelf(const char* name, const char* text) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/%s", name);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, text, strlen(text)) != static_cast<ssize_t>(strlen(text))) Die(path);
+  close(fd);
+}
+
+// The ids, then the nested user namespace mapping only them (the enforcer's
+// enforcer/nested_userns.cc), then every capability dropped.
 void DropPrivileges(bool as_root) {
+  if (as_root && (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
+    Die("setresuid");
+  }
+  if (as_root && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) Die("dumpable");
+  char uid_map[32], gid_map[32];
+  snprintf(uid_map, sizeof uid_map, "%u %u 1\n", getuid(), getuid());
+  snprintf(gid_map, sizeof gid_map, "%u %u 1\n", getgid(), getgid());
+  if (unshare(CLONE_NEWUSER) != 0) Die("nested user namespace");
+  WriteSelf("setgroups", "deny");
+  WriteSelf("gid_map", gid_map);
+  WriteSelf("uid_map", uid_map);
   for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
   if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                                    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED, 0, 0, 0) != 0) {
     Die("securebits");
-  }
-  if (as_root && (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) {
-    Die("setresuid");
   }
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2]{};
@@ -300,6 +329,7 @@ void ParseArgs(int argc, char** argv) {
     else if (!strcmp(arg, "--tmpfs")) add(OpKind::kTmpfs, 2);
     else if (!strcmp(arg, "--proc")) add(OpKind::kProc, 1);
     else if (!strcmp(arg, "--mask")) add(OpKind::kMask, 1);
+    else if (!strcmp(arg, "--ro-self")) add(OpKind::kRoSelf, 1);
     else if (!strcmp(arg, "--landlock-ro") || !strcmp(arg, "--landlock-rw") || !strcmp(arg, "--landlock-dev")) {
       need(i, 1);
       if (landlock_count == kMaxOps) exit(2);

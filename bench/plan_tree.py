@@ -11,6 +11,8 @@ tree(plan) yields, in the plan's order:
   ("proc", target)
   ("device", source, target)
   ("mask", target, optional)
+  ("ro-self", target)                  a path (/proc/sys...) bound read-only
+                                       over itself
 """
 import json
 import os
@@ -43,5 +45,7 @@ def tree(plan, tool):
             yield ("symlink", source, target)
         elif kind == "mask":
             yield ("mask", target, optional)
+        elif kind == "read-only":
+            yield ("ro-self", target)
         else:
             sys.exit(f"{tool}: mount kind {kind!r} is not known here; update bench/plan_tree.py")
