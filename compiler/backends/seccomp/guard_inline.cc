@@ -48,9 +48,9 @@ std::vector<BlockInsn> GuardTest(GuardKind kind, const PrefixGuards& guards) {
       break;
     case GuardKind::kSeccomp:
       out.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
-      out.push_back({bpf::kJeqK, SECCOMP_SET_MODE_FILTER, kToNext, kToOwnRet});
+      out.push_back({bpf::kJeqK, bpf::kSetModeFilter, kToNext, kToOwnRet});
       out.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
-      out.push_back({bpf::kJsetK, SECCOMP_FILTER_FLAG_NEW_LISTENER, kToDeny, kToOwnRet});
+      out.push_back({bpf::kJsetK, bpf::kFilterFlagNewListener, kToDeny, kToOwnRet});
       break;
   }
   return out;

@@ -94,7 +94,6 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
   return program;
 }
 
-
 // One arch's block; nullopt-like empty block when nothing is guarded there.
 struct ArchNumbers {
   std::vector<uint32_t> ioctl, seccomp, clone, socket;  // clone holds clone and unshare
