@@ -95,19 +95,22 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
   // the key lets the sandbox sign events; one that shows the log lets it read
   // every earlier run's. Rootless the sandbox user is the caller on the host
   // and reads its 0600 files; as root it is an unprivileged uid that only
-  // "other" permission bits let in.
+  // "other" permission bits let in. A bind of the host's /proc is refused
+  // by the enforcer wherever the launch comes from (enforcer/workdir/
+  // host_path.h); with an audit trail it is refused here too, before the log
+  // is opened, so that bad input leaves no record behind. Without a trail
+  // that is the only check left, and the enforcer makes it on the path it
+  // resolves for the mount anyway: a warm launch resolves each bind once.
   auto sandbox_may_read = [](const std::string& path) {
     struct stat st{};
     if (stat(path.c_str(), &st) != 0) return false;
     return geteuid() != 0 || (st.st_mode & S_IROTH) != 0;
   };
-  for (const std::string& bound : paths.bound_sources) {
+  const bool has_audit_trail = !key.empty() || !log.empty();
+  for (size_t i = 0; has_audit_trail && i < paths.bound_sources.size(); ++i) {
+    const std::string& bound = paths.bound_sources[i];
     const std::string source = RealOrAsGiven(bound);
-    if (Within(source, "/proc") || Within("/proc", source)) {
-      // The sandbox has a /proc of its own. The host's shows every host
-      // process, and /proc/PID/root is a way into each one's root directory
-      // that no read-only flag on the bind applies to. A bind of / brings it
-      // too (binds are recursive).
+    if (enforcer::ShowsHostProc(source)) {
       return InvalidArgumentError("the mount of " + bound + " would show the host's /proc to the sandbox, with every "
                                   "host process and its root directory; the sandbox has a /proc of its own");
     }

@@ -30,11 +30,6 @@ bool IsUnder(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
 }
 
-// Bind sources as root follow only root's symlinks (workdir/host_path.h).
-// The child opens the resolved path with no symlink allowed and binds it
-// only if it is still the inode seen here (mounts.cc OpenBindSource).
-Result<std::string> RealPath(const std::string& path) { return ResolveHostPath(path); }
-
 // `path` with "." components and repeated slashes removed; nullopt if it
 // has a ".." component (not needed for what it is used for below).
 std::optional<std::string> NormalizeAbsolute(const std::string& path) {
@@ -64,7 +59,8 @@ std::optional<std::string> NormalizeAbsolute(const std::string& path) {
 // exit, 5 of strict's 30 mounts. The link lives on the new root's tmpfs,
 // which the child remounts read-only before pivot_root, so the sandbox
 // cannot retarget it. Returns the link text, or nullopt to bind as before.
-std::optional<std::string> HostSymlinkIntoBoundDirectory(const PlanMount& mount, const std::vector<PlanMount>& plan_mounts) {
+std::optional<std::string> HostSymlinkIntoBoundDirectory(const PlanMount& mount, const std::vector<PlanMount>& plan_mounts,
+                                                         HostPathResolver& resolver) {
   if (mount.kind != PlanMountKind::kBindReadOnly || mount.source != mount.target) return std::nullopt;
   if (mount.target.size() < 2 || mount.target.find('/', 1) != std::string::npos) return std::nullopt;  // top level only
   struct stat st;
@@ -76,12 +72,12 @@ std::optional<std::string> HostSymlinkIntoBoundDirectory(const PlanMount& mount,
   // The text must name the real path directly (no further symlinks on the
   // way), so that it resolves inside the sandbox exactly as on the host.
   auto lexical = NormalizeAbsolute(link[0] == '/' ? link : "/" + link);
-  auto real = RealPath(mount.source);
+  auto real = resolver.Resolve(mount.source);
   if (!lexical || !real.ok() || *lexical != *real) return std::nullopt;
   for (const PlanMount& other : plan_mounts) {
     if (&other == &mount || other.kind != PlanMountKind::kBindReadOnly || other.source != other.target) continue;
     if (!IsUnder(*real, other.target) || *real == other.target) continue;
-    auto other_real = RealPath(other.source);
+    auto other_real = resolver.Resolve(other.source);
     if (other_real.ok() && *other_real == other.source) return link;
   }
   return std::nullopt;
@@ -168,7 +164,7 @@ Status PreparedChild::AddMounts() {
 // the bundle are not exposed: the enforcer builds its own minimal /dev.
 Status PreparedChild::AddRootfsEntries() {
   const auto& plan = *inputs_.plan;
-  auto real_root = RealPath(plan.rootfs);
+  auto real_root = resolver_.Resolve(plan.rootfs);
   if (!real_root.ok()) return real_root.status().WithContext("root rootfs " + plan.rootfs);
   struct stat root_st;
   if (stat(real_root->c_str(), &root_st) != 0 || !S_ISDIR(root_st.st_mode)) {
@@ -286,20 +282,24 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
     case PlanMountKind::kBindReadOnly:
     case PlanMountKind::kBindWritable: {
       if (inputs_.plan->root != ir::RootKind::kRootfs && !TargetHasMountsBelow(mount.target)) {
-        if (auto link = HostSymlinkIntoBoundDirectory(mount, inputs_.plan->mounts)) {
+        if (auto link = HostSymlinkIntoBoundDirectory(mount, inputs_.plan->mounts, resolver_)) {
           op.kind = ChildMountKind::kSymlink;
           op.source = Keep(*link);
           description += " (the host's symlink to " + *link + ")";
           break;
         }
       }
-      auto real = RealPath(mount.source);
+      auto real = resolver_.Resolve(mount.source);
       if (!real.ok()) {
         if (mount.optional && real.status().code() == ErrorCode::kNotFound) return Status::Ok();
         return real.status();
       }
-      struct stat st;
-      if (stat(real->c_str(), &st) != 0) return ErrnoError("stat " + *real);
+      if (ShowsHostProc(*real)) {
+        return InvalidArgumentError("the mount of " + mount.source + " (" + *real + ") would show the host's /proc to the "
+                                    "sandbox, with every host process and its root directory; the sandbox has a /proc "
+                                    "of its own");
+      }
+      COCOON_ASSIGN_OR_RETURN(struct stat st, resolver_.StatResolved(*real));
       if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
         return InvalidArgumentError(mount.source + " is neither a directory nor a regular file");
       }
@@ -343,7 +343,7 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       if (S_ISDIR(st.st_mode)) {
         // A directory of devices (/dev/dri): a bind like any other, from its
         // real path, of the inode seen here.
-        auto real = RealPath(mount.source);
+        auto real = resolver_.Resolve(mount.source);
         if (!real.ok()) return real.status().WithContext("device " + mount.source);
         if (stat(real->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return ErrnoError("device " + *real, ENOTDIR);
         op.kind = ChildMountKind::kBind;
@@ -404,7 +404,7 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
         // (through the link's other names), and the child's mount(2), run
         // before pivot_root, would follow a link in the middle into the host
         // tree and mask something there instead. Refuse rather than guess.
-        auto real = RealPath(host);
+        auto real = resolver_.Resolve(host);
         if (!real.ok() || *real != host) {
           return FailedPreconditionError("hide " + mount.target + ": on the host that is " + host +
                                          (real.ok() ? ", which is or goes through a symlink to " + *real : "") +
@@ -431,7 +431,7 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
   }
   if (parent_bind != nullptr && op.kind != ChildMountKind::kSymlink) {
     std::string host = host_equivalent();
-    auto real = RealPath(host);
+    auto real = resolver_.Resolve(host);
     if (!real.ok() || *real != host) {
       return FailedPreconditionError("mount point " + mount.target + " must exist (and not be a symlink) on the host as " +
                                      host + ", inside the bound directory " + parent_bind->second);

@@ -15,6 +15,7 @@
 #include "compiler/backends/plan/launch_plan.h"
 #include "compiler/common/status.h"
 #include "enforcer/child_spec.h"
+#include "enforcer/workdir/host_path.h"
 
 namespace cocoon::enforcer {
 
@@ -77,6 +78,7 @@ class PreparedChild {
   std::vector<std::string> rootfs_symlinks_;                    // inside paths of `root rootfs` symlinks
   std::set<std::string> existing_dirs_{"/"};                    // inside dirs the ops so far make or mount
   std::vector<ChildLandlockRule> landlock_;
+  HostPathResolver resolver_;  // every host path of this spec, each component looked up once
   std::vector<std::string> env_strings_;
   std::vector<char*> envp_;
   std::vector<std::string> argv_strings_;

@@ -29,14 +29,42 @@ std::deque<std::string> Components(const std::string& path) {
 
 }  // namespace
 
-Result<std::string> ResolveHostPath(const std::string& path) {
-  if (geteuid() != 0) {
-    char resolved[PATH_MAX];
-    if (realpath(path.c_str(), resolved) == nullptr) return ErrnoError(path);
-    return std::string(resolved);
+Result<std::string> ResolveHostPath(const std::string& path) { return HostPathResolver().Resolve(path); }
+
+const HostPathResolver::Lookup& HostPathResolver::LookUp(const std::string& candidate) {
+  auto [it, inserted] = lookups_.try_emplace(candidate);
+  Lookup& lookup = it->second;
+  if (!inserted) return lookup;
+  if (lstat(candidate.c_str(), &lookup.st) != 0) {
+    lookup.error = errno;
+    return lookup;
   }
+  if (S_ISLNK(lookup.st.st_mode)) {
+    char target[PATH_MAX];
+    ssize_t n = readlink(candidate.c_str(), target, sizeof target - 1);
+    if (n < 0) {
+      lookup.error = errno;
+      return lookup;
+    }
+    lookup.link_text.assign(target, static_cast<size_t>(n));
+  }
+  return lookup;
+}
+
+Result<struct stat> HostPathResolver::StatResolved(const std::string& resolved) {
+  const Lookup& lookup = LookUp(resolved);
+  if (lookup.error != 0) return ErrnoError("stat " + resolved, lookup.error);
+  if (S_ISLNK(lookup.st.st_mode)) return ErrnoError("stat " + resolved + " (now a symlink)", ELOOP);
+  return lookup.st;
+}
+
+// The walk realpath(3) does, one component at a time; as root it also
+// refuses a symlink that root does not own (host_path.h says why).
+Result<std::string> HostPathResolver::Resolve(const std::string& path) {
+  const bool as_root = geteuid() == 0;
   std::string absolute = path;
   if (path.empty() || path[0] != '/') {
+    if (path.empty()) return ErrnoError(path, ENOENT);
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd) == nullptr) return ErrnoError("the current directory");
     absolute = std::string(cwd) + "/" + path;
@@ -53,29 +81,29 @@ Result<std::string> ResolveHostPath(const std::string& path) {
       continue;
     }
     std::string candidate = resolved + "/" + part;
-    struct stat st {};
-    if (lstat(candidate.c_str(), &st) != 0) return ErrnoError(path);
-    if (!S_ISLNK(st.st_mode)) {
-      if (!todo.empty() && !S_ISDIR(st.st_mode)) return ErrnoError(path, ENOTDIR);
+    const Lookup& lookup = LookUp(candidate);
+    if (lookup.error != 0) return ErrnoError(path, lookup.error);
+    if (!S_ISLNK(lookup.st.st_mode)) {
+      if (!todo.empty() && !S_ISDIR(lookup.st.st_mode)) return ErrnoError(path, ENOTDIR);
       resolved = std::move(candidate);
       continue;
     }
-    if (st.st_uid != 0) {
+    if (as_root && lookup.st.st_uid != 0) {
       return FailedPreconditionError(path + " goes through " + candidate + ", a symlink owned by uid " +
-                                     std::to_string(st.st_uid) +
+                                     std::to_string(lookup.st.st_uid) +
                                      ": as root, cocoon follows only root's symlinks (another user could point "
                                      "this one anywhere). Give the path it leads to");
     }
     if (++links > kMaxLinks) return ErrnoError(path, ELOOP);
-    char target[PATH_MAX];
-    ssize_t n = readlink(candidate.c_str(), target, sizeof target - 1);
-    if (n < 0) return ErrnoError(path);
-    std::string text(target, static_cast<size_t>(n));
-    std::deque<std::string> more = Components(text);
+    std::deque<std::string> more = Components(lookup.link_text);
     todo.insert(todo.begin(), more.begin(), more.end());
-    if (!text.empty() && text[0] == '/') resolved.clear();
+    if (!lookup.link_text.empty() && lookup.link_text[0] == '/') resolved.clear();
   }
   return resolved.empty() ? std::string("/") : resolved;
+}
+
+bool ShowsHostProc(const std::string& resolved) {
+  return resolved == "/" || resolved == "/proc" || resolved.rfind("/proc/", 0) == 0;
 }
 
 Result<int> OpenResolvedPath(const std::string& resolved, int flags) {

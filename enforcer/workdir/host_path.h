@@ -13,7 +13,10 @@
 // it could not reach anyway, and resolves paths as realpath(3) does.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
+#include <unordered_map>
 
 #include "compiler/common/status.h"
 
@@ -23,6 +26,36 @@ namespace cocoon::enforcer {
 // does, but refusing (as root) a symlink that root does not own. ENOENT is
 // reported as kNotFound.
 Result<std::string> ResolveHostPath(const std::string& path);
+
+// ResolveHostPath for the many paths of one launch (a plan's bind sources,
+// its masks' host paths): each path component is looked up once, where
+// strict's twelve /etc files would each lstat /etc and its five merged-/usr
+// links each resolve /usr again. What a resolution returns is checked again
+// where it is used (the child opens it with no symlink allowed and binds it
+// only if it is still the inode seen here), so a host change between two
+// resolutions of one launch is caught there as for a single one.
+class HostPathResolver {
+ public:
+  Result<std::string> Resolve(const std::string& path);
+  // stat(2) of a path Resolve returned (no symlink in it any more): the
+  // lstat seen while resolving it.
+  Result<struct stat> StatResolved(const std::string& resolved);
+
+ private:
+  struct Lookup {
+    int error = 0;  // lstat's errno, 0 if it succeeded
+    struct stat st {};
+    std::string link_text;  // for a symlink
+  };
+  const Lookup& LookUp(const std::string& candidate);
+
+  std::unordered_map<std::string, Lookup> lookups_;
+};
+
+// Whether a bind of `resolved` shows the host's /proc: every host process
+// and, through /proc/PID/root, its root directory, which no read-only flag
+// on the bind applies to. A bind of / brings it too (binds are recursive).
+bool ShowsHostProc(const std::string& resolved);
 
 // Opens `resolved` (a ResolveHostPath result) with openat2's
 // RESOLVE_NO_SYMLINKS: fails (ELOOP) if a symlink appeared on the way since.

@@ -1131,6 +1131,17 @@ TEST(CocoonEnforce, WritableBindsOverTrustAnchorsAndHostProcAreRefused) {
   EXPECT_FALSE(fs::exists(dir / "planted"));
   EXPECT_FALSE(fs::exists(dir / "trail" / "planted"));
   EXPECT_FALSE(fs::exists(log)) << "refused before the audit log was opened";
+  // Without an audit trail the enforcer refuses the host's /proc itself, on
+  // the path it resolves for the mount (a symlink to /proc included).
+  fs::create_symlink("/proc", dir / "proc-link");
+  for (const std::string& source : {std::string("/proc"), std::string("/"), (dir / "proc-link").string()}) {
+    std::ofstream(dir / "p.cocoon") << "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n"
+                                       "  filesystem {\n    readonly \"" << source << "\" as \"/mnt/x\"\n  }\n}\n";
+    Ran ran = Cocoon({"enforce", (dir / "p.cocoon").string(), "--", "/bin/sh", "-c", "echo ran"}, "", env);
+    EXPECT_NE(ran.status, 0) << source;
+    EXPECT_EQ(ran.out.find("ran"), std::string::npos) << source;
+    EXPECT_NE(ran.err.find("the host's /proc"), std::string::npos) << source << ": " << ran.err;
+  }
   // Shared memory is not one of the kernel's interfaces: /dev/shm may be bound.
   std::ofstream(dir / "shm.cocoon") << "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n"
                                        "  filesystem {\n    writable /dev/shm as /mnt/shm\n  }\n}\n";

@@ -9,7 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <climits>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -46,6 +49,48 @@ TEST_F(HostPathTest, ResolvesLikeRealpathThroughTheCallersOwnLinks) {
   auto opened = OpenResolvedPath(real, O_RDONLY);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   close(*opened);
+}
+
+// One resolver for many paths (a launch's bind sources) answers each as a
+// fresh ResolveHostPath and as realpath(3) would, whatever it looked up for
+// the paths before, and stats what it resolved as stat(2) does.
+TEST_F(HostPathTest, OneResolverForManyPathsAnswersEachAsRealpath) {
+  HostPathResolver resolver;
+  const std::vector<std::string> paths = {base_ + "/relative/sub/file", base_ + "/absolute/sub", base_ + "/real",
+                                          base_ + "/absolute/sub/../sub/./file", base_ + "/relative", "/usr/bin",
+                                          "/bin", "/lib"};
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& path : paths) {
+      auto shared = resolver.Resolve(path);
+      ASSERT_TRUE(shared.ok()) << path << ": " << shared.status().ToString();
+      char expected[PATH_MAX];
+      ASSERT_NE(realpath(path.c_str(), expected), nullptr) << path;
+      EXPECT_EQ(*shared, expected) << path;
+      auto fresh = ResolveHostPath(path);
+      ASSERT_TRUE(fresh.ok());
+      EXPECT_EQ(*shared, *fresh) << path;
+      auto st = resolver.StatResolved(*shared);
+      ASSERT_TRUE(st.ok()) << st.status().ToString();
+      struct stat direct {};
+      ASSERT_EQ(stat(path.c_str(), &direct), 0);
+      EXPECT_EQ(st->st_ino, direct.st_ino) << path;
+      EXPECT_EQ(st->st_dev, direct.st_dev) << path;
+    }
+  }
+  auto missing = resolver.Resolve(base_ + "/absolute/nothing");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  auto not_a_dir = resolver.Resolve(base_ + "/real/sub/file/more");
+  ASSERT_FALSE(not_a_dir.ok());
+  EXPECT_NE(not_a_dir.status().message().find("Not a directory"), std::string::npos) << not_a_dir.status().ToString();
+}
+
+// The host's /proc, whole or in part, or everything (binds are recursive).
+TEST(ShowsHostProcTest, ProcItselfItsEntriesAndTheRoot) {
+  for (const char* shown : {"/", "/proc", "/proc/1", "/proc/sys/kernel"}) EXPECT_TRUE(ShowsHostProc(shown)) << shown;
+  for (const char* not_shown : {"/usr", "/procfs", "/etc/proc", "/tmp/proc/x"}) {
+    EXPECT_FALSE(ShowsHostProc(not_shown)) << not_shown;
+  }
 }
 
 TEST_F(HostPathTest, AsRootAnotherUsersLinkIsRefused) {
