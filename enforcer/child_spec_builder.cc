@@ -63,12 +63,9 @@ std::optional<std::string> HostSymlinkIntoBoundDirectory(const PlanMount& mount,
                                                          HostPathResolver& resolver) {
   if (mount.kind != PlanMountKind::kBindReadOnly || mount.source != mount.target) return std::nullopt;
   if (mount.target.size() < 2 || mount.target.find('/', 1) != std::string::npos) return std::nullopt;  // top level only
-  struct stat st;
-  if (lstat(mount.source.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return std::nullopt;
-  char text[PATH_MAX];
-  ssize_t n = readlink(mount.source.c_str(), text, sizeof(text) - 1);
-  if (n <= 0) return std::nullopt;
-  std::string link(text, static_cast<size_t>(n));
+  std::optional<std::string> text = resolver.SymlinkText(mount.source);
+  if (!text || text->empty()) return std::nullopt;
+  const std::string& link = *text;
   // The text must name the real path directly (no further symlinks on the
   // way), so that it resolves inside the sandbox exactly as on the host.
   auto lexical = NormalizeAbsolute(link[0] == '/' ? link : "/" + link);

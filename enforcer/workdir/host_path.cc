@@ -58,6 +58,12 @@ Result<struct stat> HostPathResolver::StatResolved(const std::string& resolved) 
   return lookup.st;
 }
 
+std::optional<std::string> HostPathResolver::SymlinkText(const std::string& path) {
+  const Lookup& lookup = LookUp(path);
+  if (lookup.error != 0 || !S_ISLNK(lookup.st.st_mode)) return std::nullopt;
+  return lookup.link_text;
+}
+
 // The walk realpath(3) does, one component at a time; as root it also
 // refuses a symlink that root does not own (host_path.h says why).
 Result<std::string> HostPathResolver::Resolve(const std::string& path) {

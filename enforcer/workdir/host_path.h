@@ -15,6 +15,7 @@
 
 #include <sys/stat.h>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -40,6 +41,9 @@ class HostPathResolver {
   // stat(2) of a path Resolve returned (no symlink in it any more): the
   // lstat seen while resolving it.
   Result<struct stat> StatResolved(const std::string& resolved);
+  // The text of the symlink at `path` (not resolved any further), or
+  // nullopt if `path` is not a symlink or cannot be looked up.
+  std::optional<std::string> SymlinkText(const std::string& path);
 
  private:
   struct Lookup {
