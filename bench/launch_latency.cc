@@ -1,5 +1,10 @@
 // launch_latency: measures process-launch latency of several launchers,
 // interleaved round by round so that machine noise hits every case alike.
+// Each round runs the cases in a new random order (fixed seed: reruns are
+// comparable): a sandbox's teardown finishes after its launcher returns (the
+// kernel frees a network namespace from a workqueue), so in a fixed order
+// every case would always follow the same neighbour and pay, or be spared,
+// that neighbour's leftovers.
 //
 //   launch_latency --iterations 200 [--warmup 10] [--private-cgroup-ns]
 //                  --case NAME=CMD [ARG...] --case ...   (args split on spaces)
@@ -20,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -119,8 +125,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::mt19937 order_rng(20261203);
+  std::vector<Case*> order;
+  for (Case& c : cases) order.push_back(&c);
   for (int round = 0; round < warmup + iterations; ++round) {
-    for (Case& c : cases) {
+    std::shuffle(order.begin(), order.end(), order_rng);
+    for (Case* case_in_round : order) {
+      Case& c = *case_in_round;
       double us = RunOnce(c);
       if (round < warmup) continue;
       if (us < 0) {

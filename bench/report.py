@@ -76,6 +76,13 @@ def launch_table(launch, title):
                   "tree the compiled strict plan describes (same namespaces, mounts, cgroups, Landlock rules and "
                   "seccomp program) with nothing else: no policy, cache, plan, output capture or Outcome. "
                   f"`cocoon-enforce` spends {ms(enforce['median_us'] - iso['median_us'])} more at the median."]
+    bare, py_floor, py_run = (cases.get(name) for name in ("python3-bare", "python3-isolation-floor",
+                                                           "cocoon-run-python"))
+    if bare and py_floor and py_run:
+        lines += ["", "`python3-isolation-floor` runs the same python3 under `bench/isolation_floor` on strict's "
+                  f"tree: {py_floor['median_us'] / bare['median_us']:.2f}× bare python3 before Cocoon does "
+                  "anything of its own (issue 6 asks `cocoon run -r python` for 1.3×); `cocoon-run-python` "
+                  f"spends {ms(py_run['median_us'] - py_floor['median_us'])} more at the median."]
     lines.append("")
     return lines
 
