@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -99,6 +100,13 @@ class RuntimeBundleTest : public ::testing::TestWithParam<std::string> {
     return RunShell("unshare -m -- sh -c '" + inner + "'");
   }
 
+  // A run the runtime refused over cgroups (its own setup, not the
+  // bundle's confinement): the skip reason, said loudly; nullopt otherwise.
+  std::optional<std::string> CgroupSetupFailure(const RunResult& run) const {
+    if (run.status == 0 || run.output.find("cgroup") == std::string::npos) return std::nullopt;
+    return "SKIPPED LOUDLY: " + GetParam() + " could not set up cgroups here: " + run.output;
+  }
+
   fs::path bundle_;
 };
 
@@ -109,9 +117,7 @@ TEST_P(RuntimeBundleTest, DeniedSyscallIsDeniedAndReadOnlyPathIsReadOnly) {
       "if touch /usr/cocoon-escape 2>/dev/null; then echo USR_WRITABLE; else echo USR_READONLY; fi; "
       "if echo ok > /tmp/ok; then echo TMP_WRITABLE; fi; "
       "echo result > /work/out.txt && echo WORK_WRITABLE");
-  if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
-  }
+  if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("65534"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("MKDIR_DENIED"), std::string::npos) << run.output;
@@ -139,9 +145,7 @@ TEST_P(RuntimeBundleTest, MountsUnderTheWorkDirAreNotHiddenByIt) {
       "echo c > /work/cache/c && echo CACHE_WRITABLE; "
       "echo r > /work/out.txt && echo WORK_WRITABLE",
       policy);
-  if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
-  }
+  if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("vendored"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("VENDOR_READONLY"), std::string::npos) << run.output;
@@ -168,9 +172,7 @@ TEST_P(RuntimeBundleTest, PolicyUserIsMappedInAUserNamespace) {
       ASSERT_EQ(chown((bundle_ / "rootfs").c_str(), 65534, 65534), 0);
     }
     RunResult run = RunInBundle("echo UID=$(id -u) GID=$(id -g); cat /proc/self/uid_map; echo x > /work/made", policy);
-    if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-      GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
-    }
+    if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
     ASSERT_EQ(run.status, 0) << run.output;
     EXPECT_NE(run.output.find("UID=" + std::to_string(id) + " GID=" + std::to_string(id)), std::string::npos)
         << run.output;
@@ -204,9 +206,7 @@ TEST_P(RuntimeBundleTest, BindsAreNosuidNodevAndFileBindsRun) {
   policy.filesystem.mounts.push_back(testing::ReadOnly("/etc/passwd"));
   RunResult run = RunInBundle(
       "grep -c '^root:' /etc/passwd; grep -E ' /(data|scratch|work|etc/passwd) ' /proc/self/mountinfo", policy);
-  if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
-  }
+  if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
   ASSERT_EQ(run.status, 0) << run.output;
   std::istringstream lines(run.output);
   std::map<std::string, std::string> options_at;
@@ -229,9 +229,7 @@ TEST_P(RuntimeBundleTest, PrologueBlocksNamespaceCreation) {
   // unshare(CLONE_NEWUSER) is denied by the compiler prologue even though the
   // policy's default is allow.
   RunResult run = RunInBundle("if unshare -U true 2>/dev/null; then echo UNSHARE_OK; else echo UNSHARE_DENIED; fi");
-  if (run.output.find("cgroup") != std::string::npos && run.status != 0) {
-    GTEST_SKIP() << "SKIPPED LOUDLY: " << GetParam() << " could not set up cgroups here: " << run.output;
-  }
+  if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("UNSHARE_DENIED"), std::string::npos) << run.output;
 }
