@@ -113,6 +113,45 @@ Status SyncDirectories(int root_fd, const CompileOutput& output) {
   return Status::Ok();
 }
 
+// Whether `out` (a directory with a manifest.json) holds exactly what a
+// previous `cocoon compile` wrote: a manifest that parses as ours, and
+// nothing but the artifacts it lists and their directories. Anything else
+// is someone's data (a web app's manifest.json is a common name), and
+// replacing the directory would delete it.
+Status CheckPreviousOutput(const fs::path& out) {
+  Fd root(open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (root.get() < 0) return ErrnoError("open " + out.string());
+  Fd manifest_fd(openat(root.get(), std::string(kManifestFile).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (manifest_fd.get() < 0) return ErrnoError("open " + (out / kManifestFile).string());
+  std::string text(LoadOptions{}.max_manifest_bytes + 1, '\0');
+  ssize_t n = read(manifest_fd.get(), text.data(), text.size());
+  if (n < 0) return ErrnoError("read " + (out / kManifestFile).string());
+  text.resize(static_cast<size_t>(n));
+  Result<Manifest> manifest = ParseManifest(text);
+  if (!manifest.ok()) {
+    return FailedPreconditionError("refusing to replace " + out.string() + ": its manifest.json is not a cocoon compile manifest (" +
+                                   manifest.status().message() + "); choose another output directory");
+  }
+  std::set<std::string> expected{std::string(kManifestFile)};
+  for (const ManifestEntry& entry : manifest->artifacts) {
+    expected.insert(entry.path);
+    for (size_t slash = entry.path.find('/'); slash != std::string::npos; slash = entry.path.find('/', slash + 1)) {
+      expected.insert(entry.path.substr(0, slash));
+    }
+  }
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string relative = it->path().lexically_relative(out).generic_string();
+    if (expected.count(relative) == 0) {
+      return FailedPreconditionError("refusing to replace " + out.string() + ": it holds " + relative +
+                                     ", which its manifest.json does not list (not only a cocoon compile output); "
+                                     "move it away or choose another output directory");
+    }
+  }
+  if (ec) return ErrnoError("read " + out.string(), ec.value());
+  return Status::Ok();
+}
+
 // A destination we may replace: missing, an empty dir, or a previous output.
 Result<bool> CheckReplaceable(const fs::path& out) {
   struct stat st;
@@ -124,10 +163,12 @@ Result<bool> CheckReplaceable(const fs::path& out) {
   std::error_code ec;
   const bool empty = fs::is_empty(out, ec);
   if (ec) return ErrnoError("read " + out.string(), ec.value());
-  if (!empty && !fs::exists(out / kManifestFile, ec)) {
+  if (empty) return true;
+  if (!fs::exists(fs::symlink_status(out / kManifestFile, ec))) {
     return FailedPreconditionError("refusing to replace " + out.string() +
                                    ": it is not empty and has no manifest.json (not a cocoon compile output)");
   }
+  COCOON_RETURN_IF_ERROR(CheckPreviousOutput(out));
   return true;
 }
 
@@ -189,8 +230,11 @@ Result<std::string> ReadVerified(int root_fd, const ManifestEntry& entry, uint64
 
 Status WriteCompiledDir(const CompileOutput& output, const std::string& out_dir) {
   if (out_dir.empty()) return InvalidArgumentError("no output directory given");
+  // "out/" (what shell completion types) names the same directory as "out".
+  std::string trimmed = out_dir;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
   std::error_code ec;
-  const fs::path out = fs::absolute(fs::path(out_dir), ec).lexically_normal();
+  const fs::path out = fs::absolute(fs::path(trimmed), ec).lexically_normal();
   if (ec || !out.has_filename()) return InvalidArgumentError("bad output directory '" + out_dir + "'");
   COCOON_ASSIGN_OR_RETURN(bool exists, CheckReplaceable(out));
   std::string pattern = (out.parent_path() / ("." + out.filename().string() + ".tmp-XXXXXX")).string();

@@ -57,9 +57,20 @@ class Loader {
     std::string resolved = Resolve(from, target, is_import);
     if (resolved.empty()) {
       std::string where = is_import ? "in " + SearchList(from) : "relative to " + from.directory;
+      if (fs::path(target).is_absolute()) where = "(no regular file " + target + " or " + target + ".cocoon)";
       diagnostics_.Error(from.source, directive.target.span,
                          "cannot find \"" + target + "\" " + where,
                          is_import ? "add a search path with -I DIR or COCOON_POLICY_PATH" : "");
+      return;
+    }
+    // Only policy files are read. A policy under review (a pull request's,
+    // checked in CI) could otherwise name /proc/self/environ, a key file or
+    // a symlink to one, and the parse error would print its first line in
+    // the log. The name checked is the resolved one, symlinks followed.
+    if (fs::path(resolved).extension() != ".cocoon") {
+      diagnostics_.Error(from.source, directive.target.span,
+                         "\"" + target + "\" resolves to " + resolved + ", which is not a policy file",
+                         "include and import read only files named *.cocoon; rename the file or fix the path");
       return;
     }
     if (std::find(stack_.begin(), stack_.end(), resolved) != stack_.end()) {
@@ -96,7 +107,9 @@ class Loader {
     if (is_import) dirs.insert(dirs.end(), options_.search_paths.begin(), options_.search_paths.end());
     for (const std::string& dir : dirs) {
       fs::path base = fs::path(target).is_absolute() ? fs::path(target) : fs::path(dir) / target;
-      for (const std::string& candidate : {base.string(), base.string() + ".cocoon"}) {
+      // NAME.cocoon before NAME: a policy beside a same-named other file
+      // (a directory, a script) is the one meant.
+      for (const std::string& candidate : {base.string() + ".cocoon", base.string()}) {
         if (IsRegularFile(candidate)) return Canonical(candidate);
       }
     }

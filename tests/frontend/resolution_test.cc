@@ -155,6 +155,30 @@ TEST_F(ResolutionTest, MissingImportSaysWhereItLooked) {
   EXPECT_NE(out.find("cannot find \"nowhere\" in " + dir_.string()), std::string::npos) << out;
 }
 
+// include and import read only *.cocoon files, symlinks resolved: a policy
+// under review must not get a secret's first line printed in a diagnostic.
+TEST_F(ResolutionTest, IncludeAndImportReadOnlyPolicyFiles) {
+  Write("secret.env", "AWS_SECRET_ACCESS_KEY=canary-7f3a\n");
+  std::filesystem::create_symlink(dir_ / "secret.env", dir_ / "leak.cocoon");
+  for (const std::string& directive :
+       {std::string("include \"secret.env\""), std::string("import \"secret.env\""),
+        std::string("include \"leak.cocoon\""), std::string("include \"/proc/self/environ\""),
+        "include \"" + (dir_ / "secret.env").string() + "\""}) {
+    std::string main = Write("main.cocoon", directive + "\nprofile main { }\n");
+    std::string out;
+    EXPECT_FALSE(Compile(main, "", &out)) << directive;
+    EXPECT_NE(out.find("which is not a policy file"), std::string::npos) << directive << "\n" << out;
+    EXPECT_EQ(out.find("canary-7f3a"), std::string::npos) << directive << "\n" << out;
+    EXPECT_EQ(out.find("PATH="), std::string::npos) << directive << "\n" << out;
+  }
+  // NAME.cocoon is preferred over a same-named file without the extension.
+  Write("common", "not a policy\n");
+  Write("common.cocoon", kBase);
+  std::string main = Write("main.cocoon", "import \"common\"\nprofile main extends base { }\n");
+  std::string out;
+  EXPECT_TRUE(Compile(main, "main", &out)) << out;
+}
+
 TEST_F(ResolutionTest, ShippedPoliciesAreFoundFromAnywhere) {
   std::string main = Write("main.cocoon", "import \"runtimes/python\"\nprofile mine extends python { }\n");
   std::string out;

@@ -203,5 +203,37 @@ TEST(CompiledDir, RefusesToReplaceForeignDirectoriesAndLeavesNoTemp) {
   EXPECT_EQ(entries, 1u) << "temporary directory left behind";
 }
 
+// A directory is replaced only when it holds exactly a previous output: a
+// manifest.json of ours and the artifacts it lists. A web app's
+// manifest.json, or a file a user put beside the artifacts, is data that the
+// swap would delete.
+TEST(CompiledDir, RefusesToReplaceADirectoryWithAForeignManifestOrExtraFiles) {
+  TempDir tmp;
+  const fs::path webapp = tmp.path() / "webapp";
+  fs::create_directories(webapp / "icons");
+  std::ofstream(webapp / "manifest.json") << R"({"name":"my web app"})";
+  std::ofstream(webapp / "icons" / "a.png") << "png";
+  Status status = driver::WriteCompiledDir(CompileStrict(), webapp.string());
+  EXPECT_EQ(status.code(), ErrorCode::kFailedPrecondition) << status.ToString();
+  EXPECT_NE(status.message().find("not a cocoon compile manifest"), std::string::npos) << status.ToString();
+  EXPECT_TRUE(fs::exists(webapp / "icons" / "a.png"));
+
+  const fs::path out = tmp.path() / "out";
+  ASSERT_TRUE(driver::WriteCompiledDir(CompileStrict(), out.string()).ok());
+  std::ofstream(out / "notes.txt") << "mine";
+  fs::create_directory(out / "oci" / "extra");
+  status = driver::WriteCompiledDir(CompileStrict(), out.string());
+  EXPECT_EQ(status.code(), ErrorCode::kFailedPrecondition) << status.ToString();
+  EXPECT_TRUE(fs::exists(out / "notes.txt"));
+  fs::remove(out / "notes.txt");
+  status = driver::WriteCompiledDir(CompileStrict(), out.string());
+  EXPECT_EQ(status.code(), ErrorCode::kFailedPrecondition) << "oci/extra is not listed: " << status.ToString();
+  fs::remove(out / "oci" / "extra");
+  EXPECT_TRUE(driver::WriteCompiledDir(CompileStrict(), out.string()).ok()) << "exactly a previous output";
+  // "out/" is the same directory (shell completion adds the slash).
+  EXPECT_TRUE(driver::WriteCompiledDir(CompileStrict(), out.string() + "/").ok());
+  EXPECT_TRUE(driver::LoadCompiledDir(out.string()).ok());
+}
+
 }  // namespace
 }  // namespace cocoon
