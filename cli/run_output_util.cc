@@ -1,6 +1,7 @@
 #include "cli/run_output_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "cli/pass_through.h"
 #include "cli/terminal_text.h"
 #include "compiler/common/json_fd_writer.h"
+#include "compiler/common/temp_name.h"
 
 namespace cocoon::cli {
 namespace {
@@ -176,17 +178,52 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
 namespace {
 
 // --log-json FILE: the whole Outcome, or the refusal, replacing whatever an
-// earlier run left there (a stale result would read as this run's).
+// earlier run left there (a stale result would read as this run's). It is
+// written to a temporary beside FILE and renamed over it: a reader never
+// sees half an Outcome, and FILE is replaced, never opened. Opening it
+// would follow a symlink that someone who can write its directory planted
+// (as root, O_TRUNC through it clobbers any file) and block on a FIFO.
+Status ReplaceWithJson(const std::string& path, const nlohmann::json& j) {
+  const std::string temp = path + UniqueTempSuffix();
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) return ErrnoError("cannot write " + path + " (creating " + temp + ")");
+  bool written = WriteJsonLine(fd, j, 2);
+  int write_errno = errno;
+  close(fd);
+  if (!written) {
+    unlink(temp.c_str());
+    return ErrnoError("cannot write " + temp, write_errno);
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    int rename_errno = errno;
+    unlink(temp.c_str());
+    return ErrnoError("cannot replace " + path, rename_errno);
+  }
+  return Status::Ok();
+}
+
 void WriteLogJson(const RunOutputOptions& output, const nlohmann::json& j) {
   if (output.log_json.empty()) return;
-  int fd = open(output.log_json.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0 || !WriteJsonLine(fd, j, 2)) {
-    std::cerr << output.command_name << ": cannot write " << output.log_json << ": " << std::strerror(errno) << "\n";
-  }
-  if (fd >= 0) close(fd);
+  Status written = ReplaceWithJson(output.log_json, j);
+  if (!written.ok()) std::cerr << output.command_name << ": " << written.message() << "\n";
 }
 
 }  // namespace
+
+Status CheckLogJsonDestination(const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError("--log-json " + path + " is a directory; give a file name");
+  }
+  // The directory must take the temporary the Outcome goes through.
+  const std::string probe = path + UniqueTempSuffix();
+  int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("--log-json " + path + ": cannot create a file in its directory");
+  close(fd);
+  unlink(probe.c_str());
+  return Status::Ok();
+}
 
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output) {
   std::cerr << output.command_name << ": " << why.message() << "\n";
@@ -221,6 +258,13 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   } else if (output.mode == RunOutputMode::kStream) {
     request.output_mode = enforcer::OutputMode::kStreamOnly;
     request.on_output = [&streamer](enforcer::OutputStream stream, std::string_view chunk) { streamer.Chunk(stream, chunk); };
+  }
+  // Refused before anything runs: a result nobody can read back is a lost run.
+  if (Status destination = CheckLogJsonDestination(output.log_json); !destination.ok()) {
+    RunOutputOptions without_log = output;
+    without_log.log_json.clear();
+    ReportRefusal(destination, run.policy.overrides, without_log);
+    return 1;
   }
   auto outcome = LaunchPrepared(run, std::move(request));
   out.Flush();

@@ -47,6 +47,10 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
 // (the stream's final line), so that callers parsing stdout always get one.
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output);
 
+// --log-json's destination, checked before the run: not a directory, and its
+// directory takes a new file. Empty `path`: ok.
+Status CheckLogJsonDestination(const std::string& path);
+
 // Launch + report; returns the process exit status.
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
                     const AuditOptions& audit, const RunOutputOptions& output);

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "enforcer/landlock.h"
+#include "enforcer/tmpfs_inodes.h"
 #include "enforcer/workdir/host_path.h"
 
 extern char** environ;
@@ -316,8 +317,8 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
         uint64_t size = mount.size_bytes != 0 ? mount.size_bytes : inputs_.default_work_tmpfs_bytes;
         op.kind = ChildMountKind::kTmpfs;
         op.flags = MS_NOSUID | MS_NODEV;
-        op.data = Keep("size=" + std::to_string(size) + ",mode=0755,uid=" + std::to_string(inputs_.plan->uid) +
-                       ",gid=" + std::to_string(inputs_.plan->gid));
+        op.data = Keep("size=" + std::to_string(size) + ",nr_inodes=" + std::to_string(TmpfsInodeLimit(size)) +
+                       ",mode=0755,uid=" + std::to_string(inputs_.plan->uid) + ",gid=" + std::to_string(inputs_.plan->gid));
       }
       break;
     case PlanMountKind::kTmpfs:
@@ -325,7 +326,8 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       op.flags = MS_NOSUID | MS_NODEV;
       // POSIX shared memory is data, never code (as in OCI runtimes' /dev/shm).
       if (mount.target == "/dev/shm") op.flags |= MS_NOEXEC;
-      op.data = Keep("size=" + std::to_string(mount.size_bytes) + ",mode=1777");
+      op.data = Keep("size=" + std::to_string(mount.size_bytes) +
+                     ",nr_inodes=" + std::to_string(TmpfsInodeLimit(mount.size_bytes)) + ",mode=1777");
       break;
     case PlanMountKind::kProc:
       op.kind = ChildMountKind::kProc;

@@ -92,6 +92,7 @@ int RlimitResource(const std::string& name) {
   if (name == "RLIMIT_CPU") return RLIMIT_CPU;
   if (name == "RLIMIT_NPROC") return RLIMIT_NPROC;
   if (name == "RLIMIT_AS") return RLIMIT_AS;
+  if (name == "RLIMIT_DATA") return RLIMIT_DATA;
   return -1;
 }
 

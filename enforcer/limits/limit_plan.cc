@@ -158,11 +158,17 @@ Status Planner::PlanMemory() {
     }
     return Row("memory", limit, "bytes", CgroupMechanism(cgroup_.version), note);
   }
+  // RLIMIT_DATA, not RLIMIT_AS: since Linux 4.7 it counts every private
+  // writable mapping (heap, anonymous mmap, thread stacks), which is what a
+  // process fills, and not address space reserved PROT_NONE. V8, the JVM
+  // and Go reserve gigabytes that way: under RLIMIT_AS at 128 MiB node
+  // could not start at all (it spun until the wall-time kill).
   std::string note =
-      "RLIMIT_AS caps each process's virtual address space, not the sandbox's total: N processes may use N times "
-      "the limit, and reserved-but-unused mappings count against it";
-  rlim_t value = Clamp(RLIMIT_AS, limit.value, &note);
-  AddRlimit(RLIMIT_AS, value, value);
+      "RLIMIT_DATA caps each process's private writable memory, not the sandbox's total: N processes may use N "
+      "times the limit, and memory the kernel holds without a private mapping (tmpfs and memfd files, shared "
+      "memory, socket buffers) is not counted; only a memory cgroup bounds the sandbox as a whole";
+  rlim_t value = Clamp(RLIMIT_DATA, limit.value, &note);
+  AddRlimit(RLIMIT_DATA, value, value);
   return Row("memory", limit, "bytes", LimitMechanism::kRlimit, note);
 }
 

@@ -5,7 +5,7 @@
 //   memory, processes, cpu_percent:
 //     cgroup v2 (delegated to us, or we are root)
 //     -> cgroup v1 (we are root; this machine: memory, pids, cpu)
-//     -> rlimits (RLIMIT_AS for memory, RLIMIT_NPROC for processes; nothing
+//     -> rlimits (RLIMIT_DATA for memory, RLIMIT_NPROC for processes; nothing
 //        for cpu_percent), each with an honest note of what it does not cover.
 //   cpu_time: RLIMIT_CPU (per process; see the note in the table).
 //   open_files: RLIMIT_NOFILE.   file_size: RLIMIT_FSIZE.

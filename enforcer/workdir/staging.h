@@ -67,18 +67,14 @@
 #include "compiler/ir/policy_ir.h"
 #include "enforcer/owned_fd.h"
 #include "enforcer/workdir/breakout_scan.h"
+#include "enforcer/tmpfs_inodes.h"
 #include "enforcer/workdir/commit.h"
 
 namespace cocoon::enforcer {
 
 // How many entries (files, directories, links) the staged work dir may
-// hold: one per KiB of its quota, at least 4096. A tmpfs inode and its
-// dentry cost the host about that much kernel memory, so the count is
-// bounded as the bytes are.
-inline uint64_t WorkDirEntryLimit(uint64_t quota_bytes) {
-  uint64_t per_kib = quota_bytes / 1024;
-  return per_kib < 4096 ? 4096 : per_kib;
-}
+// hold: bounded as the bytes are (tmpfs_inodes.h).
+inline uint64_t WorkDirEntryLimit(uint64_t quota_bytes) { return TmpfsInodeLimit(quota_bytes); }
 
 enum class StagingStrategy { kAuto, kCopy, kOverlay, kDirect };
 enum class StagedCommit { kCommit, kDiscard };

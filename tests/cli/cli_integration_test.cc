@@ -629,6 +629,41 @@ TEST(CocoonEnforce, RootlessDirectModeReportsWhatItCouldNotInspect) {
   fs::remove_all(dir);
 }
 
+// Rootless on this host the memory limit is an rlimit. It must be one a
+// runtime that reserves address space can start under: node reserves
+// ~700 MiB PROT_NONE, and under RLIMIT_AS at strict's 128 MiB it spun until
+// the wall-time kill. RLIMIT_DATA still stops a process that fills memory.
+TEST(CocoonRun, RootlessMemoryRlimitLetsNodeStartAndStopsAFill) {
+  const bool root = geteuid() == 0;
+  if (root && access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  if (access("/usr/bin/node", X_OK) != 0) GTEST_SKIP() << "SKIPPED LOUDLY: node is not installed (setup.sh installs it)";
+  fs::path home = fs::temp_directory_path() / ("cocoon-rootless-node-" + std::to_string(getpid()));
+  fs::remove_all(home);
+  fs::create_directories(home);
+  if (root) ASSERT_EQ(chown(home.c_str(), 65534, 65534), 0);
+  auto run_rootless = [&](std::vector<std::string> args) {
+    std::string binary = COCOON_BINARY;
+    if (root) {
+      args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+      binary = "/usr/bin/setpriv";
+    }
+    return Cocoon(args, "/", {{"HOME", home.string()}, {"XDG_CACHE_HOME", home.string()}}, binary);
+  };
+  Ran node = run_rootless({"run", "--json", "-r", "node", "-c", "console.log(6*7)"});
+  json j = Json(node);
+  EXPECT_EQ(j["exit_code"], 0) << j.dump(2) << node.err;
+  EXPECT_EQ(j["stdout"], "42\n") << j.dump(2);
+  std::string mechanism;
+  for (const auto& row : j["limits"]) {
+    if (row["limit"] == "memory") mechanism = row["mechanism"];
+  }
+  Ran fill = run_rootless({"run", "--json", "-r", "python", "-c", "x = bytearray(300 << 20); print('filled')"});
+  json f = Json(fill);
+  EXPECT_NE(f["exit_code"], 0) << f.dump(2);
+  EXPECT_EQ(f["stdout"], "") << "300 MiB filled under a 128 MiB limit (" << mechanism << ")";
+  fs::remove_all(home);
+}
+
 // The pid of a host process whose command line contains `marker`, or 0.
 pid_t HostProcessWithMarker(const std::string& marker) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
@@ -1697,6 +1732,46 @@ TEST(CocoonRun, ARefusedRunReplacesAStaleLogJson) {
     EXPECT_NE(j["error"].get<std::string>().find("unknown runtime 'cobol'"), std::string::npos) << j.dump();
   }
   fs::remove(log);
+}
+
+// --log-json replaces FILE (a temporary renamed over it), never opens it: a
+// symlink planted there is replaced, not written through (as root, O_TRUNC
+// through it clobbered any file), and a FIFO cannot block the run's end. A
+// destination that cannot take the result is refused before the command runs.
+TEST(CocoonRun, LogJsonReplacesTheNameAndIsCheckedBeforeTheRun) {
+  const fs::path base = fs::temp_directory_path() / ("cocoon-log-json-dest-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path victim = base / "victim";
+  std::ofstream(victim) << "precious\n";
+  const fs::path link = base / "out.json";
+  fs::create_symlink(victim, link);
+  Ran ran = Cocoon({"run", "--log-json", link.string(), "--", "/bin/true"}, "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_FALSE(fs::is_symlink(link));
+  std::ifstream victim_in(victim);
+  std::string victim_text((std::istreambuf_iterator<char>(victim_in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(victim_text, "precious\n") << "written through the symlink";
+  std::ifstream log_in(link);
+  EXPECT_EQ(json::parse(log_in, nullptr, false)["exit_code"], 0);
+
+  const fs::path fifo = base / "fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ran = Cocoon({"run", "--log-json", fifo.string(), "--", "/bin/true"}, "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_TRUE(fs::is_regular_file(fifo));
+
+  const fs::path marker = base / "ran";
+  for (const fs::path& bad : {base / "missing-dir" / "o.json", base}) {
+    ran = Cocoon({"run", "--log-json", bad.string(), "--", "/bin/touch", marker.string()}, "/tmp");
+    EXPECT_EQ(ran.status, 1) << bad << "\n" << ran.err;
+    EXPECT_NE(ran.err.find("--log-json"), std::string::npos) << ran.err;
+  }
+  EXPECT_FALSE(fs::exists(marker)) << "the command ran although its result could not be written";
+  for (const auto& entry : fs::directory_iterator(base)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
+  }
+  fs::remove_all(base);
 }
 
 // Without --json, notes (here: a cwd that is not mounted) reach stderr

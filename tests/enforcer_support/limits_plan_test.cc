@@ -119,6 +119,7 @@ TEST(PlannerTest, RootV1WritesCgroupValues) {
   EXPECT_EQ(plan->cgroup.limits.pids_max, 64u);
   EXPECT_EQ(plan->cgroup.limits.cpu_quota_us, 50000u);
   EXPECT_EQ(plan->cgroup.limits.cpu_period_us, 100000u);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_DATA), nullptr);
   EXPECT_EQ(Rlimit(*plan, RLIMIT_AS), nullptr);
   EXPECT_EQ(Rlimit(*plan, RLIMIT_NPROC), nullptr);
 }
@@ -145,13 +146,17 @@ TEST(PlannerTest, UnprivilegedNeverUsesV1EvenIfWritable) {
 TEST(PlannerTest, RlimitFallbackHasHonestNotesAndValues) {
   auto plan = PlanLimits(MemPidsCpu(), RootlessV1Host(), LimitPlanOptions{});
   ASSERT_TRUE(plan.ok());
-  const RlimitEntry* as = Rlimit(*plan, RLIMIT_AS);
-  ASSERT_NE(as, nullptr);
-  EXPECT_EQ(as->value.rlim_cur, 32u << 20);
-  EXPECT_EQ(as->value.rlim_max, 32u << 20);
+  // Private writable memory, not address space: runtimes that reserve
+  // gigabytes PROT_NONE (node, the JVM, Go) must still start.
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_AS), nullptr);
+  const RlimitEntry* data = Rlimit(*plan, RLIMIT_DATA);
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(data->value.rlim_cur, 32u << 20);
+  EXPECT_EQ(data->value.rlim_max, 32u << 20);
   ASSERT_NE(Rlimit(*plan, RLIMIT_NPROC), nullptr);
   EXPECT_EQ(Rlimit(*plan, RLIMIT_NPROC)->value.rlim_cur, 64u);
   EXPECT_NE(Row(*plan, "memory")->note.find("each process"), std::string::npos);
+  EXPECT_NE(Row(*plan, "memory")->note.find("memfd"), std::string::npos) << "says what it does not count";
   EXPECT_NE(Row(*plan, "processes")->note.find("user namespace"), std::string::npos);
   EXPECT_FALSE(Row(*plan, "cpu_percent")->required);
 }
