@@ -313,7 +313,29 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     if (!note.empty()) out.notes.push_back(note);
   }
   add_limit("memory", ResolveLimit("memory", "--mem", memory, limits.memory_bytes, options.openings, out, relaxes), false);
-  add_limit("disk", ResolveLimit("disk", "--disk", options.disk_bytes, limits.disk_bytes, options.openings, out, relaxes), false);
+  auto disk = ResolveLimit("disk", "--disk", options.disk_bytes, limits.disk_bytes, options.openings, out, relaxes);
+  add_limit("disk", disk, false);
+  // What the work dir may hold is the smaller of `disk` and the work dir's
+  // own quota, and one file stops at `file_size`: a larger --disk has to
+  // carry both, as cpu_time follows --timeout, or the override is recorded
+  // in the audit log while the base's 64 MiB still caps the run.
+  std::string work_text;
+  if (disk) {
+    const ir::WorkDir& work = base.policy.filesystem.work;
+    if (work.quota_bytes != 0 && work.quota_bytes < *disk) {
+      relaxes.insert("filesystem");
+      out.overrides.push_back("filesystem.work.quota: " + std::to_string(work.quota_bytes) + " -> " +
+                              std::to_string(*disk) + " (--disk)");
+      work_text = "    work " + QuotePolicyString(work.path) + " quota " + Bytes(*disk) +
+                  (work.mode == ir::WorkMode::kDirect ? " direct" : "") + "\n";
+    }
+    if (limits.file_size_bytes.set && limits.file_size_bytes.value < *disk) {
+      relaxes.insert("limits");
+      out.overrides.push_back("limits.file_size: " + std::to_string(limits.file_size_bytes.value) + " -> " +
+                              std::to_string(*disk) + " (--disk)");
+      add_limit("file_size", disk, false);
+    }
+  }
   if (auto procs = ResolveLimit("processes", "--max-procs", options.processes, limits.processes, options.openings, out, relaxes)) {
     limit_text += "    processes " + std::to_string(*procs) + "\n";
   }
@@ -328,7 +350,7 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     }
   }
 
-  std::string fs_text;
+  std::string fs_text = work_text;
   std::vector<std::string> ro;
   for (const std::string& path : options.readonly_paths) {
     COCOON_ASSIGN_OR_RETURN(std::string canonical, CanonicalHostPath(path, "--ro"));

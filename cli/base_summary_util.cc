@@ -12,7 +12,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the summary's fields change: old entries then never match.
-constexpr char kSummaryKeyPrefix[] = "cocoon-run-base-summary-v1\n";
+constexpr char kSummaryKeyPrefix[] = "cocoon-run-base-summary-v2\n";
 
 json LimitToJson(const ir::Limit& limit) {
   return {limit.set, limit.value, limit.enforcement == ir::Enforcement::kRequired};
@@ -54,6 +54,10 @@ std::string BaseSummaryToJson(const ir::Policy& policy) {
   json limits;
   ForEachLimit(policy.limits, [&](const char* name, const ir::Limit& limit) { limits[name] = LimitToJson(limit); });
   j["limits"] = limits;
+  // --disk carries the work dir's quota (agent_run_util.cc): a summary
+  // without it read as "no quota" and the override was never written.
+  j["work"] = {policy.filesystem.work.path, policy.filesystem.work.quota_bytes,
+               policy.filesystem.work.mode == ir::WorkMode::kDirect};
   j["mount_targets"] = json::array();
   for (const auto& mount : policy.filesystem.mounts) j["mount_targets"].push_back(mount.target);
   j["env"] = json::array();
@@ -77,6 +81,10 @@ Result<ir::Policy> BaseSummaryFromJson(const std::string& text) {
     policy.network.mode = static_cast<ir::NetworkMode>(network);
     const json& limits = j.at("limits");
     ForEachLimit(policy.limits, [&](const char* name, ir::Limit& limit) { limit = LimitFromJson(limits.at(name)); });
+    const json& work = j.at("work");
+    policy.filesystem.work.path = work.at(0).get<std::string>();
+    policy.filesystem.work.quota_bytes = work.at(1).get<uint64_t>();
+    policy.filesystem.work.mode = work.at(2).get<bool>() ? ir::WorkMode::kDirect : ir::WorkMode::kStaged;
     for (const auto& target : j.at("mount_targets")) {
       ir::Mount mount;
       mount.target = target.get<std::string>();

@@ -257,6 +257,28 @@ TEST(CocoonRun, TheWorkDirHoldsABoundedNumberOfEntries) {
   EXPECT_GE(committed, 4000u);
 }
 
+// A larger --disk is what the run gets, not only what the audit log records:
+// it carries the work dir's own quota and file_size (strict's 64 MiB each)
+// with it, and each is an override of its own.
+TEST(CocoonRun, ALargerDiskRaisesTheWorkQuotaAndFileSizeWithIt) {
+  std::string dir = fs::temp_directory_path() / ("cocoon-disk-raise-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  chmod(dir.c_str(), 0777);
+  Ran ran = Cocoon({"run", "--json", "--disk", "100", "--work", dir, "--", "/bin/sh", "-c",
+                    "head -c 90000000 /dev/zero > /work/big && echo wrote"});
+  json j = Json(ran);
+  std::error_code ec;
+  uintmax_t committed = fs::file_size(fs::path(dir) / "big", ec);
+  fs::remove_all(dir);
+  EXPECT_EQ(j["exit_code"], 0) << j.dump(2);
+  EXPECT_EQ(j["stdout"], "wrote\n") << j.dump(2);
+  EXPECT_EQ(committed, 90000000u);
+  std::string overrides = j["overrides"].dump();
+  EXPECT_NE(overrides.find("filesystem.work.quota: 67108864 -> 104857600 (--disk)"), std::string::npos) << overrides;
+  EXPECT_NE(overrides.find("limits.file_size: 67108864 -> 104857600 (--disk)"), std::string::npos) << overrides;
+}
+
 // As root, a path through another user's directory is that user's to point
 // anywhere: cocoon follows only root's symlinks there, for the work dir, a
 // --copy source and a bind source (workdir/host_path.h).
