@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "enforcer/fd_passing.h"
+#include "enforcer/workdir/copy_conflicts.h"
 #include "enforcer/workdir/idmapped_tree.h"
 #include "enforcer/workdir/tree_ops.h"
 
@@ -126,6 +127,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   // below and the copy-in (Populate): they all see the same directory.
   COCOON_ASSIGN_OR_RETURN(int host_dir_fd, OpenResolvedPath(host, O_RDONLY | O_DIRECTORY));
   staging->host_dir_fd_.Reset(host_dir_fd);
+  COCOON_RETURN_IF_ERROR(CheckCopiesAgainstWorkDir(options.copies, host, host_dir_fd));
   const Fd& host_fd = staging->host_dir_fd_;
   // Staged modes replace the work dir whole when they commit, so two staged
   // runs on one dir must not overlap: the later commit would find a
