@@ -19,6 +19,15 @@ struct CommandResult {
 using CommandSetup = std::function<void(CLI::App& app, CommandResult& result)>;
 
 bool RegisterCommand(std::string name, CommandSetup setup);
+
+// CLI11 check for options that name a path or a size: an empty value
+// (`--work "$OUT"` with OUT unset) is a usage error, never the option left
+// out, which would silently run without the work dir or the audit log.
+inline const CLI::Validator& NonEmptyValue() {
+  static const CLI::Validator validator(
+      [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "", "NONEMPTY");
+  return validator;
+}
 void SetUpAllCommands(CLI::App& app, CommandResult& result);
 // Sets up only `name` when it is a registered command (every launch pays for
 // the CLI11 tables it builds, issue 6), else all of them (--help, typos).

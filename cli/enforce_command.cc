@@ -101,12 +101,17 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");
   cmd->add_option("POLICY", options->policy, "Policy file or compiled directory")->required();
   cmd->add_option("COMMAND", options->command, "Command and arguments, after --");
-  cmd->add_option("--profile", options->profile, "Profile to use when the file has several");
-  cmd->add_option("--work", options->work_dir, "Host work dir (staged; verified results are committed back)");
-  cmd->add_option("--copy", options->copies, "Copy a host file into the work dir (repeatable; needs --work)");
+  cmd->add_option("--profile", options->profile, "Profile to use when the file has several")
+      ->check(NonEmptyValue());
+  cmd->add_option("--work", options->work_dir, "Host work dir (staged; verified results are committed back)")
+      ->check(NonEmptyValue());
+  cmd->add_option("--copy", options->copies, "Copy a host file into the work dir (repeatable; needs --work)")
+      ->check(NonEmptyValue());
   cmd->add_flag("--json", options->json, "Print one JSON Outcome instead of passing output through");
-  cmd->add_option("--audit-log", options->audit_log, "Append signed audit events to FILE");
-  cmd->add_option("--audit-key", options->audit_key, "Ed25519 private key for the audit log");
+  cmd->add_option("--audit-log", options->audit_log, "Append signed audit events to FILE")
+      ->check(NonEmptyValue());
+  cmd->add_option("--audit-key", options->audit_key, "Ed25519 private key for the audit log")
+      ->check(NonEmptyValue());
   cmd->callback([options, &result] {
     // The command comes only after `--` (command_line.h): words before it
     // that are not options would be read with cocoon's options mixed in.

@@ -39,7 +39,10 @@ bool Within(const std::string& path, const std::string& dir) {
 // ordinary project dirs (/root/project, /var/lib/ci/workspace): only those
 // dirs themselves are refused.
 bool IsSystemTree(const std::string& dir) {
-  for (const char* exact : {"/", "/var", "/root", "/home", "/tmp", "/usr/local", "/srv", "/opt", "/mnt", "/media"}) {
+  // /var/tmp is shared and sticky like /tmp; /var/lib, /var/cache, /var/log
+  // and /var/mail are every daemon's (a staged commit replaces the dir whole).
+  for (const char* exact : {"/", "/var", "/root", "/home", "/tmp", "/var/tmp", "/var/lib", "/var/cache", "/var/log",
+                            "/var/mail", "/var/spool", "/usr/local", "/srv", "/opt", "/mnt", "/media"}) {
     if (dir == exact) return true;
   }
   if (Within(dir, "/usr/local")) return false;

@@ -206,15 +206,20 @@ void SetUpPipeline(CLI::App& app, CommandResult& result) {
   CLI::App* cmd = app.add_subcommand("pipeline", "Run RUNTIME:CODE steps in order, each in a fresh sandbox, sharing a work dir");
   cmd->add_option("-s,--step", f->steps, "A step RUNTIME:CODE, e.g. \"python:open('a','w').write('x')\" (repeatable, in order)")
       ->required();
-  cmd->add_option("--policy", f->policy, "Base policy for every step (default: each runtime's preset, which extends strict)");
-  cmd->add_option("--work", f->work, "Shared host work dir (default: a temporary one, removed afterwards)");
+  cmd->add_option("--policy", f->policy, "Base policy for every step (default: each runtime's preset, which extends strict)")
+      ->check(NonEmptyValue());
+  cmd->add_option("--work", f->work, "Shared host work dir (default: a temporary one, removed afterwards)")
+      ->check(NonEmptyValue());
   cmd->add_option("--timeout", f->timeout_secs, "Per-step wall-clock limit in seconds")
       ->check(CLI::Range(0.001, 604800.0));  // 1 ms .. 7 days; NaN is refused in RunPipeline
-  cmd->add_option("--mem", f->mem, "Per-step memory limit in MiB (or 1G, 512M)");
+  cmd->add_option("--mem", f->mem, "Per-step memory limit in MiB (or 1G, 512M)")
+      ->check(NonEmptyValue());
   cmd->add_flag("--json", f->json, "Print each step's Outcome and a total as JSON");
   cmd->add_flag("--keep-going", f->keep_going, "Run the remaining steps after a failure");
-  cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)");
-  cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)");
+  cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)")
+      ->check(NonEmptyValue());
+  cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)")
+      ->check(NonEmptyValue());
   cmd->footer(
       "Exit status: 0 when every step succeeded, else the first failing step's status.\n"
       "A step that exits non-zero still has its verified files committed to the\n"

@@ -179,30 +179,42 @@ int RunRun(const RunFlags& flags) {
 void SetUpRun(CLI::App& app, CommandResult& result) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand("run", "Run code or a command in a sandbox from quick flags (extends strict)");
-  cmd->add_option("--policy", f->policy, "Base policy file instead of strict / the runtime preset");
-  cmd->add_option("--profile", f->profile, "Profile of --policy when it defines several");
-  cmd->add_option("-r,--runtime", f->runtime, "Runtime preset: python, node, bash, ruby, go... (--list-runtimes)");
+  cmd->add_option("--policy", f->policy, "Base policy file instead of strict / the runtime preset")
+      ->check(NonEmptyValue());
+  cmd->add_option("--profile", f->profile, "Profile of --policy when it defines several")
+      ->check(NonEmptyValue());
+  cmd->add_option("-r,--runtime", f->runtime, "Runtime preset: python, node, bash, ruby, go... (--list-runtimes)")
+      ->check(NonEmptyValue());
   cmd->add_option_function<std::string>("-c,--code", [f](const std::string& c) { f->code = c; f->has_code = true; },
                                          "Code to run with the runtime");
-  cmd->add_option("--ro", f->ro, "Host path to bind read-only at the same path (repeatable; default: the current dir)");
-  cmd->add_option("--work", f->work, "Host work dir, mounted at /work (staged: verified, then committed)");
-  cmd->add_option("--copy", f->copies, "Copy a host file into the work dir (repeatable; needs --work)");
+  cmd->add_option("--ro", f->ro, "Host path to bind read-only at the same path (repeatable; default: the current dir)")
+      ->check(NonEmptyValue());
+  cmd->add_option("--work", f->work, "Host work dir, mounted at /work (staged: verified, then committed)")
+      ->check(NonEmptyValue());
+  cmd->add_option("--copy", f->copies, "Copy a host file into the work dir (repeatable; needs --work)")
+      ->check(NonEmptyValue());
   cmd->add_option("--timeout", f->timeout_secs, "Wall-clock (and CPU) limit in seconds")
       ->check(CLI::Range(0.001, 604800.0));  // 1 ms .. 7 days: the policy's time range
-  cmd->add_option("--mem", f->mem, "Memory limit in MiB (or 1G, 512M); clamped to 95% of the host");
-  cmd->add_option("--disk", f->disk, "Disk (work dir) limit in MiB");
+  cmd->add_option("--mem", f->mem, "Memory limit in MiB (or 1G, 512M); clamped to 95% of the host")
+      ->check(NonEmptyValue());
+  cmd->add_option("--disk", f->disk, "Disk (work dir) limit in MiB")
+      ->check(NonEmptyValue());
   cmd->add_option("--max-procs", f->max_procs, "Maximum processes/threads")
       ->check(CLI::Range(uint64_t{1}, uint64_t{4194304}));  // at most the kernel's pid_max ceiling
   cmd->add_flag("--allow-network", f->allow_network, "Open the network (recorded as an override)");
   cmd->add_flag("--no-gpu", f->no_gpu, "Deny GPU devices even if the base policy allows them");
-  cmd->add_option("--env", f->env, "Set K=V in the sandbox environment (repeatable)");
+  cmd->add_option("--env", f->env, "Set K=V in the sandbox environment (repeatable)")
+      ->check(NonEmptyValue());
   cmd->add_flag("--json", f->json, "Print one JSON Outcome (with overrides and notes)");
-  cmd->add_option("--log-json", f->log_json, "Also write the JSON Outcome to FILE");
+  cmd->add_option("--log-json", f->log_json, "Also write the JSON Outcome to FILE")
+      ->check(NonEmptyValue());
   cmd->add_flag("--stream", f->stream, "NDJSON output chunks as they come, then the Outcome line");
   cmd->add_flag("--explain", f->explain, "Show the effective policy and command without running");
   cmd->add_flag("--list-runtimes", f->list_runtimes, "List runtime presets and whether each is installed");
-  cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)");
-  cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)");
+  cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)")
+      ->check(NonEmptyValue());
+  cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)")
+      ->check(NonEmptyValue());
   cmd->add_option("ARGS", f->args, "Script [args] with -r, else the command after --");
   cmd->footer(
       "Flags may tighten the base policy freely; flags that open it (--allow-network,\n"

@@ -584,6 +584,18 @@ Status Remediate(int root_fd, const BreakoutFinding& finding) {
 
 }  // namespace
 
+Status CheckCommitPossible(const std::string& host_dir) {
+  COCOON_ASSIGN_OR_RETURN(HostDir host, OpenHostDir(host_dir));
+  Result<std::string> probe = MakeTempDir(host.parent.get());
+  if (!probe.ok()) {
+    return FailedPreconditionError("work dir " + host_dir + ": its results are committed through a directory made "
+                                   "beside it, and " + probe.status().message() + " (in " + host.parent_path +
+                                   "); use a work dir whose parent you can write");
+  }
+  unlinkat(host.parent.get(), probe->c_str(), AT_REMOVEDIR);
+  return Status::Ok();
+}
+
 Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,
                                       const CommitOptions& options) {
   Committer committer(scan, options);

@@ -165,6 +165,13 @@ struct CommitReport {
   std::string remediation_error;  // why the first of those failed
 };
 
+// Whether CommitStagedTree could swap a new tree in for `host_dir`: its
+// parent opens, the dir is not a mount point, and a commit directory can be
+// made beside it (made and removed again). Checked before a staged run, so
+// that a work dir whose parent the caller cannot write (`--work ~` under a
+// root-owned /home) is refused up front instead of after the command ran.
+Status CheckCommitPossible(const std::string& host_dir);
+
 // Commits the tree at `tree_fd` (scanned into `scan`; entries it flagged are
 // left out) to `host_dir` (absolute path of an existing directory).
 Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,

@@ -158,6 +158,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
                                      ": cocoon stages the work dir and replaces it whole when it commits, which "
                                      "would reach into that filesystem; unmount it or choose another work dir");
     }
+    COCOON_RETURN_IF_ERROR(CheckCommitPossible(host));
     // A staged work dir is replaced as a whole when it is committed (and the
     // copy-in walks all of it): a filesystem mounted inside it would be
     // copied, then emptied with the previous contents. Refused up front.

@@ -662,7 +662,9 @@ TEST(CocoonRun, RootlessMemoryRlimitLetsNodeStartAndStopsAFill) {
   fs::path home = fs::temp_directory_path() / ("cocoon-rootless-node-" + std::to_string(getpid()));
   fs::remove_all(home);
   fs::create_directories(home);
-  if (root) ASSERT_EQ(chown(home.c_str(), 65534, 65534), 0);
+  if (root) {
+    ASSERT_EQ(chown(home.c_str(), 65534, 65534), 0);
+  }
   auto run_rootless = [&](std::vector<std::string> args) {
     std::string binary = COCOON_BINARY;
     if (root) {
@@ -684,6 +686,32 @@ TEST(CocoonRun, RootlessMemoryRlimitLetsNodeStartAndStopsAFill) {
   EXPECT_NE(f["exit_code"], 0) << f.dump(2);
   EXPECT_EQ(f["stdout"], "") << "300 MiB filled under a 128 MiB limit (" << mechanism << ")";
   fs::remove_all(home);
+}
+
+// A staged work dir's results are committed through a directory made beside
+// it: a work dir whose parent the caller cannot write (`--work ~` under a
+// root-owned /home) is refused before the command runs, not after (when
+// its results could only be thrown away, exit 125).
+TEST(CocoonRun, AWorkDirWhoseParentCannotTakeTheCommitIsRefusedBeforeTheRun) {
+  const bool root = geteuid() == 0;
+  if (!root) GTEST_SKIP() << "SKIPPED: needs root to make a parent the test's user cannot write";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  fs::path base = fs::temp_directory_path() / ("cocoon-commit-parent-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "parent" / "work");
+  fs::create_directories(base / "home");
+  chmod(base.c_str(), 0755);
+  chmod((base / "parent").c_str(), 0755);  // root's: uid 65534 cannot add the commit directory here
+  ASSERT_EQ(chown((base / "parent" / "work").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chown((base / "home").c_str(), 65534, 65534), 0);
+  Ran ran = Cocoon({"--reuid=65534", "--regid=65534", "--clear-groups", COCOON_BINARY, "run", "--work",
+                    (base / "parent" / "work").string(), "--", "/bin/sh", "-c", "echo ran; echo result > /work/out"},
+                   "/", {{"HOME", (base / "home").string()}, {"XDG_CACHE_HOME", (base / "home").string()}},
+                   "/usr/bin/setpriv");
+  EXPECT_EQ(ran.status, 1) << ran.out << ran.err;
+  EXPECT_EQ(ran.out.find("ran"), std::string::npos) << "the command ran: " << ran.out;
+  EXPECT_NE(ran.err.find("use a work dir whose parent you can write"), std::string::npos) << ran.err;
+  fs::remove_all(base);
 }
 
 // The pid of a host process whose command line contains `marker`, or 0.
@@ -1238,7 +1266,7 @@ TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
   EXPECT_NE(copy.status, 0);
   EXPECT_NE(copy.err.find("is or holds the audit key"), std::string::npos) << copy.err;
   EXPECT_FALSE(fs::exists(dir / "work" / "key"));
-  for (const char* system_dir : {"/etc", "/usr/bin", "/etc/cron.d"}) {
+  for (const char* system_dir : {"/etc", "/usr/bin", "/etc/cron.d", "/var/tmp", "/var/lib"}) {
     if (!fs::is_directory(system_dir)) continue;
     Ran system = Cocoon({"run", "--work", system_dir, "--", "/bin/true"}, "", env);
     EXPECT_NE(system.status, 0) << system_dir;
@@ -1729,6 +1757,22 @@ TEST(CocoonCheck, ARuleSetLibseccompMiscompilesIsAnErrorAtItsRule) {
   EXPECT_NE(compiled.err.find("mbind"), std::string::npos) << compiled.err;
   EXPECT_FALSE(fs::exists(dir / "out")) << "a refused compile must write nothing";
   fs::remove_all(dir);
+}
+
+// An empty value is a usage error, never the option left out: `--work
+// "$OUT"` with OUT unset ran without a work dir (results lost, exit 0), and
+// an empty --audit-log ran without the audit trail.
+TEST(CocoonRun, AnEmptyPathOrSizeIsAUsageError) {
+  const std::vector<std::vector<std::string>> lines = {
+      {"run", "--work", "", "--", "/bin/true"},      {"run", "--mem", "", "--", "/bin/true"},
+      {"run", "--disk", "", "--", "/bin/true"},      {"run", "--audit-log", "", "--", "/bin/true"},
+      {"run", "--log-json", "", "--", "/bin/true"},  {"pipeline", "--work", "", "-s", "bash:true"},
+      {"enforce", "--work", "", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/true"}};
+  for (const auto& line : lines) {
+    Ran ran = Cocoon(line);
+    EXPECT_EQ(ran.status, 2) << line[1] << " in " << line[0] << ": " << ran.err;
+    EXPECT_NE(ran.err.find(line[1] + ": must not be empty"), std::string::npos) << ran.err;
+  }
 }
 
 TEST(CocoonRun, UnknownRuntimeIsAUsageError) {
