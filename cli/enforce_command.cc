@@ -30,17 +30,21 @@ struct EnforceOptions {
 };
 
 int RunEnforce(const EnforceOptions& options) {
+  // A refusal says why on stderr and, with --json, as the one JSON object
+  // on stdout that a caller parsing it always gets (as `cocoon run` does).
+  RunOutputOptions refusal_output;
+  refusal_output.mode = options.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;
+  refusal_output.command_name = "cocoon enforce";
+  auto usage = [&](const std::string& why) {
+    ReportRefusal(InvalidArgumentError(why), {}, refusal_output);
+    return kExitUsage;
+  };
   if (options.command.empty()) {
-    std::cerr << "cocoon enforce: missing command; usage: cocoon enforce POLICY [options] -- CMD [ARG...]\n";
-    return kExitUsage;
+    return usage("missing command; usage: cocoon enforce POLICY [options] -- CMD [ARG...]");
   }
-  if (options.audit_log.empty() != options.audit_key.empty()) {
-    std::cerr << "cocoon enforce: --audit-log and --audit-key go together\n";
-    return kExitUsage;
-  }
+  if (options.audit_log.empty() != options.audit_key.empty()) return usage("--audit-log and --audit-key go together");
   if (!options.copies.empty() && options.work_dir.empty()) {
-    std::cerr << "cocoon enforce: --copy puts files into the work dir: give one with --work DIR\n";
-    return kExitUsage;
+    return usage("--copy puts files into the work dir: give one with --work DIR");
   }
   LaunchRequest request;
   request.argv = options.command;
@@ -62,14 +66,14 @@ int RunEnforce(const EnforceOptions& options) {
   // plan is parsed (launch_util.h).
   auto artifacts = LoadPolicyArtifacts(options.policy, options.profile, &request);
   if (!artifacts.ok()) {
-    std::cerr << "cocoon enforce: " << artifacts.status().message() << "\n";
+    ReportRefusal(artifacts.status(), {}, refusal_output);
     return kExitRefused;
   }
   auto outcome = LaunchSandboxed(*artifacts, std::move(request));
   out.Flush();
   err.Flush();
   if (!outcome.ok()) {
-    std::cerr << "cocoon enforce: " << outcome.status().message() << "\n";
+    ReportRefusal(outcome.status(), {}, refusal_output);
     return RefusalExitCode(outcome.status());
   }
   if (options.json) {

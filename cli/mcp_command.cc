@@ -18,6 +18,7 @@
 
 
 #include "audit/events.h"
+#include "audit/keys.h"
 #include "cli/agent_run_util.h"
 #include "cli/audit_log_util.h"
 #include "cli/command_registry.h"
@@ -313,6 +314,20 @@ int RunMcp(const McpFlags& flags) {
     std::cerr << "cocoon mcp: --audit-log - would write audit events into the protocol stream on stdout; "
                  "give a file (or a FIFO a log shipper reads)\n";
     return 2;
+  }
+  // A required audit trail that cannot be written refuses every call: say
+  // so when the server starts, not at the first call an agent makes.
+  if (flags.audit_log.empty() != flags.audit_key.empty()) {
+    std::cerr << "cocoon mcp: --audit-log and --audit-key go together\n";
+    return 2;
+  }
+  if (!flags.audit_key.empty()) {
+    auto key = audit::SigningKey::LoadPem(flags.audit_key);
+    if (!key.ok()) {
+      std::cerr << "cocoon mcp: audit key " << flags.audit_key << ": " << key.status().message()
+                << " (create one with `cocoon audit keygen --out FILE`)\n";
+      return 1;
+    }
   }
   if (!flags.policy.empty()) {
     QuickPolicyOptions probe;

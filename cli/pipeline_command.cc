@@ -3,6 +3,7 @@
 // by the next: each step's staged work dir is verified and committed before
 // the next starts), each in its own fresh sandbox built the way `cocoon run`
 // builds one. The run stops at the first failing step unless --keep-going.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -89,24 +90,25 @@ class SharedWorkDir {
 // memory_bytes: --mem, parsed once by RunPipeline. *cancelled: cocoon
 // itself was interrupted (SIGINT/SIGTERM) during the step; the pipeline then
 // stops whatever --keep-going says.
-nlohmann::json RunStep(const PipelineFlags& flags, std::optional<uint64_t> memory_bytes, const Step& step, size_t index,
-                       const SharedWorkDir& work, int* exit_status, bool* cancelled) {
+// Every step's run is prepared (its runtime found, its policy built) before
+// the first one starts: a runtime missing from this host in step 3 must not
+// leave steps 1 and 2's files committed to --work.
+Result<PreparedRun> PrepareStep(const PipelineFlags& flags, std::optional<uint64_t> memory_bytes, const Step& step) {
   RunSpec spec;
   spec.policy.policy_file = flags.policy;
   spec.policy.runtime = step.runtime;
   spec.policy.code = step.code;
   spec.policy.has_work_dir = true;
   if (flags.timeout_secs > 0) spec.policy.timeout_ms = static_cast<uint64_t>(flags.timeout_secs * 1000);
-  nlohmann::json result = {{"step", index + 1}, {"runtime", step.runtime}};
   spec.policy.memory_bytes = memory_bytes;
-  auto prepared = PrepareRun(std::move(spec));
-  if (!prepared.ok()) {
-    *exit_status = prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
-    result["error"] = prepared.status().message();
-    return result;
-  }
+  return PrepareRun(std::move(spec));
+}
+
+nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const Step& step, size_t index,
+                       const SharedWorkDir& work, int* exit_status, bool* cancelled) {
+  nlohmann::json result = {{"step", index + 1}, {"runtime", step.runtime}};
   // A host dir the step writes back to, as `cocoon run --work` records it.
-  if (!work.ours()) prepared->policy.overrides.push_back("workdir: " + ResolvedHostPath(work.path()) + " (--work, committed back)");
+  if (!work.ours()) prepared.policy.overrides.push_back("workdir: " + ResolvedHostPath(work.path()) + " (--work, committed back)");
   LaunchRequest request;
   request.work_dir = work.path();
   request.work_dir_is_ours = work.ours();
@@ -119,7 +121,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, std::optional<uint64_t> memor
       (stream == enforcer::OutputStream::kStdout ? out : err).Write(chunk);
     };
   }
-  auto outcome = LaunchPrepared(*prepared, std::move(request));
+  auto outcome = LaunchPrepared(prepared, std::move(request));
   out.Flush();
   err.Flush();
   if (!outcome.ok()) {
@@ -133,7 +135,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, std::optional<uint64_t> memor
   // Without --json the step's notes (truncation, timeout, work dir entries
   // left out, an unverified work dir) go to stderr as `cocoon run` prints them.
   if (!flags.json) PrintOutcomeNotes(*outcome, "cocoon pipeline: step " + std::to_string(index + 1));
-  result["outcome"] = RunOutcomeJson(std::move(*outcome), prepared->policy);
+  result["outcome"] = RunOutcomeJson(std::move(*outcome), prepared.policy);
   return result;
 }
 
@@ -156,6 +158,20 @@ int RunPipeline(const PipelineFlags& flags) {
     }
     memory_bytes = *mem;
   }
+  std::vector<PreparedRun> prepared;
+  for (size_t i = 0; i < steps->size(); ++i) {
+    auto run = PrepareStep(flags, memory_bytes, (*steps)[i]);
+    if (!run.ok()) {
+      std::cerr << "cocoon pipeline: step " << i + 1 << " (" << (*steps)[i].runtime << "): " << run.status().message()
+                << "\nno step was run\n";
+      return run.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
+    }
+    prepared.push_back(std::move(*run));
+  }
+  if (struct stat st{}; !flags.work.empty() && (stat(flags.work.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    std::cerr << "cocoon pipeline: work dir " << flags.work << " does not exist or is not a directory; no step was run\n";
+    return kExitRefused;
+  }
   auto work = SharedWorkDir::Open(flags.work);
   if (!work.ok()) {
     std::cerr << "cocoon pipeline: " << work.status().message() << "\n";
@@ -171,7 +187,7 @@ int RunPipeline(const PipelineFlags& flags) {
     if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
     int status = 0;
     bool cancelled = false;
-    nlohmann::json result = RunStep(flags, memory_bytes, step, i, **work, &status, &cancelled);
+    nlohmann::json result = RunStep(flags, std::move(prepared[i]), step, i, **work, &status, &cancelled);
     result["exit_status"] = status;
     result["ok"] = status == 0;
     if (!flags.json && result.contains("error")) std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";

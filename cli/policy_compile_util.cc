@@ -64,7 +64,9 @@ Result<ir::Policy> CheckPolicyFile(const std::string& path, const std::string& p
   AddBackEndChecks(options);
   Diagnostics diagnostics(options.diagnostics);
   auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
-  if (!policy) return InvalidArgumentError(diagnostics.Render() + path + ": the policy does not check");
+  // A policy failure, not a usage error: exit 1 from enforce, run and
+  // pipeline alike (docs/cli.md).
+  if (!policy) return FailedPreconditionError(diagnostics.Render() + path + ": the policy does not check");
   return *policy;
 }
 

@@ -33,6 +33,56 @@ Message Invalid(json id, int code, std::string message) {
   return m;
 }
 
+// Top-level "id" and "method" of an object, from SAX events; stops (returns
+// false) once both are seen. Depth 1 is the message object itself.
+class TopLevelFields : public nlohmann::json_sax<json> {
+ public:
+  json id;
+  std::string method;
+  bool has_id = false, has_method = false;
+
+  bool null() override { return Scalar(json(nullptr)); }
+  bool boolean(bool value) override { return Scalar(json(value)); }
+  bool number_integer(number_integer_t value) override { return Scalar(json(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return Scalar(json(value)); }
+  bool number_float(number_float_t value, const string_t&) override { return Scalar(json(value)); }
+  bool string(string_t& value) override { return Scalar(json(value)); }
+  bool binary(binary_t&) override { return Scalar(json(nullptr)); }
+  bool start_object(std::size_t) override { return Open(); }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t) override { return Open(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& value) override {
+    if (depth_ == 1) key_ = value;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool Scalar(json value) {
+    if (depth_ == 1 && key_ == "id") {
+      id = std::move(value);
+      has_id = true;
+    } else if (depth_ == 1 && key_ == "method" && value.is_string()) {
+      method = value.get<std::string>();
+      has_method = true;
+    }
+    key_.clear();
+    return !(has_id && has_method);
+  }
+  bool Open() {
+    key_.clear();
+    ++depth_;
+    return depth_ <= 64;
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+  std::string key_;
+};
+
 std::string Dump(const json& value) {
   // replace: a stray invalid byte must not turn a response into an exception.
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -62,6 +112,16 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 
 }  // namespace
 
+Message PeekOversizedMessage(std::string_view prefix, std::string error_message) {
+  TopLevelFields fields;
+  if (!prefix.empty() && prefix.front() == '{') {
+    json::sax_parse(prefix.begin(), prefix.end(), &fields, nlohmann::detail::input_format_t::json, false);
+  }
+  Message m = Invalid(fields.has_id ? fields.id : json(nullptr), kInvalidRequest, std::move(error_message));
+  m.method = fields.method;
+  return m;
+}
+
 bool IsValidId(const json& id) {
   return id.is_string() || id.is_number_integer() || id.is_number_unsigned();
 }
@@ -71,6 +131,13 @@ std::string IdKey(const json& id) { return Dump(id); }
 std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error) {
   if (NestingDepth(line) > options.max_depth) {
     *error = "nesting deeper than " + std::to_string(options.max_depth) + " levels";
+    return std::nullopt;
+  }
+  // nlohmann's lexer reads a NUL byte as the end of the input, so
+  // `{...}\0garbage` would parse as `{...}`. JSON has no raw NUL anywhere
+  // (RFC 8259: control characters only escaped, inside strings).
+  if (line.find('\0') != std::string_view::npos) {
+    *error = "not valid JSON (a NUL byte)";
     return std::nullopt;
   }
   json value = json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -65,6 +65,14 @@ struct ParsedLine {
 // nullopt and sets *error on a parse failure.
 std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error);
 
+// The start of a line too long to parse whole: its top-level "id" and
+// "method", read with a SAX parser that stops at the end of `prefix` (or
+// as soon as both are known), so that the refusal can answer the request
+// it refuses. A client matches answers by id: an error with id null leaves
+// its call waiting until its own timeout. kInvalid with `error_message`
+// set; `id` null when the prefix does not show one.
+Message PeekOversizedMessage(std::string_view prefix, std::string error_message);
+
 // True for a string id or an integer id (MCP forbids null; JSON-RPC
 // discourages fractions).
 bool IsValidId(const nlohmann::json& id);

@@ -131,14 +131,21 @@ void Server::SendResult(const RequestContext& context, json result) {
   Respond(context, ResultLine(context.id, result));
 }
 
-void Server::HandleOversizedLine(size_t size) {
-  SendError(RequestContext{}, kInvalidRequest,
-            "message of " + std::to_string(size) + " bytes exceeds the limit of " +
-                std::to_string(options_.max_message_bytes) + " bytes");
+void Server::HandleOversizedLine(size_t size, std::string_view prefix) {
+  std::string why = "message of " + std::to_string(size) + " bytes exceeds the limit of " +
+                    std::to_string(options_.max_message_bytes) + " bytes";
+  Message message = PeekOversizedMessage(prefix, why);
+  RequestContext context;
+  context.id = message.id;
+  // A refused tools/call is audited and answered like any malformed call
+  // (RefuseToolCallMessage); its id, read from the line's start, lets the
+  // client match the refusal to its request.
+  if (message.method == "tools/call") return RefuseToolCallMessage(message, context, "bad_request", kInvalidRequest, why);
+  SendError(context, kInvalidRequest, why);
 }
 
 void Server::HandleLine(std::string_view line) {
-  if (line.size() > options_.max_message_bytes) return HandleOversizedLine(line.size());
+  if (line.size() > options_.max_message_bytes) return HandleOversizedLine(line.size(), line.substr(0, kOversizedPrefixBytes));
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;
   std::string error;
@@ -249,7 +256,14 @@ void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchRe
   context.batch = batch;
   if (!ResolveEra(message, &context)) return;
   const std::string& method = message.method;
-  if (method == "initialize") return SendResult(context, Initialize(message.params));
+  if (method == "initialize") {
+    // InitializeRequest's params.protocolVersion is a required string (every
+    // revision's schema): a client without one has not said what it speaks.
+    if (!message.params.contains("protocolVersion") || !message.params["protocolVersion"].is_string()) {
+      return SendError(context, kInvalidParams, "initialize: params.protocolVersion (a string) is required");
+    }
+    return SendResult(context, Initialize(message.params));
+  }
   if (method == "server/discover") return SendResult(context, Discover());
   if (method == "tools/list") {
     json result = {{"tools", ToolDescriptors(tool_context_)}};
@@ -368,7 +382,7 @@ size_t Server::calls_in_flight() {
 }
 
 Status Server::Serve(int in_fd, int stop_fd) {
-  std::string line;
+  std::string line, oversized_prefix;
   bool discarding = false;
   size_t discarded = 0;
   std::vector<char> chunk(64 * 1024);
@@ -403,11 +417,14 @@ Status Server::Serve(int in_fd, int stop_fd) {
       else if (line.size() + piece.size() > options_.max_message_bytes) {
         discarding = true;
         discarded = line.size() + piece.size();
+        // Only the start is kept, to find the refused request's id.
+        if (line.size() < kOversizedPrefixBytes) line.append(piece.substr(0, kOversizedPrefixBytes - line.size()));
+        oversized_prefix.assign(line, 0, std::min(line.size(), kOversizedPrefixBytes));
         line.clear();
         line.shrink_to_fit();
       } else line.append(piece);
       if (newline == std::string_view::npos) break;
-      if (discarding) HandleOversizedLine(discarded);
+      if (discarding) HandleOversizedLine(discarded, oversized_prefix);
       else HandleLine(line);
       discarding = false;
       line.clear();

@@ -74,7 +74,9 @@ class Server {
   // One line from the client (without its newline).
   void HandleLine(std::string_view line);
   // A line longer than max_message_bytes was discarded.
-  void HandleOversizedLine(size_t size);
+  // `prefix`: the line's first kOversizedPrefixBytes, to answer its id.
+  void HandleOversizedLine(size_t size, std::string_view prefix);
+  static constexpr size_t kOversizedPrefixBytes = 64 << 10;
 
   // Reads lines from `in_fd` until EOF or until `stop_fd` (if >= 0) becomes
   // readable, then waits for the calls in flight and for their answers to

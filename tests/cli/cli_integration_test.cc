@@ -1553,6 +1553,21 @@ TEST(CocoonMcp, AnAuditLogOnStdoutIsRefused) {
   EXPECT_TRUE(ran.out.empty()) << ran.out;
 }
 
+// A required audit trail that cannot be written would refuse every call:
+// the server says so when it starts, before any agent calls it.
+TEST(CocoonMcp, AnUnusableAuditKeyIsRefusedAtStart) {
+  const std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})j" "\n";
+  Ran ran = Cocoon({"mcp", "--audit-log", "/tmp/cocoon-mcp-never.log", "--audit-key", "/nonexistent/key"}, "", {},
+                   COCOON_BINARY, requests);
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("audit key /nonexistent/key"), std::string::npos) << ran.err;
+  EXPECT_TRUE(ran.out.empty()) << ran.out;
+  EXPECT_FALSE(fs::exists("/tmp/cocoon-mcp-never.log"));
+  ran = Cocoon({"mcp", "--audit-log", "/tmp/cocoon-mcp-never.log"}, "", {}, COCOON_BINARY, requests);
+  EXPECT_EQ(ran.status, 2) << ran.err;
+}
+
 // A skill is a directory inside --skills-dir: one that is a symlink to a
 // host path outside it (/proc, /etc) is refused, never bound at /skill; a
 // real skill directory is bound and readable.

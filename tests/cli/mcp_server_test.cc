@@ -113,6 +113,12 @@ TEST_F(McpServerTest, InitializeWithUnknownVersionAnswersLatestLegacy) {
   EXPECT_EQ(r["result"]["protocolVersion"], "2025-11-25");
 }
 
+TEST_F(McpServerTest, InitializeWithoutAProtocolVersionIsInvalidParams) {
+  EXPECT_EQ(Call(Request(1, "initialize", {{"capabilities", json::object()}}))["error"]["code"], -32602);
+  EXPECT_EQ(Call(Request(2, "initialize", {{"protocolVersion", 123}}))["error"]["code"], -32602);
+  EXPECT_EQ(Call(Request(3, "initialize", {{"protocolVersion", "2025-06-18"}}))["result"]["protocolVersion"], "2025-06-18");
+}
+
 TEST_F(McpServerTest, PingAndSetLevel) {
   EXPECT_EQ(Call(Request(1, "ping"))["result"], json::object());
   EXPECT_EQ(Call(Request(2, "logging/setLevel", {{"level", "info"}}))["result"], json::object());
@@ -291,9 +297,12 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
   server_->HandleLine(R"([1])");
   server_->HandleLine(std::string(5000, ' ') + "{}");
   server_->HandleLine(std::string(100, '[') + std::string(100, ']'));
+  // nlohmann reads NUL as the end of input: the garbage after it must not pass.
+  server_->HandleLine(std::string(R"({"jsonrpc":"2.0","id":"nul","method":"ping"})") + '\0' + "garbage");
   server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
-  ASSERT_EQ(messages.size(), 7u);
+  ASSERT_EQ(messages.size(), 8u);
+  EXPECT_EQ(messages[7]["error"]["code"], -32700);
   EXPECT_EQ(messages[0]["error"]["code"], -32700);
   EXPECT_TRUE(messages[0]["id"].is_null());
   EXPECT_EQ(messages[1]["error"]["code"], -32600);
@@ -619,6 +628,48 @@ TEST_F(McpThreadedTest, ServeReadsLinesSkipsOversizedAndFinishesCallsAtEof) {
   int oversized = 0;
   for (const auto& m : out_.Messages()) oversized += m.contains("error") && m["error"]["code"] == -32600;
   EXPECT_EQ(oversized, 1);
+}
+
+// A line over the message limit is refused with the id its start shows
+// (arguments inside the per-argument caps can still make one, 8 MiB of
+// stdin): an error with id null matches no request, and the client's call
+// waited for its own timeout. A refused tools/call is also audited.
+TEST_F(McpThreadedTest, AnOversizedRequestIsRefusedWithItsOwnId) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  json call_request = ToolCall(0, "execute_code", {{"language", "python"}, {"code", "print(1)"},
+                                                  {"stdin", std::string(10000, 'a')}});
+  call_request["id"] = "big-1";  // a string id, as SDKs send
+  std::string huge_call = call_request.dump();
+  std::string huge_ping = R"({"jsonrpc":"2.0","id":77,"method":"ping","params":{"pad":")" + std::string(10000, 'b') +
+                          R"("}})";
+  std::string input = huge_call + "\n" + huge_ping + "\n" + Request(3, "ping").dump() + "\n";
+  std::thread writer([&] {
+    for (size_t i = 0; i < input.size(); i += 1000) {
+      EXPECT_GT(write(fds[1], input.data() + i, std::min<size_t>(1000, input.size() - i)), 0);
+    }
+    close(fds[1]);
+  });
+  EXPECT_TRUE(server_->Serve(fds[0]).ok());
+  writer.join();
+  close(fds[0]);
+  json call = out_.WaitFor("big-1");
+  EXPECT_EQ(call["error"]["code"], -32600) << call.dump();
+  EXPECT_NE(call["error"]["message"].get<std::string>().find("exceeds the limit"), std::string::npos) << call.dump();
+  EXPECT_TRUE(call["error"]["data"].contains("audit")) << "a refused tools/call is audited: " << call.dump();
+  EXPECT_EQ(out_.WaitFor(77)["error"]["code"], -32600);
+  EXPECT_EQ(out_.WaitFor(3)["result"], json::object());
+  for (const auto& m : out_.Messages()) EXPECT_FALSE(m.contains("id") && m["id"].is_null()) << m.dump();
+}
+
+TEST(McpJsonRpc, PeekOversizedMessageReadsOnlyTopLevelFields) {
+  Message m = PeekOversizedMessage(R"({"params":{"id":5,"method":"x"},"method":"tools/call","id":"a")", "too big");
+  EXPECT_EQ(m.id, "a");
+  EXPECT_EQ(m.method, "tools/call");
+  EXPECT_EQ(m.error_message, "too big");
+  EXPECT_TRUE(PeekOversizedMessage(R"({"jsonrpc":"2.0","params":{"id":5)", "x").id.is_null()) << "a nested id is not the id";
+  EXPECT_TRUE(PeekOversizedMessage(R"({"id":1.5,"method":"ping")", "x").id.is_null()) << "not a valid id";
+  EXPECT_TRUE(PeekOversizedMessage("[{\"id\":1}", "x").id.is_null()) << "batches are not peeked";
 }
 
 TEST(McpPaths, SafeRelativePath) {
