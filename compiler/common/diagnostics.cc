@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "compiler/common/hidden_characters.h"
+#include "compiler/common/display_text.h"
 
 namespace cocoon {
 namespace {
@@ -26,18 +26,17 @@ std::string_view SeverityJson(Severity severity) {
   return "error";
 }
 
-// Control characters in hostile input would garble a terminal; show them as
-// spaces in the echoed source line (columns stay aligned since both are 1 byte).
-// An invisible or direction-changing character (hidden_characters.h) would
-// reorder or hide part of the line: each of its bytes shows as '?', so the
-// caret, which counts bytes, lands under it.
-std::string Printable(std::string_view line) {
-  std::string out(line);
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  for (const HiddenCharacter& hidden : FindHiddenCharacters(line)) out.replace(hidden.offset, hidden.length, hidden.length, '?');
-  return out;
+// The caret line under `shown` (the echoed line) for a span starting at byte
+// `column` - 1 of it: the caret is padded, and the span underlined, by the
+// columns the terminal draws (display_text.h), not by bytes, so it stays
+// under its text after "héllo" or "日本".
+std::string CaretLine(std::string_view shown, uint32_t column, uint32_t span_bytes) {
+  const size_t begin = std::min<size_t>(column - 1, shown.size());
+  // Underline the rest of the span, but never past the end of this line.
+  const size_t end = std::min<size_t>(begin + span_bytes, shown.size());
+  const size_t pad = DisplayWidth(shown.substr(0, begin)) + (column - 1 - begin);
+  const size_t width = DisplayWidth(shown.substr(begin, end - begin));
+  return std::string(pad, ' ') + '^' + std::string(width > 1 ? width - 1 : 0, '~');
 }
 
 }  // namespace
@@ -47,26 +46,31 @@ std::string RenderDiagnostic(const Diagnostic& d) {
   out += ": ";
   if (d.source) {
     LineCol at = d.source->Locate(d.span.begin);
-    out += d.source->name() + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
-    out += d.message;
+    out += EscapeControlCharacters(d.source->name()) + ":" + std::to_string(at.line) + ":" +
+           std::to_string(at.column) + ": ";
+    out += EscapeControlCharacters(d.message);
     std::string_view line = d.source->Line(at.line);
+    uint32_t column = at.column;
+    // The file's byte-order mark marks its encoding and has no width: it is
+    // not echoed (it would show as "???"), and the caret does not count it.
+    constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+    if (at.line == 1 && line.starts_with(kByteOrderMark) && column > kByteOrderMark.size()) {
+      line.remove_prefix(kByteOrderMark.size());
+      column -= kByteOrderMark.size();
+    }
+    std::string shown = MaskForTerminal(line);
     out += "\n | ";
-    out += Printable(line);
+    out += shown;
     out += "\n | ";
-    out += std::string(at.column - 1, ' ');
-    out += '^';
-    // Underline the rest of the span, but never past the end of this line.
-    uint32_t line_left = static_cast<uint32_t>(line.size()) >= at.column
-                             ? static_cast<uint32_t>(line.size()) - at.column
-                             : 0;
-    uint32_t tildes = d.span.size() > 1 ? std::min(d.span.size() - 1, line_left) : 0;
-    out += std::string(tildes, '~');
+    out += CaretLine(shown, column, d.span.size());
   } else {
-    out += d.message;
+    out += EscapeControlCharacters(d.message);
   }
+  // The message and hint quote what the policy wrote (a name, a string, a
+  // path): escaped, so that it cannot act on the terminal or forge a line.
   if (!d.hint.empty()) {
     out += "\n = help: ";
-    out += d.hint;
+    out += EscapeControlCharacters(d.hint);
   }
   return out;
 }

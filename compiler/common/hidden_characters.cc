@@ -40,7 +40,15 @@ constexpr Named kHidden[] = {
     {0xFEFF, "ZERO WIDTH NO-BREAK SPACE, the byte-order mark"},
 };
 
+const Named* FindNamed(uint32_t code_point) {
+  auto it = std::lower_bound(std::begin(kHidden), std::end(kHidden), code_point,
+                             [](const Named& n, uint32_t value) { return n.code_point < value; });
+  return it != std::end(kHidden) && it->code_point == code_point ? it : nullptr;
+}
+
 }  // namespace
+
+bool IsHiddenCharacter(uint32_t code_point) { return FindNamed(code_point) != nullptr; }
 
 std::vector<HiddenCharacter> FindHiddenCharacters(std::string_view text) {
   std::vector<HiddenCharacter> found;
@@ -55,11 +63,8 @@ std::vector<HiddenCharacter> FindHiddenCharacters(std::string_view text) {
     }
     uint32_t cp = length == 2 ? (lead & 0x1Fu) : (lead & 0x0Fu);
     for (size_t k = 1; k < length; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3Fu);
-    auto it = std::lower_bound(std::begin(kHidden), std::end(kHidden), cp,
-                               [](const Named& n, uint32_t value) { return n.code_point < value; });
-    if (it != std::end(kHidden) && it->code_point == cp && !(cp == 0xFEFF && i == 0)) {
-      found.push_back({i, length, cp, it->name});
-    }
+    const Named* named = FindNamed(cp);
+    if (named != nullptr && !(cp == 0xFEFF && i == 0)) found.push_back({i, length, cp, named->name});
     i += length;
   }
   return found;

@@ -25,6 +25,9 @@ struct HiddenCharacter {
 // at offset 0 is the file's encoding mark, not content, and is skipped.
 std::vector<HiddenCharacter> FindHiddenCharacters(std::string_view text);
 
+// True when `code_point` is one of the characters FindHiddenCharacters finds.
+bool IsHiddenCharacter(uint32_t code_point);
+
 }  // namespace cocoon
 
 #endif  // COCOON_COMPILER_COMMON_HIDDEN_CHARACTERS_H_

@@ -20,7 +20,8 @@ struct Span {
 };
 
 // 1-based line and column. Columns count bytes, as compilers such as clang do
-// for non-ASCII text; the caret rendering uses the same unit.
+// for non-ASCII text; the caret under an echoed line is placed by display
+// width instead (RenderDiagnostic, display_text.h).
 struct LineCol {
   uint32_t line = 1;
   uint32_t column = 1;

@@ -184,6 +184,21 @@ const Case kCases[] = {
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
      " |   description \"oops\n"
      " |               ^~~~~\n"},
+    // Columns stay bytes (43), but the caret is padded by what a terminal
+    // draws: é and ö one column each, 日本 two each, the emoji two.
+    {"caret_after_multibyte_text",
+     "import \"strict\"\nprofile p extends strict {\n  description \"h\u00e9llo w\u00f6rld \u65e5\u672c \U0001F600\" netwrok off\n}\n",
+     "ERROR: t.cocoon:3:43: unknown setting 'netwrok'\n"
+     " |   description \"h\u00e9llo w\u00f6rld \u65e5\u672c \U0001F600\" netwrok off\n"
+     " |                                     ^~~~~~~\n"
+     " = help: did you mean 'network'?\n"},
+    // A combining mark (e + U+0301) takes no column; a wide character in
+    // the span is underlined by two.
+    {"caret_after_combining_mark_under_wide_text",
+     "import \"strict\"\nprofile p extends strict {\n  description \"e\u0301\" syscalls { allow \"\u65e5\u672c\" }\n}\n",
+     "ERROR: t.cocoon:3:38: unknown syscall '\u65e5\u672c'\n"
+     " |   description \"e\u0301\" syscalls { allow \"\u65e5\u672c\" }\n"
+     " |                                    ^~~~~~\n"},
 };
 
 class DiagnosticsTable : public ::testing::TestWithParam<Case> {};
@@ -216,6 +231,44 @@ TEST(Diagnostics, ErrorCapIsHonoured) {
   EXPECT_FALSE(policy.has_value());
   EXPECT_EQ(diagnostics.error_count(), 10u);
   EXPECT_EQ(diagnostics.suppressed(), 190u);
+}
+
+// A policy under review is hostile input: what a message or hint quotes from
+// it (a name, a string) must not reach the terminal as an escape sequence.
+TEST(Diagnostics, MessagesAndHintsEscapeControlCharacters) {
+  const std::string inputs[] = {
+      "import \"strict\"\nprofile p extends strict {\n  syscalls { default errno ENOSYS allow @system-service "
+      "allow \"\x1b[2J\x1b]0;pwn\x07\" }\n}\n",
+      "profile x {\n  description \"oops\x1b[2J\n}\n",
+      "profile x extends \"\x1b[31mred\" { }\n",
+      "profile x { \x1b }\n",
+      std::string("profile x { \0 }\n", 16),
+      "import \"strict\"\nprofile p extends strict {\n  syscalls { allow \"a\xc2\x9b" "2J\" }\n}\n",
+  };
+  for (const std::string& input : inputs) {
+    std::string out = testing::Diagnose(input);
+    EXPECT_NE(out.find("ERROR: "), std::string::npos) << out;
+    for (char c : out) {
+      const unsigned char byte = static_cast<unsigned char>(c);
+      EXPECT_TRUE(byte >= 0x20 || c == '\n') << "control byte " << int(byte) << " in:\n" << out;
+      if (byte < 0x20 && c != '\n') break;
+    }
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << out;  // C1 CSI
+  }
+  EXPECT_NE(testing::Diagnose(inputs[0]).find("unknown syscall '\\x1b[2J\\x1b]0;pwn\\x07'"), std::string::npos);
+  EXPECT_NE(testing::Diagnose(inputs[1]).find("unexpected '\"oops\\x1b[2J' (unterminated string?)"), std::string::npos);
+  EXPECT_NE(testing::Diagnose(inputs[4]).find("unexpected '\\x00'"), std::string::npos);
+  EXPECT_NE(testing::Diagnose(inputs[5]).find("unknown syscall 'a\\u009b2J'"), std::string::npos);
+}
+
+TEST(Diagnostics, RenderingEscapesHiddenCharactersInTheMessage) {
+  auto source = std::make_shared<const Source>("t.cocoon", "x\n");
+  Diagnostic d{Severity::kError, source, Span{0, 1}, "name 'a\u202eb'", "try 'c\u200bd'\nFORGED: line"};
+  EXPECT_EQ(RenderDiagnostic(d),
+            "ERROR: t.cocoon:1:1: name 'a\\u202eb'\n"
+            " | x\n"
+            " | ^\n"
+            " = help: try 'c\\u200bd'\\nFORGED: line");
 }
 
 }  // namespace
