@@ -560,6 +560,35 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, co
   return true;
 }
 
+// Reports every backslash in a string that is not one of the escapes the
+// language has (docs/language.md: \" \\ \n \t). Unescape would drop the
+// backslash, so "bad \q" would quietly mean "bad q" (and "C:\dir" would
+// lose its separator); an error at the escape says so instead.
+bool CheckStringEscapes(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                        Diagnostics& diagnostics) {
+  bool ok = true;
+  const std::string_view text = source->text();
+  for (antlr4::Token* token : tokens.getTokens()) {
+    if (token->getType() != CocoonLexer::STRING) continue;
+    const uint32_t begin = offsets.Byte(token->getStartIndex());
+    const uint32_t end = offsets.Byte(token->getStopIndex() + 1);
+    for (uint32_t i = begin + 1; i + 1 < end; ++i) {
+      if (text[i] != '\\') continue;
+      const char escaped = text[++i];
+      if (escaped == '"' || escaped == '\\' || escaped == 'n' || escaped == 't') continue;
+      // The escaped character may be several bytes of UTF-8: quote all of them.
+      uint32_t next = i + 1;
+      while (next < end - 1 && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80) ++next;
+      diagnostics.Error(source, Span{i - 1, next},
+                        "unknown escape '\\" + std::string(text.substr(i, next - i)) + "' in a string",
+                        "the escapes are \\\" \\\\ \\n and \\t; write \\\\ for a backslash");
+      ok = false;
+      i = next - 1;
+    }
+  }
+  return ok;
+}
+
 // ------------------------------------------------- parse events -> AST
 // The AST is built while the parser runs, from its rule entry and exit
 // events and the tokens it consumes; the parser keeps no parse tree
@@ -990,6 +1019,8 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   tokens.fill();
   if (listener.count() > 0) return std::nullopt;
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
+  // Reported with any syntax errors below; either way there is no AST.
+  const bool escapes_ok = CheckStringEscapes(tokens, source, offsets, diagnostics);
 
   AstListener ast_listener(offsets, source->text());
   PolicyParser parser(&tokens, ast_listener);
@@ -1021,6 +1052,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
+  if (!escapes_ok) return std::nullopt;
   ast::File file = ast_listener.Take();
   file.source = source;
   file.comments = CollectComments(tokens, offsets);

@@ -184,6 +184,12 @@ const Case kCases[] = {
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
      " |   description \"oops\n"
      " |               ^~~~~\n"},
+    {"unknown_string_escape",
+     "import \"strict\"\nprofile p extends strict {\n  environment { set P \"bad \\q escape\" }\n}\n",
+     "ERROR: t.cocoon:3:28: unknown escape '\\q' in a string\n"
+     " |   environment { set P \"bad \\q escape\" }\n"
+     " |                            ^~\n"
+     " = help: the escapes are \\\" \\\\ \\n and \\t; write \\\\ for a backslash\n"},
     // Columns stay bytes (43), but the caret is padded by what a terminal
     // draws: é and ö one column each, 日本 two each, the emoji two.
     {"caret_after_multibyte_text",
