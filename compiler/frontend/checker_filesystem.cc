@@ -103,13 +103,38 @@ bool MountTargetAllowed(Layer& layer, const std::string& target, Span span) {
   return true;
 }
 
+// A tmpfs's size or the work dir's quota, in the range a limit such as
+// `disk` has. 0 is an error: for a quota it would read as "no quota" in the
+// plan (quota_bytes 0), and a tmpfs of 0 bytes holds nothing.
+bool SizeInRange(Layer& layer, const ast::Word& word, const std::string& what, const std::string& zero_hint,
+                 uint64_t& out) {
+  if (!layer.Unit(word, UnitKind::kSize, out)) return false;
+  if (out == 0) {
+    layer.Error(word.span, what + " must be more than 0", zero_hint);
+    return false;
+  }
+  if (out > kMaxSizeBytes) {
+    layer.Error(word.span, what + " " + word.text + " is out of range; expected 1 B to " + FormatBytes(kMaxSizeBytes));
+    return false;
+  }
+  return true;
+}
+
 // `span`: the target path (with `as`, the whole `SOURCE as TARGET`).
 void AddMount(Layer& layer, ir::Mount mount, Span span) {
   State& state = layer.state();
-  auto [it, inserted] = layer.layer_mounts().emplace(mount.target, Layer::LayerMount{mount.kind, span});
+  auto [it, inserted] = layer.layer_mounts().emplace(mount.target, Layer::LayerMount{mount.kind, mount.source, span});
   if (!inserted) {
     uint32_t line = layer.file().source->Locate(it->second.span.begin).line;
-    if (it->second.kind == mount.kind) {
+    if (it->second.kind == mount.kind && it->second.source != mount.source) {
+      // One target shows one host directory: the later bind would silently
+      // replace the earlier one, so the reviewer could not tell which is meant.
+      uint32_t this_line = layer.file().source->Locate(span.begin).line;
+      layer.Error(span, Quote(mount.target) + " is bound from two host paths: " + Quote(it->second.source) +
+                            " (line " + std::to_string(line) + ") and " + Quote(mount.source) + " (line " +
+                            std::to_string(this_line) + ")",
+                  "keep one of them, or bind the other to a target of its own with `as`");
+    } else if (it->second.kind == mount.kind) {
       layer.Warning(span, "duplicate " + MountKindName(mount.kind) + " mount of " + Quote(mount.target) +
                               " (first at line " + std::to_string(line) + ")");
     } else {
@@ -167,7 +192,10 @@ void ApplyWork(Layer& layer, const ast::Statement& stmt) {
   for (size_t i = 1; i < stmt.args.size(); ++i) {
     const ast::Word& word = stmt.args[i];
     if (word.IsKeyword("quota") && i + 1 < stmt.args.size()) {
-      if (!layer.Unit(stmt.args[++i], UnitKind::kSize, next.quota_bytes)) return;
+      if (!SizeInRange(layer, stmt.args[++i], "work dir quota", "for no quota, leave out `quota SIZE`",
+                       next.quota_bytes)) {
+        return;
+      }
     } else if (word.IsKeyword("direct")) {
       next.mode = ir::WorkMode::kDirect;
     } else if (word.IsKeyword("staged")) {
@@ -217,11 +245,7 @@ void ApplyTmpfs(Layer& layer, const ast::Statement& stmt) {
   mount.size_bytes = 64ull << 20;  // documented default
   if (!layer.AbsolutePath(stmt.args[0], mount.target)) return;
   if (!MountTargetAllowed(layer, mount.target, stmt.args[0].span)) return;
-  if (stmt.args.size() == 3 && !layer.Unit(stmt.args[2], UnitKind::kSize, mount.size_bytes)) return;
-  if (mount.size_bytes == 0) {
-    layer.Error(stmt.args[2].span, "tmpfs size must be more than 0");
-    return;
-  }
+  if (stmt.args.size() == 3 && !SizeInRange(layer, stmt.args[2], "tmpfs size", "", mount.size_bytes)) return;
   AddMount(layer, std::move(mount), stmt.args[0].span);  // the path, like binds
 }
 

@@ -32,6 +32,11 @@ struct RuleEntry {
   bool from_group = false;
 };
 
+// The largest size a policy may give, in bytes: limits (memory, disk...), a
+// tmpfs's size and the work dir's quota. Far past what a sandbox needs, so a
+// slip of unit (TiB for GiB) is an error rather than no limit in effect.
+inline constexpr uint64_t kMaxSizeBytes = 16ull << 40;  // 16 TiB
+
 // The policy being built, in forms convenient for merging layers.
 struct State {
   ir::Policy policy;  // scalar settings live here directly
@@ -95,9 +100,11 @@ class Layer {
   };
   // Only looked up (never walked in order): hashed, one probe per rule.
   std::unordered_map<RuleKey, LayerRule, RuleKeyHash>& layer_rules() { return layer_rules_; }
-  // Mount targets set by this profile, to catch "both read-only and writable".
+  // Mount targets set by this profile, to catch "both read-only and
+  // writable" and two binds from different host paths.
   struct LayerMount {
     ir::MountKind kind;
+    std::string source;  // the host path of a bind; empty for tmpfs
     Span span;
   };
   std::unordered_map<std::string, LayerMount>& layer_mounts() { return layer_mounts_; }

@@ -16,18 +16,17 @@ struct LimitSpec {
 
 constexpr uint64_t kDayMs = 24ull * 3600 * 1000;
 constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kTiB = 1ull << 40;
 
 const LimitSpec kLimits[] = {
     {"wall_time", UnitKind::kTime, &ir::Limits::wall_time_ms, 1, 7 * kDayMs},
     {"cpu_time", UnitKind::kTime, &ir::Limits::cpu_time_ms, 1, 7 * kDayMs},
-    {"memory", UnitKind::kSize, &ir::Limits::memory_bytes, kMiB, 16 * kTiB},
+    {"memory", UnitKind::kSize, &ir::Limits::memory_bytes, kMiB, kMaxSizeBytes},
     {"processes", UnitKind::kCount, &ir::Limits::processes, 1, 4194304},
     // stdin, stdout and stderr are already three.
     {"open_files", UnitKind::kCount, &ir::Limits::open_files, 3, 1 << 20},
-    {"file_size", UnitKind::kSize, &ir::Limits::file_size_bytes, 1, 16 * kTiB},
-    {"disk", UnitKind::kSize, &ir::Limits::disk_bytes, 1, 16 * kTiB},
-    {"output", UnitKind::kSize, &ir::Limits::output_bytes, 1, 16 * kTiB},
+    {"file_size", UnitKind::kSize, &ir::Limits::file_size_bytes, 1, kMaxSizeBytes},
+    {"disk", UnitKind::kSize, &ir::Limits::disk_bytes, 1, kMaxSizeBytes},
+    {"output", UnitKind::kSize, &ir::Limits::output_bytes, 1, kMaxSizeBytes},
     {"cpu", UnitKind::kPercent, &ir::Limits::cpu_percent, 1, 100000},
 };
 

@@ -1,5 +1,7 @@
 #include "compiler/frontend/units.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <vector>
@@ -53,6 +55,20 @@ UnitValue Fail(std::string error, std::string hint = {}) {
 
 }  // namespace
 
+namespace {
+
+// Decimal or 0x-hex digits, whatever their value: what ParseInteger refuses
+// only because it overflows 64 bits.
+bool IsIntegerSyntax(std::string_view text) {
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  if (hex) text.remove_prefix(2);
+  return !text.empty() && std::all_of(text.begin(), text.end(), [hex](char c) {
+    return hex ? std::isxdigit(static_cast<unsigned char>(c)) != 0 : (c >= '0' && c <= '9');
+  });
+}
+
+}  // namespace
+
 bool ParseInteger(std::string_view text, uint64_t& out) {
   int base = 10;
   if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
@@ -71,7 +87,9 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
   std::string_view unit = text.substr(digits);
   if (unit.empty() || (text.size() > 2 && (text[1] == 'x' || text[1] == 'X'))) {
     uint64_t n = 0;
-    if (!ParseInteger(text, n)) return Fail("'" + std::string(text) + "' is not a number");
+    if (!ParseInteger(text, n)) {
+      return Fail("'" + std::string(text) + "' is " + (IsIntegerSyntax(text) ? "too large" : "not a number"));
+    }
     if (kind == UnitKind::kCount || n == 0) return UnitValue{true, n, {}, {}};
     return Fail("missing unit after '" + std::string(text) + "'; expected " + std::string(KindWord(kind)));
   }

@@ -190,6 +190,33 @@ const Case kCases[] = {
      " |   environment { set P \"bad \\q escape\" }\n"
      " |                            ^~\n"
      " = help: the escapes are \\\" \\\\ \\n and \\t; write \\\\ for a backslash\n"},
+    {"work_quota_zero",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
+     "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
+     " |   filesystem { work /work quota 0 }\n"
+     " |                                 ^\n"
+     " = help: for no quota, leave out `quota SIZE`\n"},
+    {"work_quota_too_large",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 17TiB }\n}\n",
+     "ERROR: t.cocoon:3:33: work dir quota 17TiB is out of range; expected 1 B to 16 TiB\n"
+     " |   filesystem { work /work quota 17TiB }\n"
+     " |                                 ^~~~~\n"},
+    {"tmpfs_size_too_large",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /x size 17TiB }\n}\n",
+     "ERROR: t.cocoon:3:30: tmpfs size 17TiB is out of range; expected 1 B to 16 TiB\n"
+     " |   filesystem { tmpfs /x size 17TiB }\n"
+     " |                              ^~~~~\n"},
+    {"count_too_large",
+     "import \"strict\"\nprofile p extends strict {\n  limits { processes 0x10000000000000000 }\n}\n",
+     "ERROR: t.cocoon:3:22: '0x10000000000000000' is too large\n"
+     " |   limits { processes 0x10000000000000000 }\n"
+     " |                      ^~~~~~~~~~~~~~~~~~~\n"},
+    {"one_target_two_bind_sources",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /usr\n    readonly /opt as /usr\n  }\n}\n",
+     "ERROR: t.cocoon:5:14: '/usr' is bound from two host paths: '/usr' (line 4) and '/opt' (line 5)\n"
+     " |     readonly /opt as /usr\n"
+     " |              ^~~~~~~~~~~~\n"
+     " = help: keep one of them, or bind the other to a target of its own with `as`\n"},
     // Columns stay bytes (43), but the caret is padded by what a terminal
     // draws: é and ö one column each, 日本 two each, the emoji two.
     {"caret_after_multibyte_text",
