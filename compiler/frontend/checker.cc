@@ -170,6 +170,41 @@ const std::vector<std::string>& RelaxableSettings() {
   return *keys;
 }
 
+// The narrower dotted names `relaxes` accepts: each setting Layer::Weakens
+// reports below a category. A misspelt one would acknowledge nothing, and
+// the weakening it meant to explain would go unmarked.
+const std::vector<std::string>& RelaxableDottedSettings() {
+  static const auto* names = [] {
+    auto* list = new std::vector<std::string>{"filesystem.work", "devices.gpu", "devices.tty", "devices.kvm",
+                                              "syscalls.default", "syscalls.arch"};
+    for (const std::string& limit : internal::LimitNames()) list->push_back("limits." + limit);
+    return list;
+  }();
+  return *names;
+}
+
+// Checks a dotted `relaxes` name whose category is known; false (and an
+// error) when the category has no such narrower setting.
+bool KnownDottedSetting(Layer& layer, const ast::Word& word, const std::string& category) {
+  const auto& dotted = RelaxableDottedSettings();
+  if (std::find(dotted.begin(), dotted.end(), word.text) != dotted.end()) return true;
+  std::vector<std::string> same_category;
+  for (const std::string& name : dotted) {
+    if (name.starts_with(category + ".")) same_category.push_back(name);
+  }
+  std::string hint;
+  if (same_category.empty()) {
+    hint = category + " has no narrower settings; write `relaxes " + category + "`";
+  } else if (std::string suggestion = DidYouMean(word.text, same_category); !suggestion.empty()) {
+    hint = "did you mean '" + suggestion + "'?";
+  } else {
+    hint = "one of: " + category;
+    for (const std::string& name : same_category) hint += ", " + name;
+  }
+  layer.Error(word.span, "unknown setting " + Quote(word.text) + " in relaxes", hint);
+  return false;
+}
+
 void ApplyRelaxes(Layer& layer, const ast::Statement& stmt) {
   for (const ast::Word& word : stmt.args) {
     std::string category = word.text.substr(0, word.text.find('.'));
@@ -181,6 +216,7 @@ void ApplyRelaxes(Layer& layer, const ast::Statement& stmt) {
                                      : "did you mean '" + suggestion + "'?");
       continue;
     }
+    if (category != word.text && !KnownDottedSetting(layer, word, category)) continue;
     layer.Relax(word.text);
   }
 }

@@ -130,6 +130,9 @@ void ApplySyscalls(Layer& layer, const ast::Statement& stmt);
 void ApplyEnvironment(Layer& layer, const ast::Statement& stmt);
 void ApplyRuntime(Layer& layer, const ast::Statement& stmt);
 
+// The names `limits { }` knows, in the order the docs list them.
+std::vector<std::string> LimitNames();
+
 std::string Quote(const std::string& s);
 // "read-only", "writable", "tmpfs".
 std::string MountKindName(ir::MountKind kind);

@@ -75,12 +75,16 @@ bool EnvName(Layer& layer, const ast::Word& word) {
 
 }  // namespace
 
+std::vector<std::string> LimitNames() {
+  std::vector<std::string> names;
+  for (const LimitSpec& spec : kLimits) names.emplace_back(spec.name);
+  return names;
+}
+
 void ApplyLimits(Layer& layer, const ast::Statement& stmt) {
   const LimitSpec* spec = FindLimit(stmt.keyword.text);
   if (spec == nullptr) {
-    std::vector<std::string> names;
-    for (const LimitSpec& s : kLimits) names.emplace_back(s.name);
-    std::string suggestion = DidYouMean(stmt.keyword.text, names);
+    std::string suggestion = DidYouMean(stmt.keyword.text, LimitNames());
     layer.Error(stmt.keyword.span, "unknown limit " + Quote(stmt.keyword.text),
                 suggestion.empty() ? "limits are wall_time, cpu_time, memory, processes, open_files, "
                                      "file_size, disk, output and cpu"

@@ -211,6 +211,20 @@ const Case kCases[] = {
      "ERROR: t.cocoon:3:22: '0x10000000000000000' is too large\n"
      " |   limits { processes 0x10000000000000000 }\n"
      " |                      ^~~~~~~~~~~~~~~~~~~\n"},
+    {"relaxes_unknown_dotted_names",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes limits.memroy syscalls.bogus network.x\n}\n",
+     "ERROR: t.cocoon:3:11: unknown setting 'limits.memroy' in relaxes\n"
+     " |   relaxes limits.memroy syscalls.bogus network.x\n"
+     " |           ^~~~~~~~~~~~~\n"
+     " = help: did you mean 'limits.memory'?\n"
+     "ERROR: t.cocoon:3:25: unknown setting 'syscalls.bogus' in relaxes\n"
+     " |   relaxes limits.memroy syscalls.bogus network.x\n"
+     " |                         ^~~~~~~~~~~~~~\n"
+     " = help: one of: syscalls, syscalls.default, syscalls.arch\n"
+     "ERROR: t.cocoon:3:40: unknown setting 'network.x' in relaxes\n"
+     " |   relaxes limits.memroy syscalls.bogus network.x\n"
+     " |                                        ^~~~~~~~~\n"
+     " = help: network has no narrower settings; write `relaxes network`\n"},
     {"one_target_two_bind_sources",
      "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /usr\n    readonly /opt as /usr\n  }\n}\n",
      "ERROR: t.cocoon:5:14: '/usr' is bound from two host paths: '/usr' (line 4) and '/opt' (line 5)\n"
