@@ -289,20 +289,10 @@ void ApplyStatement(Layer& layer, const ast::Statement& stmt) {
   }
 }
 
-// The chain from `name` up to its root-most ancestor, or nullopt on error.
-std::optional<std::vector<ProfileRef>> Lineage(const Program& program, const std::string& name,
+// The chain from `start` up to its root-most ancestor, or nullopt on error.
+std::optional<std::vector<ProfileRef>> Lineage(const Program& program, const ProfileRef& start,
                                                           Diagnostics& diagnostics) {
-  std::vector<ProfileRef> chain;
-  auto it = program.profiles.find(name);
-  if (it == program.profiles.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, ref] : program.profiles) names.push_back(n);
-    std::string suggestion = DidYouMean(name, names);
-    diagnostics.Error(nullptr, Span{}, "no profile named " + Quote(name),
-                      suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
-    return std::nullopt;
-  }
-  chain.push_back(it->second);
+  std::vector<ProfileRef> chain{start};
   while (chain.back().profile->has_parent) {
     const ProfileRef& child = chain.back();
     const ast::Word& parent = child.profile->parent;
@@ -439,8 +429,23 @@ std::optional<std::string> SelectProfile(const Program& program, const std::stri
 
 std::optional<ir::Policy> CheckProfile(const Program& program, const std::string& profile,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
+  auto it = program.profiles.find(profile);
+  if (it == program.profiles.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, ref] : program.profiles) names.push_back(n);
+    std::string suggestion = DidYouMean(profile, names);
+    diagnostics.Error(nullptr, Span{}, "no profile named " + Quote(profile),
+                      suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+    return std::nullopt;
+  }
+  return CheckProfile(program, it->second, diagnostics, rule_check);
+}
+
+std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, Diagnostics& diagnostics,
+                                       const SyscallRuleCheck& rule_check) {
+  const std::string& profile = ref.profile->name.text;
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
-  auto chain = Lineage(program, profile, diagnostics);
+  auto chain = Lineage(program, ref, diagnostics);
   if (!chain) return std::nullopt;
   State state;
   std::string parent;

@@ -27,4 +27,9 @@ std::optional<std::string> SelectProfile(const Program& program, const std::stri
 std::optional<ir::Policy> CheckProfile(const Program& program, const std::string& profile,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check = {});
 
+// Same, for one definition of a profile: a redefinition (Program::
+// redefinitions), which no name reaches, is checked this way.
+std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& profile,
+                                       Diagnostics& diagnostics, const SyscallRuleCheck& rule_check = {});
+
 }  // namespace cocoon::frontend

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -65,18 +66,55 @@ std::optional<ir::Policy> CompilePolicyText(const std::string& display_name, con
 
 bool CheckPolicyFile(const std::string& path, const std::string& profile, const FrontendOptions& options,
                      Diagnostics& diagnostics) {
+  const size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
   Program program = LoadProgramFromFile(path, MakeLoadOptions(options), diagnostics);
-  if (diagnostics.has_errors() || program.root() == nullptr) return false;
-  std::vector<std::string> names;
-  if (!profile.empty()) {
-    names.push_back(profile);
-  } else {
-    for (const ast::Profile& p : program.root()->ast.profiles) names.push_back(p.name.text);
+  // A profile defined twice is an error of its own, and both definitions are
+  // still checked, so that it hides no other mistake. Any other load error (a
+  // file missing or not parsing) stops here: checking without that file
+  // would only report what follows from it (unknown parents).
+  const size_t load_errors = diagnostics.error_count() + diagnostics.suppressed() - errors_before;
+  if (program.root() == nullptr || load_errors > program.redefinitions.size()) return false;
+  const LoadedFile& root = *program.root();
+  std::vector<ProfileRef> definitions;
+  std::set<std::string> named;
+  for (const ast::Profile& p : root.ast.profiles) {
+    if (!profile.empty() && p.name.text != profile) continue;
+    // By name, as `compile` resolves it; the other definitions of that name
+    // are each checked below, once.
+    if (named.insert(p.name.text).second) {
+      auto it = program.profiles.find(p.name.text);
+      if (it != program.profiles.end()) definitions.push_back(it->second);
+    }
+  }
+  for (const ProfileRef& redefinition : program.redefinitions) {
+    if (redefinition.file == &root && (profile.empty() || redefinition.profile->name.text == profile)) {
+      definitions.push_back(redefinition);
+    }
+  }
+  if (!profile.empty() && named.empty()) {
+    // A profile of an included file, or of none (CheckProfile reports that).
+    auto it = program.profiles.find(profile);
+    if (it == program.profiles.end()) {
+      CheckProfile(program, profile, diagnostics, options.syscall_rule_check);
+      return false;
+    }
+    definitions.push_back(it->second);
+    named.insert(profile);
+  }
+  if (named.empty()) {
+    // What compile and explain would refuse (SelectProfile), said here too.
+    diagnostics.Error(root.source, Span{}, "no profile in " + root.source->name(),
+                      "define one: profile NAME { ... }");
+    return false;
   }
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
-  for (const std::string& name : names) {
-    Diagnostics one(options.diagnostics);
-    CheckProfile(program, name, one, options.syscall_rule_check);
+  for (const ProfileRef& definition : definitions) {
+    // Uncapped, so that every error reaches MergeUnique and the cap of
+    // `diagnostics` counts what it drops ("N more error(s) not shown"); a
+    // capped copy would drop them uncounted. Its size is bounded by the
+    // profile's statements, which are already in memory.
+    Diagnostics one(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
+    CheckProfile(program, definition, one, options.syscall_rule_check);
     MergeUnique(one, diagnostics, seen);
   }
   return !diagnostics.has_errors();

@@ -141,6 +141,7 @@ class Loader {
         diagnostics_.Error(file.source, profile.name.span,
                            "profile '" + profile.name.text + "' is already defined at " +
                                first.source->name() + ":" + std::to_string(at.line));
+        program_.redefinitions.push_back(ProfileRef{&profile, &file});
       }
     }
   }

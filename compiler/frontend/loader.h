@@ -37,6 +37,9 @@ struct ProfileRef {
 struct Program {
   std::vector<std::unique_ptr<LoadedFile>> files;  // load order; files[0] is the root
   std::map<std::string, ProfileRef> profiles;      // every profile of every file
+  // Profiles whose name an earlier one already had (the loader reports each;
+  // `profiles` keeps the first). `cocoon check` still checks their bodies.
+  std::vector<ProfileRef> redefinitions;
 
   const LoadedFile* root() const { return files.empty() ? nullptr : files.front().get(); }
 };

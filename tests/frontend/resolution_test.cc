@@ -37,7 +37,21 @@ class ResolutionTest : public ::testing::Test {
     return policy;
   }
 
+  // `cocoon check`: every profile the file defines.
+  bool Check(const std::string& path, std::string* rendered, DiagnosticsOptions cap = {}) {
+    Diagnostics diagnostics(cap);
+    FrontendOptions options;
+    options.diagnostics = cap;
+    bool ok = CheckPolicyFile(path, "", options, diagnostics);
+    *rendered = diagnostics.Render();
+    last_suppressed_ = diagnostics.suppressed();
+    last_errors_ = diagnostics.error_count();
+    return ok;
+  }
+
   fs::path dir_;
+  size_t last_suppressed_ = 0;
+  size_t last_errors_ = 0;
 };
 
 constexpr char kBase[] =
@@ -216,6 +230,51 @@ TEST_F(ResolutionTest, RelaxesSilencesTheNamedWeakening) {
   ASSERT_TRUE(Compile(loud, "", &out));
   EXPECT_NE(out.find("weakens syscalls inherited from 'base': allow 'ptrace', which it denied"), std::string::npos)
       << out;
+}
+
+// A name defined twice is one error; it must not hide the others in the
+// file: each definition's body is checked, once.
+TEST_F(ResolutionTest, CheckReportsOtherErrorsBesideADuplicateProfile) {
+  std::string file = Write("dup.cocoon",
+                           "profile a { network off limits { memroy 1MiB } }\n"
+                           "profile a { network off limits { memroy 1MiB } }\n"
+                           "profile b { limits { prcesses 1 } }\n");
+  std::string out;
+  EXPECT_FALSE(Check(file, &out));
+  EXPECT_NE(out.find("dup.cocoon:2:9: profile 'a' is already defined at"), std::string::npos) << out;
+  EXPECT_NE(out.find("dup.cocoon:1:34: unknown limit 'memroy'"), std::string::npos) << out;
+  EXPECT_NE(out.find("dup.cocoon:2:34: unknown limit 'memroy'"), std::string::npos) << out;
+  EXPECT_NE(out.find("dup.cocoon:3:22: unknown limit 'prcesses'"), std::string::npos) << out;
+  EXPECT_EQ(last_errors_, 4u) << out;
+}
+
+// The errors past --max-errors are counted, not dropped unseen.
+TEST_F(ResolutionTest, CheckCountsTheErrorsPastTheCap) {
+  std::string text = "import \"strict\"\nprofile p extends strict {\n  limits {\n";
+  for (int i = 0; i < 60; ++i) text += "    nolimit" + std::to_string(i) + " 1\n";
+  text += "  }\n}\n";
+  std::string file = Write("many.cocoon", text);
+  std::string out;
+  EXPECT_FALSE(Check(file, &out));
+  EXPECT_EQ(last_errors_, 50u);
+  EXPECT_EQ(last_suppressed_, 10u);
+  EXPECT_NE(out.find("NOTE: 10 more error(s) not shown (limit 50)"), std::string::npos) << out;
+  EXPECT_FALSE(Check(file, &out, DiagnosticsOptions{.max_errors = 5}));
+  EXPECT_EQ(last_errors_, 5u);
+  EXPECT_EQ(last_suppressed_, 55u);
+}
+
+// What explain and compile refuse, check refuses too.
+TEST_F(ResolutionTest, CheckRefusesAFileWithNoProfile) {
+  for (const std::string& text : {std::string(), std::string("# nothing\n"), std::string("import \"strict\"\n")}) {
+    std::string file = Write("empty.cocoon", text);
+    std::string out;
+    EXPECT_FALSE(Check(file, &out)) << text;
+    EXPECT_NE(out.find("ERROR: " + file + ":1:1: no profile in " + file), std::string::npos) << out;
+    std::string compiled;
+    EXPECT_FALSE(Compile(file, "", &compiled));
+    EXPECT_NE(compiled.find("no profile in " + file), std::string::npos) << compiled;
+  }
 }
 
 }  // namespace
