@@ -56,6 +56,12 @@ class Loader {
     bool is_import = directive.keyword.text == "import";
     std::string resolved = Resolve(from, target, is_import);
     if (resolved.empty()) {
+      if (std::string found = NonRegularCandidate(from, target, is_import); !found.empty()) {
+        diagnostics_.Error(from.source, directive.target.span,
+                           "\"" + target + "\" is " + found + ", which is not a regular file",
+                           "include and import read policy files (*.cocoon)");
+        return;
+      }
       std::string where = is_import ? "in " + SearchList(from) : "relative to " + from.directory;
       if (fs::path(target).is_absolute()) where = "(no regular file " + target + " or " + target + ".cocoon)";
       diagnostics_.Error(from.source, directive.target.span,
@@ -102,16 +108,34 @@ class Loader {
     Load(resolved, fs::path(resolved).parent_path().string(), std::move(source));
   }
 
-  std::string Resolve(const LoadedFile& from, const std::string& target, bool is_import) {
+  // The paths `target` may name, in the order they are tried.
+  std::vector<std::string> Candidates(const LoadedFile& from, const std::string& target, bool is_import) const {
     std::vector<std::string> dirs{from.directory};
     if (is_import) dirs.insert(dirs.end(), options_.search_paths.begin(), options_.search_paths.end());
+    std::vector<std::string> candidates;
     for (const std::string& dir : dirs) {
       fs::path base = fs::path(target).is_absolute() ? fs::path(target) : fs::path(dir) / target;
       // NAME.cocoon before NAME: a policy beside a same-named other file
       // (a directory, a script) is the one meant.
-      for (const std::string& candidate : {base.string() + ".cocoon", base.string()}) {
-        if (IsRegularFile(candidate)) return Canonical(candidate);
-      }
+      candidates.push_back(base.string() + ".cocoon");
+      candidates.push_back(base.string());
+    }
+    return candidates;
+  }
+
+  std::string Resolve(const LoadedFile& from, const std::string& target, bool is_import) const {
+    for (const std::string& candidate : Candidates(from, target, is_import)) {
+      if (IsRegularFile(candidate)) return Canonical(candidate);
+    }
+    return {};
+  }
+
+  // The first candidate that exists but is not a regular file (a directory,
+  // a device), or "": "cannot find" would be wrong about it.
+  std::string NonRegularCandidate(const LoadedFile& from, const std::string& target, bool is_import) const {
+    for (const std::string& candidate : Candidates(from, target, is_import)) {
+      struct stat st;
+      if (::stat(candidate.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return candidate;
     }
     return {};
   }

@@ -232,6 +232,19 @@ TEST_F(ResolutionTest, RelaxesSilencesTheNamedWeakening) {
       << out;
 }
 
+TEST_F(ResolutionTest, IncludeOfADirectoryOrADeviceSaysItIsNotARegularFile) {
+  fs::create_directories(dir_ / "sub");
+  for (const auto& [directive, path] :
+       {std::pair<std::string, std::string>{"include \"sub\"", (dir_ / "sub").string()},
+        std::pair<std::string, std::string>{"include \"/dev/zero\"", "/dev/zero"}}) {
+    std::string main = Write("main.cocoon", directive + "\nprofile main { }\n");
+    std::string out;
+    EXPECT_FALSE(Compile(main, "", &out)) << directive;
+    EXPECT_NE(out.find("is " + path + ", which is not a regular file"), std::string::npos) << out;
+    EXPECT_EQ(out.find("cannot find"), std::string::npos) << out;
+  }
+}
+
 // A name defined twice is one error; it must not hide the others in the
 // file: each definition's body is checked, once.
 TEST_F(ResolutionTest, CheckReportsOtherErrorsBesideADuplicateProfile) {
