@@ -1,9 +1,9 @@
 // `cocoon fmt FILE [--check] [--write]`: prints the canonical formatting of a
 // policy, keeping its comments. Formatting twice gives the same text.
-#include <fstream>
 #include <iostream>
 
 #include "cli/command_registry.h"
+#include "compiler/common/file_replace.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/frontend/loader.h"
 
@@ -33,13 +33,8 @@ int FormatOne(const std::string& file, const FmtOptions& options) {
   }
   if (options.write) {
     if (*formatted == text) return 0;
-    std::string temp = file + ".cocoon-fmt.tmp";
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << *formatted;
-    out.close();
-    if (!out || std::rename(temp.c_str(), file.c_str()) != 0) {
-      std::cerr << "ERROR: cannot write " << file << "\n";
-      std::remove(temp.c_str());
+    if (Status written = ReplaceFileContents(file, *formatted); !written.ok()) {
+      std::cerr << "ERROR: cannot write " << file << ": " << written.message() << "\n";
       return 1;
     }
     return 0;
@@ -55,6 +50,9 @@ void SetUpFmtCommand(CLI::App& app, CommandResult& result) {
       "Canonical form: two-space indentation, one statement per line, blocks opened\n"
       "on their statement's line, single blank lines kept, comments kept in place.\n"
       "Formatting is idempotent.\n\n"
+      "--write replaces each file atomically (a temporary beside it, then a rename),\n"
+      "keeping its permissions; a symlink is followed and its target rewritten. A\n"
+      "hard link to the file keeps the old text (the name gets a new inode).\n\n"
       "Exit status: 0 ok (with --check: already canonical), 1 parse error or not\n"
       "canonical, 2 usage error.\n\n"
       "Examples:\n"

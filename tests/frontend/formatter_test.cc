@@ -1,6 +1,13 @@
 // Formatter: canonical output, comments kept, idempotent, same meaning.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/common/file_replace.h"
 #include "tests/frontend/test_util.h"
 
 namespace cocoon::frontend {
@@ -110,6 +117,35 @@ TEST(Formatter, RefusesTextThatDoesNotParse) {
   Diagnostics diagnostics;
   EXPECT_FALSE(FormatPolicy("t.cocoon", "profile {", diagnostics));
   EXPECT_TRUE(diagnostics.has_errors());
+}
+
+// `cocoon fmt --write` rewrites through ReplaceFileContents: the file keeps
+// its mode (a 0600 policy stayed readable by all), and a symlink stays a
+// link whose target gets the new text (it became a regular file, the target
+// untouched).
+TEST(Formatter, WriteKeepsTheModeAndFollowsASymlink) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("cocoon-fmt-write-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "real");
+  const fs::path target = dir / "real" / "p.cocoon";
+  const fs::path link = dir / "p.cocoon";
+  std::ofstream(target) << "profile p {   network off }\n";
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  fs::create_symlink(target, link);
+
+  ASSERT_TRUE(ReplaceFileContents(link.string(), "profile p {\n  network off\n}\n").ok());
+
+  EXPECT_TRUE(fs::is_symlink(link));
+  std::stringstream text;
+  text << std::ifstream(target).rdbuf();
+  EXPECT_EQ(text.str(), "profile p {\n  network off\n}\n");
+  struct stat st;
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  // No temporary is left beside the target.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "real"), fs::directory_iterator()), 1);
+  fs::remove_all(dir);
 }
 
 }  // namespace
