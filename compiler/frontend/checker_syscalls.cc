@@ -217,7 +217,7 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
              const std::string& group) {
   RuleKey key{name, conditions};
   bool from_group = !group.empty();
-  auto [it, inserted] = layer.layer_rules().emplace(key, Layer::LayerRule{stmt.action, from_group, stmt.span});
+  auto [it, inserted] = layer.layer_rules().emplace(key, Layer::LayerRule{stmt.action, from_group, stmt.span, std::nullopt});
   if (!inserted) {
     Layer::LayerRule& first = it->second;
     if (!first.from_group && !from_group) {
