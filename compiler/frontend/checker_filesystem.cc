@@ -18,20 +18,27 @@ int NetworkRank(ir::NetworkMode mode) {
   return 2;
 }
 
+// RFC 1123 host names: labels of letters, digits and '-' (and '_', which
+// real service names use), neither starting nor ending with '-'. A name
+// whose last label is all digits is no name: resolvers read "256.1.1.1" or
+// "1.2.3.4.5" as a malformed address, so the policy means nothing it shows.
 bool ValidDnsName(const std::string& host) {
   if (host.empty() || host.size() > 253) return false;
-  size_t label = 0;
-  for (size_t i = 0; i < host.size(); ++i) {
-    char c = host[i];
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
+  size_t start = 0;
+  bool last_label_numeric = false;
+  while (start <= host.size()) {
+    size_t dot = host.find('.', start);
+    std::string_view label = std::string_view(host).substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    last_label_numeric = true;
+    for (char c : label) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+      if (!std::isdigit(static_cast<unsigned char>(c))) last_label_numeric = false;
     }
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-    if (++label > 63) return false;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
   }
-  return label > 0;
+  return !last_label_numeric;
 }
 
 bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out) {
@@ -70,9 +77,14 @@ bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out
       return false;
     }
     if (!ValidDnsName(host)) {
-      layer.Error(word.span, "invalid host name " + Quote(host));
+      layer.Error(word.span, "invalid host name or IPv4 address " + Quote(host),
+                  "a name is labels of letters, digits and '-' (not at a label's start or end); an address is "
+                  "four numbers 0..255");
       return false;
     }
+    // DNS names are case-insensitive: one spelling, so that duplicates and
+    // a parent's entries compare equal.
+    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   out = ir::NetworkEndpoint{host, static_cast<uint16_t>(port)};
   return true;

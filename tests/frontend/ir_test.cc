@@ -155,6 +155,25 @@ TEST(Ir, AllowListHostsInOctalHexOrShortIpv4FormAreRefused) {
   EXPECT_EQ(MustCompile("network allow { 1password.com:443 }").network.allow.size(), 1u);
 }
 
+// Neither a name nor an address: an out-of-range or five-part "address"
+// (resolvers read it as a malformed address), a label starting or ending
+// with '-'. DNS names compare case-insensitively, so they are kept lowercase
+// and a second spelling is a duplicate.
+TEST(Ir, AllowListHostsThatAreNeitherANameNorAnAddressAreRefused) {
+  for (const std::string host : {"256.1.1.1", "1.2.3.4.5", "999.999.999.999", "-bad.com", "bad-.com", "a..b"}) {
+    std::optional<ir::Policy> policy;
+    std::string out = testing::Diagnose("profile t {\nnetwork allow { " + host + ":443 }\n}\n", &policy);
+    EXPECT_FALSE(policy.has_value()) << host;
+    EXPECT_NE(out.find("invalid host name or IPv4 address '" + host + "'"), std::string::npos) << out;
+  }
+  ir::Policy p = MustCompile("network allow { Pypi.ORG:443 x-1.example_svc.com:80 }");
+  ASSERT_EQ(p.network.allow.size(), 2u);
+  EXPECT_EQ(p.network.allow[0], (ir::NetworkEndpoint{"pypi.org", 443}));
+  std::optional<ir::Policy> policy;
+  std::string out = testing::Diagnose("profile t {\nnetwork allow { EXAMPLE.com:443 example.com:443 }\n}\n", &policy);
+  EXPECT_NE(out.find("duplicate endpoint 'example.com:443'"), std::string::npos) << "a second spelling:\n" << out;
+}
+
 TEST(Ir, ExplicitAllowOfPrologueSyscallIsRecordedAsReopened) {
   ir::Policy p = MustCompile("syscalls { allow bpf read }");
   EXPECT_EQ(p.syscalls.reopened, (std::vector<std::string>{"bpf"}));
