@@ -2,24 +2,17 @@
 
 #include <cstdint>
 
+#include "compiler/common/display_text.h"
+
 namespace cocoon::cli {
 namespace {
 
 // Length of the valid UTF-8 sequence at text[i] that encodes a printable
-// character (not C1), or 0.
+// character (not C0, DEL or C1), or 0.
 size_t PrintableSequence(std::string_view text, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
-  uint8_t lead = byte(i);
-  size_t length = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 0;
-  if (length == 0 || i + length > text.size()) return 0;
-  uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < kSmallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;  // overlong, surrogate
-  if (code < 0x20 || (code >= 0x7F && code <= 0x9F)) return 0;  // C0, DEL, C1
+  uint32_t code = 0;
+  size_t length = DecodeUtf8(text, i, code);
+  if (length == 0 || code < 0x20 || (code >= 0x7F && code <= 0x9F)) return 0;
   return length;
 }
 

@@ -53,8 +53,8 @@ bool InRanges(const Range (&ranges)[N], uint32_t code_point) {
   return it != std::end(ranges) && it->first <= code_point;
 }
 
-// Decodes the UTF-8 sequence at text[i]: its length, or 0 when it is not
-// valid UTF-8 (truncated, overlong, a surrogate, past U+10FFFF).
+}  // namespace
+
 size_t DecodeUtf8(std::string_view text, size_t i, uint32_t& code_point) {
   auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
   uint8_t lead = byte(i);
@@ -71,7 +71,6 @@ size_t DecodeUtf8(std::string_view text, size_t i, uint32_t& code_point) {
   return length;
 }
 
-}  // namespace
 
 std::string EscapeControlCharacters(std::string_view text) {
   std::string out;

@@ -7,6 +7,7 @@
 #define COCOON_COMPILER_COMMON_DISPLAY_TEXT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,11 @@ std::string MaskForTerminal(std::string_view line);
 // it shows as one replacement character). A small table, not all of
 // Unicode's EastAsianWidth.txt: it errs by a column on rare scripts only.
 size_t DisplayWidth(std::string_view text);
+
+// Decodes the UTF-8 sequence at text[i] into `code_point`: its length, or 0
+// when it is not valid UTF-8 (truncated, overlong, a surrogate, past
+// U+10FFFF). `i` must be below text.size().
+size_t DecodeUtf8(std::string_view text, size_t i, uint32_t& code_point);
 
 }  // namespace cocoon
 

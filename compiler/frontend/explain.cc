@@ -12,6 +12,7 @@
 #include "compiler/frontend/constants.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/frontend/units.h"
+#include "compiler/common/display_text.h"
 #include "compiler/syscalls/syscall_groups.h"
 
 namespace cocoon::frontend {
@@ -19,34 +20,9 @@ namespace {
 
 // Policy strings (descriptions, env values, paths, file names) may hold any
 // byte, and a newline or an ESC sequence would let a policy forge lines of
-// its own explanation. Control characters (C0, DEL and C1) are escaped, so
-// one policy string always prints as one line of plain text.
-std::string Printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    char hex[8];
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7F) {
-      snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0 &&
-               static_cast<unsigned char>(text[i + 1]) >= 0x80) {
-      // U+0080..U+009F: C1 controls (a terminal may read U+009B as CSI).
-      snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned char>(text[++i]));
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+// its own explanation: each prints as one line of plain text
+// (display_text.h escapes control characters and invalid UTF-8).
+std::string Printable(std::string_view text) { return EscapeControlCharacters(text); }
 
 class Writer {
  public:

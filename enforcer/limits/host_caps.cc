@@ -155,6 +155,7 @@ Result<HostCapabilities> DetectHostCapabilities() {
   if (caps.v2.mounted) ProbeV2Controllers(caps);
   if (caps.v1_memory.mounted) {
     caps.v1_memsw = access((caps.v1_memory.Dir() + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0;
+    caps.v1_kmem_tcp = access((caps.v1_memory.Dir() + "/memory.kmem.tcp.limit_in_bytes").c_str(), F_OK) == 0;
   }
   return caps;
 }

@@ -61,6 +61,7 @@ struct HostCapabilities {
   CgroupHierarchy v1_cpu;
   CgroupHierarchy v1_freezer;  // used by Cgroup::KillAll to stop fork races
   bool v1_memsw = false;       // memory.memsw.limit_in_bytes exists (swap accounting on)
+  bool v1_kmem_tcp = false;    // memory.kmem.tcp.limit_in_bytes exists (socket buffer accounting)
 };
 
 // Reads /proc/self/mountinfo and /proc/self/cgroup. Never fails because a

@@ -155,6 +155,9 @@ Status Planner::PlanMemory() {
       note = host_.v1_memsw ? "memory.limit_in_bytes and memory.memsw.limit_in_bytes (swap counted), swappiness 0"
                             : "memory.limit_in_bytes, swappiness 0; swap accounting is off on this host, so swap "
                               "use is not capped";
+      note += host_.v1_kmem_tcp ? "; TCP/UDP socket buffers: memory.kmem.tcp.limit_in_bytes, the same size (counted "
+                                  "apart, so the sandbox may hold up to twice the limit)"
+                                : "; this kernel has no memory.kmem.tcp: TCP/UDP socket buffers are not counted";
     }
     return Row("memory", limit, "bytes", CgroupMechanism(cgroup_.version), note);
   }

@@ -93,6 +93,22 @@ class McpServerTest : public ::testing::Test {
 class McpThreadedTest : public McpServerTest {
  protected:
   McpThreadedTest() : McpServerTest(Dispatch::kThreaded) {}
+
+  // Serve()s `input` written through a pipe in 1000-byte pieces (lines split
+  // across reads), until EOF.
+  void ServeThroughPipe(const std::string& input) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    std::thread writer([&] {
+      for (size_t i = 0; i < input.size(); i += 1000) {
+        EXPECT_GT(write(fds[1], input.data() + i, std::min<size_t>(1000, input.size() - i)), 0);
+      }
+      close(fds[1]);
+    });
+    EXPECT_TRUE(server_->Serve(fds[0]).ok());
+    writer.join();
+    close(fds[0]);
+  }
 };
 
 TEST_F(McpServerTest, InitializeEchoesEverySupportedVersion) {
@@ -608,20 +624,9 @@ TEST_F(McpThreadedTest, DuplicateIdInFlightIsRejected) {
 }
 
 TEST_F(McpThreadedTest, ServeReadsLinesSkipsOversizedAndFinishesCallsAtEof) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  std::string input = ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hold:50"}}).dump() + "\n" +
-                      std::string(10000, 'x') + "\n" + Request(2, "ping").dump() + "\r\n" +
-                      Request(3, "ping").dump();  // last line without a newline
-  std::thread writer([&] {
-    for (size_t i = 0; i < input.size(); i += 1000) {
-      EXPECT_GT(write(fds[1], input.data() + i, std::min<size_t>(1000, input.size() - i)), 0);
-    }
-    close(fds[1]);
-  });
-  EXPECT_TRUE(server_->Serve(fds[0]).ok());
-  writer.join();
-  close(fds[0]);
+  ServeThroughPipe(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hold:50"}}).dump() + "\n" +
+                   std::string(10000, 'x') + "\n" + Request(2, "ping").dump() + "\r\n" +
+                   Request(3, "ping").dump());  // last line without a newline
   EXPECT_EQ(out_.WaitFor(1)["result"]["isError"], false);
   EXPECT_EQ(out_.WaitFor(2)["result"], json::object());
   EXPECT_EQ(out_.WaitFor(3)["result"], json::object());
@@ -635,24 +640,13 @@ TEST_F(McpThreadedTest, ServeReadsLinesSkipsOversizedAndFinishesCallsAtEof) {
 // stdin): an error with id null matches no request, and the client's call
 // waited for its own timeout. A refused tools/call is also audited.
 TEST_F(McpThreadedTest, AnOversizedRequestIsRefusedWithItsOwnId) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
   json call_request = ToolCall(0, "execute_code", {{"language", "python"}, {"code", "print(1)"},
                                                   {"stdin", std::string(10000, 'a')}});
   call_request["id"] = "big-1";  // a string id, as SDKs send
   std::string huge_call = call_request.dump();
   std::string huge_ping = R"({"jsonrpc":"2.0","id":77,"method":"ping","params":{"pad":")" + std::string(10000, 'b') +
                           R"("}})";
-  std::string input = huge_call + "\n" + huge_ping + "\n" + Request(3, "ping").dump() + "\n";
-  std::thread writer([&] {
-    for (size_t i = 0; i < input.size(); i += 1000) {
-      EXPECT_GT(write(fds[1], input.data() + i, std::min<size_t>(1000, input.size() - i)), 0);
-    }
-    close(fds[1]);
-  });
-  EXPECT_TRUE(server_->Serve(fds[0]).ok());
-  writer.join();
-  close(fds[0]);
+  ServeThroughPipe(huge_call + "\n" + huge_ping + "\n" + Request(3, "ping").dump() + "\n");
   json call = out_.WaitFor("big-1");
   EXPECT_EQ(call["error"]["code"], -32600) << call.dump();
   EXPECT_NE(call["error"]["message"].get<std::string>().find("exceeds the limit"), std::string::npos) << call.dump();

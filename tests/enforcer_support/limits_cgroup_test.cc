@@ -8,6 +8,9 @@
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -92,6 +95,66 @@ TEST(CgroupV1Test, MemoryBombIsOomKilledAndReported) {
   auto dirs = (*cg)->dirs();
   EXPECT_TRUE((*cg)->Destroy().ok());
   for (const auto& dir : dirs) EXPECT_NE(access(dir.c_str(), F_OK), 0) << dir << " still exists";
+}
+
+// v1 charges TCP/UDP socket buffers only once memory.kmem.tcp.limit_in_bytes
+// is set: without it a child of a 32 MiB group queued 256 MiB on loopback
+// TCP connections while the group showed a few MiB. Here the child tries to
+// queue 256 MiB (unread, both directions) and must stop near the limit.
+TEST(CgroupV1Test, LoopbackTcpBuffersAreBoundedByTheGroup) {
+  auto host = DetectHostCapabilities();
+  ASSERT_TRUE(host.ok());
+  REQUIRE_ROOT_V1(*host);
+  if (!host->v1_kmem_tcp) GTEST_SKIP() << "SKIPPED LOUDLY: this kernel has no memory.kmem.tcp (socket buffers uncounted)";
+  ir::Limits limits;
+  limits.memory_bytes = Req(32 << 20);
+  auto plan = PlanLimits(limits, *host, LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto cg = Cgroup::Create(plan->cgroup, *host, UniqueName("tcp"));
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  std::ifstream tcp_limit((*cg)->dirs().front() + "/memory.kmem.tcp.limit_in_bytes");
+  uint64_t written = 0;
+  tcp_limit >> written;
+  EXPECT_EQ(written, 32u << 20);
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  pid_t pid = ForkIntoCgroup(**cg, [&report] {
+    close(report[0]);
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listener, 64) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return 3;
+    }
+    static char chunk[65536];
+    uint64_t queued = 0;
+    for (int i = 0; i < 32 && queued < (256u << 20); ++i) {
+      int client = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      int big = 8 << 20;
+      setsockopt(client, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+      if (connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) break;
+      int server = accept(listener, nullptr, nullptr);  // never read: the data stays queued
+      setsockopt(server, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+      for (int spins = 0; spins < 4096; ++spins) {
+        ssize_t n = send(client, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n <= 0) break;
+        queued += static_cast<uint64_t>(n);
+      }
+    }
+    (void)!write(report[1], &queued, sizeof queued);
+    return 0;
+  });
+  close(report[1]);
+  uint64_t queued = 0;
+  ASSERT_EQ(read(report[0], &queued, sizeof queued), static_cast<ssize_t>(sizeof queued));
+  close(report[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_LT(queued, 64u << 20) << "queued " << (queued >> 20) << " MiB of TCP buffers under a 32 MiB group";
+  EXPECT_TRUE((*cg)->Destroy().ok());
 }
 
 TEST(CgroupV1Test, ForkBombIsCappedByPidsMaxAndKillAllEmptiesTheGroup) {
