@@ -295,7 +295,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kNestedUserNamespace: return "nested user namespace";
     case ChildStep::kNestedIdMaps: return "nested user namespace id maps";
     case ChildStep::kDumpable: return "dumpable after the id change";
-    case ChildStep::kUserNamespaceLimit: return "limit user namespaces to the nested one";
+    case ChildStep::kUserNamespaceLimit: return "limit the user namespace counters (nested namespaces, inotify)";
   }
   return "unknown step";
 }

@@ -77,7 +77,7 @@ enum class ChildStep : int {
   kNestedUserNamespace,  // unshare the second user namespace the command runs in (nested_userns.cc)
   kNestedIdMaps,     // write its setgroups, gid_map, uid_map (detail 0, 1, 2)
   kDumpable,         // PR_SET_DUMPABLE 1 after the id change (caps.cc BecomeSandboxUser)
-  kUserNamespaceLimit,  // user.max_user_namespaces = 1 through the new /proc (nested_userns.cc)
+  kUserNamespaceLimit,  // user.max_user_namespaces = 1, inotify caps, through the new /proc (detail: which; nested_userns.cc)
 };
 
 const char* ChildStepName(ChildStep step);

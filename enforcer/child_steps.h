@@ -26,9 +26,10 @@ bool SendBrokerListener(const ChildSpec& spec, ChildError* error) noexcept;
 bool BecomeSandboxUser(const ChildSpec& spec, ChildError* error) noexcept;
 
 // Sets user.max_user_namespaces to 1 in the sandbox's first user namespace
-// through the /proc just mounted at `proc_mount`: the nested namespace is
-// the last one (nested_userns.cc). Called by BuildMountTree.
-bool LimitUserNamespacesToTheNestedOne(const char* proc_mount, ChildError* error) noexcept;
+// (the nested namespace is the last one) and caps its inotify instances and
+// watches, through the /proc just mounted at `proc_mount` (nested_userns.cc).
+// Called by BuildMountTree.
+bool LimitUserNamespaceCounters(const char* proc_mount, ChildError* error) noexcept;
 
 // unshare(CLONE_NEWUSER) and maps for the sandbox's own ids only: the
 // namespaces and mounts made so far stay owned by the first user namespace

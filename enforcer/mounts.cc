@@ -292,7 +292,7 @@ bool ApplyOp(const ChildSpec& spec, const ChildMountOp& op, int root_fd, size_t 
     }
     case ChildMountKind::kProc:
       ok = Succeeded(MountFilesystem("proc", "proc", op.flags, nullptr, where), error, ChildStep::kProc, index) &&
-           LimitUserNamespacesToTheNestedOne(op.target, error);
+           LimitUserNamespaceCounters(op.target, error);
       break;
     case ChildMountKind::kMaskDir:
       ok = Succeeded(MountFilesystem("tmpfs", "tmpfs", op.flags, op.data, where), error, ChildStep::kMask, index);

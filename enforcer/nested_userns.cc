@@ -52,27 +52,52 @@ bool WriteSelfProcFile(const char* path, const char* text, size_t len, int which
 
 }  // namespace
 
-// user.max_user_namespaces is per user namespace, and creating one counts
-// against the limit of every ancestor (inc_ucount walks up the chain). Set
-// to 1 in the sandbox's first namespace, it admits the nested namespace the
-// command runs in and nothing below it: a user namespace made by the
-// command fails with ENOSPC in the kernel, whatever a seccomp filter lets
-// through (bubblewrap's --disable-userns). The seccomp prologue denies
-// namespace creation first, with EPERM (compiler/backends/seccomp). Written
-// through the sandbox's fresh /proc right after it is mounted: the file is
-// per namespace by whoever opens it, and /proc/sys is made read-only later.
-bool LimitUserNamespacesToTheNestedOne(const char* proc_mount, ChildError* error) noexcept {
+// The user.max_* counters are per user namespace, and what a namespace's
+// processes hold counts against the limit of every ancestor too (inc_ucount
+// walks up the chain, charging each level to the namespace's owner). Written
+// through the sandbox's fresh /proc right after it is mounted: the files are
+// per namespace by whoever opens them, and /proc/sys is made read-only later.
+//  - max_user_namespaces = 1 admits the nested namespace the command runs in
+//    and nothing below it: a user namespace made by the command fails with
+//    ENOSPC in the kernel, whatever a seccomp filter lets through
+//    (bubblewrap's --disable-userns). The seccomp prologue denies namespace
+//    creation first, with EPERM (compiler/backends/seccomp).
+//  - inotify instances and watches: as root, the sandbox's namespace is
+//    owned by root, so they are charged to host root's own limits (128
+//    instances): one sandbox took them all, and root daemons that open one
+//    failed for its whole run. Capped here, a sandbox holds a small share.
+//    A kernel without inotify has no such files: nothing to cap.
+bool LimitUserNamespaceCounters(const char* proc_mount, ChildError* error) noexcept {
   // An absolute walk enters the proc mount just made over proc_mount (a
   // walk from a cwd on the mount point would stay on the covered directory).
   long proc = sys::Call(SYS_openat, AT_FDCWD, proc_mount, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (!Succeeded(proc, error, ChildStep::kUserNamespaceLimit)) return false;
-  long fd = sys::Call(SYS_openat, proc, "sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+  struct Counter {
+    const char* file;
+    const char* value;
+    bool optional;
+  };
+  static constexpr Counter kCounters[] = {{"sys/user/max_user_namespaces", "1", false},
+                                          {"sys/user/max_inotify_instances", "16", true},
+                                          {"sys/user/max_inotify_watches", "8192", true}};
+  bool ok = true;
+  for (int i = 0; ok && i < static_cast<int>(sizeof kCounters / sizeof kCounters[0]); ++i) {
+    const Counter& counter = kCounters[i];
+    long fd = sys::Call(SYS_openat, proc, counter.file, O_WRONLY | O_CLOEXEC);
+    if (fd == -ENOENT && counter.optional) continue;
+    if (fd < 0) {
+      ok = Fail(error, ChildStep::kUserNamespaceLimit, sys::ErrorOf(fd), i);
+      break;
+    }
+    size_t len = 0;
+    while (counter.value[len] != '\0') ++len;
+    long n = sys::CallRestarting(SYS_write, fd, counter.value, len);
+    sys::Call(SYS_close, fd);
+    if (n < 0) ok = Fail(error, ChildStep::kUserNamespaceLimit, sys::ErrorOf(n), i);
+    else if (static_cast<size_t>(n) != len) ok = Fail(error, ChildStep::kUserNamespaceLimit, EIO, i);
+  }
   sys::Call(SYS_close, proc);
-  if (!Succeeded(fd, error, ChildStep::kUserNamespaceLimit)) return false;
-  long n = sys::CallRestarting(SYS_write, fd, "1", 1);
-  sys::Call(SYS_close, fd);
-  if (n < 0) return Fail(error, ChildStep::kUserNamespaceLimit, sys::ErrorOf(n));
-  return n == 1 || Fail(error, ChildStep::kUserNamespaceLimit, EIO);
+  return ok;
 }
 
 bool EnterNestedUserNamespace(const ChildSpec& spec, ChildError* error) noexcept {

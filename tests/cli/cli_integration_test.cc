@@ -714,6 +714,20 @@ TEST(CocoonRun, AWorkDirWhoseParentCannotTakeTheCommitIsRefusedBeforeTheRun) {
   fs::remove_all(base);
 }
 
+// As root the sandbox's user namespace is root's, so its inotify instances
+// count against host root's 128: one sandbox took them all, and root's own
+// daemons could open none for its whole run. The sandbox's namespace caps
+// them (nested_userns.cc).
+TEST(CocoonRun, InotifyInstancesAreCappedPerSandbox) {
+  Ran ran = Cocoon({"run", "--json", "-r", "python", "-c",
+                    "import ctypes\nlibc = ctypes.CDLL(None)\nn = 0\n"
+                    "while n < 1000 and libc.inotify_init() >= 0: n += 1\nprint(n)"},
+                   "/");
+  json j = Json(ran);
+  ASSERT_EQ(j["exit_code"], 0) << j.dump(2);
+  EXPECT_EQ(j["stdout"], "16\n") << j.dump(2);
+}
+
 // The pid of a host process whose command line contains `marker`, or 0.
 pid_t HostProcessWithMarker(const std::string& marker) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
