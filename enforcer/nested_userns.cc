@@ -72,18 +72,22 @@ bool LimitUserNamespaceCounters(const char* proc_mount, ChildError* error) noexc
   // walk from a cwd on the mount point would stay on the covered directory).
   long proc = sys::Call(SYS_openat, AT_FDCWD, proc_mount, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (!Succeeded(proc, error, ChildStep::kUserNamespaceLimit)) return false;
+  // One walk to sys/user (a /proc/sys lookup is a table search per level).
+  long user = sys::Call(SYS_openat, proc, "sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  sys::Call(SYS_close, proc);
+  if (!Succeeded(user, error, ChildStep::kUserNamespaceLimit)) return false;
   struct Counter {
     const char* file;
     const char* value;
     bool optional;
   };
-  static constexpr Counter kCounters[] = {{"sys/user/max_user_namespaces", "1", false},
-                                          {"sys/user/max_inotify_instances", "16", true},
-                                          {"sys/user/max_inotify_watches", "8192", true}};
+  static constexpr Counter kCounters[] = {{"max_user_namespaces", "1", false},
+                                          {"max_inotify_instances", "16", true},
+                                          {"max_inotify_watches", "8192", true}};
   bool ok = true;
   for (int i = 0; ok && i < static_cast<int>(sizeof kCounters / sizeof kCounters[0]); ++i) {
     const Counter& counter = kCounters[i];
-    long fd = sys::Call(SYS_openat, proc, counter.file, O_WRONLY | O_CLOEXEC);
+    long fd = sys::Call(SYS_openat, user, counter.file, O_WRONLY | O_CLOEXEC);
     if (fd == -ENOENT && counter.optional) continue;
     if (fd < 0) {
       ok = Fail(error, ChildStep::kUserNamespaceLimit, sys::ErrorOf(fd), i);
@@ -96,7 +100,7 @@ bool LimitUserNamespaceCounters(const char* proc_mount, ChildError* error) noexc
     if (n < 0) ok = Fail(error, ChildStep::kUserNamespaceLimit, sys::ErrorOf(n), i);
     else if (static_cast<size_t>(n) != len) ok = Fail(error, ChildStep::kUserNamespaceLimit, EIO, i);
   }
-  sys::Call(SYS_close, proc);
+  sys::Call(SYS_close, user);
   return ok;
 }
 
