@@ -115,17 +115,36 @@ int ListRuntimes(bool json) {
   return 0;
 }
 
-int Explain(const PreparedRun& run) {
+// `--explain --json`: the same facts as one object, for an agent to read
+// before it decides to run (the text form is for people).
+void PrintExplanationJson(const PreparedRun& run, const ir::Policy& policy, const std::string& explanation) {
+  nlohmann::json out{{"profile", policy.name},
+                     {"base_profile", run.policy.base_profile},
+                     {"policy_sha256", policy.source_sha256},
+                     {"command", run.argv},
+                     {"cwd", run.policy.cwd},
+                     {"overrides", run.policy.overrides},
+                     {"notes", run.policy.notes},
+                     {"explanation", explanation},
+                     {"generated_policy", run.policy.text}};
+  std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+int Explain(const PreparedRun& run, const RunOutputOptions& output) {
   std::string warnings;
   auto policy = CompileQuickPolicy(run.policy, &warnings);
   if (!policy.ok()) {
-    std::cerr << "cocoon run: " << policy.status().message() << "\n";
+    ReportRefusal(policy.status(), {}, output);
     return kExitRefused;
   }
   auto explained = ExplainCheckedPolicy(*policy);
   if (!explained.ok()) {
-    std::cerr << "cocoon run: " << explained.status().message() << "\n";
+    ReportRefusal(explained.status(), {}, output);
     return kExitRefused;
+  }
+  if (output.mode == RunOutputMode::kJson) {
+    PrintExplanationJson(run, *policy, *explained);
+    return 0;
   }
   std::printf("%s\n", explained->c_str());
   std::printf("Command:\n ");
@@ -171,7 +190,7 @@ int RunRun(const RunFlags& flags) {
     prepared->policy.overrides.push_back("workdir: " + ResolvedHostPath(flags.work) + " (--work, committed back)");
   }
   for (const std::string& copy : flags.copies) prepared->policy.overrides.push_back("copy: " + ResolvedHostPath(copy) + " (--copy)");
-  if (flags.explain) return Explain(*prepared);
+  if (flags.explain) return Explain(*prepared, output);
   AuditOptions audit{EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
   return LaunchAndReport(*prepared, flags.work, flags.copies, audit, output);
 }
@@ -209,7 +228,7 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
   cmd->add_option("--log-json", f->log_json, "Also write the JSON Outcome to FILE")
       ->check(NonEmptyValue());
   cmd->add_flag("--stream", f->stream, "NDJSON output chunks as they come, then the Outcome line");
-  cmd->add_flag("--explain", f->explain, "Show the effective policy and command without running");
+  cmd->add_flag("--explain", f->explain, "Show the effective policy and command without running (--json: one object)");
   cmd->add_flag("--list-runtimes", f->list_runtimes, "List runtime presets and whether each is installed");
   cmd->add_option("--audit-log", f->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)")
       ->check(NonEmptyValue());

@@ -43,6 +43,12 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
     std::cerr << name << ": timed out after " << o.wall_ms << " ms; sandbox killed\n";
   }
   if (o.oom_killed) std::cerr << name << ": killed at the memory limit\n";
+  // A cancelled commit says so below; a run cancelled before it ends here.
+  if (o.termination_reason == enforcer::TerminationReason::kCancelled && o.verification != "cancelled") {
+    std::cerr << name << ": interrupted by a signal; sandbox killed"
+              << (o.work_mode == "direct" ? "; the work dir keeps what the command wrote before (direct mode)\n"
+                                           : "; nothing was committed\n");
+  }
   if (o.termination_reason == enforcer::TerminationReason::kSeccompKill) std::cerr << name << ": killed by a seccomp kill rule\n";
   bool direct = o.work_mode == "direct";
   // The names are the sandbox's: escaped, and not one line each without end

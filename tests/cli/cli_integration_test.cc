@@ -435,11 +435,12 @@ TEST(CocoonEnforce, SigusrOneCancelsTheRunAndLeavesNothingBehind) {
     }
     return n;
   };
+  const std::string err_path = fs::temp_directory_path() / ("cocoon-sigusr1-" + std::to_string(getpid()) + ".err");
   pid_t pid = fork();
   if (pid == 0) {
     int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
-    dup2(null, 2);
+    if (!freopen(err_path.c_str(), "w", stderr)) _exit(125);
     execl(COCOON_BINARY, COCOON_BINARY, "enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/sleep", "30",
           static_cast<char*>(nullptr));
     _exit(127);
@@ -455,6 +456,11 @@ TEST(CocoonEnforce, SigusrOneCancelsTheRunAndLeavesNothingBehind) {
     EXPECT_GT(during, 0u) << "as root the run has cgroups: the check below would prove nothing";
   }
   EXPECT_EQ(groups_of(pid), 0u) << "cgroups left behind";
+  // Exit 130 alone would leave the caller guessing: the note says what happened.
+  std::ifstream err_in(err_path);
+  std::string err((std::istreambuf_iterator<char>(err_in)), {});
+  EXPECT_NE(err.find("interrupted by a signal; sandbox killed; nothing was committed"), std::string::npos) << err;
+  fs::remove(err_path);
 }
 
 TEST(CocoonEnforce, ASecondStagedRunOnABusyWorkDirIsRefusedBeforeItStarts) {
@@ -1133,6 +1139,22 @@ TEST(CocoonRun, OpeningFlagsAreOverridesAndExplainDoesNotRun) {
   Ran tighter = Cocoon({"run", "--json", "--mem", "64", "--timeout", "2", "-r", "python", "-c", "print(1)"});
   json j = Json(tighter);
   for (const auto& o : j["overrides"]) EXPECT_EQ(o.get<std::string>().find("limits."), std::string::npos) << o;
+}
+
+// An agent asking what a run would do gets JSON when it asks for JSON, and
+// nothing runs.
+TEST(CocoonRun, ExplainWithJsonPrintsOneObject) {
+  Ran ran = Cocoon({"run", "--explain", "--json", "--allow-network", "-r", "python", "-c", "open('/tmp/ran','w')"});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  json j = Json(ran);
+  EXPECT_EQ(j["profile"], "cocoon-run");
+  EXPECT_EQ(j["base_profile"], "python");
+  EXPECT_EQ(j["policy_sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(j["command"].back(), "open('/tmp/ran','w')");
+  EXPECT_NE(j["overrides"].dump().find("network: off -> on (--allow-network)"), std::string::npos) << j.dump();
+  EXPECT_NE(j["explanation"].get<std::string>().find("Network"), std::string::npos);
+  EXPECT_NE(j["generated_policy"].get<std::string>().find("profile cocoon-run extends python"), std::string::npos);
+  EXPECT_EQ(j.count("exit_code"), 0u) << "--explain must not run the command";
 }
 
 // A run that fails after its launch event (here: the command is missing)
