@@ -195,6 +195,7 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
     outcome.work_mode = strategy == StagingStrategy::kDirect    ? "direct"
                         : strategy == StagingStrategy::kOverlay ? "staged-overlay"
                                                                 : "staged-copy";
+    outcome.work_note = staging->note();
     outcome.verification = strategy == StagingStrategy::kDirect ? "after-the-fact"
                             : !finished_on_its_own              ? "not-run"
                             : request.discard_work_dir          ? "discarded"

@@ -106,6 +106,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     j["breakout"]["verified"] = outcome.verification;
     if (!outcome.verification_error.empty()) j["breakout"]["error"] = outcome.verification_error;
     if (!outcome.commit_warning.empty()) j["breakout"]["commit_warning"] = outcome.commit_warning;
+    if (!outcome.work_note.empty()) j["breakout"]["note"] = outcome.work_note;
   }
   j["committed"] = outcome.committed;
   if (!outcome.audit_error.empty()) j["audit_error"] = outcome.audit_error;

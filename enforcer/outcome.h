@@ -140,6 +140,9 @@ struct Outcome {
   // Committed, but the host dir's previous contents could not be removed
   // from beside it (where they are, and why); empty otherwise.
   std::string commit_warning;
+  // What the sandbox found different about its work dir (Staging::note()),
+  // e.g. entries a rootless overlay cannot change; empty otherwise.
+  std::string work_note;
   // The audit log's events after the launch event (denials, limits,
   // findings, exit) could not be written: why. The run has happened; its
   // record is incomplete (`cocoon audit verify` shows what is there).

@@ -63,7 +63,9 @@ struct WorkerState {
   std::unique_ptr<char[]> buffer;  // allocated by the worker that uses it
   std::vector<BreakoutFinding> findings;
   std::unordered_map<ino_t, MultiLink> multi_links;
-  uint64_t entries = 0, directories = 0, regular_files = 0, symlinks = 0, bytes = 0;
+  uint64_t entries = 0, directories = 0, regular_files = 0, symlinks = 0, bytes = 0, foreign_owned = 0,
+           unreadable_by_caller = 0;
+  std::string first_foreign_owned;
   int level = 0;  // nesting of inline Walk calls (each needs its own buffer)
   bool caller = false;  // the thread that called ScanForBreakouts (it starts the others)
 };
@@ -93,6 +95,7 @@ class Scanner {
                uint32_t depth);
   void CheckSymlink(WorkerState& state, int dir_fd, const std::string& path, const char* name);
   void CheckStat(WorkerState& state, const std::string& path, const struct stat& st);
+  void CountOwner(WorkerState& state, int dir_fd, const std::string& path, const char* name, const struct stat& st);
   void Add(WorkerState& state, const std::string& path, const char* kind, std::string target = "") {
     findings_total_.fetch_add(1, std::memory_order_relaxed);
     finding_bytes_total_.fetch_add(path.size() + target.size(), std::memory_order_relaxed);
@@ -162,6 +165,12 @@ Result<ScanReport> Scanner::Run() {
     report.regular_files += state.regular_files;
     report.symlinks += state.symlinks;
     report.bytes += state.bytes;
+    report.foreign_owned += state.foreign_owned;
+    report.unreadable_by_caller += state.unreadable_by_caller;
+    if (!state.first_foreign_owned.empty() &&
+        (report.first_foreign_owned.empty() || state.first_foreign_owned < report.first_foreign_owned)) {
+      report.first_foreign_owned = state.first_foreign_owned;
+    }
     report.findings.insert(report.findings.end(), state.findings.begin(), state.findings.end());
     for (auto& [ino, link] : state.multi_links) {
       MultiLink& merged = links[ino];
@@ -302,15 +311,18 @@ Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const c
   path.append(name);
   ++state.entries;
   struct stat st {};
-  if (type == DT_UNKNOWN || type == DT_REG || type == DT_DIR) {
+  const bool count_owners = options_.owner_uid >= 0;
+  if (type == DT_UNKNOWN || type == DT_REG || type == DT_DIR || (count_owners && type == DT_LNK)) {
     // Regular files need nlink and mode; directories need st_dev (a mount
-    // inside the tree is not entered). DT_UNKNOWN (some filesystems) needs it all.
+    // inside the tree is not entered). DT_UNKNOWN (some filesystems) needs it all;
+    // symlinks are stat'd too when their owners are counted.
     if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       Add(state, path, "unreadable");
       path.resize(old_size);
       return Status::Ok();
     }
     type = IFTODT(st.st_mode);
+    if (count_owners) CountOwner(state, dir_fd, path, name, st);
   }
   Status status;
   switch (type) {
@@ -374,6 +386,25 @@ Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const c
   }
   path.resize(old_size);
   return status;
+}
+
+void Scanner::CountOwner(WorkerState& state, int dir_fd, const std::string& path, const char* name,
+                         const struct stat& st) {
+  const bool foreign = static_cast<int64_t>(st.st_uid) != options_.owner_uid ||
+                       static_cast<int64_t>(st.st_gid) != options_.owner_gid;
+  if (foreign) {
+    if (state.first_foreign_owned.empty() || path < state.first_foreign_owned) state.first_foreign_owned = path;
+    ++state.foreign_owned;
+  }
+  // What a copy needs: read a file, read and search a directory. The kernel
+  // decides (supplementary groups, ACLs), asked only where the owner's bits
+  // do not already settle it.
+  int need = S_ISREG(st.st_mode) ? R_OK : S_ISDIR(st.st_mode) ? R_OK | X_OK : 0;
+  bool owner_can = (need & R_OK ? st.st_mode & S_IRUSR : 1) && (need & X_OK ? st.st_mode & S_IXUSR : 1);
+  if (need != 0 && (foreign || !owner_can) &&
+      faccessat(dir_fd, name, need, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0) {
+    ++state.unreadable_by_caller;
+  }
 }
 
 void Scanner::CheckStat(WorkerState& state, const std::string& path, const struct stat& st) {

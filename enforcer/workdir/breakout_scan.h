@@ -88,6 +88,14 @@ struct ScanOptions {
   // at a second one: the supervisor consumed the first). Polled once per
   // directory read, never read. -1: never.
   int cancel_fd = -1;
+  // When set (>= 0): count the entries whose owner is not this uid or whose
+  // group is not this gid (ScanReport::foreign_owned), symlinks included,
+  // and the files and directories this process could not read through
+  // (ScanReport::unreadable_by_caller: a copy of the tree would fail there).
+  // A rootless sandbox maps only the caller's uid and gid, and an overlay
+  // cannot copy such an entry up to change it (staging.cc).
+  int64_t owner_uid = -1;
+  int64_t owner_gid = -1;
 };
 
 struct ScanReport {
@@ -97,6 +105,9 @@ struct ScanReport {
   uint64_t regular_files = 0;
   uint64_t symlinks = 0;
   uint64_t bytes = 0;                     // sum of regular file sizes
+  uint64_t foreign_owned = 0;             // ScanOptions::owner_uid/owner_gid: entries of another owner or group
+  std::string first_foreign_owned;        // one of them (the first path in sort order), for messages
+  uint64_t unreadable_by_caller = 0;      // with owner_uid set: files and dirs this process could not copy
   uint32_t workers = 1;                   // threads that walked (the caller included)
   // The walk stopped early (ScanOptions::cancel_fd): the findings are those
   // of the part it saw, and hardlinks are not judged (not every link of a

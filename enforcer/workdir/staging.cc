@@ -168,6 +168,10 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     ScanOptions host_options;
     host_options.max_findings = UINT64_MAX;
     host_options.max_finding_bytes = UINT64_MAX;
+    if (options.sandbox_host_uid < 0) {  // rootless: the sandbox's user namespace maps the caller's ids only
+      host_options.owner_uid = geteuid();
+      host_options.owner_gid = getegid();
+    }
     COCOON_ASSIGN_OR_RETURN(host_scan, ScanForBreakouts(host_fd.get(), host_options));
     for (const BreakoutFinding& finding : host_scan->findings) {
       if (finding.kind == "mount") {
@@ -207,7 +211,29 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
         staging->lower_tree_ = std::move(*lower);
       } else {
         strategy = StagingStrategy::kCopy;
-        staging->overlay_declined_ = lower.status().message();
+        staging->overlay_declined_ = "the overlay's idmapped lower layer failed: " + lower.status().message();
+      }
+    }
+    if (strategy == StagingStrategy::kOverlay && options.sandbox_host_uid < 0 && host_scan->foreign_owned > 0) {
+      // Rootless, the sandbox's user namespace maps only the caller's uid
+      // and gid, and overlayfs copies a changed lower file up with its
+      // owner: for an entry of another owner or group that chown cannot be
+      // expressed in the namespace, so every write, rename or delete of it
+      // fails with EOVERFLOW. A copy makes them the caller's, writable like
+      // the rest; it is taken when it fits the quota and can be read whole.
+      std::string who = std::to_string(host_scan->foreign_owned) +
+                        (host_scan->foreign_owned == 1 ? " entry" : " entries") + " of the work dir (such as '" +
+                        host_scan->first_foreign_owned + "') belong to another user or group";
+      const uint64_t pages_needed = host_scan->bytes + (host_scan->entries + 1) * 4096;  // tmpfs: a page per file at least
+      const bool fits = pages_needed <= staging->quota_bytes_ && host_scan->entries < WorkDirEntryLimit(staging->quota_bytes_);
+      if (fits && host_scan->unreadable_by_caller == 0) {
+        strategy = StagingStrategy::kCopy;
+        staging->overlay_declined_ = who + ", which a rootless overlay cannot change";
+      } else {
+        staging->note_ = who + ": the sandbox can read them but not change, rename or delete them (EOVERFLOW: a "
+                         "rootless overlay cannot copy them up), and the work dir is too big for its quota to be "
+                         "copied instead" + std::string(fits ? " or holds entries this user cannot read" : "") +
+                         "; run as their owner, or as root";
       }
     }
   } else if (strategy == StagingStrategy::kOverlay && needs_idmap) {
@@ -345,8 +371,8 @@ Status Staging::Populate() {
     if (!copied.ok()) return copied.code() == ErrorCode::kResourceExhausted || copied.message().find("No space") != std::string::npos
                                 ? ResourceExhaustedError("the work dir does not fit in the disk quota: " + copied.message() +
                                                          (overlay_declined_.empty() ? ""
-                                                          : " (it was copied because the overlay's idmapped lower "
-                                                            "layer failed: " + overlay_declined_ + ")"))
+                                                          : " (it was copied rather than overlaid: " +
+                                                                overlay_declined_ + ")"))
                                 : copied;
     hooks.on_symlink = nullptr;
     hooks.on_entry = nullptr;

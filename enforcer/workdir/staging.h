@@ -191,6 +191,10 @@ class Staging {
   StagingStrategy strategy() const { return spec_.strategy; }
   const WorkMountChildSpec& child_spec() const { return spec_; }
   uint64_t quota_bytes() const { return quota_bytes_; }
+  // What the sandbox will find different about its work dir, for the
+  // Outcome ("" when nothing): entries of other owners a rootless overlay
+  // cannot change.
+  const std::string& note() const { return note_; }
 
   // Parent side of the handshake (see above). Blocks until the child sends.
   Status ReceiveAndPopulate(int sock);
@@ -231,7 +235,8 @@ class Staging {
   // inode (and any automount) in place, so that its device and inode
   // numbers are still the same when the commit compares them.
   OwnedFd host_dir_fd_;  // its device and inode: spec_.host_dev/host_ino (the commit refuses any other)
-  std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed)
+  std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed, other owners' entries)
+  std::string note_;              // note()
 };
 
 }  // namespace cocoon::enforcer

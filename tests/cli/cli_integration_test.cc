@@ -720,6 +720,65 @@ TEST(CocoonRun, AWorkDirWhoseParentCannotTakeTheCommitIsRefusedBeforeTheRun) {
   fs::remove_all(base);
 }
 
+// Rootless, a big work dir is staged through an overlay, and overlayfs
+// copies a changed file up with its owner, which the sandbox's user
+// namespace (the caller's uid and gid only) cannot express: a file of
+// another owner could be read but every write failed with EOVERFLOW. Such a
+// dir is copied instead when it fits the quota; when it does not, the
+// overlay stays and the Outcome says which entries cannot be changed.
+TEST(CocoonRun, RootlessBigWorkDirWithAnotherOwnersFileIsCopiedWhenItFits) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to make a file of another owner";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  fs::path base = fs::temp_directory_path() / ("cocoon-foreign-owner-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "work");
+  fs::create_directories(base / "home");
+  // The caller's file, but of group root (a setgid directory, a checkout made
+  // with sudo): the caller may write it on the host.
+  std::ofstream(base / "work" / "roots.txt") << "original\n";
+  ASSERT_EQ(chown((base / "work" / "roots.txt").c_str(), 65534, 0), 0);
+  // Over the 64 MiB overlay threshold (st_size counts; sparse on the host).
+  std::ofstream(base / "work" / "big.bin").close();
+  ASSERT_EQ(truncate((base / "work" / "big.bin").c_str(), 65ll << 20), 0) << strerror(errno);
+  for (const fs::path& p : {base, base / "work", base / "work" / "big.bin", base / "home"}) {
+    ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0) << p;
+  }
+  auto run_rootless = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--reuid=65534", "--regid=65534", "--clear-groups", COCOON_BINARY, "run",
+                                     "--json", "--work", (base / "work").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (const char* a : {"--", "/bin/sh", "-c", "echo changed > roots.txt && echo wrote"}) args.push_back(a);
+    return Cocoon(args, "/", {{"HOME", (base / "home").string()}, {"XDG_CACHE_HOME", (base / "home").string()}},
+                  "/usr/bin/setpriv");
+  };
+  auto contents = [&] {
+    std::ifstream in(base / "work" / "roots.txt");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+
+  // strict's 64 MiB quota cannot hold a copy of 65 MiB: overlay, and a note.
+  Ran kept = run_rootless({});
+  json k = Json(kept);
+  EXPECT_EQ(k["breakout"]["work_mode"], "staged-overlay") << k.dump(2);
+  EXPECT_NE(k["exit_code"], 0) << k.dump(2);
+  EXPECT_NE(k["stderr"].get<std::string>().find("Value too large"), std::string::npos) << k.dump(2);
+  const std::string note = k["breakout"].value("note", "");
+  EXPECT_NE(note.find("1 entry of the work dir (such as 'roots.txt') belong"), std::string::npos) << k.dump(2);
+  EXPECT_NE(note.find("too big for its quota to be copied"), std::string::npos) << note;
+  EXPECT_EQ(contents(), "original\n");
+
+  // With room for a copy, the file is the sandbox's to change.
+  Ran copied = run_rootless({"--disk", "256M"});
+  json c = Json(copied);
+  EXPECT_EQ(c["breakout"]["work_mode"], "staged-copy") << c.dump(2);
+  EXPECT_EQ(c["exit_code"], 0) << c.dump(2);
+  EXPECT_EQ(c["stdout"], "wrote\n");
+  EXPECT_EQ(c["breakout"].count("note"), 0u) << c.dump(2);
+  EXPECT_TRUE(c["committed"].get<bool>()) << c.dump(2);
+  EXPECT_EQ(contents(), "changed\n");
+  fs::remove_all(base);
+}
+
 // As root the sandbox's user namespace is root's, so its inotify instances
 // count against host root's 128: one sandbox took them all, and root's own
 // daemons could open none for its whole run. The sandbox's namespace caps
