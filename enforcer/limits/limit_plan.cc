@@ -280,6 +280,17 @@ void Planner::PlanAlways() {
                                          "always 0: no core dumps"});
   plan_.table.push_back(LimitEnforcement{"rt_priority", zero.value, "count", LimitMechanism::kRlimit, true,
                                          "always 0: no real-time scheduling"});
+  // Queued signals (sigqueue, timers, every pending signal instance) are
+  // also charged to the host user above the sandbox's user namespace: as
+  // root, to host root, whose default quota (~96k here) one sandbox could
+  // fill, leaving every root process without timer_create or sigqueue
+  // (EAGAIN) for its run. The sandbox's own count stops at this rlimit.
+  std::string note = "always at most " + std::to_string(kSandboxPendingSignals) +
+                     ": queued signals also count against the host user's quota";
+  const rlim_t pending = Clamp(RLIMIT_SIGPENDING, kSandboxPendingSignals, &note);
+  AddRlimit(RLIMIT_SIGPENDING, pending, pending);
+  plan_.table.push_back(
+      LimitEnforcement{"pending_signals", pending, "count", LimitMechanism::kRlimit, true, std::move(note)});
 }
 
 Result<LimitPlan> Planner::Run() {

@@ -14,7 +14,9 @@
 //   wall_time, output: the supervisor (the parent).
 // Always, whatever the policy says: RLIMIT_CORE=0 (no core dumps of hostile
 // memory onto the host), RLIMIT_RTPRIO=0 (no real-time starvation of the host),
-// RLIMIT_NOFILE and RLIMIT_FSIZE (defaults in LimitPlanOptions when unset).
+// RLIMIT_SIGPENDING=kSandboxPendingSignals (queued signals are charged to the
+// host user too), RLIMIT_NOFILE and RLIMIT_FSIZE (defaults in
+// LimitPlanOptions when unset).
 //
 // A limit marked kRequired that no mechanism can enforce makes PlanLimits fail
 // (kFailedPrecondition, the message names the limit and why). A kBestEffort one
@@ -39,6 +41,9 @@
 namespace cocoon::enforcer {
 
 enum class CgroupVersion { kNone, kV1, kV2 };
+
+// Signals one sandbox may have queued at once (RLIMIT_SIGPENDING).
+inline constexpr uint64_t kSandboxPendingSignals = 1024;
 
 // What to write into the sandbox's cgroup(s). Zero means "not limited by the
 // cgroup" (the group may still be created, to measure and to kill).

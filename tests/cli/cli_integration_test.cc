@@ -793,6 +793,25 @@ TEST(CocoonRun, InotifyInstancesAreCappedPerSandbox) {
   EXPECT_EQ(j["stdout"], "16\n") << j.dump(2);
 }
 
+// Queued signals are charged to the host user above the sandbox's user
+// namespace too: as root, one sandbox filled host root's ~96k and every root
+// process got EAGAIN from timer_create and sigqueue for its run. The sandbox
+// stops at its own RLIMIT_SIGPENDING.
+TEST(CocoonRun, QueuedSignalsStopAtTheSandboxsOwnLimit) {
+  Ran ran = Cocoon({"run", "--json", "-r", "python", "-c",
+                    "import ctypes, os, signal\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMIN})\nn = 0\n"
+                    "while n < 200000 and libc.sigqueue(os.getpid(), int(signal.SIGRTMIN), ctypes.c_void_p(0)) == 0:\n"
+                    "  n += 1\nprint(n)"},
+                   "/");
+  json j = Json(ran);
+  ASSERT_EQ(j["exit_code"], 0) << j.dump(2);
+  EXPECT_EQ(j["stdout"], "1024\n") << j.dump(2);  // enforcer::kSandboxPendingSignals
+  bool reported = false;
+  for (const auto& row : j["limits"]) reported |= row["limit"] == "pending_signals" && row["mechanism"] == "rlimit";
+  EXPECT_TRUE(reported) << j["limits"].dump(2);
+}
+
 // The pid of a host process whose command line contains `marker`, or 0.
 pid_t HostProcessWithMarker(const std::string& marker) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
