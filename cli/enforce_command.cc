@@ -14,6 +14,7 @@
 #include "cli/run_output_util.h"
 #include "compiler/common/json_fd_writer.h"
 #include "enforcer/outcome.h"
+#include "enforcer/started_child.h"
 
 namespace cocoon::cli {
 namespace {
@@ -46,6 +47,7 @@ int RunEnforce(const EnforceOptions& options) {
   if (!options.copies.empty() && options.work_dir.empty()) {
     return usage("--copy puts files into the work dir: give one with --work DIR");
   }
+  enforcer::SignalGuard::HoldCancelSignalsUntilExit();  // before the child that starts while the plan is parsed
   LaunchRequest request;
   request.argv = options.command;
   request.work_dir = options.work_dir;

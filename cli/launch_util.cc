@@ -207,6 +207,7 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
 }
 
 int RefusalExitCode(const Status& status) {
+  if (enforcer::IsRunCancelledBeforeStart(status)) return 130;  // cancelled, like a cancel during the run
   bool exec_step = status.message().find("step 'execve") != std::string::npos;
   if (exec_step && status.code() == ErrorCode::kNotFound) return kExitCommandNotFound;
   if (exec_step && status.code() == ErrorCode::kPermissionDenied) return kExitCannotExecute;

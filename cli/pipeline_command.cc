@@ -24,6 +24,7 @@
 #include "cli/run_output_util.h"
 #include "cli/runtime_util.h"
 #include "compiler/common/json_fd_writer.h"
+#include "enforcer/started_child.h"
 
 namespace cocoon::cli {
 namespace {
@@ -126,6 +127,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
   err.Flush();
   if (!outcome.ok()) {
     *exit_status = RefusalExitCode(outcome.status());
+    *cancelled = enforcer::IsRunCancelledBeforeStart(outcome.status());
     result["error"] = outcome.status().message();
     return result;
   }
@@ -177,6 +179,10 @@ int RunPipeline(const PipelineFlags& flags) {
     std::cerr << "cocoon pipeline: " << work.status().message() << "\n";
     return kExitRefused;
   }
+  // From the first step to the exit, a cancelling signal is read by the
+  // running step or cancels the next one (never the end of cocoon between
+  // two steps, with the temporary work dir left behind).
+  enforcer::SignalGuard::HoldCancelSignalsUntilExit();
   auto start = std::chrono::steady_clock::now();
   nlohmann::json results = nlohmann::json::array();
   int first_failure = 0;

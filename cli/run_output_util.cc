@@ -15,6 +15,7 @@
 #include "cli/terminal_text.h"
 #include "compiler/common/json_fd_writer.h"
 #include "compiler/common/temp_name.h"
+#include "enforcer/started_child.h"
 
 namespace cocoon::cli {
 namespace {
@@ -247,6 +248,7 @@ void ReportRefusal(const Status& why, const std::vector<std::string>& overrides,
 
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
                     const AuditOptions& audit, const RunOutputOptions& output) {
+  enforcer::SignalGuard::HoldCancelSignalsUntilExit();
   LaunchRequest request;
   request.work_dir = work_dir;
   request.copies = copies;

@@ -118,11 +118,17 @@ Status WaitAnsweringNotifications(int error_fd, int listener_fd, NotifyResponder
 
 }  // namespace
 
+Status RunCancelledBeforeStart() { return Status(ErrorCode::kUnavailable, "run cancelled before start"); }
+
+bool IsRunCancelledBeforeStart(const Status& status) {
+  return status.code() == ErrorCode::kUnavailable && status.message() == RunCancelledBeforeStart().message();
+}
+
 Result<Outcome> Sandbox::Impl::RunOnce() {
   // Taken from the request first thing: every return below kills and reaps
   // it (explicitly, or as the last owner: started_child.h).
   std::shared_ptr<StartedChild> started = std::move(request.started_child);
-  const Status cancelled(ErrorCode::kUnavailable, "run cancelled before start");
+  const Status cancelled = RunCancelledBeforeStart();
   // A SIGINT/SIGTERM/SIGHUP while the plan was parsed and the run prepared
   // was held by the started child's signal guard: a cancel, before anything
   // of the command ran (staging and the cgroup are removed on the way out).
@@ -199,6 +205,12 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
   if (staging) {
     Status populated = staging->ReceiveAndPopulate(started->work_fd());
     if (!populated.ok()) return child_report_or(populated.WithContext("staging the work dir"));
+    // A big copy-in takes seconds: a cancel that came meanwhile stops the
+    // run before the command is exec'd (the child waits for the populated
+    // tree), and the copy is not the command's wall time.
+    if (started->SignalArrived()) return abort_child(cancelled);
+    if (request.cancel && request.cancel->cancelled()) return abort_child(cancelled);
+    start = Clock::now();
   }
 
   OwnedFd listener;

@@ -149,4 +149,10 @@ class Sandbox {
 // One-shot convenience: Prepare + Run.
 Result<Outcome> RunSandbox(SandboxRequest request);
 
+// The refusal of a run cancelled (a signal to cocoon, SandboxRequest::cancel)
+// before its command was exec'd: nothing ran, nothing was committed. Callers
+// treat it as a cancel (exit 130, a pipeline ends), not as a refusal.
+Status RunCancelledBeforeStart();
+bool IsRunCancelledBeforeStart(const Status& status);
+
 }  // namespace cocoon::enforcer

@@ -94,19 +94,39 @@ int ChildUnshareFlags(bool new_network) {
 
 }  // namespace
 
+namespace {
+
+// Every signal whose default action would end cocoon in the middle of a run
+// (leaving its cgroups, staging and a half-told audit log behind) cancels it
+// instead: SIGINT, SIGTERM and SIGHUP, and also SIGQUIT, SIGUSR1, SIGUSR2 and
+// SIGALRM, which nobody sends cocoon on purpose. Not one the caller set to
+// be ignored (`nohup`, a shell's background job ignoring SIGINT): the run
+// must not end on a signal the caller chose to ignore, and a blocked signal
+// is queued even when ignored, so it must not be blocked either.
+void AddCancelSignals(sigset_t* set) {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) {
+    struct sigaction current {};
+    if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    sigaddset(set, signal);
+  }
+}
+
+}  // namespace
+
+void SignalGuard::HoldCancelSignalsUntilExit() {
+  sigset_t set;
+  sigemptyset(&set);
+  AddCancelSignals(&set);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 SignalGuard::SignalGuard(SignalHandling handling) : owner_(pthread_self()) {
   // SIGPIPE is always blocked while we talk to the child: a write to a
   // pipe whose reader died must be an EPIPE error, not the end of cocoon.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGPIPE);
-  if (handling == SignalHandling::kCancelOnSigintSigterm) {
-    // Every signal whose default action would end cocoon in the middle of a
-    // run (leaving its cgroups, staging and a half-told audit log behind)
-    // cancels it instead: SIGINT, SIGTERM and SIGHUP, and also SIGQUIT,
-    // SIGUSR1, SIGUSR2 and SIGALRM, which nobody sends cocoon on purpose.
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) sigaddset(&set, signal);
-  }
+  if (handling == SignalHandling::kCancelOnSigintSigterm) AddCancelSignals(&set);
   if (pthread_sigmask(SIG_BLOCK, &set, &old_) != 0) return;
   active_ = true;
   if (handling == SignalHandling::kCancelOnSigintSigterm) {

@@ -78,6 +78,16 @@ struct ChildStartOptions {
 // keeper's thread, spare_child.h) leaves that thread's mask alone.
 class SignalGuard {
  public:
+  // For a process that runs sandboxes and then exits (enforce, run,
+  // pipeline): blocks the cancelling signals in the calling thread (and the
+  // threads it starts) for good. A guard reads them from its signalfd while
+  // a run lasts; between runs and after the last one they stay pending, so
+  // one that comes after a commit (while the Outcome and the audit events
+  // that record it are written) can no longer end cocoon by its default
+  // action, and one between two pipeline steps cancels the next before it
+  // starts. Call before the first run.
+  static void HoldCancelSignalsUntilExit();
+
   explicit SignalGuard(SignalHandling handling);
   ~SignalGuard();
   SignalGuard(const SignalGuard&) = delete;

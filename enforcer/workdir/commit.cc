@@ -141,6 +141,7 @@ class Committer {
 
  private:
   Status Tick();
+  Status CancelRequested() const;
   tree::CopyHooks Hooks();
   Status LinkOriginals(int src_fd, int dst_fd, const std::string& prefix);
   Status DropHostSpecialsUnderWidenedDirectories(const HostDir& host, int temp_fd);
@@ -163,6 +164,14 @@ class Committer {
   std::vector<std::pair<std::string, std::string>> written_symlinks_;  // path, target: from the sandbox's tree
   std::vector<std::string> host_specials_;  // overlay: the host's FIFOs, sockets and devices linked in
 };
+
+Status Committer::CancelRequested() const {
+  if (options_.cancel && options_.cancel->load()) return Status(ErrorCode::kUnavailable, "commit cancelled");
+  if (options_.cancel_fd >= 0 && FdReadableNow(options_.cancel_fd)) {
+    return Status(ErrorCode::kUnavailable, "commit cancelled by a signal");
+  }
+  return Status::Ok();
+}
 
 Status Committer::Tick() {
   ++entries_;
@@ -521,6 +530,10 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
     }
   }
   if (built.ok() && options_.before_swap_for_test) options_.before_swap_for_test();
+  // Tick polls the signal fd once per 64 entries, and a big file's copy
+  // takes seconds between two polls: a cancel that came meanwhile (or after
+  // the last poll) is seen here, the last moment it can still stop the commit.
+  if (built.ok()) built = CancelRequested();
   // The one step that changes the host: swap old and new in place
   // (renameat2 RENAME_EXCHANGE, man 2 rename). Before it, nothing changed.
   if (built.ok() && renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(),

@@ -463,6 +463,71 @@ TEST(CocoonEnforce, SigusrOneCancelsTheRunAndLeavesNothingBehind) {
   fs::remove(err_path);
 }
 
+// A signal the caller set to be ignored (nohup, a shell's background job)
+// does not cancel the run: cocoon blocked it for its signalfd, and a blocked
+// signal is queued even when ignored.
+TEST(CocoonRun, ASignalTheCallerIgnoresDoesNotCancelTheRun) {
+  const std::string out_path = fs::temp_directory_path() / ("cocoon-nohup-" + std::to_string(getpid()) + ".out");
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGHUP, SIG_IGN);
+    if (!freopen(out_path.c_str(), "w", stdout)) _exit(125);
+    execl(COCOON_BINARY, COCOON_BINARY, "run", "--", "/bin/sh", "-c", "sleep 1; echo done",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_EQ(kill(pid, SIGHUP), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(out_path);
+  std::string out((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_TRUE(WIFEXITED(status)) << "cocoon died by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(out, "done\n");
+  fs::remove(out_path);
+}
+
+// A signal after the commit, while the Outcome is still being written (here
+// cocoon waits for the reader of its stdout), no longer ends cocoon by its
+// default action: the host has the results, so the caller gets the Outcome
+// that records them, whole, and the command's exit status.
+TEST(CocoonRun, ASignalAfterTheCommitDoesNotLoseTheOutcome) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-after-commit-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDERR_FILENO);
+    // 500 KB of output: its JSON fills the pipe, which nobody reads yet.
+    execl(COCOON_BINARY, COCOON_BINARY, "run", "--json", "--work", dir.c_str(), "--", "/bin/sh", "-c",
+          "head -c 500000 /dev/zero | tr '\\0' a; echo x > /work/result", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  for (int i = 0; i < 1000 && !fs::exists(dir / "result"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(dir / "result")) << "never committed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // cocoon is writing the Outcome by now
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  std::string text;
+  char buffer[65536];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "cocoon died by signal " << WTERMSIG(status) << " after committing";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  json j = json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text.size() << " bytes of Outcome";
+  EXPECT_TRUE(j["committed"].get<bool>());
+  EXPECT_EQ(j["stdout"].get<std::string>().size(), 500000u);
+  fs::remove_all(dir);
+}
+
 TEST(CocoonEnforce, ASecondStagedRunOnABusyWorkDirIsRefusedBeforeItStarts) {
   fs::path dir = fs::temp_directory_path() / ("cocoon-busy-" + std::to_string(getpid()));
   fs::remove_all(dir);

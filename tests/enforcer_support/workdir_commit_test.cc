@@ -410,6 +410,29 @@ TEST(CommitTest, AWorkDirReplacedJustBeforeTheSwapIsSwappedBack) {
   EXPECT_EQ(Names(f.parent.path()), (std::set<std::string>{"moved", "work"})) << "no temporary dir left behind";
 }
 
+// A signal that comes after the committer's last poll of the signal fd
+// (it polls once per 64 entries; a big file's copy takes seconds between
+// two polls) still stops the commit: the fd is checked once more just
+// before the swap, and the host dir stays as it was.
+TEST(CommitTest, ACancelThatComesAfterTheLastPollStillStopsTheSwap) {
+  Fixture f;
+  int signal_pipe[2];
+  ASSERT_EQ(pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK), 0);
+  CommitOptions options;
+  options.cancel_fd = signal_pipe[0];
+  options.before_swap_for_test = [&] { ASSERT_EQ(write(signal_pipe[1], "x", 1), 1); };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  close(signal_pipe[0]);
+  close(signal_pipe[1]);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kUnavailable) << report.status().message();
+  EXPECT_EQ(Names(f.host), std::set<std::string>{"orig.txt"});
+  EXPECT_EQ(ReadText(f.host + "/orig.txt"), "original\n");
+  EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << "no temporary dir left behind";
+}
+
 // A caller who is not root must still remove trees of its own whose
 // directories lack owner write (0555, as Go's module cache makes them) or
 // every permission (0000, as a sandbox may leave them): a failed or
