@@ -123,6 +123,15 @@ struct ChildMountOp {
   // directory or file (mounts.cc OpenBindSource).
   dev_t source_dev = 0;
   ino_t source_ino = 0;
+  // The target lies in the work dir (a bind nested in it, e.g. `run`'s
+  // read-only cwd at /work/main/docs): the directories and the empty file
+  // the child makes for it there are given to the sandbox's user (these
+  // ids, inside), not left to the id the child builds the tree as (host
+  // root, as root). A sandbox may move one out from under its mount, and
+  // what it leaves in the work dir is committed to the work dir's owner
+  // only when it is the sandbox's. -1: not in the work dir.
+  int64_t owner_uid = -1;
+  int64_t owner_gid = -1;
 };
 
 struct ChildLandlockRule {

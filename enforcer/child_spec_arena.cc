@@ -14,7 +14,7 @@ namespace {
 // child following a pointer into the parent's heap, which in the child is a
 // stale snapshot: this size check makes such a change fail to compile.
 static_assert(sizeof(ChildSpec) == 264, "ChildSpec changed: copy the new field in ChildSpecArena::Place, then update this size");
-static_assert(sizeof(ChildMountOp) == 88, "ChildMountOp changed: copy the new field in ChildSpecArena::Place");
+static_assert(sizeof(ChildMountOp) == 104, "ChildMountOp changed: copy the new field in ChildSpecArena::Place");
 static_assert(sizeof(ChildLandlockRule) == 24, "ChildLandlockRule changed: copy the new field in ChildSpecArena::Place");
 
 // A bump allocator over the arena; every Copy* returns nullptr once full.

@@ -213,6 +213,11 @@ Status PreparedChild::AddRootfsEntries() {
 }
 
 void PreparedChild::PushOp(ChildMountOp op, const std::string& target, std::string description) {
+  const std::string& work = inputs_.plan->work_path;
+  if (op.kind != ChildMountKind::kWorkDir && !work.empty() && target != work && IsUnder(target, work)) {
+    op.owner_uid = inputs_.plan->uid;
+    op.owner_gid = inputs_.plan->gid;
+  }
   // The longest proper ancestor of `target` that an earlier op made.
   for (size_t slash = target.rfind('/'); slash != std::string::npos && slash > 0; slash = target.rfind('/', slash - 1)) {
     if (existing_dirs_.count(target.substr(0, slash)) != 0) {

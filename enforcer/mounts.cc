@@ -140,10 +140,19 @@ long MountFilesystem(const char* source, const char* type, unsigned long flags, 
 // Opens `name` in `dir_fd` as a directory that is not a symlink, making it
 // first when it is missing: an fd, or -errno (ELOOP for a symlink: O_PATH |
 // O_NOFOLLOW opens the link itself rather than failing).
-long MakeAndOpenDirectory(int dir_fd, const char* name) noexcept {
+// ChildMountOp::owner_uid: what the child makes in the work dir is the
+// sandbox user's. Best effort: a failure leaves the owner the child built
+// the tree as, which is no wider access for anyone.
+void GiveToSandboxUser(const ChildMountOp& op, long fd) noexcept {
+  if (op.owner_uid < 0 || fd < 0) return;
+  sys::Call(SYS_fchownat, fd, "", op.owner_uid, op.owner_gid, AT_EMPTY_PATH);
+}
+
+long MakeAndOpenDirectory(int dir_fd, const char* name, const ChildMountOp& op) noexcept {
   long made = sys::Call(SYS_mkdirat, dir_fd, name, 0755);
   if (made != 0 && made != -EEXIST) return made;
   long fd = OpenWithoutSymlinks(dir_fd, name, RESOLVE_BENEATH);
+  if (made == 0) GiveToSandboxUser(op, fd);
   if (fd < 0 || made == 0) return fd;
   struct stat st;  // it was there already: it may be the host's symlink or file
   long rc = sys::Call(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH);
@@ -204,7 +213,7 @@ bool OpenMountPointParent(const ChildMountOp& op, int root_fd, size_t root_len, 
       return true;
     }
     path[end] = '\0';
-    long fd = MakeAndOpenDirectory(parent->fd, path + begin);
+    long fd = MakeAndOpenDirectory(parent->fd, path + begin, op);
     if (fd < 0) return Fail(error, ChildStep::kMkdirTarget, sys::ErrorOf(fd), index);
     if (parent->owned) sys::Call(SYS_close, parent->fd);
     parent->fd = static_cast<int>(fd);
@@ -219,12 +228,13 @@ bool MakeMountPoint(const ChildMountOp& op, const MountPointParent& parent, Moun
                     int index) noexcept {
   long fd;
   if (op.target_is_dir) {
-    fd = MakeAndOpenDirectory(parent.fd, parent.name);
+    fd = MakeAndOpenDirectory(parent.fd, parent.name, op);
   } else {
     // O_EXCL: an existing entry is never opened for writing (a FIFO there
     // would block the child, a device would be opened on the host); it is
     // opened O_PATH below and must be a regular file.
     fd = sys::Call(SYS_openat, parent.fd, parent.name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    GiveToSandboxUser(op, fd);
     if (fd >= 0) sys::Call(SYS_close, fd);
     // An existing (possibly read-only) file is a valid mount point; a symlink
     // there is refused below (ELOOP).

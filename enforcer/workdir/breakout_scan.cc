@@ -111,6 +111,7 @@ class Scanner {
   std::atomic<uint64_t> total_entries_{0};
   std::atomic<bool> cancelled_{false};  // options_.cancel_fd became readable
   std::atomic<uint64_t> findings_total_{0}, finding_bytes_total_{0};  // over every worker
+  std::atomic<uint64_t> path_bytes_total_{0};  // ScanOptions::max_path_bytes, over every worker
   std::vector<WorkerState> states_;    // [0]: the calling thread's
   std::vector<std::thread> workers_;  // started by MaybeStartWorkers, for states_[1..]
 
@@ -294,6 +295,12 @@ Status Scanner::Walk(WorkerState& state, int dir_fd, std::string& path, uint32_t
 }
 
 Status Scanner::CheckFindingsBudget() const {
+  if (path_bytes_total_.load(std::memory_order_relaxed) > options_.max_path_bytes) {
+    return ResourceExhaustedError("the work dir's paths and link targets add up to more than " +
+                                  std::to_string(options_.max_path_bytes >> 20) +
+                                  " MiB (deeply nested long names): verification keeps them in memory, so it is "
+                                  "not verified");
+  }
   if (findings_total_.load(std::memory_order_relaxed) <= options_.max_findings &&
       finding_bytes_total_.load(std::memory_order_relaxed) <= options_.max_finding_bytes) {
     return Status::Ok();
@@ -310,6 +317,7 @@ Status Scanner::Entry(WorkerState& state, int dir_fd, std::string& path, const c
   if (!path.empty()) path.push_back('/');
   path.append(name);
   ++state.entries;
+  path_bytes_total_.fetch_add(path.size(), std::memory_order_relaxed);
   struct stat st {};
   const bool count_owners = options_.owner_uid >= 0;
   if (type == DT_UNKNOWN || type == DT_REG || type == DT_DIR || (count_owners && type == DT_LNK)) {
@@ -438,6 +446,7 @@ void Scanner::CheckSymlink(WorkerState& state, int dir_fd, const std::string& pa
     return;
   }
   target[len] = 0;
+  path_bytes_total_.fetch_add(static_cast<uint64_t>(len), std::memory_order_relaxed);
   std::string target_string(target, static_cast<size_t>(len));
   if (SymlinkEscapesLexically(path, target_string)) {
     Add(state, path, "symlink-escape", target_string);

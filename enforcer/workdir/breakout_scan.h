@@ -75,6 +75,16 @@ struct ScanOptions {
   // findings are already in the host dir and must all be removed or judged.
   uint64_t max_findings = 65'536;
   uint64_t max_finding_bytes = 16ull << 20;  // bytes of their paths and targets
+  // The paths of every entry (and every symlink's target), added up. The
+  // scan keeps the paths of hardlinked files, and the commit those of every
+  // symlink, each in full: 250 nested directories of 255-byte names make
+  // each path 64 KB, and 16,000 hardlinks down there took the supervisor
+  // (as root, outside every limit of the sandbox) to 1 GB. Past this sum
+  // a sandbox's tree is not verified, and a staged run commits nothing.
+  // A real tree stays far below it: 300,000 files at 100 bytes a path are
+  // 30 MB. Lifted for the host's own tree and in direct mode, like the
+  // findings caps.
+  uint64_t max_path_bytes = 64ull << 20;
   // Worker threads; 0 = one per CPU, at most 4 (fewer under a low
   // RLIMIT_NOFILE: see max_depth). The calling thread walks alone until the
   // walk has seen 1024 entries (small trees start no thread), then the

@@ -168,6 +168,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     ScanOptions host_options;
     host_options.max_findings = UINT64_MAX;
     host_options.max_finding_bytes = UINT64_MAX;
+    host_options.max_path_bytes = UINT64_MAX;
     if (options.sandbox_host_uid < 0) {  // rootless: the sandbox's user namespace maps the caller's ids only
       host_options.owner_uid = geteuid();
       host_options.owner_gid = getegid();
@@ -467,6 +468,7 @@ void Staging::VerifyDirect(int cancel_fd, StagingResult& result) {
   // stopped at the cap would leave every one of them there unremoved.
   scan_options.max_findings = UINT64_MAX;
   scan_options.max_finding_bytes = UINT64_MAX;
+  scan_options.max_path_bytes = UINT64_MAX;
   // The sandbox's writes are on the host already, so this runs after a
   // cancelled run too. A signal during it (after a cancel: a second one;
   // the supervisor consumed the first) stops it: the user asked cocoon to

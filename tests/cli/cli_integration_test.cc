@@ -463,6 +463,31 @@ TEST(CocoonEnforce, SigusrOneCancelsTheRunAndLeavesNothingBehind) {
   fs::remove(err_path);
 }
 
+// The directories the child makes in the work dir for a bind nested in it
+// belong to the sandbox's user, not to host root: a sandbox that moved one
+// out from under its mount had it committed as root's into a work dir of
+// another user, who could then not remove it.
+TEST(CocoonEnforce, DirectoriesMadeForANestedBindAreCommittedAsTheWorkDirOwners) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to give the work dir to another user";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-nested-bind-owner-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  ASSERT_EQ(chown((dir / "work").c_str(), 4242, 4242), 0);
+  std::ofstream(dir / "nested.cocoon") << "import \"" COCOON_POLICIES_DIR "/strict.cocoon\"\n"
+                                          "profile nested extends strict {\n  relaxes filesystem\n"
+                                          "  filesystem {\n    readonly /usr/share/doc as /work/deep/doc\n  }\n}\n";
+  Ran ran = Cocoon({"enforce", (dir / "nested.cocoon").string(), "--work",
+                    (dir / "work").string(), "--", "/bin/sh", "-c", "mv /work/deep /work/keep"});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  for (const fs::path& p : {dir / "work" / "keep", dir / "work" / "keep" / "doc"}) {
+    struct stat st {};
+    ASSERT_EQ(lstat(p.c_str(), &st), 0) << p;
+    EXPECT_EQ(st.st_uid, 4242u) << p;
+    EXPECT_EQ(st.st_gid, 4242u) << p;
+  }
+  fs::remove_all(dir);
+}
+
 // A signal the caller set to be ignored (nohup, a shell's background job)
 // does not cancel the run: cocoon blocked it for its signalfd, and a blocked
 // signal is queued even when ignored.

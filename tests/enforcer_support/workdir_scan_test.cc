@@ -65,6 +65,29 @@ TEST(BreakoutScanTest, AReadableCancelFdStopsTheScan) {
   EXPECT_TRUE(stopped->clean()) << "g's other link was not seen: no hardlink finding: " << Kinds(*stopped);
 }
 
+// The paths (and link targets) the scan walks add up against a cap: deep
+// trees of long names made each kept path 64 KB, and the supervisor's
+// memory grew without bound with a sandbox's hardlinks and symlinks.
+// Past the cap a sandbox's tree is not verified; the host's own tree is
+// scanned with the cap lifted.
+TEST(BreakoutScanTest, PathsAddingUpPastTheCapAreNotVerified) {
+  TempDir dir;
+  const std::string name(200, 'n');
+  testing::MakeDirs(dir / (name + "/" + name));
+  WriteText(dir / (name + "/" + name + "/f"), "x");
+  ASSERT_EQ(symlink("f", (dir / (name + "/" + name + "/link")).c_str()), 0);
+  ScanOptions options;
+  auto whole = ScanForBreakoutsAt(dir.path(), options);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  options.max_path_bytes = 1000;  // the tree's paths: 200 + 401 + 403 + 406, and the link's target
+  auto capped = ScanForBreakoutsAt(dir.path(), options);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_EQ(capped.status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(capped.status().message().find("not verified"), std::string::npos) << capped.status().message();
+  options.max_path_bytes = 2000;
+  EXPECT_TRUE(ScanForBreakoutsAt(dir.path(), options).ok());
+}
+
 TEST(SymlinkLexicalTest, Table) {
   struct Case {
     const char* link;
