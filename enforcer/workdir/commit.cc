@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "compiler/common/digest.h"
 #include "enforcer/workdir/tree_ops.h"
 
 namespace cocoon::enforcer {
@@ -51,15 +54,24 @@ Result<HostDir> OpenHostDir(const std::string& host_dir) {
   return host;
 }
 
+// ".cocoon-commit-<16 hex digits of the work dir's name's SHA-256>-": the
+// commit directories of one work dir, whatever else its parent holds. The
+// name says whose they are, so the next staged run on that work dir can
+// remove those a SIGKILLed supervisor left (SweepAbandonedCommitDirs).
+std::string CommitDirPrefix(const std::string& work_dir_name) {
+  return ".cocoon-commit-" + Sha256Hex(work_dir_name).substr(0, 16) + "-";
+}
+
 // mkdtemp relative to the parent fd: mkdirat with random names.
-Result<std::string> MakeTempDir(int parent_fd) {
+Result<std::string> MakeTempDir(int parent_fd, const std::string& work_dir_name) {
+  const std::string prefix = CommitDirPrefix(work_dir_name);
   for (int attempt = 0; attempt < 100; ++attempt) {
-    char name[] = ".cocoon-commit-XXXXXX";
+    std::string name = prefix;
     unsigned char random_bytes[6] = {};
     if (getrandom(random_bytes, sizeof random_bytes, 0) != sizeof random_bytes) return ErrnoError("getrandom");
     static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    for (int i = 0; i < 6; ++i) name[sizeof(name) - 7 + i] = kAlphabet[random_bytes[i] % 36];
-    if (mkdirat(parent_fd, name, 0700) == 0) return std::string(name);
+    for (unsigned char byte : random_bytes) name += kAlphabet[byte % 36];
+    if (mkdirat(parent_fd, name.c_str(), 0700) == 0) return name;
     if (errno != EEXIST) return ErrnoError("creating a commit directory next to the work dir");
   }
   return InternalError("no free commit directory name");
@@ -510,7 +522,7 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   if (options_.expected_host_dir && !options_.expected_host_dir->Matches(host.st)) return ReplacedWorkDir(host_dir);
   // A root committer hands everything to the work dir's owner, not to root.
   if (geteuid() == 0) owner_ = tree::Owner{true, host.st.st_uid, host.st.st_gid};
-  COCOON_ASSIGN_OR_RETURN(std::string temp_name, MakeTempDir(host.parent.get()));
+  COCOON_ASSIGN_OR_RETURN(std::string temp_name, MakeTempDir(host.parent.get(), host.base));
   Status built;
   struct stat temp_st {};  // our tree: only it is ever removed from the temporary name before the swap
   {
@@ -599,7 +611,7 @@ Status Remediate(int root_fd, const BreakoutFinding& finding) {
 
 Status CheckCommitPossible(const std::string& host_dir) {
   COCOON_ASSIGN_OR_RETURN(HostDir host, OpenHostDir(host_dir));
-  Result<std::string> probe = MakeTempDir(host.parent.get());
+  Result<std::string> probe = MakeTempDir(host.parent.get(), host.base);
   if (!probe.ok()) {
     return FailedPreconditionError("work dir " + host_dir + ": its results are committed through a directory made "
                                    "beside it, and " + probe.status().message() + " (in " + host.parent_path +
@@ -607,6 +619,26 @@ Status CheckCommitPossible(const std::string& host_dir) {
   }
   unlinkat(host.parent.get(), probe->c_str(), AT_REMOVEDIR);
   return Status::Ok();
+}
+
+size_t SweepAbandonedCommitDirs(const std::string& host_dir, std::chrono::seconds min_age) {
+  auto host = OpenHostDir(host_dir);
+  if (!host.ok()) return 0;
+  auto entries = tree::ListDir(host->parent.get());
+  if (!entries.ok()) return 0;
+  const std::string prefix = CommitDirPrefix(host->base);
+  const time_t now = time(nullptr);
+  size_t removed = 0;
+  for (const auto& entry : *entries) {
+    if (entry.name.compare(0, prefix.size(), prefix) != 0 || entry.name.size() != prefix.size() + 6) continue;
+    struct stat st {};
+    if (fstatat(host->parent.get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+    // ctime: a commit directory being built changes as entries go in, and
+    // the rename of the swap stamps the old contents it then holds.
+    if (now - st.st_ctim.tv_sec < min_age.count()) continue;
+    if (tree::RemoveTreeIfItIs(host->parent.get(), entry.name, st.st_dev, st.st_ino).ok()) ++removed;
+  }
+  return removed;
 }
 
 Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,

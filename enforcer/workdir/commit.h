@@ -2,7 +2,8 @@
 //
 // How (staged copy mode):
 //  1. Build the complete new contents in a fresh directory next to the host
-//     work dir (same parent, same filesystem): "<parent>/.cocoon-commit-XXXXXX".
+//     work dir (same parent, same filesystem): "<parent>/.cocoon-commit-<H>-XXXXXX",
+//     H from the work dir's name (SweepAbandonedCommitDirs finds them by it).
 //     Every file is created with openat(O_CREAT|O_EXCL|O_NOFOLLOW|O_WRONLY)
 //     relative to its parent dir fd and written through fds (sendfile), so a
 //     link planted anywhere cannot redirect a write. Permissions are copied
@@ -41,6 +42,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,6 +173,14 @@ struct CommitReport {
 // that a work dir whose parent the caller cannot write (`--work ~` under a
 // root-owned /home) is refused up front instead of after the command ran.
 Status CheckCommitPossible(const std::string& host_dir);
+
+// Removes the commit directories of `host_dir` (named after it) that a
+// supervisor killed by SIGKILL left beside it: a half-built new tree, or the
+// old contents it had swapped out and not yet removed. Only those unchanged
+// for `min_age`; call while holding the work dir's exclusive lock
+// (staging.cc), so that no other staged run on it is committing. Best
+// effort: returns how many were removed.
+size_t SweepAbandonedCommitDirs(const std::string& host_dir, std::chrono::seconds min_age);
 
 // Commits the tree at `tree_fd` (scanned into `scan`; entries it flagged are
 // left out) to `host_dir` (absolute path of an existing directory).

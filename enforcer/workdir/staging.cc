@@ -159,6 +159,9 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
                                      "would reach into that filesystem; unmount it or choose another work dir");
     }
     COCOON_RETURN_IF_ERROR(CheckCommitPossible(host));
+    // Under the exclusive lock taken above: no other staged run on this dir
+    // is committing. Ten minutes: a live commit directory changes more often.
+    (void)SweepAbandonedCommitDirs(host, std::chrono::minutes(10));
     // A staged work dir is replaced as a whole when it is committed (and the
     // copy-in walks all of it): a filesystem mounted inside it would be
     // copied, then emptied with the previous contents. Refused up front.

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 
+#include "compiler/common/digest.h"
 #include "enforcer/workdir/breakout_scan.h"
 #include "enforcer/workdir/commit.h"
 #include "enforcer/workdir/tree_ops.h"
@@ -431,6 +432,24 @@ TEST(CommitTest, ACancelThatComesAfterTheLastPollStillStopsTheSwap) {
   EXPECT_EQ(Names(f.host), std::set<std::string>{"orig.txt"});
   EXPECT_EQ(ReadText(f.host + "/orig.txt"), "original\n");
   EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << "no temporary dir left behind";
+}
+
+// A supervisor killed by SIGKILL during a commit leaves its commit directory
+// beside the work dir (a half-built tree, or the old contents after the
+// swap). The next staged run on that work dir removes those of its own
+// name that have not changed for a while, and nothing else.
+TEST(CommitTest, AbandonedCommitDirsOfTheWorkDirAreSwept) {
+  Fixture f;
+  const std::string ours = ".cocoon-commit-" + Sha256Hex("work").substr(0, 16) + "-abc123";
+  const std::string other_work_dir = ".cocoon-commit-" + Sha256Hex("other").substr(0, 16) + "-abc123";
+  for (const std::string& name : {ours, other_work_dir, std::string(".cocoon-commit-abc123")}) {
+    testing::MakeDirs(f.parent / (name + "/sub"));
+    WriteText(f.parent / (name + "/sub/f"), "left behind\n");
+  }
+  EXPECT_EQ(SweepAbandonedCommitDirs(f.host, std::chrono::hours(1)), 0u) << "too recent: may be a live commit";
+  EXPECT_EQ(SweepAbandonedCommitDirs(f.host, std::chrono::seconds(0)), 1u);
+  EXPECT_EQ(Names(f.parent.path()), (std::set<std::string>{"work", other_work_dir, ".cocoon-commit-abc123"}));
+  EXPECT_EQ(Names(f.host), std::set<std::string>{"orig.txt"});
 }
 
 // A caller who is not root must still remove trees of its own whose
