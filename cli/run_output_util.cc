@@ -236,6 +236,7 @@ Status CheckLogJsonDestination(const std::string& path) {
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output) {
   std::cerr << output.command_name << ": " << why.message() << "\n";
   nlohmann::json refused = {{"refused", true}, {"error", why.message()}, {"overrides", overrides}};
+  if (enforcer::IsRunCancelledBeforeStart(why)) refused["cancelled"] = true;  // a signal to cocoon: exit 130
   WriteLogJson(output, refused);
   if (output.mode == RunOutputMode::kPassThrough) return;
   // A refused stream is one line, the Outcome's, numbered like every line.

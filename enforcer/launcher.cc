@@ -203,7 +203,8 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
     broker = std::move(*created);
   }
   if (staging) {
-    Status populated = staging->ReceiveAndPopulate(started->work_fd());
+    Status populated = staging->ReceiveAndPopulate(started->work_fd(), started->signal_fd());
+    if (!populated.ok() && started->SignalArrived()) return abort_child(cancelled);
     if (!populated.ok()) return child_report_or(populated.WithContext("staging the work dir"));
     // A big copy-in takes seconds: a cancel that came meanwhile stops the
     // run before the command is exec'd (the child waits for the populated

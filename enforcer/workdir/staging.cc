@@ -300,7 +300,7 @@ void Staging::AdoptFds(int tree_fd, int view_fd) {
   view_fd_ = view_fd;
 }
 
-Status Staging::ReceiveAndPopulate(int sock) {
+Status Staging::ReceiveAndPopulate(int sock, int cancel_fd) {
   if (spec_.strategy == StagingStrategy::kDirect) return Status::Ok();
   if (lower_tree_.valid()) {
     // The child attaches it in its own namespace; ours is not needed after.
@@ -311,7 +311,7 @@ Status Staging::ReceiveAndPopulate(int sock) {
   }
   COCOON_ASSIGN_OR_RETURN(std::vector<int> fds, ReceiveFds(sock, 2, "its staged work dir"));
   AdoptFds(fds[0], fds[1]);
-  COCOON_RETURN_IF_ERROR(Populate().WithContext("filling the staged work dir"));
+  COCOON_RETURN_IF_ERROR(Populate(cancel_fd).WithContext("filling the staged work dir"));
   ssize_t n;
   do {
     n = write(sock, "G", 1);
@@ -320,9 +320,20 @@ Status Staging::ReceiveAndPopulate(int sock) {
   return Status::Ok();
 }
 
-Status Staging::Populate() {
+Status Staging::Populate(int cancel_fd) {
   tree::CopyHooks hooks;
   tree::CopyStats stats;
+  // A copy-in of a big dir takes seconds: a cancel (a readable signalfd)
+  // stops it, polled once per 256 entries.
+  uint64_t copied_entries = 0;
+  if (cancel_fd >= 0) {
+    hooks.tick = [cancel_fd, &copied_entries] {
+      if (++copied_entries % 256 == 1 && FdReadableNow(cancel_fd)) {
+        return Status(ErrorCode::kUnavailable, "the copy-in was cancelled");
+      }
+      return Status::Ok();
+    };
+  }
   if (options_.sandbox_host_uid >= 0) {
     hooks.owner = tree::Owner{true, static_cast<uid_t>(options_.sandbox_host_uid),
                               static_cast<gid_t>(options_.sandbox_host_gid >= 0 ? options_.sandbox_host_gid

@@ -197,7 +197,9 @@ class Staging {
   const std::string& note() const { return note_; }
 
   // Parent side of the handshake (see above). Blocks until the child sends.
-  Status ReceiveAndPopulate(int sock);
+  // `cancel_fd` readable (the launcher's signalfd): the copy-in stops,
+  // kUnavailable.
+  Status ReceiveAndPopulate(int sock, int cancel_fd = -1);
 
   // After the run: scan, then commit what passed (staged/overlay), or scan and
   // remediate (direct). Before ReceiveAndPopulate: error kFailedPrecondition.
@@ -213,7 +215,7 @@ class Staging {
 
  private:
   Staging() = default;
-  Status Populate();
+  Status Populate(int cancel_fd);
   void VerifyDirect(int cancel_fd, StagingResult& result);
   void VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_fd, StagedCommit commit,
                              StagingResult& result);
