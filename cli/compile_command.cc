@@ -76,7 +76,7 @@ void SetUpCompileCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("-I,--include-dir", options->include_dirs, "Extra directory searched by `import`");
   cmd->add_option("-t,--target", options->target, "linux|macos|windows|oci|k8s|all, or a comma-separated list");
   cmd->add_option("-o,--out", options->out_dir, "Output directory")->required();
-  cmd->add_flag("-q,--quiet", options->quiet, "Print nothing on success");
+  cmd->add_flag("-q,--quiet", options->quiet, "No summary on success (warnings still go to stderr)");
   cmd->callback([options, &result] { result.exit_code = RunCompile(*options); });
 }
 

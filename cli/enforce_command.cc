@@ -43,7 +43,11 @@ int RunEnforce(const EnforceOptions& options) {
   if (options.command.empty()) {
     return usage("missing command; usage: cocoon enforce POLICY [options] -- CMD [ARG...]");
   }
-  if (options.audit_log.empty() != options.audit_key.empty()) return usage("--audit-log and --audit-key go together");
+  // The environment's audit trail, as `run`, `pipeline` and `mcp` take it: a
+  // deployment that sets it must not get unaudited runs from `enforce`.
+  const std::string audit_log = EnvOr(options.audit_log, "COCOON_AUDIT_LOG");
+  const std::string audit_key = EnvOr(options.audit_key, "COCOON_AUDIT_KEY");
+  if (audit_log.empty() != audit_key.empty()) return usage("--audit-log and --audit-key go together");
   if (!options.copies.empty() && options.work_dir.empty()) {
     return usage("--copy puts files into the work dir: give one with --work DIR");
   }
@@ -54,7 +58,7 @@ int RunEnforce(const EnforceOptions& options) {
   request.copies = options.copies;
   request.stdin_mode = enforcer::StdinMode::kInherit;
   request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
-  request.audit = {options.audit_log, options.audit_key};
+  request.audit = {audit_log, audit_key};
   // Pass the command's output through as it comes (up to the policy's cap),
   // never blocking the supervisor (pass_through.h).
   PassThroughWriter out(STDOUT_FILENO), err(STDERR_FILENO);
@@ -100,6 +104,9 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "Without --json the command's stdout/stderr pass through and cocoon exits\n"
       "with the command's status (128+N when killed by signal N, 124 on timeout).\n"
       "A refused run exits 1 (127/126 when the command is missing/not executable).\n"
+      "A run cancelled before its command started (a signal while the policy\n"
+      "loaded or the work dir was copied in) exits 130, and with --json prints\n"
+      "`{\"refused\": true, \"cancelled\": true, \"error\": \"run cancelled before start\"}`.\n"
       "125: the command ran, but its work dir could not be verified (nothing\n"
       "committed; in direct mode, entries left uninspected); the Outcome says why.\n\n"
       "Examples:\n"
@@ -114,9 +121,9 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
   cmd->add_option("--copy", options->copies, "Copy a host file into the work dir (repeatable; needs --work)")
       ->check(NonEmptyValue());
   cmd->add_flag("--json", options->json, "Print one JSON Outcome instead of passing output through");
-  cmd->add_option("--audit-log", options->audit_log, "Append signed audit events to FILE")
+  cmd->add_option("--audit-log", options->audit_log, "Append signed audit events to FILE (default: $COCOON_AUDIT_LOG)")
       ->check(NonEmptyValue());
-  cmd->add_option("--audit-key", options->audit_key, "Ed25519 private key for the audit log")
+  cmd->add_option("--audit-key", options->audit_key, "Ed25519 private key for the audit log (default: $COCOON_AUDIT_KEY)")
       ->check(NonEmptyValue());
   cmd->callback([options, &result] {
     // The command comes only after `--` (command_line.h): words before it

@@ -59,7 +59,7 @@ void SetUpFmtCommand(CLI::App& app, CommandResult& result) {
       "  cocoon fmt policies/strict.cocoon\n"
       "  cocoon fmt --check policies/*.cocoon      # in CI");
   cmd->add_option("FILE", options->files, "Policy files (.cocoon)")->required()->check(CLI::ExistingFile);
-  auto* check = cmd->add_flag("--check", options->check, "Print nothing; exit 1 if a file is not canonical");
+  auto* check = cmd->add_flag("--check", options->check, "Write nothing; exit 1 naming each file that is not canonical");
   cmd->add_flag("-w,--write", options->write, "Rewrite the files in place")->excludes(check);
   cmd->callback([options, &result] {
     int code = 0;

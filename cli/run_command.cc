@@ -248,7 +248,7 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
       "Examples:\n"
       "  cocoon run -r python -c 'print(1)'\n"
       "  cocoon run --json -r node -c 'console.log(process.version)'\n"
-      "  cocoon run --work ./out --timeout 60 --mem 1G -- make -j2\n"
+      "  cocoon run --work . --timeout 60 --mem 1G -- make -j2   (runs in /work)\n"
       "  cocoon run --explain --allow-network -r python script.py");
   // A script's own arguments are never cocoon's: after the first positional
   // (the script), every word is the script's, like `python3 script.py ...`;

@@ -237,6 +237,11 @@ Status WriteCompiledDir(const CompileOutput& output, const std::string& out_dir)
   const fs::path out = fs::absolute(fs::path(trimmed), ec).lexically_normal();
   if (ec || !out.has_filename()) return InvalidArgumentError("bad output directory '" + out_dir + "'");
   COCOON_ASSIGN_OR_RETURN(bool exists, CheckReplaceable(out));
+  // `-o out/strict` in a fresh clone: the parents are made, as `mkdir -p`.
+  if (!exists && !out.parent_path().empty()) {
+    fs::create_directories(out.parent_path(), ec);
+    if (ec) return Status(ErrorCode::kFailedPrecondition, "create " + out.parent_path().string() + ": " + ec.message());
+  }
   std::string pattern = (out.parent_path() / ("." + out.filename().string() + ".tmp-XXXXXX")).string();
   if (mkdtemp(pattern.data()) == nullptr) return ErrnoError("create temporary directory next to " + out.string());
   const fs::path temp(pattern);

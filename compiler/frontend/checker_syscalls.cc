@@ -44,8 +44,10 @@ bool ParseArch(const std::string& name, ir::Arch& out) {
 bool ErrnoValue(Layer& layer, const ast::Word& word, int& out) {
   if (word.kind == ast::WordKind::kNumber) {
     uint64_t n = 0;
-    if (!ParseInteger(word.text, n) || n == 0 || n > 4095) {
-      layer.Error(word.span, "errno " + word.text + " is out of range; expected 1..4095 or a name such as EPERM");
+    // 4095 is MAX_ERRNO, but libseccomp refuses an errno action of 4095
+    // (it takes 1..4094), so the rule would fail to compile far from here.
+    if (!ParseInteger(word.text, n) || n == 0 || n > 4094) {
+      layer.Error(word.span, "errno " + word.text + " is out of range; expected 1..4094 or a name such as EPERM");
       return false;
     }
     out = static_cast<int>(n);

@@ -154,8 +154,12 @@ void ExplainLimits(Writer& w, const ir::Policy& p) {
   w.Line("CPU time    " + LimitText(l.cpu_time_ms, FormatDuration), "limits.cpu_time");
   w.Line("memory      " + LimitText(l.memory_bytes, FormatBytes), "limits.memory");
   w.Line("processes   " + LimitText(l.processes, Count), "limits.processes");
-  w.Line("open files  " + LimitText(l.open_files, Count), "limits.open_files");
-  w.Line("file size   " + LimitText(l.file_size_bytes, FormatBytes), "limits.file_size");
+  // Unset, these two still get an rlimit: the enforcer's default.
+  w.Line("open files  " + (l.open_files.set ? LimitText(l.open_files, Count) : Count(ir::kDefaultOpenFiles)),
+         "limits.open_files");
+  w.Line("file size   " + (l.file_size_bytes.set ? LimitText(l.file_size_bytes, FormatBytes)
+                                                   : FormatBytes(ir::kDefaultFileSizeBytes)),
+         "limits.file_size");
   w.Line("disk        " + LimitText(l.disk_bytes, FormatBytes), "limits.disk");
   w.Line("output      " + LimitText(l.output_bytes, FormatBytes) + " per stream", "limits.output");
   w.Line("CPU share   " + LimitText(l.cpu_percent, Percent), "limits.cpu");

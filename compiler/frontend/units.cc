@@ -115,8 +115,15 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
   if (ec != std::errc() || end != number.data() + number.size()) {
     return Fail("'" + std::string(number) + "' is not a number");
   }
-  double scaled = std::round(amount * static_cast<double>(found->scale));
+  const double exact = amount * static_cast<double>(found->scale);
+  double scaled = std::round(exact);
   if (scaled >= 1.8e19) return Fail("'" + std::string(text) + "' is too large");
+  // 0.5ms would silently become 1 ms (and 0.3KiB 307 bytes): the IR counts
+  // whole milliseconds and bytes.
+  if ((kind == UnitKind::kTime || kind == UnitKind::kSize) && std::fabs(exact - scaled) > 1e-6 * std::max(1.0, scaled)) {
+    return Fail("'" + std::string(text) + "' is not a whole number of " +
+                std::string(kind == UnitKind::kTime ? "milliseconds" : "bytes"));
+  }
   if (kind == UnitKind::kPercent && amount != std::floor(amount)) {
     return Fail("percentages are whole numbers", "write " + std::to_string(static_cast<int>(amount)) + "%");
   }

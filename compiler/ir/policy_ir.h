@@ -103,6 +103,12 @@ struct Limit {
   Enforcement enforcement = Enforcement::kRequired;
 };
 
+// What the enforcer applies when a policy leaves these unset (always some
+// RLIMIT_NOFILE and RLIMIT_FSIZE: enforcer/limits/limit_plan.h); `explain`
+// shows them.
+inline constexpr uint64_t kDefaultOpenFiles = 1024;
+inline constexpr uint64_t kDefaultFileSizeBytes = 16ull << 30;  // 16 GiB
+
 struct Limits {
   Limit wall_time_ms;
   Limit cpu_time_ms;

@@ -80,8 +80,8 @@ struct LimitPlanOptions {
   // Applied when the policy does not set open_files / file_size. Both are
   // clamped to the caller's current hard limit (an unprivileged child cannot
   // raise a hard limit, and we never try to).
-  uint64_t default_open_files = 1024;
-  uint64_t default_file_size_bytes = 16ull << 30;  // 16 GiB
+  uint64_t default_open_files = ir::kDefaultOpenFiles;
+  uint64_t default_file_size_bytes = ir::kDefaultFileSizeBytes;
   ir::WorkMode work_mode = ir::WorkMode::kStaged;
   // Current hard limits of the caller, per RLIMIT_* (index = resource). Filled
   // by CurrentHardLimits(); tests pass their own. RLIM_INFINITY when unknown.

@@ -211,7 +211,11 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   if (strategy == StagingStrategy::kAuto) {
     // Big dirs go through an overlay (nothing copied in); small ones are
     // copied, which needs no overlayfs and keeps the host dir unmounted.
-    strategy = host_scan->bytes > options.overlay_threshold_bytes ? StagingStrategy::kOverlay : StagingStrategy::kCopy;
+    // "Big" as a copy on tmpfs would be: a file takes whole pages, so 17,000
+    // one-byte files (500 KB) take 68 MB of the quota, and their copy did
+    // not fit strict's 64 MiB.
+    const uint64_t copy_footprint = host_scan->bytes + host_scan->regular_files * 4096;
+    strategy = copy_footprint > options.overlay_threshold_bytes ? StagingStrategy::kOverlay : StagingStrategy::kCopy;
     if (strategy == StagingStrategy::kOverlay && needs_idmap) {
       auto lower = IdmappedReadOnlyTree(host_fd.get(), host, IdShiftFor(host_st, options));
       // Without idmapped mounts (an old kernel, a filesystem without
@@ -234,8 +238,8 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
       std::string who = std::to_string(host_scan->foreign_owned) +
                         (host_scan->foreign_owned == 1 ? " entry" : " entries") + " of the work dir (such as '" +
                         host_scan->first_foreign_owned + "') belong to another user or group";
-      const uint64_t pages_needed = host_scan->bytes + (host_scan->entries + 1) * 4096;  // tmpfs: a page per file at least
-      const bool fits = pages_needed <= staging->quota_bytes_ && host_scan->entries < WorkDirEntryLimit(staging->quota_bytes_);
+      const bool fits = copy_footprint + (host_scan->entries + 1) * 4096 <= staging->quota_bytes_ &&
+                        host_scan->entries < WorkDirEntryLimit(staging->quota_bytes_);
       if (fits && host_scan->unreadable_by_caller == 0) {
         strategy = StagingStrategy::kCopy;
         staging->overlay_declined_ = who + ", which a rootless overlay cannot change";

@@ -1325,6 +1325,26 @@ TEST(CocoonRun, ExplainWithJsonPrintsOneObject) {
   EXPECT_EQ(j.count("exit_code"), 0u) << "--explain must not run the command";
 }
 
+// `enforce` takes the audit trail from the environment as run, pipeline and
+// mcp do: a deployment that sets COCOON_AUDIT_LOG got unaudited enforce runs.
+TEST(CocoonEnforce, TheAuditTrailComesFromTheEnvironmentToo) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-enforce-env-audit-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  Ran ran = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/true"}, "",
+                   {{"COCOON_AUDIT_LOG", log}, {"COCOON_AUDIT_KEY", key}});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  ASSERT_TRUE(fs::exists(log)) << "no audit log written";
+  Ran verified = Cocoon({"audit", "verify", log, "--trust", key + ".pub"});
+  EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+  Ran half = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/true"}, "",
+                    {{"COCOON_AUDIT_LOG", log}});
+  EXPECT_EQ(half.status, 2) << "a log without a key is a usage error: " << half.err;
+  fs::remove_all(dir);
+}
+
 // A run that fails after its launch event (here: the command is missing)
 // still gets an exit event that says why, and the log is sealed: a SIEM never
 // sees a launch with no end.
@@ -1912,6 +1932,49 @@ TEST(CocoonMcp, AWorkDirBreakoutIsAnErrorAndTheDirIsDiscarded) {
   const json& clean = results[2]["result"];
   EXPECT_FALSE(clean["isError"].get<bool>()) << clean.dump(2);
   EXPECT_EQ(clean["structuredContent"]["breakout"]["verified"], "discarded");
+}
+
+// docs/cli.md shows each command's --help as a block under its heading. The
+// blocks drifted from the real help (a missing --target, a missing
+// paragraph): each must be what the command prints.
+TEST(CocoonDocs, EachCommandsUsageBlockIsItsHelp) {
+  std::ifstream in(COCOON_DOCS_DIR "/cli.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  size_t checked = 0;
+  for (const char* command : {"check", "compile", "doctor", "enforce", "explain", "fmt", "info", "init", "import",
+                              "mcp", "pipeline", "run"}) {
+    const std::string heading = std::string("\n## cocoon ") + command + "\n";
+    size_t at = doc.find(heading);
+    ASSERT_NE(at, std::string::npos) << "no section for " << command;
+    size_t open = doc.find("```\n", at);
+    size_t close = doc.find("```\n", open + 4);
+    ASSERT_NE(close, std::string::npos) << command;
+    const std::string block = doc.substr(open + 4, close - open - 4);
+    Ran help = Cocoon({command, "--help"});
+    std::string text = help.out;
+    const std::string binary = COCOON_BINARY;
+    // The launcher hands --help to cocoon-full with its own argv[0].
+    for (size_t pos; (pos = text.find(binary)) != std::string::npos;) text.replace(pos, binary.size(), "cocoon");
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    std::string expected = block;
+    while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+    EXPECT_EQ(expected, text) << "docs/cli.md's block for `cocoon " << command << "` is not its --help";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12u);
+}
+
+// The documented `cocoon compile ... -o out/strict` works in a fresh clone,
+// where out/ does not exist yet.
+TEST(CocoonCompile, MissingParentsOfTheOutputDirAreMade) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-compile-parents-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Ran ran = Cocoon({"compile", COCOON_POLICIES_DIR "/strict.cocoon", "--target", "linux", "-o", "out/nested/strict"},
+                   dir.string());
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_TRUE(fs::exists(dir / "out/nested/strict/manifest.json"));
+  fs::remove_all(dir);
 }
 
 // The OCI/Kubernetes profile spells Cocoon's built-in guards as rules and

@@ -12,6 +12,11 @@ TEST(Units, Times) {
   EXPECT_EQ(ParseUnitValue("1.5h", UnitKind::kTime).value, 5400000u);
   EXPECT_FALSE(ParseUnitValue("5", UnitKind::kTime).ok);
   EXPECT_FALSE(ParseUnitValue("5GiB", UnitKind::kTime).ok);
+  EXPECT_EQ(ParseUnitValue("0.1s", UnitKind::kTime).value, 100u);
+  // Not silently rounded to 1 ms: the IR counts whole milliseconds.
+  UnitValue half = ParseUnitValue("0.5ms", UnitKind::kTime);
+  EXPECT_FALSE(half.ok);
+  EXPECT_EQ(half.error, "'0.5ms' is not a whole number of milliseconds");
 }
 
 TEST(Units, Sizes) {
@@ -23,6 +28,8 @@ TEST(Units, Sizes) {
   EXPECT_FALSE(bad.ok);
   EXPECT_EQ(bad.hint, "did you mean '1GB'?");
   EXPECT_FALSE(ParseUnitValue("99999999999TiB", UnitKind::kSize).ok);
+  EXPECT_EQ(ParseUnitValue("1.5KiB", UnitKind::kSize).value, 1536u);
+  EXPECT_FALSE(ParseUnitValue("0.3KiB", UnitKind::kSize).ok);
 }
 
 TEST(Units, PercentAndCount) {
