@@ -87,11 +87,15 @@ void RunFields(json& e, const std::string& policy_name, const std::string& run_i
   if (!run_id.empty()) e["cocoon"]["run_id"] = S(run_id);
 }
 
-json SandboxedProcess(int pid, const std::string& name) {
+// OCSF wants at least one of pid/uid/cpid. The launch event is written
+// before the sandbox's first process exists, so it has no pid: its `uid`
+// (OCSF: "a unique identifier for this process assigned by the producer")
+// is the run's id, which every event of the run carries as cocoon.run_id.
+json SandboxedProcess(int pid, const std::string& name, const std::string& run_id = "") {
   json process = json::object();
   if (pid > 0) process["pid"] = pid;
   if (!name.empty()) process["name"] = S(name);
-  if (pid <= 0) process["uid"] = "unknown";  // OCSF: at least one of pid/uid/cpid
+  if (pid <= 0) process["uid"] = run_id.empty() ? std::string("unknown") : S(run_id);
   return process;
 }
 
@@ -147,7 +151,7 @@ Event PolicyCompiled(const PolicyCompiledInfo& info) {
 Event SandboxLaunched(const SandboxLaunchedInfo& info) {
   json e = OcsfBase(OcsfClass::kProcessActivity, 1, 1);
   std::string name = info.argv.empty() ? "" : BaseName(info.argv[0]);
-  json process = SandboxedProcess(info.pid, name);
+  json process = SandboxedProcess(info.pid, name, info.run_id);
   bool cut = false;
   std::string command_line = Capped(ShellJoin(info.argv), cut);
   process["cmd_line"] = command_line;      // OCSF
@@ -200,7 +204,7 @@ json SyscallDeniedFields(const SyscallDeniedInfo& info) {
   bool killed = info.action.rfind("kill", 0) == 0;
   json e = OcsfBase(OcsfClass::kKernelActivity, 4, logged_only ? 1 : (killed ? 4 : 3));
   e["kernel"] = {{"name", S(info.name)}, {"type_id", 2}, {"type", "System Call"}};
-  e["actor"] = {{"process", SandboxedProcess(info.pid, "")}};
+  e["actor"] = {{"process", SandboxedProcess(info.pid, "", info.run_id)}};
   // security_control profile (OCSF): the control's decision and its policy.
   e["metadata"]["profiles"] = {"host", "security_control"};
   e["action_id"] = logged_only ? 1 : 2;  // 1 Allowed, 2 Denied
@@ -289,7 +293,7 @@ Event SyscallDenied(const SyscallDeniedInfo& info) {
   t.Int("activity_id", 4).Str("activity_name", "Invoke");
   t.Object("actor").Object("process");
   if (info.pid > 0) t.Int("pid", info.pid);
-  else t.Str("uid", "unknown");
+  else t.Str("uid", info.run_id.empty() ? std::string("unknown") : info.run_id);
   t.Close().Close();
   t.Str("category_name", "System Activity").Int("category_uid", 1);
   t.Str("class_name", "Kernel Activity").Int("class_uid", 1003);
@@ -369,7 +373,7 @@ Event ToolCall(const ToolCallInfo& info) {
 Event ProcessExited(const ProcessExitedInfo& info) {
   bool clean = info.termination_reason == "exited";
   json e = OcsfBase(OcsfClass::kProcessActivity, 2, clean ? 1 : 3);
-  json process = SandboxedProcess(info.pid, "");
+  json process = SandboxedProcess(info.pid, "", info.run_id);
   process["exit_code"] = info.exit_code;  // ECS process.exit_code
   e["process"] = process;
   e["exit_code"] = info.exit_code;        // OCSF 1007 exit_code
