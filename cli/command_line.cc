@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/terminal_text.h"
 #include "cocoon_version.h"
 #include "compiler/common/log.h"
 
@@ -110,6 +111,21 @@ int RunCommandLine(int argc, char** argv) {
   // its options are built; anything else (--help, a typo) gets them all.
   SetUpCommandsFor(app, result, argc > 1 ? argv[1] : nullptr);
   OneValuePerOccurrence(app);
+  // CLI11 answers an unknown command with "A subcommand is required", which
+  // reads as if none was given.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      found |= sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::cerr << "cocoon: unknown command '" << EscapeForTerminal(argv[1]) << "'; the commands are " << known
+                << " (cocoon --help)\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

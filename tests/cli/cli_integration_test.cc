@@ -1934,6 +1934,12 @@ TEST(CocoonMcp, AWorkDirBreakoutIsAnErrorAndTheDirIsDiscarded) {
   EXPECT_EQ(clean["structuredContent"]["breakout"]["verified"], "discarded");
 }
 
+TEST(CocoonDocs, AnUnknownCommandIsNamedAsSuch) {
+  Ran ran = Cocoon({"diff", "a.cocoon", "b.cocoon"});
+  EXPECT_EQ(ran.status, 2);
+  EXPECT_NE(ran.err.find("unknown command 'diff'; the commands are audit, check"), std::string::npos) << ran.err;
+}
+
 // docs/cli.md shows each command's --help as a block under its heading. The
 // blocks drifted from the real help (a missing --target, a missing
 // paragraph): each must be what the command prints.
