@@ -76,6 +76,7 @@ int RunEnforce(const EnforceOptions& options) {
     return kExitRefused;
   }
   auto outcome = LaunchSandboxed(*artifacts, std::move(request));
+  enforcer::SignalGuard::ReleaseCancelSignals();  // recorded: from here a signal ends cocoon as usual
   out.Flush();
   err.Flush();
   if (!outcome.ok()) {

@@ -179,8 +179,8 @@ int RunPipeline(const PipelineFlags& flags) {
     std::cerr << "cocoon pipeline: " << work.status().message() << "\n";
     return kExitRefused;
   }
-  // From the first step to the exit, a cancelling signal is read by the
-  // running step or cancels the next one (never the end of cocoon between
+  // From the first step to the last one's end, a cancelling signal is read by
+  // the running step or cancels the next one (never the end of cocoon between
   // two steps, with the temporary work dir left behind).
   enforcer::SignalGuard::HoldCancelSignalsUntilExit();
   auto start = std::chrono::steady_clock::now();
@@ -210,6 +210,7 @@ int RunPipeline(const PipelineFlags& flags) {
     }
   }
   auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  enforcer::SignalGuard::ReleaseCancelSignals();  // every step recorded: from here a signal ends cocoon as usual
   if (flags.json) {
     nlohmann::json out = {{"steps", results},
                           {"total", {{"steps", steps->size()}, {"run", results.size()}, {"failed", failed},

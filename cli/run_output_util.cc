@@ -277,6 +277,7 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
     return 1;
   }
   auto outcome = LaunchPrepared(run, std::move(request));
+  enforcer::SignalGuard::ReleaseCancelSignals();  // recorded: from here a signal ends cocoon as usual
   out.Flush();
   err.Flush();
   if (!outcome.ok()) {

@@ -120,6 +120,15 @@ void SignalGuard::HoldCancelSignalsUntilExit() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+void SignalGuard::ReleaseCancelSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  AddCancelSignals(&set);
+  struct timespec zero {};
+  while (sigtimedwait(&set, nullptr, &zero) > 0) {}
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 SignalGuard::SignalGuard(SignalHandling handling) : owner_(pthread_self()) {
   // SIGPIPE is always blocked while we talk to the child: a write to a
   // pipe whose reader died must be an EPIPE error, not the end of cocoon.

@@ -80,13 +80,19 @@ class SignalGuard {
  public:
   // For a process that runs sandboxes and then exits (enforce, run,
   // pipeline): blocks the cancelling signals in the calling thread (and the
-  // threads it starts) for good. A guard reads them from its signalfd while
+  // threads it starts) until ReleaseCancelSignals. A guard reads them from its signalfd while
   // a run lasts; between runs and after the last one they stay pending, so
   // one that comes after a commit (while the Outcome and the audit events
   // that record it are written) can no longer end cocoon by its default
   // action, and one between two pipeline steps cancels the next before it
   // starts. Call before the first run.
   static void HoldCancelSignalsUntilExit();
+  // Once the last run's Outcome is assembled and its audit events written:
+  // the held signals that came meanwhile are consumed (the run they came
+  // after is complete and recorded), and the rest are unblocked, so that a
+  // SIGTERM or Ctrl-C while cocoon writes its output to a reader that does
+  // not read ends cocoon as it would any program.
+  static void ReleaseCancelSignals();
 
   explicit SignalGuard(SignalHandling handling);
   ~SignalGuard();

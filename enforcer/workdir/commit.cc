@@ -633,6 +633,11 @@ size_t SweepAbandonedCommitDirs(const std::string& host_dir, std::chrono::second
     if (entry.name.compare(0, prefix.size(), prefix) != 0 || entry.name.size() != prefix.size() + 6) continue;
     struct stat st {};
     if (fstatat(host->parent.get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+    // Only a directory a commit of ours could have left: made by this user,
+    // or (a root commit gives its tree, and the old contents it swapped out
+    // are) the work dir owner's. Another user who can write the parent
+    // (/tmp) may plant a directory of that name; it is theirs, and left.
+    if (st.st_uid != geteuid() && st.st_uid != host->st.st_uid) continue;
     // ctime: a commit directory being built changes as entries go in, and
     // the rename of the swap stamps the old contents it then holds.
     if (now - st.st_ctim.tv_sec < min_age.count()) continue;

@@ -244,10 +244,12 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
         strategy = StagingStrategy::kCopy;
         staging->overlay_declined_ = who + ", which a rootless overlay cannot change";
       } else {
-        staging->note_ = who + ": the sandbox can read them but not change, rename or delete them (EOVERFLOW: a "
-                         "rootless overlay cannot copy them up), and the work dir is too big for its quota to be "
-                         "copied instead" + std::string(fits ? " or holds entries this user cannot read" : "") +
-                         "; run as their owner, or as root";
+        staging->note_ = who + ": the sandbox cannot change them in place (writing or renaming one fails with "
+                         "EOVERFLOW: a rootless overlay cannot copy it up), and the work dir was not copied instead "
+                         "because " +
+                         std::string(fits ? "this user cannot read all of it"
+                                          : "its copy would not fit the quota (a larger --disk lets it)") +
+                         "; or run as their owner, or as root";
       }
     }
   } else if (strategy == StagingStrategy::kOverlay && needs_idmap) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -450,6 +451,35 @@ TEST(CommitTest, AbandonedCommitDirsOfTheWorkDirAreSwept) {
   EXPECT_EQ(SweepAbandonedCommitDirs(f.host, std::chrono::seconds(0)), 1u);
   EXPECT_EQ(Names(f.parent.path()), (std::set<std::string>{"work", other_work_dir, ".cocoon-commit-abc123"}));
   EXPECT_EQ(Names(f.host), std::set<std::string>{"orig.txt"});
+
+  // One nested deeper than removal goes is left in place, without a crash
+  // (a planted 11,000-level tree took the stack).
+  const std::string deep = ".cocoon-commit-" + Sha256Hex("work").substr(0, 16) + "-deep00";
+  int fd = open(f.parent.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  for (int level = 0; level < 1100; ++level) {
+    const char* name = level == 0 ? deep.c_str() : "d";
+    ASSERT_EQ(mkdirat(fd, name, 0700), 0) << level;
+    int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    close(fd);
+    ASSERT_GE(next, 0);
+    fd = next;
+  }
+  close(fd);
+  EXPECT_EQ(SweepAbandonedCommitDirs(f.host, std::chrono::seconds(0)), 0u);
+  EXPECT_TRUE(Names(f.parent.path()).count(deep));
+  std::error_code ec;
+  std::filesystem::remove_all(f.parent / deep, ec);  // the fixture's own removal stops at that depth too
+  EXPECT_FALSE(ec) << ec.message();
+  // Another user's directory of that name (one who can write the parent) is
+  // theirs: never entered.
+  if (geteuid() == 0) {
+    const std::string planted = ".cocoon-commit-" + Sha256Hex("work").substr(0, 16) + "-bob000";
+    testing::MakeDirs(f.parent / planted);
+    ASSERT_EQ(chown((f.parent / planted).c_str(), 4321, 4321), 0);
+    EXPECT_EQ(SweepAbandonedCommitDirs(f.host, std::chrono::seconds(0)), 0u);
+    EXPECT_TRUE(Names(f.parent.path()).count(planted));
+  }
 }
 
 // A caller who is not root must still remove trees of its own whose
