@@ -232,9 +232,10 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
       // Rootless, the sandbox's user namespace maps only the caller's uid
       // and gid, and overlayfs copies a changed lower file up with its
       // owner: for an entry of another owner or group that chown cannot be
-      // expressed in the namespace, so every write, rename or delete of it
-      // fails with EOVERFLOW. A copy makes them the caller's, writable like
-      // the rest; it is taken when it fits the quota and can be read whole.
+      // expressed in the namespace, so every write or rename of it fails
+      // with EOVERFLOW (a delete needs no copy-up and works). A copy makes
+      // them the caller's, writable like the rest; it is taken when it fits
+      // the quota and can be read whole.
       std::string who = std::to_string(host_scan->foreign_owned) +
                         (host_scan->foreign_owned == 1 ? " entry" : " entries") + " of the work dir (such as '" +
                         host_scan->first_foreign_owned + "') belong to another user or group";
@@ -336,11 +337,12 @@ Status Staging::Populate(int cancel_fd) {
   tree::CopyHooks hooks;
   tree::CopyStats stats;
   // A copy-in of a big dir takes seconds: a cancel (a readable signalfd)
-  // stops it, polled once per 256 entries.
+  // stops it, polled once per 16 entries (a poll is ~1 us). A single big
+  // file is copied whole before the next poll.
   uint64_t copied_entries = 0;
   if (cancel_fd >= 0) {
     hooks.tick = [cancel_fd, &copied_entries] {
-      if (++copied_entries % 256 == 1 && FdReadableNow(cancel_fd)) {
+      if (++copied_entries % 16 == 1 && FdReadableNow(cancel_fd)) {
         return Status(ErrorCode::kUnavailable, "the copy-in was cancelled");
       }
       return Status::Ok();
