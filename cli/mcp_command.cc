@@ -29,6 +29,7 @@
 #include "compiler/common/log.h"
 #include "compiler/frontend/frontend.h"
 #include "enforcer/spare_child.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::cli {
 namespace {
@@ -66,25 +67,12 @@ mcp::ExecStatus StatusOf(const enforcer::Outcome& o) {
   return mcp::ExecStatus::kCompleted;
 }
 
-// A per-call host work dir (staged into the sandbox, removed afterwards).
-class TempWorkDir {
- public:
-  static Result<std::unique_ptr<TempWorkDir>> Create() {
-    COCOON_ASSIGN_OR_RETURN(std::string base, QuickDir());
-    std::string pattern = base + "/mcp-work-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp " + pattern);
-    return std::unique_ptr<TempWorkDir>(new TempWorkDir(pattern));
-  }
-  ~TempWorkDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit TempWorkDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
+// A per-call host work dir (staged into the sandbox, removed afterwards;
+// one a SIGKILLed server left is swept by a later call, scratch_dir.h).
+Result<std::unique_ptr<enforcer::ScratchDir>> MakeCallWorkDir() {
+  COCOON_ASSIGN_OR_RETURN(std::string base, QuickDir());
+  return enforcer::ScratchDir::Create(base, "mcp-work-");
+}
 
 class SandboxExecutor : public mcp::Executor {
  public:
@@ -99,7 +87,7 @@ class SandboxExecutor : public mcp::Executor {
   }
 
   Result<mcp::ExecResult> Execute(const mcp::ExecRequest& request, const mcp::ExecHooks& hooks) override {
-    COCOON_ASSIGN_OR_RETURN(auto work, TempWorkDir::Create());
+    COCOON_ASSIGN_OR_RETURN(auto work, MakeCallWorkDir());
     COCOON_ASSIGN_OR_RETURN(RunSpec spec, SpecFor(request, work->path()));
     COCOON_ASSIGN_OR_RETURN(PreparedRun run, PrepareRun(std::move(spec)));
     LaunchRequest launch;

@@ -25,6 +25,7 @@
 #include "cli/runtime_util.h"
 #include "compiler/common/json_fd_writer.h"
 #include "enforcer/started_child.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::cli {
 namespace {
@@ -65,27 +66,25 @@ Result<std::vector<Step>> ParseSteps(const std::vector<std::string>& specs) {
   return steps;
 }
 
-// The shared work dir: --work, or a private temporary one removed at the end.
+// The shared work dir: --work, or a private temporary one removed at the end
+// (or, if cocoon is SIGKILLed, by a later run: scratch_dir.h).
 class SharedWorkDir {
  public:
   static Result<std::unique_ptr<SharedWorkDir>> Open(const std::string& given) {
-    if (!given.empty()) return std::unique_ptr<SharedWorkDir>(new SharedWorkDir(given, false));
+    if (!given.empty()) return std::unique_ptr<SharedWorkDir>(new SharedWorkDir(given, nullptr));
     COCOON_ASSIGN_OR_RETURN(std::string base, QuickDir());
-    std::string pattern = base + "/pipeline-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp " + pattern);
-    return std::unique_ptr<SharedWorkDir>(new SharedWorkDir(pattern, true));
-  }
-  ~SharedWorkDir() {
-    std::error_code ec;
-    if (remove_) fs::remove_all(path_, ec);
+    COCOON_ASSIGN_OR_RETURN(auto scratch, enforcer::ScratchDir::Create(base, "pipeline-"));
+    std::string path = scratch->path();
+    return std::unique_ptr<SharedWorkDir>(new SharedWorkDir(std::move(path), std::move(scratch)));
   }
   const std::string& path() const { return path_; }
-  bool ours() const { return remove_; }  // made here, inside the cache; removed at the end
+  bool ours() const { return scratch_ != nullptr; }  // made here, inside the cache; removed at the end
 
  private:
-  SharedWorkDir(std::string path, bool remove) : path_(std::move(path)), remove_(remove) {}
+  SharedWorkDir(std::string path, std::unique_ptr<enforcer::ScratchDir> scratch)
+      : path_(std::move(path)), scratch_(std::move(scratch)) {}
   std::string path_;
-  bool remove_;
+  std::unique_ptr<enforcer::ScratchDir> scratch_;
 };
 
 // memory_bytes: --mem, parsed once by RunPipeline. *cancelled: cocoon

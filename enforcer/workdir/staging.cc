@@ -272,9 +272,12 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   std::sort(staging->scaffolding_.begin(), staging->scaffolding_.end(),
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   if (strategy == StagingStrategy::kOverlay) {
-    std::string pattern = options.state_dir + "/cocoon-stage-XXXXXX";
-    if (!mkdtemp(pattern.data())) return ErrnoError("creating a staging mount point in " + options.state_dir);
-    staging->stage_dir_ = pattern;
+    // Empty on the host (the child mounts its tmpfs there in its own mount
+    // namespace), yet one per SIGKILLed run would pile up in /tmp.
+    auto stage = ScratchDir::Create(options.state_dir, "cocoon-stage-");
+    if (!stage.ok()) return stage.status().WithContext("creating a staging mount point");
+    staging->stage_dir_ = std::move(*stage);
+    const std::string pattern = staging->stage_dir_->path();
     if (!OverlaySafePath(pattern)) return InvalidArgumentError("state dir path unusable for overlay: " + pattern);
     COCOON_RETURN_IF_ERROR(CopyString(spec.stage_dir, sizeof spec.stage_dir, pattern, "stage dir"));
     COCOON_RETURN_IF_ERROR(CopyString(spec.upper_dir, sizeof spec.upper_dir, pattern + "/upper", "upper dir"));
@@ -303,7 +306,6 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
 Staging::~Staging() {
   if (tree_fd_ >= 0) close(tree_fd_);
   if (view_fd_ >= 0) close(view_fd_);
-  if (!stage_dir_.empty()) rmdir(stage_dir_.c_str());  // empty on the host: the tmpfs was never on it here
 }
 
 void Staging::AdoptFds(int tree_fd, int view_fd) {

@@ -69,6 +69,7 @@
 #include "enforcer/workdir/breakout_scan.h"
 #include "enforcer/tmpfs_inodes.h"
 #include "enforcer/workdir/commit.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::enforcer {
 
@@ -223,7 +224,7 @@ class Staging {
   StagingOptions options_;
   WorkMountChildSpec spec_;
   uint64_t quota_bytes_ = 0;
-  std::string stage_dir_;  // overlay only: created by Prepare, removed by the destructor
+  std::unique_ptr<ScratchDir> stage_dir_;  // overlay only: created by Prepare, removed with the Staging
   std::map<std::string, std::string> preexisting_symlinks_;  // host's own links, copied in (kCopy)
   StagedOriginals originals_;  // what the copy-in took and left out (kCopy)
   std::vector<std::string> scaffolding_;  // mount points (and parents) the host dir lacks, deepest first
