@@ -212,6 +212,7 @@ tree::CopyHooks Committer::Hooks() {
     report_.left_out.push_back(BreakoutFinding{path, kind, ""});
   };
   hooks.tick = [this] { return Tick(); };
+  hooks.between_chunks = [this] { return CancelRequested(); };
   hooks.on_symlink = [this](const std::string& path, const std::string& target) {
     written_symlinks_.emplace_back(path, target);
   };
@@ -306,7 +307,8 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
     if (S_ISREG(st.st_mode)) {
       COCOON_RETURN_IF_ERROR(
           tree::CheckByteBudget(stats_.bytes, static_cast<uint64_t>(st.st_size), options_.max_bytes, path));
-      COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes));
+      COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes,
+                                            [this] { return CancelRequested(); }));
       COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
       ++stats_.files;
     } else if (S_ISLNK(st.st_mode)) {

@@ -339,8 +339,8 @@ Status Staging::Populate(int cancel_fd) {
   tree::CopyHooks hooks;
   tree::CopyStats stats;
   // A copy-in of a big dir takes seconds: a cancel (a readable signalfd)
-  // stops it, polled once per 16 entries (a poll is ~1 us). A single big
-  // file is copied whole before the next poll.
+  // stops it, polled once per 16 entries (a poll is ~1 us) and within a big
+  // file once per chunk (tree::kCopyChunkBytes).
   uint64_t copied_entries = 0;
   if (cancel_fd >= 0) {
     hooks.tick = [cancel_fd, &copied_entries] {
@@ -348,6 +348,9 @@ Status Staging::Populate(int cancel_fd) {
         return Status(ErrorCode::kUnavailable, "the copy-in was cancelled");
       }
       return Status::Ok();
+    };
+    hooks.between_chunks = [cancel_fd] {
+      return FdReadableNow(cancel_fd) ? Status(ErrorCode::kUnavailable, "the copy-in was cancelled") : Status::Ok();
     };
   }
   if (options_.sandbox_host_uid >= 0) {
@@ -438,7 +441,8 @@ Status Staging::Populate(int cancel_fd) {
       if (!dir_fd.ok()) return dir_fd.status().WithContext("--copy source");
       Fd source_dir(*dir_fd);
       COCOON_RETURN_IF_ERROR(
-          tree::CopyFile(source_dir.get(), source->substr(last + 1), parent.get(), name, st.st_mode, &stats.bytes));
+          tree::CopyFile(source_dir.get(), source->substr(last + 1), parent.get(), name, st.st_mode, &stats.bytes,
+                         hooks.between_chunks));
       COCOON_RETURN_IF_ERROR(tree::ChownAt(parent.get(), name, hooks.owner));
     }
   }

@@ -95,7 +95,7 @@ bool IsMountRoot(int parent_fd, int dir_fd) {
 }
 
 Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name, mode_t mode,
-                uint64_t* bytes) {
+                uint64_t* bytes, const std::function<Status()>& between_chunks) {
   Fd in(openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!in.valid()) return ErrnoError("opening '" + name + "'");
   struct stat st {};
@@ -103,16 +103,22 @@ Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::st
   Fd out(openat(dst_dir, dst_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!out.valid()) return ErrnoError("creating '" + dst_name + "'");
   uint64_t total = 0;
+  uint64_t since_check = 0;
   for (;;) {
     // sendfile works between any two filesystems (copy_file_range returns
     // EXDEV across some since Linux 5.19).
-    ssize_t n = sendfile(out.get(), in.get(), nullptr, 1 << 30);
+    ssize_t n = sendfile(out.get(), in.get(), nullptr, kCopyChunkBytes);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError("copying '" + name + "'");
     }
     if (n == 0) break;
     total += static_cast<uint64_t>(n);
+    since_check += static_cast<uint64_t>(n);
+    if (between_chunks && since_check >= kCopyChunkBytes) {
+      since_check = 0;
+      COCOON_RETURN_IF_ERROR(between_chunks());
+    }
   }
   // Never carry setuid/setgid/sticky across.
   if (fchmod(out.get(), mode & 0777) != 0) return ErrnoError("chmod '" + dst_name + "'");
@@ -251,7 +257,7 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
         }
       }
       COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes, static_cast<uint64_t>(st.st_size), hooks.max_bytes, path));
-      Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes);
+      Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes, hooks.between_chunks);
       if (!copied.ok()) return copied.WithContext(path);
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
       if (hooks.on_file) COCOON_RETURN_IF_ERROR(hooks.on_file(path, st, dst_fd, entry.name));

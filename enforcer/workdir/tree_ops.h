@@ -39,8 +39,12 @@ Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing c
 
 // Copies the regular file src_dir/name to a NEW file dst_dir/dst_name
 // (O_CREAT|O_EXCL|O_NOFOLLOW), contents via sendfile, mode & 0777.
+// `between_chunks` (when set) is asked after every kCopyChunkBytes; an error
+// from it stops the copy: a file of gigabytes takes seconds, and a cancel
+// must not wait for all of it.
+inline constexpr size_t kCopyChunkBytes = 64 << 20;
 Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name, mode_t mode,
-                uint64_t* bytes);
+                uint64_t* bytes, const std::function<Status()>& between_chunks = nullptr);
 
 // Recreates the symlink src_dir/name as dst_dir/dst_name (same target text).
 Result<std::string> CopySymlink(int src_dir, const std::string& name, int dst_dir, const std::string& dst_name);
@@ -86,6 +90,7 @@ struct CopyHooks {
   std::function<bool(const std::string& path)> keep;  // null: keep everything
   SkipFn skip;                                         // null: ignore
   std::function<Status()> tick;                        // per entry; an error aborts (cancel, test hooks)
+  std::function<Status()> between_chunks;              // within a big file (CopyFile); an error aborts
   std::function<void(const std::string& path, const std::string& target)> on_symlink;
   // Most bytes the copy may write, in total (0: no limit). Checked against
   // each file's size before it is copied: see CheckByteBudget.

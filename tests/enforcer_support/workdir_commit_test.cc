@@ -435,6 +435,34 @@ TEST(CommitTest, ACancelThatComesAfterTheLastPollStillStopsTheSwap) {
   EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << "no temporary dir left behind";
 }
 
+// A file of gigabytes takes seconds to copy (into a staged work dir, or back
+// in a commit): the cancel check runs between its chunks too, and stops it.
+TEST(CommitTest, ABigFilesCopyStopsAtTheNextChunkWhenCancelled) {
+  TempDir src("cocoon-bigsrc");
+  TempDir dst("cocoon-bigdst");
+  {
+    int fd = open((src / "big").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 3 * static_cast<off_t>(tree::kCopyChunkBytes)), 0);  // sparse: fast to read
+    close(fd);
+  }
+  int src_fd = open(src.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dst_fd = open(dst.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int checks = 0;
+  uint64_t bytes = 0;
+  Status copied = tree::CopyFile(src_fd, "big", dst_fd, "big", 0644, &bytes, [&checks] {
+    ++checks;
+    return Status(ErrorCode::kUnavailable, "cancelled (test)");
+  });
+  close(src_fd);
+  close(dst_fd);
+  EXPECT_EQ(copied.code(), ErrorCode::kUnavailable) << copied.message();
+  EXPECT_EQ(checks, 1);
+  struct stat st {};
+  ASSERT_EQ(stat((dst / "big").c_str(), &st), 0);
+  EXPECT_LE(static_cast<uint64_t>(st.st_size), tree::kCopyChunkBytes) << "the copy went on after the cancel";
+}
+
 // A supervisor killed by SIGKILL during a commit leaves its commit directory
 // beside the work dir (a half-built tree, or the old contents after the
 // swap). The next staged run on that work dir removes those of its own
