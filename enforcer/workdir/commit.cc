@@ -10,11 +10,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "compiler/common/digest.h"
@@ -163,6 +165,7 @@ class Committer {
   Result<bool> LinkUntouchedOriginal(const HostDir& host, const std::string& path, const struct stat& staged,
                                      int src_dir, int dst_dir, const std::string& name);
   Status KeepHostSpecials(const HostDir& host, int temp_fd);
+  std::optional<tree::Owner> HostDirectoryOwner(const std::string& path) const;
   Status ConfineNewSymlinks(int temp_fd);
   Status CheckHostUnchanged(int dir_fd, const std::string& prefix, size_t* seen);
 
@@ -271,11 +274,31 @@ Status Committer::DropHostSpecialsUnderWidenedDirectories(const HostDir& host, i
   return Status::Ok();
 }
 
+// A copied work dir's directory that the host had at that path is given its
+// owner and group back (the copy-in gave it to the sandbox user): a team's
+// shared directory stays in its group. The record is the copy-in's, which
+// CheckHostUnchanged has just found unchanged. Rootless, only a group the
+// caller is in can be given (chown's rule); otherwise the default stands.
+std::optional<tree::Owner> Committer::HostDirectoryOwner(const std::string& path) const {
+  if (options_.originals == nullptr) return std::nullopt;
+  auto it = options_.originals->host_entries.find(path);
+  if (it == options_.originals->host_entries.end() || !S_ISDIR(it->second.mode)) return std::nullopt;
+  const StagedOriginals::Seen& original = it->second;
+  if (owner_.set) return tree::Owner{true, original.uid, original.gid};
+  if (original.uid != geteuid()) return std::nullopt;
+  if (original.gid == getegid()) return tree::Owner{true, original.uid, original.gid};
+  std::vector<gid_t> groups(static_cast<size_t>(std::max(getgroups(0, nullptr), 0)));
+  if (getgroups(static_cast<int>(groups.size()), groups.data()) < 0) return std::nullopt;
+  if (std::find(groups.begin(), groups.end(), original.gid) == groups.end()) return std::nullopt;
+  return tree::Owner{true, original.uid, original.gid};
+}
+
 // Applies an overlayfs upper layer onto dst (a mirror of the lower layer):
 // whiteouts delete, opaque dirs replace, everything else replaces by name.
 Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix) {
   COCOON_ASSIGN_OR_RETURN(auto entries, tree::ListDir(upper_fd));
   tree::CopyHooks hooks = Hooks();
+  const tree::Owner owner = tree::InheritGroup(owner_, dst_fd);
   for (const auto& entry : entries) {
     std::string path = tree::Join(prefix, entry.name);
     COCOON_RETURN_IF_ERROR(Tick());
@@ -296,10 +319,15 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
         if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("mkdir " + path);
       }
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, tree::OpenDir(dst_fd, entry.name));
+      // A merged directory is the host's own (LinkOriginals gave it its
+      // owner, group and mode); a new one is the owner's, in the group of a
+      // setgid parent. Both before the contents, so that they take its group.
+      if (!merge) COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner));
+      if ((st.st_mode & S_ISGID) && fchmod(dst_child.get(), 0700 | S_ISGID) != 0) return ErrnoError("chmod " + path);
       COCOON_RETURN_IF_ERROR(ApplyUpper(upper_child.get(), dst_child.get(), path));
-      // The sticky bit only restricts (a 1777 dir must not come back 0777).
-      if (fchmod(dst_child.get(), st.st_mode & 01777) != 0) return ErrnoError("chmod " + path);
-      if (!merge) COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
+      // The sticky bit only restricts (a 1777 dir must not come back 0777);
+      // setgid only gives new entries the directory's group (tree_ops.cc).
+      if (fchmod(dst_child.get(), st.st_mode & 03777) != 0) return ErrnoError("chmod " + path);
       ++stats_.directories;
       continue;
     }
@@ -309,12 +337,12 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
           tree::CheckByteBudget(stats_.bytes, static_cast<uint64_t>(st.st_size), options_.max_bytes, path));
       COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes,
                                             [this] { return CancelRequested(); }));
-      COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
+      COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner));
       ++stats_.files;
     } else if (S_ISLNK(st.st_mode)) {
       auto target = tree::CopySymlink(upper_fd, entry.name, dst_fd, entry.name);
       if (!target.ok()) return target.status();
-      COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner_));
+      COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner));
       written_symlinks_.emplace_back(path, *target);
       ++stats_.symlinks;
     } else {
@@ -481,6 +509,7 @@ Status Committer::BuildTree(int tree_fd, HostDir& host, int temp_fd) {
                                     const std::string& name) {
       return LinkUntouchedOriginal(host, path, staged, src_dir, dst_dir, name);
     };
+    hooks.directory_owner = [this](const std::string& path) { return HostDirectoryOwner(path); };
     COCOON_RETURN_IF_ERROR(tree::CopyTree(tree_fd, temp_fd, "", hooks, stats_));
     return KeepHostSpecials(host, temp_fd);
   }

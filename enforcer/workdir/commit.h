@@ -89,6 +89,9 @@ struct StagedOriginals {
   struct Seen {
     ino_t ino = 0;
     struct timespec ctime {};
+    mode_t mode = 0;  // and its owner: a directory the commit makes again keeps them
+    uid_t uid = 0;
+    gid_t gid = 0;
   };
   std::map<std::string, Seen> host_entries;
 };

@@ -178,9 +178,17 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     host_options.max_findings = UINT64_MAX;
     host_options.max_finding_bytes = UINT64_MAX;
     host_options.max_path_bytes = UINT64_MAX;
+    // Which host ids the sandbox's view of the host dir maps (the rest show
+    // as the overflow id, and an overlay cannot copy them up).
+    struct stat dir_st {};
+    if (fstat(host_fd.get(), &dir_st) != 0) return ErrnoError("work dir " + host);
     if (options.sandbox_host_uid < 0) {  // rootless: the sandbox's user namespace maps the caller's ids only
       host_options.owner_uid = geteuid();
       host_options.owner_gid = getegid();
+    } else {  // root: the sandbox's ids, or the dir owner's shifted onto them (IdShiftFor)
+      const bool shifted = static_cast<int64_t>(dir_st.st_uid) != options.sandbox_host_uid;
+      host_options.owner_uid = dir_st.st_uid;
+      host_options.owner_gid = shifted ? dir_st.st_gid : IdShiftFor(dir_st, options).to_gid;
     }
     COCOON_ASSIGN_OR_RETURN(host_scan, ScanForBreakouts(host_fd.get(), host_options));
     for (const BreakoutFinding& finding : host_scan->findings) {
@@ -228,14 +236,17 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
         staging->overlay_declined_ = "the overlay's idmapped lower layer failed: " + lower.status().message();
       }
     }
-    if (strategy == StagingStrategy::kOverlay && options.sandbox_host_uid < 0 && host_scan->foreign_owned > 0) {
-      // Rootless, the sandbox's user namespace maps only the caller's uid
-      // and gid, and overlayfs copies a changed lower file up with its
-      // owner: for an entry of another owner or group that chown cannot be
-      // expressed in the namespace, so every write or rename of it fails
-      // with EOVERFLOW (a delete needs no copy-up and works). A copy makes
-      // them the caller's, writable like the rest; it is taken when it fits
-      // the quota and can be read whole.
+    if (strategy == StagingStrategy::kOverlay && host_scan->foreign_owned > 0) {
+      // The sandbox's user namespace maps one uid and one gid: rootless the
+      // caller's, as root the sandbox user's (onto which an idmapped lower
+      // layer shifts the dir owner's). Overlayfs copies a changed lower
+      // entry up with its owner and group, and for an entry of another
+      // owner or group (a team's shared-group directory) that chown cannot
+      // be expressed in the namespace, so every write into it, or of it,
+      // fails (EOVERFLOW, EPERM; a delete needs no copy-up and works). A
+      // copy gives them to the sandbox user, writable like the rest (the
+      // commit gives directories back their owner and group); it is taken
+      // when it fits the quota and can be read whole.
       std::string who = std::to_string(host_scan->foreign_owned) +
                         (host_scan->foreign_owned == 1 ? " entry" : " entries") + " of the work dir (such as '" +
                         host_scan->first_foreign_owned + "') belong to another user or group";
@@ -243,14 +254,16 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
                         host_scan->entries < WorkDirEntryLimit(staging->quota_bytes_);
       if (fits && host_scan->unreadable_by_caller == 0) {
         strategy = StagingStrategy::kCopy;
-        staging->overlay_declined_ = who + ", which a rootless overlay cannot change";
+        staging->lower_tree_.Reset();  // the idmapped lower layer made above: only an overlay takes it
+        staging->overlay_declined_ = who + ", which an overlay in the sandbox's user namespace cannot change";
       } else {
         staging->note_ = who + ": the sandbox cannot change them in place (writing or renaming one fails with "
-                         "EOVERFLOW: a rootless overlay cannot copy it up), and the work dir was not copied instead "
-                         "because " +
+                         "EOVERFLOW: an overlay in the sandbox's user namespace cannot copy it up), and the work dir "
+                         "was not copied instead because " +
                          std::string(fits ? "this user cannot read all of it"
                                           : "its copy would not fit the quota (a larger --disk lets it)") +
-                         "; or run as their owner, or as root";
+                         (options.sandbox_host_uid < 0 ? "; or run as their owner, or as root"
+                                                       : "; or give them to the work dir's owner and group");
       }
     }
   } else if (strategy == StagingStrategy::kOverlay && needs_idmap) {
@@ -396,7 +409,8 @@ Status Staging::Populate(int cancel_fd) {
     };
     originals_.host_entries_recorded = true;
     hooks.on_entry = [this](const std::string& path, const struct stat& source) {
-      originals_.host_entries[path] = StagedOriginals::Seen{source.st_ino, source.st_ctim};
+      originals_.host_entries[path] =
+          StagedOriginals::Seen{source.st_ino, source.st_ctim, source.st_mode, source.st_uid, source.st_gid};
     };
     hooks.on_special = [this](const std::string& path, const struct stat& source) {
       originals_.not_copied[path] = StagedOriginals::Special{source.st_dev, source.st_ino};

@@ -217,10 +217,18 @@ Status ChownAt(int dir_fd, const std::string& name, const Owner& owner) {
   return Status::Ok();
 }
 
+Owner InheritGroup(Owner owner, int dir_fd) {
+  struct stat dir {};
+  if (owner.set && fstat(dir_fd, &dir) == 0 && (dir.st_mode & S_ISGID)) owner.gid = dir.st_gid;
+  return owner;
+}
+
 namespace {
 
-Owner OwnerFor(const CopyHooks& hooks, const struct stat& source) {
-  if (!hooks.owner.set || !hooks.owner_for_uid || source.st_uid == *hooks.owner_for_uid) return hooks.owner;
+// `inherited`: hooks.owner with the destination directory's group when that
+// directory is setgid (InheritGroup), computed once per directory.
+Owner OwnerFor(const CopyHooks& hooks, const Owner& inherited, const struct stat& source) {
+  if (!hooks.owner.set || !hooks.owner_for_uid || source.st_uid == *hooks.owner_for_uid) return inherited;
   return Owner{true, source.st_uid, source.st_gid};
 }
 
@@ -228,6 +236,7 @@ Owner OwnerFor(const CopyHooks& hooks, const struct stat& source) {
 
 Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats) {
   COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(src_fd));
+  const Owner inherited = InheritGroup(hooks.owner, dst_fd);
   for (const DirEntry& entry : entries) {
     std::string path = Join(prefix, entry.name);
     if (hooks.tick) COCOON_RETURN_IF_ERROR(hooks.tick());
@@ -243,10 +252,18 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("creating directory '" + path + "'");
       COCOON_ASSIGN_OR_RETURN(Fd src_child, OpenDir(src_fd, entry.name));
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, OpenDir(dst_fd, entry.name));
+      // Owner and setgid before the contents: what is made inside then
+      // takes the directory's group, as on the host.
+      std::optional<Owner> own = hooks.directory_owner ? hooks.directory_owner(path) : std::nullopt;
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, own ? *own : OwnerFor(hooks, inherited, st)));
+      if ((st.st_mode & S_ISGID) && fchmod(dst_child.get(), 0700 | S_ISGID) != 0) {
+        return ErrnoError("chmod '" + path + "'");
+      }
       COCOON_RETURN_IF_ERROR(CopyTree(src_child.get(), dst_child.get(), path, hooks, stats));
-      // The sticky bit only restricts (a 1777 dir must not come back 0777).
-      if (fchmod(dst_child.get(), st.st_mode & 01777) != 0) return ErrnoError("chmod '" + path + "'");
-      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
+      // The sticky bit only restricts (a 1777 dir must not come back 0777),
+      // and setgid on a directory grants nothing: it makes new entries take
+      // the directory's group (a team's shared dir must keep it).
+      if (fchmod(dst_child.get(), st.st_mode & 03777) != 0) return ErrnoError("chmod '" + path + "'");
       ++stats.directories;
     } else if (S_ISREG(st.st_mode)) {
       if (hooks.take_file) {
@@ -259,13 +276,13 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes, static_cast<uint64_t>(st.st_size), hooks.max_bytes, path));
       Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes, hooks.between_chunks);
       if (!copied.ok()) return copied.WithContext(path);
-      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, inherited, st)));
       if (hooks.on_file) COCOON_RETURN_IF_ERROR(hooks.on_file(path, st, dst_fd, entry.name));
       ++stats.files;
     } else if (S_ISLNK(st.st_mode)) {
       auto target = CopySymlink(src_fd, entry.name, dst_fd, entry.name);
       if (!target.ok()) return target.status().WithContext(path);
-      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, st)));
+      COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, inherited, st)));
       if (hooks.on_symlink) hooks.on_symlink(path, *target);
       ++stats.symlinks;
     } else {

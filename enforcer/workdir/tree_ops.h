@@ -81,6 +81,12 @@ struct Owner {
 // fchownat(dir_fd, name, AT_SYMLINK_NOFOLLOW) when owner.set.
 Status ChownAt(int dir_fd, const std::string& name, const Owner& owner);
 
+// `owner` for an entry made in the directory dir_fd: with the directory's
+// group when it is setgid, as the kernel gives a new entry there (a shared
+// group directory keeps its files in the group). A root copy chowns what it
+// makes, which would otherwise override that.
+Owner InheritGroup(Owner owner, int dir_fd);
+
 struct CopyHooks {
   Owner owner;                                         // applied to everything created...
   // ...whose source is owned by this uid, when set: an entry of another
@@ -92,6 +98,10 @@ struct CopyHooks {
   std::function<Status()> tick;                        // per entry; an error aborts (cancel, test hooks)
   std::function<Status()> between_chunks;              // within a big file (CopyFile); an error aborts
   std::function<void(const std::string& path, const std::string& target)> on_symlink;
+  // The owner for a directory, when it is not the one the rules above give
+  // (nullopt: those rules). The commit gives a directory the host already
+  // had its own owner and group back.
+  std::function<std::optional<Owner>(const std::string& path)> directory_owner;
   // Most bytes the copy may write, in total (0: no limit). Checked against
   // each file's size before it is copied: see CheckByteBudget.
   uint64_t max_bytes = 0;

@@ -757,6 +757,61 @@ TEST(CocoonEnforce, RootlessDirectModeReportsWhatItCouldNotInspect) {
   fs::remove_all(dir);
 }
 
+// A team's shared directory (setgid, in a group of its own) in the work dir
+// keeps its setgid bit and its group after a staged run, and what the
+// sandbox made in it takes that group, as if it had been made on the host.
+// Before, every staged run dropped the bit, and as root also the group; a
+// work dir over 64 MiB went through an overlay, in which the sandbox could
+// not write into the shared directory at all (its group is not mapped in
+// the sandbox's user namespace): such a dir is now copied. An overlay
+// (a big dir in the owner's own group) keeps the setgid bit too.
+TEST(CocoonRun, ASharedGroupDirectoryKeepsItsSetgidBitAndGroup) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to give the shared directory another group";
+  struct Case {
+    const char* name;
+    gid_t group;  // 100 is "users" on Debian: any group other than the owner's (root's)
+    bool big;
+    const char* work_mode;
+  };
+  for (const Case& c : {Case{"small, shared group", 100, false, "staged-copy"},
+                        Case{"big, shared group", 100, true, "staged-copy"},
+                        Case{"big, owner's group", 0, true, "staged-overlay"}}) {
+    SCOPED_TRACE(c.name);
+    fs::path dir = fs::temp_directory_path() / ("cocoon-setgid-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "work" / "shared");
+    std::ofstream(dir / "work" / "shared" / "old") << "old\n";
+    ASSERT_EQ(chown((dir / "work" / "shared").c_str(), 0, c.group), 0);
+    ASSERT_EQ(chown((dir / "work" / "shared" / "old").c_str(), 0, c.group), 0);
+    ASSERT_EQ(chmod((dir / "work" / "shared").c_str(), 02775), 0);
+    if (c.big) {
+      std::ofstream(dir / "work" / "big") << "";
+      fs::resize_file(dir / "work" / "big", 80 << 20);  // sparse: 80 MiB as the work dir's size, no disk
+    }
+    Ran ran = Cocoon({"run", "--json", "--disk", "256", "--work", (dir / "work").string(), "--", "/bin/sh", "-c",
+                      "mkdir /work/shared/sub && echo new > /work/shared/new && echo f > /work/shared/sub/f && "
+                      "echo more >> /work/shared/old"},
+                     "/");
+    json j = Json(ran);
+    ASSERT_EQ(j["exit_code"], 0) << j.dump(2) << ran.err;
+    EXPECT_EQ(j["breakout"]["work_mode"], c.work_mode) << j["breakout"].dump(2);
+    EXPECT_EQ(j["breakout"]["findings"].size(), 0u) << j["breakout"].dump(2);
+    struct stat st {};
+    ASSERT_EQ(stat((dir / "work" / "shared").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 02775u);
+    EXPECT_EQ(st.st_gid, c.group);
+    for (const char* made : {"shared/sub", "shared/new", "shared/sub/f", "shared/old"}) {
+      ASSERT_EQ(stat((dir / "work" / made).c_str(), &st), 0) << made;
+      EXPECT_EQ(st.st_gid, c.group) << made << " left the shared directory's group";
+    }
+    ASSERT_EQ(stat((dir / "work" / "shared" / "sub").c_str(), &st), 0);
+    EXPECT_TRUE(st.st_mode & S_ISGID) << "a directory made in a setgid one is setgid, as on the host";
+    std::ifstream old_file(dir / "work" / "shared" / "old");
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(old_file)), {}), "old\nmore\n");
+    fs::remove_all(dir);
+  }
+}
+
 // Rootless on this host the memory limit is an rlimit. It must be one a
 // runtime that reserves address space can start under: node reserves
 // ~700 MiB PROT_NONE, and under RLIMIT_AS at strict's 128 MiB it spun until
