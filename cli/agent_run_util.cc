@@ -1,6 +1,8 @@
 #include "cli/agent_run_util.h"
 
 #include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -210,6 +212,34 @@ bool IsForbiddenBind(const std::string& path) {
   return false;
 }
 
+// Whether `dir` (canonical) is the caller's home directory or a directory
+// above it (/home). The sandbox reads with the caller's permissions (rootless
+// it is the caller's own uid), so a read-only bind of the home shows its
+// credentials: ~/.ssh, ~/.gnupg, cloud and API tokens. A home is named by
+// $HOME and by the password database, which may differ.
+bool HoldsCallersHome(const std::string& dir) {
+  std::vector<std::string> homes;
+  if (const char* home = getenv("HOME"); home != nullptr && home[0] == '/') homes.push_back(home);
+  // fgetpwent reads /etc/passwd itself: getpwuid goes through NSS modules,
+  // which a static cocoon cannot load.
+  if (FILE* passwd = fopen("/etc/passwd", "re")) {
+    while (const struct passwd* entry = fgetpwent(passwd)) {
+      if (entry->pw_uid == geteuid() && entry->pw_dir != nullptr) homes.push_back(entry->pw_dir);
+    }
+    fclose(passwd);
+  }
+  homes.push_back("/home/");  // every user's, when the caller's is there
+  for (const std::string& home : homes) {
+    std::error_code ec;
+    std::string canonical = fs::weakly_canonical(home, ec).string();
+    if (ec || canonical.empty()) continue;
+    if (canonical.back() != '/') canonical += '/';
+    const std::string prefix = dir == "/" ? dir : dir + "/";
+    if (canonical.compare(0, prefix.size(), prefix) == 0) return true;
+  }
+  return false;
+}
+
 Result<std::string> CanonicalHostPath(const std::string& path, const char* flag) {
   // As root, only root's symlinks are followed (enforcer/workdir/host_path.h).
   auto resolved = enforcer::ResolveHostPath(path);
@@ -360,11 +390,16 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   if (options.cwd_mount == CwdMount::kReadOnly && options.readonly_paths.empty()) {
     std::error_code ec;
     std::string cwd = fs::current_path(ec).string();
-    if (!ec && !IsForbiddenBind(cwd)) {
+    if (ec || IsForbiddenBind(cwd)) {
+      out.notes.push_back("the current directory " + cwd + " is not mounted (a system or shared path)");
+    } else if (HoldsCallersHome(cwd)) {
+      // Only the implicit bind: `--ro ~` is the caller's explicit choice.
+      out.notes.push_back("the current directory " + cwd + " is not mounted: it is (or holds) a home directory, "
+                          "whose credentials (~/.ssh, ~/.gnupg, tokens) must not reach the sandbox; run from a "
+                          "project directory, or share one with --ro DIR");
+    } else {
       ro.push_back(cwd);
       if (!options.has_work_dir) out.cwd = cwd;
-    } else {
-      out.notes.push_back("the current directory " + cwd + " is not mounted (a system or shared path)");
     }
   }
   if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;

@@ -1627,6 +1627,32 @@ TEST(CocoonRun, ReadOnlyBindsNeverHandOverAHostSocket) {
   fs::remove_all(dir);
 }
 
+// Run from the home directory (an agent tool started in ~), the current
+// directory is not bound: the sandbox reads with the caller's permissions
+// (rootless, its own uid), and ~/.ssh or ~/.gnupg would be readable. A
+// project directory inside the home is bound as usual; `--ro ~` stays the
+// caller's explicit choice.
+TEST(CocoonRun, TheHomeDirectoryIsNotBoundAsTheCurrentDirectory) {
+  fs::path home = fs::temp_directory_path() / ("cocoon-home-" + std::to_string(getpid()));
+  fs::remove_all(home);
+  fs::create_directories(home / ".ssh");
+  fs::create_directories(home / "project");
+  std::ofstream(home / ".ssh" / "id_ed25519") << "PRIVATE KEY";
+  std::ofstream(home / "project" / "main.txt") << "project file";
+  const std::vector<std::pair<std::string, std::string>> env = {{"HOME", home.string()}};
+  Ran from_home = Cocoon({"run", "--json", "--", "/bin/cat", (home / ".ssh" / "id_ed25519").string()}, home.string(), env);
+  json j = Json(from_home);
+  EXPECT_NE(j["exit_code"], 0) << j.dump(2);
+  EXPECT_EQ(j["stdout"], "") << "the home directory's key reached the sandbox";
+  EXPECT_NE(from_home.out.find("is (or holds) a home directory"), std::string::npos) << from_home.out;
+  Ran from_project = Cocoon({"run", "--json", "--", "/bin/cat", "main.txt"}, (home / "project").string(), env);
+  EXPECT_EQ(Json(from_project)["stdout"], "project file") << from_project.out << from_project.err;
+  Ran explicit_ro = Cocoon({"run", "--json", "--ro", home.string(), "--", "/bin/cat", (home / "project" / "main.txt").string()},
+                           "/", env);
+  EXPECT_EQ(Json(explicit_ro)["stdout"], "project file") << explicit_ro.out << explicit_ro.err;
+  fs::remove_all(home);
+}
+
 // The script given to a runtime is bound alone, read-only, and named as an
 // override; a directory is refused (python would run its __main__.py with
 // the whole directory bound).
