@@ -90,6 +90,11 @@ bool OutgoingLines::WaitForRoom(size_t limit, int stop_fd) {
   return true;
 }
 
+bool OutgoingLines::HasRoom(size_t limit) const {
+  std::lock_guard lock(state_->mutex);
+  return state_->queued_bytes <= limit;
+}
+
 bool OutgoingLines::Drain(int stop_fd) {
   std::unique_lock lock(state_->mutex);
   const uint64_t target = state_->queued;

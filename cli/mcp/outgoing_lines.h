@@ -48,6 +48,8 @@ class OutgoingLines {
   // client that writes requests but does not read the answers is no longer
   // read from, instead of growing the queue without bound.
   bool WaitForRoom(size_t limit, int stop_fd = -1);
+  // Whether at most `limit` bytes wait (WaitForRoom without the wait).
+  bool HasRoom(size_t limit) const;
 
  private:
   struct State;

@@ -5,6 +5,7 @@
 // refused (or, for inspect_runtimes, a completed) tool-call event whose
 // reference goes into the answer (the result's `audit`, or `error.data.audit`).
 #include <algorithm>
+#include <chrono>
 #include <system_error>
 #include <thread>
 
@@ -160,10 +161,18 @@ void Server::RunToolCall(const std::shared_ptr<Call>& call) {
 
 bool Server::AcquireSlot(Call& call) {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] {
-    return running_ < options_.max_concurrent || call.cancel.cancelled() || shutting_down_;
-  });
-  if (call.cancel.cancelled() || shutting_down_) return false;
+  // A sandbox starts only while the answers waiting for the client fit
+  // max_queued_response_bytes, as the reader reads only then (Serve): each
+  // answer holds its run's output (up to the policy's cap, JSON-escaped,
+  // twice: structuredContent and its text copy), and calls already read
+  // (up to max_concurrent + max_queued) would otherwise each add one while
+  // the client reads nothing. The queue drains on the writer thread, which
+  // does not notify changed_: hence the timed wait.
+  for (;;) {
+    if (call.cancel.cancelled() || shutting_down_) return false;
+    if (running_ < options_.max_concurrent && out_.HasRoom(options_.max_queued_response_bytes)) break;
+    changed_.wait_for(lock, std::chrono::milliseconds(50));
+  }
   ++running_;
   return true;
 }

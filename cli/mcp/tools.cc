@@ -14,7 +14,16 @@ json FilesSchema(const ToolLimits& limits) {
   return {{"type", "object"},
           {"description", "Files to stage into the work dir before the run: relative path -> UTF-8 content."},
           {"maxProperties", limits.max_files},
+          {"propertyNames", {{"pattern", kRelativePathPattern}}},
           {"additionalProperties", {{"type", "string"}}}};
+}
+
+// maxLength counts characters and the server's limit is bytes of UTF-8: the
+// description says which one holds.
+json CodeSchema(const ToolLimits& limits) {
+  return {{"type", "string"},
+          {"maxLength", limits.max_code_bytes},
+          {"description", "Source code; at most " + std::to_string(limits.max_code_bytes) + " bytes of UTF-8, no NUL"}};
 }
 
 json ObjectSchema(json properties, json required) {
@@ -136,7 +145,9 @@ Status ParseFiles(const json& args, const ToolLimits& limits, std::map<std::stri
   if (it->size() > limits.max_files) return Bad("'files' has more than " + std::to_string(limits.max_files) + " entries");
   size_t total = 0;
   for (auto& [path, content] : it->items()) {
-    if (!IsSafeRelativePath(path)) return Bad("'files' path '" + EchoOfClientText(path) + "' must be relative, without '..'");
+    if (std::string why = RelativePathProblem(path); !why.empty()) {
+      return Bad("'files' path '" + EchoOfClientText(path) + "' " + why);
+    }
     if (!content.is_string()) return Bad("'files' content for '" + EchoOfClientText(path) + "' must be a string");
     total += content.get_ref<const std::string&>().size();
     if (total > limits.max_files_total_bytes) return Bad("'files' exceed " + std::to_string(limits.max_files_total_bytes) + " bytes");
@@ -157,6 +168,15 @@ Status ParsePolicy(const json& args, const ToolContext& context, std::string* po
   return Status::Ok();
 }
 
+// Short code goes to the runtime as an argument (-c), which ends at a NUL,
+// and long code as a file, which keeps it: the same code would run cut short
+// or whole by its size, while the audit log records all of it. No runtime
+// takes a NUL in source anyway.
+Status CodeHasNoNul(const std::string& code) {
+  if (code.find('\0') != std::string::npos) return Bad("'code' must not contain NUL");
+  return Status::Ok();
+}
+
 Result<ExecRequest> ParseExecuteCode(const json& args, const ToolContext& context) {
   COCOON_RETURN_IF_ERROR(CheckKeys(args, {"language", "code", "stdin", "files", "timeout_ms", "policy"}));
   ExecRequest request;
@@ -166,6 +186,7 @@ Result<ExecRequest> ParseExecuteCode(const json& args, const ToolContext& contex
     return Bad("unsupported language '" + EchoOfClientText(request.language) + "' (see inspect_runtimes)");
   }
   COCOON_RETURN_IF_ERROR(RequiredString(args, "code", context.limits.max_code_bytes, &request.code));
+  COCOON_RETURN_IF_ERROR(CodeHasNoNul(request.code));
   COCOON_RETURN_IF_ERROR(OptionalString(args, "stdin", context.limits.max_stdin_bytes, &request.stdin_data));
   COCOON_RETURN_IF_ERROR(ParseFiles(args, context.limits, &request.files));
   COCOON_RETURN_IF_ERROR(OptionalPositive(args, "timeout_ms", context.limits.max_timeout_ms, &request.timeout_ms));
@@ -188,6 +209,7 @@ Result<ExecRequest> ParseExecuteSkill(const json& args, const ToolContext& conte
   COCOON_RETURN_IF_ERROR(RequiredString(args, "skill", 64, &request.skill));
   if (!IsSkillName(request.skill)) return Bad("'skill' must be a name of letters, digits, '-', '_' or '.'");
   COCOON_RETURN_IF_ERROR(RequiredString(args, "code", context.limits.max_code_bytes, &request.code));
+  COCOON_RETURN_IF_ERROR(CodeHasNoNul(request.code));
   COCOON_RETURN_IF_ERROR(ParseFiles(args, context.limits, &request.files));
   return request;
 }
@@ -198,6 +220,9 @@ Status ParseCommand(const json& args, const ToolLimits& limits, std::vector<std:
   if (it->is_string()) {
     const auto& line = it->get_ref<const std::string&>();
     if (line.empty() || line.size() > limits.max_code_bytes) return Bad("'command' must be a non-empty string");
+    // It becomes an argument of sh -c, which ends at a NUL: the rest would
+    // not run, while the audit log recorded all of it.
+    if (line.find('\0') != std::string::npos) return Bad("'command' must not contain NUL");
     *argv = {"/bin/sh", "-c", line};
     return Status::Ok();
   }
@@ -257,8 +282,10 @@ Result<ExecRequest> ParseRunInSandbox(const json& args, const ToolContext& conte
   if (seconds) request.timeout_ms = *seconds * 1000;
   COCOON_RETURN_IF_ERROR(ParseMemory(args, &request.memory_bytes));
   COCOON_RETURN_IF_ERROR(OptionalString(args, "workdir", 4096, &request.workdir));
-  if (!request.workdir.empty() && request.workdir != "." && !IsSafeRelativePath(request.workdir)) {
-    return Bad("'workdir' must be a relative path inside the work dir, without '..'");
+  if (!request.workdir.empty() && request.workdir != ".") {
+    if (std::string why = RelativePathProblem(request.workdir); !why.empty()) {
+      return Bad("'workdir' '" + EchoOfClientText(request.workdir) + "' " + why);
+    }
   }
   if (request.workdir == ".") request.workdir.clear();
   return request;
@@ -286,7 +313,7 @@ json ToolDescriptors(const ToolContext& context) {
   if (!context.policies.empty()) policy_schema["enum"] = policies;
   json execute_code = ObjectSchema(
       {{"language", {{"type", "string"}, {"enum", languages}, {"description", "Runtime preset (see inspect_runtimes)"}}},
-       {"code", {{"type", "string"}, {"maxLength", limits.max_code_bytes}}},
+       {"code", CodeSchema(limits)},
        {"stdin", {{"type", "string"}}},
        {"files", FilesSchema(limits)},
        {"timeout_ms", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits.max_timeout_ms},
@@ -294,8 +321,8 @@ json ToolDescriptors(const ToolContext& context) {
        {"policy", policy_schema}},
       {"language", "code"});
   json execute_skill = ObjectSchema(
-      {{"skill", {{"type", "string"}, {"pattern", "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"}}},
-       {"code", {{"type", "string"}, {"maxLength", limits.max_code_bytes}}},
+      {{"skill", {{"type", "string"}, {"pattern", "^(?!.*\\.\\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"}}},
+       {"code", CodeSchema(limits)},
        {"files", FilesSchema(limits)}},
       {"skill", "code"});
   json run_in_sandbox = ObjectSchema(
@@ -306,7 +333,8 @@ json ToolDescriptors(const ToolContext& context) {
                     {"description", "Seconds; can only shorten the policy's"}}},
        {"memory_max", {{"description", "Bytes, or a string such as \"256MiB\"; can only lower the policy's"},
                        {"anyOf", json::array({{{"type", "integer"}, {"minimum", 1}}, {{"type", "string"}}})}}},
-       {"workdir", {{"type", "string"}, {"description", "Directory inside the work dir to run in"}}}},
+       {"workdir", {{"type", "string"}, {"pattern", kRelativePathPattern},
+                    {"description", "Directory inside the work dir to run in (relative; made if missing)"}}}},
       {"command"});
   json empty = ObjectSchema(json::object(), json::array());
   return json::array({
@@ -394,19 +422,24 @@ json CallResultFromRuntimes(const json& runtimes, const AuditRef& audit) {
   return TextResult(structured, false);
 }
 
-bool IsSafeRelativePath(std::string_view path) {
-  if (path.empty() || path.size() > 4096 || path.front() == '/') return false;
-  if (path.find('\0') != std::string_view::npos) return false;
+std::string RelativePathProblem(std::string_view path) {
+  if (path.empty()) return "must not be empty";
+  if (path.size() > 4096) return "is longer than 4096 bytes";
+  if (path.front() == '/') return "must be relative to the work dir, not absolute";
+  if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    return "must not contain control characters (NUL, newline, tab...)";
+  }
   size_t components = 0, start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
     if (end == std::string_view::npos) end = path.size();
     std::string_view part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    if (++components > 64) return false;
+    if (part.empty()) return "must not have an empty component ('//' or a trailing '/')";
+    if (part == "." || part == "..") return "must not have a '.' or '..' component";
+    if (++components > 64) return "has more than 64 components";
     start = end + 1;
   }
-  return true;
+  return "";
 }
 
 }  // namespace cocoon::mcp

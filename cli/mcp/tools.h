@@ -66,7 +66,17 @@ bool IsErrorStatus(ExecStatus status);
 std::string_view ExecStatusName(ExecStatus status);
 
 // A path relative to the work dir: not empty, not absolute, no "." or ".."
-// component, no NUL, at most 4096 bytes and 64 components.
-bool IsSafeRelativePath(std::string_view path);
+// or empty component (no "a//b", no trailing '/'), no control character
+// (NUL cuts a path short; a newline or tab in a name only confuses whoever
+// reads a listing or a log), at most 4096 bytes and 64 components.
+// RelativePathProblem says what is wrong ("" when nothing is).
+std::string RelativePathProblem(std::string_view path);
+inline bool IsSafeRelativePath(std::string_view path) { return RelativePathProblem(path).empty(); }
+
+// The pattern of such a path, for the tools' input schemas (ECMA-262, as
+// JSON Schema's "pattern" is): clients that check the schema first get the
+// same answer as the server.
+inline constexpr const char* kRelativePathPattern =
+    "^(?!/)(?!.*//)(?!.*/$)(?!(.*/)?\\.\\.?(/|$))[^\\x00-\\x1F\\x7F]{1,4096}$";
 
 }  // namespace cocoon::mcp

@@ -2,6 +2,8 @@
 // supported revision, the 2026-07-28 per-request style, tools/list schemas,
 // tools/call results, JSON-RPC errors, cancellation, concurrency, progress.
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <unistd.h>
 
 #include <atomic>
@@ -199,13 +201,13 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       {"execute_code", {{"language", "python"}, {"code", "x"}, {"extra", 1}}, "unknown argument 'extra'"},
       {"execute_code", {{"language", "python"}, {"code", 5}}, "'code' must be a string"},
       {"execute_code", {{"language", "python"}, {"code", "x"}, {"timeout_ms", 0}}, "'timeout_ms' must be between"},
-      {"execute_code", {{"language", "python"}, {"code", "x"}, {"files", {{"../etc/passwd", "x"}}}}, "must be relative"},
-      {"execute_code", {{"language", "python"}, {"code", "x"}, {"files", {{"/abs", "x"}}}}, "must be relative"},
+      {"execute_code", {{"language", "python"}, {"code", "x"}, {"files", {{"../etc/passwd", "x"}}}}, "must not have a '.' or '..' component"},
+      {"execute_code", {{"language", "python"}, {"code", "x"}, {"files", {{"/abs", "x"}}}}, "must be relative to the work dir"},
       {"execute_code", {{"language", "python"}, {"code", "x"}, {"policy", "permissive"}}, "unknown policy"},
       {"execute_skill", {{"skill", "../x"}, {"code", "x"}}, "'skill' must be a name"},
       {"run_in_sandbox", {{"command", json::array()}}, "non-empty array"},
       {"run_in_sandbox", {{"command", {"ls", 3}}}, "items must be strings"},
-      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "../.."}}, "'workdir' must be a relative path"},
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "../.."}}, "'workdir' '../..' must not have a '.' or '..' component"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "17179869185GiB"}}, "too large"},
       {"run_in_sandbox", {{"command", "ls"}, {"timeout", 1.9}}, "must be a whole number"},
@@ -579,6 +581,53 @@ TEST_F(McpThreadedTest, ConcurrentCallsRespectTheCap) {
   EXPECT_EQ(executor_.max_running(), 2);
 }
 
+// A client that sends calls but reads no answers: once the answers waiting
+// for it pass max_queued_response_bytes, no further sandbox starts (each
+// answer holds a run's output; calls already read would otherwise pile them
+// up in the server's memory). The calls run once the client reads again.
+TEST(McpBackpressure, NoSandboxStartsWhileTheAnswersWaitingPassTheLimit) {
+  FakeExecutor executor;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool client_reads = false;
+  Collector written;
+  ServerOptions options;
+  options.dispatch = Dispatch::kThreaded;
+  options.max_concurrent = 4;
+  options.max_queued_response_bytes = 4096;
+  Server server(executor,
+                [&](const std::string& line) {
+                  std::unique_lock lock(mutex);
+                  changed.wait(lock, [&] { return client_reads; });
+                  written.Add(line);
+                },
+                options);
+  const std::string output(6000, 'o');  // each answer is over the limit
+  auto call = [&](int id) {
+    json request = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                    {"params", {{"name", "execute_code"}, {"arguments", {{"language", "python"}, {"code", output}}}}}};
+    server.HandleLine(request.dump());
+  };
+  call(1);  // its answer is taken by the writer, which blocks: not counted as waiting
+  for (int i = 0; i < 400 && executor.requests().size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  call(2);  // its answer waits: 12 KB > 4 KB
+  for (int i = 0; i < 400 && executor.requests().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  call(3);
+  call(4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(executor.requests().size(), 2u) << "a sandbox started while 12 KB of answers waited for a 4 KB limit";
+  {
+    std::lock_guard lock(mutex);
+    client_reads = true;
+  }
+  changed.notify_all();
+  for (int id = 1; id <= 4; ++id) EXPECT_EQ(written.WaitFor(id)["result"]["isError"], false) << id;
+  EXPECT_EQ(executor.requests().size(), 4u);
+  server.WaitIdle();
+}
+
 // Tool calls of one batch run concurrently; the array waits for the slowest,
 // and a cancelled call simply has no element in it.
 TEST_F(McpThreadedTest, ABatchOfToolCallsIsAnsweredOnceAllHaveFinished) {
@@ -667,10 +716,40 @@ TEST(McpJsonRpc, PeekOversizedMessageReadsOnlyTopLevelFields) {
 }
 
 TEST(McpPaths, SafeRelativePath) {
-  for (const char* ok : {"a", "a/b.txt", "dir/sub/file", ".hidden", "a..b"}) EXPECT_TRUE(IsSafeRelativePath(ok)) << ok;
-  for (const char* bad : {"", "/abs", "..", "../x", "a/../b", "a//b", "a/", "./a", "a/."}) {
+  for (const char* ok : {"a", "a/b.txt", "dir/sub/file", ".hidden", "a..b", "...", "caf\xc3\xa9"}) {
+    EXPECT_TRUE(IsSafeRelativePath(ok)) << ok;
+  }
+  for (const char* bad : {"", "/abs", "..", "../x", "a/../b", "a//b", "a/", "./a", "a/.", "a\nb", "a\tb", "a\rb", "a\x7f"}) {
     EXPECT_FALSE(IsSafeRelativePath(bad)) << bad;
   }
+  EXPECT_FALSE(IsSafeRelativePath(std::string("a\0b", 3)));
+  EXPECT_NE(RelativePathProblem("a//b").find("empty component"), std::string::npos) << "not the '..' message";
+  EXPECT_NE(RelativePathProblem("a\nb").find("control characters"), std::string::npos);
+}
+
+// The input schemas' path pattern (ECMA-262, as JSON Schema's) accepts
+// exactly what the server does: a client that checks the schema first is
+// not refused afterwards, nor the other way round.
+TEST(McpPaths, TheSchemasPathPatternAgreesWithTheServer) {
+  const std::regex pattern(kRelativePathPattern, std::regex::ECMAScript);
+  for (const std::string path : {"a", "a/b.txt", "dir/sub/file", ".hidden", "a..b", "...", "x/.y", "", "/abs", "..",
+                                 "../x", "a/../b", "a/..", "a//b", "a/", "./a", "a/.", "a\nb", "a\tb", "a\x7f"}) {
+    EXPECT_EQ(std::regex_search(path, pattern), IsSafeRelativePath(path)) << "'" << path << "'";
+  }
+}
+
+TEST_F(McpServerTest, ANulInACommandStringOrInCodeIsRefused) {
+  // sh -c and python -c end their argument at a NUL: "echo SAFE" would run
+  // while the audit log recorded the whole text.
+  json command = Call(ToolCall(1, "run_in_sandbox", {{"command", std::string("echo SAFE\0; echo HIDDEN", 23)}}));
+  EXPECT_EQ(command["result"]["isError"], true);
+  EXPECT_NE(command["result"]["structuredContent"]["error"]["message"].get<std::string>().find("NUL"), std::string::npos);
+  json code = Call(ToolCall(2, "execute_code", {{"language", "bash"}, {"code", std::string("echo X\0; echo Y", 16)}}));
+  EXPECT_EQ(code["result"]["isError"], true);
+  json workdir = Call(ToolCall(3, "run_in_sandbox", {{"command", "pwd"}, {"workdir", "a\nb"}}));
+  EXPECT_NE(workdir["result"]["structuredContent"]["error"]["message"].get<std::string>().find("control characters"),
+            std::string::npos);
+  EXPECT_TRUE(executor_.requests().empty());
 }
 
 TEST(McpJsonRpc, Utf8) {
