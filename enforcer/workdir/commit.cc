@@ -311,6 +311,13 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
     if (!hooks.keep(path)) continue;  // flagged: the original (if any) stays
     struct stat existing {};
     bool exists = fstatat(dst_fd, entry.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0;
+    // A directory the host had (merged) costs nothing new; every other entry
+    // of the upper layer is new on the host's disk (tree::NewEntryDiskCost).
+    if (!(exists && S_ISDIR(existing.st_mode) && S_ISDIR(st.st_mode))) {
+      const uint64_t cost = tree::NewEntryDiskCost(entry.name, st);
+      COCOON_RETURN_IF_ERROR(tree::CheckByteBudget(stats_.bytes + stats_.metadata_bytes, cost, options_.max_bytes, path));
+      stats_.metadata_bytes += cost;
+    }
     if (S_ISDIR(st.st_mode)) {
       COCOON_ASSIGN_OR_RETURN(Fd upper_child, tree::OpenDir(upper_fd, entry.name));
       bool merge = exists && S_ISDIR(existing.st_mode) && !IsOpaque(upper_child.get());
@@ -334,7 +341,8 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
     if (exists) COCOON_RETURN_IF_ERROR(tree::RemoveTree(dst_fd, entry.name));
     if (S_ISREG(st.st_mode)) {
       COCOON_RETURN_IF_ERROR(
-          tree::CheckByteBudget(stats_.bytes, static_cast<uint64_t>(st.st_size), options_.max_bytes, path));
+          tree::CheckByteBudget(stats_.bytes + stats_.metadata_bytes, static_cast<uint64_t>(st.st_size),
+                                options_.max_bytes, path));
       COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes,
                                             [this] { return CancelRequested(); }));
       COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner));
@@ -510,6 +518,11 @@ Status Committer::BuildTree(int tree_fd, HostDir& host, int temp_fd) {
       return LinkUntouchedOriginal(host, path, staged, src_dir, dst_dir, name);
     };
     hooks.directory_owner = [this](const std::string& path) { return HostDirectoryOwner(path); };
+    // The host's own entries, copied in and back, cost nothing new.
+    hooks.metadata_cost = [this](const std::string& path, const struct stat& st) -> uint64_t {
+      if (options_.originals != nullptr && options_.originals->host_entries.count(path) != 0) return 0;
+      return tree::NewEntryDiskCost(path.substr(path.rfind('/') + 1), st);
+    };
     COCOON_RETURN_IF_ERROR(tree::CopyTree(tree_fd, temp_fd, "", hooks, stats_));
     return KeepHostSpecials(host, temp_fd);
   }

@@ -234,6 +234,13 @@ Owner OwnerFor(const CopyHooks& hooks, const Owner& inherited, const struct stat
 
 }  // namespace
 
+uint64_t NewEntryDiskCost(const std::string& name, const struct stat& st) {
+  uint64_t cost = name.size() + 8;  // an ext4 directory entry: 8 bytes and the name
+  if (S_ISDIR(st.st_mode)) cost += kDiskBlockBytes;
+  if (S_ISLNK(st.st_mode) && static_cast<uint64_t>(st.st_size) > kInlineSymlinkBytes) cost += kDiskBlockBytes;
+  return cost;
+}
+
 Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats) {
   COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(src_fd));
   const Owner inherited = InheritGroup(hooks.owner, dst_fd);
@@ -247,6 +254,11 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       continue;
     }
     if (hooks.on_entry) hooks.on_entry(path, st);
+    if (hooks.metadata_cost && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+      const uint64_t cost = hooks.metadata_cost(path, st);
+      COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes + stats.metadata_bytes, cost, hooks.max_bytes, path));
+      stats.metadata_bytes += cost;
+    }
     if (S_ISDIR(st.st_mode)) {
       // Created owner-writable so we can fill it; the real mode comes after.
       if (mkdirat(dst_fd, entry.name.c_str(), 0700) != 0) return ErrnoError("creating directory '" + path + "'");
@@ -273,7 +285,8 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
           continue;
         }
       }
-      COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes, static_cast<uint64_t>(st.st_size), hooks.max_bytes, path));
+      COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes + stats.metadata_bytes, static_cast<uint64_t>(st.st_size),
+                                             hooks.max_bytes, path));
       Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes, hooks.between_chunks);
       if (!copied.ok()) return copied.WithContext(path);
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, inherited, st)));
@@ -298,7 +311,7 @@ Status CheckByteBudget(uint64_t written, uint64_t next, uint64_t max_bytes, cons
   return Status(ErrorCode::kResourceExhausted,
                 "the results would write more than the disk quota of " + std::to_string(max_bytes) +
                     " bytes to the host (at '" + path + "': sparse files are written out in full and every "
-                    "hardlink name becomes a copy)");
+                    "hardlink name becomes a copy, and each new directory takes a disk block)");
 }
 
 }  // namespace cocoon::enforcer::tree

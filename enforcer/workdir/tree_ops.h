@@ -105,6 +105,10 @@ struct CopyHooks {
   // Most bytes the copy may write, in total (0: no limit). Checked against
   // each file's size before it is copied: see CheckByteBudget.
   uint64_t max_bytes = 0;
+  // What an entry (path, its source's lstat) costs against max_bytes beyond
+  // a file's data (null: nothing); the commit charges new entries
+  // NewEntryDiskCost and the host's own directories nothing.
+  std::function<uint64_t(const std::string& path, const struct stat& source)> metadata_cost;
   // Before a regular file is copied: true when the hook committed it some
   // other way (the commit links an untouched original), so no copy is made.
   std::function<Result<bool>(const std::string& path, const struct stat& source, int src_dir, int dst_dir,
@@ -120,7 +124,20 @@ struct CopyHooks {
 };
 struct CopyStats {
   uint64_t files = 0, directories = 0, symlinks = 0, bytes = 0;
+  // What the entries themselves take on the destination's disk, as charged
+  // by CopyHooks::metadata_cost (counted against max_bytes with `bytes`).
+  uint64_t metadata_bytes = 0;
 };
+
+// What a new entry takes on a disk filesystem (ext4, xfs) beyond its data,
+// charged against a commit's quota: a directory a block, a symlink whose
+// target does not fit in its inode a block, and every name its directory
+// entry. On the sandbox's tmpfs they cost no bytes (only inodes), so 65,535
+// empty directories under a 64 MiB quota (its inode cap) became 258 MiB on
+// the host.
+inline constexpr uint64_t kDiskBlockBytes = 4096;
+inline constexpr uint64_t kInlineSymlinkBytes = 59;  // ext4 keeps a shorter target in the inode
+uint64_t NewEntryDiskCost(const std::string& name, const struct stat& st);
 Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHooks& hooks, CopyStats& stats);
 
 std::string Join(const std::string& prefix, const std::string& name);

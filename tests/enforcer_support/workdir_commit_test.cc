@@ -210,13 +210,56 @@ TEST(CommitTest, SparseFilesAndHardlinksCountInFullAgainstTheQuota) {
     EXPECT_EQ(Names(host), std::set<std::string>{"orig.txt"});
     EXPECT_EQ(Names(parent.path()), std::set<std::string>{"work"}) << "no temporary dir left behind";
 
-    // The same tree fits a quota that covers every byte written.
-    options.max_bytes = sparse ? (160ull << 20) : (101ull << 20);
+    // The same tree fits a quota that covers every byte written (and the
+    // names' directory entries: a few bytes each).
+    const uint64_t data = sparse ? (160ull << 20) : (101ull << 20);
+    options.max_bytes = data + 4096;
     auto fits = CommitStagedTree(fd, *scan, host, options);
     close(fd);
     ASSERT_TRUE(fits.ok()) << fits.status().ToString();
-    EXPECT_EQ(fits->bytes, options.max_bytes);
+    EXPECT_EQ(fits->bytes, data);
   }
+}
+
+// Directories cost a tmpfs nothing but a disk block on the host: 20,000
+// empty directories (80 MB on ext4) do not pass a 64 MiB quota, while the
+// host's own 20,000 directories, copied in and back unchanged, cost nothing.
+TEST(CommitTest, NewDirectoriesCountAgainstTheQuotaAndTheHostsOwnDoNot) {
+  TempDir parent("cocoon-parent");
+  TempDir staged("cocoon-staged");
+  std::string host = parent / "work";
+  mkdir(host.c_str(), 0750);
+  StagedOriginals originals;
+  originals.host_entries_recorded = true;
+  for (int i = 0; i < 20000; ++i) {
+    const std::string name = "d" + std::to_string(i);
+    ASSERT_EQ(mkdir((staged / name).c_str(), 0755), 0);
+  }
+  auto scan = ScanForBreakoutsAt(staged.path());
+  ASSERT_TRUE(scan.ok());
+  CommitOptions options;
+  options.max_bytes = 64 << 20;
+  options.originals = &originals;
+  int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto refused = CommitStagedTree(fd, *scan, host, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kResourceExhausted) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("each new directory takes a disk block"), std::string::npos);
+  EXPECT_TRUE(Names(host).empty());
+
+  // The same 20,000 as the host's own: in the copy-in's record, and on the
+  // host (which the commit checks is unchanged).
+  for (int i = 0; i < 20000; ++i) {
+    const std::string name = "d" + std::to_string(i);
+    ASSERT_EQ(mkdir((host + "/" + name).c_str(), 0755), 0);
+    struct stat st {};
+    ASSERT_EQ(stat((host + "/" + name).c_str(), &st), 0);
+    originals.host_entries[name] = StagedOriginals::Seen{st.st_ino, st.st_ctim, st.st_mode, st.st_uid, st.st_gid};
+  }
+  auto committed = CommitStagedTree(fd, *scan, host, options);
+  close(fd);
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_EQ(Names(host).size(), 20000u);
 }
 
 // The copy-in's record says "untouched" (inode, size, mtime, ctime all as
