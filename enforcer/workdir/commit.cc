@@ -315,7 +315,7 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
     // of the upper layer is new on the host's disk (tree::NewEntryDiskCost).
     if (!(exists && S_ISDIR(existing.st_mode) && S_ISDIR(st.st_mode))) {
       const uint64_t cost = tree::NewEntryDiskCost(entry.name, st);
-      COCOON_RETURN_IF_ERROR(tree::CheckByteBudget(stats_.bytes + stats_.metadata_bytes, cost, options_.max_bytes, path));
+      COCOON_RETURN_IF_ERROR(tree::CheckMetadataBudget(stats_.metadata_bytes, cost, options_.max_bytes, path));
       stats_.metadata_bytes += cost;
     }
     if (S_ISDIR(st.st_mode)) {
@@ -341,8 +341,7 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
     if (exists) COCOON_RETURN_IF_ERROR(tree::RemoveTree(dst_fd, entry.name));
     if (S_ISREG(st.st_mode)) {
       COCOON_RETURN_IF_ERROR(
-          tree::CheckByteBudget(stats_.bytes + stats_.metadata_bytes, static_cast<uint64_t>(st.st_size),
-                                options_.max_bytes, path));
+          tree::CheckByteBudget(stats_.bytes, static_cast<uint64_t>(st.st_size), options_.max_bytes, path));
       COCOON_RETURN_IF_ERROR(tree::CopyFile(upper_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats_.bytes,
                                             [this] { return CancelRequested(); }));
       COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner));

@@ -256,7 +256,7 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
     if (hooks.on_entry) hooks.on_entry(path, st);
     if (hooks.metadata_cost && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
       const uint64_t cost = hooks.metadata_cost(path, st);
-      COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes + stats.metadata_bytes, cost, hooks.max_bytes, path));
+      COCOON_RETURN_IF_ERROR(CheckMetadataBudget(stats.metadata_bytes, cost, hooks.max_bytes, path));
       stats.metadata_bytes += cost;
     }
     if (S_ISDIR(st.st_mode)) {
@@ -285,8 +285,7 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
           continue;
         }
       }
-      COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes + stats.metadata_bytes, static_cast<uint64_t>(st.st_size),
-                                             hooks.max_bytes, path));
+      COCOON_RETURN_IF_ERROR(CheckByteBudget(stats.bytes, static_cast<uint64_t>(st.st_size), hooks.max_bytes, path));
       Status copied = CopyFile(src_fd, entry.name, dst_fd, entry.name, st.st_mode, &stats.bytes, hooks.between_chunks);
       if (!copied.ok()) return copied.WithContext(path);
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, OwnerFor(hooks, inherited, st)));
@@ -311,7 +310,15 @@ Status CheckByteBudget(uint64_t written, uint64_t next, uint64_t max_bytes, cons
   return Status(ErrorCode::kResourceExhausted,
                 "the results would write more than the disk quota of " + std::to_string(max_bytes) +
                     " bytes to the host (at '" + path + "': sparse files are written out in full and every "
-                    "hardlink name becomes a copy, and each new directory takes a disk block)");
+                    "hardlink name becomes a copy)");
+}
+
+Status CheckMetadataBudget(uint64_t charged, uint64_t next, uint64_t max_bytes, const std::string& path) {
+  if (max_bytes == 0 || (next <= max_bytes && charged <= max_bytes - next)) return Status::Ok();
+  return Status(ErrorCode::kResourceExhausted,
+                "the results' new directories, links and names would take more than the disk quota of " +
+                    std::to_string(max_bytes) + " bytes on the host (at '" + path +
+                    "': each directory takes a 4 KiB disk block, which costs the sandbox's tmpfs nothing)");
 }
 
 }  // namespace cocoon::enforcer::tree

@@ -125,7 +125,8 @@ struct CopyHooks {
 struct CopyStats {
   uint64_t files = 0, directories = 0, symlinks = 0, bytes = 0;
   // What the entries themselves take on the destination's disk, as charged
-  // by CopyHooks::metadata_cost (counted against max_bytes with `bytes`).
+  // by CopyHooks::metadata_cost; held to max_bytes apart from `bytes` (see
+  // CheckMetadataBudget).
   uint64_t metadata_bytes = 0;
 };
 
@@ -147,5 +148,11 @@ std::string Join(const std::string& prefix, const std::string& name);
 // written out in full, and each hardlink name becomes its own copy, so the
 // host may receive more than the sandbox's tmpfs held.
 Status CheckByteBudget(uint64_t written, uint64_t next, uint64_t max_bytes, const std::string& path);
+
+// The same for what new entries take (NewEntryDiskCost), held to the quota
+// on its own: a run that fills its tmpfs to the quota with data still
+// commits, and the host receives at most twice the quota, where empty
+// directories made it four to eighteen times.
+Status CheckMetadataBudget(uint64_t charged, uint64_t next, uint64_t max_bytes, const std::string& path);
 
 }  // namespace cocoon::enforcer::tree

@@ -210,10 +210,9 @@ TEST(CommitTest, SparseFilesAndHardlinksCountInFullAgainstTheQuota) {
     EXPECT_EQ(Names(host), std::set<std::string>{"orig.txt"});
     EXPECT_EQ(Names(parent.path()), std::set<std::string>{"work"}) << "no temporary dir left behind";
 
-    // The same tree fits a quota that covers every byte written (and the
-    // names' directory entries: a few bytes each).
+    // The same tree fits a quota that covers every byte written.
     const uint64_t data = sparse ? (160ull << 20) : (101ull << 20);
-    options.max_bytes = data + 4096;
+    options.max_bytes = data;
     auto fits = CommitStagedTree(fd, *scan, host, options);
     close(fd);
     ASSERT_TRUE(fits.ok()) << fits.status().ToString();
@@ -244,7 +243,7 @@ TEST(CommitTest, NewDirectoriesCountAgainstTheQuotaAndTheHostsOwnDoNot) {
   auto refused = CommitStagedTree(fd, *scan, host, options);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kResourceExhausted) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("each new directory takes a disk block"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("each directory takes a 4 KiB disk block"), std::string::npos);
   EXPECT_TRUE(Names(host).empty());
 
   // The same 20,000 as the host's own: in the copy-in's record, and on the
