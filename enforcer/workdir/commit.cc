@@ -274,17 +274,24 @@ Status Committer::DropHostSpecialsUnderWidenedDirectories(const HostDir& host, i
   return Status::Ok();
 }
 
-// A copied work dir's directory that the host had at that path is given its
-// owner and group back (the copy-in gave it to the sandbox user): a team's
-// shared directory stays in its group. The record is the copy-in's, which
-// CheckHostUnchanged has just found unchanged. Rootless, only a group the
-// caller is in can be given (chown's rule); otherwise the default stands.
+// A copied work dir's directory that the host had at that path, of the work
+// dir's owner, is given its group back (the copy-in gave it to the sandbox
+// user): a team's shared directory stays in its group. Only the group: the
+// sandbox may have replaced the directory with one of its own making, whose
+// mode it chose, and that must stay the owner's to change (a directory the
+// host had of another owner was copied in as theirs, and keeps that).
+// The record is the copy-in's, which CheckHostUnchanged has just found
+// unchanged. Rootless, only a group the caller is in can be given (chown's
+// rule); otherwise the default stands.
 std::optional<tree::Owner> Committer::HostDirectoryOwner(const std::string& path) const {
   if (options_.originals == nullptr) return std::nullopt;
   auto it = options_.originals->host_entries.find(path);
   if (it == options_.originals->host_entries.end() || !S_ISDIR(it->second.mode)) return std::nullopt;
   const StagedOriginals::Seen& original = it->second;
-  if (owner_.set) return tree::Owner{true, original.uid, original.gid};
+  if (owner_.set) {
+    if (original.uid != owner_.uid) return std::nullopt;
+    return tree::Owner{true, owner_.uid, original.gid};
+  }
   if (original.uid != geteuid()) return std::nullopt;
   if (original.gid == getegid()) return tree::Owner{true, original.uid, original.gid};
   std::vector<gid_t> groups(static_cast<size_t>(std::max(getgroups(0, nullptr), 0)));
