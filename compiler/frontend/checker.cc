@@ -289,36 +289,6 @@ void ApplyStatement(Layer& layer, const ast::Statement& stmt) {
   }
 }
 
-// The chain from `start` up to its root-most ancestor, or nullopt on error.
-std::optional<std::vector<ProfileRef>> Lineage(const Program& program, const ProfileRef& start,
-                                                          Diagnostics& diagnostics) {
-  std::vector<ProfileRef> chain{start};
-  while (chain.back().profile->has_parent) {
-    const ProfileRef& child = chain.back();
-    const ast::Word& parent = child.profile->parent;
-    auto found = program.profiles.find(parent.text);
-    if (found == program.profiles.end()) {
-      std::vector<std::string> names;
-      for (const auto& [n, ref] : program.profiles) names.push_back(n);
-      std::string suggestion = DidYouMean(parent.text, names);
-      diagnostics.Error(child.file->source, parent.span, "unknown parent profile " + Quote(parent.text),
-                        suggestion.empty() ? "import the file that defines it, e.g. import \"" + parent.text + "\""
-                                           : "did you mean '" + suggestion + "'?");
-      return std::nullopt;
-    }
-    for (const ProfileRef& seen : chain) {
-      if (seen.profile == found->second.profile) {
-        std::string cycle;
-        for (const ProfileRef& r : chain) cycle += r.profile->name.text + " -> ";
-        diagnostics.Error(child.file->source, parent.span, "extends cycle: " + cycle + parent.text);
-        return std::nullopt;
-      }
-    }
-    chain.push_back(found->second);
-  }
-  return chain;
-}
-
 // True when another rule of `rules` names `it`'s syscall (the map orders by
 // name first, so such rules are its neighbours).
 bool SharesSyscallWithNeighbour(const std::map<internal::RuleKey, internal::RuleEntry>& rules,
@@ -443,9 +413,15 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
 
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, Diagnostics& diagnostics,
                                        const SyscallRuleCheck& rule_check) {
+  LineageResolver lineages(program);
+  return CheckProfile(program, ref, lineages, diagnostics, rule_check);
+}
+
+std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, LineageResolver& lineages,
+                                       Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
   const std::string& profile = ref.profile->name.text;
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
-  auto chain = Lineage(program, ref, diagnostics);
+  auto chain = lineages.Resolve(ref, diagnostics);
   if (!chain) return std::nullopt;
   State state;
   std::string parent;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/frontend/lineage.h"
 #include "tests/frontend/test_util.h"
 
 namespace cocoon::frontend {
@@ -275,6 +276,66 @@ TEST_F(ResolutionTest, CheckCountsTheErrorsPastTheCap) {
   EXPECT_FALSE(Check(file, &out, DiagnosticsOptions{.max_errors = 5}));
   EXPECT_EQ(last_errors_, 5u);
   EXPECT_EQ(last_suppressed_, 55u);
+}
+
+// profile a0 { ... }, then a1 extends a0, ..., up to a(count - 1).
+std::string ExtendsChain(int count) {
+  std::string text = "profile a0 { syscalls { allow read } }\n";
+  for (int i = 1; i < count; ++i) {
+    text += "profile a" + std::to_string(i) + " extends a" + std::to_string(i - 1) + " { }\n";
+  }
+  return text;
+}
+
+// kMaxExtendsDepth ancestors are fine: a65 has 64 (a64 ... a0).
+TEST_F(ResolutionTest, AnExtendsChainAtTheDepthLimitChecks) {
+  ASSERT_EQ(kMaxExtendsDepth, 64u);
+  std::string file = Write("chain.cocoon", ExtendsChain(65));
+  std::string out;
+  EXPECT_TRUE(Check(file, &out)) << out;
+  EXPECT_EQ(out, "");
+  auto policy = Compile(file, "a64", &out);
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->lineage.size(), 65u);
+}
+
+// Past the limit, the profile that first goes over it is reported, once,
+// at its `extends`: not once for each of the thousands of profiles below it.
+TEST_F(ResolutionTest, AnExtendsChainPastTheDepthLimitIsReportedOnce) {
+  std::string file = Write("chain.cocoon", ExtendsChain(10000));
+  const std::string expected = "ERROR: " + file +
+                               ":66:21: extends chain too deep: profile 'a65' has more than 64 ancestors (the limit)\n"
+                               " | profile a65 extends a64 { }\n"
+                               " |                     ^~~\n"
+                               " = help: flatten the hierarchy: merge profiles of the chain, or extend one nearer "
+                               "the root (docs/language.md, Profiles and `extends`)\n";
+  std::string out;
+  EXPECT_FALSE(Check(file, &out));
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(last_errors_, 1u);
+  // Compiling a profile below it says the same.
+  EXPECT_FALSE(Compile(file, "a9999", &out));
+  EXPECT_EQ(out, expected);
+  EXPECT_TRUE(Compile(file, "a64", &out)) << out;
+}
+
+// A cycle is one mistake: reported once, from the member defined first,
+// whichever profile of the cycle (or below it) is checked.
+TEST_F(ResolutionTest, AnExtendsCycleIsReportedOnce) {
+  std::string file = Write("cycle.cocoon",
+                           "profile d extends a { }\n"
+                           "profile a extends b { }\n"
+                           "profile b extends c { }\n"
+                           "profile c extends a { }\n");
+  std::string out;
+  EXPECT_FALSE(Check(file, &out));
+  EXPECT_EQ(out, "ERROR: " + file + ":4:19: extends cycle: a -> b -> c -> a\n"
+                 " | profile c extends a { }\n"
+                 " |                   ^\n");
+  for (const std::string profile : {"b", "d"}) {
+    EXPECT_FALSE(Compile(file, profile, &out));
+    EXPECT_NE(out.find(":4:19: extends cycle: a -> b -> c -> a"), std::string::npos) << out;
+  }
 }
 
 // What explain and compile refuse, check refuses too.
