@@ -108,18 +108,23 @@ bool IsPlainAbsolute(std::string_view path) {
 
 }  // namespace
 
+bool Layer::NoControlCharacters(const ast::Word& path) {
+  for (char c : path.text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      Error(path.span, "control character in path");
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Layer::AbsolutePath(const ast::Word& word, std::string& out) {
   const std::string& path = word.text;
   if (path.empty()) {
     Error(word.span, "empty path");
     return false;
   }
-  for (char c : path) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      Error(word.span, "control character in path");
-      return false;
-    }
-  }
+  if (!NoControlCharacters(word)) return false;
   if (path.front() != '/') {
     std::string hint = path[0] == '.' || path[0] == '~' ? "" : "write '/" + path + "'";
     Error(word.span, "relative path " + Quote(path) + " where an absolute path is needed", hint);

@@ -228,6 +228,9 @@ void ApplyCopy(Layer& layer, const ast::Statement& stmt) {
   const ast::Word& from = stmt.args[0];
   const ast::Word& to = stmt.args[2];
   namespace fs = std::filesystem;
+  // As for any other path (AbsolutePath), and checked before either is used.
+  const bool printable = layer.NoControlCharacters(from);
+  if (!layer.NoControlCharacters(to) || !printable) return;
   ir::Copy copy;
   // A relative source is relative to the policy file, like an include.
   fs::path source = fs::path(from.text).is_absolute() ? fs::path(from.text)

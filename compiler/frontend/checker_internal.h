@@ -87,6 +87,9 @@ class Layer {
 
   // Value helpers: each reports its own error and returns false on failure.
   bool AbsolutePath(const ast::Word& word, std::string& out);
+  // False (and an error) if the path holds a control character: no path
+  // a policy means has one, and `explain` would print it.
+  bool NoControlCharacters(const ast::Word& path);
   bool Unit(const ast::Word& word, UnitKind kind, uint64_t& out);
 
   // Per-layer syscall rule bookkeeping for conflict detection.

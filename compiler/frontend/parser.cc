@@ -560,18 +560,27 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, co
   return true;
 }
 
-// Reports every backslash in a string that is not one of the escapes the
-// language has (docs/language.md: \" \\ \n \t). Unescape would drop the
-// backslash, so "bad \q" would quietly mean "bad q" (and "C:\dir" would
-// lose its separator); an error at the escape says so instead.
-bool CheckStringEscapes(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
-                        Diagnostics& diagnostics) {
+// Reports, in every string, each backslash that is not one of the escapes
+// the language has (docs/language.md: \" \\ \n \t), and a NUL byte.
+// Unescape would drop the backslash, so "bad \q" would quietly mean "bad q"
+// (and "C:\dir" would lose its separator); an error at the escape says so
+// instead. No string can hold a NUL: an environment value, an argument and
+// a path all end at the first one, so "a<NUL>b" would be enforced as "a"
+// while `cocoon explain` showed all of it.
+bool CheckStringContents(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                         Diagnostics& diagnostics) {
   bool ok = true;
   const std::string_view text = source->text();
   for (antlr4::Token* token : tokens.getTokens()) {
     if (token->getType() != CocoonLexer::STRING) continue;
     const uint32_t begin = offsets.Byte(token->getStartIndex());
     const uint32_t end = offsets.Byte(token->getStopIndex() + 1);
+    if (text.substr(begin, end - begin).find('\0') != std::string_view::npos) {
+      diagnostics.Error(source, Span{begin, end}, "NUL byte in a string",
+                        "a string cannot hold a NUL (environment values, arguments and paths end at it): "
+                        "remove it");
+      ok = false;
+    }
     for (uint32_t i = begin + 1; i + 1 < end; ++i) {
       if (text[i] != '\\') continue;
       const char escaped = text[++i];
@@ -1020,7 +1029,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (listener.count() > 0) return std::nullopt;
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
   // Reported with any syntax errors below; either way there is no AST.
-  const bool escapes_ok = CheckStringEscapes(tokens, source, offsets, diagnostics);
+  const bool strings_ok = CheckStringContents(tokens, source, offsets, diagnostics);
 
   AstListener ast_listener(offsets, source->text());
   PolicyParser parser(&tokens, ast_listener);
@@ -1052,7 +1061,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
-  if (!escapes_ok) return std::nullopt;
+  if (!strings_ok) return std::nullopt;
   ast::File file = ast_listener.Take();
   file.source = source;
   file.comments = CollectComments(tokens, offsets);

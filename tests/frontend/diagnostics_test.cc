@@ -308,6 +308,40 @@ TEST(Diagnostics, MessagesAndHintsEscapeControlCharacters) {
   EXPECT_NE(testing::Diagnose(inputs[5]).find("unknown syscall 'a\\u009b2J'"), std::string::npos);
 }
 
+// No string may hold a NUL: an environment value, an argument or a path ends
+// at it, so what is enforced would differ from what explain shows.
+TEST(Diagnostics, ANulInAStringIsAnError) {
+  using namespace std::string_literals;
+  EXPECT_EQ(testing::Diagnose("profile p {\n  environment { set X \"a\0b\" }\n}\n"s),
+            "ERROR: t.cocoon:2:23: NUL byte in a string\n"
+            " |   environment { set X \"a b\" }\n"
+            " |                       ^~~~~\n"
+            " = help: a string cannot hold a NUL (environment values, arguments and paths end at it): remove it\n");
+  for (const std::string& statement :
+       {"filesystem { copy \"a\0b\" to \"x\" }"s, "filesystem { copy \"a\" to \"x\0y\" }"s,
+        "runtime r { interpreter /bin/sh flags \"-c\0zzz\" }"s, "description \"\0\""s}) {
+    std::optional<ir::Policy> policy;
+    std::string out = testing::Diagnose("profile p {\n  " + statement + "\n}\n", &policy);
+    EXPECT_FALSE(policy) << statement;
+    EXPECT_NE(out.find("ERROR: t.cocoon:2:"), std::string::npos) << out;
+    EXPECT_NE(out.find(": NUL byte in a string\n"), std::string::npos) << out;
+  }
+}
+
+// A copy's source and destination are paths, held to what any other path is.
+TEST(Diagnostics, ACopyPathWithAControlCharacterIsAnError) {
+  EXPECT_EQ(testing::Diagnose("profile p {\n  filesystem { copy \"a\x01" "b\" to \"x\" }\n"
+                              "  syscalls { allow read }\n}\n"),
+            "ERROR: t.cocoon:2:21: control character in path\n"
+            " |   filesystem { copy \"a b\" to \"x\" }\n"
+            " |                     ^~~~~\n");
+  EXPECT_EQ(testing::Diagnose("profile p {\n  filesystem { copy \"a\" to \"x\x1b" "y\" }\n"
+                              "  syscalls { allow read }\n}\n"),
+            "ERROR: t.cocoon:2:28: control character in path\n"
+            " |   filesystem { copy \"a\" to \"x y\" }\n"
+            " |                            ^~~~~\n");
+}
+
 TEST(Diagnostics, RenderingEscapesHiddenCharactersInTheMessage) {
   auto source = std::make_shared<const Source>("t.cocoon", "x\n");
   Diagnostic d{Severity::kError, source, Span{0, 1}, "name 'a\u202eb'", "try 'c\u200bd'\nFORGED: line"};
