@@ -89,6 +89,12 @@ bool Layer::FirstInLayer(const std::string& key, Span span, const std::string& w
   return false;
 }
 
+std::optional<Span> Layer::WhereInLayer(const std::string& key) const {
+  auto it = seen_.find(key);
+  if (it == seen_.end()) return std::nullopt;
+  return it->second;
+}
+
 namespace {
 
 // "/" or "/a/b" with no empty, "." or ".." component: what lexically_normal()

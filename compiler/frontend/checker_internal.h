@@ -84,6 +84,10 @@ class Layer {
   void Origin(const std::string& key, Span span);
   // False (and an error) if `key` was already set in this profile.
   bool FirstInLayer(const std::string& key, Span span, const std::string& what);
+  // Records that this profile wrote `key` (keeping the first place), without
+  // FirstInLayer's error for a repeat; and where it first did, if it did.
+  void WroteInLayer(const std::string& key, Span span) { seen_.emplace(key, span); }
+  std::optional<Span> WhereInLayer(const std::string& key) const;
 
   // Value helpers: each reports its own error and returns false on failure.
   bool AbsolutePath(const ast::Word& word, std::string& out);

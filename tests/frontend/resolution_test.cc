@@ -123,6 +123,57 @@ TEST_F(ResolutionTest, UnsetRemovesANameFromAnInheritedEnvironment) {
   EXPECT_EQ(policy->provenance.count("environment.unset:TOKEN"), 0u);
 }
 
+// Variables merge per name, the child winning: its `pass` replaces the
+// parent's `set` (and the reverse), in the IR and in what explain shows.
+TEST_F(ResolutionTest, AChildsPassOrSetReplacesTheParentsForThatName) {
+  std::string file = Write("env.cocoon",
+                           "profile sets { syscalls { allow read } environment { set FOO \"parent\" } }\n"
+                           "profile passes { syscalls { allow read } environment { pass FOO } }\n"
+                           "profile child_passes extends sets {\n  environment { pass FOO }\n}\n"
+                           "profile child_sets extends passes {\n  environment { set FOO \"child\" }\n}\n");
+  std::string out;
+  auto passes = Compile(file, "child_passes", &out);
+  ASSERT_TRUE(passes) << out;
+  EXPECT_TRUE(passes->environment.set.empty());
+  EXPECT_EQ(passes->environment.pass, (std::vector<std::string>{"FOO"}));
+  EXPECT_EQ(passes->provenance.count("environment.set:FOO"), 0u);
+  EXPECT_EQ(passes->provenance.at("environment.pass:FOO").line, 4u);
+  std::string explained = ExplainPolicy(*passes);
+  EXPECT_NE(explained.find("pass FOO from the caller"), std::string::npos) << explained;
+  EXPECT_EQ(explained.find("FOO=parent"), std::string::npos) << explained;
+
+  auto sets = Compile(file, "child_sets", &out);
+  ASSERT_TRUE(sets) << out;
+  ASSERT_EQ(sets->environment.set.size(), 1u);
+  EXPECT_EQ(sets->environment.set[0].value, "child");
+  EXPECT_TRUE(sets->environment.pass.empty());
+  EXPECT_EQ(sets->provenance.count("environment.pass:FOO"), 0u);
+  explained = ExplainPolicy(*sets);
+  EXPECT_NE(explained.find("set  FOO=child"), std::string::npos) << explained;
+  EXPECT_EQ(explained.find("pass FOO"), std::string::npos) << explained;
+}
+
+// In one profile, `set` and `pass` of a name contradict each other: an error
+// at whichever comes second.
+TEST_F(ResolutionTest, SetAndPassOfOneNameInOneProfileConflict) {
+  std::string file = Write("env.cocoon",
+                           "profile env {\n  syscalls { allow read }\n  environment {\n"
+                           "    set FOO \"policy\"\n    pass BAR FOO\n  }\n}\n");
+  std::string out;
+  EXPECT_FALSE(Compile(file, "", &out));
+  EXPECT_EQ(out, "ERROR: " + file + ":5:14: variable FOO is both set (line 4) and passed in profile 'env'\n"
+                 " |     pass BAR FOO\n"
+                 " |              ^~~\n"
+                 " = help: keep one: `set` gives it the policy's value, `pass` the caller's\n");
+  file = Write("env.cocoon",
+               "profile env {\n  syscalls { allow read }\n  environment { pass FOO }\n"
+               "  environment { set FOO \"policy\" }\n}\n");
+  EXPECT_FALSE(Compile(file, "", &out));
+  EXPECT_NE(out.find(file + ":4:17: variable FOO is both passed (line 3) and set in profile 'env'"),
+            std::string::npos)
+      << out;
+}
+
 TEST_F(ResolutionTest, IncludeIsRelativeToTheIncludingFile) {
   Write("lib/base.cocoon", kBase);
   Write("lib/mid.cocoon", "include \"base.cocoon\"\nprofile mid extends base { }\n");
