@@ -146,5 +146,10 @@ std::string MountKindName(ir::MountKind kind);
 // Permissiveness order for weakening checks: kill < trap < errno < notify < log < allow.
 int Permissiveness(const ir::Action& action);
 std::string ActionText(const ir::Action& action);
+// Where a syscall rule came from, in ir::Policy::provenance: per syscall (or,
+// for a group's rules, per group), action and conditions, as explain lists
+// them. Keyed by the syscall alone, an inherited rule was credited to the
+// child's last statement naming that syscall.
+std::string RuleOriginKey(const ir::SyscallRule& rule);
 
 }  // namespace cocoon::frontend::internal
