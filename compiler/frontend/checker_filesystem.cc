@@ -115,6 +115,21 @@ bool MountTargetAllowed(Layer& layer, const std::string& target, Span span) {
   return true;
 }
 
+// What the enforcer refuses of a bind's host path (ShowsHostProc in
+// enforcer/workdir/host_path.cc, applied by child_spec_builder.cc and
+// cli/host_overlap_guard.cc): the host's /proc, or '/' which holds it, would
+// show every host process and its root directory. Caught here, lexically, so
+// that `check` and `compile` refuse what every launch would (the enforcer
+// also resolves symlinks to it).
+bool BindSourceAllowed(Layer& layer, const ast::Word& source) {
+  if (source.text != "/" && !IsUnder(source.text, "/proc")) return true;
+  layer.Error(source.span,
+              "cannot bind " + Quote(source.text) + ": it would show the host's /proc to the sandbox, with every "
+                  "host process and its root directory",
+              "the sandbox has a /proc of its own; bind only the host directories it needs (e.g. /usr)");
+  return false;
+}
+
 // A tmpfs's size or the work dir's quota, in the range a limit such as
 // `disk` has. 0 is an error: for a quota it would read as "no quota" in the
 // plan (quota_bytes 0), and a tmpfs of 0 bytes holds nothing.
@@ -173,7 +188,8 @@ void ApplyBinds(Layer& layer, const ast::Statement& stmt) {
     mount.kind = kind;
     mount.optional = optional;
     Span span = args[i].span;
-    bool ok = layer.AbsolutePath(args[i], mount.source);
+    const ast::Word& source = args[i];
+    bool ok = layer.AbsolutePath(source, mount.source);
     mount.target = mount.source;
     if (i + 2 < args.size() && args[i + 1].IsKeyword("as")) {
       ok = layer.AbsolutePath(args[i + 2], mount.target) && ok;
@@ -181,7 +197,7 @@ void ApplyBinds(Layer& layer, const ast::Statement& stmt) {
       i += 2;
     }
     if (!ok) continue;
-    if (!MountTargetAllowed(layer, mount.target, span)) continue;
+    if (!MountTargetAllowed(layer, mount.target, span) || !BindSourceAllowed(layer, source)) continue;
     if (kind == ir::MountKind::kWritable) {
       layer.Warning(span, "writable bind mount of host path " + Quote(mount.source) +
                               ": the sandbox can change the host there",

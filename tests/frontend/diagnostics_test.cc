@@ -126,6 +126,20 @@ const Case kCases[] = {
      " |   filesystem { readonly /usr as /proc/x }\n"
      " |                         ^~~~~~~~~~~~~~~\n"
      " = help: allow a device with `devices { ... }`; hide a /proc path with `hide`\n"},
+    {"bind_of_host_proc",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly /proc/self as /me }\n}\n",
+     "ERROR: t.cocoon:3:25: cannot bind '/proc/self': it would show the host's /proc to the sandbox, with every "
+     "host process and its root directory\n"
+     " |   filesystem { readonly /proc/self as /me }\n"
+     " |                         ^~~~~~~~~~\n"
+     " = help: the sandbox has a /proc of its own; bind only the host directories it needs (e.g. /usr)\n"},
+    {"bind_of_host_root",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n  filesystem { writable / as /host }\n}\n",
+     "ERROR: t.cocoon:4:25: cannot bind '/': it would show the host's /proc to the sandbox, with every "
+     "host process and its root directory\n"
+     " |   filesystem { writable / as /host }\n"
+     " |                         ^\n"
+     " = help: the sandbox has a /proc of its own; bind only the host directories it needs (e.g. /usr)\n"},
     {"work_root",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work / }\n}\n",
      "ERROR: t.cocoon:3:21: the work dir cannot be '/'\n"
