@@ -69,6 +69,10 @@ bool IsIntegerSyntax(std::string_view text) {
 
 }  // namespace
 
+bool IsUnitName(std::string_view word) {
+  return std::any_of(std::begin(kUnits), std::end(kUnits), [word](const Unit& unit) { return unit.name == word; });
+}
+
 bool ParseInteger(std::string_view text, uint64_t& out) {
   int base = 10;
   if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {

@@ -204,6 +204,29 @@ const Case kCases[] = {
      " |   environment { set P \"bad \\q escape\" }\n"
      " |                            ^~\n"
      " = help: the escapes are \\\" \\\\ \\n and \\t; write \\\\ for a backslash\n"},
+    // One error per slip, where it is: not also on the valid lines after it.
+    {"unit_written_apart",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 64 MiB\n    wall_time 5 s\n"
+     "    processes 8\n    cpu 50 %\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: a space between a number and its unit\n"
+     " |     memory 64 MiB\n"
+     " |            ^~~~~~\n"
+     " = help: write 64MiB, without a space\n"
+     "ERROR: t.cocoon:5:15: a space between a number and its unit\n"
+     " |     wall_time 5 s\n"
+     " |               ^~~\n"
+     " = help: write 5s, without a space\n"
+     "ERROR: t.cocoon:7:9: a space between a number and its unit\n"
+     " |     cpu 50 %\n"
+     " |         ^~~~\n"
+     " = help: write 50%, without a space\n"},
+    {"keyword_syscall_name",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    allow kill\n"
+     "    allow read\n    default kill kill ptrace\n  }\n}\n",
+     "ERROR: t.cocoon:5:11: the syscall 'kill' is spelt like a keyword of the language\n"
+     " |     allow kill\n"
+     " |           ^~~~\n"
+     " = help: write its name as a string: \"kill\"\n"},
     {"work_quota_zero",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
      "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
