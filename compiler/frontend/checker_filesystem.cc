@@ -49,9 +49,17 @@ bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out
     return false;
   }
   std::string host = text.substr(0, colon);
+  const std::string port_text = text.substr(colon + 1);
   uint64_t port = 0;
-  if (!ParseInteger(text.substr(colon + 1), port) || port == 0 || port > 65535) {
-    layer.Error(word.span, "invalid port in " + Quote(text) + "; expected 1..65535");
+  // Decimal only: ParseInteger would read 0x1bb as 443, and 0443 is octal to
+  // some readers (and 443 to others).
+  const bool decimal = std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!decimal || port_text.front() == '0' || !ParseInteger(port_text, port) || port > 65535) {
+    std::string hint;
+    if (ParseInteger(port_text, port) && port >= 1 && port <= 65535) {
+      hint = "write " + text.substr(0, colon + 1) + std::to_string(port);
+    }
+    layer.Error(word.span, "invalid port in " + Quote(text) + "; expected 1..65535 in decimal", hint);
     return false;
   }
   unsigned char buffer[16];
@@ -61,6 +69,11 @@ bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out
       layer.Error(word.span, "invalid IPv6 address " + Quote(host));
       return false;
     }
+    // One spelling per address (RFC 5952: lower case, zeros compressed), so
+    // that [::1] and [0:0:0:0:0:0:0:1] are found to be duplicates.
+    char canonical[INET6_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET6, buffer, canonical, sizeof(canonical));
+    host = canonical;
   } else if (host.find(':') != std::string::npos) {
     layer.Error(word.span, "IPv6 addresses go in brackets: [" + host + "]:" + std::to_string(port));
     return false;
