@@ -627,10 +627,17 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
     const std::string_view unit_text = text.substr(unit_begin, unit_end - unit_begin);
     if (!IsUnitName(unit_text)) continue;
     const uint32_t number_begin = offsets.Byte(number->getStartIndex());
-    const std::string written = std::string(text.substr(number_begin, number_end - number_begin)) +
-                                std::string(unit_text);
-    diagnostics.Error(source, Span{number_begin, unit_end}, "a space between a number and its unit",
-                      "write " + written + ", without a space");
+    const std::string_view number_text = text.substr(number_begin, number_end - number_begin);
+    // Not "write 0x40MiB": hexadecimal takes no unit (and 0x40B is another
+    // number, 'B' being a hex digit).
+    if (number_text.size() > 1 && (number_text[1] == 'x' || number_text[1] == 'X')) {
+      diagnostics.Error(source, Span{number_begin, unit_end}, "a hexadecimal number takes no unit",
+                        "write the value in decimal, with its unit");
+    } else {
+      const std::string written = std::string(number_text) + std::string(unit_text);
+      diagnostics.Error(source, Span{number_begin, unit_end}, "a space between a number and its unit",
+                        "write " + written + ", without a space");
+    }
     static_cast<antlr4::CommonToken*>(unit)->setChannel(antlr4::Token::HIDDEN_CHANNEL);
     ok = false;
   }

@@ -220,6 +220,12 @@ const Case kCases[] = {
      " |     cpu 50 %\n"
      " |         ^~~~\n"
      " = help: write 50%, without a space\n"},
+    {"hex_number_with_a_unit",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 0x40 MiB\n    processes 8\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: a hexadecimal number takes no unit\n"
+     " |     memory 0x40 MiB\n"
+     " |            ^~~~~~~~\n"
+     " = help: write the value in decimal, with its unit\n"},
     {"keyword_syscall_name",
      "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    allow kill\n"
      "    allow read\n    default kill kill ptrace\n  }\n}\n",
