@@ -84,13 +84,13 @@ const Case kCases[] = {
     {"unknown_constant_and_errno",
      "import \"strict\"\nprofile p extends strict {\n"
      "  syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n}\n",
-     "ERROR: t.cocoon:3:61: unknown errno 'EPREM'\n"
-     " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
-     " |                                                             ^~~~~\n"
      "ERROR: t.cocoon:3:36: unknown constant 'CLONE_NEWUSR'\n"
      " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
      " |                                    ^~~~~~~~~~~~\n"
-     " = help: did you mean 'CLONE_NEWUSER'?\n"},
+     " = help: did you mean 'CLONE_NEWUSER'?\n"
+     "ERROR: t.cocoon:3:61: unknown errno 'EPREM'\n"
+     " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
+     " |                                                             ^~~~~\n"},
     {"masked_in_value_outside_mask",
      "import \"strict\"\nprofile p extends strict {\n"
      "  syscalls { kill clone if (arg0 & CLONE_NEWUSER) in {CLONE_NEWUSER, CLONE_NEWNET} }\n}\n",
@@ -310,6 +310,18 @@ TEST(Diagnostics, CollectsEveryErrorNotOnlyTheFirst) {
   EXPECT_NE(out.find("unknown syscall 'openn'"), std::string::npos);
   EXPECT_NE(out.find("unknown syscall group '@nope'"), std::string::npos);
   EXPECT_NE(out.find("relative path 'tmp/x'"), std::string::npos);
+}
+
+// The checker applies `arch` before the rules, but its errors are reported
+// in source order, as `check` reports them.
+TEST(Diagnostics, CompileReportsInSourceOrder) {
+  std::string out = testing::Diagnose(
+      "profile t {\n  syscalls {\n    allow nosuchcall\n    arch nosucharch\n  }\n}\n");
+  const size_t rule = out.find("ERROR: t.cocoon:3:11: unknown syscall 'nosuchcall'");
+  const size_t arch = out.find("ERROR: t.cocoon:4:");
+  ASSERT_NE(rule, std::string::npos) << out;
+  ASSERT_NE(arch, std::string::npos) << out;
+  EXPECT_LT(rule, arch) << out;
 }
 
 TEST(Diagnostics, ErrorCapIsHonoured) {
