@@ -380,7 +380,7 @@ ir::Policy Finalize(State& state, const Program& program) {
   std::string all;
   for (const auto& file : program.files) {
     policy.source_files.push_back(file->source->name());
-    all += Sha256Hex(file->source->text());
+    all += file->sha256;
   }
   policy.source_sha256 = Sha256Hex(all);
   return policy;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/common/digest.h"
 #include "compiler/frontend/lineage.h"
 #include "tests/frontend/test_util.h"
 
@@ -386,6 +387,21 @@ TEST_F(ResolutionTest, AnExtendsCycleIsReportedOnce) {
   for (const std::string profile : {"b", "d"}) {
     EXPECT_FALSE(Compile(file, profile, &out));
     EXPECT_NE(out.find(":4:19: extends cycle: a -> b -> c -> a"), std::string::npos) << out;
+  }
+}
+
+// The digest over a program's files (hashed once each, at load) is the
+// SHA-256 of their hex digests in load order, the same for every profile.
+TEST_F(ResolutionTest, EveryProfileCarriesTheDigestOfItsFiles) {
+  Write("base.cocoon", kBase);
+  const std::string main_text = "include \"base.cocoon\"\nprofile a extends base { }\nprofile b { }\n";
+  std::string main = Write("main.cocoon", main_text);
+  const std::string expected = Sha256Hex(Sha256Hex(main_text) + Sha256Hex(kBase));
+  std::string out;
+  for (const std::string profile : {"a", "b"}) {
+    auto policy = Compile(main, profile, &out);
+    ASSERT_TRUE(policy) << out;
+    EXPECT_EQ(policy->source_sha256, expected) << profile;
   }
 }
 
