@@ -39,6 +39,55 @@ std::string CaretLine(std::string_view shown, uint32_t column, uint32_t span_byt
   return std::string(pad, ' ') + '^' + std::string(width > 1 ? width - 1 : 0, '~');
 }
 
+// A source line echoed under a diagnostic shows at most this many columns
+// around the caret, as clang and rustc do: a minified or generated policy can
+// be one line of megabytes, and echoing it whole under each of its errors
+// printed 120 MB for 50 errors.
+constexpr size_t kMaxEchoedColumns = 120;
+// How much of the line before the caret a cut window keeps, in bytes (so at
+// most as many columns: no character is drawn wider than it is long).
+constexpr size_t kBytesBeforeCaret = 40;
+// Bounds the walk over characters that take no column (combining marks).
+constexpr size_t kMaxEchoedBytes = 8 * kMaxEchoedColumns;
+constexpr std::string_view kCutMark = "...";
+
+bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// The part of `line` echoed, as byte offsets [begin, end) on character
+// boundaries, for a caret at byte `caret`; the caret falls inside it.
+struct LineWindow {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
+LineWindow WindowAround(std::string_view line, size_t caret) {
+  // No line is wider than it is long; a short one is measured.
+  if (line.size() <= kMaxEchoedColumns ||
+      (line.size() <= kMaxEchoedBytes && DisplayWidth(MaskForTerminal(line)) <= kMaxEchoedColumns)) {
+    return {0, line.size()};
+  }
+  LineWindow window;
+  if (caret > kMaxEchoedColumns / 2) {
+    window.begin = std::min(caret, line.size()) - kBytesBeforeCaret;
+    while (window.begin < caret && IsUtf8Continuation(line[window.begin])) ++window.begin;
+  }
+  // Characters are measured as they will be drawn (masked): an invisible one
+  // shows as one '?' per byte.
+  const size_t budget = kMaxEchoedColumns - (window.begin > 0 ? kCutMark.size() : 0);
+  size_t end = window.begin, columns = 0, end_before_cut_mark = window.begin;
+  while (end < line.size() && end - window.begin < kMaxEchoedBytes) {
+    uint32_t code_point = 0;
+    const size_t length = std::max<size_t>(1, DecodeUtf8(line, end, code_point));
+    const size_t width = DisplayWidth(MaskForTerminal(line.substr(end, length)));
+    if (columns + width > budget) break;
+    columns += width;
+    end += length;
+    if (columns + kCutMark.size() <= budget) end_before_cut_mark = end;
+  }
+  window.end = end == line.size() ? end : end_before_cut_mark;
+  return window;
+}
+
 }  // namespace
 
 std::string RenderDiagnostic(const Diagnostic& d) {
@@ -58,11 +107,16 @@ std::string RenderDiagnostic(const Diagnostic& d) {
       line.remove_prefix(kByteOrderMark.size());
       column -= kByteOrderMark.size();
     }
-    std::string shown = MaskForTerminal(line);
+    const LineWindow window = WindowAround(line, column - 1);
+    const bool cut_before = window.begin > 0, cut_after = window.end < line.size();
+    std::string shown = MaskForTerminal(line.substr(window.begin, window.end - window.begin));
     out += "\n | ";
+    if (cut_before) out += kCutMark;
     out += shown;
+    if (cut_after) out += kCutMark;
     out += "\n | ";
-    out += CaretLine(shown, column, d.span.size());
+    if (cut_before) out += std::string(kCutMark.size(), ' ');
+    out += CaretLine(shown, column - static_cast<uint32_t>(window.begin), d.span.size());
   } else {
     out += EscapeControlCharacters(d.message);
   }

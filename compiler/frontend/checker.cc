@@ -89,6 +89,12 @@ bool Layer::FirstInLayer(const std::string& key, Span span, const std::string& w
   return false;
 }
 
+std::optional<Span> Layer::WhereInLayer(const std::string& key) const {
+  auto it = seen_.find(key);
+  if (it == seen_.end()) return std::nullopt;
+  return it->second;
+}
+
 namespace {
 
 // "/" or "/a/b" with no empty, "." or ".." component: what lexically_normal()
@@ -108,18 +114,23 @@ bool IsPlainAbsolute(std::string_view path) {
 
 }  // namespace
 
+bool Layer::NoControlCharacters(const ast::Word& path) {
+  for (char c : path.text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      Error(path.span, "control character in path");
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Layer::AbsolutePath(const ast::Word& word, std::string& out) {
   const std::string& path = word.text;
   if (path.empty()) {
     Error(word.span, "empty path");
     return false;
   }
-  for (char c : path) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      Error(word.span, "control character in path");
-      return false;
-    }
-  }
+  if (!NoControlCharacters(word)) return false;
   if (path.front() != '/') {
     std::string hint = path[0] == '.' || path[0] == '~' ? "" : "write '/" + path + "'";
     Error(word.span, "relative path " + Quote(path) + " where an absolute path is needed", hint);
@@ -289,36 +300,6 @@ void ApplyStatement(Layer& layer, const ast::Statement& stmt) {
   }
 }
 
-// The chain from `start` up to its root-most ancestor, or nullopt on error.
-std::optional<std::vector<ProfileRef>> Lineage(const Program& program, const ProfileRef& start,
-                                                          Diagnostics& diagnostics) {
-  std::vector<ProfileRef> chain{start};
-  while (chain.back().profile->has_parent) {
-    const ProfileRef& child = chain.back();
-    const ast::Word& parent = child.profile->parent;
-    auto found = program.profiles.find(parent.text);
-    if (found == program.profiles.end()) {
-      std::vector<std::string> names;
-      for (const auto& [n, ref] : program.profiles) names.push_back(n);
-      std::string suggestion = DidYouMean(parent.text, names);
-      diagnostics.Error(child.file->source, parent.span, "unknown parent profile " + Quote(parent.text),
-                        suggestion.empty() ? "import the file that defines it, e.g. import \"" + parent.text + "\""
-                                           : "did you mean '" + suggestion + "'?");
-      return std::nullopt;
-    }
-    for (const ProfileRef& seen : chain) {
-      if (seen.profile == found->second.profile) {
-        std::string cycle;
-        for (const ProfileRef& r : chain) cycle += r.profile->name.text + " -> ";
-        diagnostics.Error(child.file->source, parent.span, "extends cycle: " + cycle + parent.text);
-        return std::nullopt;
-      }
-    }
-    chain.push_back(found->second);
-  }
-  return chain;
-}
-
 // True when another rule of `rules` names `it`'s syscall (the map orders by
 // name first, so such rules are its neighbours).
 bool SharesSyscallWithNeighbour(const std::map<internal::RuleKey, internal::RuleEntry>& rules,
@@ -399,7 +380,7 @@ ir::Policy Finalize(State& state, const Program& program) {
   std::string all;
   for (const auto& file : program.files) {
     policy.source_files.push_back(file->source->name());
-    all += Sha256Hex(file->source->text());
+    all += file->sha256;
   }
   policy.source_sha256 = Sha256Hex(all);
   return policy;
@@ -443,9 +424,15 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
 
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, Diagnostics& diagnostics,
                                        const SyscallRuleCheck& rule_check) {
+  LineageResolver lineages(program);
+  return CheckProfile(program, ref, lineages, diagnostics, rule_check);
+}
+
+std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, LineageResolver& lineages,
+                                       Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
   const std::string& profile = ref.profile->name.text;
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
-  auto chain = Lineage(program, ref, diagnostics);
+  auto chain = lineages.Resolve(ref, diagnostics);
   if (!chain) return std::nullopt;
   State state;
   std::string parent;

@@ -11,6 +11,7 @@
 
 #include "compiler/common/diagnostics.h"
 #include "compiler/frontend/frontend.h"  // SyscallRuleCheck
+#include "compiler/frontend/lineage.h"
 #include "compiler/frontend/loader.h"
 #include "compiler/ir/policy_ir.h"
 
@@ -30,6 +31,12 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
 // Same, for one definition of a profile: a redefinition (Program::
 // redefinitions), which no name reaches, is checked this way.
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& profile,
+                                       Diagnostics& diagnostics, const SyscallRuleCheck& rule_check = {});
+
+// Same, resolving `extends` through `lineages`, which remembers every chain
+// it resolves: `cocoon check` shares one across the profiles of a file, so
+// that a chain is walked once, not once per profile below it.
+std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& profile, LineageResolver& lineages,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check = {});
 
 }  // namespace cocoon::frontend

@@ -49,9 +49,17 @@ bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out
     return false;
   }
   std::string host = text.substr(0, colon);
+  const std::string port_text = text.substr(colon + 1);
   uint64_t port = 0;
-  if (!ParseInteger(text.substr(colon + 1), port) || port == 0 || port > 65535) {
-    layer.Error(word.span, "invalid port in " + Quote(text) + "; expected 1..65535");
+  // Decimal only: ParseInteger would read 0x1bb as 443, and 0443 is octal to
+  // some readers (and 443 to others).
+  const bool decimal = std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!decimal || port_text.front() == '0' || !ParseInteger(port_text, port) || port > 65535) {
+    std::string hint;
+    if (ParseInteger(port_text, port) && port >= 1 && port <= 65535) {
+      hint = "write " + text.substr(0, colon + 1) + std::to_string(port);
+    }
+    layer.Error(word.span, "invalid port in " + Quote(text) + "; expected 1..65535 in decimal", hint);
     return false;
   }
   unsigned char buffer[16];
@@ -61,6 +69,11 @@ bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out
       layer.Error(word.span, "invalid IPv6 address " + Quote(host));
       return false;
     }
+    // One spelling per address (RFC 5952: lower case, zeros compressed), so
+    // that [::1] and [0:0:0:0:0:0:0:1] are found to be duplicates.
+    char canonical[INET6_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET6, buffer, canonical, sizeof(canonical));
+    host = canonical;
   } else if (host.find(':') != std::string::npos) {
     layer.Error(word.span, "IPv6 addresses go in brackets: [" + host + "]:" + std::to_string(port));
     return false;
@@ -113,6 +126,21 @@ bool MountTargetAllowed(Layer& layer, const std::string& target, Span span) {
     return false;
   }
   return true;
+}
+
+// What the enforcer refuses of a bind's host path (ShowsHostProc in
+// enforcer/workdir/host_path.cc, applied by child_spec_builder.cc and
+// cli/host_overlap_guard.cc): the host's /proc, or '/' which holds it, would
+// show every host process and its root directory. Caught here, lexically, so
+// that `check` and `compile` refuse what every launch would (the enforcer
+// also resolves symlinks to it).
+bool BindSourceAllowed(Layer& layer, const ast::Word& source) {
+  if (source.text != "/" && !IsUnder(source.text, "/proc")) return true;
+  layer.Error(source.span,
+              "cannot bind " + Quote(source.text) + ": it would show the host's /proc to the sandbox, with every "
+                  "host process and its root directory",
+              "the sandbox has a /proc of its own; bind only the host directories it needs (e.g. /usr)");
+  return false;
 }
 
 // A tmpfs's size or the work dir's quota, in the range a limit such as
@@ -173,7 +201,8 @@ void ApplyBinds(Layer& layer, const ast::Statement& stmt) {
     mount.kind = kind;
     mount.optional = optional;
     Span span = args[i].span;
-    bool ok = layer.AbsolutePath(args[i], mount.source);
+    const ast::Word& source = args[i];
+    bool ok = layer.AbsolutePath(source, mount.source);
     mount.target = mount.source;
     if (i + 2 < args.size() && args[i + 1].IsKeyword("as")) {
       ok = layer.AbsolutePath(args[i + 2], mount.target) && ok;
@@ -181,7 +210,7 @@ void ApplyBinds(Layer& layer, const ast::Statement& stmt) {
       i += 2;
     }
     if (!ok) continue;
-    if (!MountTargetAllowed(layer, mount.target, span)) continue;
+    if (!MountTargetAllowed(layer, mount.target, span) || !BindSourceAllowed(layer, source)) continue;
     if (kind == ir::MountKind::kWritable) {
       layer.Warning(span, "writable bind mount of host path " + Quote(mount.source) +
                               ": the sandbox can change the host there",
@@ -228,6 +257,9 @@ void ApplyCopy(Layer& layer, const ast::Statement& stmt) {
   const ast::Word& from = stmt.args[0];
   const ast::Word& to = stmt.args[2];
   namespace fs = std::filesystem;
+  // As for any other path (AbsolutePath), and checked before either is used.
+  const bool printable = layer.NoControlCharacters(from);
+  if (!layer.NoControlCharacters(to) || !printable) return;
   ir::Copy copy;
   // A relative source is relative to the policy file, like an include.
   fs::path source = fs::path(from.text).is_absolute() ? fs::path(from.text)

@@ -84,9 +84,16 @@ class Layer {
   void Origin(const std::string& key, Span span);
   // False (and an error) if `key` was already set in this profile.
   bool FirstInLayer(const std::string& key, Span span, const std::string& what);
+  // Records that this profile wrote `key` (keeping the first place), without
+  // FirstInLayer's error for a repeat; and where it first did, if it did.
+  void WroteInLayer(const std::string& key, Span span) { seen_.emplace(key, span); }
+  std::optional<Span> WhereInLayer(const std::string& key) const;
 
   // Value helpers: each reports its own error and returns false on failure.
   bool AbsolutePath(const ast::Word& word, std::string& out);
+  // False (and an error) if the path holds a control character: no path
+  // a policy means has one, and `explain` would print it.
+  bool NoControlCharacters(const ast::Word& path);
   bool Unit(const ast::Word& word, UnitKind kind, uint64_t& out);
 
   // Per-layer syscall rule bookkeeping for conflict detection.
@@ -139,5 +146,10 @@ std::string MountKindName(ir::MountKind kind);
 // Permissiveness order for weakening checks: kill < trap < errno < notify < log < allow.
 int Permissiveness(const ir::Action& action);
 std::string ActionText(const ir::Action& action);
+// Where a syscall rule came from, in ir::Policy::provenance: per syscall (or,
+// for a group's rules, per group), action and conditions, as explain lists
+// them. Keyed by the syscall alone, an inherited rule was credited to the
+// child's last statement naming that syscall.
+std::string RuleOriginKey(const ir::SyscallRule& rule);
 
 }  // namespace cocoon::frontend::internal

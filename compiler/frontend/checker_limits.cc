@@ -73,6 +73,22 @@ bool EnvName(Layer& layer, const ast::Word& word) {
   return false;
 }
 
+enum class EnvStatement { kSet, kPass };
+
+// `set NAME` and `pass NAME` in one profile contradict each other (the
+// policy's value, or the caller's): false, and an error at the later one,
+// when this profile already wrote the other.
+bool SetOrPassOnly(Layer& layer, const std::string& name, Span span, EnvStatement statement) {
+  const bool is_set = statement == EnvStatement::kSet;
+  const std::optional<Span> other = layer.WhereInLayer((is_set ? "environment.pass:" : "environment.set:") + name);
+  if (!other) return true;
+  const std::string other_line = std::to_string(layer.file().source->Locate(other->begin).line);
+  layer.Error(span, "variable " + name + " is both " + (is_set ? "passed" : "set") + " (line " + other_line +
+                        ") and " + (is_set ? "set" : "passed") + " in profile '" + layer.profile() + "'",
+              "keep one: `set` gives it the policy's value, `pass` the caller's");
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> LimitNames() {
@@ -131,13 +147,20 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
     if (!EnvName(layer, name)) return;
     const std::string setting = "environment.set:" + name.text;
     if (!layer.FirstInLayer(setting, stmt.span, "variable " + name.text)) return;
+    if (!SetOrPassOnly(layer, name.text, stmt.span, EnvStatement::kSet)) return;
     state.env_set[name.text] = stmt.args[1].text;
+    // The child wins per name: its value replaces a `pass` it inherited.
+    if (state.env_pass.erase(name.text) != 0) state.policy.provenance.erase("environment.pass:" + name.text);
     if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
     layer.Origin(setting, stmt.span);
   } else {  // pass, unset
     for (const ast::Word& name : stmt.args) {
       if (!EnvName(layer, name)) continue;
       if (key == "pass") {
+        if (!SetOrPassOnly(layer, name.text, name.span, EnvStatement::kPass)) continue;
+        layer.WroteInLayer("environment.pass:" + name.text, name.span);
+        // The child wins per name: the caller's value replaces an inherited `set`.
+        if (state.env_set.erase(name.text) != 0) state.policy.provenance.erase("environment.set:" + name.text);
         if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
         if (!state.env_pass.insert(name.text).second) continue;
         layer.Origin("environment.pass:" + name.text, name.span);

@@ -254,14 +254,16 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
     site = State::RuleSite{layer.file().source, stmt.span, from_group};
   }
   RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group};
+  // A group's rules have one origin per statement, set by AddTarget.
+  if (!from_group) layer.Origin(RuleOriginKey(entry.rule), stmt.span);
   if (existed) {
     previous->second = std::move(entry);
   } else {
     rules.emplace_hint(previous, std::move(key), std::move(entry));
   }
-  if (!from_group) {
-    layer.Origin("syscalls.rule:" + name, stmt.span);
-    if (Permissiveness(stmt.action) > 2 && PrologueSyscalls().count(name)) layer.state().reopened.insert(name);
+  if (!from_group && Permissiveness(stmt.action) > 2 && PrologueSyscalls().count(name)) {
+    layer.state().reopened.insert(name);
+    layer.Origin("syscalls.reopen:" + name, stmt.span);
   }
 }
 
@@ -279,7 +281,7 @@ void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const
     for (const std::string& name : syscalls::ExpandGroup(target.text)) {
       for (const Conjunction& c : dnf) AddRule(layer, stmt, name, c, target.text);
     }
-    layer.Origin("syscalls.group:" + target.text, stmt.span);
+    for (const Conjunction& c : dnf) layer.Origin(RuleOriginKey({"", stmt.action, c, target.text}), stmt.span);
     return;
   }
   if (!syscalls::IsKnownSyscall(target.text, arches)) {
@@ -390,6 +392,16 @@ std::string ActionText(const ir::Action& action) {
     case ir::ActionKind::kTrap: return "trap";
   }
   return "?";
+}
+
+std::string RuleOriginKey(const ir::SyscallRule& rule) {
+  std::string key = rule.group.empty() ? "syscalls.rule:" + rule.name : "syscalls.group:" + rule.group;
+  key += " " + ActionText(rule.action);
+  for (const ir::ArgCondition& c : rule.conditions) {
+    key += " arg" + std::to_string(c.arg) + "/" + std::to_string(static_cast<int>(c.op)) + "/" +
+           std::to_string(c.value) + "/" + std::to_string(c.mask);
+  }
+  return key;
 }
 
 void ApplySyscalls(Layer& layer, const ast::Statement& stmt) {

@@ -173,20 +173,27 @@ void ExplainSyscalls(Writer& w, const ir::Policy& p) {
   // Group-derived rules are summarised per group, action and conditions (a
   // conditional group rule must not read as unconditional, and one `in` value
   // per line), counting distinct syscalls.
-  std::map<std::tuple<std::string, std::string, std::string>, std::set<std::string>> groups;
+  struct GroupLine {
+    std::set<std::string> names;
+    std::string origin_key;  // the same for each of its rules
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, GroupLine> groups;
   for (const ir::SyscallRule& r : s.rules) {
-    if (!r.group.empty()) groups[{r.group, internal::ActionText(r.action), ConditionsText(r.conditions)}].insert(r.name);
+    if (r.group.empty()) continue;
+    GroupLine& line = groups[{r.group, internal::ActionText(r.action), ConditionsText(r.conditions)}];
+    if (line.names.empty()) line.origin_key = internal::RuleOriginKey(r);
+    line.names.insert(r.name);
   }
-  for (const auto& [key, names] : groups) {
+  for (const auto& [key, line] : groups) {
     const auto& [group_name, action, conditions] = key;
     const syscalls::SyscallGroup* group = syscalls::FindGroup(group_name);
-    std::string text = action + " " + group_name + conditions + " (" + std::to_string(names.size()) + " syscalls";
+    std::string text = action + " " + group_name + conditions + " (" + std::to_string(line.names.size()) + " syscalls";
     if (group) text += ": " + std::string(group->description);
-    w.Line(text + ")", "syscalls.group:" + group_name);
+    w.Line(text + ")", line.origin_key);
   }
   for (const ir::SyscallRule& r : s.rules) {
     if (!r.group.empty()) continue;
-    w.Line(internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions), "syscalls.rule:" + r.name);
+    w.Line(internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions), internal::RuleOriginKey(r));
   }
   std::string arches;
   for (ir::Arch a : s.architectures) {
@@ -195,7 +202,7 @@ void ExplainSyscalls(Writer& w, const ir::Policy& p) {
   }
   w.Line("architectures: " + arches + " (any other ABI is killed)", "syscalls.arch");
   for (const std::string& name : s.reopened) {
-    w.Line("NOTE: reopens " + name + ", which the hardening prologue denies by default", "syscalls.rule:" + name);
+    w.Line("NOTE: reopens " + name + ", which the hardening prologue denies by default", "syscalls.reopen:" + name);
   }
 }
 

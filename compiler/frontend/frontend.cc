@@ -25,14 +25,6 @@ LoadOptions MakeLoadOptions(const FrontendOptions& options) {
   return load;
 }
 
-std::optional<ir::Policy> CompileProgram(const Program& program, const std::string& profile,
-                                         const FrontendOptions& options, Diagnostics& diagnostics) {
-  if (diagnostics.has_errors() || program.root() == nullptr) return std::nullopt;
-  std::optional<std::string> name = SelectProfile(program, profile, diagnostics);
-  if (!name) return std::nullopt;
-  return CheckProfile(program, *name, diagnostics, options.syscall_rule_check);
-}
-
 // Adds the diagnostics of `from` to `to`, skipping exact repeats (a parent's
 // problem is found again when each of its children is checked).
 void MergeUnique(const Diagnostics& from, Diagnostics& to, std::set<std::tuple<std::string, uint32_t, std::string>>& seen) {
@@ -46,6 +38,21 @@ void MergeUnique(const Diagnostics& from, Diagnostics& to, std::set<std::tuple<s
     auto key = std::make_tuple(d.source ? d.source->name() : "", d.span.begin, d.message);
     if (seen.insert(key).second) to.Add(d);
   }
+}
+
+std::optional<ir::Policy> CompileProgram(const Program& program, const std::string& profile,
+                                         const FrontendOptions& options, Diagnostics& diagnostics) {
+  if (diagnostics.has_errors() || program.root() == nullptr) return std::nullopt;
+  std::optional<std::string> name = SelectProfile(program, profile, diagnostics);
+  if (!name) return std::nullopt;
+  // Uncapped, then merged in source order as `check` does: the checker finds
+  // a profile's problems section by section (arch and default before the
+  // rules, the work dir's conflicts at the end), not line by line.
+  Diagnostics found(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
+  std::optional<ir::Policy> policy = CheckProfile(program, *name, found, options.syscall_rule_check);
+  std::set<std::tuple<std::string, uint32_t, std::string>> seen;
+  MergeUnique(found, diagnostics, seen);
+  return policy;
 }
 
 }  // namespace
@@ -108,13 +115,14 @@ bool CheckPolicyFile(const std::string& path, const std::string& profile, const 
     return false;
   }
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
+  LineageResolver lineages(program);
   for (const ProfileRef& definition : definitions) {
     // Uncapped, so that every error reaches MergeUnique and the cap of
     // `diagnostics` counts what it drops ("N more error(s) not shown"); a
     // capped copy would drop them uncounted. Its size is bounded by the
     // profile's statements, which are already in memory.
     Diagnostics one(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
-    CheckProfile(program, definition, one, options.syscall_rule_check);
+    CheckProfile(program, definition, lineages, one, options.syscall_rule_check);
     MergeUnique(one, diagnostics, seen);
   }
   return !diagnostics.has_errors();

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <set>
 
+#include "compiler/common/digest.h"
+
 namespace cocoon::frontend {
 namespace {
 
@@ -39,6 +41,7 @@ class Loader {
     file->directory = std::move(directory);
     file->source = source;
     file->ast = std::move(*parsed);
+    file->sha256 = Sha256Hex(source->text());
     LoadedFile* raw = file.get();
     program_.files.push_back(std::move(file));
     if (!raw->path.empty()) loaded_.insert(raw->path);

@@ -27,6 +27,10 @@ struct LoadedFile {
   std::string directory;  // where its relative includes resolve
   SourcePtr source;
   ast::File ast;
+  // Of the text, hashed once at load: each compiled profile's policy carries
+  // a digest over its files, and `check` compiles every profile of a file
+  // (hashing a 270 KB file per profile made 10,000 profiles take 9 s).
+  std::string sha256;
 };
 
 struct ProfileRef {

@@ -26,6 +26,8 @@
 
 #include "CocoonLexer.h"
 #include "CocoonParser.h"
+#include "compiler/frontend/units.h"
+#include "compiler/syscalls/syscall_groups.h"
 
 namespace cocoon::frontend {
 namespace {
@@ -560,18 +562,27 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, co
   return true;
 }
 
-// Reports every backslash in a string that is not one of the escapes the
-// language has (docs/language.md: \" \\ \n \t). Unescape would drop the
-// backslash, so "bad \q" would quietly mean "bad q" (and "C:\dir" would
-// lose its separator); an error at the escape says so instead.
-bool CheckStringEscapes(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
-                        Diagnostics& diagnostics) {
+// Reports, in every string, each backslash that is not one of the escapes
+// the language has (docs/language.md: \" \\ \n \t), and a NUL byte.
+// Unescape would drop the backslash, so "bad \q" would quietly mean "bad q"
+// (and "C:\dir" would lose its separator); an error at the escape says so
+// instead. No string can hold a NUL: an environment value, an argument and
+// a path all end at the first one, so "a<NUL>b" would be enforced as "a"
+// while `cocoon explain` showed all of it.
+bool CheckStringContents(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                         Diagnostics& diagnostics) {
   bool ok = true;
   const std::string_view text = source->text();
   for (antlr4::Token* token : tokens.getTokens()) {
     if (token->getType() != CocoonLexer::STRING) continue;
     const uint32_t begin = offsets.Byte(token->getStartIndex());
     const uint32_t end = offsets.Byte(token->getStopIndex() + 1);
+    if (text.substr(begin, end - begin).find('\0') != std::string_view::npos) {
+      diagnostics.Error(source, Span{begin, end}, "NUL byte in a string",
+                        "a string cannot hold a NUL (environment values, arguments and paths end at it): "
+                        "remove it");
+      ok = false;
+    }
     for (uint32_t i = begin + 1; i + 1 < end; ++i) {
       if (text[i] != '\\') continue;
       const char escaped = text[++i];
@@ -585,6 +596,86 @@ bool CheckStringEscapes(antlr4::CommonTokenStream& tokens, const SourcePtr& sour
       ok = false;
       i = next - 1;
     }
+  }
+  return ok;
+}
+
+// Two slips that are easy to make and that the grammar alone reports badly:
+// each is reported once, where it is, and the token stream is mended so that
+// the parser does not report the statements after it as well (the file still
+// has no AST).
+
+// `memory 64 MiB`: the unit written apart from its number. `limitStmt :
+// IDENT value` read `MiB wall_time` as one more limit, and reported the next
+// line's valid `5s` instead ("unexpected '5'"). The unit is reported and
+// moved off the parser's channel.
+bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                            Diagnostics& diagnostics) {
+  bool ok = true;
+  const std::string_view text = source->text();
+  const std::vector<antlr4::Token*> all = tokens.getTokens();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    antlr4::Token* number = all[i];
+    antlr4::Token* unit = all[i + 1];  // adjacent: no comment between them
+    if (number->getType() != CocoonLexer::NUMBER) continue;
+    if (unit->getType() != CocoonLexer::IDENT && unit->getType() != CocoonLexer::ERROR_CHAR) continue;  // '%'
+    const uint32_t number_end = offsets.Byte(number->getStopIndex() + 1);
+    const uint32_t unit_begin = offsets.Byte(unit->getStartIndex());
+    const uint32_t unit_end = offsets.Byte(unit->getStopIndex() + 1);
+    const std::string_view gap = text.substr(number_end, unit_begin - number_end);
+    if (gap.find_first_not_of(" \t") != std::string_view::npos) continue;  // on the same line
+    const std::string_view unit_text = text.substr(unit_begin, unit_end - unit_begin);
+    if (!IsUnitName(unit_text)) continue;
+    const uint32_t number_begin = offsets.Byte(number->getStartIndex());
+    const std::string_view number_text = text.substr(number_begin, number_end - number_begin);
+    // Not "write 0x40MiB": hexadecimal takes no unit (and 0x40B is another
+    // number, 'B' being a hex digit).
+    if (number_text.size() > 1 && (number_text[1] == 'x' || number_text[1] == 'X')) {
+      diagnostics.Error(source, Span{number_begin, unit_end}, "a hexadecimal number takes no unit",
+                        "write the value in decimal, with its unit");
+    } else {
+      const std::string written = std::string(number_text) + std::string(unit_text);
+      diagnostics.Error(source, Span{number_begin, unit_end}, "a space between a number and its unit",
+                        "write " + written + ", without a space");
+    }
+    static_cast<antlr4::CommonToken*>(unit)->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+    ok = false;
+  }
+  return ok;
+}
+
+// `allow kill`: a syscall whose name is a keyword, unquoted, right after a
+// rule's verb (where no keyword can stand). The parser took `kill` for the
+// next rule's verb and reported the valid line after it. The name is reported
+// with the fix, and read as a name.
+bool CheckKeywordSyscallNames(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                              Diagnostics& diagnostics) {
+  auto is_verb = [](size_t type) {
+    return type == CocoonLexer::ALLOW || type == CocoonLexer::DENY || type == CocoonLexer::KILL ||
+           type == CocoonLexer::LOG || type == CocoonLexer::NOTIFY || type == CocoonLexer::TRAP;
+  };
+  bool ok = true;
+  size_t before_verb = antlr4::Token::EOF;  // the on-channel token before the previous one
+  size_t previous = antlr4::Token::EOF;
+  for (antlr4::Token* token : tokens.getTokens()) {
+    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
+    const size_t type = token->getType();
+    // After `default`, a verb is the default action, and a rule may follow.
+    if (is_verb(previous) && before_verb != CocoonLexer::DEFAULT && type != CocoonLexer::IDENT &&
+        type != CocoonLexer::STRING && type != CocoonLexer::GROUP) {
+      const std::string name = token->getText();
+      const auto& syscalls = syscalls::KnownSyscallNames();
+      if (std::find(syscalls.begin(), syscalls.end(), name) != syscalls.end()) {
+        diagnostics.Error(source,
+                          Span{offsets.Byte(token->getStartIndex()), offsets.Byte(token->getStopIndex() + 1)},
+                          "the syscall '" + name + "' is spelt like a keyword of the language",
+                          "write its name as a string: \"" + name + "\"");
+        static_cast<antlr4::CommonToken*>(token)->setType(CocoonLexer::IDENT);
+        ok = false;
+      }
+    }
+    before_verb = previous;
+    previous = token->getType();
   }
   return ok;
 }
@@ -1020,7 +1111,9 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (listener.count() > 0) return std::nullopt;
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
   // Reported with any syntax errors below; either way there is no AST.
-  const bool escapes_ok = CheckStringEscapes(tokens, source, offsets, diagnostics);
+  const bool strings_ok = CheckStringContents(tokens, source, offsets, diagnostics);
+  const bool units_ok = CheckUnitsWrittenApart(tokens, source, offsets, diagnostics);
+  const bool names_ok = CheckKeywordSyscallNames(tokens, source, offsets, diagnostics);
 
   AstListener ast_listener(offsets, source->text());
   PolicyParser parser(&tokens, ast_listener);
@@ -1052,7 +1145,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
-  if (!escapes_ok) return std::nullopt;
+  if (!strings_ok || !units_ok || !names_ok) return std::nullopt;
   ast::File file = ast_listener.Take();
   file.source = source;
   file.comments = CollectComments(tokens, offsets);

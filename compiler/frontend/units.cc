@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "compiler/common/diagnostics.h"
@@ -69,6 +69,10 @@ bool IsIntegerSyntax(std::string_view text) {
 
 }  // namespace
 
+bool IsUnitName(std::string_view word) {
+  return std::any_of(std::begin(kUnits), std::end(kUnits), [word](const Unit& unit) { return unit.name == word; });
+}
+
 bool ParseInteger(std::string_view text, uint64_t& out) {
   int base = 10;
   if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
@@ -85,12 +89,22 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
   while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) ++digits;
   std::string_view number = text.substr(0, digits);
   std::string_view unit = text.substr(digits);
-  if (unit.empty() || (text.size() > 2 && (text[1] == 'x' || text[1] == 'X'))) {
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  if (unit.empty() || hex) {
     uint64_t n = 0;
     if (!ParseInteger(text, n)) {
       return Fail("'" + std::string(text) + "' is " + (IsIntegerSyntax(text) ? "too large" : "not a number"));
     }
     if (kind == UnitKind::kCount || n == 0) return UnitValue{true, n, {}, {}};
+    if (hex) {  // 'B' is a hex digit: 0x100000B is one number
+      uint64_t bytes = 0;
+      const bool ends_in_b = kind == UnitKind::kSize && (text.back() == 'B' || text.back() == 'b') &&
+                             ParseInteger(text.substr(0, text.size() - 1), bytes);
+      return Fail("a hexadecimal number takes no unit; expected " + std::string(KindWord(kind)),
+                  ends_in_b ? "for " + std::string(text.substr(0, text.size() - 1)) + " bytes, write " +
+                                  std::to_string(bytes) + "B"
+                            : "write the value in decimal, with its unit");
+    }
     return Fail("missing unit after '" + std::string(text) + "'; expected " + std::string(KindWord(kind)));
   }
   std::vector<std::string> candidates;
@@ -110,24 +124,36 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
   if (found->kind != kind) {
     return Fail("'" + std::string(text) + "' is not " + std::string(KindWord(kind)));
   }
-  double amount = 0;
-  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), amount);
-  if (ec != std::errc() || end != number.data() + number.size()) {
+  // In exact decimal: 1000000.4ms is not 1000000 ms within a tolerance,
+  // it is not a whole number of milliseconds (the IR counts whole ms and
+  // bytes), and is refused rather than rounded.
+  const size_t point = number.find('.');
+  const std::string_view whole = number.substr(0, point);
+  const std::string_view fraction = point == std::string_view::npos ? std::string_view() : number.substr(point + 1);
+  uint64_t whole_value = 0, fraction_value = 0;
+  if (whole.empty() || !ParseInteger(whole, whole_value) || number.find('.', point + 1) != std::string_view::npos ||
+      (point != std::string_view::npos && (fraction.empty() || !ParseInteger(fraction, fraction_value)))) {
     return Fail("'" + std::string(number) + "' is not a number");
   }
-  const double exact = amount * static_cast<double>(found->scale);
-  double scaled = std::round(exact);
-  if (scaled >= 1.8e19) return Fail("'" + std::string(text) + "' is too large");
-  // 0.5ms would silently become 1 ms (and 0.3KiB 307 bytes): the IR counts
-  // whole milliseconds and bytes.
-  if ((kind == UnitKind::kTime || kind == UnitKind::kSize) && std::fabs(exact - scaled) > 1e-6 * std::max(1.0, scaled)) {
+  if (kind == UnitKind::kPercent && fraction_value != 0) {
+    return Fail("percentages are whole numbers", "write " + std::string(whole) + "%");
+  }
+  // Bounds the products below to 128 bits.
+  if (fraction.size() > 19) return Fail("'" + std::string(text) + "' has too many decimals");
+  if (whole_value > std::numeric_limits<uint64_t>::max() / found->scale) {
+    return Fail("'" + std::string(text) + "' is too large");
+  }
+  unsigned __int128 denominator = 1;
+  for (size_t i = 0; i < fraction.size(); ++i) denominator *= 10;
+  const unsigned __int128 numerator =
+      (static_cast<unsigned __int128>(whole_value) * denominator + fraction_value) * found->scale;
+  const unsigned __int128 value = numerator / denominator;
+  if (value > std::numeric_limits<uint64_t>::max()) return Fail("'" + std::string(text) + "' is too large");
+  if (numerator % denominator != 0) {
     return Fail("'" + std::string(text) + "' is not a whole number of " +
                 std::string(kind == UnitKind::kTime ? "milliseconds" : "bytes"));
   }
-  if (kind == UnitKind::kPercent && amount != std::floor(amount)) {
-    return Fail("percentages are whole numbers", "write " + std::to_string(static_cast<int>(amount)) + "%");
-  }
-  return UnitValue{true, static_cast<uint64_t>(scaled), {}, {}};
+  return UnitValue{true, static_cast<uint64_t>(value), {}, {}};
 }
 
 namespace {

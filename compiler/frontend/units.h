@@ -21,6 +21,9 @@ struct UnitValue {
 // number is accepted only for kCount (and 0 for any kind).
 UnitValue ParseUnitValue(std::string_view text, UnitKind kind);
 
+// True when `word` is a unit of any kind (s, MiB, %...), as written after a number.
+bool IsUnitName(std::string_view word);
+
 // Parses a decimal or 0x-hex integer; false on overflow or junk.
 bool ParseInteger(std::string_view text, uint64_t& out);
 

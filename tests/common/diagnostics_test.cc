@@ -15,6 +15,46 @@ TEST(DiagnosticsTest, RendersLineAndCaret) {
             " |            ^~~~~~\n");
 }
 
+// A long line is echoed as a window of at most 120 columns around the caret,
+// "..." marking each cut, the caret still under its text.
+TEST(DiagnosticsTest, EchoesAWindowOfALongLineAroundTheCaret) {
+  const std::string line = std::string(1000, 'a') + "memroy" + std::string(1000, 'b');
+  auto source = std::make_shared<Source>("p.cocoon", line + "\n");
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{1000, 1006}, "unknown limit 'memroy'", {}}),
+            "ERROR: p.cocoon:1:1001: unknown limit 'memroy'\n"
+            " | ..." + std::string(40, 'a') + "memroy" + std::string(68, 'b') + "...\n"
+            " |    " + std::string(40, ' ') + "^~~~~~");
+  // At the start, only the end is cut; at the end, only the start.
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{0, 1}, "here", {}}),
+            "ERROR: p.cocoon:1:1: here\n | " + std::string(117, 'a') + "...\n | ^");
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{2005, 2006}, "here", {}}),
+            "ERROR: p.cocoon:1:2006: here\n | ..." + std::string(41, 'b') + "\n |    " + std::string(40, ' ') + "^");
+  // A span running past the window is underlined up to the cut.
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{0, 2006}, "all", {}}),
+            "ERROR: p.cocoon:1:1: all\n | " + std::string(117, 'a') + "...\n | ^" + std::string(116, '~'));
+}
+
+// The cut never splits a multi-byte character, and the width counted is what
+// the terminal draws (2 columns for each CJK character).
+TEST(DiagnosticsTest, WindowOfALongLineKeepsWholeCharacters) {
+  const std::string wide = "\u65e5";    // 3 bytes, 2 columns
+  const std::string accent = "\u00e9";  // 2 bytes, 1 column
+  std::string line = "a";
+  for (int i = 0; i < 500; ++i) line += accent;  // starts at odd offsets
+  line += "aX";                                   // X at byte 1002: the window would start mid-character
+  for (int i = 0; i < 500; ++i) line += wide;
+  auto source = std::make_shared<Source>("p.cocoon", line);
+  std::string echoed_before_caret;
+  for (int i = 0; i < 19; ++i) echoed_before_caret += accent;  // bytes 963..1000
+  std::string echoed_after_caret;
+  // "..." + 19 + "aX" + 2 * 46 + "..." = 119 columns: a 47th would make 121.
+  for (int i = 0; i < 46; ++i) echoed_after_caret += wide;
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{1002, 1003}, "x", {}}),
+            "ERROR: p.cocoon:1:1003: x\n"
+            " | ..." + echoed_before_caret + "aX" + echoed_after_caret + "...\n"
+            " |    " + std::string(20, ' ') + "^");
+}
+
 TEST(DiagnosticsTest, CapsErrorsAndSaysHowManyWereDropped) {
   auto source = std::make_shared<Source>("x", "abc");
   Diagnostics diagnostics(DiagnosticsOptions{.max_errors = 2});

@@ -84,13 +84,13 @@ const Case kCases[] = {
     {"unknown_constant_and_errno",
      "import \"strict\"\nprofile p extends strict {\n"
      "  syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n}\n",
-     "ERROR: t.cocoon:3:61: unknown errno 'EPREM'\n"
-     " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
-     " |                                                             ^~~~~\n"
      "ERROR: t.cocoon:3:36: unknown constant 'CLONE_NEWUSR'\n"
      " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
      " |                                    ^~~~~~~~~~~~\n"
-     " = help: did you mean 'CLONE_NEWUSER'?\n"},
+     " = help: did you mean 'CLONE_NEWUSER'?\n"
+     "ERROR: t.cocoon:3:61: unknown errno 'EPREM'\n"
+     " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
+     " |                                                             ^~~~~\n"},
     {"masked_in_value_outside_mask",
      "import \"strict\"\nprofile p extends strict {\n"
      "  syscalls { kill clone if (arg0 & CLONE_NEWUSER) in {CLONE_NEWUSER, CLONE_NEWNET} }\n}\n",
@@ -126,6 +126,20 @@ const Case kCases[] = {
      " |   filesystem { readonly /usr as /proc/x }\n"
      " |                         ^~~~~~~~~~~~~~~\n"
      " = help: allow a device with `devices { ... }`; hide a /proc path with `hide`\n"},
+    {"bind_of_host_proc",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly /proc/self as /me }\n}\n",
+     "ERROR: t.cocoon:3:25: cannot bind '/proc/self': it would show the host's /proc to the sandbox, with every "
+     "host process and its root directory\n"
+     " |   filesystem { readonly /proc/self as /me }\n"
+     " |                         ^~~~~~~~~~\n"
+     " = help: the sandbox has a /proc of its own; bind only the host directories it needs (e.g. /usr)\n"},
+    {"bind_of_host_root",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n  filesystem { writable / as /host }\n}\n",
+     "ERROR: t.cocoon:4:25: cannot bind '/': it would show the host's /proc to the sandbox, with every "
+     "host process and its root directory\n"
+     " |   filesystem { writable / as /host }\n"
+     " |                         ^\n"
+     " = help: the sandbox has a /proc of its own; bind only the host directories it needs (e.g. /usr)\n"},
     {"work_root",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work / }\n}\n",
      "ERROR: t.cocoon:3:21: the work dir cannot be '/'\n"
@@ -190,6 +204,35 @@ const Case kCases[] = {
      " |   environment { set P \"bad \\q escape\" }\n"
      " |                            ^~\n"
      " = help: the escapes are \\\" \\\\ \\n and \\t; write \\\\ for a backslash\n"},
+    // One error per slip, where it is: not also on the valid lines after it.
+    {"unit_written_apart",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 64 MiB\n    wall_time 5 s\n"
+     "    processes 8\n    cpu 50 %\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: a space between a number and its unit\n"
+     " |     memory 64 MiB\n"
+     " |            ^~~~~~\n"
+     " = help: write 64MiB, without a space\n"
+     "ERROR: t.cocoon:5:15: a space between a number and its unit\n"
+     " |     wall_time 5 s\n"
+     " |               ^~~\n"
+     " = help: write 5s, without a space\n"
+     "ERROR: t.cocoon:7:9: a space between a number and its unit\n"
+     " |     cpu 50 %\n"
+     " |         ^~~~\n"
+     " = help: write 50%, without a space\n"},
+    {"hex_number_with_a_unit",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 0x40 MiB\n    processes 8\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: a hexadecimal number takes no unit\n"
+     " |     memory 0x40 MiB\n"
+     " |            ^~~~~~~~\n"
+     " = help: write the value in decimal, with its unit\n"},
+    {"keyword_syscall_name",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    allow kill\n"
+     "    allow read\n    default kill kill ptrace\n  }\n}\n",
+     "ERROR: t.cocoon:5:11: the syscall 'kill' is spelt like a keyword of the language\n"
+     " |     allow kill\n"
+     " |           ^~~~\n"
+     " = help: write its name as a string: \"kill\"\n"},
     {"work_quota_zero",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
      "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
@@ -269,6 +312,18 @@ TEST(Diagnostics, CollectsEveryErrorNotOnlyTheFirst) {
   EXPECT_NE(out.find("relative path 'tmp/x'"), std::string::npos);
 }
 
+// The checker applies `arch` before the rules, but its errors are reported
+// in source order, as `check` reports them.
+TEST(Diagnostics, CompileReportsInSourceOrder) {
+  std::string out = testing::Diagnose(
+      "profile t {\n  syscalls {\n    allow nosuchcall\n    arch nosucharch\n  }\n}\n");
+  const size_t rule = out.find("ERROR: t.cocoon:3:11: unknown syscall 'nosuchcall'");
+  const size_t arch = out.find("ERROR: t.cocoon:4:");
+  ASSERT_NE(rule, std::string::npos) << out;
+  ASSERT_NE(arch, std::string::npos) << out;
+  EXPECT_LT(rule, arch) << out;
+}
+
 TEST(Diagnostics, ErrorCapIsHonoured) {
   std::string text = "import \"strict\"\nprofile p extends strict {\n  syscalls {\n";
   for (int i = 0; i < 200; ++i) text += "    allow nosuchcall" + std::to_string(i) + "\n";
@@ -306,6 +361,40 @@ TEST(Diagnostics, MessagesAndHintsEscapeControlCharacters) {
   EXPECT_NE(testing::Diagnose(inputs[1]).find("unexpected '\"oops\\x1b[2J' (unterminated string?)"), std::string::npos);
   EXPECT_NE(testing::Diagnose(inputs[4]).find("unexpected '\\x00'"), std::string::npos);
   EXPECT_NE(testing::Diagnose(inputs[5]).find("unknown syscall 'a\\u009b2J'"), std::string::npos);
+}
+
+// No string may hold a NUL: an environment value, an argument or a path ends
+// at it, so what is enforced would differ from what explain shows.
+TEST(Diagnostics, ANulInAStringIsAnError) {
+  using namespace std::string_literals;
+  EXPECT_EQ(testing::Diagnose("profile p {\n  environment { set X \"a\0b\" }\n}\n"s),
+            "ERROR: t.cocoon:2:23: NUL byte in a string\n"
+            " |   environment { set X \"a b\" }\n"
+            " |                       ^~~~~\n"
+            " = help: a string cannot hold a NUL (environment values, arguments and paths end at it): remove it\n");
+  for (const std::string& statement :
+       {"filesystem { copy \"a\0b\" to \"x\" }"s, "filesystem { copy \"a\" to \"x\0y\" }"s,
+        "runtime r { interpreter /bin/sh flags \"-c\0zzz\" }"s, "description \"\0\""s}) {
+    std::optional<ir::Policy> policy;
+    std::string out = testing::Diagnose("profile p {\n  " + statement + "\n}\n", &policy);
+    EXPECT_FALSE(policy) << statement;
+    EXPECT_NE(out.find("ERROR: t.cocoon:2:"), std::string::npos) << out;
+    EXPECT_NE(out.find(": NUL byte in a string\n"), std::string::npos) << out;
+  }
+}
+
+// A copy's source and destination are paths, held to what any other path is.
+TEST(Diagnostics, ACopyPathWithAControlCharacterIsAnError) {
+  EXPECT_EQ(testing::Diagnose("profile p {\n  filesystem { copy \"a\x01" "b\" to \"x\" }\n"
+                              "  syscalls { allow read }\n}\n"),
+            "ERROR: t.cocoon:2:21: control character in path\n"
+            " |   filesystem { copy \"a b\" to \"x\" }\n"
+            " |                     ^~~~~\n");
+  EXPECT_EQ(testing::Diagnose("profile p {\n  filesystem { copy \"a\" to \"x\x1b" "y\" }\n"
+                              "  syscalls { allow read }\n}\n"),
+            "ERROR: t.cocoon:2:28: control character in path\n"
+            " |   filesystem { copy \"a\" to \"x y\" }\n"
+            " |                            ^~~~~\n");
 }
 
 TEST(Diagnostics, RenderingEscapesHiddenCharactersInTheMessage) {

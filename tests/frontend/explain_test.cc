@@ -42,5 +42,32 @@ TEST(Explain, ConditionalGroupRulesShowTheirConditions) {
   EXPECT_EQ(CountLines(out, "kill @debug ("), 0u) << out;  // would read as unconditional
 }
 
+// The whole line of `text` that holds `needle`, or "" when none does.
+std::string LineWith(const std::string& text, const std::string& needle) {
+  size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  size_t begin = text.rfind('\n', at) + 1;  // npos + 1 == 0
+  return text.substr(begin, text.find('\n', at) - begin);
+}
+
+// Each rule line is credited to the statement that wrote that rule (action
+// and conditions), not to the child's last statement naming the syscall.
+TEST(Explain, InheritedRulesAreCreditedToTheParent) {
+  std::string out = Explain(
+      "  relaxes syscalls\n"
+      "  syscalls {\n"
+      "    log @mount if arg0 == 0\n"
+      "    deny ioctl if arg1 == 0x5413\n"
+      "  }");
+  // Found from the working directory or the repository: either spelling.
+  const std::string inherited = "(inherited from strict, ";
+  EXPECT_NE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").find(inherited), std::string::npos) << out;
+  EXPECT_TRUE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").ends_with("strict.cocoon:48)")) << out;
+  EXPECT_NE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5413").find("(t.cocoon:6)"), std::string::npos) << out;
+  EXPECT_NE(LineWith(out, "errno EPERM @mount (").find(inherited), std::string::npos) << out;
+  EXPECT_TRUE(LineWith(out, "errno EPERM @mount (").ends_with("strict.cocoon:45)")) << out;
+  EXPECT_NE(LineWith(out, "log @mount if arg0 == 0x0 (").find("(t.cocoon:5)"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace cocoon::frontend

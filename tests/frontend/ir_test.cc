@@ -174,6 +174,32 @@ TEST(Ir, AllowListHostsThatAreNeitherANameNorAnAddressAreRefused) {
   EXPECT_NE(out.find("duplicate endpoint 'example.com:443'"), std::string::npos) << "a second spelling:\n" << out;
 }
 
+// A port is decimal, with no leading zero: 0x1bb and 0443 read as 443 to
+// some and as something else to others.
+TEST(Ir, AllowListPortsAreDecimal) {
+  for (const std::string endpoint : {"x.com:0x1bb", "x.com:0443"}) {
+    std::optional<ir::Policy> policy;
+    std::string out = testing::Diagnose("profile t {\nnetwork allow { " + endpoint + " }\n}\n", &policy);
+    EXPECT_FALSE(policy.has_value()) << endpoint;
+    EXPECT_NE(out.find("ERROR: t.cocoon:2:17: invalid port in '" + endpoint + "'; expected 1..65535 in decimal"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(" = help: write x.com:443\n"), std::string::npos) << out;
+  }
+}
+
+// An IPv6 address has one spelling in the IR (RFC 5952), so that two
+// spellings of one address are a duplicate.
+TEST(Ir, AllowListIpv6AddressesAreNormalised) {
+  ir::Policy p = MustCompile("network allow { [0:0:0:0:0:0:0:1]:8080 [::FFFF:10.0.0.1]:53 [FE80:0::1]:22 }");
+  ASSERT_EQ(p.network.allow.size(), 3u);
+  EXPECT_EQ(p.network.allow[0], (ir::NetworkEndpoint{"::1", 8080}));
+  EXPECT_EQ(p.network.allow[1], (ir::NetworkEndpoint{"::ffff:10.0.0.1", 53}));
+  EXPECT_EQ(p.network.allow[2], (ir::NetworkEndpoint{"fe80::1", 22}));
+  std::string out = testing::Diagnose("profile t {\nnetwork allow { [::1]:8080 [0:0:0:0:0:0:0:1]:8080 }\n}\n");
+  EXPECT_NE(out.find("duplicate endpoint '[0:0:0:0:0:0:0:1]:8080'"), std::string::npos) << out;
+}
+
 TEST(Ir, ExplicitAllowOfPrologueSyscallIsRecordedAsReopened) {
   ir::Policy p = MustCompile("syscalls { allow bpf read }");
   EXPECT_EQ(p.syscalls.reopened, (std::vector<std::string>{"bpf"}));

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/common/digest.h"
+#include "compiler/frontend/lineage.h"
 #include "tests/frontend/test_util.h"
 
 namespace cocoon::frontend {
@@ -120,6 +122,57 @@ TEST_F(ResolutionTest, UnsetRemovesANameFromAnInheritedEnvironment) {
   ASSERT_TRUE(policy) << out;
   EXPECT_EQ(policy->environment.unset, (std::vector<std::string>{"A", "AWS_SECRET_ACCESS_KEY"}));
   EXPECT_EQ(policy->provenance.count("environment.unset:TOKEN"), 0u);
+}
+
+// Variables merge per name, the child winning: its `pass` replaces the
+// parent's `set` (and the reverse), in the IR and in what explain shows.
+TEST_F(ResolutionTest, AChildsPassOrSetReplacesTheParentsForThatName) {
+  std::string file = Write("env.cocoon",
+                           "profile sets { syscalls { allow read } environment { set FOO \"parent\" } }\n"
+                           "profile passes { syscalls { allow read } environment { pass FOO } }\n"
+                           "profile child_passes extends sets {\n  environment { pass FOO }\n}\n"
+                           "profile child_sets extends passes {\n  environment { set FOO \"child\" }\n}\n");
+  std::string out;
+  auto passes = Compile(file, "child_passes", &out);
+  ASSERT_TRUE(passes) << out;
+  EXPECT_TRUE(passes->environment.set.empty());
+  EXPECT_EQ(passes->environment.pass, (std::vector<std::string>{"FOO"}));
+  EXPECT_EQ(passes->provenance.count("environment.set:FOO"), 0u);
+  EXPECT_EQ(passes->provenance.at("environment.pass:FOO").line, 4u);
+  std::string explained = ExplainPolicy(*passes);
+  EXPECT_NE(explained.find("pass FOO from the caller"), std::string::npos) << explained;
+  EXPECT_EQ(explained.find("FOO=parent"), std::string::npos) << explained;
+
+  auto sets = Compile(file, "child_sets", &out);
+  ASSERT_TRUE(sets) << out;
+  ASSERT_EQ(sets->environment.set.size(), 1u);
+  EXPECT_EQ(sets->environment.set[0].value, "child");
+  EXPECT_TRUE(sets->environment.pass.empty());
+  EXPECT_EQ(sets->provenance.count("environment.pass:FOO"), 0u);
+  explained = ExplainPolicy(*sets);
+  EXPECT_NE(explained.find("set  FOO=child"), std::string::npos) << explained;
+  EXPECT_EQ(explained.find("pass FOO"), std::string::npos) << explained;
+}
+
+// In one profile, `set` and `pass` of a name contradict each other: an error
+// at whichever comes second.
+TEST_F(ResolutionTest, SetAndPassOfOneNameInOneProfileConflict) {
+  std::string file = Write("env.cocoon",
+                           "profile env {\n  syscalls { allow read }\n  environment {\n"
+                           "    set FOO \"policy\"\n    pass BAR FOO\n  }\n}\n");
+  std::string out;
+  EXPECT_FALSE(Compile(file, "", &out));
+  EXPECT_EQ(out, "ERROR: " + file + ":5:14: variable FOO is both set (line 4) and passed in profile 'env'\n"
+                 " |     pass BAR FOO\n"
+                 " |              ^~~\n"
+                 " = help: keep one: `set` gives it the policy's value, `pass` the caller's\n");
+  file = Write("env.cocoon",
+               "profile env {\n  syscalls { allow read }\n  environment { pass FOO }\n"
+               "  environment { set FOO \"policy\" }\n}\n");
+  EXPECT_FALSE(Compile(file, "", &out));
+  EXPECT_NE(out.find(file + ":4:17: variable FOO is both passed (line 3) and set in profile 'env'"),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(ResolutionTest, IncludeIsRelativeToTheIncludingFile) {
@@ -275,6 +328,81 @@ TEST_F(ResolutionTest, CheckCountsTheErrorsPastTheCap) {
   EXPECT_FALSE(Check(file, &out, DiagnosticsOptions{.max_errors = 5}));
   EXPECT_EQ(last_errors_, 5u);
   EXPECT_EQ(last_suppressed_, 55u);
+}
+
+// profile a0 { ... }, then a1 extends a0, ..., up to a(count - 1).
+std::string ExtendsChain(int count) {
+  std::string text = "profile a0 { syscalls { allow read } }\n";
+  for (int i = 1; i < count; ++i) {
+    text += "profile a" + std::to_string(i) + " extends a" + std::to_string(i - 1) + " { }\n";
+  }
+  return text;
+}
+
+// kMaxExtendsDepth ancestors are fine: a65 has 64 (a64 ... a0).
+TEST_F(ResolutionTest, AnExtendsChainAtTheDepthLimitChecks) {
+  ASSERT_EQ(kMaxExtendsDepth, 64u);
+  std::string file = Write("chain.cocoon", ExtendsChain(65));
+  std::string out;
+  EXPECT_TRUE(Check(file, &out)) << out;
+  EXPECT_EQ(out, "");
+  auto policy = Compile(file, "a64", &out);
+  ASSERT_TRUE(policy) << out;
+  EXPECT_EQ(policy->lineage.size(), 65u);
+}
+
+// Past the limit, the profile that first goes over it is reported, once,
+// at its `extends`: not once for each of the thousands of profiles below it.
+TEST_F(ResolutionTest, AnExtendsChainPastTheDepthLimitIsReportedOnce) {
+  std::string file = Write("chain.cocoon", ExtendsChain(10000));
+  const std::string expected = "ERROR: " + file +
+                               ":66:21: extends chain too deep: profile 'a65' has more than 64 ancestors (the limit)\n"
+                               " | profile a65 extends a64 { }\n"
+                               " |                     ^~~\n"
+                               " = help: flatten the hierarchy: merge profiles of the chain, or extend one nearer "
+                               "the root (docs/language.md, Profiles and `extends`)\n";
+  std::string out;
+  EXPECT_FALSE(Check(file, &out));
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(last_errors_, 1u);
+  // Compiling a profile below it says the same.
+  EXPECT_FALSE(Compile(file, "a9999", &out));
+  EXPECT_EQ(out, expected);
+  EXPECT_TRUE(Compile(file, "a64", &out)) << out;
+}
+
+// A cycle is one mistake: reported once, from the member defined first,
+// whichever profile of the cycle (or below it) is checked.
+TEST_F(ResolutionTest, AnExtendsCycleIsReportedOnce) {
+  std::string file = Write("cycle.cocoon",
+                           "profile d extends a { }\n"
+                           "profile a extends b { }\n"
+                           "profile b extends c { }\n"
+                           "profile c extends a { }\n");
+  std::string out;
+  EXPECT_FALSE(Check(file, &out));
+  EXPECT_EQ(out, "ERROR: " + file + ":4:19: extends cycle: a -> b -> c -> a\n"
+                 " | profile c extends a { }\n"
+                 " |                   ^\n");
+  for (const std::string profile : {"b", "d"}) {
+    EXPECT_FALSE(Compile(file, profile, &out));
+    EXPECT_NE(out.find(":4:19: extends cycle: a -> b -> c -> a"), std::string::npos) << out;
+  }
+}
+
+// The digest over a program's files (hashed once each, at load) is the
+// SHA-256 of their hex digests in load order, the same for every profile.
+TEST_F(ResolutionTest, EveryProfileCarriesTheDigestOfItsFiles) {
+  Write("base.cocoon", kBase);
+  const std::string main_text = "include \"base.cocoon\"\nprofile a extends base { }\nprofile b { }\n";
+  std::string main = Write("main.cocoon", main_text);
+  const std::string expected = Sha256Hex(Sha256Hex(main_text) + Sha256Hex(kBase));
+  std::string out;
+  for (const std::string profile : {"a", "b"}) {
+    auto policy = Compile(main, profile, &out);
+    ASSERT_TRUE(policy) << out;
+    EXPECT_EQ(policy->source_sha256, expected) << profile;
+  }
 }
 
 // What explain and compile refuse, check refuses too.

@@ -32,6 +32,32 @@ TEST(Units, Sizes) {
   EXPECT_FALSE(ParseUnitValue("0.3KiB", UnitKind::kSize).ok);
 }
 
+// Exact decimal arithmetic: a fraction of a millisecond or of a byte is an
+// error however large the number (a relative tolerance let 1000000.4ms by).
+TEST(Units, FractionsOfTheBaseUnitAreRefusedAtAnyMagnitude) {
+  EXPECT_EQ(ParseUnitValue("1000000.4ms", UnitKind::kTime).error,
+            "'1000000.4ms' is not a whole number of milliseconds");
+  EXPECT_EQ(ParseUnitValue("1048576.4B", UnitKind::kSize).error, "'1048576.4B' is not a whole number of bytes");
+  EXPECT_FALSE(ParseUnitValue("1.0000001KiB", UnitKind::kSize).ok);
+  EXPECT_EQ(ParseUnitValue("1.000000000000000000001s", UnitKind::kTime).error,
+            "'1.000000000000000000001s' has too many decimals");
+  EXPECT_EQ(ParseUnitValue("1048576.0B", UnitKind::kSize).value, 1048576u);
+  EXPECT_EQ(ParseUnitValue("0.001s", UnitKind::kTime).value, 1u);
+  EXPECT_EQ(ParseUnitValue("17000000TiB", UnitKind::kSize).error, "'17000000TiB' is too large");
+}
+
+// 'B' is a hex digit, so 0x100000B is one hexadecimal number, not 0x100000
+// bytes: said so, rather than "missing unit".
+TEST(Units, AHexadecimalNumberTakesNoUnit) {
+  UnitValue bytes = ParseUnitValue("0x100000B", UnitKind::kSize);
+  EXPECT_EQ(bytes.error, "a hexadecimal number takes no unit; expected a size such as 64KiB, 128MiB or 1GiB");
+  EXPECT_EQ(bytes.hint, "for 0x100000 bytes, write 1048576B");
+  UnitValue time = ParseUnitValue("0x10", UnitKind::kTime);
+  EXPECT_EQ(time.error, "a hexadecimal number takes no unit; expected a duration such as 500ms, 5s, 2m or 1h");
+  EXPECT_EQ(time.hint, "write the value in decimal, with its unit");
+  EXPECT_EQ(ParseUnitValue("0x10", UnitKind::kCount).value, 16u);
+}
+
 TEST(Units, PercentAndCount) {
   EXPECT_EQ(ParseUnitValue("95%", UnitKind::kPercent).value, 95u);
   EXPECT_FALSE(ParseUnitValue("9.5%", UnitKind::kPercent).ok);
