@@ -245,6 +245,22 @@ Result<std::vector<PendingRule>> PendingRules(const EffectiveSyscalls& rules, Su
       COCOON_RETURN_IF_ERROR(AppendRule(pending, markers->Marker(kind, default_action), name.data(), kNoConditions));
     }
   }
+  if (rules.i386_multiplexers_in_prefix) {
+    // libseccomp folds every socket and SysV IPC rule into a socketcall/ipc
+    // rule `arg0 == SYS_...` with the call's own conditions dropped
+    // (src/arch-x86.c), so two rules of one call with different actions
+    // (`allow socket` beside `deny socket if arg0 == AF_NETLINK`) become one
+    // condition with two actions, and libseccomp refuses the second with
+    // EEXIST. An unconditional multiplexer rule added first absorbs the folded
+    // ones (an unconditional rule swallows a syscall's conditional rules, see
+    // rule_algebra.h). Its action is never reached: the guard prefix answers
+    // both multiplexers first (MultiplexerDenyRet).
+    const uint32_t absorbing = default_action == kPrefixDenyRet ? MultiplexerDenyRet() : kPrefixDenyRet;
+    for (std::string_view name : I386MultiplexerNames()) {
+      // `name` views a string literal: NUL-terminated.
+      COCOON_RETURN_IF_ERROR(AppendRule(pending, absorbing, name.data(), kNoConditions));
+    }
+  }
   for (const ir::SyscallRule& rule : rules.rules) {
     uint32_t action = ToScmpAction(rule.action, routing);
     GuardKind kind;
@@ -261,10 +277,17 @@ Result<std::vector<PendingRule>> PendingRules(const EffectiveSyscalls& rules, Su
   return pending;
 }
 
+// A rule libseccomp refuses names its syscall in `*refused_syscall` (when
+// non-null), so the refusal is reported at the policy's rule.
 Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing,
-                GuardMarkers* markers) {
+                GuardMarkers* markers, std::string* refused_syscall) {
   COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending, PendingRules(rules, routing, markers));
-  for (const PendingRule& rule : pending) COCOON_RETURN_IF_ERROR(AddPending(ctx, rule));
+  for (const PendingRule& rule : pending) {
+    if (Status added = AddPending(ctx, rule); !added.ok()) {
+      if (refused_syscall != nullptr) *refused_syscall = rule.name;
+      return added;
+    }
+  }
   return Status::Ok();
 }
 
@@ -393,7 +416,8 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   // The child is single-threaded when it loads the filter: no TSYNC needed.
   COCOON_RETURN_IF_ERROR(SetArchitectures(ctx.get(), rules.architectures));
   GuardMarkers markers;
-  COCOON_RETURN_IF_ERROR(AddRules(ctx.get(), rules, routing, InlineEligible(rules) ? &markers : nullptr));
+  COCOON_RETURN_IF_ERROR(
+      AddRules(ctx.get(), rules, routing, InlineEligible(rules) ? &markers : nullptr, refused_syscall));
   Built built;
   COCOON_ASSIGN_OR_RETURN(built.bpf, ExportToString(ctx.get(), seccomp_export_bpf, "cocoon-seccomp-bpf"));
   COCOON_ASSIGN_OR_RETURN(built.pfc, ExportToString(ctx.get(), seccomp_export_pfc, "cocoon-seccomp-pfc"));

@@ -247,6 +247,50 @@ TEST(SyscallRuleProblemsTest, ImportedRepeatedIndexConditionsDenyEachValue) {
   EXPECT_EQ(socket_with(1 /* AF_UNIX */), "allow") << *text;
 }
 
+// With `arch x86` libseccomp folds every socket rule into socketcall with
+// its conditions dropped, so strict's `allow socket ...` beside a policy's
+// `deny socket if arg0 == AF_NETLINK` became one condition with two
+// actions: the Linux filter failed with "libseccomp refused the rule for
+// socket: File exists" (reported at the profile) while OCI compiled. Both
+// compile now, and the i386 calls get what the rules say.
+TEST(SyscallRuleProblemsTest, I386SocketRulesOfTwoActionsCompileForBothTargets) {
+  const std::string text =
+      "import \"strict\"\n"
+      "profile y2 extends strict {\n"
+      "  relaxes syscalls\n"
+      "  syscalls {\n"
+      "    deny socket if arg0 == AF_NETLINK errno EACCES\n"
+      "    arch x86\n"
+      "  }\n"
+      "}\n";
+  EXPECT_EQ(CheckWithTheFilterBuilt(text), "");
+  Diagnostics diagnostics;
+  auto policy = frontend::CompilePolicyText("y2.cocoon", text, "", Options(true), diagnostics);
+  ASSERT_TRUE(policy.has_value()) << diagnostics.Render();
+  EXPECT_TRUE(oci::RuleFormProblems(*policy).empty());
+  EXPECT_TRUE(CompileOci(*policy).ok());
+  auto artifacts = CompileSeccomp(*policy);
+  ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  std::string bytes;
+  for (const Artifact& a : *artifacts) {
+    if (a.path == "linux.seccomp.bpf") bytes = a.bytes;
+  }
+  auto program = ParseBpf(bytes);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  auto i386_call = [&](int nr, uint64_t arg0) {
+    SeccompData data;
+    data.nr = nr;
+    data.arch = AUDIT_ARCH_I386;
+    data.args[0] = arg0;
+    auto result = EvaluateBpf(*program, data);
+    return result.ok() ? DescribeSeccompRet(result->ret) : result.status().ToString();
+  };
+  constexpr int kI386Socket = 359, kI386Socketcall = 102;
+  EXPECT_EQ(i386_call(kI386Socket, 16 /* AF_NETLINK */), "errno(13)");
+  EXPECT_EQ(i386_call(kI386Socket, 1 /* AF_UNIX */), "allow");
+  EXPECT_EQ(i386_call(kI386Socketcall, 1 /* SYS_SOCKET */), "errno(38)");
+}
+
 // runc and crun build the OCI/Kubernetes profile themselves with libseccomp
 // 2.5.4, adding each `syscalls[]` entry in the file's order. For these two
 // rules that program let kill(1, 0) through and answered kill(5, 15) with
