@@ -353,7 +353,9 @@ void ApplyDefault(Layer& layer, const ast::Statement& stmt) {
                                                      ActionText(syscalls.default_action));
   }
   syscalls.default_action = action;
-  syscalls.default_explicitly_allows = action.kind == ir::ActionKind::kAllow;
+  // `default log` permits every call too (and records it): written by the
+  // policy, it is as explicit as `default allow` (seccomp_backend.cc Permissive).
+  syscalls.default_explicitly_allows = action.kind == ir::ActionKind::kAllow || action.kind == ir::ActionKind::kLog;
   layer.Origin("syscalls.default", stmt.span);
 }
 

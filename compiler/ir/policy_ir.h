@@ -175,7 +175,7 @@ struct Syscalls {
   // Applies to every syscall no rule matches. Explicit by construction: the
   // checker fills it from the policy or the built-in default (errno ENOSYS).
   Action default_action{ActionKind::kErrno, 38 /* ENOSYS */};
-  bool default_explicitly_allows = false;  // the policy wrote `default allow` itself
+  bool default_explicitly_allows = false;  // the policy wrote `default allow` or `default log` itself
   std::vector<SyscallRule> rules;          // sorted, de-duplicated
   std::vector<Arch> architectures{Arch::kX86_64};  // extra ABIs only when the policy adds them
   // Prologue syscalls the policy deliberately reopened (setns, bpf, ...); the

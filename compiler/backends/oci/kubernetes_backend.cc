@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/backends/artifact.h"
+#include "compiler/common/digest.h"
 #include "compiler/backends/oci/oci_common.h"
 #include "compiler/backends/oci/oci_seccomp.h"
 
@@ -19,18 +20,36 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// RFC 1123 label: lower-case alphanumerics and '-', at most 63, alnum at both ends.
-std::string DnsLabel(std::string_view name) {
+// Longest label: "cocoon-" + label is a Pod or NetworkPolicy name of at most 63.
+constexpr size_t kMaxLabel = 56;
+
+// RFC 1123 label: lower-case alphanumerics and '-', at most `max_size`,
+// alnum at both ends.
+std::string DnsLabel(std::string_view name, size_t max_size = kMaxLabel) {
   std::string out;
   for (char c : name) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
     out += ok ? c : '-';
   }
-  out = out.substr(0, 56);
+  out = out.substr(0, max_size);
   while (!out.empty() && out.back() == '-') out.pop_back();
   while (!out.empty() && out.front() == '-') out.erase(0, 1);
   return out.empty() ? "sandbox" : out;
+}
+
+// The profile's label (Pod and NetworkPolicy names, the cocoon.dev/profile
+// label and selector). Profile names may hold '_', '.' and capitals and be
+// longer than a label, so sanitising can map two profiles to one label
+// (`web_a`, `web.a` and `Web-A` all become `web-a`), and one profile's
+// NetworkPolicy would then select, and replace, the other's Pod. Whenever
+// sanitising changed the name, the label ends in 8 hex digits of the exact
+// name's SHA-256, which keeps such names apart.
+std::string ProfileLabel(const std::string& profile) {
+  const std::string label = DnsLabel(profile);
+  if (label == profile) return label;
+  constexpr size_t kHashDigits = 8;
+  return DnsLabel(profile, kMaxLabel - kHashDigits - 1) + "-" + Sha256Hex(profile).substr(0, kHashDigits);
 }
 
 std::string Quantity(uint64_t bytes) { return std::to_string(bytes); }
@@ -123,7 +142,7 @@ void AddVolumes(const ir::Policy& policy, ordered_json& volumes, ordered_json& m
 }
 
 ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std::vector<std::string>& warnings) {
-  const std::string label = DnsLabel(policy.name);
+  const std::string label = ProfileLabel(policy.name);
   const ordered_json seccomp_ref = {{"type", "Localhost"}, {"localhostProfile", profile_path}};
   ordered_json container = oci::ReservedObject(9);
   container["name"] = "sandbox";
@@ -185,7 +204,7 @@ ordered_json NetworkPolicy(const ir::Policy& policy, std::vector<std::string>& w
     egress.push_back({{"to", {{{"ipBlock", {{"cidr", cidr}}}}}},
                       {"ports", {{{"protocol", "TCP"}, {"port", endpoint.port}}}}});
   }
-  const std::string label = DnsLabel(policy.name);
+  const std::string label = ProfileLabel(policy.name);
   ordered_json np = oci::ReservedObject(4);
   np["apiVersion"] = "networking.k8s.io/v1";
   np["kind"] = "NetworkPolicy";
@@ -209,7 +228,10 @@ Result<std::vector<Artifact>> CompileKubernetesWithProfile(const ir::Policy& pol
   std::vector<std::string> warnings;
   warnings.insert(warnings.end(), profile.rule_warnings.begin(), profile.rule_warnings.end());
   warnings.insert(warnings.end(), profile.translation_warnings.begin(), profile.translation_warnings.end());
-  const std::string profile_path = "profiles/cocoon-" + DnsLabel(policy.name) + ".json";
+  // The exact profile name (IDENT: letters, digits, '_', '-', '.'; never
+  // '/'), as docs/targets.md says to install it: a file name is not a DNS
+  // label, and sanitising it made distinct profiles share one file.
+  const std::string profile_path = "profiles/cocoon-" + policy.name + ".json";
   std::vector<Artifact> out;
   out.push_back(MakeArtifact("k8s", "k8s/seccomp.json", "application/vnd.cocoon.seccomp-profile+json",
                              profile.text + "\n"));

@@ -1,9 +1,14 @@
 #include "compiler/backends/oci/oci_seccomp.h"
 
 #include <map>
+#include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "compiler/backends/oci/oci_common.h"
+#ifdef COCOON_HAVE_EFFECTIVE_RULES
+#include "compiler/backends/seccomp/seccomp_backend.h"
+#endif
 
 namespace cocoon::backends::oci {
 namespace {
@@ -53,6 +58,17 @@ struct GroupKey {
   }
 };
 
+// The profile's `syscalls[]` entries: the rules grouped by (action, errno,
+// conditions), keyed in the order they are written, which is also the order
+// runc and crun add them to libseccomp (VerifyRuntimeBuild).
+using ProfileEntries = std::map<GroupKey, std::vector<const ir::SyscallRule*>>;
+
+// What the profile writes for `action` (notify has no listener there).
+ir::Action ActionAsWritten(const ir::Action& action) {
+  if (action.kind != ir::ActionKind::kNotify) return action;
+  return ir::Action{ir::ActionKind::kErrno, 1};
+}
+
 }  // namespace
 
 std::string ScmpAction(const ir::Action& action, std::vector<std::string>& warnings) {
@@ -69,28 +85,56 @@ std::string ScmpAction(const ir::Action& action, std::vector<std::string>& warni
   return "SCMP_ACT_KILL_PROCESS";
 }
 
+namespace {
+
+// Group names that share (action, errno, conditions); the key orders the
+// entries (action name, errno, then each condition's fields), so the output
+// is stable. JSON is built once per group, not per rule.
+ProfileEntries GroupIntoEntries(const EffectiveSyscalls& rules, std::vector<std::string>& warnings) {
+  ProfileEntries groups;
+  std::vector<std::string> notify_warnings;
+  for (const ir::SyscallRule& rule : rules.rules) {
+    const ir::Action written = ActionAsWritten(rule.action);
+    GroupKey key{ScmpAction(rule.action, notify_warnings), 0, {}};
+    if (key.action == "SCMP_ACT_ERRNO") key.errno_ret = written.errno_value;
+    for (const auto& c : rule.conditions) key.args.emplace_back(c.arg, static_cast<int>(c.op), c.value, c.mask);
+    groups[std::move(key)].push_back(&rule);
+  }
+  if (!notify_warnings.empty()) warnings.push_back(notify_warnings.front());
+  return groups;
+}
+
+// `rules` as the runtime reads them from the profile: in the entries' order,
+// with the actions written there.
+EffectiveSyscalls AsTheRuntimeReadsThem(const EffectiveSyscalls& rules) {
+  std::vector<std::string> ignored;
+  const ProfileEntries entries = GroupIntoEntries(rules, ignored);
+  EffectiveSyscalls read;
+  read.default_action = ActionAsWritten(rules.default_action);
+  read.architectures = rules.architectures;
+  read.rules.reserve(rules.rules.size());
+  for (const auto& [key, entry_rules] : entries) {
+    for (const ir::SyscallRule* rule : entry_rules) {
+      read.rules.push_back(*rule);
+      read.rules.back().action = ActionAsWritten(rule->action);
+    }
+  }
+  return read;
+}
+
+}  // namespace
+
 nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<std::string>& warnings) {
-  auto errno_of = [](const ir::Action& a) { return a.kind == ir::ActionKind::kNotify ? 1 : a.errno_value; };
   ordered_json out = ReservedObject(4);
   out["defaultAction"] = ScmpAction(rules.default_action, warnings);
-  if (out["defaultAction"] == "SCMP_ACT_ERRNO") out["defaultErrnoRet"] = errno_of(rules.default_action);
+  if (out["defaultAction"] == "SCMP_ACT_ERRNO") out["defaultErrnoRet"] = ActionAsWritten(rules.default_action).errno_value;
   ordered_json arches = ordered_json::array();
   for (ir::Arch arch : rules.architectures) arches.push_back(ScmpArch(arch));
   out["architectures"] = std::move(arches);
-  // Group names that share (action, errno, conditions); the key orders the
-  // entries (action name, errno, then each condition's fields), so the
-  // output is stable. JSON is built once per group, not per rule.
-  std::map<GroupKey, std::vector<std::string>> groups;
-  std::vector<std::string> notify_warnings;
-  for (const ir::SyscallRule& rule : rules.rules) {
-    GroupKey key{ScmpAction(rule.action, notify_warnings), 0, {}};
-    if (key.action == "SCMP_ACT_ERRNO") key.errno_ret = errno_of(rule.action);
-    for (const auto& c : rule.conditions) key.args.emplace_back(c.arg, static_cast<int>(c.op), c.value, c.mask);
-    groups[std::move(key)].push_back(rule.name);
-  }
-  if (!notify_warnings.empty()) warnings.push_back(notify_warnings.front());
   ordered_json syscalls = ordered_json::array();
-  for (auto& [key, names] : groups) {
+  for (auto& [key, entry_rules] : GroupIntoEntries(rules, warnings)) {
+    ordered_json names = ordered_json::array();
+    for (const ir::SyscallRule* rule : entry_rules) names.push_back(rule->name);
     ordered_json entry = ReservedObject(4);
     entry["names"] = std::move(names);
     entry["action"] = key.action;
@@ -117,10 +161,73 @@ Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls) {
 #endif
 }
 
+namespace {
+
+// Why a profile the runtime would build wrongly is refused, and what to do.
+constexpr char kRuntimeBuildAdvice[] =
+    "runc and crun build this profile themselves with libseccomp 2.5.4 (its entries in the file's order, "
+    "libseccomp's linear layout); Cocoon builds it the same way and checks that program before emitting the "
+    "profile. Split or narrow the rule (fewer comparisons per rule, no range comparisons on one argument across "
+    "rules of different actions), or use `--target linux` / `cocoon enforce`, whose filter Cocoon builds and "
+    "verifies itself";
+
+// VerifyRuntimeBuild for the profile `rules` is written as (kRules form),
+// whose text is `profile_text`.
+//
+// The last answer is kept: `cocoon compile --target oci|k8s` asks twice for
+// one profile (RuleFormProblems in the checker, then SeccompProfileFromRules),
+// and the check costs most of that compile (strict: ~0.6 s, nearly all in
+// ioctl's and socket's ~120 guard pieces each). The key is the profile's
+// text, which is everything the runtime builds from.
+Status CheckRuntimeBuild(const EffectiveSyscalls& rules, const std::string& profile_text,
+                         std::string* failed_syscall) {
+#ifdef COCOON_HAVE_EFFECTIVE_RULES
+  struct Answer {
+    std::string profile_text;
+    Status status;
+    std::string failed_syscall;
+  };
+  static std::mutex last_mutex;
+  static std::optional<Answer> last;
+  {
+    std::lock_guard<std::mutex> lock(last_mutex);
+    if (last && last->profile_text == profile_text) {
+      if (failed_syscall != nullptr) *failed_syscall = last->failed_syscall;
+      return last->status;
+    }
+  }
+  Answer answer{profile_text, Status::Ok(), ""};
+  answer.status = VerifyRuntimeBuild(AsTheRuntimeReadsThem(rules), &answer.failed_syscall);
+  if (!answer.status.ok()) {
+    answer.status =
+        FailedPreconditionError("for the OCI and Kubernetes seccomp profile: " + answer.status.message());
+  }
+  if (failed_syscall != nullptr) *failed_syscall = answer.failed_syscall;
+  Status status = answer.status;
+  std::lock_guard<std::mutex> lock(last_mutex);
+  last = std::move(answer);
+  return status;
+#else
+  (void)rules, (void)profile_text, (void)failed_syscall;
+  return Status::Ok();
+#endif
+}
+
+}  // namespace
+
 std::vector<ir::SyscallRuleProblem> RuleFormProblems(const ir::Policy& policy) {
   std::vector<ir::SyscallRuleProblem> problems;
 #ifdef COCOON_HAVE_EFFECTIVE_RULES
-  for (EffectiveSyscalls::Error& error : ComputeEffectiveSyscalls(policy.syscalls).errors) {
+  EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls);
+  if (rules.errors.empty()) {
+    std::vector<std::string> ignored;
+    const std::string text = SeccompToOci(rules, ignored).dump(2);
+    std::string failed;  // empty: about no one syscall, reported at the profile
+    if (Status built = CheckRuntimeBuild(rules, text, &failed); !built.ok()) {
+      problems.push_back({failed, built.message(), kRuntimeBuildAdvice});
+    }
+  }
+  for (EffectiveSyscalls::Error& error : rules.errors) {
     // The rule this one overlaps is usually none of the policy's own: the
     // rule form writes Cocoon's built-in guards (the refused socket
     // families, the ioctl, clone and unshare guards) as rules beside it.
@@ -143,8 +250,13 @@ Result<OciSeccompProfile> SeccompProfileFromRules(EffectiveSyscalls rules) {
   // would hand that syscall to the default action (with `default allow`, a
   // denial would silently vanish).
   if (!rules.errors.empty()) return InvalidArgumentError("seccomp profile: " + rules.errors.front().message);
+  // Fail closed on the runtime's side too: a profile whose rules runc/crun's
+  // libseccomp would miscompile is not emitted (VerifyRuntimeBuild).
   OciSeccompProfile profile;
   profile.text = SeccompToOci(rules, profile.translation_warnings).dump(2);
+  if (Status built = CheckRuntimeBuild(rules, profile.text, nullptr); !built.ok()) {
+    return FailedPreconditionError(built.message() + ". " + kRuntimeBuildAdvice);
+  }
   profile.rule_warnings = std::move(rules.warnings);
   return profile;
 }

@@ -13,6 +13,7 @@
 
 #include "cocoon_version.h"
 #include "compiler/backends/artifact.h"
+#include "compiler/backends/host_paths.h"
 #include "compiler/backends/sbpl/sbpl_params.h"
 
 namespace cocoon::backends {
@@ -170,7 +171,8 @@ void SbplWriter::WritableRoot(std::string_view prefix, const std::string& path, 
       protected_names.push_back(AddDerivedParam(name, std::string_view(mount.target).substr(path.size() + 1)));
     }
   }
-  for (const std::string& hidden : policy_.filesystem.hidden) {
+  for (const std::string& sandbox_path : policy_.filesystem.hidden) {
+    const std::string hidden = HostPathOf(policy_.filesystem, sandbox_path);  // `path` is a host path too
     if (hidden != path && IsUnder(hidden, path)) {
       protected_names.push_back(AddDerivedParam(name, std::string_view(hidden).substr(path.size() + 1)));
     }
@@ -228,7 +230,9 @@ void SbplWriter::Hidden() {
   if (policy_.filesystem.hidden.empty()) return;
   text_ += "(deny file-read* file-write*";
   for (const std::string& hidden : policy_.filesystem.hidden) {
-    const std::string name = AddParam("HIDDEN", hidden, ParamRole::kHidden);
+    // Seatbelt sees host paths: `hide /app/secrets` under `readonly /opt/app
+    // as /app` must deny /opt/app/secrets (host_paths.h).
+    const std::string name = AddParam("HIDDEN", HostPathOf(policy_.filesystem, hidden), ParamRole::kHidden);
     text_ += "\n    (literal (param " + Quote(name) + ")) (subpath (param " + Quote(name) + "))";
   }
   text_ += ")\n";

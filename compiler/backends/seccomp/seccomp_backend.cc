@@ -1,5 +1,6 @@
 #include "compiler/backends/seccomp/seccomp_backend.h"
 
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/mman.h>
@@ -109,7 +110,13 @@ Result<std::string> ExportToString(const scmp_filter_ctx ctx, int (*exporter)(co
   return out;
 }
 
-Status SetArchitectures(scmp_filter_ctx ctx, const std::vector<ir::Arch>& arches) {
+// Whether the native architecture stays in a filter whose list omits it.
+// Cocoon's own filter has exactly the policy's architectures; runc and crun
+// only ever seccomp_arch_add the listed ones, so the native one stays.
+enum class NativeArch { kOnlyIfListed, kAlwaysKept };
+
+Status SetArchitectures(scmp_filter_ctx ctx, const std::vector<ir::Arch>& arches,
+                        NativeArch native_arch = NativeArch::kOnlyIfListed) {
   if (arches.empty()) return InvalidArgumentError("seccomp filter with no architecture");
   for (ir::Arch arch : arches) {
     const uint32_t token = syscalls::ScmpArchToken(arch);
@@ -121,7 +128,7 @@ Status SetArchitectures(scmp_filter_ctx ctx, const std::vector<ir::Arch>& arches
   const uint32_t native = seccomp_arch_native();
   const bool keep_native = std::any_of(arches.begin(), arches.end(),
                                        [&](ir::Arch a) { return syscalls::ScmpArchToken(a) == native; });
-  if (!keep_native) seccomp_arch_remove(ctx, native);
+  if (!keep_native && native_arch == NativeArch::kOnlyIfListed) seccomp_arch_remove(ctx, native);
   return Status::Ok();
 }
 
@@ -209,6 +216,10 @@ Status AddPending(scmp_filter_ctx ctx, const PendingRule& rule) {
   return Status::Ok();
 }
 
+// kFastest: OrderForInsertion's order (Cocoon's own filter). kAsGiven: the
+// order of `rules.rules`, as an OCI runtime adds a profile's entries.
+enum class InsertionOrder { kFastest, kAsGiven };
+
 // The rules in the order they are added to libseccomp. `markers` (null:
 // none) receives the guard markers of guard_inline.h: each rule of a guarded
 // syscall gets a marker action instead of its own, and a guarded syscall
@@ -216,7 +227,8 @@ Status AddPending(scmp_filter_ctx ctx, const PendingRule& rule) {
 // Markers are numbered in rule order, before the rules are reordered for
 // insertion.
 Result<std::vector<PendingRule>> PendingRules(const EffectiveSyscalls& rules, SupervisedRouting routing,
-                                              GuardMarkers* markers) {
+                                              GuardMarkers* markers,
+                                              InsertionOrder order = InsertionOrder::kFastest) {
   static const std::vector<ir::ArgCondition> kNoConditions;
   const uint32_t default_action = ToScmpAction(rules.default_action, routing);
   const PrefixGuards guards = Guards(rules);
@@ -233,6 +245,22 @@ Result<std::vector<PendingRule>> PendingRules(const EffectiveSyscalls& rules, Su
       COCOON_RETURN_IF_ERROR(AppendRule(pending, markers->Marker(kind, default_action), name.data(), kNoConditions));
     }
   }
+  if (rules.i386_multiplexers_in_prefix) {
+    // libseccomp folds every socket and SysV IPC rule into a socketcall/ipc
+    // rule `arg0 == SYS_...` with the call's own conditions dropped
+    // (src/arch-x86.c), so two rules of one call with different actions
+    // (`allow socket` beside `deny socket if arg0 == AF_NETLINK`) become one
+    // condition with two actions, and libseccomp refuses the second with
+    // EEXIST. An unconditional multiplexer rule added first absorbs the folded
+    // ones (an unconditional rule swallows a syscall's conditional rules, see
+    // rule_algebra.h). Its action is never reached: the guard prefix answers
+    // both multiplexers first (MultiplexerDenyRet).
+    const uint32_t absorbing = default_action == kPrefixDenyRet ? MultiplexerDenyRet() : kPrefixDenyRet;
+    for (std::string_view name : I386MultiplexerNames()) {
+      // `name` views a string literal: NUL-terminated.
+      COCOON_RETURN_IF_ERROR(AppendRule(pending, absorbing, name.data(), kNoConditions));
+    }
+  }
   for (const ir::SyscallRule& rule : rules.rules) {
     uint32_t action = ToScmpAction(rule.action, routing);
     GuardKind kind;
@@ -245,14 +273,21 @@ Result<std::vector<PendingRule>> PendingRules(const EffectiveSyscalls& rules, Su
     if (action == default_action) continue;
     COCOON_RETURN_IF_ERROR(AppendRule(pending, action, rule.name.c_str(), rule.conditions));
   }
-  OrderForInsertion(pending, rules.architectures);
+  if (order == InsertionOrder::kFastest) OrderForInsertion(pending, rules.architectures);
   return pending;
 }
 
+// A rule libseccomp refuses names its syscall in `*refused_syscall` (when
+// non-null), so the refusal is reported at the policy's rule.
 Status AddRules(scmp_filter_ctx ctx, const EffectiveSyscalls& rules, SupervisedRouting routing,
-                GuardMarkers* markers) {
+                GuardMarkers* markers, std::string* refused_syscall) {
   COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending, PendingRules(rules, routing, markers));
-  for (const PendingRule& rule : pending) COCOON_RETURN_IF_ERROR(AddPending(ctx, rule));
+  for (const PendingRule& rule : pending) {
+    if (Status added = AddPending(ctx, rule); !added.ok()) {
+      if (refused_syscall != nullptr) *refused_syscall = rule.name;
+      return added;
+    }
+  }
   return Status::Ok();
 }
 
@@ -271,10 +306,11 @@ constexpr std::chrono::milliseconds kLibseccompDeadline{3000};
 // condition of its own on arg0 (src/arch-x86.c), so one-argument rules of
 // several names meet in one multi-argument tree: there every rule goes
 // through the child, in the real order.
-Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting routing, std::string* looping) {
-  GuardMarkers markers;  // numbered as the real build numbers them
-  COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending,
-                          PendingRules(rules, routing, InlineEligible(rules) ? &markers : nullptr));
+//
+// `pending` is what the real build adds, in its order, to a filter made by
+// seccomp_init(`default_action`) with the architectures `arches`.
+Status CheckPendingFinishes(const std::vector<PendingRule>& pending, uint32_t default_action,
+                            const EffectiveSyscalls& rules, NativeArch native_arch, std::string* looping) {
   const bool x86 = std::find(rules.architectures.begin(), rules.architectures.end(), ir::Arch::kX86) !=
                    rules.architectures.end();
   std::map<int, std::pair<size_t, bool>> shape;  // nr -> (rules, one has conditions on 2+ arguments)
@@ -289,10 +325,9 @@ Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting
     if (x86 || (count >= 2 && multi_argument)) risky.push_back(&rule);
   }
   if (risky.empty()) return Status::Ok();
-  const uint32_t default_action = ToScmpAction(rules.default_action, routing);
   auto add = [&](const std::function<void(const char*)>& progress) {
     Context ctx(seccomp_init(default_action));
-    if (!ctx || !SetArchitectures(ctx.get(), rules.architectures).ok()) _exit(3);
+    if (!ctx || !SetArchitectures(ctx.get(), rules.architectures, native_arch).ok()) _exit(3);
     int last_nr = -1;
     for (const PendingRule* rule : risky) {
       if (rule->nr != last_nr) progress(rule->name), last_nr = rule->nr;
@@ -307,6 +342,14 @@ Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting
                          " to libseccomp in a child process failed: " + finished.message());
   }
   return finished;
+}
+
+Status CheckLibseccompFinishes(const EffectiveSyscalls& rules, SupervisedRouting routing, std::string* looping) {
+  GuardMarkers markers;  // numbered as the real build numbers them
+  COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending,
+                          PendingRules(rules, routing, InlineEligible(rules) ? &markers : nullptr));
+  return CheckPendingFinishes(pending, ToScmpAction(rules.default_action, routing), rules, NativeArch::kOnlyIfListed,
+                              looping);
 }
 
 std::string LibseccompLoopMessage(const std::string& syscall, const Status& why) {
@@ -373,7 +416,8 @@ Result<Built> BuildAtLevel(const EffectiveSyscalls& rules, SupervisedRouting rou
   // The child is single-threaded when it loads the filter: no TSYNC needed.
   COCOON_RETURN_IF_ERROR(SetArchitectures(ctx.get(), rules.architectures));
   GuardMarkers markers;
-  COCOON_RETURN_IF_ERROR(AddRules(ctx.get(), rules, routing, InlineEligible(rules) ? &markers : nullptr));
+  COCOON_RETURN_IF_ERROR(
+      AddRules(ctx.get(), rules, routing, InlineEligible(rules) ? &markers : nullptr, refused_syscall));
   Built built;
   COCOON_ASSIGN_OR_RETURN(built.bpf, ExportToString(ctx.get(), seccomp_export_bpf, "cocoon-seccomp-bpf"));
   COCOON_ASSIGN_OR_RETURN(built.pfc, ExportToString(ctx.get(), seccomp_export_pfc, "cocoon-seccomp-pfc"));
@@ -527,6 +571,46 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
                          });
   }
   return out;
+}
+
+Status VerifyRuntimeBuild(const EffectiveSyscalls& rules, std::string* failed_syscall) {
+  if (!rules.errors.empty()) return InvalidArgumentError(rules.errors.front().message);
+  const uint32_t default_action = ToScmpAction(rules.default_action, SupervisedRouting::kNative);
+  // What the runtime adds, in the profile's order; a rule with the default's
+  // action is skipped, as both runtimes skip such an entry.
+  COCOON_ASSIGN_OR_RETURN(std::vector<PendingRule> pending,
+                          PendingRules(rules, SupervisedRouting::kNative, nullptr, InsertionOrder::kAsGiven));
+  std::string looping;
+  if (Status finishes = CheckPendingFinishes(pending, default_action, rules, NativeArch::kAlwaysKept, &looping);
+      !finishes.ok()) {
+    if (looping.empty()) return finishes;
+    if (failed_syscall != nullptr) *failed_syscall = looping;
+    return FailedPreconditionError(LibseccompLoopMessage(looping, finishes));
+  }
+  // No attribute is set: the runtimes leave libseccomp's defaults (optimize
+  // level 1, the bad-arch action), and the rules' code depends on neither
+  // the bad-arch action nor anything else they could set.
+  Context ctx(seccomp_init(default_action));
+  if (!ctx) return InternalError("seccomp_init failed");
+  COCOON_RETURN_IF_ERROR(SetArchitectures(ctx.get(), rules.architectures, NativeArch::kAlwaysKept));
+  for (const PendingRule& rule : pending) {
+    if (Status added = AddPending(ctx.get(), rule); !added.ok()) {
+      if (failed_syscall != nullptr) *failed_syscall = rule.name;
+      return FailedPreconditionError(added.message() + " (the runtime would refuse the whole profile)");
+    }
+  }
+  COCOON_ASSIGN_OR_RETURN(std::string bpf, ExportToString(ctx.get(), seccomp_export_bpf, "cocoon-runtime-bpf"));
+  COCOON_ASSIGN_OR_RETURN(BpfProgram program, ParseBpf(bpf));
+  // The linear layout is longer than Cocoon's own filter (no range dispatch,
+  // guards as rules): past the kernel's limit the runtime fails to load it.
+  if (program.size() > BPF_MAXINSNS) {
+    return FailedPreconditionError("libseccomp builds it as " + std::to_string(program.size()) +
+                                   " BPF instructions, past the kernel's limit of " +
+                                   std::to_string(BPF_MAXINSNS) + " (BPF_MAXINSNS), so the runtime would fail to "
+                                   "start the container");
+  }
+  COCOON_RETURN_IF_ERROR(ValidateBpf(program).WithContext("libseccomp emitted an invalid program"));
+  return VerifyBpfAgainstRules(program, rules, ExpectedRet, /*routed=*/false, kPrefixDenyRet, failed_syscall);
 }
 
 void PrepareLibseccompForThreads() {

@@ -99,6 +99,26 @@ Result<CompiledSeccompFilter> BuildSeccompFilter(const EffectiveSyscalls& rules,
                                                  const SeccompFilterOptions& options,
                                                  std::string* refused_syscall = nullptr);
 
+// The OCI/Kubernetes seccomp profile as a container runtime turns it into
+// BPF, checked against the rules it says.
+//
+// Why: runc (libcontainer/seccomp/seccomp_linux.go) and crun
+// (src/libcrun/seccomp.c, libcrun_generate_seccomp) build the profile with
+// the libseccomp they link (2.5.4 on Debian 12): seccomp_init(defaultAction),
+// seccomp_arch_add for each listed architecture (the native one stays), then
+// one seccomp_rule_add_array per name of each `syscalls[]` entry, in the
+// file's order, skipping entries whose action is the default's, with no
+// filter attribute set (optimize level 1). libseccomp 2.5.4 miscompiles some
+// rule sets (seccomp_verify.h), and which ones depends on the order the rules
+// of a syscall are added in: Cocoon's own filter adds them in another order
+// (and is verified on its own), so its passing says nothing about the
+// runtime's program. `rules` must hold the rules in the profile's order, with
+// the actions the profile writes (kRules form, no notify). Ok when the
+// runtime's program gives every call what the rules say; otherwise the
+// first disagreement (or a rule libseccomp refuses or loops on), with the
+// syscall's name in `*failed_syscall`.
+Status VerifyRuntimeBuild(const EffectiveSyscalls& rules, std::string* failed_syscall = nullptr);
+
 // The connect routing CompileSeccomp uses (effective_rules.h): kSupervisor
 // for `network allow { ... }` policies, kFilter otherwise.
 ConnectRouting SeccompConnectRouting(const ir::Policy& policy);

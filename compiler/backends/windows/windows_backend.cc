@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/backends/artifact.h"
+#include "compiler/backends/host_paths.h"
 #include "compiler/common/digest.h"
 #include "compiler/backends/windows/sddl.h"
 #include "compiler/backends/windows/windows_plan.h"
@@ -150,7 +151,10 @@ Status AddPaths(const ir::Policy& policy, const std::string& sid, windows::Windo
     plan.paths.push_back(std::move(acl));
   }
   for (const std::string& hidden : fs.hidden) {
-    COCOON_ASSIGN_OR_RETURN(PathAcl acl, MakePathAcl(hidden, hidden, PathRole::kHidden, true, sid));
+    // The ACL goes on the host path: Windows has no mounts, so under
+    // `readonly /opt/app as /app` the sandbox path /app names nothing (host_paths.h).
+    COCOON_ASSIGN_OR_RETURN(PathAcl acl,
+                            MakePathAcl(hidden, HostPathOf(fs, hidden), PathRole::kHidden, true, sid));
     plan.paths.push_back(std::move(acl));
   }
   return Status::Ok();

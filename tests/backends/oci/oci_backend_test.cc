@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -327,6 +328,59 @@ TEST(OciSeccomp, UnrepresentableRulesFailClosed) {
   EXPECT_NE(oci.status().ToString().find("seccomp profile: syscall rule read"), std::string::npos)
       << oci.status().ToString();
   EXPECT_FALSE(backends::CompileKubernetes(policy).ok());
+}
+
+// Profile names that sanitise to one DNS label (web_a, web.a, Web-A) get
+// distinct Pod and NetworkPolicy names, labels and selectors, and the Pod
+// references the seccomp file under the profile's exact name, as
+// docs/targets.md says to install it. A name that is already a label is
+// kept as it is.
+TEST(KubernetesBackend, ProfileNamesThatSanitiseAlikeStayApart) {
+  std::set<std::string> pods, labels, profile_files;
+  for (const char* name : {"web_a", "web.a", "Web-A", "web-a"}) {
+    ir::Policy policy = testing::StrictPolicy();
+    policy.name = name;
+    auto artifacts = backends::CompileKubernetes(policy);
+    ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+    json pod, np;
+    for (const auto& a : *artifacts) {
+      if (a.path == "k8s/pod.json") pod = json::parse(a.bytes);
+      if (a.path == "k8s/networkpolicy.json") np = json::parse(a.bytes);
+    }
+    const std::string label = pod["metadata"]["labels"]["cocoon.dev/profile"];
+    EXPECT_EQ(pod["spec"]["securityContext"]["seccompProfile"]["localhostProfile"],
+              "profiles/cocoon-" + std::string(name) + ".json");
+    EXPECT_EQ(np["spec"]["podSelector"]["matchLabels"]["cocoon.dev/profile"], label);
+    EXPECT_EQ(np["metadata"]["name"], pod["metadata"]["name"]);
+    EXPECT_LE(pod["metadata"]["name"].get<std::string>().size(), 63u);
+    pods.insert(pod["metadata"]["name"]);
+    labels.insert(label);
+    profile_files.insert(pod["spec"]["securityContext"]["seccompProfile"]["localhostProfile"]);
+    if (std::string(name) == "web-a") {
+      EXPECT_EQ(label, "web-a");
+    }
+  }
+  EXPECT_EQ(pods.size(), 4u);
+  EXPECT_EQ(labels.size(), 4u);
+  EXPECT_EQ(profile_files.size(), 4u);
+}
+
+// Names past the label's 56 characters that share their first 56 stay apart too.
+TEST(KubernetesBackend, LongProfileNamesStayApart) {
+  std::set<std::string> labels;
+  for (const char* suffix : {"one", "two"}) {
+    ir::Policy policy = testing::StrictPolicy();
+    policy.name = std::string(60, 'a') + suffix;
+    auto artifacts = backends::CompileKubernetes(policy);
+    ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+    for (const auto& a : *artifacts) {
+      if (a.path != "k8s/pod.json") continue;
+      const std::string name = json::parse(a.bytes)["metadata"]["name"];
+      EXPECT_LE(name.size(), 63u) << name;
+      labels.insert(name);
+    }
+  }
+  EXPECT_EQ(labels.size(), 2u);
 }
 
 TEST(JsonSchemaChecker, CatchesViolations) {

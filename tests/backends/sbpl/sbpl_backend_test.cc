@@ -120,6 +120,29 @@ TEST(SbplBackend, StrictIsWellFormedDenyDefault) {
   EXPECT_EQ(c.params.wall_time_ms, 5000u);
 }
 
+// Seatbelt sees the host's paths: a path hidden under an aliased bind
+// (`readonly /opt/app as /app`, `hide /app/secrets`) is denied where it is
+// on the host, /opt/app/secrets; /app/secrets does not exist there. Under a
+// writable alias the hidden path also stays out of that root's writes.
+TEST(SbplBackend, HiddenPathsUnderAnAliasAreDeniedOnTheHost) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/opt/app", "/app", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kWritable, "/srv/data", "/data", 0, false});
+  policy.filesystem.hidden = {"/app/secrets", "/data/keys", "/etc/shadow"};
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  std::set<std::string> hidden;
+  for (const auto& p : c.params.params) {
+    if (p.role == ParamRole::kHidden) hidden.insert(p.value);
+  }
+  EXPECT_EQ(hidden, (std::set<std::string>{"/opt/app/secrets", "/srv/data/keys", "/private/etc/shadow"}));
+  bool keys_protected = false;
+  for (const auto& p : c.params.params) {
+    keys_protected |= p.role == ParamRole::kProtected && p.value == "/srv/data/keys";
+  }
+  EXPECT_TRUE(keys_protected) << "the hidden path must stay unwritable inside its writable root";
+}
+
 TEST(SbplBackend, ProtectedSubpathsGetLiteralAndSubpath) {
   Compiled c = Compile(testing::StrictPolicy());
   const auto* hooks = FindParam(c, "WORK_DIR_PROTECTED_1");

@@ -46,6 +46,19 @@ std::string Eval(const BpfProgram& p, long nr, std::vector<uint64_t> args = {}, 
   return r.ok() ? DescribeSeccompRet(r->ret) : "eval error: " + r.status().ToString();
 }
 
+// `default log` is as permissive as `default allow` (it records each call
+// too). Written by the policy it is explicit, so the policy compiles and the
+// default reaches the supervisor (which logs and lets the call continue);
+// the checker used to accept it while compile and enforce refused ("the
+// policy must say `default allow`").
+TEST(PolicySemantics, DefaultLogWrittenByThePolicyCompiles) {
+  const ir::Policy policy = MustCheck("    default log\n    allow @default");
+  EXPECT_TRUE(policy.syscalls.default_explicitly_allows);
+  const BpfProgram program = MustCompile(policy);
+  EXPECT_EQ(Eval(program, SYS_getpid), "allow");
+  EXPECT_EQ(Eval(program, SYS_mount), "notify");
+}
+
 // An unconditional rule with the default's action still outranks a less
 // strict conditional rule on the same syscall ("the more restrictive action
 // wins"); the checker used to drop it as redundant, leaving only the allow.

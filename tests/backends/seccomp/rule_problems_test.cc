@@ -247,5 +247,110 @@ TEST(SyscallRuleProblemsTest, ImportedRepeatedIndexConditionsDenyEachValue) {
   EXPECT_EQ(socket_with(1 /* AF_UNIX */), "allow") << *text;
 }
 
+// With `arch x86` libseccomp folds every socket rule into socketcall with
+// its conditions dropped, so strict's `allow socket ...` beside a policy's
+// `deny socket if arg0 == AF_NETLINK` became one condition with two
+// actions: the Linux filter failed with "libseccomp refused the rule for
+// socket: File exists" (reported at the profile) while OCI compiled. Both
+// compile now, and the i386 calls get what the rules say.
+TEST(SyscallRuleProblemsTest, I386SocketRulesOfTwoActionsCompileForBothTargets) {
+  const std::string text =
+      "import \"strict\"\n"
+      "profile y2 extends strict {\n"
+      "  relaxes syscalls\n"
+      "  syscalls {\n"
+      "    deny socket if arg0 == AF_NETLINK errno EACCES\n"
+      "    arch x86\n"
+      "  }\n"
+      "}\n";
+  EXPECT_EQ(CheckWithTheFilterBuilt(text), "");
+  Diagnostics diagnostics;
+  auto policy = frontend::CompilePolicyText("y2.cocoon", text, "", Options(true), diagnostics);
+  ASSERT_TRUE(policy.has_value()) << diagnostics.Render();
+  EXPECT_TRUE(oci::RuleFormProblems(*policy).empty());
+  EXPECT_TRUE(CompileOci(*policy).ok());
+  auto artifacts = CompileSeccomp(*policy);
+  ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  std::string bytes;
+  for (const Artifact& a : *artifacts) {
+    if (a.path == "linux.seccomp.bpf") bytes = a.bytes;
+  }
+  auto program = ParseBpf(bytes);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  auto i386_call = [&](int nr, uint64_t arg0) {
+    SeccompData data;
+    data.nr = nr;
+    data.arch = AUDIT_ARCH_I386;
+    data.args[0] = arg0;
+    auto result = EvaluateBpf(*program, data);
+    return result.ok() ? DescribeSeccompRet(result->ret) : result.status().ToString();
+  };
+  constexpr int kI386Socket = 359, kI386Socketcall = 102;
+  EXPECT_EQ(i386_call(kI386Socket, 16 /* AF_NETLINK */), "errno(13)");
+  EXPECT_EQ(i386_call(kI386Socket, 1 /* AF_UNIX */), "allow");
+  EXPECT_EQ(i386_call(kI386Socketcall, 1 /* SYS_SOCKET */), "errno(38)");
+}
+
+// runc and crun build the OCI/Kubernetes profile themselves with libseccomp
+// 2.5.4, adding each `syscalls[]` entry in the file's order. For these two
+// rules that program let kill(1, 0) through and answered kill(5, 15) with
+// ESRCH under crun instead of trapping, while Cocoon's own filter (other
+// insertion order) is right. The Linux target still compiles; the rule form
+// is refused at the rule, by the checker wired as `cocoon compile --target
+// oci` wires it (cli/frontend_util.cc) and by both back ends themselves.
+constexpr char kRuntimeMiscompiled[] =
+    "profile m1c {\n"
+    "  filesystem { root host readonly /usr /bin /lib /lib64 work /work }\n"
+    "  syscalls {\n"
+    "    default allow\n"
+    "    trap \"kill\" if arg1 != 0x100 and arg0 < 0x7fffffff\n"
+    "    deny \"kill\" if arg1 != 0x8\n"
+    "  }\n"
+    "  user 1000:1000\n"
+    "}\n";
+
+TEST(SyscallRuleProblemsTest, RuleFormTheRuntimeMiscompilesIsRefusedAtTheRule) {
+  Diagnostics diagnostics;
+  auto policy = frontend::CompilePolicyText("m1c.cocoon", kRuntimeMiscompiled, "", Options(true), diagnostics);
+  ASSERT_TRUE(policy.has_value()) << diagnostics.Render();
+  EXPECT_TRUE(CompileSeccomp(*policy).ok());
+
+  std::vector<ir::SyscallRuleProblem> rule_form = oci::RuleFormProblems(*policy);
+  ASSERT_EQ(rule_form.size(), 1u);
+  EXPECT_EQ(rule_form[0].syscall, "kill");
+  EXPECT_NE(rule_form[0].message.find("miscompiled the rules for kill"), std::string::npos) << rule_form[0].message;
+  EXPECT_NE(rule_form[0].help.find("runc and crun"), std::string::npos) << rule_form[0].help;
+
+  frontend::FrontendOptions with_rule_form = Options(false);
+  with_rule_form.syscall_rule_check = oci::RuleFormProblems;
+  Diagnostics at_rule;
+  EXPECT_FALSE(frontend::CompilePolicyText("m1c.cocoon", kRuntimeMiscompiled, "", with_rule_form, at_rule));
+  EXPECT_NE(at_rule.Render().find("m1c.cocoon:6:5: for the OCI and Kubernetes seccomp profile"), std::string::npos)
+      << at_rule.Render();
+
+  for (auto compile : {CompileOci, CompileKubernetes}) {
+    auto artifacts = compile(*policy);
+    ASSERT_FALSE(artifacts.ok());
+    EXPECT_NE(artifacts.status().message().find("miscompiled the rules for kill"), std::string::npos)
+        << artifacts.status().ToString();
+  }
+}
+
+// The shipped profiles' rule forms build correctly as the runtimes build
+// them, so they still compile for OCI and Kubernetes.
+TEST(SyscallRuleProblemsTest, ShippedProfilesRuleFormsBuildAsTheRuntimesBuildThem) {
+  for (const char* name : {"strict", "build"}) {
+    const std::string text = "import \"" + std::string(name) + "\"\nprofile p extends " + name + " { }\n";
+    Diagnostics diagnostics;
+    auto policy = frontend::CompilePolicyText("p.cocoon", text, "", Options(true), diagnostics);
+    ASSERT_TRUE(policy.has_value()) << diagnostics.Render();
+    EXPECT_TRUE(oci::RuleFormProblems(*policy).empty()) << name;
+    auto oci = CompileOci(*policy);
+    EXPECT_TRUE(oci.ok()) << name << ": " << oci.status().ToString();
+    auto k8s = CompileKubernetes(*policy);
+    EXPECT_TRUE(k8s.ok()) << name << ": " << k8s.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace cocoon::backends

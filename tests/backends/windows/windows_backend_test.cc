@@ -4,6 +4,8 @@
 // breakaway.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -161,6 +163,22 @@ TEST(WindowsBackend, HiddenPathsGetNoReadUpLabel) {
     EXPECT_EQ(path.deny_aces.size(), 1u);
   }
   EXPECT_EQ(hidden, 2);
+}
+
+// Windows has no mounts: the ACL of a path hidden under an aliased bind
+// (`readonly /opt/app as /app`, `hide /app/secrets`) goes on the host path.
+TEST(WindowsBackend, HiddenPathsUnderAnAliasGetTheirAclOnTheHostPath) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/opt/app", "/app", 0, false});
+  policy.filesystem.hidden = {"/app/secrets", "/etc/shadow", "/tmp/x"};
+  auto plan = CompilePlan(policy);
+  std::map<std::string, std::string> hidden;  // policy path -> where the ACL goes
+  for (const auto& path : plan.paths) {
+    if (path.role == PathRole::kHidden) hidden[path.policy_path] = path.location;
+  }
+  EXPECT_EQ(hidden["/app/secrets"], "/opt/app/secrets");
+  EXPECT_EQ(hidden["/etc/shadow"], "/etc/shadow");
+  EXPECT_EQ(hidden["/tmp/x"], "/tmp/x") << "a tmpfs has no host counterpart";
 }
 
 TEST(WindowsBackend, JobLimitsMatchThePolicyAndNeverBreakaway) {
