@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "enforcer/workdir/host_path.h"
@@ -220,11 +221,20 @@ bool IsForbiddenBind(const std::string& path) {
 bool HoldsCallersHome(const std::string& dir) {
   std::vector<std::string> homes;
   if (const char* home = getenv("HOME"); home != nullptr && home[0] == '/') homes.push_back(home);
+  // Under sudo the caller is the user who ran it: their home counts too
+  // (root's sandbox reads what is world-readable there).
+  std::optional<uid_t> sudo_uid;
+  if (const char* sudo = getenv("SUDO_UID"); sudo != nullptr && sudo[0] != '\0') {
+    char* end = nullptr;
+    unsigned long value = strtoul(sudo, &end, 10);
+    if (*end == '\0') sudo_uid = static_cast<uid_t>(value);
+  }
   // fgetpwent reads /etc/passwd itself: getpwuid goes through NSS modules,
   // which a static cocoon cannot load.
   if (FILE* passwd = fopen("/etc/passwd", "re")) {
     while (const struct passwd* entry = fgetpwent(passwd)) {
-      if (entry->pw_uid == geteuid() && entry->pw_dir != nullptr) homes.push_back(entry->pw_dir);
+      const bool callers = entry->pw_uid == geteuid() || (sudo_uid && entry->pw_uid == *sudo_uid);
+      if (callers && entry->pw_dir != nullptr) homes.push_back(entry->pw_dir);
     }
     fclose(passwd);
   }

@@ -43,6 +43,7 @@
 #include "enforcer/seccomp_loader.h"
 #include "enforcer/supervisor.h"
 #include "enforcer/userns.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::enforcer {
 
@@ -119,16 +120,15 @@ Status MergePlanRlimits(const backends::LaunchPlan& plan, RlimitSet& set) {
 // child's private mount namespace only; on the host it stays empty, so all
 // runs of one user share it). Refused if someone else could have planted it.
 Result<std::string> NewRootDir() {
-  std::string base = "/tmp/.cocoon-" + std::to_string(geteuid());
-  for (const std::string& dir : {base, base + "/root"}) {
-    if (mkdir(dir.c_str(), dir == base ? 0711 : 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
-    struct stat st;
-    if (lstat(dir.c_str(), &st) != 0) return ErrnoError("lstat " + dir);
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-      return PermissionDeniedError(dir + " is not a directory owned by us and writable only by us; remove it");
-    }
+  COCOON_ASSIGN_OR_RETURN(std::string base, PrivateStateDir());
+  const std::string dir = base + "/root";
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return ErrnoError("lstat " + dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+    return PermissionDeniedError(dir + " is not a directory owned by us and writable only by us; remove it");
   }
-  return base + "/root";
+  return dir;
 }
 
 }  // namespace

@@ -333,8 +333,9 @@ json ToolDescriptors(const ToolContext& context) {
                     {"description", "Seconds; can only shorten the policy's"}}},
        {"memory_max", {{"description", "Bytes, or a string such as \"256MiB\"; can only lower the policy's"},
                        {"anyOf", json::array({{{"type", "integer"}, {"minimum", 1}}, {{"type", "string"}}})}}},
-       {"workdir", {{"type", "string"}, {"pattern", kRelativePathPattern},
-                    {"description", "Directory inside the work dir to run in (relative; made if missing)"}}}},
+       {"workdir", {{"type", "string"}, {"pattern", std::string("^\\.?$|") + kRelativePathPattern},
+                    {"description", "Directory inside the work dir to run in (relative, at most 4096 bytes and 64 "
+                                    "components; made if missing; \"\" or \".\": the work dir)"}}}},
       {"command"});
   json empty = ObjectSchema(json::object(), json::array());
   return json::array({
@@ -426,8 +427,13 @@ std::string RelativePathProblem(std::string_view path) {
   if (path.empty()) return "must not be empty";
   if (path.size() > 4096) return "is longer than 4096 bytes";
   if (path.front() == '/') return "must be relative to the work dir, not absolute";
-  if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
-    return "must not contain control characters (NUL, newline, tab...)";
+  for (size_t i = 0; i < path.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(path[i]);
+    // C1 controls (U+0080..U+009F, a terminal's 8-bit CSI among them) are
+    // 0xC2 0x80..0x9F in UTF-8.
+    const bool c1 = byte == 0xC2 && i + 1 < path.size() && static_cast<unsigned char>(path[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(path[i + 1]) <= 0x9F;
+    if (byte < 0x20 || byte == 0x7F || c1) return "must not contain control characters (NUL, newline, tab...)";
   }
   size_t components = 0, start = 0;
   while (start <= path.size()) {

@@ -66,9 +66,10 @@ bool IsErrorStatus(ExecStatus status);
 std::string_view ExecStatusName(ExecStatus status);
 
 // A path relative to the work dir: not empty, not absolute, no "." or ".."
-// or empty component (no "a//b", no trailing '/'), no control character
-// (NUL cuts a path short; a newline or tab in a name only confuses whoever
-// reads a listing or a log), at most 4096 bytes and 64 components.
+// or empty component (no "a//b", no trailing '/'), no control character,
+// C0, DEL or C1 (NUL cuts a path short; a newline, tab or terminal escape
+// in a name only confuses whoever reads a listing or a log), at most 4096
+// bytes and 64 components.
 // RelativePathProblem says what is wrong ("" when nothing is).
 std::string RelativePathProblem(std::string_view path);
 inline bool IsSafeRelativePath(std::string_view path) { return RelativePathProblem(path).empty(); }
@@ -76,7 +77,11 @@ inline bool IsSafeRelativePath(std::string_view path) { return RelativePathProbl
 // The pattern of such a path, for the tools' input schemas (ECMA-262, as
 // JSON Schema's "pattern" is): clients that check the schema first get the
 // same answer as the server.
+// [\s\S], not '.': ECMA's '.' stops at U+2028, which the server counts as a
+// plain character. {1,4096} counts UTF-16 units, the server bytes: the
+// schema's description says the limit is bytes.
 inline constexpr const char* kRelativePathPattern =
-    "^(?!/)(?!.*//)(?!.*/$)(?!(.*/)?\\.\\.?(/|$))[^\\x00-\\x1F\\x7F]{1,4096}$";
+    "^(?!/)(?![\\s\\S]*//)(?![\\s\\S]*/$)(?!([\\s\\S]*/)?\\.\\.?(/|$))(?!([^/]*/){64})"
+    "[^\\x00-\\x1F\\x7F-\\x9F]{1,4096}$";
 
 }  // namespace cocoon::mcp

@@ -274,19 +274,25 @@ Status Committer::DropHostSpecialsUnderWidenedDirectories(const HostDir& host, i
   return Status::Ok();
 }
 
-// A copied work dir's directory that the host had at that path, of the work
-// dir's owner, is given its group back (the copy-in gave it to the sandbox
-// user): a team's shared directory stays in its group. Only the group: the
-// sandbox may have replaced the directory with one of its own making, whose
-// mode it chose, and that must stay the owner's to change (a directory the
-// host had of another owner was copied in as theirs, and keeps that).
+// A copied work dir's setgid directory that the host had at that path, of
+// the work dir's owner, is given its group back (the copy-in gave it to the
+// sandbox user): a team's shared directory stays in its group. Only a setgid
+// one: the sandbox can set the bit on any directory it has, and a directory
+// of the owner's in a group the owner is not in (root's), made setgid, would
+// let the owner make files in that group. Only the group: the sandbox may
+// have replaced the directory with one of its own making, whose mode it
+// chose, and that must stay the owner's to change (CopyTree asks only for
+// a directory of the sandbox user's: one the host had of another owner was
+// copied in as theirs, and keeps that).
 // The record is the copy-in's, which CheckHostUnchanged has just found
 // unchanged. Rootless, only a group the caller is in can be given (chown's
 // rule); otherwise the default stands.
 std::optional<tree::Owner> Committer::HostDirectoryOwner(const std::string& path) const {
   if (options_.originals == nullptr) return std::nullopt;
   auto it = options_.originals->host_entries.find(path);
-  if (it == options_.originals->host_entries.end() || !S_ISDIR(it->second.mode)) return std::nullopt;
+  if (it == options_.originals->host_entries.end() || !S_ISDIR(it->second.mode) || !(it->second.mode & S_ISGID)) {
+    return std::nullopt;
+  }
   const StagedOriginals::Seen& original = it->second;
   if (owner_.set) {
     if (original.uid != owner_.uid) return std::nullopt;
@@ -337,11 +343,18 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
       // owner, group and mode); a new one is the owner's, in the group of a
       // setgid parent. Both before the contents, so that they take its group.
       if (!merge) COCOON_RETURN_IF_ERROR(tree::ChownAt(dst_fd, entry.name, owner));
-      if ((st.st_mode & S_ISGID) && fchmod(dst_child.get(), 0700 | S_ISGID) != 0) return ErrnoError("chmod " + path);
+      // A merged directory keeps the host's group: setgid on it only when the
+      // host's had it or the group is the owner's own (HostDirectoryOwner
+      // says why: the sandbox can set the bit on any directory it has).
+      const gid_t owners_group = owner_.set ? owner_.gid : getegid();
+      const bool keep_setgid =
+          (st.st_mode & S_ISGID) && (!merge || (existing.st_mode & S_ISGID) || existing.st_gid == owners_group);
+      if (keep_setgid && fchmod(dst_child.get(), 0700 | S_ISGID) != 0) return ErrnoError("chmod " + path);
       COCOON_RETURN_IF_ERROR(ApplyUpper(upper_child.get(), dst_child.get(), path));
       // The sticky bit only restricts (a 1777 dir must not come back 0777);
       // setgid only gives new entries the directory's group (tree_ops.cc).
-      if (fchmod(dst_child.get(), st.st_mode & 03777) != 0) return ErrnoError("chmod " + path);
+      const mode_t mode = (st.st_mode & 01777) | (keep_setgid ? S_ISGID : 0);
+      if (fchmod(dst_child.get(), mode) != 0) return ErrnoError("chmod " + path);
       ++stats_.directories;
       continue;
     }
@@ -524,10 +537,17 @@ Status Committer::BuildTree(int tree_fd, HostDir& host, int temp_fd) {
       return LinkUntouchedOriginal(host, path, staged, src_dir, dst_dir, name);
     };
     hooks.directory_owner = [this](const std::string& path) { return HostDirectoryOwner(path); };
-    // The host's own entries, copied in and back, cost nothing new.
+    // The host's own entries, copied in and back, cost nothing new; an entry
+    // of another type at a host entry's path is new (4,000 empty files made
+    // directories in a second run would be free otherwise), and so is a
+    // symlink that no longer fits in its inode.
     hooks.metadata_cost = [this](const std::string& path, const struct stat& st) -> uint64_t {
-      if (options_.originals != nullptr && options_.originals->host_entries.count(path) != 0) return 0;
-      return tree::NewEntryDiskCost(path.substr(path.rfind('/') + 1), st);
+      const uint64_t cost = tree::NewEntryDiskCost(path.substr(path.rfind('/') + 1), st);
+      if (options_.originals == nullptr) return cost;
+      auto it = options_.originals->host_entries.find(path);
+      if (it == options_.originals->host_entries.end() || (it->second.mode & S_IFMT) != (st.st_mode & S_IFMT)) return cost;
+      if (S_ISLNK(st.st_mode) && static_cast<uint64_t>(st.st_size) > tree::kInlineSymlinkBytes) return cost;
+      return 0;
     };
     COCOON_RETURN_IF_ERROR(tree::CopyTree(tree_fd, temp_fd, "", hooks, stats_));
     return KeepHostSpecials(host, temp_fd);

@@ -25,10 +25,16 @@ bool OldEnough(const struct stat& st, std::chrono::seconds min_age) {
 // holding it, and a sweeper that opened it just before then would
 // otherwise take a dead file for a free lock.
 bool TakeAbandonedLock(int parent_fd, const std::string& lock_name, OwnedFd* lock) {
-  lock->Reset(openat(parent_fd, lock_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // A regular file of ours before it is opened: an open of a FIFO planted
+  // there would wait for a writer, and no signal ends that wait.
+  struct stat named {};
+  if (fstatat(parent_fd, lock_name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(named.st_mode) ||
+      named.st_uid != geteuid()) {
+    return false;
+  }
+  lock->Reset(openat(parent_fd, lock_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!lock->valid()) return false;
   struct stat held {};
-  struct stat named {};
   if (fstat(lock->get(), &held) != 0 || !S_ISREG(held.st_mode) || held.st_uid != geteuid()) return false;
   if (flock(lock->get(), LOCK_EX | LOCK_NB) != 0) return false;  // its owner lives
   return fstatat(parent_fd, lock_name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
@@ -36,6 +42,17 @@ bool TakeAbandonedLock(int parent_fd, const std::string& lock_name, OwnedFd* loc
 }
 
 }  // namespace
+
+Result<std::string> PrivateStateDir() {
+  std::string dir = "/tmp/.cocoon-" + std::to_string(geteuid());
+  if (mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return ErrnoError("lstat " + dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+    return PermissionDeniedError(dir + " is not a directory owned by us and writable only by us; remove it");
+  }
+  return dir;
+}
 
 size_t SweepAbandonedScratchDirs(const std::string& parent, const std::string& prefix, std::chrono::seconds min_age) {
   OwnedFd parent_fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

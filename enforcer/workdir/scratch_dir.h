@@ -43,6 +43,13 @@ class ScratchDir {
   OwnedFd lock_;
 };
 
+// /tmp/.cocoon-<euid>: this user's own directory for per-run state (the new
+// root's mount point, the overlay's stage dirs), made 0711 and refused when
+// it is not ours or others can write it. Not /tmp itself: there another user
+// can plant a name that a run is about to make (a lock beside a stage dir
+// failed 19 runs in 30 with EEXIST) or a FIFO where a sweep opens a lock.
+Result<std::string> PrivateStateDir();
+
 // Removes the directories parent/<prefix>XXXXXX whose lock nobody holds
 // (and stray locks without a directory), when they are this user's and
 // unchanged for `min_age`: the age covers the moment between a directory's

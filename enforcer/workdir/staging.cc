@@ -287,7 +287,11 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   if (strategy == StagingStrategy::kOverlay) {
     // Empty on the host (the child mounts its tmpfs there in its own mount
     // namespace), yet one per SIGKILLed run would pile up in /tmp.
-    auto stage = ScratchDir::Create(options.state_dir, "cocoon-stage-");
+    std::string state_dir = options.state_dir;
+    if (state_dir.empty()) {
+      COCOON_ASSIGN_OR_RETURN(state_dir, PrivateStateDir());
+    }
+    auto stage = ScratchDir::Create(state_dir, "cocoon-stage-");
     if (!stage.ok()) return stage.status().WithContext("creating a staging mount point");
     staging->stage_dir_ = std::move(*stage);
     const std::string pattern = staging->stage_dir_->path();
@@ -308,7 +312,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     // child can build must fit, or the mount would get truncated options.
     const size_t lower_max = spec.idmapped_lower ? strlen(spec.lower_dir) : sizeof("/proc/self/fd/") - 1 + 10;
     if (sizeof("lowerdir=") - 1 + lower_max + data.size() >= kMountOptionsMax) {
-      return InvalidArgumentError("state dir path " + options.state_dir + " is too long for the overlay's options (" +
+      return InvalidArgumentError("state dir path " + state_dir + " is too long for the overlay's options (" +
                                   std::to_string(kMountOptionsMax) + " bytes in all); use a shorter state dir");
     }
     COCOON_RETURN_IF_ERROR(CopyString(spec.overlay_data, sizeof spec.overlay_data, data, "overlay options"));

@@ -90,8 +90,9 @@ struct StagingOptions {
   // kAuto picks kOverlay when the host dir's regular files exceed this.
   uint64_t overlay_threshold_bytes = 64ull << 20;  // 64 MiB
   // An empty directory is created here as the private mount point of the
-  // staging tmpfs inside the child's mount namespace.
-  std::string state_dir = "/tmp";
+  // staging tmpfs inside the child's mount namespace ("": this user's
+  // PrivateStateDir, /tmp/.cocoon-<euid>).
+  std::string state_dir;
   // The HOST uid/gid the sandbox user maps to (IdMaps::sandbox_host_uid).
   // When set (>= 0), the staged work dir's root and everything copied in are
   // chowned to it, so the sandbox user can write its work dir even when the

@@ -266,7 +266,13 @@ Status CopyTree(int src_fd, int dst_fd, const std::string& prefix, const CopyHoo
       COCOON_ASSIGN_OR_RETURN(Fd dst_child, OpenDir(dst_fd, entry.name));
       // Owner and setgid before the contents: what is made inside then
       // takes the directory's group, as on the host.
-      std::optional<Owner> own = hooks.directory_owner ? hooks.directory_owner(path) : std::nullopt;
+      // Only for a directory of the sandbox user's: one of another owner
+      // (the host's, copied in as theirs) keeps its own, wherever the
+      // sandbox moved it (a root-owned directory moved onto the path of
+      // one of the owner's must not come back as the owner's).
+      const bool sandbox_users = !hooks.owner_for_uid || st.st_uid == *hooks.owner_for_uid;
+      std::optional<Owner> own =
+          hooks.directory_owner && sandbox_users ? hooks.directory_owner(path) : std::nullopt;
       COCOON_RETURN_IF_ERROR(ChownAt(dst_fd, entry.name, own ? *own : OwnerFor(hooks, inherited, st)));
       if ((st.st_mode & S_ISGID) && fchmod(dst_child.get(), 0700 | S_ISGID) != 0) {
         return ErrnoError("chmod '" + path + "'");

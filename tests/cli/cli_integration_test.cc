@@ -812,6 +812,36 @@ TEST(CocoonRun, ASharedGroupDirectoryKeepsItsSetgidBitAndGroup) {
   }
 }
 
+// As root: a directory of another owner that the sandbox moves onto the path
+// of one of the work dir owner's keeps its owner (the owner must not gain
+// the power to delete root's files in it), and a directory in a group the
+// owner is not in, made setgid by the sandbox, does not come back setgid in
+// that group (the owner could then make files of that group).
+TEST(CocoonRun, TheCommitGivesNoDirectoryAnOwnerOrSetgidGroupItDidNotHave) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to make directories of several owners";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-dirowner-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work" / "a");
+  fs::create_directories(dir / "work" / "b");
+  fs::create_directories(dir / "work" / "g");
+  std::ofstream(dir / "work" / "b" / "rootfile") << "root's\n";
+  for (const char* owned : {"", "a", "g"}) ASSERT_EQ(chown((dir / "work" / owned).c_str(), 1001, 1001), 0) << owned;
+  ASSERT_EQ(chown((dir / "work" / "g").c_str(), 1001, 0), 0);  // the owner's dir, in group root
+  ASSERT_EQ(chmod((dir / "work" / "b").c_str(), 0755), 0);
+  Ran ran = Cocoon({"run", "--json", "--work", (dir / "work").string(), "--", "/bin/sh", "-c",
+                    "cd /work && rmdir a && mv b a && chmod 2777 g"},
+                   "/");
+  json j = Json(ran);
+  ASSERT_EQ(j["exit_code"], 0) << j.dump(2) << ran.err;
+  ASSERT_EQ(j["committed"], true) << j.dump(2);
+  struct stat st {};
+  ASSERT_EQ(stat((dir / "work" / "a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "root's directory came back as the work dir owner's";
+  ASSERT_EQ(stat((dir / "work" / "g").c_str(), &st), 0);
+  EXPECT_FALSE((st.st_mode & S_ISGID) && st.st_gid == 0) << "a setgid directory in group root, owned by uid 1001";
+  fs::remove_all(dir);
+}
+
 // Rootless on this host the memory limit is an rlimit. It must be one a
 // runtime that reserves address space can start under: node reserves
 // ~700 MiB PROT_NONE, and under RLIMIT_AS at strict's 128 MiB it spun until

@@ -731,11 +731,25 @@ TEST(McpPaths, SafeRelativePath) {
 // exactly what the server does: a client that checks the schema first is
 // not refused afterwards, nor the other way round.
 TEST(McpPaths, TheSchemasPathPatternAgreesWithTheServer) {
-  const std::regex pattern(kRelativePathPattern, std::regex::ECMAScript);
-  for (const std::string path : {"a", "a/b.txt", "dir/sub/file", ".hidden", "a..b", "...", "x/.y", "", "/abs", "..",
-                                 "../x", "a/../b", "a/..", "a//b", "a/", "./a", "a/.", "a\nb", "a\tb", "a\x7f"}) {
+  // std::regex matches bytes (signed char): the C1 range, two bytes in
+  // UTF-8, is left to the byte check below.
+  std::string ecma = kRelativePathPattern;
+  ecma.replace(ecma.find("\\x7F-\\x9F"), 9, "\\x7F");
+  // and knows no [\s\S] (JavaScript's way to match any character, U+2028
+  // included): '.' does here, the paths with a line break fail the class.
+  for (size_t at; (at = ecma.find("[\\s\\S]")) != std::string::npos;) ecma.replace(at, 6, ".");
+  const std::regex pattern(ecma, std::regex::ECMAScript);
+  std::string deep;
+  for (int i = 0; i < 65; ++i) deep += (i ? "/d" : "d");
+  for (const std::string& path : std::vector<std::string>{"a", "a/b.txt", "dir/sub/file", ".hidden", "a..b", "...", "x/.y", "", "/abs", "..",
+                                 "../x", "a/../b", "a/..", "a//b", "a/", "./a", "a/.", "a\nb", "a\tb", "a\x7f",
+                                 deep, deep.substr(2)}) {
     EXPECT_EQ(std::regex_search(path, pattern), IsSafeRelativePath(path)) << "'" << path << "'";
   }
+  // C1 controls (U+0080..U+009F): two bytes in UTF-8, one character to the
+  // schema; std::regex sees bytes, so only the server is checked here.
+  EXPECT_FALSE(IsSafeRelativePath("a\xc2\x9b" "31mred"));
+  EXPECT_TRUE(IsSafeRelativePath("caf\xc3\xa9"));
 }
 
 TEST_F(McpServerTest, ANulInACommandStringOrInCodeIsRefused) {

@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "enforcer/sandbox.h"
+#include "enforcer/workdir/scratch_dir.h"
 #include "tests/enforcer/test_util.h"
 
 namespace cocoon::enforcer {
@@ -641,25 +642,34 @@ TEST_F(WorkDirTest, StagedResultsAreCommittedAndEscapesLeftOut) {
 }
 
 // The overlay's stage (quota tmpfs with upper/ and work/) is mounted on a host
-// path, the state dir under /tmp. A policy's recursive bind of a tree that
-// holds it, mounted later, must not carry it into the sandbox: its user owns
-// upper/, and whiteouts written there directly would delete host files at
-// commit. The stage is unbindable, so the bind shows an empty directory.
+// path, the user's state dir /tmp/.cocoon-<euid>. A policy's recursive bind
+// of a tree that holds it, mounted later, must not carry it into the
+// sandbox: its user owns upper/, and whiteouts written there directly would
+// delete host files at commit. The stage is unbindable, so the bind shows an
+// empty directory.
 TEST_F(WorkDirTest, TheOverlayStageIsNotReachableThroughABindOfItsHostPath) {
   // Over the 64 MiB threshold (st_size counts; sparse, so nothing is written).
   ASSERT_EQ(truncate((dir_ + "/input.txt").c_str(), 65ll << 20), 0);
+  auto state_dir = PrivateStateDir();
+  ASSERT_TRUE(state_dir.ok()) << state_dir.status().ToString();
+  // 0711: the sandbox's user could not list it to find the stage; listable
+  // for this test only.
+  ASSERT_EQ(chmod(state_dir->c_str(), 0755), 0);
   ir::Policy policy = testing::TestPolicy();
-  policy.filesystem.mounts.push_back({ir::MountKind::kWritable, "/tmp", "/zz-hosttmp", 0, false});
+  policy.filesystem.mounts.push_back({ir::MountKind::kWritable, *state_dir, "/zz-hoststate", 0, false});
   SandboxRequest request = testing::MakeRequest(
       policy, {"/bin/sh", "-c",
-               "found=0; for d in /zz-hosttmp/cocoon-stage-*; do [ -e \"$d/upper\" ] && found=1 && echo \"$d\"; done; "
-               "echo found=$found"});
+               "found=0; seen=0; for d in /zz-hoststate/cocoon-stage-*; do [ -d \"$d\" ] && seen=1; "
+               "[ -e \"$d/upper\" ] && found=1 && echo \"$d\"; done; echo seen=$seen found=$found"});
   request.work_host_dir = dir_;
   auto outcome = RunSandbox(std::move(request));
+  chmod(state_dir->c_str(), 0711);
   ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
   ASSERT_EQ(outcome->work_mode, "staged-overlay") << "the test needs the overlay strategy";
   EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
-  EXPECT_NE(outcome->stdout_data.find("found=0"), std::string::npos) << outcome->stdout_data;
+  EXPECT_NE(outcome->stdout_data.find("seen=1 found=0"), std::string::npos)
+      << "the stage's mount point is in the bound dir, and nothing of the stage shows through it: "
+      << outcome->stdout_data;
 }
 
 TEST_F(WorkDirTest, TimedOutRunCommitsNothing) {

@@ -220,25 +220,35 @@ TEST(CommitTest, SparseFilesAndHardlinksCountInFullAgainstTheQuota) {
   }
 }
 
-// Directories cost a tmpfs nothing but a disk block on the host: 20,000
-// empty directories (80 MB on ext4) do not pass a 64 MiB quota, while the
-// host's own 20,000 directories, copied in and back unchanged, cost nothing.
+// Directories cost a tmpfs nothing but a disk block on the host: 3,000
+// empty directories (12 MB on ext4) do not pass an 8 MiB quota, while the
+// host's own 3,000 directories, copied in and back unchanged, cost nothing;
+// host entries of another type at those paths (files the sandbox replaced
+// with directories) are no excuse.
 TEST(CommitTest, NewDirectoriesCountAgainstTheQuotaAndTheHostsOwnDoNot) {
+  constexpr int kDirectories = 3000;
   TempDir parent("cocoon-parent");
   TempDir staged("cocoon-staged");
   std::string host = parent / "work";
   mkdir(host.c_str(), 0750);
-  StagedOriginals originals;
-  originals.host_entries_recorded = true;
-  for (int i = 0; i < 20000; ++i) {
-    const std::string name = "d" + std::to_string(i);
-    ASSERT_EQ(mkdir((staged / name).c_str(), 0755), 0);
-  }
+  for (int i = 0; i < kDirectories; ++i) ASSERT_EQ(mkdir((staged / ("d" + std::to_string(i))).c_str(), 0755), 0);
   auto scan = ScanForBreakoutsAt(staged.path());
   ASSERT_TRUE(scan.ok());
+  StagedOriginals originals;
+  originals.host_entries_recorded = true;
   CommitOptions options;
-  options.max_bytes = 64 << 20;
+  options.max_bytes = 8 << 20;
   options.originals = &originals;
+  // The copy-in's record of what the host has now, with `mode` for type.
+  auto record_host = [&](mode_t type) {
+    originals.host_entries.clear();
+    for (const std::string& name : Names(host)) {
+      struct stat st {};
+      ASSERT_EQ(lstat((host + "/" + name).c_str(), &st), 0);
+      originals.host_entries[name] =
+          StagedOriginals::Seen{st.st_ino, st.st_ctim, type | (st.st_mode & 07777), st.st_uid, st.st_gid};
+    }
+  };
   int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   auto refused = CommitStagedTree(fd, *scan, host, options);
   ASSERT_FALSE(refused.ok());
@@ -246,19 +256,17 @@ TEST(CommitTest, NewDirectoriesCountAgainstTheQuotaAndTheHostsOwnDoNot) {
   EXPECT_NE(refused.status().message().find("each directory takes a 4 KiB disk block"), std::string::npos);
   EXPECT_TRUE(Names(host).empty());
 
-  // The same 20,000 as the host's own: in the copy-in's record, and on the
-  // host (which the commit checks is unchanged).
-  for (int i = 0; i < 20000; ++i) {
-    const std::string name = "d" + std::to_string(i);
-    ASSERT_EQ(mkdir((host + "/" + name).c_str(), 0755), 0);
-    struct stat st {};
-    ASSERT_EQ(stat((host + "/" + name).c_str(), &st), 0);
-    originals.host_entries[name] = StagedOriginals::Seen{st.st_ino, st.st_ctim, st.st_mode, st.st_uid, st.st_gid};
-  }
+  for (int i = 0; i < kDirectories; ++i) ASSERT_EQ(mkdir((host + "/d" + std::to_string(i)).c_str(), 0755), 0);
+  record_host(S_IFDIR);
   auto committed = CommitStagedTree(fd, *scan, host, options);
-  close(fd);
   ASSERT_TRUE(committed.ok()) << committed.status().ToString();
-  EXPECT_EQ(Names(host).size(), 20000u);
+  EXPECT_EQ(Names(host).size(), static_cast<size_t>(kDirectories));
+
+  record_host(S_IFREG);
+  auto retyped = CommitStagedTree(fd, *scan, host, options);
+  close(fd);
+  ASSERT_FALSE(retyped.ok());
+  EXPECT_EQ(retyped.status().code(), ErrorCode::kResourceExhausted) << retyped.status().ToString();
 }
 
 // The copy-in's record says "untouched" (inode, size, mtime, ctime all as
