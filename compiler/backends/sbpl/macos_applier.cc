@@ -13,6 +13,10 @@
 #ifdef __APPLE__
 #include <sys/resource.h>
 
+#include "compiler/backends/environment_plan.h"
+
+extern char** environ;
+
 extern "C" {
 int sandbox_init_with_parameters(const char* profile, uint64_t flags, const char* const parameters[],
                                  char** errorbuf);
@@ -44,12 +48,28 @@ Status ApplyRlimits(const SbplParams& params) {
   return Status::Ok();
 }
 
+// Replaces the process's environment with the policy's: macOS has no
+// clearenv(), and environ may be assigned (the strings are kept alive for
+// the rest of the process, which execs the command next).
+void ApplyEnvironment(const SbplParams& params) {
+  std::vector<std::string> caller;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) caller.emplace_back(*entry);
+  static std::vector<std::string> entries;
+  static std::vector<char*> pointers;
+  entries = backends::SandboxEnvironment(params.environment, caller);
+  pointers.clear();
+  for (std::string& entry : entries) pointers.push_back(entry.data());
+  pointers.push_back(nullptr);
+  environ = pointers.data();
+}
+
 }  // namespace
 
 Status ApplyMacosSandbox(const MacosApplyRequest& request) {
   COCOON_ASSIGN_OR_RETURN(SbplParams params, ParseSbplParams(request.params_json));
   COCOON_ASSIGN_OR_RETURN(auto resolved, ResolveParams(params, request.overrides));
   COCOON_RETURN_IF_ERROR(ApplyRlimits(params));
+  ApplyEnvironment(params);
   std::vector<const char*> argv;
   for (const auto& [name, value] : resolved) {
     argv.push_back(name.c_str());

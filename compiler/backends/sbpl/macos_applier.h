@@ -1,7 +1,10 @@
 // Applies a compiled macOS profile to the calling process (macOS only):
-// rlimits from macos.params.json, then sandbox_init_with_parameters() with the
-// profile text and the resolved parameters. After it returns OK the process
-// (and everything it execs) is confined; there is no way back.
+// rlimits from macos.params.json, the policy's environment (the process's
+// own is replaced by SandboxEnvironment's, environment_plan.h, so the
+// command it execs next starts with only that), then
+// sandbox_init_with_parameters() with the profile text and the resolved
+// parameters. After it returns OK the process (and everything it execs) is
+// confined; there is no way back.
 #pragma once
 
 #include <map>

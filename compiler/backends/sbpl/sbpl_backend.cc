@@ -66,7 +66,10 @@ bool IsLoopbackHost(std::string_view host) {
 
 class SbplWriter {
  public:
-  explicit SbplWriter(const ir::Policy& policy) : policy_(policy) { params_.profile = policy.name; }
+  explicit SbplWriter(const ir::Policy& policy) : policy_(policy) {
+    params_.profile = policy.name;
+    params_.environment = policy.environment;
+  }
 
   Result<std::vector<Artifact>> Build();
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/backends/environment_plan.h"
+
 namespace cocoon::backends::sbpl {
 namespace {
 
@@ -45,6 +47,9 @@ Result<SbplParams> ParseParamsJson(const ordered_json& doc) {
     out.rlimits.push_back({item.at("resource").get<std::string>(), item.at("soft").get<uint64_t>(),
                            item.at("hard").get<uint64_t>()});
   }
+  // Required: a params file without it would leave the environment to the
+  // caller's, the opposite of the policy's default (`clear`).
+  COCOON_ASSIGN_OR_RETURN(out.environment, ParseEnvironmentPlan(doc.at("environment")));
   return out;
 }
 
@@ -90,6 +95,7 @@ std::string SbplParamsToJson(const SbplParams& params) {
   }
   doc["rlimits"] = std::move(limits);
   doc["wall_time_ms"] = params.wall_time_ms;
+  doc["environment"] = EnvironmentPlanJson(params.environment);
   return doc.dump(2) + "\n";
 }
 

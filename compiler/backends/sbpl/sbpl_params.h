@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/common/status.h"
+#include "compiler/ir/policy_ir.h"
 
 namespace cocoon::backends::sbpl {
 
@@ -49,6 +50,9 @@ struct SbplParams {
   std::vector<SbplParam> params;
   std::vector<SbplRlimit> rlimits;
   uint64_t wall_time_ms = 0;  // 0: none; the launcher kills the process tree after this
+  // The policy's environment section (environment_plan.h): Seatbelt has no
+  // say over it, so the launcher builds the sandbox's environment from it.
+  ir::Environment environment;
 };
 
 // /tmp, /var and /etc are symlinks into /private on macOS, and Seatbelt

@@ -166,6 +166,7 @@ Result<std::vector<Artifact>> CompileWindows(const ir::Policy& policy) {
   windows::WindowsPlan plan;
   std::vector<std::string> warnings;
   plan.profile = policy.name;
+  plan.environment = policy.environment;
   plan.sandbox_sid = DeriveSandboxSid(policy.name);
   SetJobLimits(policy.limits, plan.job);
   SetToken(plan.sandbox_sid, plan.token);

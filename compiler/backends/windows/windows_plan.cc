@@ -1,5 +1,7 @@
 #include "compiler/backends/windows/windows_plan.h"
 
+#include "compiler/backends/environment_plan.h"
+
 #include <nlohmann/json.hpp>
 
 #include "compiler/backends/windows/sddl.h"
@@ -121,6 +123,7 @@ Result<WindowsPlan> FromJson(const ordered_json& doc) {
   plan.disk_bytes = supervisor.at("disk_bytes").get<uint64_t>();
   plan.unenforced_required_limits = doc.at("unenforced_required_limits").get<std::vector<std::string>>();
   plan.unenforced_best_effort_limits = doc.at("unenforced_best_effort_limits").get<std::vector<std::string>>();
+  COCOON_ASSIGN_OR_RETURN(plan.environment, ParseEnvironmentPlan(doc.at("environment")));
   COCOON_RETURN_IF_ERROR(Validate(plan));
   return plan;
 }
@@ -156,6 +159,7 @@ std::string WindowsPlanToJson(const WindowsPlan& plan) {
                        {"disk_bytes", plan.disk_bytes}};
   doc["unenforced_required_limits"] = plan.unenforced_required_limits;
   doc["unenforced_best_effort_limits"] = plan.unenforced_best_effort_limits;
+  doc["environment"] = EnvironmentPlanJson(plan.environment);
   return doc.dump(2) + "\n";
 }
 

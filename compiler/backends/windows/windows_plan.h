@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/common/status.h"
+#include "compiler/ir/policy_ir.h"
 
 namespace cocoon::backends::windows {
 
@@ -91,6 +92,9 @@ struct WindowsPlan {
   // applier refuses to run while this is not empty (fail closed).
   std::vector<std::string> unenforced_required_limits;
   std::vector<std::string> unenforced_best_effort_limits;
+  // The policy's environment section (environment_plan.h): the launcher
+  // builds the sandbox's environment block from it and its own.
+  ir::Environment environment;
 };
 
 std::string WindowsPlanToJson(const WindowsPlan& plan);

@@ -5,7 +5,10 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "compiler/backends/artifact.h"
+#include "compiler/backends/environment_plan.h"
 #include "compiler/backends/sbpl/macos_applier.h"
 #include "compiler/backends/sbpl/sbpl_params.h"
 #include "tests/backends/driver/test_policy.h"
@@ -124,6 +127,32 @@ TEST(SbplBackend, StrictIsWellFormedDenyDefault) {
 // (`readonly /opt/app as /app`, `hide /app/secrets`) is denied where it is
 // on the host, /opt/app/secrets; /app/secrets does not exist there. Under a
 // writable alias the hidden path also stays out of that root's writes.
+// Seatbelt has no say over the environment: macos.params.json carries the
+// policy's, and the applier replaces the process's own with it, so a
+// `clear` policy hands the command none of the caller's variables (the
+// documented sandbox-exec invocation handed it all of them before).
+TEST(SbplBackend, TheParamsCarryThePolicysEnvironment) {
+  Compiled c = Compile(testing::StrictPolicy());
+  EXPECT_TRUE(c.params.environment.clear);
+  EXPECT_EQ(c.params.environment.set, testing::StrictPolicy().environment.set);
+  EXPECT_EQ(c.params.environment.pass, (std::vector<std::string>{"LANG", "TERM"}));
+  const std::vector<std::string> env = backends::SandboxEnvironment(
+      c.params.environment, {"AWS_SECRET_ACCESS_KEY=x", "LANG=fr_FR.UTF-8", "PATH=/opt/evil", "TERM=xterm", "junk"});
+  EXPECT_EQ(env, (std::vector<std::string>{"HOME=/work", "LANG=fr_FR.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin",
+                                           "TERM=xterm"}));
+  ir::Environment inherit;
+  inherit.clear = false;
+  inherit.unset = {"AWS_SECRET_ACCESS_KEY"};
+  inherit.set = {{"X", "1"}};
+  EXPECT_EQ(backends::SandboxEnvironment(inherit, {"AWS_SECRET_ACCESS_KEY=x", "USER=me", "X=0"}),
+            (std::vector<std::string>{"USER=me", "X=1"}));
+  // A params file without the section is refused, not read as "inherit".
+  std::string text = backends::sbpl::SbplParamsToJson(c.params);
+  auto doc = nlohmann::ordered_json::parse(text);
+  doc.erase("environment");
+  EXPECT_FALSE(backends::sbpl::ParseSbplParams(doc.dump()).ok());
+}
+
 TEST(SbplBackend, HiddenPathsUnderAnAliasAreDeniedOnTheHost) {
   ir::Policy policy = testing::StrictPolicy();
   policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/opt/app", "/app", 0, false});

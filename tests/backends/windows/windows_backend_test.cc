@@ -181,6 +181,15 @@ TEST(WindowsBackend, HiddenPathsUnderAnAliasGetTheirAclOnTheHostPath) {
   EXPECT_EQ(hidden["/tmp/x"], "/tmp/x") << "a tmpfs has no host counterpart";
 }
 
+// The launcher builds the sandbox's environment block: windows.json carries
+// the policy's environment for it (cocoon-windows-run applies it).
+TEST(WindowsBackend, ThePlanCarriesThePolicysEnvironment) {
+  backends::windows::WindowsPlan plan = CompilePlan(testing::StrictPolicy());
+  EXPECT_TRUE(plan.environment.clear);
+  EXPECT_EQ(plan.environment.set, testing::StrictPolicy().environment.set);
+  EXPECT_EQ(plan.environment.pass, (std::vector<std::string>{"LANG", "TERM"}));
+}
+
 TEST(WindowsBackend, JobLimitsMatchThePolicyAndNeverBreakaway) {
   namespace w = backends::windows;
   auto plan = CompilePlan(testing::StrictPolicy());
