@@ -50,7 +50,18 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
               << (o.work_mode == "direct" ? "; the work dir keeps what the command wrote before (direct mode)\n"
                                            : "; nothing was committed\n");
   }
-  if (o.termination_reason == enforcer::TerminationReason::kSeccompKill) std::cerr << name << ": killed by a seccomp kill rule\n";
+  if (o.termination_reason == enforcer::TerminationReason::kSeccompKill) {
+    // A kill rule the supervisor answered is in denied_syscalls; a SIGSYS
+    // death without one came from the filter itself (another architecture's
+    // call, a trap rule the program did not handle) or from a filter the
+    // program installed on itself: the kernel does not say which.
+    bool rule_recorded = false;
+    for (const auto& denied : o.denied_syscalls) rule_recorded |= denied.action == "kill";
+    std::cerr << name
+              << (rule_recorded ? ": killed by a seccomp kill rule\n"
+                                : ": killed by SIGSYS from seccomp (a trap or kill in the filter, such as a call of "
+                                  "another architecture, or a filter the program installed itself)\n");
+  }
   bool direct = o.work_mode == "direct";
   // The names are the sandbox's: escaped, and not one line each without end
   // (the Outcome in --json lists them all).
