@@ -39,6 +39,10 @@ void SetupWritableTarget(Context& ctx) {
   ctx.probe_args.push_back("path=" + path);
 }
 
+// The lease probe's file goes in the work dir, which the user owns (the
+// probe's own directory, bin, is root's here).
+void SetupLeaseDir(Context& ctx) { ctx.probe_args.push_back("dir=" + ctx.scratch->work()); }
+
 std::vector<SelfCase> SelfCases() {
   return {
       {"mount_tmpfs", "mount", {"op=tmpfs"}, nullptr},
@@ -55,6 +59,7 @@ std::vector<SelfCase> SelfCases() {
       {"env_canary", "env_canary", {}, SetupCanary},
       {"fd_leak", "fd_leak", {}, SetupLeakedFds},
       {"tiocsti", "tiocsti", {}, SetupPty},
+      {"fcntl_setlease", "lease", {}, SetupLeaseDir},
       {"abi_x32", "abi", {"op=x32"}, nullptr, /*skip_if_blocked=*/true},
       {"abi_int80", "abi", {"op=int80"}, nullptr, /*skip_if_blocked=*/true},
   };

@@ -64,6 +64,7 @@ std::vector<ProbeCase> AllCases() {
                            "io_uring_setup", "kexec_load", "init_module", "iopl", "syslog", "personality"}));
   add(Ops("abi", {"x32", "int80"}));
   all.push_back(Case("tiocsti", "tiocsti", {}, SetupPty, VerifyPtyClean));
+  all.push_back(Case("fcntl_setlease", "lease", {}));
   all.push_back(Case("open_by_handle_at", "open_by_handle", {}, SetupFileHandle));
   all.push_back(Case("kill_host_pid", "kill_host", {}, SetupHostSleep, VerifyHostSleepAlive));
   all.push_back(Case("host_processes_hidden", "host_procs", {}, SetupHostSleep, VerifyHostSleepAlive));

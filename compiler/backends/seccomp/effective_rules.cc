@@ -28,6 +28,9 @@ constexpr uint64_t kCloneNewMask = 0x7E020000;
 constexpr uint64_t kLow32 = 0xffffffffULL;
 constexpr uint64_t kTiocsti = 0x5412;   // <asm-generic/ioctls.h>
 constexpr uint64_t kTioclinux = 0x541C;
+// <linux/fcntl.h>: F_LINUX_SPECIFIC_BASE + 0. fcntl's cmd is an int (the
+// kernel's parameter is `unsigned int cmd`), so only the low 32 bits count.
+constexpr uint64_t kFSetLease = 1024;
 constexpr uint64_t kAfAlg = 38;     // <linux/socket.h>
 constexpr uint64_t kAfVsock = 40;
 constexpr uint64_t kRefusedSocketFamilies[] = {kAfVsock, kAfAlg};
@@ -71,7 +74,7 @@ void AddCloneGuards(std::vector<Candidate>& out) {
 
 // Where each prologue guard lives (ComputeEffectiveSyscalls decides).
 struct GuardForms {
-  PrologueGuardForm ioctl, seccomp, clone, socket;
+  PrologueGuardForm ioctl, seccomp, clone, socket, fcntl;
 };
 
 void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
@@ -85,6 +88,13 @@ void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
   for (uint64_t cmd : {kTiocsti, kTioclinux}) {
     if (forms.ioctl == PrologueGuardForm::kBpfPrefix) continue;  // EffectiveSyscalls::ioctl_denied_cmds
     out.push_back({PrologueRule("ioctl", Errno(EPERM), {{1, CompareOp::kMaskedEq, cmd, kLow32}}), true});
+  }
+  // F_SETLEASE (EffectiveSyscalls::fcntl_denied_cmds_in_prefix says why):
+  // rootless, a lease the sandbox takes on a file it shares with the host
+  // stalls every host open for writing for up to lease-break-time. i386's
+  // fcntl64 (AddI386FcntlLeaseRefusal) takes the same cmd.
+  if (forms.fcntl == PrologueGuardForm::kRules) {
+    out.push_back({PrologueRule("fcntl", Errno(EPERM), {{1, CompareOp::kMaskedEq, kFSetLease, kLow32}}), true});
   }
   // Socket families that a network namespace does not isolate: AF_VSOCK (40)
   // talks to the hypervisor and other VMs whatever the netns, and AF_ALG (38)
@@ -127,6 +137,14 @@ void AddI386MultiplexerRefusal(const ir::Syscalls& policy, PrologueGuardForm for
   }
   const ir::Action action = policy.default_action == Errno(ENOSYS) ? Errno(EPERM) : Errno(ENOSYS);
   for (std::string_view name : I386MultiplexerNames()) out.push_back({PrologueRule(std::string(name), action), true});
+}
+
+// With `arch x86`, kRules form: fcntl64 (i386 only; glibc's fcntl calls it
+// there) refuses F_SETLEASE like fcntl. Only with `arch x86`, so that no
+// other filter or OCI profile names a syscall its architectures lack.
+void AddI386FcntlLeaseRefusal(const ir::Syscalls& policy, PrologueGuardForm form, std::vector<Candidate>& out) {
+  if (form != PrologueGuardForm::kRules || !HasArch(policy.architectures, ir::Arch::kX86)) return;
+  out.push_back({PrologueRule("fcntl64", Errno(EPERM), {{1, CompareOp::kMaskedEq, kFSetLease, kLow32}}), true});
 }
 
 void AddReopenableDenials(const ir::Syscalls& policy, std::vector<Candidate>& out,
@@ -192,19 +210,30 @@ void AddPolicyRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
   }
 }
 
-// True when `r` (an ioctl rule) only matches calls the BPF prefix denies
-// first: one of its conditions pins the low 32 bits of arg 1 (the cmd, which
-// the kernel truncates to 32 bits) to a denied value. strict.cocoon spells
-// the prologue's guard out itself (`deny ioctl if arg1 == TIOCSTI ...`);
-// kept, those rules would split `allow ioctl` into range pieces again.
-bool ShadowedByIoctlPrefix(const SyscallRule& r, const std::vector<uint32_t>& denied_cmds) {
-  if (r.name != "ioctl") return false;
+// True when one of `r`'s conditions pins the low 32 bits of arg 1 (a cmd,
+// which the kernel truncates to 32 bits) to one of `denied_cmds`.
+bool PinsCmdToOneOf(const SyscallRule& r, const std::vector<uint32_t>& denied_cmds) {
   return std::any_of(r.conditions.begin(), r.conditions.end(), [&](const ArgCondition& c) {
     if (c.arg != 1) return false;
     const bool pins_low32 = c.op == CompareOp::kEq || (c.op == CompareOp::kMaskedEq && (c.mask & kLow32) == kLow32);
     const uint32_t low = static_cast<uint32_t>(c.value);
     return pins_low32 && std::find(denied_cmds.begin(), denied_cmds.end(), low) != denied_cmds.end();
   });
+}
+
+// True when `r` (an ioctl rule) only matches calls the BPF prefix denies
+// first (PinsCmdToOneOf). strict.cocoon spells the prologue's guard out
+// itself (`deny ioctl if arg1 == TIOCSTI ...`); kept, those rules would split
+// `allow ioctl` into range pieces again.
+bool ShadowedByIoctlPrefix(const SyscallRule& r, const std::vector<uint32_t>& denied_cmds) {
+  return r.name == "ioctl" && PinsCmdToOneOf(r, denied_cmds);
+}
+
+// The same for the F_SETLEASE guard: a policy's own `deny fcntl if arg1 ==
+// 1024` (or fcntl64) is answered by the prefix first; kept, it would split
+// `allow fcntl` into range pieces and undo the inline guard placement.
+bool ShadowedByFcntlPrefix(const SyscallRule& r, const std::vector<uint32_t>& denied_cmds) {
+  return (r.name == "fcntl" || r.name == "fcntl64") && PinsCmdToOneOf(r, denied_cmds);
 }
 
 // ConnectRouting::kSupervisor: a notify twin of every permitting connect
@@ -424,6 +453,11 @@ Prepared Prepare(const ir::Syscalls& unfitted_policy, PrologueGuardForm ioctl_fo
           ? PrologueGuardForm::kRules
           : ioctl_form;
   const PrologueGuardForm socket_form = form_for("socket");
+  // One guard for fcntl and i386's fcntl64 (they take the same cmds).
+  const PrologueGuardForm fcntl_form =
+      form_for("fcntl") == PrologueGuardForm::kRules || form_for("fcntl64") == PrologueGuardForm::kRules
+          ? PrologueGuardForm::kRules
+          : ioctl_form;
   ioctl_form = form_for("ioctl");
   if (ioctl_form == PrologueGuardForm::kBpfPrefix) out.ioctl_denied_cmds = {kTiocsti, kTioclinux};
   out.seccomp_listener_in_prefix = seccomp_form == PrologueGuardForm::kBpfPrefix;
@@ -433,15 +467,20 @@ Prepared Prepare(const ir::Syscalls& unfitted_policy, PrologueGuardForm ioctl_fo
       out.socket_denied_families_in_prefix.push_back(static_cast<uint32_t>(family));
     }
   }
+  if (fcntl_form == PrologueGuardForm::kBpfPrefix) out.fcntl_denied_cmds_in_prefix = {kFSetLease};
   std::vector<Candidate> all;
   all.reserve(policy.rules.size() + 128);  // the prologue adds a few dozen
-  AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form});
+  AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form, fcntl_form});
   AddI386MultiplexerRefusal(policy, ioctl_form_requested, all, out);
+  AddI386FcntlLeaseRefusal(policy, fcntl_form, all);
   AddReopenableDenials(policy, all, out.warnings);
   AddPolicyRules(policy, all);
   if (connect == ConnectRouting::kSupervisor) AddConnectBrokerRules(policy, all);
-  // Safe only because no ioctl rule outranks the prefix's errno(EPERM) here.
-  std::erase_if(all, [&](const Candidate& c) { return ShadowedByIoctlPrefix(c.rule, out.ioctl_denied_cmds); });
+  // Safe only because no ioctl (fcntl) rule outranks the prefix's errno(EPERM) here.
+  std::erase_if(all, [&](const Candidate& c) {
+    return ShadowedByIoctlPrefix(c.rule, out.ioctl_denied_cmds) ||
+           ShadowedByFcntlPrefix(c.rule, out.fcntl_denied_cmds_in_prefix);
+  });
   GroupByName(all, prepared);
   return prepared;
 }

@@ -50,6 +50,14 @@ struct EffectiveSyscalls {
   // whatever the rules say (see I386MultiplexerNames below). In kRules form
   // they are prologue rules instead.
   bool i386_multiplexers_in_prefix = false;
+  // kBpfPrefix only: fcntl / fcntl64 commands (low 32 bits of arg 1: the cmd
+  // is an int) refused with errno(EPERM) in the same prefix: F_SETLEASE.
+  // Rootless, the sandbox owns the caller's files, a read lease needs only a
+  // read-only fd, and a lease stalls every host process (root included) that
+  // opens the file for writing for up to lease-break-time (45 s), while
+  // SIGIO tells the sandbox who did (fcntl(2) "Leases"). Empty when the
+  // refusal is in `rules`.
+  std::vector<uint32_t> fcntl_denied_cmds_in_prefix;
 };
 
 // The i386 multiplexers socketcall(2) and ipc(2): with SCMP_ARCH_X86,
@@ -89,6 +97,9 @@ enum class PrologueGuardForm {
 //    the kernel's parameter is an unsigned int);
 //  - socket(AF_VSOCK / AF_ALG) -> errno(EAFNOSUPPORT);
 //  - ioctl TIOCSTI / TIOCLINUX -> errno(EPERM);
+//  - fcntl / fcntl64 F_SETLEASE (1024, low 32 bits of arg 1) -> errno(EPERM):
+//    a lease on a file shared with the host stalls host writers (see
+//    EffectiveSyscalls::fcntl_denied_cmds_in_prefix);
 //  - seccomp(SECCOMP_SET_MODE_FILTER) with SECCOMP_FILTER_FLAG_NEW_LISTENER -> errno(EPERM);
 //  - with `arch x86`: the i386 socketcall and ipc multiplexers -> errno(ENOSYS)
 //    (kRules: errno(EPERM) when the default already is errno(ENOSYS), since
@@ -121,10 +132,11 @@ enum class PrologueGuardForm {
 // default action. libseccomp then cannot misorder them.
 //
 // kBpfPrefix falls back to kRules (per guard) when a policy ioctl / seccomp
-// rule outranks errno(EPERM) (kill, trap): the rule algebra then decides.
-// Otherwise policy ioctl rules that pin arg 1's low 32 bits to a denied cmd
-// (strict's own `deny ioctl if arg1 == TIOCSTI ...`) are dropped: the prefix
-// answers those calls first, and kept they would split `allow ioctl` again.
+// / fcntl rule outranks errno(EPERM) (kill, trap): the rule algebra then decides.
+// Otherwise policy ioctl (fcntl, fcntl64) rules that pin arg 1's low 32 bits
+// to a denied cmd (strict's own `deny ioctl if arg1 == TIOCSTI ...`) are
+// dropped: the prefix answers those calls first, and kept they would split
+// `allow ioctl` (`allow fcntl`) again.
 //
 // ConnectRouting::kSupervisor (`network allow { ... }` policies only): every
 // connect(2) the policy permits (allow/log rules, or a permissive default)
@@ -143,7 +155,7 @@ EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy,
 // seccomp back end), `rules` is ComputeEffectiveSyscalls(policy, kRules,
 // kFilter) (OCI, Kubernetes). Equal to those two calls; a syscall whose
 // candidate rules are the same in both forms (all but the guarded ioctl,
-// seccomp, clone, unshare, socket and, for allow-lists, connect) is resolved
+// fcntl, seccomp, clone, unshare, socket and, for allow-lists, connect) is resolved
 // once.
 struct EffectiveSyscallForms {
   EffectiveSyscalls bpf;

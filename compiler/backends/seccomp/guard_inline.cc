@@ -42,6 +42,7 @@ std::vector<BlockInsn> GuardTest(GuardKind kind, const PrefixGuards& guards) {
   switch (kind) {
     case GuardKind::kIoctl: value_list(bpf::ArgLowOffset(1), guards.ioctl_denied_cmds, kToDeny); break;
     case GuardKind::kSocket: value_list(bpf::ArgLowOffset(0), guards.socket_denied_families, kToDenyFamily); break;
+    case GuardKind::kFcntl: value_list(bpf::ArgLowOffset(1), guards.fcntl_denied_cmds, kToDeny); break;
     case GuardKind::kClone:
       out.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
       out.push_back({bpf::kJsetK, guards.clone_new_mask, kToDeny, kToOwnRet});
@@ -62,6 +63,7 @@ const char* KindName(GuardKind kind) {
     case GuardKind::kSeccomp: return "seccomp SET_MODE_FILTER with NEW_LISTENER -> deny";
     case GuardKind::kClone: return "clone/unshare with a CLONE_NEW* flag -> deny";
     case GuardKind::kSocket: return "socket AF_VSOCK/AF_ALG -> errno(97)";
+    case GuardKind::kFcntl: return "fcntl F_SETLEASE -> deny";
   }
   return "?";
 }
@@ -73,6 +75,7 @@ bool GuardFor(std::string_view name, const PrefixGuards& guards, GuardKind* kind
   else if (name == "seccomp" && guards.seccomp_listener) *kind = GuardKind::kSeccomp;
   else if ((name == "clone" || name == "unshare") && guards.clone_new_mask != 0) *kind = GuardKind::kClone;
   else if (name == "socket" && !guards.socket_denied_families.empty()) *kind = GuardKind::kSocket;
+  else if ((name == "fcntl" || name == "fcntl64") && !guards.fcntl_denied_cmds.empty()) *kind = GuardKind::kFcntl;
   else return false;
   return true;
 }

@@ -41,9 +41,10 @@
 
 namespace cocoon::backends {
 
-enum class GuardKind : uint8_t { kIoctl, kSeccomp, kClone, kSocket };
+enum class GuardKind : uint8_t { kIoctl, kSeccomp, kClone, kSocket, kFcntl };
 
-// The guard `guards` puts on syscall `name` (clone and unshare share one),
+// The guard `guards` puts on syscall `name` (clone and unshare share one,
+// fcntl and fcntl64 too),
 // or false when none does.
 bool GuardFor(std::string_view name, const PrefixGuards& guards, GuardKind* kind);
 

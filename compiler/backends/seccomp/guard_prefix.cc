@@ -20,7 +20,7 @@ namespace {
 // Symbolic jump targets, resolved once the layout is known.
 enum Label : int {
   kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6, kCloneCheck = -7,
-  kSocketCheck = -8, kDenyFamily = -9, kDenyMultiplexer = -10
+  kSocketCheck = -8, kDenyFamily = -9, kDenyMultiplexer = -10, kFcntlCheck = -11
 };
 
 struct Insn {
@@ -36,6 +36,7 @@ struct Block {
   size_t seccomp_check = 0;  // index of the seccomp op check
   size_t clone_check = 0;    // index of the clone/unshare flags check
   size_t socket_check = 0;   // index of the socket family check
+  size_t fcntl_check = 0;    // index of the fcntl cmd check
 };
 
 // Audit arch -> the numbers of `name` there (x86_64 and x32 share one arch).
@@ -82,6 +83,7 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
           case kSeccompCheck: return block_start[bi] + b.seccomp_check;
           case kCloneCheck: return block_start[bi] + b.clone_check;
           case kSocketCheck: return block_start[bi] + b.socket_check;
+          case kFcntlCheck: return block_start[bi] + b.fcntl_check;
           default: return pc + 1;
         }
       };
@@ -97,6 +99,7 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
 // One arch's block; nullopt-like empty block when nothing is guarded there.
 struct ArchNumbers {
   std::vector<uint32_t> ioctl, seccomp, clone, socket;  // clone holds clone and unshare
+  std::vector<uint32_t> fcntl;  // fcntl and (i386) fcntl64
   std::vector<uint32_t> multiplexers;  // i386 socketcall, ipc: refused whatever the arguments
 };
 
@@ -117,6 +120,7 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
   for (uint32_t nr : n.seccomp) dispatch.push_back({nr, kSeccompCheck});
   for (uint32_t nr : n.clone) dispatch.push_back({nr, kCloneCheck});
   for (uint32_t nr : n.socket) dispatch.push_back({nr, kSocketCheck});
+  for (uint32_t nr : n.fcntl) dispatch.push_back({nr, kFcntlCheck});
   for (uint32_t nr : n.multiplexers) dispatch.push_back({nr, kDenyMultiplexer});
   if (dispatch.empty()) return b;
   b.insns.push_back({bpf::kLoadWordAbs, bpf::kArchOffset});
@@ -153,6 +157,14 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
       b.insns.push_back({bpf::kJeqK, families[i], kDenyFamily, i + 1 == families.size() ? kOut : kNext});
     }
   }
+  if (!n.fcntl.empty()) {
+    b.fcntl_check = b.insns.size();
+    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
+    const auto& cmds = guards.fcntl_denied_cmds;
+    for (size_t i = 0; i < cmds.size(); ++i) {
+      b.insns.push_back({bpf::kJeqK, cmds[i], kDeny, i + 1 == cmds.size() ? kOut : kNext});
+    }
+  }
   return b;
 }
 
@@ -180,6 +192,8 @@ Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const P
   const auto clone = Numbers(arches, "clone");
   const auto unshare = Numbers(arches, "unshare");
   const auto socket = Numbers(arches, "socket");
+  const auto fcntl = Numbers(arches, "fcntl");
+  const auto fcntl64 = Numbers(arches, "fcntl64");
   std::vector<Block> blocks;
   for (const auto& [audit_arch, ioctl_nrs] : ioctl) {
     ArchNumbers n;
@@ -190,6 +204,10 @@ Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const P
       n.clone.insert(n.clone.end(), unshare.at(audit_arch).begin(), unshare.at(audit_arch).end());
     }
     if (!guards.socket_denied_families.empty()) n.socket = socket.at(audit_arch);
+    if (!guards.fcntl_denied_cmds.empty()) {
+      n.fcntl = fcntl.at(audit_arch);
+      n.fcntl.insert(n.fcntl.end(), fcntl64.at(audit_arch).begin(), fcntl64.at(audit_arch).end());
+    }
     if (guards.i386_multiplexers && audit_arch == AUDIT_ARCH_I386) n.multiplexers = I386MultiplexerNumbers();
     Block b = ArchBlock(audit_arch, n, guards);
     if (!b.insns.empty()) blocks.push_back(std::move(b));
@@ -242,6 +260,19 @@ std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const Prefi
     std::snprintf(line, sizeof(line), "if ($syscall is socket && $a0.lo32 == %u)\n  action %s;\n", family,
                   DescribeSeccompRet(SocketFamilyDenyRet()).c_str());
     text += line;
+  }
+  for (const char* name : {"fcntl", "fcntl64"}) {
+    for (const auto& [audit_arch, numbers] : Numbers(arches, name)) {
+      for (uint32_t nr : guards.fcntl_denied_cmds.empty() ? std::vector<uint32_t>{} : numbers) {
+        std::snprintf(line, sizeof(line), "if ($arch == %u && $syscall == %u)   # %s\n", audit_arch, nr, name);
+        text += line;
+        for (uint32_t cmd : guards.fcntl_denied_cmds) {
+          std::snprintf(line, sizeof(line), "  if ($a1.lo32 == %u)   # F_SETLEASE\n    action %s;\n", cmd,
+                        action.c_str());
+          text += line;
+        }
+      }
+    }
   }
   if (guards.i386_multiplexers) {
     for (uint32_t nr : I386MultiplexerNumbers()) {

@@ -134,14 +134,15 @@ Status SetArchitectures(scmp_filter_ctx ctx, const std::vector<ir::Arch>& arches
 
 PrefixGuards Guards(const EffectiveSyscalls& rules) {
   return PrefixGuards{rules.ioctl_denied_cmds, rules.seccomp_listener_in_prefix, rules.clone_new_mask_in_prefix,
-                      rules.socket_denied_families_in_prefix, rules.i386_multiplexers_in_prefix};
+                      rules.socket_denied_families_in_prefix, rules.i386_multiplexers_in_prefix,
+                      rules.fcntl_denied_cmds_in_prefix};
 }
 
 // The guarded syscalls (guard_prefix.h) by name.
 std::vector<std::string_view> GuardedNames(const PrefixGuards& guards) {
   std::vector<std::string_view> out;
   GuardKind kind;
-  for (std::string_view name : {"ioctl", "seccomp", "clone", "unshare", "socket"}) {
+  for (std::string_view name : {"ioctl", "seccomp", "clone", "unshare", "socket", "fcntl", "fcntl64"}) {
     if (GuardFor(name, guards, &kind)) out.push_back(name);
   }
   return out;

@@ -40,6 +40,8 @@ struct Expectation {
   int clone_nr;
   int unshare_nr;
   int socket_nr;
+  int fcntl_nr;
+  int fcntl64_nr;  // i386 only
   std::vector<int> multiplexer_nrs;  // i386 socketcall, ipc with the multiplexer guard
   // Extra boundary values of the prefix guards' arguments (VerifySyscall).
   std::vector<uint32_t> seccomp_values;
@@ -57,7 +59,8 @@ std::optional<uint32_t> GuardAnswer(const Expectation& e, int nr, const uint64_t
       ((nr == e.clone_nr || nr == e.unshare_nr) && (args[0] & e.rules.clone_new_mask_in_prefix) != 0) ||
       (nr == e.seccomp_nr && e.rules.seccomp_listener_in_prefix &&
        static_cast<uint32_t>(args[0]) == SECCOMP_SET_MODE_FILTER && (args[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0) ||
-      (nr == e.ioctl_nr && Contains(e.rules.ioctl_denied_cmds, args[1]));
+      (nr == e.ioctl_nr && Contains(e.rules.ioctl_denied_cmds, args[1])) ||
+      ((nr == e.fcntl_nr || nr == e.fcntl64_nr) && Contains(e.rules.fcntl_denied_cmds_in_prefix, args[1]));
   if (std::find(e.multiplexer_nrs.begin(), e.multiplexer_nrs.end(), nr) != e.multiplexer_nrs.end()) {
     return MultiplexerDenyRet();
   }
@@ -197,12 +200,15 @@ Status VerifySyscall(const BpfProgram& program, const Expectation& e, int nr,
     const bool seccomp_arg = nr == e.seccomp_nr && arg <= 1 && e.rules.seccomp_listener_in_prefix;
     const bool clone_arg = (nr == e.clone_nr || nr == e.unshare_nr) && arg == 0 && e.rules.clone_new_mask_in_prefix;
     const bool socket_arg = nr == e.socket_nr && arg == 0 && !e.rules.socket_denied_families_in_prefix.empty();
+    const bool fcntl_cmd =
+        (nr == e.fcntl_nr || nr == e.fcntl64_nr) && arg == 1 && !e.rules.fcntl_denied_cmds_in_prefix.empty();
     const std::vector<uint32_t>& extra = ioctl_cmd     ? e.rules.ioctl_denied_cmds
+                                         : fcntl_cmd   ? e.rules.fcntl_denied_cmds_in_prefix
                                          : seccomp_arg ? e.seccomp_values
                                          : clone_arg   ? e.clone_values
                                          : socket_arg  ? e.rules.socket_denied_families_in_prefix
                                                        : no_extra;
-    guard_arg[arg] = ioctl_cmd || seccomp_arg || clone_arg || socket_arg;
+    guard_arg[arg] = ioctl_cmd || seccomp_arg || clone_arg || socket_arg || fcntl_cmd;
     guard_values[arg] = &extra;
     // An argument only a (miscompiled) program tests varies too.
     used_arg[arg] = used || guard_arg[arg] || program_tests_arg(arg);
@@ -356,7 +362,8 @@ Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
   auto nr_of = [&](const char* name) { return syscalls::KernelSyscallNumber(name, arch); };
   Expectation e{rules, expected_ret, routed, ioctl_deny_ret, AuditArch(arch), syscalls::ArchName(arch),
                 arch == ir::Arch::kX86,
-                nr_of("ioctl"), nr_of("seccomp"), nr_of("clone"), nr_of("unshare"), nr_of("socket"), {},
+                nr_of("ioctl"), nr_of("seccomp"), nr_of("clone"), nr_of("unshare"), nr_of("socket"),
+                nr_of("fcntl"), nr_of("fcntl64"), {},
                 {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC},
                 {rules.clone_new_mask_in_prefix, 17 /* SIGCHLD */}};
@@ -372,7 +379,7 @@ Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
   // stands for a guarded syscall checked even without rules. Negative
   // numbers are libseccomp's pseudo numbers for calls this arch lacks.
   std::vector<std::pair<int, const ir::SyscallRule*>> by_nr;
-  by_nr.reserve(rules.rules.size() + 7);
+  by_nr.reserve(rules.rules.size() + 9);
   for (size_t i = 0; i < rules.rules.size();) {
     // A run of rules with one name (ComputeEffectiveSyscalls sorts by name) resolves once.
     const std::string& name = rules.rules[i].name;
@@ -389,6 +396,8 @@ Status VerifyArch(const BpfProgram& program, const EffectiveSyscalls& rules,
   check_guarded(rules.clone_new_mask_in_prefix != 0, e.clone_nr);
   check_guarded(rules.clone_new_mask_in_prefix != 0, e.unshare_nr);
   check_guarded(!rules.socket_denied_families_in_prefix.empty(), e.socket_nr);
+  check_guarded(!rules.fcntl_denied_cmds_in_prefix.empty(), e.fcntl_nr);
+  check_guarded(!rules.fcntl_denied_cmds_in_prefix.empty(), e.fcntl64_nr);
   for (int nr : e.multiplexer_nrs) check_guarded(true, nr);
   std::stable_sort(by_nr.begin(), by_nr.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<const ir::SyscallRule*> mine;
@@ -415,6 +424,11 @@ Status VerifyBpfAgainstRules(const BpfProgram& program, const EffectiveSyscalls&
       VerifyValueGuardAllArches(program, rules, "ioctl", 1, rules.ioctl_denied_cmds, ioctl_deny_ret));
   COCOON_RETURN_IF_ERROR(VerifyValueGuardAllArches(program, rules, "socket", 0, rules.socket_denied_families_in_prefix,
                                                    SocketFamilyDenyRet()));
+  // F_SETLEASE on fcntl and (i386) fcntl64: the same answer as ioctl's guard.
+  for (const char* name : {"fcntl", "fcntl64"}) {
+    COCOON_RETURN_IF_ERROR(
+        VerifyValueGuardAllArches(program, rules, name, 1, rules.fcntl_denied_cmds_in_prefix, ioctl_deny_ret));
+  }
   // x32 shares AUDIT_ARCH_X86_64 and its numbers carry the x32 bit; aarch64
   // is checked the same way. Each arch once.
   std::set<ir::Arch> arches(rules.architectures.begin(), rules.architectures.end());

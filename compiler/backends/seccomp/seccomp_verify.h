@@ -23,7 +23,7 @@ namespace cocoon::backends {
 // `expected_ret(action)` maps an IR action to the SECCOMP_RET_* value the
 // program should return (routing applied). `ioctl_deny_ret` is what ioctl
 // with a cmd in rules.ioctl_denied_cmds (low 32 bits of arg 1) must get,
-// before any rule (the guard prefix and the inline guards of guard_inline.h
+// and fcntl / fcntl64 with one in rules.fcntl_denied_cmds_in_prefix, before any rule (the guard prefix and the inline guards of guard_inline.h
 // give the same answers). Checks the rules and the prefix's guards on every
 // architecture of the filter (i386 with the zero-extended 32-bit arguments
 // its tasks pass, and its socketcall/ipc multiplexers refused, see

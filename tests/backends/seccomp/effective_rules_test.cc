@@ -163,6 +163,7 @@ void ExpectSame(const EffectiveSyscalls& a, const EffectiveSyscalls& b) {
   EXPECT_EQ(a.seccomp_listener_in_prefix, b.seccomp_listener_in_prefix);
   EXPECT_EQ(a.clone_new_mask_in_prefix, b.clone_new_mask_in_prefix);
   EXPECT_EQ(a.socket_denied_families_in_prefix, b.socket_denied_families_in_prefix);
+  EXPECT_EQ(a.fcntl_denied_cmds_in_prefix, b.fcntl_denied_cmds_in_prefix);
 }
 
 // ComputeEffectiveSyscallForms (what `cocoon compile --target all` uses)
@@ -217,6 +218,49 @@ TEST(EffectiveRules, X86RefusesTheI386MultiplexersInBothForms) {
   s.architectures = {ir::Arch::kX86_64};
   EXPECT_FALSE(ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix).i386_multiplexers_in_prefix);
   EXPECT_TRUE(RulesFor(ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules), "ipc").empty());
+}
+
+// fcntl F_SETLEASE (1024, low 32 bits of the cmd) is refused in every
+// policy: a prologue rule in the OCI form (fcntl64 too with `arch x86`, where
+// i386 has it), a guard of the BPF prefix otherwise; a policy kill rule on
+// fcntl keeps the rule form, where the kill outranks the refusal.
+TEST(EffectiveRules, FcntlSetLeaseRefusedInBothForms) {
+  ir::Syscalls s = StrictSyscalls();
+  s.architectures = {ir::Arch::kX86_64};
+  const ir::ArgCondition lease{1, ir::CompareOp::kMaskedEq, 1024, 0xffffffff};
+  EffectiveSyscalls rules_form = ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules);
+  EXPECT_TRUE(rules_form.fcntl_denied_cmds_in_prefix.empty());
+  auto refusals = [](const EffectiveSyscalls& e, const char* name, const ir::ArgCondition& lease) {
+    size_t n = 0;
+    for (const auto& r : RulesFor(e, name)) n += r.action == Errno(EPERM) && r.conditions == std::vector{lease};
+    return n;
+  };
+  EXPECT_EQ(refusals(rules_form, "fcntl", lease), 1u);
+  EXPECT_TRUE(RulesFor(rules_form, "fcntl64").size() <= 1u);  // strict's own unconditional allow, no refusal
+  EXPECT_EQ(refusals(rules_form, "fcntl64", lease), 0u);
+  s.architectures = {ir::Arch::kX86_64, ir::Arch::kX86};
+  EXPECT_EQ(refusals(ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules), "fcntl64", lease), 1u);
+  EffectiveSyscalls bpf_form = ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix);
+  EXPECT_EQ(bpf_form.fcntl_denied_cmds_in_prefix, (std::vector<uint32_t>{1024}));
+  for (const char* name : {"fcntl", "fcntl64"}) {
+    auto rules = RulesFor(bpf_form, name);
+    ASSERT_EQ(rules.size(), 1u) << name;  // strict's `allow`, unsplit
+    EXPECT_TRUE(rules[0].conditions.empty()) << name;
+  }
+  // A policy rule the guard shadows is dropped, one it does not is kept.
+  AddRule(s, "fcntl64", Errno(EACCES), {{1, ir::CompareOp::kEq, 1024, 0}});
+  AddRule(s, "fcntl", Errno(EACCES), {{1, ir::CompareOp::kEq, 1025, 0}});
+  bpf_form = ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix);
+  auto eacces = [](const EffectiveSyscalls& e, const char* name) {
+    auto rules = RulesFor(e, name);
+    return std::count_if(rules.begin(), rules.end(), [](const ir::SyscallRule& r) { return r.action == Errno(EACCES); });
+  };
+  EXPECT_EQ(eacces(bpf_form, "fcntl64"), 0);
+  EXPECT_EQ(RulesFor(bpf_form, "fcntl64").size(), 1u);
+  EXPECT_EQ(eacces(bpf_form, "fcntl"), 1);
+  ir::Syscalls killing = StrictSyscalls();
+  AddRule(killing, "fcntl64", Kill());
+  EXPECT_TRUE(ComputeEffectiveSyscalls(killing, PrologueGuardForm::kBpfPrefix).fcntl_denied_cmds_in_prefix.empty());
 }
 
 }  // namespace

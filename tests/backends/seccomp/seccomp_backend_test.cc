@@ -15,6 +15,7 @@
 
 #include "compiler/backends/seccomp/rule_algebra.h"
 #include "compiler/backends/seccomp/seccomp_backend.h"
+#include "compiler/syscalls/syscall_groups.h"
 #include "tests/backends/seccomp/test_policies.h"
 
 namespace cocoon::backends {
@@ -175,9 +176,9 @@ TEST(SeccompBackend, ConditionalIoctlRulesKeepThePrefix) {
   }
   Filter f(s);
   EXPECT_FALSE(f.compiled().guards_inline);
-  // ld/jeq arch, ld nr, jeq ioctl/seccomp/clone/unshare/socket, ld cmd, 2 jeq, ld op, jeq, ld flags,
-  // jset, ld flags, jset, ld family, 2 jeq, ret EPERM, ret EAFNOSUPPORT
-  EXPECT_EQ(f.compiled().prefix_instructions, 22u);
+  // ld/jeq arch, ld nr, jeq ioctl/seccomp/clone/unshare/socket/fcntl, ld cmd, 2 jeq, ld op, jeq, ld flags,
+  // jset, ld flags, jset, ld family, 2 jeq, ld fcntl cmd, jeq F_SETLEASE, ret EPERM, ret EAFNOSUPPORT
+  EXPECT_EQ(f.compiled().prefix_instructions, 25u);
   EXPECT_NE(f.compiled().pfc.find("cocoon guard prefix"), std::string::npos);
   EXPECT_EQ(f.Run(SYS_ioctl, {1, TIOCSTI}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {7, TIOCSTI}), "errno(1)");  // no rule matches: the prefix still answers
@@ -185,6 +186,8 @@ TEST(SeccompBackend, ConditionalIoctlRulesKeepThePrefix) {
   EXPECT_EQ(f.Run(SYS_ioctl, {7, TCGETS}), "errno(38)");
   EXPECT_EQ(f.Run(SYS_socket, {40, 1}), "errno(97)");
   EXPECT_EQ(f.Run(SYS_clone, {CLONE_NEWUSER}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_fcntl, {3, 1024 /* F_SETLEASE */, 1}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_fcntl, {3, 3 /* F_GETFL */}), "allow");
 }
 
 TEST(SeccompBackend, IoctlGuardWithoutAnIoctlRuleAndOnEveryArch) {
@@ -296,6 +299,109 @@ TEST(SeccompBackend, CompileInputCoversWhatTheFilterReadsAndNothingElse) {
   p = base;
   p.syscalls.rules.pop_back();
   differs("a rule less", p);
+}
+
+// fcntl(fd, F_SETLEASE, ...) is refused in every policy (effective_rules.h:
+// rootless, a lease on a file shared with the host stalls every host writer's
+// open for up to lease-break-time), like ioctl TIOCSTI; the rest of fcntl is
+// the policy's. One row per compiled arch: its audit arch and fcntl numbers
+// (i386 has fcntl64 too).
+constexpr uint64_t kFSetLease = 1024;  // <linux/fcntl.h> F_LINUX_SPECIFIC_BASE + 0
+constexpr uint64_t kFGetFl = 3, kFSetFl = 4;
+
+struct FcntlOnArch {
+  ir::Arch arch;
+  uint32_t audit_arch;
+  std::vector<long> numbers;
+  bool wide_args;  // a 64-bit ABI: the upper half of the cmd reaches seccomp
+};
+
+const std::vector<FcntlOnArch>& FcntlOnEveryArch() {
+  static const std::vector<FcntlOnArch> rows = {
+      {ir::Arch::kX86_64, AUDIT_ARCH_X86_64, {72}, true},
+      {ir::Arch::kX32, AUDIT_ARCH_X86_64, {72 | kX32Bit}, true},
+      {ir::Arch::kX86, AUDIT_ARCH_I386, {55, 221 /* fcntl64 */}, false},
+      {ir::Arch::kAarch64, AUDIT_ARCH_AARCH64, {25}, true},
+  };
+  return rows;
+}
+
+// `s` on every arch of FcntlOnEveryArch, compiled and checked: F_SETLEASE
+// gets errno(EPERM), F_GETFL and F_SETFL get `permitted`.
+void ExpectLeaseRefusedOnEveryArch(ir::Syscalls s, const std::string& permitted) {
+  s.architectures.clear();
+  for (const FcntlOnArch& row : FcntlOnEveryArch()) s.architectures.push_back(row.arch);
+  const EffectiveSyscalls rules = ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix);
+  EXPECT_EQ(rules.fcntl_denied_cmds_in_prefix, (std::vector<uint32_t>{kFSetLease}));
+  SeccompFilterOptions options;
+  options.default_allowance = DefaultAllowance::kPolicyExplicit;
+  auto built = BuildSeccompFilter(rules, options);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const BpfProgram program = *ParseBpf(built->bpf);
+  auto run = [&](uint32_t audit_arch, long nr, uint64_t cmd) {
+    SeccompData d;
+    d.arch = audit_arch;
+    d.nr = static_cast<int32_t>(nr);
+    d.args[0] = 3;
+    d.args[1] = cmd;
+    d.args[2] = 1;  // F_WRLCK for the lease, O_APPEND-ish flags otherwise
+    return DescribeSeccompRet(EvaluateBpf(program, d)->ret);
+  };
+  for (const FcntlOnArch& row : FcntlOnEveryArch()) {
+    for (long nr : row.numbers) {
+      SCOPED_TRACE(std::string(syscalls::ArchName(row.arch)) + " nr " + std::to_string(nr));
+      EXPECT_EQ(run(row.audit_arch, nr, kFSetLease), "errno(1)");
+      if (row.wide_args) EXPECT_EQ(run(row.audit_arch, nr, kFSetLease | 0xdead00000000ULL), "errno(1)");  // int cmd
+      EXPECT_EQ(run(row.audit_arch, nr, kFGetFl), permitted);
+      EXPECT_EQ(run(row.audit_arch, nr, kFSetFl), permitted);
+      EXPECT_EQ(run(row.audit_arch, nr, kFSetLease + 1), permitted);  // F_GETLEASE
+    }
+  }
+}
+
+TEST(SeccompBackend, FcntlSetLeaseRefusedUnderStrictOnEveryArch) {
+  ExpectLeaseRefusedOnEveryArch(StrictSyscalls(), "allow");
+}
+
+TEST(SeccompBackend, FcntlSetLeaseRefusedUnderDefaultAllowOnEveryArch) {
+  ir::Syscalls s;
+  s.default_action = Allow();
+  AddRule(s, "mount", Errno(EPERM));
+  ExpectLeaseRefusedOnEveryArch(s, "allow");
+}
+
+// Strict's `allow fcntl` stays one unconditional rule: the guard is inline
+// (on fcntl's path only), not ~100 masked pieces.
+TEST(SeccompBackend, FcntlGuardIsInlineNotRules) {
+  Filter f(StrictSyscalls());
+  size_t fcntl_rules = 0;
+  for (const auto& r : f.rules().rules) fcntl_rules += r.name == "fcntl";
+  EXPECT_EQ(fcntl_rules, 1u);
+  EXPECT_TRUE(f.compiled().guards_inline);
+  EXPECT_EQ(f.Run(SYS_fcntl, {3, kFSetLease, 1}), "errno(1)");
+  EXPECT_EQ(f.Run(SYS_fcntl, {3, kFGetFl}), "allow");
+  EXPECT_NE(f.compiled().pfc.find("fcntl F_SETLEASE"), std::string::npos);
+}
+
+// A policy's own `deny fcntl if arg1 == 1024` is answered by the guard
+// first and dropped (like ShadowedByIoctlPrefix); a kill rule on fcntl
+// outranks the guard's errno, so the refusal goes back to rule form.
+TEST(SeccompBackend, FcntlRulesTheGuardShadowsAreDropped) {
+  ir::Syscalls s = StrictSyscalls();
+  AddRule(s, "fcntl", Errno(EACCES), {{1, ir::CompareOp::kEq, kFSetLease, 0}});
+  Filter f(s);
+  for (const auto& r : f.rules().rules) EXPECT_FALSE(r.name == "fcntl" && !r.conditions.empty());
+  EXPECT_TRUE(f.compiled().guards_inline);
+  EXPECT_EQ(f.Run(SYS_fcntl, {3, kFSetLease, 1}), "errno(1)");
+  ir::Syscalls killing = StrictSyscalls();
+  for (auto& r : killing.rules) {
+    if (r.name == "fcntl") r.action = Kill();
+  }
+  Filter k(killing);
+  EXPECT_TRUE(k.rules().fcntl_denied_cmds_in_prefix.empty());
+  EXPECT_EQ(k.rules().ioctl_denied_cmds, (std::vector<uint32_t>{TIOCSTI, TIOCLINUX}));  // the others stay guards
+  EXPECT_EQ(k.Run(SYS_fcntl, {3, kFSetLease, 1}), "kill_process");
+  EXPECT_EQ(k.Run(SYS_fcntl, {3, kFGetFl}), "kill_process");
 }
 
 TEST(SeccompBackend, RefusesPermissiveDefaultUnlessExplicit) {

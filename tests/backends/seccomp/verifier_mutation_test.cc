@@ -66,6 +66,7 @@ std::vector<SeccompData> Calls(const EffectiveSyscalls& rules, const std::string
     }
   }
   for (uint32_t cmd : rules.ioctl_denied_cmds) values.insert(cmd), values.insert(uint64_t{cmd} | 0x500000000ULL);
+  for (uint32_t cmd : rules.fcntl_denied_cmds_in_prefix) values.insert(cmd), values.insert(uint64_t{cmd} | 0x500000000ULL);
   const std::vector<uint64_t> pool(values.begin(), values.end());
   std::vector<int> used(args.begin(), args.end());
   if (used.size() > 2) used.resize(2);
