@@ -351,7 +351,9 @@ void ExpectLeaseRefusedOnEveryArch(ir::Syscalls s, const std::string& permitted)
     for (long nr : row.numbers) {
       SCOPED_TRACE(std::string(syscalls::ArchName(row.arch)) + " nr " + std::to_string(nr));
       EXPECT_EQ(run(row.audit_arch, nr, kFSetLease), "errno(1)");
-      if (row.wide_args) EXPECT_EQ(run(row.audit_arch, nr, kFSetLease | 0xdead00000000ULL), "errno(1)");  // int cmd
+      if (row.wide_args) {
+        EXPECT_EQ(run(row.audit_arch, nr, kFSetLease | 0xdead00000000ULL), "errno(1)");  // int cmd
+      }
       EXPECT_EQ(run(row.audit_arch, nr, kFGetFl), permitted);
       EXPECT_EQ(run(row.audit_arch, nr, kFSetFl), permitted);
       EXPECT_EQ(run(row.audit_arch, nr, kFSetLease + 1), permitted);  // F_GETLEASE
