@@ -70,10 +70,6 @@ SandboxCgroupOwner ParseSandboxCgroupName(std::string_view name) {
   return owner;
 }
 
-bool ShouldSweepAbandonedCgroups(uint64_t run) {
-  return (static_cast<uint64_t>(getpid()) + run) % 16 == 0;
-}
-
 std::vector<std::string> AllSandboxCgroupParents(const HostCapabilities& host) {
   std::vector<std::string> dirs;
   for (const CgroupHierarchy* h : {&host.v1_memory, &host.v1_pids, &host.v1_cpu, &host.v1_freezer, &host.v2}) {

@@ -49,11 +49,6 @@ SandboxCgroupOwner ParseSandboxCgroupName(std::string_view name);
 // cannot be read.
 uint64_t OwnPidNamespace();
 
-// Whether the `run`-th run of this process should also sweep: about one in
-// 16, spread over processes, so that the directory scans (~50 us for the
-// four v1 hierarchies on this host, measured) are amortised.
-bool ShouldSweepAbandonedCgroups(uint64_t run);
-
 // Every directory this host's sandbox groups can be made in: the mounted v1
 // memory, pids, cpu and freezer hierarchies and v2 (each at our own group).
 std::vector<std::string> AllSandboxCgroupParents(const HostCapabilities& host);

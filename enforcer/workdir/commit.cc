@@ -166,6 +166,9 @@ class Committer {
                                      int src_dir, int dst_dir, const std::string& name);
   Status KeepHostSpecials(const HostDir& host, int temp_fd);
   std::optional<tree::Owner> HostDirectoryOwner(const std::string& path) const;
+  // The group committed entries get unless a setgid parent gives its own:
+  // the work dir owner's as root, ours rootless.
+  gid_t OwnersGroup() const { return owner_.set ? owner_.gid : getegid(); }
   Status ConfineNewSymlinks(int temp_fd);
   Status CheckHostUnchanged(int dir_fd, const std::string& prefix, size_t* seen);
 
@@ -346,9 +349,8 @@ Status Committer::ApplyUpper(int upper_fd, int dst_fd, const std::string& prefix
       // A merged directory keeps the host's group: setgid on it only when the
       // host's had it or the group is the owner's own (HostDirectoryOwner
       // says why: the sandbox can set the bit on any directory it has).
-      const gid_t owners_group = owner_.set ? owner_.gid : getegid();
       const bool keep_setgid =
-          (st.st_mode & S_ISGID) && (!merge || (existing.st_mode & S_ISGID) || existing.st_gid == owners_group);
+          (st.st_mode & S_ISGID) && (!merge || (existing.st_mode & S_ISGID) || existing.st_gid == OwnersGroup());
       if (keep_setgid && fchmod(dst_child.get(), 0700 | S_ISGID) != 0) return ErrnoError("chmod " + path);
       COCOON_RETURN_IF_ERROR(ApplyUpper(upper_child.get(), dst_child.get(), path));
       // The sticky bit only restricts (a 1777 dir must not come back 0777);

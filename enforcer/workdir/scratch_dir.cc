@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <ctime>
 
+#include "enforcer/sweep_sampler.h"
 #include "enforcer/workdir/tree_ops.h"
 
 namespace cocoon::enforcer {
@@ -43,16 +43,17 @@ bool TakeAbandonedLock(int parent_fd, const std::string& lock_name, OwnedFd* loc
 
 }  // namespace
 
-Result<std::string> PrivateStateDir() {
-  std::string dir = "/tmp/.cocoon-" + std::to_string(geteuid());
-  if (mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
+Result<std::string> EnsurePrivateDir(const std::string& path, mode_t mode) {
+  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return ErrnoError("mkdir " + path);
   struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0) return ErrnoError("lstat " + dir);
+  if (lstat(path.c_str(), &st) != 0) return ErrnoError("lstat " + path);
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-    return PermissionDeniedError(dir + " is not a directory owned by us and writable only by us; remove it");
+    return PermissionDeniedError(path + " is not a directory owned by us and writable only by us; remove it");
   }
-  return dir;
+  return path;
 }
+
+Result<std::string> PrivateStateDir() { return EnsurePrivateDir("/tmp/.cocoon-" + std::to_string(geteuid()), 0711); }
 
 size_t SweepAbandonedScratchDirs(const std::string& parent, const std::string& prefix, std::chrono::seconds min_age) {
   OwnedFd parent_fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -99,10 +100,9 @@ size_t SweepAbandonedScratchDirs(const std::string& parent, const std::string& p
 }
 
 Result<std::unique_ptr<ScratchDir>> ScratchDir::Create(const std::string& parent, const std::string& prefix) {
-  // Spread over processes as the other sweeps: a parent such as /tmp may be
-  // big, and only a SIGKILLed supervisor leaves anything to sweep.
-  static std::atomic<uint64_t> created{0};
-  if ((static_cast<uint64_t>(getpid()) + created.fetch_add(1)) % 16 == 0) {
+  // Sampled (sweep_sampler.h): a parent such as /tmp may be big.
+  static SweepSampler scratch_sweeps;
+  if (scratch_sweeps.ShouldSweepNow()) {
     (void)SweepAbandonedScratchDirs(parent, prefix, std::chrono::minutes(10));
   }
   OwnedFd parent_fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -13,6 +13,8 @@
 // would conflict with the run's own).
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -49,6 +51,12 @@ class ScratchDir {
 // can plant a name that a run is about to make (a lock beside a stage dir
 // failed 19 runs in 30 with EEXIST) or a FIFO where a sweep opens a lock.
 Result<std::string> PrivateStateDir();
+
+// Makes `path` with `mode` when it is missing, and returns it when it is a
+// directory (not a link to one) that we own and that neither group nor
+// others can write; refused otherwise, since in a parent others could write
+// it may have been planted.
+Result<std::string> EnsurePrivateDir(const std::string& path, mode_t mode);
 
 // Removes the directories parent/<prefix>XXXXXX whose lock nobody holds
 // (and stray locks without a directory), when they are this user's and

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "enforcer/fd_passing.h"
+#include "enforcer/sweep_sampler.h"
 #include "enforcer/workdir/copy_conflicts.h"
 #include "enforcer/workdir/idmapped_tree.h"
 #include "enforcer/workdir/tree_ops.h"
@@ -161,11 +162,10 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
     COCOON_RETURN_IF_ERROR(CheckCommitPossible(host));
     // Under the exclusive lock taken above: no other staged run on this dir
     // is committing. Ten minutes: a live commit directory changes more often.
-    // About one staged run in 16, spread over processes (as the cgroup
-    // sweep): it lists the work dir's parent, which may be big (/tmp), for
-    // what only a SIGKILLed supervisor leaves.
-    static std::atomic<uint64_t> staged_runs{0};
-    if ((static_cast<uint64_t>(getpid()) + staged_runs.fetch_add(1)) % 16 == 0) {
+    // Sampled (sweep_sampler.h): it lists the work dir's parent, which may
+    // be big (/tmp).
+    static SweepSampler commit_dir_sweeps;
+    if (commit_dir_sweeps.ShouldSweepNow()) {
       (void)SweepAbandonedCommitDirs(host, std::chrono::minutes(10));
     }
     // A staged work dir is replaced as a whole when it is committed (and the

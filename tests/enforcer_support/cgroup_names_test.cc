@@ -40,11 +40,6 @@ TEST(CgroupNamesTest, OtherNamesAreNotSandboxGroups) {
   EXPECT_TRUE(ParseSandboxCgroupName("cocoon-4026531836-12-0123456789abcdef").valid);
 }
 
-TEST(CgroupNamesTest, AboutOneRunInSixteenSweeps) {
-  int sweeps = 0;
-  for (uint64_t run = 1; run <= 160; ++run) sweeps += ShouldSweepAbandonedCgroups(run) ? 1 : 0;
-  EXPECT_EQ(sweeps, 10);
-}
 
 }  // namespace
 }  // namespace cocoon::enforcer
