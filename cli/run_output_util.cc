@@ -10,11 +10,11 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/log_json_destination.h"
 #include "cli/mcp/json_rpc.h"
 #include "cli/pass_through.h"
 #include "cli/terminal_text.h"
 #include "compiler/common/json_fd_writer.h"
-#include "compiler/common/temp_name.h"
 #include "enforcer/started_child.h"
 
 namespace cocoon::cli {
@@ -196,53 +196,14 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
 
 namespace {
 
-// --log-json FILE: the whole Outcome, or the refusal, replacing whatever an
-// earlier run left there (a stale result would read as this run's). It is
-// written to a temporary beside FILE and renamed over it: a reader never
-// sees half an Outcome, and FILE is replaced, never opened. Opening it
-// would follow a symlink that someone who can write its directory planted
-// (as root, O_TRUNC through it clobbers any file) and block on a FIFO.
-Status ReplaceWithJson(const std::string& path, const nlohmann::json& j) {
-  const std::string temp = path + UniqueTempSuffix();
-  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd < 0) return ErrnoError("cannot write " + path + " (creating " + temp + ")");
-  bool written = WriteJsonLine(fd, j, 2);
-  int write_errno = errno;
-  close(fd);
-  if (!written) {
-    unlink(temp.c_str());
-    return ErrnoError("cannot write " + temp, write_errno);
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    int rename_errno = errno;
-    unlink(temp.c_str());
-    return ErrnoError("cannot replace " + path, rename_errno);
-  }
-  return Status::Ok();
-}
-
 void WriteLogJson(const RunOutputOptions& output, const nlohmann::json& j) {
   if (output.log_json.empty()) return;
-  Status written = ReplaceWithJson(output.log_json, j);
+  Status written = output.log_json_destination ? output.log_json_destination->Write(j)
+                                               : WriteLogJsonTo(output.log_json, j);
   if (!written.ok()) std::cerr << output.command_name << ": " << written.message() << "\n";
 }
 
 }  // namespace
-
-Status CheckLogJsonDestination(const std::string& path) {
-  if (path.empty()) return Status::Ok();
-  struct stat st;
-  if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return InvalidArgumentError("--log-json " + path + " is a directory; give a file name");
-  }
-  // The directory must take the temporary the Outcome goes through.
-  const std::string probe = path + UniqueTempSuffix();
-  int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError("--log-json " + path + ": cannot create a file in its directory");
-  close(fd);
-  unlink(probe.c_str());
-  return Status::Ok();
-}
 
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output) {
   std::cerr << output.command_name << ": " << why.message() << "\n";
@@ -259,8 +220,9 @@ void ReportRefusal(const Status& why, const std::vector<std::string>& overrides,
 }
 
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
-                    const AuditOptions& audit, const RunOutputOptions& output) {
+                    const AuditOptions& audit, const RunOutputOptions& requested) {
   enforcer::SignalGuard::HoldCancelSignalsUntilExit();
+  RunOutputOptions output = requested;
   LaunchRequest request;
   request.work_dir = work_dir;
   request.copies = copies;
@@ -281,11 +243,14 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
     request.on_output = [&streamer](enforcer::OutputStream stream, std::string_view chunk) { streamer.Chunk(stream, chunk); };
   }
   // Refused before anything runs: a result nobody can read back is a lost run.
-  if (Status destination = CheckLogJsonDestination(output.log_json); !destination.ok()) {
-    RunOutputOptions without_log = output;
-    without_log.log_json.clear();
-    ReportRefusal(destination, run.policy.overrides, without_log);
-    return 1;
+  if (!output.log_json.empty()) {
+    auto destination = LogJsonDestination::Open(output.log_json);
+    if (!destination.ok()) {
+      output.log_json.clear();
+      ReportRefusal(destination.status(), run.policy.overrides, output);
+      return 1;
+    }
+    output.log_json_destination = *std::move(destination);
   }
   auto outcome = LaunchPrepared(run, std::move(request));
   enforcer::SignalGuard::ReleaseCancelSignals();  // recorded: from here a signal ends cocoon as usual

@@ -13,6 +13,7 @@
 #include "cli/pass_through.h"
 #include "cli/agent_run_util.h"
 #include "cli/launch_util.h"
+#include "cli/log_json_destination.h"
 #include "enforcer/outcome.h"
 
 namespace cocoon::cli {
@@ -22,6 +23,9 @@ enum class RunOutputMode { kPassThrough, kJson, kStream };
 struct RunOutputOptions {
   RunOutputMode mode = RunOutputMode::kPassThrough;
   std::string log_json;        // also write the JSON Outcome here
+  // log_json opened before the run (LaunchAndReport); unset: opened when
+  // written (a refusal before the launch).
+  std::shared_ptr<const LogJsonDestination> log_json_destination;
   std::string command_name;    // "cocoon run", for messages
 };
 
@@ -46,10 +50,6 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
 // or --stream, a {"refused": true, "error", "overrides"} object on stdout
 // (the stream's final line), so that callers parsing stdout always get one.
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output);
-
-// --log-json's destination, checked before the run: not a directory, and its
-// directory takes a new file. Empty `path`: ok.
-Status CheckLogJsonDestination(const std::string& path);
 
 // Launch + report; returns the process exit status.
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2211,8 +2212,9 @@ TEST(CocoonRun, ARefusedRunReplacesAStaleLogJson) {
 
 // --log-json replaces FILE (a temporary renamed over it), never opens it: a
 // symlink planted there is replaced, not written through (as root, O_TRUNC
-// through it clobbered any file), and a FIFO cannot block the run's end. A
-// destination that cannot take the result is refused before the command runs.
+// through it clobbered any file). A FIFO is written to, never replaced, and
+// only when it has a reader as the run starts. A destination that cannot
+// take the result is refused before the command runs.
 TEST(CocoonRun, LogJsonReplacesTheNameAndIsCheckedBeforeTheRun) {
   const fs::path base = fs::temp_directory_path() / ("cocoon-log-json-dest-" + std::to_string(getpid()));
   fs::remove_all(base);
@@ -2232,19 +2234,70 @@ TEST(CocoonRun, LogJsonReplacesTheNameAndIsCheckedBeforeTheRun) {
 
   const fs::path fifo = base / "fifo.json";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  ran = Cocoon({"run", "--log-json", fifo.string(), "--", "/bin/true"}, "/tmp");
-  EXPECT_EQ(ran.status, 0) << ran.err;
-  EXPECT_TRUE(fs::is_regular_file(fifo));
-
   const fs::path marker = base / "ran";
-  for (const fs::path& bad : {base / "missing-dir" / "o.json", base}) {
+  for (const fs::path& bad : {base / "missing-dir" / "o.json", base, fifo}) {
     ran = Cocoon({"run", "--log-json", bad.string(), "--", "/bin/touch", marker.string()}, "/tmp");
     EXPECT_EQ(ran.status, 1) << bad << "\n" << ran.err;
     EXPECT_NE(ran.err.find("--log-json"), std::string::npos) << ran.err;
   }
   EXPECT_FALSE(fs::exists(marker)) << "the command ran although its result could not be written";
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "a FIFO without a reader was replaced";
   for (const auto& entry : fs::directory_iterator(base)) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
+  }
+  fs::remove_all(base);
+}
+
+// A character device or FIFO named by --log-json is written to and stays
+// what it was: renaming a file over /dev/null (as root, devtmpfs takes it)
+// broke every later run on the host. The device here is a null device made
+// in a temporary dir, so that the old behaviour cannot harm the host's /dev.
+// /dev/stderr is cocoon's own stderr.
+TEST(CocoonRun, LogJsonWritesToADeviceOrFifoAndLeavesItInPlace) {
+  const fs::path base = fs::temp_directory_path() / ("cocoon-log-json-dev-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path fifo = base / "results";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // The reader: O_RDWR never blocks on a FIFO, and the Outcome (a few KiB)
+  // fits in the pipe's buffer, so it is read back after cocoon exits.
+  const int reader = open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0) << strerror(errno);
+  Ran ran = Cocoon({"run", "--json", "--log-json", fifo.string(), "--", "/bin/echo", "via-fifo"}, "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  std::string read_back;
+  char buffer[4096];
+  for (ssize_t n; (n = read(reader, buffer, sizeof buffer)) > 0;) read_back.append(buffer, static_cast<size_t>(n));
+  close(reader);
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO was replaced by a file";
+  json j = json::parse(read_back, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << read_back;
+  EXPECT_EQ(j["stdout"], "via-fifo\n");
+
+  ran = Cocoon({"run", "--json", "--log-json", "/dev/stderr", "--", "/bin/echo", "via-stderr"}, "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_NE(ran.err.find("\"stdout\": \"via-stderr\\n\""), std::string::npos) << ran.err;
+
+  if (geteuid() != 0) {
+    std::cerr << "NOT TESTED HERE (needs root to mknod): --log-json onto a character device\n";
+  } else {
+    const fs::path null_device = base / "null";
+    ASSERT_EQ(mknod(null_device.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << strerror(errno);
+    ran = Cocoon({"run", "--log-json", null_device.string(), "--", "/bin/true"}, "/tmp");
+    EXPECT_EQ(ran.status, 0) << ran.err;
+    struct stat st {};
+    ASSERT_EQ(lstat(null_device.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced by a regular file";
+  }
+  // Another user's FIFO (one planted under the name a caller will use) is
+  // refused: writing to it would hand them the Outcome.
+  if (geteuid() == 0) {
+    const fs::path planted = base / "planted";
+    ASSERT_EQ(mkfifo(planted.c_str(), 0666), 0);
+    ASSERT_EQ(chown(planted.c_str(), 65534, 65534), 0);
+    ran = Cocoon({"run", "--log-json", planted.string(), "--", "/bin/true"}, "/tmp");
+    EXPECT_EQ(ran.status, 1) << ran.err;
+    EXPECT_NE(ran.err.find("of another user"), std::string::npos) << ran.err;
   }
   fs::remove_all(base);
 }

@@ -1,0 +1,50 @@
+// --log-json FILE: where the JSON Outcome (or the refusal) also goes, and
+// how it gets there without harming what FILE names.
+//
+// A regular file (or none yet) is replaced through a temporary beside it and
+// a rename: a reader never sees half an Outcome, and the file is never opened,
+// so a symlink planted by someone who can write its directory is replaced,
+// not followed (as root, O_TRUNC through one would clobber any file).
+// A character device or a FIFO (/dev/null, a named pipe) of the caller's or
+// root's is opened and written to: renaming over it would put a regular file
+// in its place, which under /dev as root breaks the host. A FIFO must have
+// its reader when the run starts; another user's FIFO or device is refused
+// (it would hand them the Outcome). /dev/stdout, /dev/stderr, /dev/fd/N and
+// /proc/self/fd/N name cocoon's own descriptors and are written through them.
+// Anything else (a directory, a socket, a block device) is refused.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+#include "compiler/common/status.h"
+#include "enforcer/owned_fd.h"
+
+namespace cocoon::cli {
+
+class LogJsonDestination {
+ public:
+  // Checked before the run, so that a result nobody can read back is
+  // refused before anything runs; a device or FIFO is opened now and held
+  // (a FIFO's reader sees its end only after the result).
+  static Result<std::shared_ptr<const LogJsonDestination>> Open(const std::string& path);
+
+  Status Write(const nlohmann::json& j) const;
+
+ private:
+  enum class Kind { kReplaceFile, kDevice, kOwnDescriptor };
+  LogJsonDestination(std::string path, Kind kind, int fd) : path_(std::move(path)), kind_(kind), fd_(fd) {}
+
+  std::string path_;
+  Kind kind_;
+  enforcer::OwnedFd device_;  // kDevice
+  int fd_ = -1;               // kDevice: device_.get(); kOwnDescriptor: 1, 2 or N
+};
+
+// Opens `path` and writes `j` there: for results written before a run
+// could open its destination (a refusal of its flags).
+Status WriteLogJsonTo(const std::string& path, const nlohmann::json& j);
+
+}  // namespace cocoon::cli
