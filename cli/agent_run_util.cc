@@ -483,6 +483,9 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     if (!valid_name) return InvalidArgumentError("--env " + name + ": not a variable name");
     if (value.find_first_of("\n\r") != std::string::npos) return InvalidArgumentError("--env " + name + ": newlines are not allowed");
     env_text += "    set " + name + " " + QuotePolicyString(value) + "\n";
+    // The name only: values are often tokens, and the audit log is shipped
+    // to a SIEM.
+    out.overrides.push_back("environment." + name + ": set (--env)");
   }
   if (!env_text.empty()) {
     body += "  environment {\n" + env_text + "  }\n";

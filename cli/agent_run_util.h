@@ -79,6 +79,7 @@ struct RunSpec {
   std::string script_path;                // host script file (with a runtime): bound read-only at its path
   std::vector<std::string> script_args;
   std::vector<std::string> command;       // without a runtime: the argv
+  bool code_from_stdin = false;           // the code was read from stdin, which the command then does not get
 };
 
 struct PreparedRun {

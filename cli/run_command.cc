@@ -96,6 +96,7 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
     }
     RememberConsumedStdin(code);
     p.code = std::move(code);
+    spec.code_from_stdin = true;
   } else {
     p.code = "";
   }
@@ -177,6 +178,9 @@ int RunRun(const RunFlags& flags) {
     ReportRefusal(spec.status(), {}, output);
     return kExitUsage;
   }
+  // The command reads the caller's stdin (`cocoon run -- ./solution <
+  // input.txt`), as under `cocoon enforce`, unless that was its code.
+  const enforcer::StdinMode stdin_mode = spec->code_from_stdin ? enforcer::StdinMode::kNull : enforcer::StdinMode::kInherit;
   auto prepared = PrepareRun(std::move(*spec));
   if (!prepared.ok()) {
     ReportRefusal(prepared.status(), {}, output);
@@ -192,7 +196,7 @@ int RunRun(const RunFlags& flags) {
   for (const std::string& copy : flags.copies) prepared->policy.overrides.push_back("copy: " + ResolvedHostPath(copy) + " (--copy)");
   if (flags.explain) return Explain(*prepared, output);
   AuditOptions audit{EnvOr(flags.audit_log, "COCOON_AUDIT_LOG"), EnvOr(flags.audit_key, "COCOON_AUDIT_KEY")};
-  return LaunchAndReport(*prepared, flags.work, flags.copies, audit, output);
+  return LaunchAndReport(*prepared, flags.work, flags.copies, stdin_mode, audit, output);
 }
 
 void SetUpRun(CLI::App& app, CommandResult& result) {
@@ -237,10 +241,12 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
   cmd->add_option("ARGS", f->args, "Script [args] with -r, else the command after --");
   cmd->footer(
       "Flags may tighten the base policy freely; flags that open it (--allow-network,\n"
-      "a larger --mem/--timeout/--disk/--max-procs, --ro, the default read-only cwd)\n"
-      "are recorded as overrides in the audit launch event. Exit status: the\n"
-      "command's (124 on timeout, 128+N on signal N), 1 when refused, 2 on usage,\n"
-      "125 when the work dir could not be verified (nothing was committed).\n"
+      "a larger --mem/--timeout/--disk/--max-procs, --ro, the default read-only cwd,\n"
+      "--env, by name only) are recorded as overrides in the audit launch event.\n"
+      "The command reads cocoon's stdin unless its code came from there. Exit\n"
+      "status: the command's (124 on timeout, 128+N on signal N), 1 when refused,\n"
+      "2 on usage, 125 when the work dir could not be verified (nothing was\n"
+      "committed).\n"
       "--ro refuses /, /etc, /tmp, /var/tmp, /boot, /root themselves, /proc, /sys,\n"
       "/dev, /run, /var/run and below, and unix sockets (read-only does not stop a\n"
       "connect); --work refuses system trees and any dir holding the artifact\n"

@@ -220,12 +220,13 @@ void ReportRefusal(const Status& why, const std::vector<std::string>& overrides,
 }
 
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
-                    const AuditOptions& audit, const RunOutputOptions& requested) {
+                    enforcer::StdinMode stdin_mode, const AuditOptions& audit, const RunOutputOptions& requested) {
   enforcer::SignalGuard::HoldCancelSignalsUntilExit();
   RunOutputOptions output = requested;
   LaunchRequest request;
   request.work_dir = work_dir;
   request.copies = copies;
+  request.stdin_mode = stdin_mode;
   request.signals = enforcer::SignalHandling::kCancelOnSigintSigterm;
   request.audit = audit;
   NdjsonStreamer streamer(STDOUT_FILENO);

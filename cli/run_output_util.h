@@ -51,9 +51,10 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
 // (the stream's final line), so that callers parsing stdout always get one.
 void ReportRefusal(const Status& why, const std::vector<std::string>& overrides, const RunOutputOptions& output);
 
-// Launch + report; returns the process exit status.
+// Launch + report; returns the process exit status. `stdin_mode`: what the
+// command reads on stdin (kInherit: the caller's, never a terminal).
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
-                    const AuditOptions& audit, const RunOutputOptions& output);
+                    enforcer::StdinMode stdin_mode, const AuditOptions& audit, const RunOutputOptions& output);
 
 // --stream: one NDJSON line per chunk, written as it arrives:
 //   {"stream":"stdout","seq":3,"data":"..."}

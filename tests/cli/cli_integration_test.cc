@@ -2304,6 +2304,31 @@ TEST(CocoonRun, LogJsonWritesToADeviceOrFifoAndLeavesItInPlace) {
 
 // Without --json, notes (here: a cwd that is not mounted) reach stderr
 // before the command runs; the JSON modes carry them in the Outcome.
+// The command reads cocoon's stdin (`cocoon run -- ./solution <
+// input.txt`, as under `cocoon enforce`); it was /dev/null, so a harness's
+// input silently went missing. Code read from stdin is not handed on again.
+TEST(CocoonRun, TheCommandReadsStdinUnlessItHeldTheCode) {
+  Ran ran = Cocoon({"run", "--", "/bin/cat"}, "/tmp", {}, COCOON_BINARY, std::string("the input\n"));
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "the input\n") << ran.err;
+  ran = Cocoon({"run", "-r", "sh"}, "/tmp", {}, COCOON_BINARY, std::string("echo code; cat; echo end\n"));
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "code\nend\n") << ran.err;
+}
+
+// --env is recorded as an override by name: the audit log shows that the
+// environment was changed, and never the value (often a token).
+TEST(CocoonRun, EnvFlagsAreRecordedAsOverridesByNameOnly) {
+  Ran ran = Cocoon({"run", "--json", "--env", "API_TOKEN=sk-secret-value", "--", "/bin/true"}, "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  json j = json::parse(ran.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ran.out;
+  bool recorded = false;
+  for (const auto& o : j["overrides"]) recorded |= o.get<std::string>() == "environment.API_TOKEN: set (--env)";
+  EXPECT_TRUE(recorded) << j["overrides"].dump();
+  EXPECT_EQ(j["overrides"].dump().find("sk-secret-value"), std::string::npos);
+}
+
 TEST(CocoonRun, PassThroughPrintsThePolicyNotes) {
   Ran ran = Cocoon({"run", "--", "/bin/true"}, "/tmp");
   EXPECT_EQ(ran.status, 0) << ran.err;
