@@ -254,6 +254,36 @@ TEST_P(RuntimeBundleTest, PrologueKeepsSafePersonalitiesUnderAPermissiveDefault)
   EXPECT_NE(run.output.find("NO_ASLR_REFUSED"), std::string::npos) << run.output;
 }
 
+// `devices { kvm on }` gives the sandbox /dev/kvm (c 10:232), openable
+// read-write under crun, which makes the node for the sandbox's user (and
+// only with the device cgroup's allow rule: EPERM without it). runc binds
+// the host's node, whose mode decides (the sandbox is host uid 65534).
+// Without the setting there is no /dev/kvm.
+TEST_P(RuntimeBundleTest, KvmOnGivesTheSandboxDevKvm) {
+  struct stat host {};
+  if (stat("/dev/kvm", &host) != 0 || !S_ISCHR(host.st_mode)) {
+    GTEST_SKIP() << "SKIPPED LOUDLY: this host has no /dev/kvm to grant";
+  }
+  ir::Policy policy = BundlePolicy();
+  policy.filesystem.devices.kvm = ir::DeviceAccess::kAllowed;
+  const std::string script =
+      "if [ -c /dev/kvm ]; then stat -c 'KVM %t:%T' /dev/kvm; else echo NO_KVM; fi; "
+      "perl -e 'print open(my $f, \"+<\", \"/dev/kvm\") ? \"OPEN_RW_OK\\n\" : \"OPEN_RW_FAILED $!\\n\"'";
+  RunResult with = RunInBundle(script, policy);
+  if (auto why = CgroupSetupFailure(with)) GTEST_SKIP() << *why;
+  ASSERT_EQ(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("KVM a:e8"), std::string::npos) << with.output;  // 10:232
+  const bool host_node_lets_others_in = (host.st_mode & 0006) == 0006;
+  if (GetParam() == "crun" || host_node_lets_others_in) {
+    EXPECT_NE(with.output.find("OPEN_RW_OK"), std::string::npos) << with.output;
+  } else {
+    EXPECT_NE(with.output.find("OPEN_RW_FAILED Permission denied"), std::string::npos) << with.output;
+  }
+  RunResult without = RunInBundle(script);
+  ASSERT_EQ(without.status, 0) << without.output;
+  EXPECT_NE(without.output.find("NO_KVM"), std::string::npos) << without.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, RuntimeBundleTest, ::testing::Values("crun", "runc"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
