@@ -2105,6 +2105,40 @@ TEST(CocoonCompile, MissingParentsOfTheOutputDirAreMade) {
   fs::remove_all(dir);
 }
 
+// `devices { kvm on }` and `gpu on`: each target that cannot grant one says
+// so at the policy's own line (they used to vanish from the OCI, Kubernetes
+// and Windows output without a word); the OCI bundle carries /dev/kvm.
+TEST(CocoonCompile, DevicesATargetCannotGrantAreWarnedAboutAtTheirLine) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-devices-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string policy = (dir / "devices.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\n"
+                           "profile devices extends strict {\n"
+                           "  relaxes devices\n"
+                           "  filesystem {\n"
+                           "    devices {\n"
+                           "      kvm on\n"
+                           "      gpu on\n"
+                           "    }\n"
+                           "  }\n"
+                           "}\n";
+  Ran ran = Cocoon({"compile", policy, "--target", "oci,k8s,windows", "-o", (dir / "out").string()});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  const std::string kvm = "'devices { kvm on }' (at " + policy + ":6)";
+  const std::string gpu = "'devices { gpu on }' (at " + policy + ":7)";
+  for (const std::string& line :
+       {"warning: oci: " + kvm + ": /dev/kvm is in linux.devices", "warning: oci: " + gpu + " is not granted",
+        "warning: k8s: " + kvm + " is not granted", "warning: k8s: " + gpu + " is not granted",
+        "warning: windows: " + gpu + " is not granted", "warning: windows: " + kvm + " has no Windows equivalent"}) {
+    EXPECT_NE(ran.err.find(line), std::string::npos) << line << "\n" << ran.err;
+  }
+  std::ifstream config(dir / "out" / "oci" / "config.json");
+  const std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"/dev/kvm\""), std::string::npos);
+  fs::remove_all(dir);
+}
+
 // The OCI/Kubernetes profile spells Cocoon's built-in guards as rules and
 // can fail where the Linux filter does not (moby's `allow socket if arg0 >
 // 0x28` against the socket-family guard). `cocoon compile --target oci`

@@ -65,6 +65,7 @@ struct ProbeCase {
   VerifyFn verify;
   bool json = true;
   bool oom_is_blocked = false;     // an OOM-killed sandbox counts as blocked
+  std::string policy;              // the policy file; empty: PolicyPath()
 };
 
 // gtest prints parameters with this (the default dumps raw bytes).

@@ -62,6 +62,11 @@ std::vector<ProbeCase> AllCases() {
   add(Ops("ptrace", {"traceme", "attach", "seize", "process_vm_readv", "process_vm_writev", "pidfd_getfd"}));
   add(Ops("kernel_iface", {"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
                            "io_uring_setup", "kexec_load", "init_module", "iopl", "syslog", "personality"}));
+  all.push_back(Case("personality", "personality", {}));
+  // The prologue alone under `default allow` (its own personality refusal).
+  ProbeCase permissive_personality = Case("personality_permissive_default", "personality", {});
+  permissive_personality.policy = std::string(COCOON_SOURCE_DIR) + "/tests/security/policies/permissive.cocoon";
+  all.push_back(permissive_personality);
   add(Ops("abi", {"x32", "int80"}));
   all.push_back(Case("tiocsti", "tiocsti", {}, SetupPty, VerifyPtyClean));
   all.push_back(Case("fcntl_setlease", "lease", {}));
@@ -129,7 +134,7 @@ TEST_P(SecurityProbeTest, EscapeFails) {
 
   std::string probe = scratch.StageProbe(c.probe);
   ctx.launch.run_as = run_as;
-  ctx.launch.cocoon_args = {PolicyPath(), "--work", scratch.work(), "--copy", probe};
+  ctx.launch.cocoon_args = {c.policy.empty() ? PolicyPath() : c.policy, "--work", scratch.work(), "--copy", probe};
   if (c.json) ctx.launch.cocoon_args.push_back("--json");
   ctx.launch.cocoon_args.insert(ctx.launch.cocoon_args.end(), ctx.cocoon_args.begin(), ctx.cocoon_args.end());
   ctx.launch.command = {"/work/probe_" + c.probe};

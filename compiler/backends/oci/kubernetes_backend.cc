@@ -14,6 +14,7 @@
 #include "compiler/common/digest.h"
 #include "compiler/backends/oci/oci_common.h"
 #include "compiler/backends/oci/oci_seccomp.h"
+#include "compiler/backends/policy_origin.h"
 
 namespace cocoon::backends {
 namespace {
@@ -93,6 +94,25 @@ void WarnUnexpressedLimits(const ir::Limits& limits, std::vector<std::string>& w
        "annotation is for a launcher to enforce");
 }
 
+// `devices { ... on }`: a Pod cannot name a host device (only a privileged
+// container sees them, and this Pod never is one); device plugins expose
+// them as extended resources whose names the cluster chooses. Each one the
+// policy turns on is reported, never dropped silently. tty needs nothing:
+// /dev/tty is one of the OCI runtime's default devices in every container.
+void WarnUngrantedDevices(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  const ir::Devices& wanted = policy.filesystem.devices;
+  const std::string not_granted = " is not granted: a Pod reaches host devices only through a device plugin";
+  if (wanted.kvm == ir::DeviceAccess::kAllowed) {
+    warnings.push_back("k8s: " + DeviceRequest(policy, "kvm") + not_granted +
+                       "; with one that exposes /dev/kvm (e.g. KubeVirt's devices.kubevirt.io/kvm), add its resource "
+                       "to the container's resources.limits");
+  }
+  if (wanted.gpu == ir::DeviceAccess::kAllowed) {
+    warnings.push_back("k8s: " + DeviceRequest(policy, "gpu") + not_granted +
+                       "; add the vendor's GPU resource (e.g. nvidia.com/gpu: 1) to the container's resources.limits");
+  }
+}
+
 bool IsUnder(const std::string& path, const std::string& parent) {
   if (parent == "/") return path != "/";
   return path.size() > parent.size() && path.compare(0, parent.size(), parent) == 0 && path[parent.size()] == '/';
@@ -155,6 +175,7 @@ ordered_json Pod(const ir::Policy& policy, const std::string& profile_path, std:
   container["securityContext"] = ContainerSecurityContext(seccomp_ref);
   container["resources"] = PodResources(policy.limits);
   WarnUnexpressedLimits(policy.limits, warnings);
+  WarnUngrantedDevices(policy, warnings);
   ordered_json volumes = ordered_json::array();
   ordered_json mounts = ordered_json::array();
   AddVolumes(policy, volumes, mounts, warnings);

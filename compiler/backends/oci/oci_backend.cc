@@ -18,6 +18,7 @@
 #include "compiler/backends/default_kernel_paths.h"
 #include "compiler/backends/oci/oci_common.h"
 #include "compiler/backends/oci/oci_seccomp.h"
+#include "compiler/backends/policy_origin.h"
 
 namespace cocoon::backends {
 namespace {
@@ -131,10 +132,53 @@ ordered_json IdMappings(uint32_t id) {
   return out;
 }
 
+// /dev/kvm's number is fixed: the misc major and KVM_MINOR
+// (include/linux/miscdevice.h).
+constexpr int kMiscMajor = 10;
+constexpr int kKvmMinor = 232;
+
+// The policy's `devices { ... on }` as `linux.devices` entries, each allowed
+// in the device cgroup after the deny-all rule in `cgroup_rules` (without
+// that rule the node is there but open(2) fails with EPERM); what OCI
+// cannot grant is warned about, never claimed:
+//  - kvm: /dev/kvm, read-write for the policy's user only. How it gets there
+//    depends on the runtime (tests/backends/oci/runtime_bundle_test.cc):
+//    crun 1.8.1 makes the node with these mode and ids, runc 1.1.5 in a
+//    user namespace bind-mounts the host's node instead, so there the host
+//    node's mode decides who may open it and a host without /dev/kvm fails
+//    the run (the enforcer skips a missing node);
+//  - tty: nothing to add. /dev/tty is one of the runtime's default devices
+//    (config-linux.md#default-devices), there whatever the policy says, and
+//    opens nothing without a controlling terminal, as in the enforcer;
+//  - gpu: the nodes (/dev/nvidia*, /dev/dri/*), their numbers and the
+//    user-space driver are the vendor's: not granted.
+ordered_json Devices(const ir::Policy& policy, ordered_json& cgroup_rules, std::vector<std::string>& warnings) {
+  ordered_json devices = ordered_json::array();
+  const ir::Devices& wanted = policy.filesystem.devices;
+  if (wanted.kvm == ir::DeviceAccess::kAllowed) {
+    devices.push_back({{"path", "/dev/kvm"}, {"type", "c"}, {"major", kMiscMajor}, {"minor", kKvmMinor},
+                       {"fileMode", 0600}, {"uid", policy.user.uid}, {"gid", policy.user.gid}});
+    cgroup_rules.push_back({{"allow", true}, {"type", "c"}, {"major", kMiscMajor}, {"minor", kKvmMinor},
+                            {"access", "rw"}});
+    warnings.push_back("oci: " + DeviceRequest(policy, "kvm") +
+                       ": /dev/kvm is in linux.devices for the sandbox's user and allowed in the device cgroup; "
+                       "crun creates that node, but runc (in the container's user namespace) binds the host's "
+                       "/dev/kvm instead: under runc the run fails if the host has none, and the sandbox (host uid "
+                       "65534) can open it only if the host node's mode lets it (e.g. 0666)");
+  }
+  if (wanted.gpu == ir::DeviceAccess::kAllowed) {
+    warnings.push_back("oci: " + DeviceRequest(policy, "gpu") +
+                       " is not granted: GPU device nodes and drivers are vendor-specific; add them with the "
+                       "vendor's runtime hook (e.g. the NVIDIA Container Toolkit) or as linux.devices entries and "
+                       "device cgroup rules of your own");
+  }
+  return devices;
+}
+
 // `linux.seccomp` is left null here: the caller embeds the profile's text
 // (oci::DumpWithEmbedded) when it serialises the config.
-ordered_json Linux(const ir::Policy& policy) {
-  ordered_json linux = oci::ReservedObject(7);
+ordered_json Linux(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  ordered_json linux = oci::ReservedObject(8);
   ordered_json namespaces = ordered_json::array();
   for (const char* type : {"user", "pid", "ipc", "uts", "mount", "cgroup"}) namespaces.push_back({{"type", type}});
   // A new, empty network namespace has only loopback: that is network off.
@@ -145,7 +189,10 @@ ordered_json Linux(const ir::Policy& policy) {
   // (process.user alone would make `user 0:0` host root).
   linux["uidMappings"] = IdMappings(policy.user.uid);
   linux["gidMappings"] = IdMappings(policy.user.gid);
-  linux["resources"] = OciResources(policy.limits);
+  ordered_json resources = OciResources(policy.limits);
+  ordered_json devices = Devices(policy, resources["devices"], warnings);
+  if (!devices.empty()) linux["devices"] = std::move(devices);
+  linux["resources"] = std::move(resources);
   linux["seccomp"] = nullptr;
   ordered_json masked = ordered_json::array();
   for (std::string_view path : kDefaultMaskedPaths) masked.push_back(path);
@@ -175,7 +222,7 @@ Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, co
   config["hostname"] = policy.hostname;
   config["mounts"] = Mounts(policy, warnings);
   warnings.insert(warnings.end(), profile.translation_warnings.begin(), profile.translation_warnings.end());
-  config["linux"] = Linux(policy);
+  config["linux"] = Linux(policy, warnings);
   config["annotations"] = oci::Annotations(policy);
   if (policy.user.uid == 0) {
     warnings.push_back("oci: user 0 is host uid 65534 in the container's user namespace, and the runtime builds the "

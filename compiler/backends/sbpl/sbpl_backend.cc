@@ -14,6 +14,7 @@
 #include "cocoon_version.h"
 #include "compiler/backends/artifact.h"
 #include "compiler/backends/host_paths.h"
+#include "compiler/backends/policy_origin.h"
 #include "compiler/backends/sbpl/sbpl_params.h"
 
 namespace cocoon::backends {
@@ -136,7 +137,12 @@ void SbplWriter::SystemReads() {
     text_ += "(allow file-read* file-write* file-ioctl (literal \"/dev/tty\"))\n";
   }
   if (policy_.filesystem.devices.gpu == ir::DeviceAccess::kAllowed) {
-    warnings_.push_back("macos: 'devices { gpu on }' has no Seatbelt equivalent here; GPU access stays denied");
+    warnings_.push_back("macos: " + DeviceRequest(policy_, "gpu") +
+                        " has no Seatbelt equivalent here; GPU access stays denied");
+  }
+  if (policy_.filesystem.devices.kvm == ir::DeviceAccess::kAllowed) {
+    warnings_.push_back("macos: " + DeviceRequest(policy_, "kvm") +
+                        " has no macOS equivalent (KVM is Linux's hypervisor interface); nothing is granted");
   }
 }
 

@@ -35,7 +35,9 @@ constexpr uint64_t kAfAlg = 38;     // <linux/socket.h>
 constexpr uint64_t kAfVsock = 40;
 constexpr uint64_t kRefusedSocketFamilies[] = {kAfVsock, kAfAlg};
 // personality(2): PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32|UNAME26 and
-// the 0xffffffff query; the safe set moby and sandboxed-api use.
+// the 0xffffffff query; the safe set moby and sandboxed-api use. The
+// personas are exactly the subsets of kPersonalitySafeBits
+// (AddPersonalityRefusal relies on it).
 constexpr uint64_t kPersonalitySafe[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
 constexpr uint64_t kPersonalitySafeBits = 0x20008;
 
@@ -192,6 +194,39 @@ SyscallRule NarrowPersonality(const SyscallRule& r, uint64_t value) {
   return narrowed;
 }
 
+// Under a permissive default: personality(v) -> errno(EPERM) for every v
+// whose low 32 bits are not in kPersonalitySafe, as 32 rules of one masked
+// compare each, "bit s set and bit c clear" (mask s|c, value s).
+//
+// Why this shape: the safe set is every subset of kPersonalitySafeBits (the
+// four personas) plus all ones (the query). A value outside it has a bit
+// outside kPersonalitySafeBits set (else it is a persona) and a bit clear
+// (else it is the query), so it is denied iff some rule "outside bit set,
+// another bit clear" matches. Taking the 30 outside bits in a cycle, a value
+// with some but not all of them set has an outside bit set whose successor
+// is clear (30 rules); with all of them set, bit 3 or bit 17 is clear (2
+// rules, paired with bit 0). 32 is the fewest single-compare rules can do:
+// each ~(1 << j) must be denied, and a rule matching it has bit j as its
+// only clear bit, so no rule matches two of them. One comparison per rule
+// keeps them expressible for libseccomp (OCI, Kubernetes: two comparisons
+// on one argument fail with -EINVAL, rule_algebra.h), and the upper 32 bits
+// are never compared: the kernel reads an unsigned int.
+void AddPersonalityRefusal(std::vector<Candidate>& out) {
+  std::vector<int> outside;  // the bits no safe persona sets
+  for (int bit = 0; bit < 32; ++bit) {
+    if ((kPersonalitySafeBits >> bit & 1) == 0) outside.push_back(bit);
+  }
+  auto deny_set_and_clear = [&](int set_bit, int clear_bit) {
+    const uint64_t set = uint64_t{1} << set_bit;
+    const uint64_t mask = set | uint64_t{1} << clear_bit;
+    out.push_back({PrologueRule("personality", Errno(EPERM), {{0, CompareOp::kMaskedEq, set, mask}}), true});
+  };
+  for (size_t i = 0; i < outside.size(); ++i) deny_set_and_clear(outside[i], outside[(i + 1) % outside.size()]);
+  for (int bit = 0; bit < 32; ++bit) {
+    if ((kPersonalitySafeBits >> bit & 1) != 0) deny_set_and_clear(outside.front(), bit);
+  }
+}
+
 // personality: narrow permissive policy rules to the safe values.
 void AddPolicyRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
   for (const SyscallRule& r : policy.rules) {
@@ -202,11 +237,7 @@ void AddPolicyRules(const ir::Syscalls& policy, std::vector<Candidate>& out) {
     for (uint64_t value : kPersonalitySafe) out.push_back({NarrowPersonality(r, value), false});
   }
   if (Permits(policy.default_action) || policy.default_action.kind == ActionKind::kNotify) {
-    for (int bit = 0; bit < 32; ++bit) {
-      const uint64_t b = uint64_t{1} << bit;
-      if ((kPersonalitySafeBits & b) != 0) continue;
-      out.push_back({PrologueRule("personality", Errno(EPERM), {{0, CompareOp::kMaskedEq, b, b}}), true});
-    }
+    AddPersonalityRefusal(out);
   }
 }
 

@@ -113,9 +113,11 @@ enum class PrologueGuardForm {
 // prologue denial stays and a warning says so.
 //
 // personality: non-denying policy rules are narrowed to the safe values,
-// compared on the low 32 bits (other values fall to the default action); with a permissive default, every
-// value with a low-32 bit outside 0x20008 gets errno(EPERM) (the 0xffffffff
-// query is then denied too).
+// compared on the low 32 bits (other values fall to the default action); with
+// a permissive default (allow, log, notify), every value whose low 32 bits
+// are not a safe value gets errno(EPERM), as moby's profile answers them
+// (32 single-compare rules, effective_rules.cc AddPersonalityRefusal); the
+// 0xffffffff query stays allowed.
 //
 // Kernel widths: before anything else, each policy rule's conditions on a
 // parameter the kernel reads as 32 (or 16) bits are rewritten to compare

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <string_view>
 
@@ -17,11 +19,13 @@
 namespace cocoon::backends {
 namespace {
 
-// Symbolic jump targets, resolved once the layout is known.
+// Symbolic jump targets, resolved once the layout is known. kFirstCheck - i
+// is the i-th check of the block the jump is in.
 enum Label : int {
-  kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kIoctlCheck = -5, kSeccompCheck = -6, kCloneCheck = -7,
-  kSocketCheck = -8, kDenyFamily = -9, kDenyMultiplexer = -10, kFcntlCheck = -11
+  kNext = -1, kDeny = -2, kOut = -3, kNextArch = -4, kDenyFamily = -5, kDenyMultiplexer = -6, kFirstCheck = -7
 };
+
+int CheckLabel(size_t index) { return kFirstCheck - static_cast<int>(index); }
 
 struct Insn {
   uint16_t code;
@@ -30,24 +34,31 @@ struct Insn {
   int jf = kNext;
 };
 
-struct Block {
-  std::vector<Insn> insns;
-  size_t ioctl_check = 0;    // index of the ioctl cmd check
-  size_t seccomp_check = 0;  // index of the seccomp op check
-  size_t clone_check = 0;    // index of the clone/unshare flags check
-  size_t socket_check = 0;   // index of the socket family check
-  size_t fcntl_check = 0;    // index of the fcntl cmd check
+// One guard's test in one arch block: the syscall numbers the dispatch sends
+// to it, and its instructions (every path ends at a deny label or kOut).
+struct Check {
+  std::vector<uint32_t> nrs;
+  std::vector<Insn> body;
 };
 
-// Audit arch -> the numbers of `name` there (x86_64 and x32 share one arch).
-std::map<uint32_t, std::vector<uint32_t>> Numbers(const std::vector<ir::Arch>& arches, const char* name) {
+struct Block {
+  std::vector<Insn> insns;
+  std::vector<size_t> check_starts;  // index in insns of each check's first instruction
+};
+
+// Audit arch (a key for each of `arches`) -> the numbers of `names` there,
+// name by name (x86_64 and x32 share one audit arch).
+std::map<uint32_t, std::vector<uint32_t>> Numbers(const std::vector<ir::Arch>& arches,
+                                                  std::initializer_list<const char*> names) {
   std::map<uint32_t, std::vector<uint32_t>> out;
-  for (ir::Arch arch : arches) {
-    out[AuditArch(arch)];
-    // The kernel's number: on i386, socket is both socketcall(SYS_SOCKET)
-    // (refused outright, effective_rules.h) and the direct syscall 359.
-    const int nr = syscalls::KernelSyscallNumber(name, arch);
-    if (nr >= 0) out[AuditArch(arch)].push_back(static_cast<uint32_t>(nr));  // else libseccomp's rules decide
+  for (ir::Arch arch : arches) out[AuditArch(arch)];
+  for (const char* name : names) {
+    for (ir::Arch arch : arches) {
+      // The kernel's number: on i386, socket is both socketcall(SYS_SOCKET)
+      // (refused outright, effective_rules.h) and the direct syscall 359.
+      const int nr = syscalls::KernelSyscallNumber(name, arch);
+      if (nr >= 0) out[AuditArch(arch)].push_back(static_cast<uint32_t>(nr));  // else libseccomp's rules decide
+    }
   }
   return out;
 }
@@ -74,17 +85,13 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
       const size_t pc = block_start[bi] + i;
       auto target = [&](int label) -> size_t {
         switch (label) {
+          case kNext: return pc + 1;
           case kDeny: return deny;
           case kDenyFamily: return deny_family;
           case kDenyMultiplexer: return deny_multiplexer;
           case kOut: return out;
           case kNextArch: return bi + 1 < blocks.size() ? block_start[bi + 1] : out;
-          case kIoctlCheck: return block_start[bi] + b.ioctl_check;
-          case kSeccompCheck: return block_start[bi] + b.seccomp_check;
-          case kCloneCheck: return block_start[bi] + b.clone_check;
-          case kSocketCheck: return block_start[bi] + b.socket_check;
-          case kFcntlCheck: return block_start[bi] + b.fcntl_check;
-          default: return pc + 1;
+          default: return block_start[bi] + b.check_starts.at(static_cast<size_t>(kFirstCheck - label));
         }
       };
       const size_t jt = target(insn.jt) - pc - 1;
@@ -96,12 +103,34 @@ Result<BpfProgram> Resolve(const std::vector<Block>& blocks, bool with_family_de
   return program;
 }
 
-// One arch's block; nullopt-like empty block when nothing is guarded there.
-struct ArchNumbers {
-  std::vector<uint32_t> ioctl, seccomp, clone, socket;  // clone holds clone and unshare
-  std::vector<uint32_t> fcntl;  // fcntl and (i386) fcntl64
-  std::vector<uint32_t> multiplexers;  // i386 socketcall, ipc: refused whatever the arguments
-};
+// A value guard, the shape of the ioctl, socket and fcntl guards: syscalls
+// `nrs` get `deny_label` when the low 32 bits of argument `arg` (the kernel
+// reads an int there) equal one of `denied`; anything else goes out.
+//    ld  [low 32 bits of args[arg]]
+//    jeq denied[0], deny_label, 0
+//    ...
+//    jeq denied[n-1], deny_label, out
+Check ValueGuard(std::vector<uint32_t> nrs, uint32_t arg, const std::vector<uint32_t>& denied, int deny_label) {
+  Check check{std::move(nrs), {{bpf::kLoadWordAbs, bpf::ArgLowOffset(arg)}}};
+  for (size_t i = 0; i < denied.size(); ++i) {
+    check.body.push_back({bpf::kJeqK, denied[i], deny_label, i + 1 == denied.size() ? kOut : kNext});
+  }
+  return check;
+}
+
+// seccomp(SECCOMP_SET_MODE_FILTER, flags with NEW_LISTENER) -> deny.
+Check SeccompListenerGuard(std::vector<uint32_t> nrs) {
+  return {std::move(nrs),
+          {{bpf::kLoadWordAbs, bpf::ArgLowOffset(0)},
+           {bpf::kJeqK, bpf::kSetModeFilter, kNext, kOut},
+           {bpf::kLoadWordAbs, bpf::ArgLowOffset(1)},
+           {bpf::kJsetK, bpf::kFilterFlagNewListener, kDeny, kOut}}};
+}
+
+// clone / unshare with any bit of `mask` in the flags' low half -> deny.
+Check CloneFlagsGuard(std::vector<uint32_t> nrs, uint32_t mask) {
+  return {std::move(nrs), {{bpf::kLoadWordAbs, bpf::ArgLowOffset(0)}, {bpf::kJsetK, mask, kDeny, kOut}}};
+}
 
 // The i386 numbers of I386MultiplexerNames (socketcall 102, ipc 117).
 std::vector<uint32_t> I386MultiplexerNumbers() {
@@ -113,15 +142,16 @@ std::vector<uint32_t> I386MultiplexerNumbers() {
   return out;
 }
 
-Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& guards) {
+// One arch's block: the dispatch on the syscall number (each check's
+// numbers, in order, then the refused multiplexers), then the checks' bodies
+// in the same order. Empty when nothing is guarded there.
+Block ArchBlock(uint32_t audit_arch, const std::vector<Check>& checks, const std::vector<uint32_t>& multiplexers) {
   Block b;
-  std::vector<std::pair<uint32_t, int>> dispatch;  // nr -> check label
-  for (uint32_t nr : n.ioctl) dispatch.push_back({nr, kIoctlCheck});
-  for (uint32_t nr : n.seccomp) dispatch.push_back({nr, kSeccompCheck});
-  for (uint32_t nr : n.clone) dispatch.push_back({nr, kCloneCheck});
-  for (uint32_t nr : n.socket) dispatch.push_back({nr, kSocketCheck});
-  for (uint32_t nr : n.fcntl) dispatch.push_back({nr, kFcntlCheck});
-  for (uint32_t nr : n.multiplexers) dispatch.push_back({nr, kDenyMultiplexer});
+  std::vector<std::pair<uint32_t, int>> dispatch;  // nr -> where it goes
+  for (size_t c = 0; c < checks.size(); ++c) {
+    for (uint32_t nr : checks[c].nrs) dispatch.push_back({nr, CheckLabel(c)});
+  }
+  for (uint32_t nr : multiplexers) dispatch.push_back({nr, kDenyMultiplexer});
   if (dispatch.empty()) return b;
   b.insns.push_back({bpf::kLoadWordAbs, bpf::kArchOffset});
   b.insns.push_back({bpf::kJeqK, audit_arch, kNext, kNextArch});
@@ -129,43 +159,47 @@ Block ArchBlock(uint32_t audit_arch, const ArchNumbers& n, const PrefixGuards& g
   for (size_t i = 0; i < dispatch.size(); ++i) {
     b.insns.push_back({bpf::kJeqK, dispatch[i].first, dispatch[i].second, i + 1 == dispatch.size() ? kOut : kNext});
   }
-  if (!n.ioctl.empty()) {
-    b.ioctl_check = b.insns.size();
-    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
-    const auto& cmds = guards.ioctl_denied_cmds;
-    for (size_t i = 0; i < cmds.size(); ++i) {
-      b.insns.push_back({bpf::kJeqK, cmds[i], kDeny, i + 1 == cmds.size() ? kOut : kNext});
-    }
-  }
-  if (!n.seccomp.empty()) {
-    b.seccomp_check = b.insns.size();
-    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
-    b.insns.push_back({bpf::kJeqK, bpf::kSetModeFilter, kNext, kOut});
-    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
-    b.insns.push_back({bpf::kJsetK, bpf::kFilterFlagNewListener, kDeny, kOut});
-  }
-  if (!n.clone.empty()) {
-    b.clone_check = b.insns.size();
-    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
-    b.insns.push_back({bpf::kJsetK, guards.clone_new_mask, kDeny, kOut});
-  }
-  if (!n.socket.empty()) {
-    b.socket_check = b.insns.size();
-    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(0)});
-    const auto& families = guards.socket_denied_families;
-    for (size_t i = 0; i < families.size(); ++i) {
-      b.insns.push_back({bpf::kJeqK, families[i], kDenyFamily, i + 1 == families.size() ? kOut : kNext});
-    }
-  }
-  if (!n.fcntl.empty()) {
-    b.fcntl_check = b.insns.size();
-    b.insns.push_back({bpf::kLoadWordAbs, bpf::ArgLowOffset(1)});
-    const auto& cmds = guards.fcntl_denied_cmds;
-    for (size_t i = 0; i < cmds.size(); ++i) {
-      b.insns.push_back({bpf::kJeqK, cmds[i], kDeny, i + 1 == cmds.size() ? kOut : kNext});
-    }
+  for (const Check& check : checks) {
+    b.check_starts.push_back(b.insns.size());
+    b.insns.insert(b.insns.end(), check.body.begin(), check.body.end());
   }
   return b;
+}
+
+// The checks of one arch, in the prefix's order: ioctl, seccomp, clone and
+// unshare, socket, fcntl (and i386's fcntl64). A guard that is off, or whose
+// syscalls the arch lacks, has none.
+std::vector<Check> ArchChecks(const PrefixGuards& guards, const std::vector<ir::Arch>& arches, uint32_t audit_arch) {
+  auto numbers = [&](std::initializer_list<const char*> names) { return Numbers(arches, names).at(audit_arch); };
+  std::vector<Check> checks;
+  auto add = [&](Check check) {
+    if (!check.nrs.empty()) checks.push_back(std::move(check));
+  };
+  if (!guards.ioctl_denied_cmds.empty()) add(ValueGuard(numbers({"ioctl"}), 1, guards.ioctl_denied_cmds, kDeny));
+  if (guards.seccomp_listener) add(SeccompListenerGuard(numbers({"seccomp"})));
+  if (guards.clone_new_mask != 0) add(CloneFlagsGuard(numbers({"clone", "unshare"}), guards.clone_new_mask));
+  if (!guards.socket_denied_families.empty()) {
+    add(ValueGuard(numbers({"socket"}), 0, guards.socket_denied_families, kDenyFamily));
+  }
+  if (!guards.fcntl_denied_cmds.empty()) {
+    add(ValueGuard(numbers({"fcntl", "fcntl64"}), 1, guards.fcntl_denied_cmds, kDeny));
+  }
+  return checks;
+}
+
+// For each number of `name` on each arch: a header naming it, then one line
+// per denied value (`value_line`), for the ioctl and fcntl value guards.
+void DescribeValueGuard(std::string& text, const std::vector<ir::Arch>& arches, const char* name,
+                        const std::vector<uint32_t>& denied, const std::function<std::string(uint32_t)>& value_line) {
+  if (denied.empty()) return;
+  char line[200];
+  for (const auto& [audit_arch, numbers] : Numbers(arches, {name})) {
+    for (uint32_t nr : numbers) {
+      std::snprintf(line, sizeof(line), "if ($arch == %u && $syscall == %u)   # %s\n", audit_arch, nr, name);
+      text += line;
+      for (uint32_t value : denied) text += value_line(value);
+    }
+  }
 }
 
 }  // namespace
@@ -187,29 +221,11 @@ uint32_t AuditArch(ir::Arch arch) {
 Result<BpfProgram> BuildGuardPrefix(const std::vector<ir::Arch>& arches, const PrefixGuards& guards,
                                     uint32_t deny_ret) {
   if (guards.empty()) return BpfProgram{};
-  const auto ioctl = Numbers(arches, "ioctl");
-  const auto seccomp = Numbers(arches, "seccomp");
-  const auto clone = Numbers(arches, "clone");
-  const auto unshare = Numbers(arches, "unshare");
-  const auto socket = Numbers(arches, "socket");
-  const auto fcntl = Numbers(arches, "fcntl");
-  const auto fcntl64 = Numbers(arches, "fcntl64");
   std::vector<Block> blocks;
-  for (const auto& [audit_arch, ioctl_nrs] : ioctl) {
-    ArchNumbers n;
-    if (!guards.ioctl_denied_cmds.empty()) n.ioctl = ioctl_nrs;
-    if (guards.seccomp_listener) n.seccomp = seccomp.at(audit_arch);
-    if (guards.clone_new_mask != 0) {
-      n.clone = clone.at(audit_arch);
-      n.clone.insert(n.clone.end(), unshare.at(audit_arch).begin(), unshare.at(audit_arch).end());
-    }
-    if (!guards.socket_denied_families.empty()) n.socket = socket.at(audit_arch);
-    if (!guards.fcntl_denied_cmds.empty()) {
-      n.fcntl = fcntl.at(audit_arch);
-      n.fcntl.insert(n.fcntl.end(), fcntl64.at(audit_arch).begin(), fcntl64.at(audit_arch).end());
-    }
-    if (guards.i386_multiplexers && audit_arch == AUDIT_ARCH_I386) n.multiplexers = I386MultiplexerNumbers();
-    Block b = ArchBlock(audit_arch, n, guards);
+  for (const auto& [audit_arch, unused] : Numbers(arches, {})) {
+    const std::vector<uint32_t> multiplexers =
+        guards.i386_multiplexers && audit_arch == AUDIT_ARCH_I386 ? I386MultiplexerNumbers() : std::vector<uint32_t>{};
+    Block b = ArchBlock(audit_arch, ArchChecks(guards, arches, audit_arch), multiplexers);
     if (!b.insns.empty()) blocks.push_back(std::move(b));
   }
   if (blocks.empty()) return BpfProgram{};
@@ -232,17 +248,11 @@ std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const Prefi
                      "libseccomp program; the kernel truncates these arguments to 32 bits)\n";
   const std::string action = DescribeSeccompRet(deny_ret);
   char line[200];
-  for (const auto& [audit_arch, numbers] : Numbers(arches, "ioctl")) {
-    for (uint32_t nr : guards.ioctl_denied_cmds.empty() ? std::vector<uint32_t>{} : numbers) {
-      std::snprintf(line, sizeof(line), "if ($arch == %u && $syscall == %u)   # ioctl\n", audit_arch, nr);
-      text += line;
-      for (uint32_t cmd : guards.ioctl_denied_cmds) {
-        std::snprintf(line, sizeof(line), "  if ($a1.lo32 == 0x%x)\n    action %s;\n", cmd, action.c_str());
-        text += line;
-      }
-    }
-  }
-  for (const auto& [audit_arch, numbers] : Numbers(arches, "seccomp")) {
+  DescribeValueGuard(text, arches, "ioctl", guards.ioctl_denied_cmds, [&](uint32_t cmd) {
+    std::snprintf(line, sizeof(line), "  if ($a1.lo32 == 0x%x)\n    action %s;\n", cmd, action.c_str());
+    return std::string(line);
+  });
+  for (const auto& [audit_arch, numbers] : Numbers(arches, {"seccomp"})) {
     for (uint32_t nr : guards.seccomp_listener ? numbers : std::vector<uint32_t>{}) {
       std::snprintf(line, sizeof(line),
                     "if ($arch == %u && $syscall == %u)   # seccomp\n  if ($a0.lo32 == %u && ($a1.lo32 & 0x%x) != 0)\n"
@@ -262,17 +272,10 @@ std::string DescribeGuardPrefix(const std::vector<ir::Arch>& arches, const Prefi
     text += line;
   }
   for (const char* name : {"fcntl", "fcntl64"}) {
-    for (const auto& [audit_arch, numbers] : Numbers(arches, name)) {
-      for (uint32_t nr : guards.fcntl_denied_cmds.empty() ? std::vector<uint32_t>{} : numbers) {
-        std::snprintf(line, sizeof(line), "if ($arch == %u && $syscall == %u)   # %s\n", audit_arch, nr, name);
-        text += line;
-        for (uint32_t cmd : guards.fcntl_denied_cmds) {
-          std::snprintf(line, sizeof(line), "  if ($a1.lo32 == %u)   # F_SETLEASE\n    action %s;\n", cmd,
-                        action.c_str());
-          text += line;
-        }
-      }
-    }
+    DescribeValueGuard(text, arches, name, guards.fcntl_denied_cmds, [&](uint32_t cmd) {
+      std::snprintf(line, sizeof(line), "  if ($a1.lo32 == %u)   # F_SETLEASE\n    action %s;\n", cmd, action.c_str());
+      return std::string(line);
+    });
   }
   if (guards.i386_multiplexers) {
     for (uint32_t nr : I386MultiplexerNumbers()) {

@@ -15,6 +15,7 @@
 
 #include "compiler/backends/artifact.h"
 #include "compiler/backends/host_paths.h"
+#include "compiler/backends/policy_origin.h"
 #include "compiler/common/digest.h"
 #include "compiler/backends/windows/sddl.h"
 #include "compiler/backends/windows/windows_plan.h"
@@ -136,6 +137,26 @@ void NoteUnenforced(const ir::Limits& limits, windows::WindowsPlan& plan, std::v
   note(limits.file_size_bytes, "file_size");
 }
 
+// `devices { ... on }`: Windows has no device nodes and the plan grants
+// none, so each one the policy turns on is reported, never dropped silently.
+void WarnUngrantedDevices(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  const ir::Devices& wanted = policy.filesystem.devices;
+  if (wanted.gpu == ir::DeviceAccess::kAllowed) {
+    warnings.push_back("windows: " + DeviceRequest(policy, "gpu") +
+                       " is not granted: the Windows plan has no device grants; the sandbox gets only the GPU access "
+                       "its Low-integrity restricted token already has");
+  }
+  if (wanted.tty == ir::DeviceAccess::kAllowed) {
+    warnings.push_back("windows: " + DeviceRequest(policy, "tty") +
+                       " has no Windows equivalent: there is no /dev/tty; a console program shares the console "
+                       "cocoon-windows-run runs in, whatever this setting says");
+  }
+  if (wanted.kvm == ir::DeviceAccess::kAllowed) {
+    warnings.push_back("windows: " + DeviceRequest(policy, "kvm") +
+                       " has no Windows equivalent (KVM is Linux's hypervisor interface); nothing is granted");
+  }
+}
+
 Status AddPaths(const ir::Policy& policy, const std::string& sid, windows::WindowsPlan& plan) {
   const ir::Filesystem& fs = policy.filesystem;
   COCOON_ASSIGN_OR_RETURN(PathAcl work, MakePathAcl(fs.work.path, std::string(windows::kWorkDirPlaceholder),
@@ -179,6 +200,7 @@ Result<std::vector<Artifact>> CompileWindows(const ir::Policy& policy) {
   plan.output_bytes = policy.limits.output_bytes.set ? policy.limits.output_bytes.value : 0;
   plan.disk_bytes = policy.limits.disk_bytes.set ? policy.limits.disk_bytes.value : 0;
   NoteUnenforced(policy.limits, plan, warnings);
+  WarnUngrantedDevices(policy, warnings);
   if (policy.filesystem.root == ir::RootKind::kRootfs) {
     warnings.push_back("windows: 'root rootfs' has no Windows equivalent; the host file system stays visible");
   }

@@ -312,6 +312,47 @@ TEST(KubernetesBackend, LimitsAPodCannotExpressAreWarned) {
   EXPECT_EQ(Join((*quiet)[0].warnings).find(" limit ("), std::string::npos) << Join((*quiet)[0].warnings);
 }
 
+// `devices { ... on }` used to vanish from both targets without a word.
+// OCI grants kvm (a linux.devices node for the sandbox's user, allowed in
+// the device cgroup after the deny-all) and says what the runtime needs;
+// gpu, which neither target can grant, and kvm in a Pod, are warned about
+// at the policy's line, never granted; tty is a default device of every OCI
+// container (nothing to add, nothing to warn). All off (strict): nothing.
+TEST(OciBackend, DevicesAreGrantedOrWarnedAboutAtThePolicyLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.devices = {ir::DeviceAccess::kAllowed, ir::DeviceAccess::kAllowed, ir::DeviceAccess::kAllowed};
+  policy.user = {1000, 1001};
+  policy.provenance["filesystem.devices.kvm"] = {"strict", "dev.cocoon", 12};
+  policy.provenance["filesystem.devices.gpu"] = {"base", "base.cocoon", 7};
+  std::vector<std::string> warning_list;
+  auto docs = CompileAll(policy, &warning_list);
+  const std::string warnings = Join(warning_list);
+  const json& config = docs["oci/config.json"];
+  ExpectValid(testing::kOciConfigSchema, config);
+  EXPECT_EQ(config["linux"]["devices"], json::parse(R"([{"path": "/dev/kvm", "type": "c", "major": 10,
+      "minor": 232, "fileMode": 384, "uid": 1000, "gid": 1001}])"));
+  EXPECT_EQ(config["linux"]["resources"]["devices"], json::parse(R"([{"allow": false, "access": "rwm"},
+      {"allow": true, "type": "c", "major": 10, "minor": 232, "access": "rw"}])"));
+  EXPECT_NE(warnings.find("oci: 'devices { kvm on }' (at dev.cocoon:12): /dev/kvm is in linux.devices"),
+            std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("oci: 'devices { gpu on }' (at base.cocoon:7, in profile base) is not granted"),
+            std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("k8s: 'devices { kvm on }' (at dev.cocoon:12) is not granted"), std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("k8s: 'devices { gpu on }' (at base.cocoon:7, in profile base) is not granted"),
+            std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find("tty"), std::string::npos) << warnings;
+  const json& pod = docs["k8s/pod.json"];
+  ExpectValid(testing::kPodSchema, pod);
+  EXPECT_EQ(pod["spec"]["containers"][0]["securityContext"]["privileged"], false);
+
+  std::vector<std::string> quiet_list;
+  auto off = CompileAll(testing::StrictPolicy(), &quiet_list);
+  EXPECT_FALSE(off["oci/config.json"]["linux"].contains("devices"));
+  EXPECT_EQ(off["oci/config.json"]["linux"]["resources"]["devices"].size(), 1u);
+  EXPECT_EQ(Join(quiet_list).find("devices {"), std::string::npos) << Join(quiet_list);
+}
+
 // Rules the conflict resolution cannot express (allow read, minus two
 // separate arg1 values) make the BPF back end refuse; the OCI and Kubernetes
 // profiles must refuse too rather than drop read's rules and leave read to

@@ -214,6 +214,25 @@ TEST(SbplBackend, NetworkOnAllowsOutbound) {
   EXPECT_NE(c.sb.find("(allow network-outbound)"), std::string::npos);
 }
 
+// tty is granted (a /dev/tty rule); gpu and kvm, which Seatbelt cannot
+// grant, are reported at the policy's line (kvm used to vanish silently).
+TEST(SbplBackend, DevicesItCannotGrantAreWarnedAboutAtThePolicyLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.devices = {ir::DeviceAccess::kAllowed, ir::DeviceAccess::kAllowed, ir::DeviceAccess::kAllowed};
+  policy.provenance["filesystem.devices.gpu"] = {"strict", "dev.cocoon", 4};
+  policy.provenance["filesystem.devices.kvm"] = {"strict", "dev.cocoon", 6};
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_NE(c.sb.find("(literal \"/dev/tty\")"), std::string::npos);
+  bool gpu = false, kvm = false;
+  for (const auto& w : c.warnings) {
+    gpu |= w.rfind("macos: 'devices { gpu on }' (at dev.cocoon:4) has no Seatbelt equivalent", 0) == 0;
+    kvm |= w.rfind("macos: 'devices { kvm on }' (at dev.cocoon:6) has no macOS equivalent", 0) == 0;
+  }
+  EXPECT_TRUE(gpu);
+  EXPECT_TRUE(kvm);
+}
+
 TEST(SbplBackend, HiddenRulesComeLast) {
   Compiled c = Compile(testing::StrictPolicy());
   // Seatbelt: the last matching rule wins, so the hidden deny must follow every allow.

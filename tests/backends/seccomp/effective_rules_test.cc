@@ -39,6 +39,39 @@ TEST(EffectiveRules, PrologueDeniesWithoutAPolicyRule) {
   EXPECT_TRUE(RulesFor(e, "clone3").empty());
 }
 
+// Under a permissive default the prologue refuses every personality value
+// whose low 32 bits are not a safe persona or the 0xffffffff query (glibc
+// and programs query with it), in both forms, with 32 rules of one masked
+// compare on arg 0 each (what libseccomp, so OCI and Kubernetes, can take)
+// that never test the upper 32 bits (the kernel reads an unsigned int).
+TEST(EffectiveRules, PermissiveDefaultRefusesExactlyTheUnsafePersonalities) {
+  const std::vector<uint64_t> values = PersonalityTestValues();
+  for (const ir::Action& default_action : {Allow(), Log(), ir::Action{ir::ActionKind::kNotify, 0}}) {
+    for (PrologueGuardForm form : {PrologueGuardForm::kRules, PrologueGuardForm::kBpfPrefix}) {
+      SCOPED_TRACE("default " + std::to_string(static_cast<int>(default_action.kind)) + ", form " +
+                   std::to_string(static_cast<int>(form)));
+      ir::Syscalls s;
+      s.default_action = default_action;
+      const std::vector<ir::SyscallRule> rules = RulesFor(ComputeEffectiveSyscalls(s, form), "personality");
+      EXPECT_EQ(rules.size(), 32u);
+      for (const ir::SyscallRule& r : rules) {
+        EXPECT_EQ(r.action, Errno(EPERM));
+        ASSERT_EQ(r.conditions.size(), 1u);
+        EXPECT_EQ(r.conditions[0].arg, 0);
+        EXPECT_EQ(r.conditions[0].op, ir::CompareOp::kMaskedEq);
+        EXPECT_EQ(r.conditions[0].mask >> 32, 0u);
+      }
+      for (uint64_t v : values) {
+        const uint64_t args[6] = {v, 0, 0, 0, 0, 0};
+        const bool denied = std::any_of(rules.begin(), rules.end(), [&](const ir::SyscallRule& r) {
+          return ConjunctionMatches(r.conditions, args);
+        });
+        EXPECT_EQ(denied, !IsSafePersonality(v)) << std::hex << "personality(0x" << v << ")";
+      }
+    }
+  }
+}
+
 TEST(EffectiveRules, NamedAllowReopensWithWarning) {
   ir::Syscalls s;
   AddRule(s, "bpf", Allow());

@@ -7,15 +7,19 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "compiler/backends/artifact.h"
 #include "compiler/backends/oci/docker_seccomp_import.h"
 #include "compiler/backends/oci/oci_seccomp.h"
 #include "compiler/backends/seccomp/bpf_evaluator.h"
 #include "compiler/backends/seccomp/seccomp_backend.h"
+#include "compiler/common/status.h"
 #include "compiler/frontend/frontend.h"
 
 namespace cocoon::backends {
@@ -50,6 +54,26 @@ std::string CheckWithTheFilterBuilt(const std::string& text) {
   Diagnostics diagnostics;
   const bool ok = frontend::CompilePolicyText("p.cocoon", text, "", built, diagnostics).has_value();
   return ok ? std::string() : diagnostics.Render();
+}
+
+// The Linux filter `policy` compiles to: linux.seccomp.bpf, decoded.
+Result<BpfProgram> LinuxProgramOf(const ir::Policy& policy) {
+  COCOON_ASSIGN_OR_RETURN(std::vector<Artifact> artifacts, CompileSeccomp(policy));
+  for (const Artifact& a : artifacts) {
+    if (a.path == "linux.seccomp.bpf") return ParseBpf(a.bytes);
+  }
+  return NotFoundError("the Linux target made no linux.seccomp.bpf");
+}
+
+// What `program` answers syscall `nr` of `arch` with `arg0` ("allow",
+// "errno(1)", ...).
+std::string AnswerTo(const BpfProgram& program, uint32_t arch, int nr, uint64_t arg0) {
+  SeccompData data;
+  data.nr = nr;
+  data.arch = arch;
+  data.args[0] = arg0;
+  auto result = EvaluateBpf(program, data);
+  return result.ok() ? DescribeSeccompRet(result->ret) : result.status().ToString();
 }
 
 // Two exceptions on one argument of a syscall @basic-io allows: "lseek unless
@@ -226,22 +250,9 @@ TEST(SyscallRuleProblemsTest, ImportedRepeatedIndexConditionsDenyEachValue) {
   Diagnostics diagnostics;
   auto policy = frontend::CompilePolicyText("imported.cocoon", *text, "", Options(true), diagnostics);
   ASSERT_TRUE(policy.has_value()) << diagnostics.Render() << "\n" << *text;
-  auto artifacts = CompileSeccomp(*policy);
-  ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
-  std::string bytes;
-  for (const Artifact& a : *artifacts) {
-    if (a.path == "linux.seccomp.bpf") bytes = a.bytes;
-  }
-  auto program = ParseBpf(bytes);
+  auto program = LinuxProgramOf(*policy);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
-  auto socket_with = [&](uint64_t family) {
-    SeccompData data;
-    data.nr = SYS_socket;
-    data.arch = AUDIT_ARCH_X86_64;
-    data.args[0] = family;
-    auto result = EvaluateBpf(*program, data);
-    return result.ok() ? DescribeSeccompRet(result->ret) : result.status().ToString();
-  };
+  auto socket_with = [&](uint64_t family) { return AnswerTo(*program, AUDIT_ARCH_X86_64, SYS_socket, family); };
   EXPECT_EQ(socket_with(16), "errno(1)") << *text;
   EXPECT_EQ(socket_with(17), "errno(1)") << *text;
   EXPECT_EQ(socket_with(1 /* AF_UNIX */), "allow") << *text;
@@ -269,22 +280,9 @@ TEST(SyscallRuleProblemsTest, I386SocketRulesOfTwoActionsCompileForBothTargets) 
   ASSERT_TRUE(policy.has_value()) << diagnostics.Render();
   EXPECT_TRUE(oci::RuleFormProblems(*policy).empty());
   EXPECT_TRUE(CompileOci(*policy).ok());
-  auto artifacts = CompileSeccomp(*policy);
-  ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
-  std::string bytes;
-  for (const Artifact& a : *artifacts) {
-    if (a.path == "linux.seccomp.bpf") bytes = a.bytes;
-  }
-  auto program = ParseBpf(bytes);
+  auto program = LinuxProgramOf(*policy);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
-  auto i386_call = [&](int nr, uint64_t arg0) {
-    SeccompData data;
-    data.nr = nr;
-    data.arch = AUDIT_ARCH_I386;
-    data.args[0] = arg0;
-    auto result = EvaluateBpf(*program, data);
-    return result.ok() ? DescribeSeccompRet(result->ret) : result.status().ToString();
-  };
+  auto i386_call = [&](int nr, uint64_t arg0) { return AnswerTo(*program, AUDIT_ARCH_I386, nr, arg0); };
   constexpr int kI386Socket = 359, kI386Socketcall = 102;
   EXPECT_EQ(i386_call(kI386Socket, 16 /* AF_NETLINK */), "errno(13)");
   EXPECT_EQ(i386_call(kI386Socket, 1 /* AF_UNIX */), "allow");

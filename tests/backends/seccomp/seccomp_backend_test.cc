@@ -117,6 +117,31 @@ TEST(SeccompBackend, PersonalityLimitedToSafeValues) {
   EXPECT_EQ(f.Run(SYS_personality, {0x0040000}), "errno(38)");  // ADDR_NO_RANDOMIZE
 }
 
+// The same under a permissive default (the prologue's own refusal, no
+// policy rule): the safe personas and the 0xffffffff query pass, whatever
+// the upper 32 bits; every other value fails with EPERM, as in moby's
+// profile. The query used to be refused: it sets every bit.
+TEST(SeccompBackend, PermissiveDefaultAllowsSafePersonalitiesAndTheQuery) {
+  ir::Syscalls s;
+  s.default_action = Allow();
+  s.default_explicitly_allows = true;
+  SeccompFilterOptions options;
+  options.default_allowance = DefaultAllowance::kPolicyExplicit;
+  auto built = BuildSeccompFilter(ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix), options);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const BpfProgram program = *ParseBpf(built->bpf);
+  SeccompData data;
+  data.arch = AUDIT_ARCH_X86_64;
+  data.nr = SYS_personality;
+  for (uint64_t v : PersonalityTestValues()) {
+    data.args[0] = v;
+    auto result = EvaluateBpf(program, data);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    EXPECT_EQ(DescribeSeccompRet(result->ret), IsSafePersonality(v) ? "allow" : "errno(1)")
+        << std::hex << "personality(0x" << v << ")";
+  }
+}
+
 // AF_VSOCK is not network-namespaced and AF_ALG exposes the kernel crypto
 // API: both are refused whatever the policy's network setting.
 TEST(SeccompBackend, SocketFamiliesOutsideTheNetnsDenied) {

@@ -1,6 +1,8 @@
 #include "tests/backends/seccomp/test_policies.h"
 
+#include <iterator>
 #include <cerrno>
+#include <random>
 
 #include "compiler/syscalls/syscall_groups.h"
 
@@ -20,6 +22,33 @@ void AddGroup(ir::Syscalls& syscalls, const std::string& group, ir::Action actio
   for (const std::string& name : syscalls::ExpandGroup(group)) {
     syscalls.rules.push_back(ir::SyscallRule{name, action, {}, group});
   }
+}
+
+std::vector<uint64_t> PersonalityTestValues() {
+  constexpr uint64_t kSafe[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+  constexpr uint64_t kLow32 = 0xffffffff;
+  std::vector<uint64_t> low;
+  for (int a = 0; a < 32; ++a) {
+    for (int b = a; b < 32; ++b) {
+      const uint64_t bits = uint64_t{1} << a | uint64_t{1} << b;
+      low.push_back(bits);
+      low.push_back(~bits & kLow32);
+    }
+    for (uint64_t safe : kSafe) low.push_back(safe ^ uint64_t{1} << a);
+  }
+  std::mt19937_64 random(20240611);
+  for (int i = 0; i < 2000; ++i) low.push_back(random() & kLow32);
+  low.insert(low.end(), std::begin(kSafe), std::end(kSafe));
+  std::vector<uint64_t> values;
+  for (uint64_t v : low) {
+    for (uint64_t high : {uint64_t{0}, uint64_t{1} << 32, ~kLow32}) values.push_back(high | v);
+  }
+  return values;
+}
+
+bool IsSafePersonality(uint64_t value) {
+  const uint64_t low = value & 0xffffffff;
+  return low == 0x0 || low == 0x8 || low == 0x20000 || low == 0x20008 || low == 0xffffffff;
 }
 
 ir::Syscalls StrictSyscalls() {

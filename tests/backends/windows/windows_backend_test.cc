@@ -223,6 +223,28 @@ TEST(WindowsBackend, RequiredLimitsWithoutAMechanismMakeTheApplierRefuse) {
   EXPECT_EQ(result.status().code(), ErrorCode::kFailedPrecondition);
 }
 
+// Windows has no device nodes: each device the policy turns on is reported
+// at its line, never dropped silently, and none when all are off.
+TEST(WindowsBackend, DevicesItCannotGrantAreWarnedAboutAtThePolicyLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.devices = {ir::DeviceAccess::kAllowed, ir::DeviceAccess::kAllowed, ir::DeviceAccess::kAllowed};
+  policy.provenance["filesystem.devices.gpu"] = {"strict", "dev.cocoon", 4};
+  policy.provenance["filesystem.devices.tty"] = {"strict", "dev.cocoon", 5};
+  policy.provenance["filesystem.devices.kvm"] = {"strict", "dev.cocoon", 6};
+  std::vector<std::string> warnings;
+  CompilePlan(policy, &warnings);
+  std::string all;
+  for (const std::string& w : warnings) all += w + "\n";
+  EXPECT_NE(all.find("windows: 'devices { gpu on }' (at dev.cocoon:4) is not granted"), std::string::npos) << all;
+  EXPECT_NE(all.find("windows: 'devices { tty on }' (at dev.cocoon:5) has no Windows equivalent"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("windows: 'devices { kvm on }' (at dev.cocoon:6) has no Windows equivalent"), std::string::npos)
+      << all;
+  std::vector<std::string> quiet;
+  CompilePlan(testing::StrictPolicy(), &quiet);
+  for (const std::string& w : quiet) EXPECT_EQ(w.find("devices {"), std::string::npos) << w;
+}
+
 TEST(WindowsBackend, HostilePathsStayOutOfSddlAndRoundTrip) {
   ir::Policy policy = testing::HostilePolicy();
   auto plan = CompilePlan(policy);
