@@ -42,21 +42,41 @@ uint64_t MeminfoBytes(const std::string& meminfo, const std::string& key) {
   return std::strtoull(meminfo.c_str() + at + key.size() + 1, nullptr, 10) * 1024;  // kB
 }
 
-// Our cgroup's memory limit: v2 memory.max, else v1 memory.limit_in_bytes
-// (v1 reports "no limit" as a huge page-rounded number).
+// A limit as a cgroup file writes it: "max" (v2) or a page-rounded number
+// near 2^63 (v1) mean none.
+std::optional<uint64_t> ParseCgroupLimit(const std::string& text) {
+  if (text.empty() || text == "max") return std::nullopt;
+  uint64_t value = std::strtoull(text.c_str(), nullptr, 10);
+  if (value == 0 || value >= (1ull << 60)) return std::nullopt;
+  return value;
+}
+
+// The memory our cgroup may use: the smallest limit on it and on every
+// group above it, since a parent's limit binds its children (a 1 GiB parent
+// OOM-killed a "2 GiB" sandbox). v2: memory.max up to the mount's root; v1:
+// memory.stat's hierarchical_memory_limit, which is that minimum already.
 std::optional<uint64_t> CgroupMemoryLimit() {
   auto host = enforcer::DetectHostCapabilities();
   if (!host.ok()) return std::nullopt;
-  std::vector<std::string> files;
-  if (host->v2.mounted) files.push_back(host->v2.Dir() + "/memory.max");
-  if (host->v1_memory.mounted) files.push_back(host->v1_memory.Dir() + "/memory.limit_in_bytes");
-  for (const auto& file : files) {
-    std::string text = Trim(ReadFile(file));
-    if (text.empty() || text == "max") continue;
-    uint64_t value = std::strtoull(text.c_str(), nullptr, 10);
-    if (value > 0 && value < (1ull << 60)) return value;
+  std::optional<uint64_t> lowest;
+  auto consider = [&lowest](std::optional<uint64_t> limit) {
+    if (limit && (!lowest || *limit < *lowest)) lowest = limit;
+  };
+  if (host->v2.mounted) {
+    for (std::string dir = host->v2.Dir(); dir.size() > host->v2.mount.size(); dir.resize(dir.rfind('/'))) {
+      consider(ParseCgroupLimit(Trim(ReadFile(dir + "/memory.max"))));
+    }
   }
-  return std::nullopt;
+  if (host->v1_memory.mounted) {
+    const std::string dir = host->v1_memory.Dir();
+    consider(ParseCgroupLimit(Trim(ReadFile(dir + "/memory.limit_in_bytes"))));
+    const std::string stat = ReadFile(dir + "/memory.stat");
+    const std::string key = "hierarchical_memory_limit ";
+    if (size_t at = stat.find(key); at != std::string::npos && (at == 0 || stat[at - 1] == '\n')) {
+      consider(ParseCgroupLimit(Trim(stat.substr(at + key.size(), stat.find('\n', at) - at - key.size()))));
+    }
+  }
+  return lowest;
 }
 
 // Runs `probe` in a forked child; the child reports {step, errno} through a
@@ -444,8 +464,10 @@ uint64_t ClampMemoryRequest(uint64_t requested_bytes, std::string* note) {
   uint64_t ceiling = MemoryCeilingBytes();
   if (ceiling == 0 || requested_bytes <= ceiling) return requested_bytes;
   if (note) {
+    const uint64_t host_total = MeminfoBytes(ReadFile("/proc/meminfo"), "MemTotal");
+    const bool cgroup_bound = host_total != 0 && ceiling < host_total / 100 * 95;
     *note = "memory " + FormatBytes(requested_bytes) + " clamped to " + FormatBytes(ceiling) +
-            " (95% of the host's memory)";
+            (cgroup_bound ? " (95% of the memory limit of cocoon's own cgroup)" : " (95% of the host's memory)");
   }
   return ceiling;
 }
@@ -504,7 +526,7 @@ nlohmann::json HostInfoToJson(const HostInfo& info) {
                        {{"total_bytes", info.memory_total_bytes},
                         {"available_bytes", info.memory_available_bytes},
                         {"ceiling_bytes", info.memory_ceiling_bytes},
-                        {"ceiling_rule", "95% of min(MemTotal, own cgroup limit); larger requests are clamped"}}},
+                        {"ceiling_rule", "95% of min(MemTotal, the limits of cocoon's cgroup and its ancestors); larger requests are clamped"}}},
                       {"isolation",
                        {{"landlock_abi", info.landlock_abi},
                         {"cgroups", info.cgroup_layout},

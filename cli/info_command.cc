@@ -32,7 +32,7 @@ int RunInfo(bool json) {
   std::printf("memory        %s total, %s available", FormatBytes(info.memory_total_bytes).c_str(),
               FormatBytes(info.memory_available_bytes).c_str());
   if (info.cgroup_memory_limit_bytes) {
-    std::printf(", own cgroup limit %s", FormatBytes(*info.cgroup_memory_limit_bytes).c_str());
+    std::printf(", cgroup limit %s (cocoon's group or an ancestor)", FormatBytes(*info.cgroup_memory_limit_bytes).c_str());
   }
   std::printf("\nmemory ceiling %s (95%%: larger --mem / memory limits are clamped to it)\n",
               FormatBytes(info.memory_ceiling_bytes).c_str());

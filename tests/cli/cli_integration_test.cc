@@ -2650,6 +2650,38 @@ TEST(CocoonInfo, MemoryCeilingIs95Percent) {
   EXPECT_FALSE(j["kernel"]["release"].get<std::string>().empty());
 }
 
+// A limit on a group above cocoon's binds it as much as its own: a 1 GiB
+// parent with an unlimited child OOM-killed a "--mem 2G" sandbox, and the
+// ceiling said 95% of the host. v1 here (memory.stat's
+// hierarchical_memory_limit); the v2 walk up memory.max is the same rule.
+TEST(CocoonInfo, AnAncestorGroupsMemoryLimitBindsTheCeiling) {
+  std::ifstream cgroup_file("/proc/self/cgroup");
+  std::string line, own;
+  while (std::getline(cgroup_file, line)) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    if (controllers.find(",memory,") != std::string::npos) own = line.substr(second + 1);
+  }
+  const fs::path mount = "/sys/fs/cgroup/memory";
+  if (geteuid() != 0 || own.empty() || !fs::exists(mount / "memory.limit_in_bytes")) {
+    GTEST_SKIP() << "SKIPPED LOUDLY: needs root and a cgroup v1 memory hierarchy at " << mount;
+  }
+  const fs::path parent = mount / own.substr(1) / ("cocoon-ceiling-test-" + std::to_string(getpid()));
+  const fs::path child = parent / "child";
+  fs::create_directories(child);
+  std::ofstream(parent / "memory.limit_in_bytes") << (1ull << 30);
+  Ran ran = Cocoon({"-c", "echo $$ > " + (child / "cgroup.procs").string() + " && exec " COCOON_BINARY " info --json"},
+                   "", {}, "/bin/sh");
+  fs::remove(child);
+  fs::remove(parent);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  json j = json::parse(ran.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ran.out;
+  EXPECT_EQ(j["memory"]["cgroup_limit_bytes"], 1ull << 30) << j["memory"].dump();
+  EXPECT_EQ(j["memory"]["ceiling_bytes"], (1ull << 30) / 100 * 95) << j["memory"].dump();
+}
+
 // The launcher `cocoon` and cocoon-full (docs/cli.md, "Two executables").
 // A private copy of both, with a private artifact cache: the cache key names
 // cocoon-full's build by its inode, size and mtime, so a copy starts cold.
