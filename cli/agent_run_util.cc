@@ -1,4 +1,5 @@
 #include "cli/agent_run_util.h"
+#include "compiler/common/display_text.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -213,6 +214,25 @@ bool IsForbiddenBind(const std::string& path) {
   return false;
 }
 
+namespace {
+
+// Whether a policy string can hold `path`: the policy front end refuses
+// invalid UTF-8 and control characters (docs/language.md), so a generated
+// policy naming such a path would not check and the whole run would fail.
+bool PolicyCanNamePath(const std::string& path) {
+  for (size_t i = 0; i < path.size();) {
+    const unsigned char c = static_cast<unsigned char>(path[i]);
+    if (c < 0x20 || c == 0x7f) return false;
+    uint32_t code_point = 0;
+    const size_t length = DecodeUtf8(path, i, code_point);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
+}  // namespace
+
 // Whether `dir` (canonical) is the caller's home directory or a directory
 // above it (/home). The sandbox reads with the caller's permissions (rootless
 // it is the caller's own uid), so a read-only bind of the home shows its
@@ -402,6 +422,10 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     std::string cwd = fs::current_path(ec).string();
     if (ec || IsForbiddenBind(cwd)) {
       out.notes.push_back("the current directory " + cwd + " is not mounted (a system or shared path)");
+    } else if (!PolicyCanNamePath(cwd)) {
+      // Not echoed: the path is what cannot be shown safely.
+      out.notes.push_back("the current directory is not mounted: its path holds a control character or invalid "
+                          "UTF-8, which a policy cannot name; run from another directory, or use --work");
     } else if (HoldsCallersHome(cwd)) {
       // Only the implicit bind: `--ro ~` is the caller's explicit choice.
       out.notes.push_back("the current directory " + cwd + " is not mounted: it is (or holds) a home directory, "

@@ -2338,6 +2338,24 @@ TEST(CocoonRun, LogJsonWritesToADeviceOrFifoAndLeavesItInPlace) {
 
 // Without --json, notes (here: a cwd that is not mounted) reach stderr
 // before the command runs; the JSON modes carry them in the Outcome.
+// A current directory whose path a policy cannot hold (invalid UTF-8, a
+// newline) is not bound, with a note, like a system path: it made every
+// `cocoon run` from there fail, -r python -c runs that never use it included.
+TEST(CocoonRun, ACurrentDirectoryAPolicyCannotNameIsNotBound) {
+  const fs::path base = fs::temp_directory_path() / ("cocoon-odd-cwd-" + std::to_string(getpid()));
+  for (const char* name : {"bad\xff" "dir", "new\nline"}) {
+    const fs::path dir = base / name;
+    fs::create_directories(dir);
+    Ran ran = Cocoon({"run", "--", "/bin/echo", "ran"}, dir.string());
+    EXPECT_EQ(ran.status, 0) << ran.err;
+    EXPECT_EQ(ran.out, "ran\n");
+    EXPECT_NE(ran.err.find("the current directory is not mounted: its path holds a control character or invalid UTF-8"),
+              std::string::npos)
+        << ran.err;
+  }
+  fs::remove_all(base);
+}
+
 // The command reads cocoon's stdin (`cocoon run -- ./solution <
 // input.txt`, as under `cocoon enforce`); it was /dev/null, so a harness's
 // input silently went missing. Code read from stdin is not handed on again.
