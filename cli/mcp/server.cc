@@ -154,11 +154,11 @@ void Server::HandleLine(std::string_view line) {
   // A batch (2025-03-26; later revisions dropped batching, but a JSON-RPC
   // 2.0 peer may still send one) is answered with one array (BatchReply).
   auto batch = parsed->batch ? std::make_shared<BatchReply>(*this) : nullptr;
-  for (const json& value : parsed->values) HandleValue(value, batch);
+  for (size_t i = 0; i < parsed->values.size(); ++i) HandleValue(parsed->values[i], parsed->id_tokens[i], batch);
 }
 
-void Server::HandleValue(const json& value, const std::shared_ptr<BatchReply>& batch) {
-  Message message = ParseMessage(value);
+void Server::HandleValue(const json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch) {
+  Message message = ParseMessage(value, id_token);
   RequestContext reply_to;  // where errors about this message go
   reply_to.id = message.id;
   reply_to.batch = batch;

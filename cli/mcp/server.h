@@ -94,7 +94,7 @@ class Server {
   struct RequestContext;
   class BatchReply;
 
-  void HandleValue(const nlohmann::json& value, const std::shared_ptr<BatchReply>& batch);
+  void HandleValue(const nlohmann::json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch);
   void HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch);
   void HandleNotification(const Message& message);
   bool ResolveEra(const Message& message, RequestContext* context);

@@ -334,6 +334,56 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
   EXPECT_EQ(Call(Request(9, "ping"))["result"], json::object());
 }
 
+// MCP's RequestId is `string | number`; JSON-RPC 2.0 allows any number.
+// The response carries the id in the client's own digits: nlohmann reads
+// 1e2, 2^64 and 0.1000 as doubles and would write 100.0,
+// 1.8446744073709552e+19 and 0.1. A number is one request by value (1.0
+// cancels 1).
+TEST_F(McpServerTest, ANumberIdIsEchoedAsTheClientWroteIt) {
+  Call(Request(0, "initialize", {{"protocolVersion", "2025-03-26"}}));  // a session that may batch
+  const std::vector<std::string> ids = {"1.0", "18446744073709551616", "-18446744073709551617", "1e2", "0.1000",
+                                        "-2.5E-3", "123456789012345678901234567890", "-0.0"};
+  for (const std::string& id : ids) {
+    server_->HandleLine(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"ping"})");
+  }
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":7.5,"method":"no/such/method"})");
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1E+1,"method":"ping"}])");
+  server_->HandleLine(R"({"id":3.0,"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code",)"
+                      R"("arguments":{"language":"python","code":"1"}}})");
+  server_->WaitIdle();
+  std::vector<std::string> lines = out_.Lines();
+  ASSERT_EQ(lines.size(), ids.size() + 4);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(lines[i + 1], R"({"id":)" + ids[i] + R"(,"jsonrpc":"2.0","result":{}})");
+  }
+  EXPECT_EQ(lines[ids.size() + 1].find(R"({"error":{"code":-32601,)"), 0u) << lines[ids.size() + 1];
+  EXPECT_NE(lines[ids.size() + 1].find(R"(,"id":7.5,"jsonrpc":"2.0"})"), std::string::npos) << lines[ids.size() + 1];
+  EXPECT_EQ(lines[ids.size() + 2], R"([{"id":1,"jsonrpc":"2.0","result":{}},{"id":1E+1,"jsonrpc":"2.0","result":{}}])");
+  EXPECT_EQ(lines[ids.size() + 3].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 3];
+  ASSERT_EQ(executor_.requests().size(), 1u);
+  EXPECT_EQ(executor_.requests()[0].request_id, "3.0");  // audited as sent
+
+  EXPECT_EQ(IdKey(json::parse("1.0")), IdKey(json(1)));
+  EXPECT_EQ(IdKey(json::parse("-0.0")), IdKey(json(0)));
+  EXPECT_NE(IdKey(json::parse("1.5")), IdKey(json(1)));
+  EXPECT_NE(IdKey(json("1")), IdKey(json(1)));
+}
+
+// Not a string or a number: -32600 with id null (the id cannot be used).
+TEST_F(McpServerTest, AnIdThatIsNotAStringOrANumberIsAnInvalidRequest) {
+  for (const char* id : {"null", "true", "{}", "[1]"}) {
+    server_->HandleLine(std::string(R"({"jsonrpc":"2.0","id":)") + id + R"(,"method":"ping"})");
+  }
+  server_->WaitIdle();
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 4u);
+  for (const auto& m : messages) {
+    EXPECT_TRUE(m["id"].is_null()) << m.dump();
+    EXPECT_EQ(m["error"]["code"], -32600) << m.dump();
+    EXPECT_EQ(m["error"]["message"], "\"id\" must be a string or a number (not null)") << m.dump();
+  }
+}
+
 TEST_F(McpServerTest, UnknownMethodAndUnknownTool) {
   EXPECT_EQ(Call(Request(1, "resources/list"))["error"]["code"], -32601);
   json r = Call(ToolCall(2, "rm_rf", json::object()));
@@ -573,6 +623,16 @@ TEST_F(McpThreadedTest, CancelKillsTheRunAndSuppressesTheResponse) {
   for (const auto& m : out_.Messages()) EXPECT_NE(m.value("id", json()), 1) << m.dump();
 }
 
+TEST_F(McpThreadedTest, ACancellationMatchesItsRequestByValue) {
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":1e0,"method":"tools/call","params":{"name":"execute_code",)"
+                      R"("arguments":{"language":"python","code":"sleep"}}})");
+  for (int i = 0; i < 200 && executor_.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.0}})");
+  server_->WaitIdle();
+  EXPECT_TRUE(executor_.saw_cancel());
+  EXPECT_TRUE(out_.Lines().empty()) << out_.Lines().front();
+}
+
 TEST_F(McpThreadedTest, ConcurrentCallsRespectTheCap) {
   for (int id = 1; id <= 5; ++id) {
     server_->HandleLine(ToolCall(id, "execute_code", {{"language", "python"}, {"code", "hold:150"}}).dump());
@@ -707,11 +767,12 @@ TEST_F(McpThreadedTest, AnOversizedRequestIsRefusedWithItsOwnId) {
 
 TEST(McpJsonRpc, PeekOversizedMessageReadsOnlyTopLevelFields) {
   Message m = PeekOversizedMessage(R"({"params":{"id":5,"method":"x"},"method":"tools/call","id":"a")", "too big");
-  EXPECT_EQ(m.id, "a");
+  EXPECT_EQ(m.id.value(), "a");
   EXPECT_EQ(m.method, "tools/call");
   EXPECT_EQ(m.error_message, "too big");
   EXPECT_TRUE(PeekOversizedMessage(R"({"jsonrpc":"2.0","params":{"id":5)", "x").id.is_null()) << "a nested id is not the id";
-  EXPECT_TRUE(PeekOversizedMessage(R"({"id":1.5,"method":"ping")", "x").id.is_null()) << "not a valid id";
+  EXPECT_EQ(PeekOversizedMessage(R"({"id":1.50,"method":"ping")", "x").id.text(), "1.50") << "as the client wrote it";
+  EXPECT_TRUE(PeekOversizedMessage(R"({"id":true,"method":"ping")", "x").id.is_null()) << "not a valid id";
   EXPECT_TRUE(PeekOversizedMessage("[{\"id\":1}", "x").id.is_null()) << "batches are not peeked";
 }
 

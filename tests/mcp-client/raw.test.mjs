@@ -32,10 +32,12 @@ function startServer(args = [], env = process.env) {
   running.add(child);
   const waiting = new Map();
   const lines = [];
+  const rawWaiters = [];
   let batchWaiter = null;
   readline.createInterface({ input: child.stdout }).on('line', (line) => {
     const message = JSON.parse(line);  // every stdout line must be JSON
     lines.push(message);
+    if (rawWaiters.length) rawWaiters.shift()(line);
     if (Array.isArray(message)) {
       if (batchWaiter) batchWaiter(message);
       batchWaiter = null;
@@ -58,6 +60,13 @@ function startServer(args = [], env = process.env) {
     batch(messages) {
       const reply = new Promise((resolve) => { batchWaiter = resolve; });
       this.send(JSON.stringify(messages));
+      return reply;
+    },
+    // Sends one line and resolves with the next line the server writes, as
+    // text (only while nothing else is being written).
+    exchange(text) {
+      const reply = new Promise((resolve) => rawWaiters.push(resolve));
+      this.send(text);
       return reply;
     },
     errorFor(text) {
@@ -189,4 +198,22 @@ test('a batch of identical calls is answered with one array, every call succeedi
       fs.rmSync(cache, { recursive: true, force: true });
     }
   }
+});
+
+// MCP's RequestId is `string | number`, and JSON-RPC allows any number: the
+// response carries the id in the client's own digits (nlohmann would write
+// 1e2 back as 100.0 and 2^64 as 1.8446744073709552e+19). Anything else is
+// -32600 with id null.
+test('a number id is answered in the digits the client sent', async () => {
+  const server = startServer();
+  for (const id of ['1.0', '18446744073709551616', '1e2', '-0.250']) {
+    const line = await server.exchange(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`);
+    assert.equal(line, `{"id":${id},"jsonrpc":"2.0","result":{}}`);
+  }
+  for (const id of ['null', 'true', '{}', '[]']) {
+    const reply = JSON.parse(await server.exchange(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`));
+    assert.equal(reply.id, null);
+    assert.equal(reply.error.code, -32600);
+  }
+  await server.stop();
 });
