@@ -62,9 +62,10 @@ struct Message {
   // For kInvalid (and parse failures): the error to send back, if any.
   int error_code = 0;
   std::string error_message;
-  // A notification (a method without an "id") that is invalid all the same:
-  // JSON-RPC 2.0 section 4.1 says a notification is never answered, not
-  // even with an error, so it is dropped.
+  // Not answered on its own: a notification (a method without an "id")
+  // that is invalid all the same (JSON-RPC 2.0 section 4.1: a notification
+  // is never answered, not even with an error), or an element of a refused
+  // batch (the whole line gets one error).
   bool unanswerable = false;
 };
 

@@ -151,10 +151,48 @@ void Server::HandleLine(std::string_view line) {
   std::string error;
   auto parsed = ParseLine(line, options_.parse, &error);
   if (!parsed) return SendError(RequestContext{}, kParseError, "Parse error: " + error);
-  // A batch (2025-03-26; later revisions dropped batching, but a JSON-RPC
-  // 2.0 peer may still send one) is answered with one array (BatchReply).
+  if (parsed->batch) {
+    if (std::string why = BatchRefusal(); !why.empty()) return RefuseBatch(*parsed, why);
+  }
+  // A batch the session's revision has is answered with one array (BatchReply).
   auto batch = parsed->batch ? std::make_shared<BatchReply>(*this) : nullptr;
   for (size_t i = 0; i < parsed->values.size(); ++i) HandleValue(parsed->values[i], parsed->id_tokens[i], batch);
+}
+
+// JSON-RPC batches belong to the revisions before 2025-06-18, which removed
+// them ("Remove support for JSON-RPC batching", its changelog): 2024-11-05
+// (plain JSON-RPC 2.0) and 2025-03-26 ("MUST support receiving JSON-RPC
+// batches"). A session has a revision only once initialize has negotiated
+// one, and no revision has a batch before that: initialization "MUST be the
+// first interaction" and 2025-03-26's initialize "MUST NOT be part of a
+// JSON-RPC batch"; nor does the 2026-07-28 per-request style ("Each message
+// is a single JSON-RPC request, notification, or response").
+std::string Server::BatchRefusal() {
+  const std::string version = NegotiatedVersion();
+  if (version.empty()) {
+    return "JSON-RPC batch refused: batches are accepted only after initialize has negotiated protocol "
+           "version 2024-11-05 or 2025-03-26";
+  }
+  if (version != "2024-11-05" && version != "2025-03-26") {
+    return "JSON-RPC batch refused: protocol version " + version +
+           " has no batching (removed in 2025-06-18)";
+  }
+  return "";
+}
+
+// The array is not a message of the session's revision: one Invalid Request
+// with id null (JSON-RPC 2.0 section 5), whatever its elements, since none
+// of them is read as a request (or a notification) of its own. Each
+// tools/call in it is still audited as refused, unanswered on its own.
+void Server::RefuseBatch(const ParsedLine& parsed, const std::string& why) {
+  for (size_t i = 0; i < parsed.values.size(); ++i) {
+    Message message = ParseMessage(parsed.values[i], parsed.id_tokens[i]);
+    if (message.method != "tools/call") continue;
+    message.kind = MessageKind::kInvalid;
+    message.unanswerable = true;
+    RefuseToolCallMessage(message, RequestContext{}, "bad_request", kInvalidRequest, why);
+  }
+  SendError(RequestContext{}, kInvalidRequest, why);
 }
 
 void Server::HandleValue(const json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch) {
@@ -290,6 +328,11 @@ void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchRe
                         ? " (removed in " + std::string(kModernVersion) + ")"
                         : "";
   SendError(context, kMethodNotFound, "Method not found: " + EchoOfClientText(method) + why);
+}
+
+std::string Server::NegotiatedVersion() {
+  std::lock_guard lock(mutex_);
+  return negotiated_version_;
 }
 
 json Server::ServerInfo() const {

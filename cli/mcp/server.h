@@ -94,11 +94,15 @@ class Server {
   struct RequestContext;
   class BatchReply;
 
+  // Why a batch is refused in this session ("" when it is not).
+  std::string BatchRefusal();
+  void RefuseBatch(const ParsedLine& parsed, const std::string& why);
   void HandleValue(const nlohmann::json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch);
   void HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch);
   void HandleNotification(const Message& message);
   bool ResolveEra(const Message& message, RequestContext* context);
   nlohmann::json Initialize(const nlohmann::json& params);
+  std::string NegotiatedVersion();  // "" until initialize has succeeded
   nlohmann::json Discover() const;
   nlohmann::json ServerInfo() const;
   nlohmann::json Capabilities() const;

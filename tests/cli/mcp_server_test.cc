@@ -56,6 +56,10 @@ class Collector {
     std::lock_guard lock(mutex_);
     return lines_;
   }
+  void Clear() {
+    std::lock_guard lock(mutex_);
+    lines_.clear();
+  }
 
  private:
   std::mutex mutex_;
@@ -80,6 +84,13 @@ class McpServerTest : public ::testing::Test {
   }
   json Request(int id, const std::string& method, json params = json::object()) {
     return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+  }
+  // A 2025-03-26 session, the last revision with JSON-RPC batches; its
+  // answer is not kept, so that the test sees only its own lines.
+  void InitializeForBatches() {
+    ASSERT_EQ(Call(Request(0, "initialize", {{"protocolVersion", "2025-03-26"}}))["result"]["protocolVersion"],
+              "2025-03-26");
+    out_.Clear();
   }
   json ToolCall(int id, const std::string& tool, json args, json meta = nullptr) {
     json params = {{"name", tool}, {"arguments", std::move(args)}};
@@ -327,8 +338,8 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
   EXPECT_EQ(messages[1]["id"], 7);
   EXPECT_EQ(messages[2]["error"]["code"], -32600);
   EXPECT_EQ(messages[3]["error"]["code"], -32602);
-  ASSERT_TRUE(messages[4].is_array());  // [1] is a batch of one invalid request (JSON-RPC 2.0 section 7)
-  EXPECT_EQ(messages[4][0]["error"]["code"], -32600);
+  EXPECT_EQ(messages[4]["error"]["code"], -32600);  // a batch before initialize (ABatchIsRefused...)
+  EXPECT_TRUE(messages[4]["id"].is_null());
   EXPECT_EQ(messages[5]["error"]["code"], -32600);  // oversized
   EXPECT_EQ(messages[6]["error"]["code"], -32700);  // too deep
   EXPECT_EQ(Call(Request(9, "ping"))["result"], json::object());
@@ -340,7 +351,7 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
 // 1.8446744073709552e+19 and 0.1. A number is one request by value (1.0
 // cancels 1).
 TEST_F(McpServerTest, ANumberIdIsEchoedAsTheClientWroteIt) {
-  Call(Request(0, "initialize", {{"protocolVersion", "2025-03-26"}}));  // a session that may batch
+  InitializeForBatches();
   const std::vector<std::string> ids = {"1.0", "18446744073709551616", "-18446744073709551617", "1e2", "0.1000",
                                         "-2.5E-3", "123456789012345678901234567890", "-0.0"};
   for (const std::string& id : ids) {
@@ -352,14 +363,14 @@ TEST_F(McpServerTest, ANumberIdIsEchoedAsTheClientWroteIt) {
                       R"("arguments":{"language":"python","code":"1"}}})");
   server_->WaitIdle();
   std::vector<std::string> lines = out_.Lines();
-  ASSERT_EQ(lines.size(), ids.size() + 4);
+  ASSERT_EQ(lines.size(), ids.size() + 3);
   for (size_t i = 0; i < ids.size(); ++i) {
-    EXPECT_EQ(lines[i + 1], R"({"id":)" + ids[i] + R"(,"jsonrpc":"2.0","result":{}})");
+    EXPECT_EQ(lines[i], R"({"id":)" + ids[i] + R"(,"jsonrpc":"2.0","result":{}})");
   }
-  EXPECT_EQ(lines[ids.size() + 1].find(R"({"error":{"code":-32601,)"), 0u) << lines[ids.size() + 1];
-  EXPECT_NE(lines[ids.size() + 1].find(R"(,"id":7.5,"jsonrpc":"2.0"})"), std::string::npos) << lines[ids.size() + 1];
-  EXPECT_EQ(lines[ids.size() + 2], R"([{"id":1,"jsonrpc":"2.0","result":{}},{"id":1E+1,"jsonrpc":"2.0","result":{}}])");
-  EXPECT_EQ(lines[ids.size() + 3].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 3];
+  EXPECT_EQ(lines[ids.size()].find(R"({"error":{"code":-32601,)"), 0u) << lines[ids.size()];
+  EXPECT_NE(lines[ids.size()].find(R"(,"id":7.5,"jsonrpc":"2.0"})"), std::string::npos) << lines[ids.size()];
+  EXPECT_EQ(lines[ids.size() + 1], R"([{"id":1,"jsonrpc":"2.0","result":{}},{"id":1E+1,"jsonrpc":"2.0","result":{}}])");
+  EXPECT_EQ(lines[ids.size() + 2].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 2];
   ASSERT_EQ(executor_.requests().size(), 1u);
   EXPECT_EQ(executor_.requests()[0].request_id, "3.0");  // audited as sent
 
@@ -457,10 +468,11 @@ TEST_F(McpServerTest, NotificationsAndResponsesGetNoAnswer) {
   EXPECT_TRUE(out_.Lines().empty());
 }
 
-// JSON-RPC 2.0 section 6: a batch gets one array of the responses; its
-// notifications get none; a batch of notifications alone gets nothing; an
-// empty array is one invalid request, not a batch.
+// JSON-RPC 2.0 section 6, in a 2025-03-26 session: a batch gets one array
+// of the responses; its notifications get none; a batch of notifications
+// alone gets nothing; an empty array is one invalid request, not a batch.
 TEST_F(McpServerTest, ABatchIsAnsweredWithOneArray) {
+  InitializeForBatches();
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
                       R"({"jsonrpc":"2.0","method":"notifications/initialized"},)"
                       R"({"jsonrpc":"2.0","id":2,"method":"nope"},7])");
@@ -478,6 +490,7 @@ TEST_F(McpServerTest, ABatchIsAnsweredWithOneArray) {
 }
 
 TEST_F(McpServerTest, ABatchOfNotificationsGetsNoAnswerAndAnEmptyArrayIsOneError) {
+  InitializeForBatches();
   server_->HandleLine(R"([{"jsonrpc":"2.0","method":"notifications/initialized"}])");
   server_->WaitIdle();
   EXPECT_TRUE(out_.Lines().empty());
@@ -490,12 +503,59 @@ TEST_F(McpServerTest, ABatchOfNotificationsGetsNoAnswerAndAnEmptyArrayIsOneError
 }
 
 TEST_F(McpServerTest, AOneElementBatchIsStillAnArray) {
+  InitializeForBatches();
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":"a","method":"ping"}])");
   server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
   ASSERT_EQ(messages.size(), 1u);
   ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
   EXPECT_EQ(messages[0][0]["id"], "a");
+}
+
+// 2025-06-18 removed JSON-RPC batching; only a session that negotiated
+// 2024-11-05 or 2025-03-26 may batch, and no revision batches before
+// initialize. A refused batch is one Invalid Request with id null: none of
+// its elements runs or is answered, and its tools/call is audited.
+TEST(McpBatches, OnlyA2024Or2025_03_26SessionMayBatch) {
+  const std::string batch = R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
+                            R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code",)"
+                            R"("arguments":{"language":"python","code":"1"}}},)"
+                            R"({"jsonrpc":"2.0","method":"notifications/initialized"}])";
+  for (const char* version : {"", "2025-06-18", "2025-11-25", "1999-01-01", "2024-11-05", "2025-03-26"}) {
+    SCOPED_TRACE(std::string("session: ") + (*version ? version : "not initialized"));
+    FakeExecutor executor;
+    Collector out;
+    ServerOptions options;
+    options.dispatch = Dispatch::kInline;
+    Server server(executor, [&](const std::string& l) { out.Add(l); }, options);
+    if (*version) {
+      server.HandleLine(json{{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                             {"params", {{"protocolVersion", version}}}}.dump());
+      server.WaitIdle();
+      out.Clear();
+    }
+    server.HandleLine(batch);
+    server.WaitIdle();
+    auto messages = out.Messages();
+    ASSERT_EQ(messages.size(), 1u);
+    const bool batches = std::string_view(version) == "2024-11-05" || std::string_view(version) == "2025-03-26";
+    if (batches) {
+      ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
+      EXPECT_EQ(messages[0].size(), 2u) << messages[0].dump();
+      EXPECT_EQ(executor.requests().size(), 1u);
+      continue;
+    }
+    ASSERT_TRUE(messages[0].is_object()) << messages[0].dump();
+    EXPECT_TRUE(messages[0]["id"].is_null());
+    EXPECT_EQ(messages[0]["error"]["code"], -32600);
+    EXPECT_NE(messages[0]["error"]["message"].get<std::string>().find("batch refused"), std::string::npos);
+    EXPECT_TRUE(executor.requests().empty());
+    auto refusals = executor.refusals();
+    ASSERT_EQ(refusals.size(), 1u);
+    EXPECT_EQ(refusals[0].request_id, "2");
+    EXPECT_EQ(refusals[0].kind, "bad_request");
+    EXPECT_EQ(refusals[0].tool, "execute_code");
+  }
 }
 
 TEST_F(McpServerTest, InvalidUtf8OutputIsSanitised) {
@@ -691,6 +751,7 @@ TEST(McpBackpressure, NoSandboxStartsWhileTheAnswersWaitingPassTheLimit) {
 // Tool calls of one batch run concurrently; the array waits for the slowest,
 // and a cancelled call simply has no element in it.
 TEST_F(McpThreadedTest, ABatchOfToolCallsIsAnsweredOnceAllHaveFinished) {
+  InitializeForBatches();
   json batch = json::array({ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hold:200"}}),
                             ToolCall(2, "execute_code", {{"language", "python"}, {"code", "quick"}}),
                             ToolCall(3, "execute_code", {{"language", "python"}, {"code", "sleep"}}),

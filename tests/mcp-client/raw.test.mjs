@@ -217,3 +217,34 @@ test('a number id is answered in the digits the client sent', async () => {
   }
   await server.stop();
 });
+
+// 2025-06-18 removed JSON-RPC batching: a batch is one Invalid Request with
+// id null (none of its calls runs), before initialize too; a 2025-03-26
+// session still gets one array.
+test('a batch is refused before initialize and after 2025-06-18, answered in 2025-03-26', async () => {
+  const batch = JSON.stringify([
+    { jsonrpc: '2.0', id: 1, method: 'ping' },
+    { jsonrpc: '2.0', id: 2, method: 'ping' },
+  ]);
+  for (const version of [null, '2025-06-18', '2025-11-25', '2025-03-26']) {
+    const server = startServer();
+    if (version) {
+      const init = await server.request(0, 'initialize', {
+        protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+      });
+      assert.equal(init.result.protocolVersion, version);
+      server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    }
+    const reply = JSON.parse(await server.exchange(batch));
+    if (version === '2025-03-26') {
+      assert.ok(Array.isArray(reply), JSON.stringify(reply));
+      assert.deepEqual(reply.map((r) => r.id), [1, 2]);
+    } else {
+      assert.ok(!Array.isArray(reply), `${version}: ${JSON.stringify(reply)}`);
+      assert.equal(reply.id, null);
+      assert.equal(reply.error.code, -32600);
+      assert.deepEqual((await server.request(3, 'ping', {})).result, {}, 'the session goes on');
+    }
+    await server.stop();
+  }
+});
