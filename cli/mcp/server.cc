@@ -295,6 +295,14 @@ void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchRe
   if (!ResolveEra(message, &context)) return;
   const std::string& method = message.method;
   if (method == "initialize") {
+    // Initialization is the session's first interaction, once: a second
+    // initialize neither renegotiates nor resets anything. -32600, as the
+    // TypeScript SDK's HTTP transport answers it ("Invalid Request: Server
+    // already initialized"). Only this thread (HandleLine's) sets the version.
+    if (std::string version = NegotiatedVersion(); !version.empty()) {
+      return SendError(context, kInvalidRequest,
+                       "Invalid Request: the session is already initialized (protocol version " + version + ")");
+    }
     // InitializeRequest's params.protocolVersion is a required string (every
     // revision's schema): a client without one has not said what it speaks.
     if (!message.params.contains("protocolVersion") || !message.params["protocolVersion"].is_string()) {

@@ -70,13 +70,18 @@ class Collector {
 class McpServerTest : public ::testing::Test {
  protected:
   explicit McpServerTest(Dispatch dispatch = Dispatch::kInline) {
-    ServerOptions options;
-    options.dispatch = dispatch;
-    options.server_version = "9.9.9";
-    options.max_concurrent = 2;
-    options.max_message_bytes = 4096;
-    options.max_progress_bytes = 64;
-    server_ = std::make_unique<Server>(executor_, [this](const std::string& l) { out_.Add(l); }, options);
+    options_.dispatch = dispatch;
+    options_.server_version = "9.9.9";
+    options_.max_concurrent = 2;
+    options_.max_message_bytes = 4096;
+    options_.max_progress_bytes = 64;
+    server_ = std::make_unique<Server>(executor_, [this](const std::string& l) { out_.Add(l); }, options_);
+  }
+  // A fresh server (a session is initialized once), its lines only.
+  void NewSession() {
+    server_.reset();
+    out_.Clear();
+    server_ = std::make_unique<Server>(executor_, [this](const std::string& l) { out_.Add(l); }, options_);
   }
   json Call(const json& request) {
     server_->HandleLine(request.dump());
@@ -98,6 +103,7 @@ class McpServerTest : public ::testing::Test {
     return Request(id, "tools/call", std::move(params));
   }
 
+  ServerOptions options_;
   FakeExecutor executor_;
   Collector out_;
   std::unique_ptr<Server> server_;
@@ -125,16 +131,42 @@ class McpThreadedTest : public McpServerTest {
 };
 
 TEST_F(McpServerTest, InitializeEchoesEverySupportedVersion) {
-  int id = 1;
   for (const char* version : {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}) {
-    json r = Call(Request(id++, "initialize", {{"protocolVersion", version}, {"capabilities", json::object()},
-                                               {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
+    // One session each: a session is initialized once.
+    NewSession();
+    json r = Call(Request(1, "initialize", {{"protocolVersion", version}, {"capabilities", json::object()},
+                                            {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
     EXPECT_EQ(r["result"]["protocolVersion"], version);
     EXPECT_EQ(r["result"]["serverInfo"]["name"], "cocoon");
     EXPECT_EQ(r["result"]["serverInfo"]["version"], "9.9.9");
     EXPECT_TRUE(r["result"]["capabilities"].contains("tools"));
     EXPECT_FALSE(r["result"].contains("resultType"));
   }
+}
+
+// Initialization is the session's first interaction, once: a second
+// initialize is an Invalid Request and changes nothing (the version, which
+// decides batching, and the client recorded for the audit log).
+TEST_F(McpServerTest, ASecondInitializeIsRefusedAndChangesNothing) {
+  json first = Call(Request(1, "initialize", {{"protocolVersion", "2025-03-26"}, {"clientInfo", {{"name", "first"}}}}));
+  EXPECT_EQ(first["result"]["protocolVersion"], "2025-03-26");
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":2,"method":"initialize",)"
+                      R"("params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"second"}}})");
+  json second = out_.WaitFor(2);
+  EXPECT_EQ(second["error"]["code"], -32600) << second.dump();
+  EXPECT_FALSE(second.contains("result"));
+  EXPECT_NE(second["error"]["message"].get<std::string>().find("already initialized (protocol version 2025-03-26)"),
+            std::string::npos) << second.dump();
+  EXPECT_EQ(Call(Request(3, "initialize"))["error"]["code"], -32600) << "refused before its params are read";
+
+  out_.Clear();
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":4,"method":"ping"}])");  // still a 2025-03-26 session
+  server_->WaitIdle();
+  ASSERT_EQ(out_.Lines().size(), 1u);
+  EXPECT_EQ(out_.Lines()[0], R"([{"id":4,"jsonrpc":"2.0","result":{}}])");
+  Call(ToolCall(5, "no_such_tool", json::object()));
+  ASSERT_EQ(executor_.refusals().size(), 1u);
+  EXPECT_EQ(executor_.refusals()[0].client_name, "first");
 }
 
 TEST_F(McpServerTest, InitializeWithUnknownVersionAnswersLatestLegacy) {

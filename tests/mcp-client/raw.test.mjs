@@ -248,3 +248,23 @@ test('a batch is refused before initialize and after 2025-06-18, answered in 202
     await server.stop();
   }
 });
+
+// Initialization happens once per session: a second initialize is -32600
+// and neither renegotiates the version nor resets the session.
+test('a second initialize is an Invalid Request and changes nothing', async () => {
+  const server = startServer();
+  const first = await server.request(1, 'initialize', {
+    protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+  });
+  assert.equal(first.result.protocolVersion, '2025-03-26');
+  server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  const second = await server.request(2, 'initialize', {
+    protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+  });
+  assert.equal(second.error?.code, -32600, JSON.stringify(second));
+  assert.equal(second.result, undefined);
+  // Still 2025-03-26, which batches (2025-11-25 would refuse the array).
+  const answer = await server.batch([{ jsonrpc: '2.0', id: 3, method: 'ping' }]);
+  assert.deepEqual(answer, [{ jsonrpc: '2.0', id: 3, result: {} }]);
+  await server.stop();
+});
