@@ -38,56 +38,6 @@ Message Invalid(RequestId id, int code, std::string message) {
   return m;
 }
 
-// Top-level "id" and "method" of an object, from SAX events; stops (returns
-// false) once both are seen. Depth 1 is the message object itself.
-class TopLevelFields : public nlohmann::json_sax<json> {
- public:
-  RequestId id;
-  std::string method;
-  bool has_id = false, has_method = false;
-
-  bool null() override { return Scalar(json(nullptr)); }
-  bool boolean(bool value) override { return Scalar(json(value)); }
-  bool number_integer(number_integer_t value) override { return Scalar(json(value)); }
-  bool number_unsigned(number_unsigned_t value) override { return Scalar(json(value)); }
-  bool number_float(number_float_t value, const string_t& token) override { return Scalar(json(value), token); }
-  bool string(string_t& value) override { return Scalar(json(value)); }
-  bool binary(binary_t&) override { return Scalar(json(nullptr)); }
-  bool start_object(std::size_t) override { return Open(); }
-  bool end_object() override { return Close(); }
-  bool start_array(std::size_t) override { return Open(); }
-  bool end_array() override { return Close(); }
-  bool key(string_t& value) override {
-    if (depth_ == 1) key_ = value;
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-
- private:
-  bool Scalar(json value, std::string_view token = {}) {
-    if (depth_ == 1 && key_ == "id") {
-      id = RequestId(std::move(value), token);
-      has_id = true;
-    } else if (depth_ == 1 && key_ == "method" && value.is_string()) {
-      method = value.get<std::string>();
-      has_method = true;
-    }
-    key_.clear();
-    return !(has_id && has_method);
-  }
-  bool Open() {
-    key_.clear();
-    ++depth_;
-    return depth_ <= 64;
-  }
-  bool Close() {
-    --depth_;
-    return true;
-  }
-  int depth_ = 0;
-  std::string key_;
-};
-
 // The text of each message's top-level "id" when nlohmann reads it as a
 // double (RequestId), by the message's index in ParsedLine::values: the
 // line's object is 0, a batch's elements 0, 1, ... (non-objects counted).
@@ -169,16 +119,6 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 }
 
 }  // namespace
-
-Message PeekOversizedMessage(std::string_view prefix, std::string error_message) {
-  TopLevelFields fields;
-  if (!prefix.empty() && prefix.front() == '{') {
-    json::sax_parse(prefix.begin(), prefix.end(), &fields, nlohmann::detail::input_format_t::json, false);
-  }
-  Message m = Invalid(fields.has_id ? fields.id : RequestId(), kInvalidRequest, std::move(error_message));
-  m.method = fields.method;
-  return m;
-}
 
 RequestId::RequestId(json value, std::string_view token)
     : value_(std::move(value)), text_(value_.is_number() && !token.empty() ? std::string(token) : Dump(value_)) {}

@@ -64,8 +64,9 @@ struct Message {
   std::string error_message;
   // Not answered on its own: a notification (a method without an "id")
   // that is invalid all the same (JSON-RPC 2.0 section 4.1: a notification
-  // is never answered, not even with an error), or an element of a refused
-  // batch (the whole line gets one error).
+  // is never answered, not even with an error) or over the size limit, a
+  // response over it (OversizedLine), or an element of a refused batch (the
+  // whole line gets one error).
   bool unanswerable = false;
 };
 
@@ -91,14 +92,6 @@ struct ParsedLine {
 };
 // nullopt and sets *error on a parse failure.
 std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error);
-
-// The start of a line too long to parse whole: its top-level "id" and
-// "method", read with a SAX parser that stops at the end of `prefix` (or
-// as soon as both are known), so that the refusal can answer the request
-// it refuses. A client matches answers by id: an error with id null leaves
-// its call waiting until its own timeout. kInvalid with `error_message`
-// set; `id` null when the prefix does not show one.
-Message PeekOversizedMessage(std::string_view prefix, std::string error_message);
 
 // True for a string or a number: a request id, a cancellation's requestId,
 // a progress token (MCP forbids null ids).

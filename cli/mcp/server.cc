@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -131,21 +132,31 @@ void Server::SendResult(const RequestContext& context, json result) {
   Respond(context, ResultLine(context.id, result));
 }
 
-void Server::HandleOversizedLine(size_t size, std::string_view prefix) {
-  std::string why = "message of " + std::to_string(size) + " bytes exceeds the limit of " +
+void Server::HandleOversizedLine(const OversizedLine& line) {
+  std::string why = "message of " + std::to_string(line.size()) + " bytes exceeds the limit of " +
                     std::to_string(options_.max_message_bytes) + " bytes";
-  Message message = PeekOversizedMessage(prefix, why);
+  Message message = line.Refusal(why);
   RequestContext context;
   context.id = message.id;
   // A refused tools/call is audited and answered like any malformed call
-  // (RefuseToolCallMessage); its id, read from the line's start, lets the
-  // client match the refusal to its request.
+  // (RefuseToolCallMessage), with the id the line showed so that the client
+  // can match the refusal to its request; as a notification, only audited.
   if (message.method == "tools/call") return RefuseToolCallMessage(message, context, "bad_request", kInvalidRequest, why);
+  // A notification or a response is never answered: the client learns
+  // nothing from an error it cannot match to a request of its own.
+  if (message.unanswerable) {
+    std::string what = message.method.empty() ? "a response" : "notification " + EchoOfClientText(message.method);
+    return log::Warn("mcp: " + what + " refused, unanswered: " + why);
+  }
   SendError(context, kInvalidRequest, why);
 }
 
 void Server::HandleLine(std::string_view line) {
-  if (line.size() > options_.max_message_bytes) return HandleOversizedLine(line.size(), line.substr(0, kOversizedPrefixBytes));
+  if (line.size() > options_.max_message_bytes) {
+    OversizedLine oversized;
+    oversized.Feed(line);
+    return HandleOversizedLine(oversized);
+  }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;
   std::string error;
@@ -433,9 +444,8 @@ size_t Server::calls_in_flight() {
 }
 
 Status Server::Serve(int in_fd, int stop_fd) {
-  std::string line, oversized_prefix;
-  bool discarding = false;
-  size_t discarded = 0;
+  std::string line;
+  std::optional<OversizedLine> oversized;  // the line being discarded, if it is
   std::vector<char> chunk(64 * 1024);
   Status ended = Status::Ok();
   for (;;) {
@@ -463,26 +473,24 @@ Status Server::Serve(int in_fd, int stop_fd) {
     while (!data.empty()) {
       size_t newline = data.find('\n');
       std::string_view piece = data.substr(0, newline);
-      // Bounded memory: a line beyond the limit is counted, not buffered.
-      if (discarding) discarded += piece.size();
+      // Bounded memory: a line beyond the limit is read through, not buffered.
+      if (oversized) oversized->Feed(piece);
       else if (line.size() + piece.size() > options_.max_message_bytes) {
-        discarding = true;
-        discarded = line.size() + piece.size();
-        // Only the start is kept, to find the refused request's id.
-        if (line.size() < kOversizedPrefixBytes) line.append(piece.substr(0, kOversizedPrefixBytes - line.size()));
-        oversized_prefix.assign(line, 0, std::min(line.size(), kOversizedPrefixBytes));
+        oversized.emplace();
+        oversized->Feed(line);
+        oversized->Feed(piece);
         line.clear();
         line.shrink_to_fit();
       } else line.append(piece);
       if (newline == std::string_view::npos) break;
-      if (discarding) HandleOversizedLine(discarded, oversized_prefix);
+      if (oversized) HandleOversizedLine(*oversized);
       else HandleLine(line);
-      discarding = false;
+      oversized.reset();
       line.clear();
       data.remove_prefix(newline + 1);
     }
   }
-  if (ended.ok() && !discarding && !line.empty()) HandleLine(line);
+  if (ended.ok() && !oversized && !line.empty()) HandleLine(line);
   if (!ended.ok()) {
     CancelAll();
     WaitForCalls();  // stopped: the client's unread answers are not waited for

@@ -858,15 +858,83 @@ TEST_F(McpThreadedTest, AnOversizedRequestIsRefusedWithItsOwnId) {
   for (const auto& m : out_.Messages()) EXPECT_FALSE(m.contains("id") && m["id"].is_null()) << m.dump();
 }
 
-TEST(McpJsonRpc, PeekOversizedMessageReadsOnlyTopLevelFields) {
-  Message m = PeekOversizedMessage(R"({"params":{"id":5,"method":"x"},"method":"tools/call","id":"a")", "too big");
-  EXPECT_EQ(m.id.value(), "a");
-  EXPECT_EQ(m.method, "tools/call");
-  EXPECT_EQ(m.error_message, "too big");
-  EXPECT_TRUE(PeekOversizedMessage(R"({"jsonrpc":"2.0","params":{"id":5)", "x").id.is_null()) << "a nested id is not the id";
-  EXPECT_EQ(PeekOversizedMessage(R"({"id":1.50,"method":"ping")", "x").id.text(), "1.50") << "as the client wrote it";
-  EXPECT_TRUE(PeekOversizedMessage(R"({"id":true,"method":"ping")", "x").id.is_null()) << "not a valid id";
-  EXPECT_TRUE(PeekOversizedMessage("[{\"id\":1}", "x").id.is_null()) << "batches are not peeked";
+// JSON-RPC 2.0 section 4.1: a notification is never answered, also when it
+// is too long (it is logged instead); a request is refused with its id even
+// when the id comes after the params that made it too long (the TypeScript
+// SDK's order), well past the first 64 KiB.
+TEST_F(McpThreadedTest, AnOversizedNotificationIsNotAnsweredAndARequestIsWhereverItsIdIs) {
+  const std::string pad = std::string(100000, 'p');
+  const std::string notification =
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"pad":")" + pad + R"("}})";
+  const std::string call = R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code","arguments":{)"
+                           R"("language":"python","code":")" + pad + R"("}}})";
+  const std::string request_id_last =
+      R"({"method":"ping","params":{"pad":")" + pad + R"("},"jsonrpc":"2.0","id":"last"})";
+  ServeThroughPipe(notification + "\n" + call + "\n" + request_id_last + "\n" + Request(3, "ping").dump() + "\n");
+  EXPECT_EQ(out_.WaitFor("last")["error"]["code"], -32600);
+  EXPECT_EQ(out_.WaitFor(3)["result"], json::object());
+  auto messages = out_.Messages();
+  EXPECT_EQ(messages.size(), 2u);
+  for (const auto& m : messages) EXPECT_FALSE(m["id"].is_null()) << m.dump();
+  auto refusals = executor_.refusals();
+  ASSERT_EQ(refusals.size(), 1u) << "the tools/call notification is still audited";
+  EXPECT_EQ(refusals[0].request_id, "");
+  EXPECT_EQ(refusals[0].kind, "bad_request");
+}
+
+// An oversized line is read through a piece at a time (as Serve reads it):
+// its top-level "id", "method" and "jsonrpc", wherever they are, and
+// whether it is a whole notification or response.
+TEST(McpOversizedLine, ReadsTheTopLevelMembersOfTheWholeLine) {
+  struct Case {
+    std::string line;
+    std::string id;  // the id's text; "null" when none could be read
+    std::string method;
+    bool unanswerable;
+  };
+  const std::string pad = R"("params":{"id":5,"method":"x","s":"\"id\":9,\\","a":[{"id":6}]})";
+  const std::vector<Case> cases = {
+      {R"({"method":"tools/call",)" + pad + R"(,"jsonrpc":"2.0","id":"a"})", R"("a")", "tools/call", false},
+      {R"({"jsonrpc":"2.0","id":1.50,"method":"ping",)" + pad + "}", "1.50", "ping", false},
+      {R"( { "id" : 18446744073709551616 , "method" : "ping" , )" + pad + " }\r", "18446744073709551616", "ping",
+       false},
+      {R"({"\u0069d":7,"method":"p\u0069ng","jsonrpc":"2.0"})", "7", "ping", false},
+      {R"({"id":1,"id":2,"jsonrpc":"2.0","method":"ping"})", "2", "ping", false},  // the last one counts
+      {R"({"jsonrpc":"2.0","method":"notifications/progress",)" + pad + "}", "null", "notifications/progress", true},
+      {R"({"jsonrpc":"2.0","id":3,"result":{"x":[1]}})", "3", "", true},
+      {R"({"jsonrpc":"2.0","error":{"code":1}})", "null", "", true},
+      {R"({"method":"notifications/x",)" + pad + "}", "null", "notifications/x", false},  // no "jsonrpc"
+      {R"({"jsonrpc":"1.0","method":"notifications/x"})", "null", "notifications/x", false},
+      {R"({"jsonrpc":"2.0","method":7})", "null", "", false},
+      {R"({"jsonrpc":"2.0","method":"notifications/x","params":{"a":1)", "null", "notifications/x", false},  // cut
+      {R"({"jsonrpc":"2.0","method":"notifications/x"} {})", "null", "notifications/x", false},  // two values
+      {R"({"jsonrpc":"2.0","id":true,"method":"ping"})", "null", "ping", false},
+      {R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})", "null", "ping", false},
+      {R"({"jsonrpc":"2.0","id":")" + std::string(2000, 'i') + R"(","method":"ping"})", "null", "ping", false},
+      {R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", "null", "", false},
+      {"x", "null", "", false},
+      {"{}", "null", "", false},
+  };
+  for (const Case& c : cases) {
+    OversizedLine whole;
+    whole.Feed(c.line);
+    Message m = whole.Refusal("too big");
+    EXPECT_EQ(m.kind, MessageKind::kInvalid) << c.line;
+    EXPECT_EQ(m.error_code, -32600) << c.line;
+    EXPECT_EQ(m.error_message, "too big") << c.line;
+    EXPECT_EQ(m.id.text(), c.id) << c.line;
+    EXPECT_EQ(m.method, c.method) << c.line;
+    EXPECT_EQ(m.unanswerable, c.unanswerable) << c.line;
+    EXPECT_EQ(whole.size(), c.line.size());
+    for (size_t split = 1; split < c.line.size(); ++split) {  // as the pieces of a pipe's reads
+      OversizedLine pieces;
+      pieces.Feed(std::string_view(c.line).substr(0, split));
+      pieces.Feed(std::string_view(c.line).substr(split));
+      Message p = pieces.Refusal("too big");
+      EXPECT_EQ(p.id.text(), c.id) << c.line << " split at " << split;
+      EXPECT_EQ(p.unanswerable, c.unanswerable) << c.line << " split at " << split;
+    }
+  }
 }
 
 TEST(McpPaths, SafeRelativePath) {

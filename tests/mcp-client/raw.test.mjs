@@ -268,3 +268,19 @@ test('a second initialize is an Invalid Request and changes nothing', async () =
   assert.deepEqual(answer, [{ jsonrpc: '2.0', id: 3, result: {} }]);
   await server.stop();
 });
+
+// A notification over --max-message-bytes is never answered (JSON-RPC 2.0
+// section 4.1; stderr says why); a request is refused with its own id even
+// when the id comes last, after the params that made it too long (as the
+// TypeScript SDK writes requests), past the first 64 KiB.
+test('an oversized notification gets no answer; an oversized request gets its id back', async () => {
+  const server = startServer(['--max-message-bytes', '1024']);
+  const pad = 'x'.repeat(100000);
+  server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { pad } }));
+  const ping = JSON.parse(await server.exchange('{"jsonrpc":"2.0","id":40,"method":"ping"}'));
+  assert.deepEqual(ping, { jsonrpc: '2.0', id: 40, result: {} }, 'the first line is the ping\'s answer');
+  const refused = JSON.parse(await server.exchange(JSON.stringify({ method: 'ping', params: { pad }, jsonrpc: '2.0', id: 41 })));
+  assert.equal(refused.id, 41, JSON.stringify(refused));
+  assert.equal(refused.error.code, -32600);
+  await server.stop();
+});
