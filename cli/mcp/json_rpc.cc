@@ -1,5 +1,10 @@
 #include "cli/mcp/json_rpc.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+
 namespace cocoon::mcp {
 namespace {
 
@@ -24,62 +29,65 @@ size_t NestingDepth(std::string_view text) {
   return max_depth;
 }
 
-Message Invalid(json id, int code, std::string message) {
+Message Invalid(RequestId id, int code, std::string message) {
   Message m;
   m.kind = MessageKind::kInvalid;
-  m.id = IsValidId(id) ? std::move(id) : json(nullptr);
+  m.id = IsValidId(id.value()) ? std::move(id) : RequestId();
   m.error_code = code;
   m.error_message = std::move(message);
   return m;
 }
 
-// Top-level "id" and "method" of an object, from SAX events; stops (returns
-// false) once both are seen. Depth 1 is the message object itself.
-class TopLevelFields : public nlohmann::json_sax<json> {
+// The text of each message's top-level "id" when nlohmann reads it as a
+// double (RequestId), by the message's index in ParsedLine::values: the
+// line's object is 0, a batch's elements 0, 1, ... (non-objects counted).
+class FloatIdTokens : public nlohmann::json_sax<json> {
  public:
-  json id;
-  std::string method;
-  bool has_id = false, has_method = false;
+  explicit FloatIdTokens(bool batch) : message_depth_(batch ? 2 : 1) {}
+  std::map<size_t, std::string> tokens;
 
-  bool null() override { return Scalar(json(nullptr)); }
-  bool boolean(bool value) override { return Scalar(json(value)); }
-  bool number_integer(number_integer_t value) override { return Scalar(json(value)); }
-  bool number_unsigned(number_unsigned_t value) override { return Scalar(json(value)); }
-  bool number_float(number_float_t value, const string_t&) override { return Scalar(json(value)); }
-  bool string(string_t& value) override { return Scalar(json(value)); }
-  bool binary(binary_t&) override { return Scalar(json(nullptr)); }
+  bool null() override { return Scalar(); }
+  bool boolean(bool) override { return Scalar(); }
+  bool number_integer(number_integer_t) override { return Scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return Scalar(); }
+  bool number_float(number_float_t, const string_t& token) override {
+    if (depth_ == message_depth_ && key_ == "id") tokens[element_] = token;
+    return Scalar();
+  }
+  bool string(string_t&) override { return Scalar(); }
+  bool binary(binary_t&) override { return Scalar(); }
   bool start_object(std::size_t) override { return Open(); }
   bool end_object() override { return Close(); }
   bool start_array(std::size_t) override { return Open(); }
   bool end_array() override { return Close(); }
   bool key(string_t& value) override {
-    if (depth_ == 1) key_ = value;
+    if (depth_ == message_depth_) key_ = value;
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
  private:
-  bool Scalar(json value) {
-    if (depth_ == 1 && key_ == "id") {
-      id = std::move(value);
-      has_id = true;
-    } else if (depth_ == 1 && key_ == "method" && value.is_string()) {
-      method = value.get<std::string>();
-      has_method = true;
-    }
-    key_.clear();
-    return !(has_id && has_method);
+  // A value starts: in a batch, one at depth 1 is the next element.
+  void Value() {
+    if (message_depth_ == 2 && depth_ == 1) ++element_;
+    if (depth_ == message_depth_) key_.clear();
+  }
+  bool Scalar() {
+    Value();
+    return true;
   }
   bool Open() {
-    key_.clear();
+    Value();
     ++depth_;
-    return depth_ <= 64;
+    return true;
   }
   bool Close() {
     --depth_;
     return true;
   }
+  const int message_depth_;
   int depth_ = 0;
+  size_t element_ = message_depth_ == 2 ? SIZE_MAX : 0;  // the first element wraps it to 0
   std::string key_;
 };
 
@@ -112,21 +120,25 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 
 }  // namespace
 
-Message PeekOversizedMessage(std::string_view prefix, std::string error_message) {
-  TopLevelFields fields;
-  if (!prefix.empty() && prefix.front() == '{') {
-    json::sax_parse(prefix.begin(), prefix.end(), &fields, nlohmann::detail::input_format_t::json, false);
+RequestId::RequestId(json value, std::string_view token)
+    : value_(std::move(value)), text_(value_.is_number() && !token.empty() ? std::string(token) : Dump(value_)) {}
+
+bool IsValidId(const json& id) { return id.is_string() || id.is_number(); }
+
+std::string IdKey(const json& id) {
+  if (id.is_number_float()) {
+    // A whole double within 64 bits is keyed as the integer it equals. The
+    // bounds are 2^63 and 2^64, exact as doubles.
+    double value = id.get<double>();
+    if (value == std::floor(value) && value >= -9223372036854775808.0 && value < 9223372036854775808.0) {
+      return std::to_string(static_cast<int64_t>(value));
+    }
+    if (value == std::floor(value) && value >= 0 && value < 18446744073709551616.0) {
+      return std::to_string(static_cast<uint64_t>(value));
+    }
   }
-  Message m = Invalid(fields.has_id ? fields.id : json(nullptr), kInvalidRequest, std::move(error_message));
-  m.method = fields.method;
-  return m;
+  return Dump(id);
 }
-
-bool IsValidId(const json& id) {
-  return id.is_string() || id.is_number_integer() || id.is_number_unsigned();
-}
-
-std::string IdKey(const json& id) { return Dump(id); }
 
 std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error) {
   if (NestingDepth(line) > options.max_depth) {
@@ -152,14 +164,24 @@ std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& o
   } else {
     parsed.values.push_back(std::move(value));
   }
+  parsed.id_tokens.resize(parsed.values.size());
+  auto float_id = [](const json& v) { return v.is_object() && v.contains("id") && v["id"].is_number_float(); };
+  if (std::any_of(parsed.values.begin(), parsed.values.end(), float_id)) {
+    // Read once more, for the ids' own text (the DOM keeps only the double).
+    FloatIdTokens ids(parsed.batch);
+    json::sax_parse(line.begin(), line.end(), &ids);
+    for (auto& [index, token] : ids.tokens) {
+      if (index < parsed.id_tokens.size()) parsed.id_tokens[index] = std::move(token);
+    }
+  }
   return parsed;
 }
 
 namespace {
 
-Message ParseMessageFields(const json& value) {
-  if (!value.is_object()) return Invalid(nullptr, kInvalidRequest, "a message must be a JSON object");
-  json id = value.contains("id") ? value["id"] : json(nullptr);
+Message ParseMessageFields(const json& value, std::string_view id_token) {
+  if (!value.is_object()) return Invalid(RequestId(), kInvalidRequest, "a message must be a JSON object");
+  RequestId id(value.contains("id") ? value["id"] : json(nullptr), id_token);
   auto version = value.find("jsonrpc");
   if (version == value.end() || *version != "2.0") {
     return Invalid(id, kInvalidRequest, "\"jsonrpc\" must be \"2.0\"");
@@ -175,8 +197,8 @@ Message ParseMessageFields(const json& value) {
   }
   const json& method = value["method"];
   if (!method.is_string()) return Invalid(id, kInvalidRequest, "\"method\" must be a string");
-  if (value.contains("id") && !IsValidId(id)) {
-    return Invalid(nullptr, kInvalidRequest, "\"id\" must be a string or an integer (not null)");
+  if (value.contains("id") && !IsValidId(id.value())) {
+    return Invalid(RequestId(), kInvalidRequest, "\"id\" must be a string or a number (not null)");
   }
   Message m;
   m.kind = value.contains("id") ? MessageKind::kRequest : MessageKind::kNotification;
@@ -196,14 +218,16 @@ Message ParseMessageFields(const json& value) {
 
 }  // namespace
 
-std::string ResultLine(const json& id, const json& result) {
-  return Dump(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
+// The id goes in as its text (RequestId), so the lines are put together by
+// hand, members in the order json::dump sorts them.
+std::string ResultLine(const RequestId& id, const json& result) {
+  return R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)" + Dump(result) + "}";
 }
 
-std::string ErrorLine(const json& id, int code, std::string_view message, const json& data) {
+std::string ErrorLine(const RequestId& id, int code, std::string_view message, const json& data) {
   json error{{"code", code}, {"message", SanitizeUtf8(message)}};
   if (!data.is_null()) error["data"] = data;
-  return Dump(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}});
+  return R"({"error":)" + Dump(error) + R"(,"id":)" + id.text() + R"(,"jsonrpc":"2.0"})";
 }
 
 std::string NotificationLine(std::string_view method, const json& params) {
@@ -235,8 +259,8 @@ std::string SanitizeUtf8(std::string_view bytes) {
   return out;
 }
 
-Message ParseMessage(const json& value) {
-  Message m = ParseMessageFields(value);
+Message ParseMessage(const json& value, std::string_view id_token) {
+  Message m = ParseMessageFields(value, id_token);
   // Invalid, but naming a method all the same: a tools/call is then still
   // audited as a refused call (server_tool_calls.cc).
   if (m.kind == MessageKind::kInvalid && m.method.empty() && value.is_object()) {

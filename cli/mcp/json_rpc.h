@@ -25,6 +25,28 @@ enum ErrorCodeRpc : int {
   kUnsupportedProtocolVersion = -32022,
 };
 
+// A request's id. MCP's RequestId is `string | number` and JSON-RPC 2.0
+// (section 4) allows any number, fractions discouraged but valid. A number
+// is echoed in the client's own digits: nlohmann reads a number with a
+// fraction or an exponent, or an integer past 64 bits, as a double and
+// writes it back in its own form (1e2 as 100.0, 18446744073709551616 as
+// 1.8446744073709552e+19), which a client holding the integer it sent
+// (Python, Go's json.Number, serde's arbitrary_precision) does not match to
+// its request.
+class RequestId {
+ public:
+  RequestId() = default;  // null: none, or not a usable id
+  // `token`: the number's text in the message, when `value` was read from one.
+  explicit RequestId(nlohmann::json value, std::string_view token = {});
+  const nlohmann::json& value() const { return value_; }
+  const std::string& text() const { return text_; }  // JSON, as the response carries it
+  bool is_null() const { return value_.is_null(); }
+
+ private:
+  nlohmann::json value_;
+  std::string text_ = "null";
+};
+
 enum class MessageKind {
   kRequest,       // method + id
   kNotification,  // method, no id
@@ -34,15 +56,17 @@ enum class MessageKind {
 
 struct Message {
   MessageKind kind = MessageKind::kInvalid;
-  nlohmann::json id;        // null for notifications and unreadable ids
+  RequestId id;             // null for notifications and unreadable ids
   std::string method;
   nlohmann::json params = nlohmann::json::object();  // always an object once valid
   // For kInvalid (and parse failures): the error to send back, if any.
   int error_code = 0;
   std::string error_message;
-  // A notification (a method without an "id") that is invalid all the same:
-  // JSON-RPC 2.0 section 4.1 says a notification is never answered, not
-  // even with an error, so it is dropped.
+  // Not answered on its own: a notification (a method without an "id")
+  // that is invalid all the same (JSON-RPC 2.0 section 4.1: a notification
+  // is never answered, not even with an error) or over the size limit, a
+  // response over it (OversizedLine), or an element of a refused batch (the
+  // whole line gets one error).
   bool unanswerable = false;
 };
 
@@ -53,36 +77,34 @@ struct ParseOptions {
 // Parses one line. A line that is not JSON gives kInvalid with kParseError;
 // valid JSON that is not a JSON-RPC 2.0 message gives kInvalid with
 // kInvalidRequest (and the id when it could be read). Arrays (2025-03-26
-// batches) are split by ParseLine, not here.
-Message ParseMessage(const nlohmann::json& value);
+// batches) are split by ParseLine, not here. `id_token`: the text of the
+// message's "id" when it is a number (ParsedLine::id_tokens).
+Message ParseMessage(const nlohmann::json& value, std::string_view id_token = {});
 // The parsed values of one line: one for an object, the elements for a
 // non-empty array (a batch, answered with one array). An empty array is not
 // a batch but one invalid request (JSON-RPC 2.0 section 6).
 struct ParsedLine {
   std::vector<nlohmann::json> values;
+  // Per value: the text of its "id" when nlohmann read that as a double
+  // (RequestId), else empty.
+  std::vector<std::string> id_tokens;
   bool batch = false;
 };
 // nullopt and sets *error on a parse failure.
 std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error);
 
-// The start of a line too long to parse whole: its top-level "id" and
-// "method", read with a SAX parser that stops at the end of `prefix` (or
-// as soon as both are known), so that the refusal can answer the request
-// it refuses. A client matches answers by id: an error with id null leaves
-// its call waiting until its own timeout. kInvalid with `error_message`
-// set; `id` null when the prefix does not show one.
-Message PeekOversizedMessage(std::string_view prefix, std::string error_message);
-
-// True for a string id or an integer id (MCP forbids null; JSON-RPC
-// discourages fractions).
+// True for a string or a number: a request id, a cancellation's requestId,
+// a progress token (MCP forbids null ids).
 bool IsValidId(const nlohmann::json& id);
-// A stable map key for an id: ids 1 and "1" are different requests.
+// A stable map key for an id: ids 1 and "1" are different requests; a
+// number is keyed by its value, so 1, 1.0 and 1e0 are one request (as they
+// are to a client in JavaScript or Python).
 std::string IdKey(const nlohmann::json& id);
 
 // Serialised, single-line responses and notifications. Invalid UTF-8 in any
 // string is replaced (U+FFFD) so that dump() cannot throw.
-std::string ResultLine(const nlohmann::json& id, const nlohmann::json& result);
-std::string ErrorLine(const nlohmann::json& id, int code, std::string_view message,
+std::string ResultLine(const RequestId& id, const nlohmann::json& result);
+std::string ErrorLine(const RequestId& id, int code, std::string_view message,
                       const nlohmann::json& data = nullptr);
 std::string NotificationLine(std::string_view method, const nlohmann::json& params);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -131,34 +132,82 @@ void Server::SendResult(const RequestContext& context, json result) {
   Respond(context, ResultLine(context.id, result));
 }
 
-void Server::HandleOversizedLine(size_t size, std::string_view prefix) {
-  std::string why = "message of " + std::to_string(size) + " bytes exceeds the limit of " +
+void Server::HandleOversizedLine(const OversizedLine& line) {
+  std::string why = "message of " + std::to_string(line.size()) + " bytes exceeds the limit of " +
                     std::to_string(options_.max_message_bytes) + " bytes";
-  Message message = PeekOversizedMessage(prefix, why);
+  Message message = line.Refusal(why);
   RequestContext context;
   context.id = message.id;
   // A refused tools/call is audited and answered like any malformed call
-  // (RefuseToolCallMessage); its id, read from the line's start, lets the
-  // client match the refusal to its request.
+  // (RefuseToolCallMessage), with the id the line showed so that the client
+  // can match the refusal to its request; as a notification, only audited.
   if (message.method == "tools/call") return RefuseToolCallMessage(message, context, "bad_request", kInvalidRequest, why);
+  // A notification or a response is never answered: the client learns
+  // nothing from an error it cannot match to a request of its own.
+  if (message.unanswerable) {
+    std::string what = message.method.empty() ? "a response" : "notification " + EchoOfClientText(message.method);
+    return log::Warn("mcp: " + what + " refused, unanswered: " + why);
+  }
   SendError(context, kInvalidRequest, why);
 }
 
 void Server::HandleLine(std::string_view line) {
-  if (line.size() > options_.max_message_bytes) return HandleOversizedLine(line.size(), line.substr(0, kOversizedPrefixBytes));
+  if (line.size() > options_.max_message_bytes) {
+    OversizedLine oversized;
+    oversized.Feed(line);
+    return HandleOversizedLine(oversized);
+  }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;
   std::string error;
   auto parsed = ParseLine(line, options_.parse, &error);
   if (!parsed) return SendError(RequestContext{}, kParseError, "Parse error: " + error);
-  // A batch (2025-03-26; later revisions dropped batching, but a JSON-RPC
-  // 2.0 peer may still send one) is answered with one array (BatchReply).
+  if (parsed->batch) {
+    if (std::string why = BatchRefusal(); !why.empty()) return RefuseBatch(*parsed, why);
+  }
+  // A batch the session's revision has is answered with one array (BatchReply).
   auto batch = parsed->batch ? std::make_shared<BatchReply>(*this) : nullptr;
-  for (const json& value : parsed->values) HandleValue(value, batch);
+  for (size_t i = 0; i < parsed->values.size(); ++i) HandleValue(parsed->values[i], parsed->id_tokens[i], batch);
 }
 
-void Server::HandleValue(const json& value, const std::shared_ptr<BatchReply>& batch) {
-  Message message = ParseMessage(value);
+// JSON-RPC batches belong to the revisions before 2025-06-18, which removed
+// them ("Remove support for JSON-RPC batching", its changelog): 2024-11-05
+// (plain JSON-RPC 2.0) and 2025-03-26 ("MUST support receiving JSON-RPC
+// batches"). A session has a revision only once initialize has negotiated
+// one, and no revision has a batch before that: initialization "MUST be the
+// first interaction" and 2025-03-26's initialize "MUST NOT be part of a
+// JSON-RPC batch"; nor does the 2026-07-28 per-request style ("Each message
+// is a single JSON-RPC request, notification, or response").
+std::string Server::BatchRefusal() {
+  const std::string version = NegotiatedVersion();
+  if (version.empty()) {
+    return "JSON-RPC batch refused: batches are accepted only after initialize has negotiated protocol "
+           "version 2024-11-05 or 2025-03-26";
+  }
+  if (version != "2024-11-05" && version != "2025-03-26") {
+    return "JSON-RPC batch refused: protocol version " + version +
+           " has no batching (removed in 2025-06-18)";
+  }
+  return "";
+}
+
+// The array is not a message of the session's revision: one Invalid Request
+// with id null (JSON-RPC 2.0 section 5), whatever its elements, since none
+// of them is read as a request (or a notification) of its own. Each
+// tools/call in it is still audited as refused, unanswered on its own.
+void Server::RefuseBatch(const ParsedLine& parsed, const std::string& why) {
+  for (size_t i = 0; i < parsed.values.size(); ++i) {
+    Message message = ParseMessage(parsed.values[i], parsed.id_tokens[i]);
+    if (message.method != "tools/call") continue;
+    message.kind = MessageKind::kInvalid;
+    message.unanswerable = true;
+    RefuseToolCallMessage(message, RequestContext{}, "bad_request", kInvalidRequest, why);
+  }
+  SendError(RequestContext{}, kInvalidRequest, why);
+}
+
+void Server::HandleValue(const json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch) {
+  Message message = ParseMessage(value, id_token);
   RequestContext reply_to;  // where errors about this message go
   reply_to.id = message.id;
   reply_to.batch = batch;
@@ -257,6 +306,14 @@ void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchRe
   if (!ResolveEra(message, &context)) return;
   const std::string& method = message.method;
   if (method == "initialize") {
+    // Initialization is the session's first interaction, once: a second
+    // initialize neither renegotiates nor resets anything. -32600, as the
+    // TypeScript SDK's HTTP transport answers it ("Invalid Request: Server
+    // already initialized"). Only this thread (HandleLine's) sets the version.
+    if (std::string version = NegotiatedVersion(); !version.empty()) {
+      return SendError(context, kInvalidRequest,
+                       "Invalid Request: the session is already initialized (protocol version " + version + ")");
+    }
     // InitializeRequest's params.protocolVersion is a required string (every
     // revision's schema): a client without one has not said what it speaks.
     if (!message.params.contains("protocolVersion") || !message.params["protocolVersion"].is_string()) {
@@ -290,6 +347,11 @@ void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchRe
                         ? " (removed in " + std::string(kModernVersion) + ")"
                         : "";
   SendError(context, kMethodNotFound, "Method not found: " + EchoOfClientText(method) + why);
+}
+
+std::string Server::NegotiatedVersion() {
+  std::lock_guard lock(mutex_);
+  return negotiated_version_;
 }
 
 json Server::ServerInfo() const {
@@ -382,9 +444,8 @@ size_t Server::calls_in_flight() {
 }
 
 Status Server::Serve(int in_fd, int stop_fd) {
-  std::string line, oversized_prefix;
-  bool discarding = false;
-  size_t discarded = 0;
+  std::string line;
+  std::optional<OversizedLine> oversized;  // the line being discarded, if it is
   std::vector<char> chunk(64 * 1024);
   Status ended = Status::Ok();
   for (;;) {
@@ -412,26 +473,24 @@ Status Server::Serve(int in_fd, int stop_fd) {
     while (!data.empty()) {
       size_t newline = data.find('\n');
       std::string_view piece = data.substr(0, newline);
-      // Bounded memory: a line beyond the limit is counted, not buffered.
-      if (discarding) discarded += piece.size();
+      // Bounded memory: a line beyond the limit is read through, not buffered.
+      if (oversized) oversized->Feed(piece);
       else if (line.size() + piece.size() > options_.max_message_bytes) {
-        discarding = true;
-        discarded = line.size() + piece.size();
-        // Only the start is kept, to find the refused request's id.
-        if (line.size() < kOversizedPrefixBytes) line.append(piece.substr(0, kOversizedPrefixBytes - line.size()));
-        oversized_prefix.assign(line, 0, std::min(line.size(), kOversizedPrefixBytes));
+        oversized.emplace();
+        oversized->Feed(line);
+        oversized->Feed(piece);
         line.clear();
         line.shrink_to_fit();
       } else line.append(piece);
       if (newline == std::string_view::npos) break;
-      if (discarding) HandleOversizedLine(discarded, oversized_prefix);
+      if (oversized) HandleOversizedLine(*oversized);
       else HandleLine(line);
-      discarding = false;
+      oversized.reset();
       line.clear();
       data.remove_prefix(newline + 1);
     }
   }
-  if (ended.ok() && !discarding && !line.empty()) HandleLine(line);
+  if (ended.ok() && !oversized && !line.empty()) HandleLine(line);
   if (!ended.ok()) {
     CancelAll();
     WaitForCalls();  // stopped: the client's unread answers are not waited for

@@ -27,6 +27,7 @@
 #include "cli/mcp/executor.h"
 #include "cli/mcp/json_rpc.h"
 #include "cli/mcp/outgoing_lines.h"
+#include "cli/mcp/oversized_line.h"
 #include "cli/mcp/tools.h"
 #include "compiler/common/status.h"
 
@@ -73,10 +74,10 @@ class Server {
 
   // One line from the client (without its newline).
   void HandleLine(std::string_view line);
-  // A line longer than max_message_bytes was discarded.
-  // `prefix`: the line's first kOversizedPrefixBytes, to answer its id.
-  void HandleOversizedLine(size_t size, std::string_view prefix);
-  static constexpr size_t kOversizedPrefixBytes = 64 << 10;
+  // A line longer than max_message_bytes, read through (oversized_line.h)
+  // and discarded: refused with the id it showed, unless it is a
+  // notification or a response (never answered).
+  void HandleOversizedLine(const OversizedLine& line);
 
   // Reads lines from `in_fd` until EOF or until `stop_fd` (if >= 0) becomes
   // readable, then waits for the calls in flight and for their answers to
@@ -94,11 +95,15 @@ class Server {
   struct RequestContext;
   class BatchReply;
 
-  void HandleValue(const nlohmann::json& value, const std::shared_ptr<BatchReply>& batch);
+  // Why a batch is refused in this session ("" when it is not).
+  std::string BatchRefusal();
+  void RefuseBatch(const ParsedLine& parsed, const std::string& why);
+  void HandleValue(const nlohmann::json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch);
   void HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch);
   void HandleNotification(const Message& message);
   bool ResolveEra(const Message& message, RequestContext* context);
   nlohmann::json Initialize(const nlohmann::json& params);
+  std::string NegotiatedVersion();  // "" until initialize has succeeded
   nlohmann::json Discover() const;
   nlohmann::json ServerInfo() const;
   nlohmann::json Capabilities() const;

@@ -15,7 +15,7 @@
 namespace cocoon::mcp {
 
 struct Server::RequestContext {
-  nlohmann::json id;
+  RequestId id;
   std::shared_ptr<BatchReply> batch;  // null unless the request came in a batch
   bool modern = false;
   LogLevel log_level = LogLevel::kOff;  // modern: from _meta; legacy: read from the session

@@ -53,7 +53,7 @@ json Server::AuditRefusal(const CallIdentity& call, std::string_view kind, const
 
 void Server::RefuseToolCallMessage(const Message& message, const RequestContext& context, std::string_view kind,
                                    int code, const std::string& why, json data) {
-  const std::string request_id = message.id.is_null() ? std::string() : IdKey(message.id);
+  const std::string request_id = message.id.is_null() ? std::string() : message.id.text();
   std::string_view tool = ToolNamed(message);
   std::string client_name = context.client_name;
   if (client_name.empty()) {  // refused before its context was resolved: the session's client
@@ -96,7 +96,7 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
 
   auto call = std::make_shared<Call>();
   call->context = context;
-  call->key = IdKey(message.id);
+  call->key = IdKey(message.id.value());
   call->tool = name;
   call->arguments = std::move(arguments);
   bool busy = false;
@@ -140,7 +140,9 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
   }
 }
 
-CallIdentity Server::IdentityOf(const Call& call) { return {call.tool, call.key, call.context.client_name}; }
+CallIdentity Server::IdentityOf(const Call& call) {
+  return {call.tool, call.context.id.text(), call.context.client_name};
+}
 
 void Server::RunToolCall(const std::shared_ptr<Call>& call) {
   json result = ExecuteTool(*call);
@@ -211,7 +213,7 @@ json Server::ExecuteTool(Call& call) {
     Log(call.context, LogLevel::kWarning, {{"tool", call.tool}, {"refused", request.status().message()}});
     return CallResultFromError(call.tool, "bad_input", request.status(), AuditRefusal(identity, "bad_input", request.status()));
   }
-  request->request_id = call.key;
+  request->request_id = call.context.id.text();
   request->client_name = call.context.client_name;
   if (!AcquireSlot(call)) {
     Status why(ErrorCode::kUnavailable, "cancelled before it started");

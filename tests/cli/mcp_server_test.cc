@@ -56,6 +56,10 @@ class Collector {
     std::lock_guard lock(mutex_);
     return lines_;
   }
+  void Clear() {
+    std::lock_guard lock(mutex_);
+    lines_.clear();
+  }
 
  private:
   std::mutex mutex_;
@@ -66,13 +70,18 @@ class Collector {
 class McpServerTest : public ::testing::Test {
  protected:
   explicit McpServerTest(Dispatch dispatch = Dispatch::kInline) {
-    ServerOptions options;
-    options.dispatch = dispatch;
-    options.server_version = "9.9.9";
-    options.max_concurrent = 2;
-    options.max_message_bytes = 4096;
-    options.max_progress_bytes = 64;
-    server_ = std::make_unique<Server>(executor_, [this](const std::string& l) { out_.Add(l); }, options);
+    options_.dispatch = dispatch;
+    options_.server_version = "9.9.9";
+    options_.max_concurrent = 2;
+    options_.max_message_bytes = 4096;
+    options_.max_progress_bytes = 64;
+    server_ = std::make_unique<Server>(executor_, [this](const std::string& l) { out_.Add(l); }, options_);
+  }
+  // A fresh server (a session is initialized once), its lines only.
+  void NewSession() {
+    server_.reset();
+    out_.Clear();
+    server_ = std::make_unique<Server>(executor_, [this](const std::string& l) { out_.Add(l); }, options_);
   }
   json Call(const json& request) {
     server_->HandleLine(request.dump());
@@ -81,12 +90,20 @@ class McpServerTest : public ::testing::Test {
   json Request(int id, const std::string& method, json params = json::object()) {
     return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
   }
+  // A 2025-03-26 session, the last revision with JSON-RPC batches; its
+  // answer is not kept, so that the test sees only its own lines.
+  void InitializeForBatches() {
+    ASSERT_EQ(Call(Request(0, "initialize", {{"protocolVersion", "2025-03-26"}}))["result"]["protocolVersion"],
+              "2025-03-26");
+    out_.Clear();
+  }
   json ToolCall(int id, const std::string& tool, json args, json meta = nullptr) {
     json params = {{"name", tool}, {"arguments", std::move(args)}};
     if (!meta.is_null()) params["_meta"] = std::move(meta);
     return Request(id, "tools/call", std::move(params));
   }
 
+  ServerOptions options_;
   FakeExecutor executor_;
   Collector out_;
   std::unique_ptr<Server> server_;
@@ -114,16 +131,42 @@ class McpThreadedTest : public McpServerTest {
 };
 
 TEST_F(McpServerTest, InitializeEchoesEverySupportedVersion) {
-  int id = 1;
   for (const char* version : {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}) {
-    json r = Call(Request(id++, "initialize", {{"protocolVersion", version}, {"capabilities", json::object()},
-                                               {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
+    // One session each: a session is initialized once.
+    NewSession();
+    json r = Call(Request(1, "initialize", {{"protocolVersion", version}, {"capabilities", json::object()},
+                                            {"clientInfo", {{"name", "t"}, {"version", "1"}}}}));
     EXPECT_EQ(r["result"]["protocolVersion"], version);
     EXPECT_EQ(r["result"]["serverInfo"]["name"], "cocoon");
     EXPECT_EQ(r["result"]["serverInfo"]["version"], "9.9.9");
     EXPECT_TRUE(r["result"]["capabilities"].contains("tools"));
     EXPECT_FALSE(r["result"].contains("resultType"));
   }
+}
+
+// Initialization is the session's first interaction, once: a second
+// initialize is an Invalid Request and changes nothing (the version, which
+// decides batching, and the client recorded for the audit log).
+TEST_F(McpServerTest, ASecondInitializeIsRefusedAndChangesNothing) {
+  json first = Call(Request(1, "initialize", {{"protocolVersion", "2025-03-26"}, {"clientInfo", {{"name", "first"}}}}));
+  EXPECT_EQ(first["result"]["protocolVersion"], "2025-03-26");
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":2,"method":"initialize",)"
+                      R"("params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"second"}}})");
+  json second = out_.WaitFor(2);
+  EXPECT_EQ(second["error"]["code"], -32600) << second.dump();
+  EXPECT_FALSE(second.contains("result"));
+  EXPECT_NE(second["error"]["message"].get<std::string>().find("already initialized (protocol version 2025-03-26)"),
+            std::string::npos) << second.dump();
+  EXPECT_EQ(Call(Request(3, "initialize"))["error"]["code"], -32600) << "refused before its params are read";
+
+  out_.Clear();
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":4,"method":"ping"}])");  // still a 2025-03-26 session
+  server_->WaitIdle();
+  ASSERT_EQ(out_.Lines().size(), 1u);
+  EXPECT_EQ(out_.Lines()[0], R"([{"id":4,"jsonrpc":"2.0","result":{}}])");
+  Call(ToolCall(5, "no_such_tool", json::object()));
+  ASSERT_EQ(executor_.refusals().size(), 1u);
+  EXPECT_EQ(executor_.refusals()[0].client_name, "first");
 }
 
 TEST_F(McpServerTest, InitializeWithUnknownVersionAnswersLatestLegacy) {
@@ -327,11 +370,61 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
   EXPECT_EQ(messages[1]["id"], 7);
   EXPECT_EQ(messages[2]["error"]["code"], -32600);
   EXPECT_EQ(messages[3]["error"]["code"], -32602);
-  ASSERT_TRUE(messages[4].is_array());  // [1] is a batch of one invalid request (JSON-RPC 2.0 section 7)
-  EXPECT_EQ(messages[4][0]["error"]["code"], -32600);
+  EXPECT_EQ(messages[4]["error"]["code"], -32600);  // a batch before initialize (ABatchIsRefused...)
+  EXPECT_TRUE(messages[4]["id"].is_null());
   EXPECT_EQ(messages[5]["error"]["code"], -32600);  // oversized
   EXPECT_EQ(messages[6]["error"]["code"], -32700);  // too deep
   EXPECT_EQ(Call(Request(9, "ping"))["result"], json::object());
+}
+
+// MCP's RequestId is `string | number`; JSON-RPC 2.0 allows any number.
+// The response carries the id in the client's own digits: nlohmann reads
+// 1e2, 2^64 and 0.1000 as doubles and would write 100.0,
+// 1.8446744073709552e+19 and 0.1. A number is one request by value (1.0
+// cancels 1).
+TEST_F(McpServerTest, ANumberIdIsEchoedAsTheClientWroteIt) {
+  InitializeForBatches();
+  const std::vector<std::string> ids = {"1.0", "18446744073709551616", "-18446744073709551617", "1e2", "0.1000",
+                                        "-2.5E-3", "123456789012345678901234567890", "-0.0"};
+  for (const std::string& id : ids) {
+    server_->HandleLine(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"ping"})");
+  }
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":7.5,"method":"no/such/method"})");
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1E+1,"method":"ping"}])");
+  server_->HandleLine(R"({"id":3.0,"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code",)"
+                      R"("arguments":{"language":"python","code":"1"}}})");
+  server_->WaitIdle();
+  std::vector<std::string> lines = out_.Lines();
+  ASSERT_EQ(lines.size(), ids.size() + 3);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(lines[i], R"({"id":)" + ids[i] + R"(,"jsonrpc":"2.0","result":{}})");
+  }
+  EXPECT_EQ(lines[ids.size()].find(R"({"error":{"code":-32601,)"), 0u) << lines[ids.size()];
+  EXPECT_NE(lines[ids.size()].find(R"(,"id":7.5,"jsonrpc":"2.0"})"), std::string::npos) << lines[ids.size()];
+  EXPECT_EQ(lines[ids.size() + 1], R"([{"id":1,"jsonrpc":"2.0","result":{}},{"id":1E+1,"jsonrpc":"2.0","result":{}}])");
+  EXPECT_EQ(lines[ids.size() + 2].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 2];
+  ASSERT_EQ(executor_.requests().size(), 1u);
+  EXPECT_EQ(executor_.requests()[0].request_id, "3.0");  // audited as sent
+
+  EXPECT_EQ(IdKey(json::parse("1.0")), IdKey(json(1)));
+  EXPECT_EQ(IdKey(json::parse("-0.0")), IdKey(json(0)));
+  EXPECT_NE(IdKey(json::parse("1.5")), IdKey(json(1)));
+  EXPECT_NE(IdKey(json("1")), IdKey(json(1)));
+}
+
+// Not a string or a number: -32600 with id null (the id cannot be used).
+TEST_F(McpServerTest, AnIdThatIsNotAStringOrANumberIsAnInvalidRequest) {
+  for (const char* id : {"null", "true", "{}", "[1]"}) {
+    server_->HandleLine(std::string(R"({"jsonrpc":"2.0","id":)") + id + R"(,"method":"ping"})");
+  }
+  server_->WaitIdle();
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 4u);
+  for (const auto& m : messages) {
+    EXPECT_TRUE(m["id"].is_null()) << m.dump();
+    EXPECT_EQ(m["error"]["code"], -32600) << m.dump();
+    EXPECT_EQ(m["error"]["message"], "\"id\" must be a string or a number (not null)") << m.dump();
+  }
 }
 
 TEST_F(McpServerTest, UnknownMethodAndUnknownTool) {
@@ -407,10 +500,11 @@ TEST_F(McpServerTest, NotificationsAndResponsesGetNoAnswer) {
   EXPECT_TRUE(out_.Lines().empty());
 }
 
-// JSON-RPC 2.0 section 6: a batch gets one array of the responses; its
-// notifications get none; a batch of notifications alone gets nothing; an
-// empty array is one invalid request, not a batch.
+// JSON-RPC 2.0 section 6, in a 2025-03-26 session: a batch gets one array
+// of the responses; its notifications get none; a batch of notifications
+// alone gets nothing; an empty array is one invalid request, not a batch.
 TEST_F(McpServerTest, ABatchIsAnsweredWithOneArray) {
+  InitializeForBatches();
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
                       R"({"jsonrpc":"2.0","method":"notifications/initialized"},)"
                       R"({"jsonrpc":"2.0","id":2,"method":"nope"},7])");
@@ -428,6 +522,7 @@ TEST_F(McpServerTest, ABatchIsAnsweredWithOneArray) {
 }
 
 TEST_F(McpServerTest, ABatchOfNotificationsGetsNoAnswerAndAnEmptyArrayIsOneError) {
+  InitializeForBatches();
   server_->HandleLine(R"([{"jsonrpc":"2.0","method":"notifications/initialized"}])");
   server_->WaitIdle();
   EXPECT_TRUE(out_.Lines().empty());
@@ -440,12 +535,59 @@ TEST_F(McpServerTest, ABatchOfNotificationsGetsNoAnswerAndAnEmptyArrayIsOneError
 }
 
 TEST_F(McpServerTest, AOneElementBatchIsStillAnArray) {
+  InitializeForBatches();
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":"a","method":"ping"}])");
   server_->WaitIdle();  // the answers are written by the server's writer thread
   auto messages = out_.Messages();
   ASSERT_EQ(messages.size(), 1u);
   ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
   EXPECT_EQ(messages[0][0]["id"], "a");
+}
+
+// 2025-06-18 removed JSON-RPC batching; only a session that negotiated
+// 2024-11-05 or 2025-03-26 may batch, and no revision batches before
+// initialize. A refused batch is one Invalid Request with id null: none of
+// its elements runs or is answered, and its tools/call is audited.
+TEST(McpBatches, OnlyA2024Or2025_03_26SessionMayBatch) {
+  const std::string batch = R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
+                            R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code",)"
+                            R"("arguments":{"language":"python","code":"1"}}},)"
+                            R"({"jsonrpc":"2.0","method":"notifications/initialized"}])";
+  for (const char* version : {"", "2025-06-18", "2025-11-25", "1999-01-01", "2024-11-05", "2025-03-26"}) {
+    SCOPED_TRACE(std::string("session: ") + (*version ? version : "not initialized"));
+    FakeExecutor executor;
+    Collector out;
+    ServerOptions options;
+    options.dispatch = Dispatch::kInline;
+    Server server(executor, [&](const std::string& l) { out.Add(l); }, options);
+    if (*version) {
+      server.HandleLine(json{{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                             {"params", {{"protocolVersion", version}}}}.dump());
+      server.WaitIdle();
+      out.Clear();
+    }
+    server.HandleLine(batch);
+    server.WaitIdle();
+    auto messages = out.Messages();
+    ASSERT_EQ(messages.size(), 1u);
+    const bool batches = std::string_view(version) == "2024-11-05" || std::string_view(version) == "2025-03-26";
+    if (batches) {
+      ASSERT_TRUE(messages[0].is_array()) << messages[0].dump();
+      EXPECT_EQ(messages[0].size(), 2u) << messages[0].dump();
+      EXPECT_EQ(executor.requests().size(), 1u);
+      continue;
+    }
+    ASSERT_TRUE(messages[0].is_object()) << messages[0].dump();
+    EXPECT_TRUE(messages[0]["id"].is_null());
+    EXPECT_EQ(messages[0]["error"]["code"], -32600);
+    EXPECT_NE(messages[0]["error"]["message"].get<std::string>().find("batch refused"), std::string::npos);
+    EXPECT_TRUE(executor.requests().empty());
+    auto refusals = executor.refusals();
+    ASSERT_EQ(refusals.size(), 1u);
+    EXPECT_EQ(refusals[0].request_id, "2");
+    EXPECT_EQ(refusals[0].kind, "bad_request");
+    EXPECT_EQ(refusals[0].tool, "execute_code");
+  }
 }
 
 TEST_F(McpServerTest, InvalidUtf8OutputIsSanitised) {
@@ -573,6 +715,16 @@ TEST_F(McpThreadedTest, CancelKillsTheRunAndSuppressesTheResponse) {
   for (const auto& m : out_.Messages()) EXPECT_NE(m.value("id", json()), 1) << m.dump();
 }
 
+TEST_F(McpThreadedTest, ACancellationMatchesItsRequestByValue) {
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":1e0,"method":"tools/call","params":{"name":"execute_code",)"
+                      R"("arguments":{"language":"python","code":"sleep"}}})");
+  for (int i = 0; i < 200 && executor_.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server_->HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.0}})");
+  server_->WaitIdle();
+  EXPECT_TRUE(executor_.saw_cancel());
+  EXPECT_TRUE(out_.Lines().empty()) << out_.Lines().front();
+}
+
 TEST_F(McpThreadedTest, ConcurrentCallsRespectTheCap) {
   for (int id = 1; id <= 5; ++id) {
     server_->HandleLine(ToolCall(id, "execute_code", {{"language", "python"}, {"code", "hold:150"}}).dump());
@@ -631,6 +783,7 @@ TEST(McpBackpressure, NoSandboxStartsWhileTheAnswersWaitingPassTheLimit) {
 // Tool calls of one batch run concurrently; the array waits for the slowest,
 // and a cancelled call simply has no element in it.
 TEST_F(McpThreadedTest, ABatchOfToolCallsIsAnsweredOnceAllHaveFinished) {
+  InitializeForBatches();
   json batch = json::array({ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hold:200"}}),
                             ToolCall(2, "execute_code", {{"language", "python"}, {"code", "quick"}}),
                             ToolCall(3, "execute_code", {{"language", "python"}, {"code", "sleep"}}),
@@ -705,14 +858,83 @@ TEST_F(McpThreadedTest, AnOversizedRequestIsRefusedWithItsOwnId) {
   for (const auto& m : out_.Messages()) EXPECT_FALSE(m.contains("id") && m["id"].is_null()) << m.dump();
 }
 
-TEST(McpJsonRpc, PeekOversizedMessageReadsOnlyTopLevelFields) {
-  Message m = PeekOversizedMessage(R"({"params":{"id":5,"method":"x"},"method":"tools/call","id":"a")", "too big");
-  EXPECT_EQ(m.id, "a");
-  EXPECT_EQ(m.method, "tools/call");
-  EXPECT_EQ(m.error_message, "too big");
-  EXPECT_TRUE(PeekOversizedMessage(R"({"jsonrpc":"2.0","params":{"id":5)", "x").id.is_null()) << "a nested id is not the id";
-  EXPECT_TRUE(PeekOversizedMessage(R"({"id":1.5,"method":"ping")", "x").id.is_null()) << "not a valid id";
-  EXPECT_TRUE(PeekOversizedMessage("[{\"id\":1}", "x").id.is_null()) << "batches are not peeked";
+// JSON-RPC 2.0 section 4.1: a notification is never answered, also when it
+// is too long (it is logged instead); a request is refused with its id even
+// when the id comes after the params that made it too long (the TypeScript
+// SDK's order), well past the first 64 KiB.
+TEST_F(McpThreadedTest, AnOversizedNotificationIsNotAnsweredAndARequestIsWhereverItsIdIs) {
+  const std::string pad = std::string(100000, 'p');
+  const std::string notification =
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"pad":")" + pad + R"("}})";
+  const std::string call = R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code","arguments":{)"
+                           R"("language":"python","code":")" + pad + R"("}}})";
+  const std::string request_id_last =
+      R"({"method":"ping","params":{"pad":")" + pad + R"("},"jsonrpc":"2.0","id":"last"})";
+  ServeThroughPipe(notification + "\n" + call + "\n" + request_id_last + "\n" + Request(3, "ping").dump() + "\n");
+  EXPECT_EQ(out_.WaitFor("last")["error"]["code"], -32600);
+  EXPECT_EQ(out_.WaitFor(3)["result"], json::object());
+  auto messages = out_.Messages();
+  EXPECT_EQ(messages.size(), 2u);
+  for (const auto& m : messages) EXPECT_FALSE(m["id"].is_null()) << m.dump();
+  auto refusals = executor_.refusals();
+  ASSERT_EQ(refusals.size(), 1u) << "the tools/call notification is still audited";
+  EXPECT_EQ(refusals[0].request_id, "");
+  EXPECT_EQ(refusals[0].kind, "bad_request");
+}
+
+// An oversized line is read through a piece at a time (as Serve reads it):
+// its top-level "id", "method" and "jsonrpc", wherever they are, and
+// whether it is a whole notification or response.
+TEST(McpOversizedLine, ReadsTheTopLevelMembersOfTheWholeLine) {
+  struct Case {
+    std::string line;
+    std::string id;  // the id's text; "null" when none could be read
+    std::string method;
+    bool unanswerable;
+  };
+  const std::string pad = R"("params":{"id":5,"method":"x","s":"\"id\":9,\\","a":[{"id":6}]})";
+  const std::vector<Case> cases = {
+      {R"({"method":"tools/call",)" + pad + R"(,"jsonrpc":"2.0","id":"a"})", R"("a")", "tools/call", false},
+      {R"({"jsonrpc":"2.0","id":1.50,"method":"ping",)" + pad + "}", "1.50", "ping", false},
+      {R"( { "id" : 18446744073709551616 , "method" : "ping" , )" + pad + " }\r", "18446744073709551616", "ping",
+       false},
+      {R"({"\u0069d":7,"method":"p\u0069ng","jsonrpc":"2.0"})", "7", "ping", false},
+      {R"({"id":1,"id":2,"jsonrpc":"2.0","method":"ping"})", "2", "ping", false},  // the last one counts
+      {R"({"jsonrpc":"2.0","method":"notifications/progress",)" + pad + "}", "null", "notifications/progress", true},
+      {R"({"jsonrpc":"2.0","id":3,"result":{"x":[1]}})", "3", "", true},
+      {R"({"jsonrpc":"2.0","error":{"code":1}})", "null", "", true},
+      {R"({"method":"notifications/x",)" + pad + "}", "null", "notifications/x", false},  // no "jsonrpc"
+      {R"({"jsonrpc":"1.0","method":"notifications/x"})", "null", "notifications/x", false},
+      {R"({"jsonrpc":"2.0","method":7})", "null", "", false},
+      {R"({"jsonrpc":"2.0","method":"notifications/x","params":{"a":1)", "null", "notifications/x", false},  // cut
+      {R"({"jsonrpc":"2.0","method":"notifications/x"} {})", "null", "notifications/x", false},  // two values
+      {R"({"jsonrpc":"2.0","id":true,"method":"ping"})", "null", "ping", false},
+      {R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})", "null", "ping", false},
+      {R"({"jsonrpc":"2.0","id":")" + std::string(2000, 'i') + R"(","method":"ping"})", "null", "ping", false},
+      {R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", "null", "", false},
+      {"x", "null", "", false},
+      {"{}", "null", "", false},
+  };
+  for (const Case& c : cases) {
+    OversizedLine whole;
+    whole.Feed(c.line);
+    Message m = whole.Refusal("too big");
+    EXPECT_EQ(m.kind, MessageKind::kInvalid) << c.line;
+    EXPECT_EQ(m.error_code, -32600) << c.line;
+    EXPECT_EQ(m.error_message, "too big") << c.line;
+    EXPECT_EQ(m.id.text(), c.id) << c.line;
+    EXPECT_EQ(m.method, c.method) << c.line;
+    EXPECT_EQ(m.unanswerable, c.unanswerable) << c.line;
+    EXPECT_EQ(whole.size(), c.line.size());
+    for (size_t split = 1; split < c.line.size(); ++split) {  // as the pieces of a pipe's reads
+      OversizedLine pieces;
+      pieces.Feed(std::string_view(c.line).substr(0, split));
+      pieces.Feed(std::string_view(c.line).substr(split));
+      Message p = pieces.Refusal("too big");
+      EXPECT_EQ(p.id.text(), c.id) << c.line << " split at " << split;
+      EXPECT_EQ(p.unanswerable, c.unanswerable) << c.line << " split at " << split;
+    }
+  }
 }
 
 TEST(McpPaths, SafeRelativePath) {

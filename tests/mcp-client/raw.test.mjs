@@ -32,10 +32,12 @@ function startServer(args = [], env = process.env) {
   running.add(child);
   const waiting = new Map();
   const lines = [];
+  const rawWaiters = [];
   let batchWaiter = null;
   readline.createInterface({ input: child.stdout }).on('line', (line) => {
     const message = JSON.parse(line);  // every stdout line must be JSON
     lines.push(message);
+    if (rawWaiters.length) rawWaiters.shift()(line);
     if (Array.isArray(message)) {
       if (batchWaiter) batchWaiter(message);
       batchWaiter = null;
@@ -58,6 +60,13 @@ function startServer(args = [], env = process.env) {
     batch(messages) {
       const reply = new Promise((resolve) => { batchWaiter = resolve; });
       this.send(JSON.stringify(messages));
+      return reply;
+    },
+    // Sends one line and resolves with the next line the server writes, as
+    // text (only while nothing else is being written).
+    exchange(text) {
+      const reply = new Promise((resolve) => rawWaiters.push(resolve));
+      this.send(text);
       return reply;
     },
     errorFor(text) {
@@ -189,4 +198,89 @@ test('a batch of identical calls is answered with one array, every call succeedi
       fs.rmSync(cache, { recursive: true, force: true });
     }
   }
+});
+
+// MCP's RequestId is `string | number`, and JSON-RPC allows any number: the
+// response carries the id in the client's own digits (nlohmann would write
+// 1e2 back as 100.0 and 2^64 as 1.8446744073709552e+19). Anything else is
+// -32600 with id null.
+test('a number id is answered in the digits the client sent', async () => {
+  const server = startServer();
+  for (const id of ['1.0', '18446744073709551616', '1e2', '-0.250']) {
+    const line = await server.exchange(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`);
+    assert.equal(line, `{"id":${id},"jsonrpc":"2.0","result":{}}`);
+  }
+  for (const id of ['null', 'true', '{}', '[]']) {
+    const reply = JSON.parse(await server.exchange(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`));
+    assert.equal(reply.id, null);
+    assert.equal(reply.error.code, -32600);
+  }
+  await server.stop();
+});
+
+// 2025-06-18 removed JSON-RPC batching: a batch is one Invalid Request with
+// id null (none of its calls runs), before initialize too; a 2025-03-26
+// session still gets one array.
+test('a batch is refused before initialize and after 2025-06-18, answered in 2025-03-26', async () => {
+  const batch = JSON.stringify([
+    { jsonrpc: '2.0', id: 1, method: 'ping' },
+    { jsonrpc: '2.0', id: 2, method: 'ping' },
+  ]);
+  for (const version of [null, '2025-06-18', '2025-11-25', '2025-03-26']) {
+    const server = startServer();
+    if (version) {
+      const init = await server.request(0, 'initialize', {
+        protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+      });
+      assert.equal(init.result.protocolVersion, version);
+      server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    }
+    const reply = JSON.parse(await server.exchange(batch));
+    if (version === '2025-03-26') {
+      assert.ok(Array.isArray(reply), JSON.stringify(reply));
+      assert.deepEqual(reply.map((r) => r.id), [1, 2]);
+    } else {
+      assert.ok(!Array.isArray(reply), `${version}: ${JSON.stringify(reply)}`);
+      assert.equal(reply.id, null);
+      assert.equal(reply.error.code, -32600);
+      assert.deepEqual((await server.request(3, 'ping', {})).result, {}, 'the session goes on');
+    }
+    await server.stop();
+  }
+});
+
+// Initialization happens once per session: a second initialize is -32600
+// and neither renegotiates the version nor resets the session.
+test('a second initialize is an Invalid Request and changes nothing', async () => {
+  const server = startServer();
+  const first = await server.request(1, 'initialize', {
+    protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+  });
+  assert.equal(first.result.protocolVersion, '2025-03-26');
+  server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  const second = await server.request(2, 'initialize', {
+    protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' },
+  });
+  assert.equal(second.error?.code, -32600, JSON.stringify(second));
+  assert.equal(second.result, undefined);
+  // Still 2025-03-26, which batches (2025-11-25 would refuse the array).
+  const answer = await server.batch([{ jsonrpc: '2.0', id: 3, method: 'ping' }]);
+  assert.deepEqual(answer, [{ jsonrpc: '2.0', id: 3, result: {} }]);
+  await server.stop();
+});
+
+// A notification over --max-message-bytes is never answered (JSON-RPC 2.0
+// section 4.1; stderr says why); a request is refused with its own id even
+// when the id comes last, after the params that made it too long (as the
+// TypeScript SDK writes requests), past the first 64 KiB.
+test('an oversized notification gets no answer; an oversized request gets its id back', async () => {
+  const server = startServer(['--max-message-bytes', '1024']);
+  const pad = 'x'.repeat(100000);
+  server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { pad } }));
+  const ping = JSON.parse(await server.exchange('{"jsonrpc":"2.0","id":40,"method":"ping"}'));
+  assert.deepEqual(ping, { jsonrpc: '2.0', id: 40, result: {} }, 'the first line is the ping\'s answer');
+  const refused = JSON.parse(await server.exchange(JSON.stringify({ method: 'ping', params: { pad }, jsonrpc: '2.0', id: 41 })));
+  assert.equal(refused.id, 41, JSON.stringify(refused));
+  assert.equal(refused.error.code, -32600);
+  await server.stop();
 });
