@@ -372,8 +372,27 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     memory = ClampMemoryRequest(*memory, &note);
     if (!note.empty()) out.notes.push_back(note);
   }
-  add_limit("memory", ResolveLimit("memory", "--mem", memory, limits.memory_bytes, options.openings, out, relaxes), false);
-  auto disk = ResolveLimit("disk", "--disk", options.disk_bytes, limits.disk_bytes, options.openings, out, relaxes);
+  const std::optional<uint64_t> memory_limit =
+      ResolveLimit("memory", "--mem", memory, limits.memory_bytes, options.openings, out, relaxes);
+  add_limit("memory", memory_limit, false);
+  // A staged work dir is a tmpfs: its files are RAM. The same ceiling as
+  // --mem keeps a rootless run (no memory cgroup to charge them to) from
+  // holding more of the host's memory than a memory limit could.
+  std::optional<uint64_t> disk_request = options.disk_bytes;
+  const ir::WorkDir& base_work = base.policy.filesystem.work;
+  if (disk_request && base_work.mode != ir::WorkMode::kDirect) {
+    std::string note;
+    disk_request = ClampMemoryRequest(*disk_request, &note, "disk");
+    if (!note.empty()) out.notes.push_back(note + "; the staged work dir is a tmpfs, in RAM");
+    const uint64_t memory_cap = memory_limit ? *memory_limit : limits.memory_bytes.set ? limits.memory_bytes.value : 0;
+    if (memory_cap != 0 && *disk_request > memory_cap) {
+      out.notes.push_back("disk " + FormatBytes(*disk_request) + " is above the memory limit " + FormatBytes(memory_cap) +
+                          ": the staged work dir is a tmpfs, and where a memory cgroup enforces the limit (as root, "
+                          "or with a delegated cgroup v2) its files count toward it, so writing stops there; raise "
+                          "--mem with --disk");
+    }
+  }
+  auto disk = ResolveLimit("disk", "--disk", disk_request, limits.disk_bytes, options.openings, out, relaxes);
   add_limit("disk", disk, false);
   // What the work dir may hold is the smaller of `disk` and the work dir's
   // own quota, and one file stops at `file_size`: a larger --disk has to

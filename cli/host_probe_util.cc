@@ -460,13 +460,13 @@ uint64_t MemoryCeilingBytes() {
   return total / 100 * 95;
 }
 
-uint64_t ClampMemoryRequest(uint64_t requested_bytes, std::string* note) {
+uint64_t ClampMemoryRequest(uint64_t requested_bytes, std::string* note, const std::string& what) {
   uint64_t ceiling = MemoryCeilingBytes();
   if (ceiling == 0 || requested_bytes <= ceiling) return requested_bytes;
   if (note) {
     const uint64_t host_total = MeminfoBytes(ReadFile("/proc/meminfo"), "MemTotal");
     const bool cgroup_bound = host_total != 0 && ceiling < host_total / 100 * 95;
-    *note = "memory " + FormatBytes(requested_bytes) + " clamped to " + FormatBytes(ceiling) +
+    *note = what + " " + FormatBytes(requested_bytes) + " clamped to " + FormatBytes(ceiling) +
             (cgroup_bound ? " (95% of the memory limit of cocoon's own cgroup)" : " (95% of the host's memory)");
   }
   return ceiling;

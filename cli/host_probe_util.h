@@ -53,8 +53,9 @@ HostInfo ProbeHostInfo();
 // the cgroup we run in) has, so a sandbox can never push the host itself into
 // OOM. Requested limits above it are clamped and the clamp is reported.
 uint64_t MemoryCeilingBytes();
-// Returns min(requested, ceiling); sets *note when it clamped.
-uint64_t ClampMemoryRequest(uint64_t requested_bytes, std::string* note);
+// Returns min(requested, ceiling); sets *note when it clamped, naming the
+// limit as `what` ("memory", or a disk that is RAM).
+uint64_t ClampMemoryRequest(uint64_t requested_bytes, std::string* note, const std::string& what = "memory");
 
 enum class CheckScope {
   kEverything,     // doctor: isolation + runtimes + audit

@@ -2356,6 +2356,20 @@ TEST(CocoonRun, ACurrentDirectoryAPolicyCannotNameIsNotBound) {
   fs::remove_all(base);
 }
 
+// --disk sizes the staged work dir, a tmpfs: RAM. It is clamped to the same
+// ceiling as --mem (rootless, no memory cgroup charges it: a --disk 2G run
+// held 1.5 GiB of host RAM under --mem 64), and a disk above the memory
+// limit is explained (as root the writes ended in an OOM kill at --mem).
+TEST(CocoonRun, DiskIsClampedLikeMemoryAndExplainedAboveIt) {
+  json j = Json(Cocoon({"run", "--explain", "--json", "--disk", "100000000", "--", "/bin/true"}, "/tmp"));
+  const std::string notes = j["notes"].dump();
+  EXPECT_NE(notes.find("clamped to"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("the staged work dir is a tmpfs, in RAM"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("is above the memory limit 128.0 MiB"), std::string::npos) << notes;
+  j = Json(Cocoon({"run", "--explain", "--json", "--disk", "100", "--mem", "200", "--", "/bin/true"}, "/tmp"));
+  EXPECT_EQ(j["notes"].dump().find("is above the memory limit"), std::string::npos) << j["notes"].dump();
+}
+
 // The command reads cocoon's stdin (`cocoon run -- ./solution <
 // input.txt`, as under `cocoon enforce`); it was /dev/null, so a harness's
 // input silently went missing. Code read from stdin is not handed on again.
