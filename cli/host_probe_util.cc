@@ -297,6 +297,22 @@ HostCheck CheckLandlock() {
   return check;
 }
 
+
+// What an unprivileged caller can do about it on this host: only cgroup v2
+// can be delegated to a user, and systemd-run only helps where systemd is
+// the init that manages the tree.
+std::string RootlessCgroupFix(const enforcer::HostCapabilities& host) {
+  if (!host.v2.mounted || !host.v2_memory || !host.v2_pids) {
+    return "the memory and pids controllers are not on cgroup v2 here (v1 cannot be delegated to a user): run "
+           "cocoon as root for cgroup limits, or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1) and "
+           "delegate a subtree";
+  }
+  if (Trim(ReadFile("/proc/1/comm")) == "systemd") {
+    return "systemd-run --user --scope -p Delegate=yes cocoon ... (a delegated cgroup v2 subtree)";
+  }
+  return "have an administrator delegate a cgroup v2 subtree to your user (chown the group and its cgroup.procs, "
+         "cgroup.subtree_control and cgroup.threads) and run cocoon from a process inside it";
+}
 HostCheck CheckCgroups() {
   HostCheck check = Check("cgroups", CheckWeight::kAdvisory);
   auto host = enforcer::DetectHostCapabilities();
@@ -325,7 +341,7 @@ HostCheck CheckCgroups() {
   check.detail = "no writable cgroup with memory and pids controllers: memory and process limits fall back to rlimits";
   check.fix = host->privilege == enforcer::Privilege::kRoot
                   ? "mount the memory and pids controllers (v1) or enable them in cgroup.subtree_control (v2)"
-                  : "systemd-run --user --scope -p Delegate=yes cocoon ... (a delegated cgroup v2 subtree)";
+                  : RootlessCgroupFix(*host);
   return check;
 }
 

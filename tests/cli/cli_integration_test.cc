@@ -2671,6 +2671,34 @@ TEST(CocoonDoctor, DefaultPolicyEnforceableHere) {
   EXPECT_NE(text.out.find("ok    user namespaces"), std::string::npos) << text.out;
 }
 
+// Rootless on a host whose memory and pids controllers are on cgroup v1
+// (this one), no user can be delegated a group: doctor says so instead of
+// suggesting systemd-run, which only delegates cgroup v2.
+TEST(CocoonDoctor, TheRootlessCgroupFixFitsTheHost) {
+  const bool v2_memory = [] {
+    std::ifstream in("/sys/fs/cgroup/cgroup.controllers");
+    std::ifstream hybrid("/sys/fs/cgroup/unified/cgroup.controllers");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.append(std::istreambuf_iterator<char>(hybrid), std::istreambuf_iterator<char>());
+    return text.find("memory") != std::string::npos;
+  }();
+  if (geteuid() != 0 || v2_memory || access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED LOUDLY: needs root (to run doctor as uid 65534 with setpriv) on a host whose memory "
+                    "controller is on cgroup v1";
+  }
+  Ran ran = Cocoon({"--reuid=65534", "--regid=65534", "--clear-groups", COCOON_BINARY, "doctor", "--json"}, "/tmp",
+                   {{"HOME", "/tmp"}}, "/usr/bin/setpriv");
+  json j = Json(ran);
+  bool found = false;
+  for (const auto& c : j["checks"]) {
+    if (c["name"] != "cgroups") continue;
+    found = true;
+    EXPECT_EQ(c["status"], "warn") << c;
+    EXPECT_NE(c["fix"].get<std::string>().find("not on cgroup v2 here"), std::string::npos) << c;
+  }
+  EXPECT_TRUE(found) << j.dump(2);
+}
+
 TEST(CocoonInfo, MemoryCeilingIs95Percent) {
   json j = Json(Cocoon({"info", "--json"}));
   uint64_t total = j["memory"]["total_bytes"];
