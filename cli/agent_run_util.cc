@@ -517,7 +517,13 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   std::string env_text;
   if (preset) {
     for (const ir::EnvVar& v : preset->environment.set) {
-      if (!BaseHasEnv(base.policy, v.name)) env_text += "    set " + v.name + " " + QuotePolicyString(v.value) + "\n";
+      // A name --env gives is the caller's to set (once: a profile cannot
+      // both set and pass one name).
+      const bool given = std::any_of(options.env.begin(), options.env.end(),
+                                     [&](const auto& flag) { return flag.first == v.name; });
+      if (!given && !BaseHasEnv(base.policy, v.name)) {
+        env_text += "    set " + v.name + " " + QuotePolicyString(v.value) + "\n";
+      }
     }
   }
   for (const auto& [name, value] : options.env) {
@@ -525,9 +531,11 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
                       std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
     if (!valid_name) return InvalidArgumentError("--env " + name + ": not a variable name");
     if (value.find_first_of("\n\r") != std::string::npos) return InvalidArgumentError("--env " + name + ": newlines are not allowed");
-    env_text += "    set " + name + " " + QuotePolicyString(value) + "\n";
-    // The name only: values are often tokens, and the audit log is shipped
-    // to a SIEM.
+    // Passed by name, the value beside the text: values are often tokens,
+    // and the generated policy is a file in the artifact cache, its hash is
+    // the cache key, and the audit log (shipped to a SIEM) records overrides.
+    env_text += "    pass " + name + "\n";
+    out.passed_values[name] = value;
     out.overrides.push_back("environment." + name + ": set (--env)");
   }
   if (!env_text.empty()) {

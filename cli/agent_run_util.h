@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,9 @@ struct QuickPolicy {
   std::string cwd;                     // where the command runs inside the sandbox
   std::string code_file;               // "/cocoon/main<ext>" when the code was staged as a file
   std::vector<std::string> readonly_dirs;  // host paths bound read-only at their own path (--ro, cwd)
+  // --env K=V: the text says `pass K`, the value travels here to the
+  // launch (SandboxRequest::passed_values), never into a file.
+  std::map<std::string, std::string> passed_values;
 };
 
 // Builds the text. Fails on bad flags or a base policy that does not compile

@@ -182,6 +182,7 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   sandbox_request.output_mode = request.output_mode;
   sandbox_request.stdin_mode = request.stdin_mode;
   sandbox_request.stdin_data = std::move(request.stdin_data);
+  sandbox_request.passed_values = std::move(request.passed_values);
   sandbox_request.signals = request.signals;
   sandbox_request.on_output = std::move(request.on_output);
   sandbox_request.cancel = request.cancel;

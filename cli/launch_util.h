@@ -13,6 +13,7 @@
 // events after it ends.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,7 @@ struct LaunchRequest {
   enforcer::OutputMode output_mode = enforcer::OutputMode::kCapture;
   enforcer::StdinMode stdin_mode = enforcer::StdinMode::kNull;
   std::string stdin_data;  // StdinMode::kData
+  std::map<std::string, std::string> passed_values;  // SandboxRequest::passed_values
   enforcer::SignalHandling signals = enforcer::SignalHandling::kNone;
   enforcer::OutputCallback on_output;
   std::shared_ptr<enforcer::CancelHandle> cancel;

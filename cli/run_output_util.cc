@@ -184,6 +184,7 @@ Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest r
   COCOON_ASSIGN_OR_RETURN(PolicyArtifacts artifacts, QuickPolicyArtifacts(run.policy, &request));
   request.argv = run.argv;
   request.overrides = run.policy.overrides;
+  request.passed_values = run.policy.passed_values;
   return LaunchSandboxed(artifacts, std::move(request));
 }
 

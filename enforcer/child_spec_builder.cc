@@ -494,8 +494,11 @@ void PreparedChild::BuildEnvironment() {
     for (const auto& name : plan.env_unset) env.erase(name);
   }
   for (const auto& name : plan.env_pass) {
-    const char* value = getenv(name.c_str());
-    if (value != nullptr) env[name] = value;
+    if (auto given = inputs_.passed_values.find(name); given != inputs_.passed_values.end()) {
+      env[name] = given->second;
+    } else if (const char* value = getenv(name.c_str()); value != nullptr) {
+      env[name] = value;
+    }
   }
   for (const auto& var : plan.env_set) env[var.name] = var.value;
   for (const auto& [name, value] : env) env_strings_.push_back(name + "=" + value);

@@ -7,6 +7,7 @@
 #include <linux/filter.h>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -33,6 +34,9 @@ struct ChildSpecInputs {
   // Mounts the enforcer adds after the plan's own (the allow-list's
   // generated /etc/hosts, read-only).
   std::vector<backends::PlanMount> extra_mounts;
+  // Values for the plan's `pass` names, ahead of this process's environ
+  // (SandboxRequest::passed_values).
+  std::map<std::string, std::string> passed_values;
 };
 
 class PreparedChild {

@@ -209,6 +209,7 @@ Status Sandbox::Impl::PrepareAll() {
   child_inputs.seccomp_listener = uses_listener;
   child_inputs.drop_supplementary_groups = id_maps.caller_is_root;
   child_inputs.extra_mounts = std::move(extra_mounts);
+  child_inputs.passed_values = request.passed_values;
 
   namespaces = plan.namespaces;
   if (request.stdin_mode == StdinMode::kData) {

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -106,7 +107,12 @@ struct SandboxRequest {
   SignalHandling signals = SignalHandling::kNone;
   OutputCallback on_output;
   std::shared_ptr<CancelHandle> cancel;
-  // Names of the caller's environment are read from this process's environ.
+  // Names of the caller's environment are read from this process's environ,
+  // unless given here: values for the plan's `pass` names that stay out of
+  // every policy, artifact and cache file (`cocoon run --env K=V` passes K
+  // by name, since its value is often a token). Only names the plan passes
+  // are used.
+  std::map<std::string, std::string> passed_values;
 
   // Network allow-lists only: resolves the plan's host names
   // (&ResolveAllowList). A plan with an allow-list and no resolver is

@@ -2382,17 +2382,43 @@ TEST(CocoonRun, TheCommandReadsStdinUnlessItHeldTheCode) {
   EXPECT_EQ(ran.out, "code\nend\n") << ran.err;
 }
 
-// --env is recorded as an override by name: the audit log shows that the
-// environment was changed, and never the value (often a token).
-TEST(CocoonRun, EnvFlagsAreRecordedAsOverridesByNameOnly) {
-  Ran ran = Cocoon({"run", "--json", "--env", "API_TOKEN=sk-secret-value", "--", "/bin/true"}, "/tmp");
+// --env reaches the command and is recorded as an override by name: the
+// audit log shows that the environment was changed, never the value (often
+// a token), and no file keeps it: the generated policy passes the name (it
+// was a `set` with the value, in the artifact cache until pruned).
+TEST(CocoonRun, EnvFlagsReachTheCommandAndNoFileOrRecordHoldsTheValue) {
+  const fs::path cache = fs::temp_directory_path() / ("cocoon-env-cache-" + std::to_string(getpid()));
+  fs::remove_all(cache);
+  fs::create_directories(cache);
+  fs::permissions(cache, fs::perms::owner_all, fs::perm_options::replace);
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", cache.string()},
+                                                                {"API_TOKEN", "the-host-value"}};
+  Ran ran = Cocoon({"run", "--json", "--env", "API_TOKEN=sk-secret-value", "--", "/bin/sh", "-c", "echo $API_TOKEN"},
+                   "/tmp", env);
   EXPECT_EQ(ran.status, 0) << ran.err;
-  json j = json::parse(ran.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << ran.out;
+  json j = Json(ran);
+  EXPECT_EQ(j["stdout"], "sk-secret-value\n");
   bool recorded = false;
   for (const auto& o : j["overrides"]) recorded |= o.get<std::string>() == "environment.API_TOKEN: set (--env)";
   EXPECT_TRUE(recorded) << j["overrides"].dump();
   EXPECT_EQ(j["overrides"].dump().find("sk-secret-value"), std::string::npos);
+  json explained = Json(Cocoon({"run", "--explain", "--json", "--env", "API_TOKEN=sk-secret-value", "--", "/bin/true"},
+                               "/tmp", env));
+  EXPECT_EQ(explained.dump().find("sk-secret-value"), std::string::npos) << explained["generated_policy"];
+  // A variable the runtime preset sets, under another base policy: --env
+  // wins (the preset's `set` and a second `set` of it failed the check).
+  ran = Cocoon({"run", "--json", "--policy", COCOON_POLICIES_DIR "/strict.cocoon", "-r", "sh", "--env",
+                "SHELL=/bin/given", "-c", "echo $SHELL"},
+               "/tmp", env);
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(Json(ran)["stdout"], "/bin/given\n") << ran.err;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("sk-secret-value"), std::string::npos) << "the value is in " << entry.path();
+  }
+  fs::remove_all(cache);
 }
 
 TEST(CocoonRun, PassThroughPrintsThePolicyNotes) {
