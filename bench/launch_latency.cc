@@ -17,6 +17,8 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,15 +50,42 @@ double NowUs() {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+// The null device the launched commands get as stdin, stdout and stderr. As
+// root, a private node (1,3) in a directory of our own, not the host's
+// /dev/null: crun 1.8 run as root changes the owner of its stdio to the
+// container's user, and the crun case made the host's /dev/null nobody's.
+const std::string& NullDevicePath() {
+  static const std::string path = [] {
+    if (geteuid() != 0) return std::string("/dev/null");
+    char dir[] = "/tmp/launch-latency-XXXXXX";
+    if (mkdtemp(dir) == nullptr) return std::string("/dev/null");
+    const std::string node = std::string(dir) + "/null";
+    if (mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+      rmdir(dir);
+      return std::string("/dev/null");
+    }
+    return node;
+  }();
+  return path;
+}
+
+void RemovePrivateNullDevice() {
+  const std::string& node = NullDevicePath();
+  if (node == "/dev/null") return;
+  unlink(node.c_str());
+  rmdir(node.substr(0, node.rfind('/')).c_str());
+}
+
 // Runs the command once; returns the elapsed microseconds, or -1 on failure.
 double RunOnce(Case& c) {
   std::vector<char*> argv;
   for (const std::string& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const char* null_device = NullDevicePath().c_str();
   double start = NowUs();
   pid_t pid = fork();
   if (pid == 0) {
-    int devnull = open("/dev/null", O_RDWR);
+    int devnull = open(null_device, O_RDWR);
     dup2(devnull, 0);
     dup2(devnull, 1);
     dup2(devnull, 2);
@@ -141,6 +170,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  RemovePrivateNullDevice();
   nlohmann::json out;
   out["iterations"] = iterations;
   for (const Case& c : cases) {

@@ -8,6 +8,7 @@
 // namespace (`unshare -m`, everything made rprivate) where that v2 mount is
 // detached. Nothing here changes a host mount: all mount changes die with
 // the namespace.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -98,7 +99,10 @@ class RuntimeBundleTest : public ::testing::TestWithParam<std::string> {
         "mount --make-rprivate / && (umount -l /sys/fs/cgroup/unified 2>/dev/null; true) && " +
         GetParam() + " --root " + (bundle_ / "state").string() + " run --bundle " + bundle_.string() + " cocoon-test-" +
         std::to_string(getpid());
-    return RunShell("unshare -m -- sh -c '" + inner + "'");
+    // stdin a pipe (stdout and stderr are popen's): crun 1.8 run as root
+    // gives its stdio to the container's user (uid 65534), and with the
+    // test's stdin on the host's /dev/null it made that node nobody's.
+    return RunShell(": | unshare -m -- sh -c '" + inner + "'");
   }
 
   // A run the runtime refused over cgroups (its own setup, not the
@@ -282,6 +286,33 @@ TEST_P(RuntimeBundleTest, KvmOnGivesTheSandboxDevKvm) {
   RunResult without = RunInBundle(script);
   ASSERT_EQ(without.status, 0) << without.output;
   EXPECT_NE(without.output.find("NO_KVM"), std::string::npos) << without.output;
+}
+
+// crun 1.8 run as root gives its stdin, stdout and stderr to the
+// container's user: with this process's stdin on the host's /dev/null, a
+// bundle run made that node nobody's (and nobody could then chmod it). The
+// harness gives the runtime a pipe; this holds it to that, with stdin on
+// /dev/null as ctest may give it, and puts the owner back if it changed.
+TEST_P(RuntimeBundleTest, TheRuntimeLeavesTheHostsDevNullAlone) {
+  struct stat before {};
+  ASSERT_EQ(stat("/dev/null", &before), 0);
+  const int saved_stdin = dup(STDIN_FILENO);
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(null_fd, 0);
+  dup2(null_fd, STDIN_FILENO);
+  RunResult run = RunInBundle("echo ran");
+  dup2(saved_stdin, STDIN_FILENO);
+  close(saved_stdin);
+  close(null_fd);
+  struct stat after {};
+  ASSERT_EQ(stat("/dev/null", &after), 0);
+  if (after.st_uid != before.st_uid || after.st_gid != before.st_gid) {
+    (void)chown("/dev/null", before.st_uid, before.st_gid);
+  }
+  EXPECT_EQ(after.st_uid, before.st_uid) << "the runtime changed the owner of the host's /dev/null";
+  EXPECT_EQ(after.st_gid, before.st_gid);
+  if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
+  EXPECT_EQ(run.status, 0) << run.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, RuntimeBundleTest, ::testing::Values("crun", "runc"),
