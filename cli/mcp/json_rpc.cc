@@ -120,8 +120,42 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 
 }  // namespace
 
+namespace {
+
+// Whether `token` is exactly one JSON number (RFC 8259 section 6): only such
+// text is echoed as the id. A token read some other way (an oversized
+// line's scan, where a NUL ends nlohmann's input early) may carry bytes after
+// the number that would make the answer invalid JSON.
+bool IsJsonNumberToken(std::string_view token) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
+    return i > start;
+  };
+  if (i < token.size() && token[i] == '-') ++i;
+  if (i < token.size() && token[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < token.size() && token[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < token.size() && (token[i] == '+' || token[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == token.size();
+}
+
+}  // namespace
+
 RequestId::RequestId(json value, std::string_view token)
-    : value_(std::move(value)), text_(value_.is_number() && !token.empty() ? std::string(token) : Dump(value_)) {}
+    : value_(std::move(value)),
+      text_(value_.is_number() && IsJsonNumberToken(token) ? std::string(token) : Dump(value_)) {}
 
 bool IsValidId(const json& id) { return id.is_string() || id.is_number(); }
 

@@ -914,6 +914,12 @@ TEST(McpOversizedLine, ReadsTheTopLevelMembersOfTheWholeLine) {
       {R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", "null", "", false},
       {"x", "null", "", false},
       {"{}", "null", "", false},
+      // nlohmann's parser stops at a NUL: the id's token must still be
+      // echoed as the number alone, never with the bytes after it (they made
+      // the answer invalid JSON, an ANSI escape included).
+      {std::string(R"({"jsonrpc":"2.0","method":"ping","id":1)") + std::string(1, '\0') +
+           "]]{\"injected\":\"yes\"\x07\x1b[2J}",
+       "1", "ping", false},
   };
   for (const Case& c : cases) {
     OversizedLine whole;
