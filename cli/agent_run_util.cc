@@ -1,5 +1,6 @@
 #include "cli/agent_run_util.h"
 #include "compiler/common/display_text.h"
+#include "compiler/common/hidden_characters.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -217,7 +218,8 @@ bool IsForbiddenBind(const std::string& path) {
 namespace {
 
 // Whether a policy string can hold `path`: the policy front end refuses
-// invalid UTF-8 and control characters (docs/language.md), so a generated
+// invalid UTF-8, control characters and the characters a review cannot see
+// (hidden_characters.h: bidi controls, zero-width ones), so a generated
 // policy naming such a path would not check and the whole run would fail.
 bool PolicyCanNamePath(const std::string& path) {
   for (size_t i = 0; i < path.size();) {
@@ -225,7 +227,7 @@ bool PolicyCanNamePath(const std::string& path) {
     if (c < 0x20 || c == 0x7f) return false;
     uint32_t code_point = 0;
     const size_t length = DecodeUtf8(path, i, code_point);
-    if (length == 0) return false;
+    if (length == 0 || IsHiddenCharacter(code_point)) return false;
     i += length;
   }
   return true;
@@ -443,8 +445,9 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       out.notes.push_back("the current directory " + cwd + " is not mounted (a system or shared path)");
     } else if (!PolicyCanNamePath(cwd)) {
       // Not echoed: the path is what cannot be shown safely.
-      out.notes.push_back("the current directory is not mounted: its path holds a control character or invalid "
-                          "UTF-8, which a policy cannot name; run from another directory, or use --work");
+      out.notes.push_back("the current directory is not mounted: its path holds a control character, an invisible "
+                          "or bidirectional-control character, or invalid UTF-8, which a policy cannot name; run "
+                          "from another directory, or use --work");
     } else if (HoldsCallersHome(cwd)) {
       // Only the implicit bind: `--ro ~` is the caller's explicit choice.
       out.notes.push_back("the current directory " + cwd + " is not mounted: it is (or holds) a home directory, "
