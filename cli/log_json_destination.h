@@ -7,11 +7,15 @@
 // not followed (as root, O_TRUNC through one would clobber any file).
 // A character device or a FIFO (/dev/null, a named pipe) of the caller's or
 // root's is opened and written to: renaming over it would put a regular file
-// in its place, which under /dev as root breaks the host. A FIFO must have
-// its reader when the run starts; another user's FIFO or device is refused
-// (it would hand them the Outcome). /dev/stdout, /dev/stderr, /dev/fd/N and
-// /proc/self/fd/N name cocoon's own descriptors and are written through them.
-// Anything else (a directory, a socket, a block device) is refused.
+// in its place, which under /dev as root breaks the host. The same for a
+// symlink to one when the link is root's or the caller's (/dev/stdin); one
+// of another user's is refused, as is their FIFO or device (it would hand
+// them the Outcome). A FIFO must have its reader when the run starts, and a
+// reader that stops reading holds cocoon for at most kDeviceWriteTimeoutMs.
+// /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N (however spelt)
+// name cocoon's own descriptors and are written through them; stdout is
+// refused when it carries the Outcome already (--json, --stream). Anything
+// else (a directory, a socket, a block device) is refused.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,10 +30,13 @@ namespace cocoon::cli {
 
 class LogJsonDestination {
  public:
+  static constexpr int kDeviceWriteTimeoutMs = 10000;
+
   // Checked before the run, so that a result nobody can read back is
   // refused before anything runs; a device or FIFO is opened now and held
-  // (a FIFO's reader sees its end only after the result).
-  static Result<std::shared_ptr<const LogJsonDestination>> Open(const std::string& path);
+  // (a FIFO's reader sees its end only after the result). `stdout_has_outcome`:
+  // --json or --stream print the Outcome on stdout already.
+  static Result<std::shared_ptr<const LogJsonDestination>> Open(const std::string& path, bool stdout_has_outcome);
 
   Status Write(const nlohmann::json& j) const;
 
@@ -45,6 +52,6 @@ class LogJsonDestination {
 
 // Opens `path` and writes `j` there: for results written before a run
 // could open its destination (a refusal of its flags).
-Status WriteLogJsonTo(const std::string& path, const nlohmann::json& j);
+Status WriteLogJsonTo(const std::string& path, bool stdout_has_outcome, const nlohmann::json& j);
 
 }  // namespace cocoon::cli

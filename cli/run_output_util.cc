@@ -199,8 +199,9 @@ namespace {
 
 void WriteLogJson(const RunOutputOptions& output, const nlohmann::json& j) {
   if (output.log_json.empty()) return;
-  Status written = output.log_json_destination ? output.log_json_destination->Write(j)
-                                               : WriteLogJsonTo(output.log_json, j);
+  Status written = output.log_json_destination
+                       ? output.log_json_destination->Write(j)
+                       : WriteLogJsonTo(output.log_json, output.mode != RunOutputMode::kPassThrough, j);
   if (!written.ok()) std::cerr << output.command_name << ": " << written.message() << "\n";
 }
 
@@ -210,14 +211,18 @@ void ReportRefusal(const Status& why, const std::vector<std::string>& overrides,
   std::cerr << output.command_name << ": " << why.message() << "\n";
   nlohmann::json refused = {{"refused", true}, {"error", why.message()}, {"overrides", overrides}};
   if (enforcer::IsRunCancelledBeforeStart(why)) refused["cancelled"] = true;  // a signal to cocoon: exit 130
-  WriteLogJson(output, refused);
-  if (output.mode == RunOutputMode::kPassThrough) return;
-  // A refused stream is one line, the Outcome's, numbered like every line.
-  if (output.mode == RunOutputMode::kStream) {
-    refused["stream"] = "outcome";
-    refused["seq"] = 1;
+  // stdout first, --log-json second: a FIFO's reader that stops reading
+  // (it holds cocoon for up to its timeout) never costs the caller stdout.
+  if (output.mode != RunOutputMode::kPassThrough) {
+    nlohmann::json line = refused;
+    // A refused stream is one line, the Outcome's, numbered like every line.
+    if (output.mode == RunOutputMode::kStream) {
+      line["stream"] = "outcome";
+      line["seq"] = 1;
+    }
+    WriteAllFd(STDOUT_FILENO, line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
-  WriteAllFd(STDOUT_FILENO, refused.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  WriteLogJson(output, refused);
 }
 
 int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const std::vector<std::string>& copies,
@@ -246,7 +251,7 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   }
   // Refused before anything runs: a result nobody can read back is a lost run.
   if (!output.log_json.empty()) {
-    auto destination = LogJsonDestination::Open(output.log_json);
+    auto destination = LogJsonDestination::Open(output.log_json, output.mode != RunOutputMode::kPassThrough);
     if (!destination.ok()) {
       output.log_json.clear();
       ReportRefusal(destination.status(), run.policy.overrides, output);
@@ -268,13 +273,16 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   if (output.mode == RunOutputMode::kPassThrough && output.log_json.empty()) return status;
   // From here the Outcome is only serialised: its captured output is moved
   // into the JSON and streamed out (json_fd_writer.h), never copied whole.
+  // stdout first, as for a refusal. A stream's Outcome carries no captured
+  // output (it went out as chunks), so the copy kept for the log is small.
   nlohmann::json j = RunOutcomeJson(std::move(*outcome), run.policy);
-  WriteLogJson(output, j);
   if (output.mode == RunOutputMode::kJson) {
     WriteJsonLine(STDOUT_FILENO, j, 2);
   } else if (output.mode == RunOutputMode::kStream) {
-    streamer.Finish(std::move(j));
+    nlohmann::json streamed = output.log_json.empty() ? std::move(j) : j;
+    streamer.Finish(std::move(streamed));
   }
+  WriteLogJson(output, j);
   return status;
 }
 

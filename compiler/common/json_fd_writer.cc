@@ -1,8 +1,10 @@
 #include "compiler/common/json_fd_writer.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -17,7 +19,10 @@ namespace {
 // buffer below whatever the size of the document.
 class FdOutputAdapter final : public nlohmann::detail::output_adapter_protocol<char> {
  public:
-  explicit FdOutputAdapter(int fd) : fd_(fd) { buffer_.reserve(kBufferBytes); }
+  FdOutputAdapter(int fd, int timeout_ms) : fd_(fd), timeout_ms_(timeout_ms) {
+    buffer_.reserve(kBufferBytes);
+    if (timeout_ms_ >= 0) deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  }
 
   void write_character(char c) override {
     buffer_.push_back(c);
@@ -49,6 +54,7 @@ class FdOutputAdapter final : public nlohmann::detail::output_adapter_protocol<c
     while (ok_ && !data.empty()) {
       ssize_t n = write(fd_, data.data(), data.size());
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN && timeout_ms_ >= 0 && WaitWritable()) continue;
       if (n <= 0) {
         if (n == 0) errno = EIO;
         saved_errno_ = errno;
@@ -59,7 +65,25 @@ class FdOutputAdapter final : public nlohmann::detail::output_adapter_protocol<c
     }
   }
 
+  // A non-blocking fd that is full: waits for room until the deadline
+  // (false, errno ETIMEDOUT, when it passes).
+  bool WaitWritable() {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        errno = ETIMEDOUT;
+        return false;
+      }
+      struct pollfd p {fd_, POLLOUT, 0};
+      const int ready = poll(&p, 1, static_cast<int>(left.count()));
+      if (ready > 0) return true;  // writable, or an error the write reports
+      if (ready < 0 && errno != EINTR) return false;
+    }
+  }
+
   int fd_;
+  int timeout_ms_;
+  std::chrono::steady_clock::time_point deadline_;
   std::vector<char> buffer_;
   bool ok_ = true;
   int saved_errno_ = 0;
@@ -67,8 +91,8 @@ class FdOutputAdapter final : public nlohmann::detail::output_adapter_protocol<c
 
 }  // namespace
 
-bool WriteJsonLine(int fd, const nlohmann::json& value, int indent) {
-  auto adapter = std::make_shared<FdOutputAdapter>(fd);
+bool WriteJsonLine(int fd, const nlohmann::json& value, int indent, int timeout_ms) {
+  auto adapter = std::make_shared<FdOutputAdapter>(fd, timeout_ms);
   {
     nlohmann::detail::serializer<nlohmann::json> serializer(adapter, ' ', nlohmann::json::error_handler_t::replace);
     serializer.dump(value, indent >= 0, /*ensure_ascii=*/false, static_cast<unsigned int>(indent >= 0 ? indent : 0));

@@ -20,6 +20,9 @@ namespace cocoon {
 // replaced with U+FFFD, as dump(..., error_handler_t::replace) does. Retries
 // EINTR and short writes. Returns false if a write failed (errno is set);
 // the caller reports it. Not async-signal-safe (it allocates its buffer).
-bool WriteJsonLine(int fd, const nlohmann::json& value, int indent = -1);
+// `timeout_ms` >= 0, for a non-blocking fd: waits at most that long in all
+// for it to take the text, then fails with ETIMEDOUT (a FIFO whose reader
+// stopped reading cannot hold the writer forever).
+bool WriteJsonLine(int fd, const nlohmann::json& value, int indent = -1, int timeout_ms = -1);
 
 }  // namespace cocoon

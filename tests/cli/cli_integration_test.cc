@@ -2312,6 +2312,63 @@ TEST(CocoonRun, LogJsonWritesToADeviceOrFifoAndLeavesItInPlace) {
   EXPECT_EQ(ran.status, 0) << ran.err;
   EXPECT_NE(ran.err.find("\"stdout\": \"via-stderr\\n\""), std::string::npos) << ran.err;
 
+  // A symlink to the FIFO (as /dev/stdin is to a descriptor) is written
+  // through and kept: replacing /dev's links with files broke /dev as root.
+  // On a cold cache (the launcher hands the run to cocoon-full), the
+  // launcher's writer outlives the exec, so the reader is still there.
+  const fs::path link = base / "results-link";
+  fs::create_symlink(fifo, link);
+  const fs::path cold_cache = base / "cold-cache";
+  fs::create_directories(cold_cache);
+  fs::permissions(cold_cache, fs::perms::owner_all, fs::perm_options::replace);
+  const int link_reader = open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(link_reader, 0);
+  ran = Cocoon({"run", "--json", "--timeout", "17.123", "--log-json", link.string(), "--", "/bin/echo", "via-link"},
+               "/tmp", {{"COCOON_CACHE_DIR", cold_cache.string()}});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  read_back.clear();
+  for (ssize_t n; (n = read(link_reader, buffer, sizeof buffer)) > 0;) read_back.append(buffer, static_cast<size_t>(n));
+  close(link_reader);
+  EXPECT_NE(read_back.find("via-link"), std::string::npos) << read_back;
+
+  // A reader gone before the end (EPIPE) is reported; cocoon still prints
+  // its Outcome and exits with the command's status (SIGPIPE killed it).
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t reader_process = fork();
+  if (reader_process == 0) {  // there when cocoon starts, gone when it writes
+    const int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    (void)!write(ready[1], "r", 1);
+    usleep(1000 * 1000);
+    _exit(fd >= 0 ? 0 : 1);
+  }
+  close(ready[1]);
+  char byte;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  close(ready[0]);
+  ran = Cocoon({"run", "--json", "--log-json", fifo.string(), "--", "/bin/sh", "-c", "sleep 2; exit 3"}, "/tmp");
+  waitpid(reader_process, nullptr, 0);
+  EXPECT_EQ(ran.status, 3) << ran.err;
+  EXPECT_EQ(Json(ran)["exit_code"], 3);
+
+  // Refused before the command runs: stdout when it carries the Outcome
+  // already (--json, --stream: it broke the NDJSON stream), however spelt,
+  // and a descriptor open for reading only.
+  const fs::path marker = base / "ran";
+  for (const char* mode : {"--json", "--stream"}) {
+    for (const char* spelling : {"/dev/stdout", "/dev//stdout", "/proc/self/fd/1"}) {
+      ran = Cocoon({"run", mode, "--log-json", spelling, "--", "/bin/touch", marker.string()}, "/tmp");
+      EXPECT_EQ(ran.status, 1) << mode << " " << spelling << "\n" << ran.err;
+      EXPECT_NE(ran.err.find("stdout carries the Outcome already"), std::string::npos) << ran.err;
+    }
+  }
+  ran = Cocoon({"run", "--log-json", "/dev/stdin", "--", "/bin/touch", marker.string()}, "/tmp", {}, COCOON_BINARY,
+               std::string());
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("open for reading only"), std::string::npos) << ran.err;
+  EXPECT_FALSE(fs::exists(marker));
+
   if (geteuid() != 0) {
     std::cerr << "NOT TESTED HERE (needs root to mknod): --log-json onto a character device\n";
   } else {

@@ -77,5 +77,33 @@ TEST(JsonFdWriterTest, ReportsAFailedWriteWithErrno) {
   sigaction(SIGPIPE, &previous, nullptr);
 }
 
+// A non-blocking fd nobody drains (a FIFO whose reader stopped reading):
+// with a timeout the write gives up with ETIMEDOUT instead of holding the
+// caller forever; a reader that keeps up gets every byte.
+TEST(JsonFdWriterTest, ANonBlockingFdThatStaysFullTimesOut) {
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+  const nlohmann::json big = {{"a", std::string(200000, 'x')}};  // more than a pipe holds
+  errno = 0;
+  EXPECT_FALSE(WriteJsonLine(fds[1], big, -1, 100));
+  EXPECT_EQ(errno, ETIMEDOUT);
+  close(fds[0]);
+  close(fds[1]);
+
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+  std::string drained;
+  std::thread reader([&] {
+    const int flags = fcntl(fds[0], F_GETFL);
+    fcntl(fds[0], F_SETFL, flags & ~O_NONBLOCK);
+    char buffer[65536];
+    for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) drained.append(buffer, static_cast<size_t>(n));
+  });
+  EXPECT_TRUE(WriteJsonLine(fds[1], big, -1, 10000));
+  close(fds[1]);
+  reader.join();
+  close(fds[0]);
+  EXPECT_EQ(drained, big.dump() + "\n");
+}
+
 }  // namespace
 }  // namespace cocoon
