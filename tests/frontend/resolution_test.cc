@@ -1,10 +1,12 @@
 // Inheritance, include/import resolution, and cycles, over real files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "compiler/common/digest.h"
+#include "compiler/frontend/checker.h"
 #include "compiler/frontend/lineage.h"
 #include "tests/frontend/test_util.h"
 
@@ -173,6 +175,63 @@ TEST_F(ResolutionTest, SetAndPassOfOneNameInOneProfileConflict) {
   EXPECT_NE(out.find(file + ":4:17: variable FOO is both passed (line 3) and set in profile 'env'"),
             std::string::npos)
       << out;
+}
+
+// `cocoon check` shares a CheckSession across a file's profiles, which
+// starts each profile from what applying its nearest kept ancestor gave
+// (and replays what that reported). Each profile must get exactly what
+// checking it alone gives, whatever the order: its policy (explain shows
+// every setting and where it came from) and its diagnostics, a parent's
+// weakening warning and error included. 20 bases with two children each
+// also pass the session's capacity (16 ancestors kept).
+TEST_F(ResolutionTest, ASessionGivesEachProfileWhatCheckingItAloneGives) {
+  std::string text =
+      "profile base {\n  syscalls { allow read write }\n  limits { memory 64MiB }\n"
+      "  environment { set A \"1\" }\n}\n"
+      "profile mid extends base {\n  limits { memory 128MiB }\n  filesystem { readonly /opt }\n}\n"
+      "profile broken extends base {\n  limits { memroy 1MiB }\n}\n"
+      "profile c1 extends mid {\n  environment { set B \"2\" }\n}\n"
+      "profile c2 extends mid {\n  syscalls { allow close }\n}\n"
+      "profile c3 extends broken { }\n"
+      "profile c4 extends base {\n  relaxes limits\n  limits { memory 1GiB }\n}\n";
+  for (int i = 0; i < 20; ++i) {
+    const std::string n = std::to_string(i);
+    text += "profile b" + n + " extends mid {\n  limits { processes " + std::to_string(i + 2) + " }\n}\n";
+  }
+  for (int i = 0; i < 40; ++i) {
+    text += "profile k" + std::to_string(i) + " extends b" + std::to_string(i % 20) + " {\n  cwd /k" +
+            std::to_string(i) + "\n}\n";
+  }
+  const std::string file = Write("many.cocoon", text);
+  Diagnostics load_diagnostics;
+  const Program program = LoadProgramFromFile(file, LoadOptions{}, load_diagnostics);
+  ASSERT_FALSE(load_diagnostics.has_errors()) << load_diagnostics.Render();
+  std::vector<const ProfileRef*> refs;
+  for (const ast::Profile& profile : program.root()->ast.profiles) refs.push_back(&program.profiles.at(profile.name.text));
+  ASSERT_EQ(refs.size(), 67u);
+  for (int order = 0; order < 2; ++order) {
+    if (order == 1) std::reverse(refs.begin(), refs.end());
+    CheckSession session(program);
+    for (const ProfileRef* ref : refs) {
+      Diagnostics alone_diagnostics, shared_diagnostics;
+      const std::optional<ir::Policy> alone = CheckProfile(program, *ref, alone_diagnostics);
+      const std::optional<ir::Policy> shared = CheckProfile(program, *ref, session, shared_diagnostics);
+      const std::string& name = ref->profile->name.text;
+      EXPECT_EQ(shared_diagnostics.Render(), alone_diagnostics.Render()) << name;
+      ASSERT_EQ(shared.has_value(), alone.has_value()) << name;
+      if (alone) {
+        EXPECT_EQ(ExplainPolicy(*shared), ExplainPolicy(*alone)) << name;
+      }
+    }
+  }
+  // The parent's problems reach its children: a warning, and an error.
+  Diagnostics d;
+  CheckSession session(program);
+  EXPECT_TRUE(CheckProfile(program, program.profiles.at("mid"), session, d));
+  EXPECT_TRUE(CheckProfile(program, program.profiles.at("c1"), session, d));
+  EXPECT_EQ(d.warning_count(), 2u) << d.Render();
+  EXPECT_FALSE(CheckProfile(program, program.profiles.at("c3"), session, d));
+  EXPECT_NE(d.Render().find("unknown limit 'memroy'"), std::string::npos) << d.Render();
 }
 
 TEST_F(ResolutionTest, IncludeIsRelativeToTheIncludingFile) {
