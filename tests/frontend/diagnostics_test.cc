@@ -261,6 +261,15 @@ const Case kCases[] = {
      "ERROR: t.cocoon:4:12: unknown unit 'e3MiB'; expected a size such as 64KiB, 128MiB or 1GiB\n"
      " |     memory 1e3MiB\n"
      " |            ^~~~~~\n"},
+    // The caller's value of a variable the parent pinned: a weakening.
+    {"pass_over_an_inherited_set",
+     "import \"strict\"\nprofile base extends strict {\n  environment { set TOKEN \"public\" }\n}\n"
+     "profile t extends base {\n  environment { pass TOKEN }\n}\n",
+     "WARNING: t.cocoon:6:22: profile 't' weakens environment inherited from 'base': `pass TOKEN` gives the "
+     "sandbox the caller's TOKEN in place of the value 'base' sets at line 3\n"
+     " |   environment { pass TOKEN }\n"
+     " |                      ^~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes environment` in profile 't'\n"},
     {"keyword_syscall_name",
      "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    allow kill\n"
      "    allow read\n    default kill kill ptrace\n  }\n}\n",

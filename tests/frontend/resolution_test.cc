@@ -156,6 +156,36 @@ TEST_F(ResolutionTest, AChildsPassOrSetReplacesTheParentsForThatName) {
   EXPECT_EQ(explained.find("pass FOO"), std::string::npos) << explained;
 }
 
+// A child's `pass` of a name its parent `set` hands the sandbox the
+// caller's value instead of the parent's: a weakening (a warning at the
+// name, naming where the value was set), unless `relaxes environment` says
+// it is meant. Passing a name the parent only passed, or set nothing for, is
+// not one; nor is a child's own `set` over a parent's.
+TEST_F(ResolutionTest, PassOverAnInheritedSetIsAWeakening) {
+  std::string file = Write("env.cocoon",
+                           "profile base {\n  syscalls { allow read }\n  environment { set FOO \"policy\" pass BAR }\n}\n"
+                           "profile mid extends base { }\n"
+                           "profile child extends mid {\n  environment { pass FOO }\n}\n"
+                           "profile meant extends mid {\n  relaxes environment\n  environment { pass FOO }\n}\n"
+                           "profile others extends base {\n  environment { pass BAR BAZ set FOO \"mine\" }\n}\n");
+  std::string out;
+  EXPECT_TRUE(Check(file, &out));
+  EXPECT_EQ(out, "WARNING: " + file + ":7:22: profile 'child' weakens environment inherited from 'mid': `pass FOO` "
+                 "gives the sandbox the caller's FOO in place of the value 'base' sets at line 3\n"
+                 " |   environment { pass FOO }\n"
+                 " |                      ^~~\n"
+                 " = help: if this is deliberate, say so with `relaxes environment` in profile 'child'\n");
+  // A value set in another file is named with its file.
+  Write("lib/base.cocoon", "profile base {\n  syscalls { allow read }\n  environment { set FOO \"policy\" }\n}\n");
+  file = Write("child.cocoon", "import \"base\"\nprofile child extends base {\n  environment { pass FOO }\n}\n");
+  auto policy = Compile(file, "", &out, {(dir_ / "lib").string()});
+  ASSERT_TRUE(policy) << out;
+  EXPECT_NE(out.find("`pass FOO` gives the sandbox the caller's FOO in place of the value 'base' sets at " +
+                     (dir_ / "lib" / "base.cocoon").string() + ":3\n"),
+            std::string::npos)
+      << out;
+}
+
 // In one profile, `set` and `pass` of a name contradict each other: an error
 // at whichever comes second.
 TEST_F(ResolutionTest, SetAndPassOfOneNameInOneProfileConflict) {
