@@ -16,6 +16,7 @@
 #include <ctime>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -107,6 +108,71 @@ void BM_CheckWithBackEndChecks(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_CheckWithBackEndChecks)->ArgName("bytes_0_is_build")->Arg(0)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+// A flat file of `count` independent profiles, as `cocoon check` sees a
+// generated one. kSharedSections: a third are children of strict that change
+// only mounts, limits and the environment, a third children of strict that
+// deny one of 8 syscalls, a third plain profiles with one of 16 small
+// syscall sections. kDistinctSections: every profile has a syscall section
+// of its own (children of strict with their own ioctl rule, plain profiles
+// with their own openat rule).
+enum class Sections { kShared, kDistinct };
+
+std::string GenerateProfiles(size_t count, Sections sections) {
+  static const char* const kDenied[] = {"ptrace", "personality", "socket", "mknod", "chmod", "fchmod", "kcmp", "flock"};
+  std::string text = "import \"strict\"\n";
+  for (size_t i = 0; i < count; ++i) {
+    const std::string n = std::to_string(i);
+    const std::string denied = kDenied[i % 8];
+    if (sections == Sections::kDistinct && i % 2 == 0) {
+      text += "profile p" + n + " extends strict {\n  syscalls {\n    deny " + denied + " errno EPERM\n"
+              "    deny ioctl if arg1 == " + std::to_string(1000 + i) + " errno EPERM\n  }\n"
+              "  limits { memory " + std::to_string(64 + i % 64) + "MiB }\n}\n";
+    } else if (sections == Sections::kDistinct) {
+      text += "profile q" + n + " {\n  syscalls {\n    default errno ENOSYS\n    allow read write exit exit_group\n"
+              "    deny openat if arg2 == " + n + " errno EACCES\n  }\n}\n";
+    } else if (i % 3 == 0) {
+      text += "profile a" + n + " extends strict {\n  filesystem { readonly optional /opt/tool" + std::to_string(i % 50) +
+              " }\n  limits { memory " + std::to_string(64 + i % 64) + "MiB }\n"
+              "  environment { set VAR_" + n + " \"v\" }\n}\n";
+    } else if (i % 3 == 1) {
+      text += "profile b" + n + " extends strict {\n  syscalls { deny " + denied + " errno EPERM }\n}\n";
+    } else {
+      text += "profile c" + n + " {\n  syscalls {\n    default errno ENOSYS\n    allow read write exit exit_group\n"
+              "    deny openat if arg2 == " + std::to_string(i % 16) + " errno EACCES\n  }\n}\n";
+    }
+  }
+  return text;
+}
+
+// `cocoon check` of such a file: every profile checked, with the Linux filter
+// built and verified as check_command.cc wires it (one build per distinct
+// syscall section, backends::FilterBuildProblemsMemo, fresh per iteration).
+void BM_CheckManyProfiles(benchmark::State& state) {
+  const auto count = static_cast<size_t>(state.range(0));
+  const Sections sections = state.range(1) == 0 ? Sections::kShared : Sections::kDistinct;
+  const std::string path = "/tmp/cocoon-frontend-bench-profiles-" + std::to_string(getpid()) + ".cocoon";
+  std::ofstream(path) << GenerateProfiles(count, sections);
+  cocoon::frontend::FrontendOptions options;
+  options.search_paths = {std::string(COCOON_SOURCE_DIR) + "/policies"};
+  for (auto _ : state) {
+    options.syscall_rule_check = [memo = std::make_shared<cocoon::backends::FilterBuildProblemsMemo>()](
+                                     const cocoon::ir::Policy& policy) { return (*memo)(policy); };
+    cocoon::Diagnostics diagnostics;
+    if (!cocoon::frontend::CheckPolicyFile(path, "", options, diagnostics)) {
+      state.SkipWithError(diagnostics.Render().substr(0, 2000).c_str());
+      break;
+    }
+  }
+  unlink(path.c_str());
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(count));
+}
+BENCHMARK(BM_CheckManyProfiles)
+    ->ArgNames({"profiles", "distinct_sections"})
+    ->Args({1000, 0})
+    ->Args({10000, 0})
+    ->Args({1000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_Format1MiB(benchmark::State& state) {
   const std::string text = GeneratePolicy(1 << 20);

@@ -1,6 +1,7 @@
 #include "cli/frontend_util.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "compiler/backends/oci/oci_seccomp.h"
 #include "compiler/backends/seccomp/seccomp_backend.h"
@@ -9,7 +10,9 @@ namespace cocoon::cli {
 
 void AddBackEndChecks(frontend::FrontendOptions& options, BackEndChecks checks) {
   if (checks == BackEndChecks::kBuiltLinuxFilter) {
-    options.syscall_rule_check = backends::FilterBuildProblems;
+    // One build per distinct syscall section, not one per profile.
+    options.syscall_rule_check = [memo = std::make_shared<backends::FilterBuildProblemsMemo>()](
+                                     const ir::Policy& policy) { return (*memo)(policy); };
     return;
   }
   if (checks == BackEndChecks::kLinuxFilter) {

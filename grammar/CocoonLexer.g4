@@ -35,8 +35,15 @@ GT : '>';
 
 ARG : 'arg' [0-9]+;
 NUMBER : [0-9]+ | '0' [xX] [0-9a-fA-F]+;
-// 5s, 2m, 128MiB, 1.5GiB, 95%: the checker validates the unit.
-QUANTITY : [0-9]+ ('.' [0-9]+)? [a-zA-Z%]+;
+// 5s, 2m, 128MiB, 1.5GiB, 95%: the checker validates the unit. Any word
+// that starts with a digit and is not a NUMBER (which comes first: 42 and
+// 0x40B are NUMBERs, 'B' being a hex digit) is a QUANTITY, so that a slip in
+// a value's place is one error from the checker, saying what to write
+// (compiler/frontend/units.cc): a hex number given a unit (0x40MiB, 0x10s),
+// a fraction with none (1.5), 1e3MiB. As BAD_NAMEs they were syntax errors
+// that the parser's recovery carried onto the next, valid, line. Elsewhere
+// the parser refuses a QUANTITY as it did a BAD_NAME.
+QUANTITY : [0-9] [a-zA-Z0-9_\-.%]*;
 // Name characters are [a-zA-Z0-9_\-.]; path characters add [+@%=,~:/]. The
 // sets are written out in each rule rather than as fragment rules: a
 // fragment reference is a rule call in the lexer's ATN, a context pushed and
@@ -48,7 +55,7 @@ IDENT : [a-zA-Z_] [a-zA-Z0-9_\-.]*;
 // Absolute (/usr/lib), dotted (./x, ../x, ~/x) or relative-with-slash (usr/lib)
 // paths. Relative forms exist so the checker can reject them with a message.
 // The relative form scans only name characters before its '/': a run that
-// then fails to become a PATH is consumed whole by IDENT or BAD_NAME below
+// then fails to become a PATH is consumed whole by IDENT, QUANTITY or BAD_NAME
 // (see the note at BAD_NAME).
 PATH : '/' [a-zA-Z0-9_\-.+@%=,~:/]*
      | ('.' | '~') [a-zA-Z0-9_\-.+@%=,~:/]*
@@ -61,10 +68,11 @@ STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"';
 // closing quote), falls back to the longest rule that did match and restarts
 // right after it: if that is one ERROR_CHAR, every position rescans the rest
 // of the run, which is quadratic (a 160 KiB line of '-' took 7 minutes). So
-// every such run also matches, whole, a token that no parser rule accepts:
-// the parser then reports it as one clear error.
+// every such run also matches, whole, a token that no parser rule accepts
+// (or, for a run that starts with a digit, a QUANTITY, above): the parser
+// then reports it as one clear error.
 UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])*;
-BAD_NAME : [0-9\-] [a-zA-Z0-9_\-.]*;
+BAD_NAME : '-' [a-zA-Z0-9_\-.]*;
 
 COMMENT : '#' ~[\r\n]* -> channel(HIDDEN);
 // Whitespace is dropped by the lexer itself (PolicyLexer::nextToken in

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <list>
 #include <string_view>
 #include <tuple>
 
@@ -160,6 +161,37 @@ bool Layer::Unit(const ast::Word& word, UnitKind kind, uint64_t& out) {
   return true;
 }
 
+// The State a profile's chain leaves once applied down to it, and what
+// applying it reported, for the ancestors used last (CheckSession). A few
+// suffice: a file's profiles extend a handful of bases, and its siblings
+// are checked one after another; each entry is a copy of a whole policy.
+class AppliedAncestors {
+ public:
+  struct Applied {
+    State state;
+    std::vector<Diagnostic> reported;
+  };
+
+  // nullptr when `profile` is not kept.
+  const Applied* Find(const ast::Profile* profile) {
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first != profile) continue;
+      entries_.splice(entries_.begin(), entries_, it);  // the most recently used first
+      return &entries_.front().second;
+    }
+    return nullptr;
+  }
+
+  void Keep(const ast::Profile* profile, const State& state, const std::vector<Diagnostic>& reported) {
+    entries_.emplace_front(profile, Applied{state, reported});
+    if (entries_.size() > kCapacity) entries_.pop_back();
+  }
+
+ private:
+  static constexpr size_t kCapacity = 16;
+  std::list<std::pair<const ast::Profile*, Applied>> entries_;
+};
+
 }  // namespace internal
 
 namespace {
@@ -300,6 +332,60 @@ void ApplyStatement(Layer& layer, const ast::Statement& stmt) {
   }
 }
 
+// Applies one profile of a chain (`parent`: the profile above it, empty for
+// the root-most one) on top of what the profiles above it made of `state`.
+void ApplyLayer(const ProfileRef& ref, const std::string& parent, State& state, Diagnostics& diagnostics) {
+  Layer layer(ref, parent, state, diagnostics);
+  for (const ast::Statement& stmt : ref.profile->body) {
+    if (stmt.keyword.text == "relaxes") ApplyRelaxes(layer, stmt);
+  }
+  for (const ast::Statement& stmt : ref.profile->body) ApplyStatement(layer, stmt);
+  state.policy.lineage.insert(state.policy.lineage.begin(), ref.profile->name.text);
+}
+
+// Applies `chain` (a profile, then its ancestors up to the root-most one)
+// from the top down. With `ancestors`, it starts from the nearest ancestor
+// kept there, replaying what applying it reported, and keeps each ancestor
+// it applies itself.
+State ApplyChain(const std::vector<ProfileRef>& chain, internal::AppliedAncestors* ancestors,
+                 Diagnostics& diagnostics) {
+  State state;
+  std::string parent;
+  size_t next = chain.size();  // chain[next - 1] is the next profile to apply
+  std::vector<Diagnostic> reported;  // what the profiles applied so far reported
+  for (size_t i = 1; ancestors != nullptr && i < chain.size(); ++i) {
+    const internal::AppliedAncestors::Applied* applied = ancestors->Find(chain[i].profile);
+    if (applied == nullptr) continue;
+    state = applied->state;
+    reported = applied->reported;
+    for (const Diagnostic& d : reported) diagnostics.Add(d);
+    parent = chain[i].profile->name.text;
+    next = i;
+    break;
+  }
+  while (next-- > 0) {
+    const size_t items_before = diagnostics.all().size();
+    const size_t suppressed_before = diagnostics.suppressed();
+    ApplyLayer(chain[next], parent, state, diagnostics);
+    parent = chain[next].profile->name.text;
+    if (ancestors == nullptr || next == 0) continue;
+    // A capped Diagnostics dropped some of what this profile reported: it
+    // could not be replayed whole, so nothing from here down is kept.
+    if (diagnostics.suppressed() != suppressed_before) {
+      ancestors = nullptr;
+      continue;
+    }
+    reported.insert(reported.end(), diagnostics.all().begin() + static_cast<std::ptrdiff_t>(items_before),
+                    diagnostics.all().end());
+    ancestors->Keep(chain[next].profile, state, reported);
+  }
+  return state;
+}
+
+std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lineages,
+                                     internal::AppliedAncestors* ancestors, const Program& program,
+                                     Diagnostics& diagnostics, const SyscallRuleCheck& rule_check);
+
 // True when another rule of `rules` names `it`'s syscall (the map orders by
 // name first, so such rules are its neighbours).
 bool SharesSyscallWithNeighbour(const std::map<internal::RuleKey, internal::RuleEntry>& rules,
@@ -422,29 +508,32 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
   return CheckProfile(program, it->second, diagnostics, rule_check);
 }
 
+CheckSession::CheckSession(const Program& program)
+    : lineages_(program), ancestors_(std::make_unique<internal::AppliedAncestors>()) {}
+
+CheckSession::~CheckSession() = default;
+
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, Diagnostics& diagnostics,
                                        const SyscallRuleCheck& rule_check) {
   LineageResolver lineages(program);
-  return CheckProfile(program, ref, lineages, diagnostics, rule_check);
+  return CheckChain(ref, lineages, nullptr, program, diagnostics, rule_check);
 }
 
-std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, LineageResolver& lineages,
+std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, CheckSession& session,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
+  return CheckChain(ref, session.lineages(), &session.ancestors(), program, diagnostics, rule_check);
+}
+
+namespace {
+
+std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lineages,
+                                     internal::AppliedAncestors* ancestors, const Program& program,
+                                     Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
   const std::string& profile = ref.profile->name.text;
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
   auto chain = lineages.Resolve(ref, diagnostics);
   if (!chain) return std::nullopt;
-  State state;
-  std::string parent;
-  for (auto it = chain->rbegin(); it != chain->rend(); ++it) {
-    Layer layer(*it, parent, state, diagnostics);
-    for (const ast::Statement& stmt : it->profile->body) {
-      if (stmt.keyword.text == "relaxes") ApplyRelaxes(layer, stmt);
-    }
-    for (const ast::Statement& stmt : it->profile->body) ApplyStatement(layer, stmt);
-    state.policy.lineage.insert(state.policy.lineage.begin(), it->profile->name.text);
-    parent = it->profile->name.text;
-  }
+  State state = ApplyChain(*chain, ancestors, diagnostics);
   const ProfileRef& self = chain->front();
   if (!state.has_syscalls) {
     diagnostics.Warning(self.file->source, self.profile->name.span,
@@ -472,5 +561,7 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef&
   if (!problems.empty()) return std::nullopt;
   return policy;
 }
+
+}  // namespace
 
 }  // namespace cocoon::frontend

@@ -5,6 +5,7 @@
 // problem it finds (up to the Diagnostics cap), never only the first.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,10 +34,34 @@ std::optional<ir::Policy> CheckProfile(const Program& program, const std::string
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& profile,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check = {});
 
-// Same, resolving `extends` through `lineages`, which remembers every chain
-// it resolves: `cocoon check` shares one across the profiles of a file, so
-// that a chain is walked once, not once per profile below it.
-std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& profile, LineageResolver& lineages,
+namespace internal {
+class AppliedAncestors;
+}  // namespace internal
+
+// What `cocoon check` shares across the profiles of a file: the `extends`
+// chains resolved so far (each walked once, not once per profile below it),
+// and the policy each recently used ancestor leaves once its chain is
+// applied, with what applying it reported. A file of thousands of children
+// of `strict` then applies strict's ~400 rules, mounts and limits once, not
+// once per child. Holds the Program's profiles by address: one per Program.
+class CheckSession {
+ public:
+  explicit CheckSession(const Program& program);
+  ~CheckSession();
+  CheckSession(const CheckSession&) = delete;
+  CheckSession& operator=(const CheckSession&) = delete;
+
+  LineageResolver& lineages() { return lineages_; }
+  internal::AppliedAncestors& ancestors() { return *ancestors_; }
+
+ private:
+  LineageResolver lineages_;
+  std::unique_ptr<internal::AppliedAncestors> ancestors_;
+};
+
+// Same, within `session`: the result and the diagnostics are those of the
+// overloads above.
+std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& profile, CheckSession& session,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check = {});
 
 }  // namespace cocoon::frontend

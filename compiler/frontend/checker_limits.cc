@@ -89,6 +89,26 @@ bool SetOrPassOnly(Layer& layer, const std::string& name, Span span, EnvStatemen
   return false;
 }
 
+// `pass NAME` over a `set NAME` the profile inherited: the sandbox gets the
+// caller's value, which the parent chose not to hand it (a caller's
+// environment can hold secrets), in place of the parent's. A weakening like
+// `inherit`, acknowledged by `relaxes environment`; said at the name, with
+// where the parent set it.
+void PassReplacesInheritedSet(Layer& layer, const ast::Word& name) {
+  const auto& provenance = layer.state().policy.provenance;
+  const auto origin = provenance.find("environment.set:" + name.text);
+  std::string parent_value = "the value it inherits";
+  if (origin != provenance.end()) {
+    const ir::Origin& set = origin->second;
+    const std::string line = std::to_string(set.line);
+    parent_value = "the value '" + set.profile + "' sets at " +
+                   (set.file == layer.file().source->name() ? "line " + line : set.file + ":" + line);
+  }
+  layer.Weakens("environment", name.span,
+                "`pass " + name.text + "` gives the sandbox the caller's " + name.text + " in place of " +
+                    parent_value);
+}
+
 }  // namespace
 
 std::vector<std::string> LimitNames() {
@@ -159,8 +179,13 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
       if (key == "pass") {
         if (!SetOrPassOnly(layer, name.text, name.span, EnvStatement::kPass)) continue;
         layer.WroteInLayer("environment.pass:" + name.text, name.span);
-        // The child wins per name: the caller's value replaces an inherited `set`.
-        if (state.env_set.erase(name.text) != 0) state.policy.provenance.erase("environment.set:" + name.text);
+        // The child wins per name: the caller's value replaces an inherited
+        // `set` (this profile's own `set` of it is an error above).
+        if (state.env_set.count(name.text) != 0) {
+          PassReplacesInheritedSet(layer, name);
+          state.env_set.erase(name.text);
+          state.policy.provenance.erase("environment.set:" + name.text);
+        }
         if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
         if (!state.env_pass.insert(name.text).second) continue;
         layer.Origin("environment.pass:" + name.text, name.span);

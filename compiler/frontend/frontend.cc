@@ -115,14 +115,14 @@ bool CheckPolicyFile(const std::string& path, const std::string& profile, const 
     return false;
   }
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
-  LineageResolver lineages(program);
+  CheckSession session(program);
   for (const ProfileRef& definition : definitions) {
     // Uncapped, so that every error reaches MergeUnique and the cap of
     // `diagnostics` counts what it drops ("N more error(s) not shown"); a
     // capped copy would drop them uncounted. Its size is bounded by the
     // profile's statements, which are already in memory.
     Diagnostics one(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
-    CheckProfile(program, definition, lineages, one, options.syscall_rule_check);
+    CheckProfile(program, definition, session, one, options.syscall_rule_check);
     MergeUnique(one, diagnostics, seen);
   }
   return !diagnostics.has_errors();

@@ -617,7 +617,9 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
   for (size_t i = 0; i + 1 < all.size(); ++i) {
     antlr4::Token* number = all[i];
     antlr4::Token* unit = all[i + 1];  // adjacent: no comment between them
-    if (number->getType() != CocoonLexer::NUMBER) continue;
+    // A NUMBER, or a fraction (1.5 GiB), which lexes as a QUANTITY with no unit.
+    const bool fraction = number->getType() == CocoonLexer::QUANTITY && IsDecimalFraction(number->getText());
+    if (number->getType() != CocoonLexer::NUMBER && !fraction) continue;
     if (unit->getType() != CocoonLexer::IDENT && unit->getType() != CocoonLexer::ERROR_CHAR) continue;  // '%'
     const uint32_t number_end = offsets.Byte(number->getStopIndex() + 1);
     const uint32_t unit_begin = offsets.Byte(unit->getStartIndex());
@@ -632,7 +634,7 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
     // number, 'B' being a hex digit).
     if (number_text.size() > 1 && (number_text[1] == 'x' || number_text[1] == 'X')) {
       diagnostics.Error(source, Span{number_begin, unit_end}, "a hexadecimal number takes no unit",
-                        "write the value in decimal, with its unit");
+                        HexWithUnitHint(number_text, unit_text));
     } else {
       const std::string written = std::string(number_text) + std::string(unit_text);
       diagnostics.Error(source, Span{number_begin, unit_end}, "a space between a number and its unit",

@@ -67,7 +67,31 @@ bool IsIntegerSyntax(std::string_view text) {
   });
 }
 
+// `processes 1.5`, `memory 1.5`: a duration or a size needs its unit, as
+// `memory 128` does; a count or a percentage is a whole number.
+UnitValue FractionWithoutUnit(std::string_view text, UnitKind kind) {
+  const std::string written(text);
+  if (kind == UnitKind::kTime || kind == UnitKind::kSize) {
+    return Fail("missing unit after '" + written + "'; expected " + std::string(KindWord(kind)));
+  }
+  uint64_t whole = 0;
+  std::string hint;
+  if (ParseInteger(text.substr(0, text.find('.')), whole) && whole < std::numeric_limits<uint64_t>::max()) {
+    const std::string unit = kind == UnitKind::kPercent ? "%" : "";
+    hint = "write " + std::to_string(whole) + unit + " or " + std::to_string(whole + 1) + unit;
+  }
+  return Fail("'" + written + "' is not a whole number; expected " + std::string(KindWord(kind)), hint);
+}
+
 }  // namespace
+
+bool IsDecimalFraction(std::string_view text) {
+  const size_t point = text.find('.');
+  auto all_digits = [](std::string_view part) {
+    return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return point != std::string_view::npos && all_digits(text.substr(0, point)) && all_digits(text.substr(point + 1));
+}
 
 bool IsUnitName(std::string_view word) {
   return std::any_of(std::begin(kUnits), std::end(kUnits), [word](const Unit& unit) { return unit.name == word; });
@@ -84,15 +108,44 @@ bool ParseInteger(std::string_view text, uint64_t& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
+std::string HexWithUnitHint(std::string_view hex, std::string_view unit) {
+  uint64_t value = 0;
+  if (!IsUnitName(unit) || !ParseInteger(hex, value)) return "write the value in decimal, with its unit";
+  return "write " + std::to_string(value) + std::string(unit);
+}
+
 UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
   size_t digits = 0;
   while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) ++digits;
   std::string_view number = text.substr(0, digits);
   std::string_view unit = text.substr(digits);
   const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  if (hex) {
+    // 0x40MiB: the hex digits, then what follows them (the lexer makes one
+    // QUANTITY of both, grammar/CocoonLexer.g4).
+    const size_t end = std::find_if(text.begin() + 2, text.end(),
+                                    [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) == 0; }) -
+                       text.begin();
+    const std::string_view hex_number = text.substr(0, end);
+    const std::string_view suffix = text.substr(end);
+    if (!suffix.empty() && end > 2) {
+      if (kind == UnitKind::kCount) {
+        return Fail("'" + std::string(text) + "' has a unit; expected " + std::string(KindWord(kind)),
+                    "write " + std::string(hex_number));
+      }
+      const Unit* found = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                       [suffix](const Unit& u) { return u.name == suffix; });
+      return Fail("a hexadecimal number takes no unit; expected " + std::string(KindWord(kind)),
+                  found != std::end(kUnits) && found->kind == kind ? HexWithUnitHint(hex_number, suffix)
+                                                                   : "write the value in decimal, with its unit");
+    }
+  }
   if (unit.empty() || hex) {
     uint64_t n = 0;
     if (!ParseInteger(text, n)) {
+      // 1.5 with no unit: a fraction is never a count, and a duration or
+      // size needs its unit whatever the number.
+      if (!hex && IsDecimalFraction(text)) return FractionWithoutUnit(text, kind);
       return Fail("'" + std::string(text) + "' is " + (IsIntegerSyntax(text) ? "too large" : "not a number"));
     }
     if (kind == UnitKind::kCount || n == 0) return UnitValue{true, n, {}, {}};

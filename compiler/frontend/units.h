@@ -24,6 +24,14 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind);
 // True when `word` is a unit of any kind (s, MiB, %...), as written after a number.
 bool IsUnitName(std::string_view word);
 
+// True for a fraction written without a unit: digits, one '.', digits (1.5).
+bool IsDecimalFraction(std::string_view text);
+
+// What to write for a hexadecimal number given a unit (0x40MiB, 0x40 MiB;
+// hex takes none): "write 64MiB", or, when `unit` is no unit or the number
+// does not fit, "write the value in decimal, with its unit".
+std::string HexWithUnitHint(std::string_view hex, std::string_view unit);
+
 // Parses a decimal or 0x-hex integer; false on overflow or junk.
 bool ParseInteger(std::string_view text, uint64_t& out);
 

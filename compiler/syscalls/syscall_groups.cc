@@ -18,6 +18,8 @@
 #include "compiler/syscalls/syscall_groups.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <set>
 
 namespace cocoon::syscalls {
@@ -201,11 +203,26 @@ const SyscallGroup* FindGroup(std::string_view name) {
   return &*it;
 }
 
-std::vector<std::string> ExpandGroup(std::string_view name) {
-  std::set<std::string_view> visiting;
-  std::set<std::string> out;
-  Flatten(name, visiting, out);
-  return {out.begin(), out.end()};
+const std::vector<std::string>& ExpandGroup(std::string_view name) {
+  // Each group flattened once per process, when first asked for: a profile's
+  // `allow @system-service` asked libseccomp about each of its ~300 members
+  // on four architectures, and `cocoon check` of a file of children of
+  // strict did that again for every child. Entries are never removed, so a
+  // reference stays valid; the lock is for compiles on several threads.
+  static auto* mutex = new std::mutex;
+  static auto* expanded = new std::map<std::string_view, std::vector<std::string>>;
+  static const auto* none = new std::vector<std::string>;
+  const SyscallGroup* group = FindGroup(name);
+  if (group == nullptr) return *none;
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto [it, inserted] = expanded->try_emplace(group->name);
+  if (inserted) {
+    std::set<std::string_view> visiting;
+    std::set<std::string> out;
+    Flatten(group->name, visiting, out);
+    it->second.assign(out.begin(), out.end());
+  }
+  return it->second;
 }
 
 const std::vector<std::string_view>& PrologueDeniedSyscalls() {

@@ -27,8 +27,9 @@ const std::vector<SyscallGroup>& AllGroups();
 const SyscallGroup* FindGroup(std::string_view name);
 
 // Flattens nested groups; sorted, unique. Members unknown to libseccomp for
-// every architecture are dropped. Empty for an unknown group.
-std::vector<std::string> ExpandGroup(std::string_view name);
+// every architecture are dropped. Empty for an unknown group. Computed once
+// per process for every group.
+const std::vector<std::string>& ExpandGroup(std::string_view name);
 
 // True if libseccomp knows the syscall on at least one of the architectures.
 bool IsKnownSyscall(std::string_view name, const std::vector<ir::Arch>& arches);

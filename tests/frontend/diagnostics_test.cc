@@ -225,7 +225,51 @@ const Case kCases[] = {
      "ERROR: t.cocoon:4:12: a hexadecimal number takes no unit\n"
      " |     memory 0x40 MiB\n"
      " |            ^~~~~~~~\n"
-     " = help: write the value in decimal, with its unit\n"},
+     " = help: write 64MiB\n"},
+    // Written together, a hex number and its unit (and other words that start
+    // with a digit but are no number) were a syntax error that the parser's
+    // recovery carried onto the valid line after it ("unexpected '8'").
+    {"hex_number_with_its_unit_attached",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 0x40MiB\n    processes 8\n"
+     "    wall_time 0x10s\n    cpu_time 5s\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: a hexadecimal number takes no unit; expected a size such as 64KiB, 128MiB or 1GiB\n"
+     " |     memory 0x40MiB\n"
+     " |            ^~~~~~~\n"
+     " = help: write 64MiB\n"
+     "ERROR: t.cocoon:6:15: a hexadecimal number takes no unit; expected a duration such as 500ms, 5s, 2m or 1h\n"
+     " |     wall_time 0x10s\n"
+     " |               ^~~~~\n"
+     " = help: write 16s\n"},
+    {"fraction_written_apart_from_its_unit",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 1.5 GiB\n    processes 8\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: a space between a number and its unit\n"
+     " |     memory 1.5 GiB\n"
+     " |            ^~~~~~~\n"
+     " = help: write 1.5GiB, without a space\n"},
+    {"fraction_where_a_count_or_a_size_goes",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    processes 1.5\n    open_files 64\n  }\n"
+     "  filesystem { tmpfs /scratch size 1.5 }\n}\n",
+     "ERROR: t.cocoon:4:15: '1.5' is not a whole number; expected a plain number\n"
+     " |     processes 1.5\n"
+     " |               ^~~\n"
+     " = help: write 1 or 2\n"
+     "ERROR: t.cocoon:7:36: missing unit after '1.5'; expected a size such as 64KiB, 128MiB or 1GiB\n"
+     " |   filesystem { tmpfs /scratch size 1.5 }\n"
+     " |                                    ^~~\n"},
+    {"exponent_where_a_size_goes",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 1e3MiB\n    processes 8\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: unknown unit 'e3MiB'; expected a size such as 64KiB, 128MiB or 1GiB\n"
+     " |     memory 1e3MiB\n"
+     " |            ^~~~~~\n"},
+    // The caller's value of a variable the parent pinned: a weakening.
+    {"pass_over_an_inherited_set",
+     "import \"strict\"\nprofile base extends strict {\n  environment { set TOKEN \"public\" }\n}\n"
+     "profile t extends base {\n  environment { pass TOKEN }\n}\n",
+     "WARNING: t.cocoon:6:22: profile 't' weakens environment inherited from 'base': `pass TOKEN` gives the "
+     "sandbox the caller's TOKEN in place of the value 'base' sets at line 3\n"
+     " |   environment { pass TOKEN }\n"
+     " |                      ^~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes environment` in profile 't'\n"},
     {"keyword_syscall_name",
      "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    allow kill\n"
      "    allow read\n    default kill kill ptrace\n  }\n}\n",

@@ -57,6 +57,13 @@ const std::vector<WordRow>& WordRows() {
       {"0x", WordKind::kQuantity, "0x"},
       {"1.5GiB", WordKind::kQuantity, "1.5GiB"},
       {"95%", WordKind::kQuantity, "95%"},
+      // Any other word that starts with a digit: the checker says what is wrong.
+      {"0x40MiB", WordKind::kQuantity, "0x40MiB"},
+      {"0x10s", WordKind::kQuantity, "0x10s"},
+      {"1.5", WordKind::kQuantity, "1.5"},
+      {"1e3MiB", WordKind::kQuantity, "1e3MiB"},
+      {"10.0.0.1", WordKind::kQuantity, "10.0.0.1"},
+      {"0x40B", WordKind::kNumber, "0x40B"},
       {"host:80", WordKind::kHostPort, "host:80"},
       {"on:1", WordKind::kHostPort, "on:1"},
       {"10.0.0.1:53", WordKind::kHostPort, "10.0.0.1:53"},

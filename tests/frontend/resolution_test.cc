@@ -1,10 +1,12 @@
 // Inheritance, include/import resolution, and cycles, over real files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "compiler/common/digest.h"
+#include "compiler/frontend/checker.h"
 #include "compiler/frontend/lineage.h"
 #include "tests/frontend/test_util.h"
 
@@ -154,6 +156,36 @@ TEST_F(ResolutionTest, AChildsPassOrSetReplacesTheParentsForThatName) {
   EXPECT_EQ(explained.find("pass FOO"), std::string::npos) << explained;
 }
 
+// A child's `pass` of a name its parent `set` hands the sandbox the
+// caller's value instead of the parent's: a weakening (a warning at the
+// name, naming where the value was set), unless `relaxes environment` says
+// it is meant. Passing a name the parent only passed, or set nothing for, is
+// not one; nor is a child's own `set` over a parent's.
+TEST_F(ResolutionTest, PassOverAnInheritedSetIsAWeakening) {
+  std::string file = Write("env.cocoon",
+                           "profile base {\n  syscalls { allow read }\n  environment { set FOO \"policy\" pass BAR }\n}\n"
+                           "profile mid extends base { }\n"
+                           "profile child extends mid {\n  environment { pass FOO }\n}\n"
+                           "profile meant extends mid {\n  relaxes environment\n  environment { pass FOO }\n}\n"
+                           "profile others extends base {\n  environment { pass BAR BAZ set FOO \"mine\" }\n}\n");
+  std::string out;
+  EXPECT_TRUE(Check(file, &out));
+  EXPECT_EQ(out, "WARNING: " + file + ":7:22: profile 'child' weakens environment inherited from 'mid': `pass FOO` "
+                 "gives the sandbox the caller's FOO in place of the value 'base' sets at line 3\n"
+                 " |   environment { pass FOO }\n"
+                 " |                      ^~~\n"
+                 " = help: if this is deliberate, say so with `relaxes environment` in profile 'child'\n");
+  // A value set in another file is named with its file.
+  Write("lib/base.cocoon", "profile base {\n  syscalls { allow read }\n  environment { set FOO \"policy\" }\n}\n");
+  file = Write("child.cocoon", "import \"base\"\nprofile child extends base {\n  environment { pass FOO }\n}\n");
+  auto policy = Compile(file, "", &out, {(dir_ / "lib").string()});
+  ASSERT_TRUE(policy) << out;
+  EXPECT_NE(out.find("`pass FOO` gives the sandbox the caller's FOO in place of the value 'base' sets at " +
+                     (dir_ / "lib" / "base.cocoon").string() + ":3\n"),
+            std::string::npos)
+      << out;
+}
+
 // In one profile, `set` and `pass` of a name contradict each other: an error
 // at whichever comes second.
 TEST_F(ResolutionTest, SetAndPassOfOneNameInOneProfileConflict) {
@@ -173,6 +205,63 @@ TEST_F(ResolutionTest, SetAndPassOfOneNameInOneProfileConflict) {
   EXPECT_NE(out.find(file + ":4:17: variable FOO is both passed (line 3) and set in profile 'env'"),
             std::string::npos)
       << out;
+}
+
+// `cocoon check` shares a CheckSession across a file's profiles, which
+// starts each profile from what applying its nearest kept ancestor gave
+// (and replays what that reported). Each profile must get exactly what
+// checking it alone gives, whatever the order: its policy (explain shows
+// every setting and where it came from) and its diagnostics, a parent's
+// weakening warning and error included. 20 bases with two children each
+// also pass the session's capacity (16 ancestors kept).
+TEST_F(ResolutionTest, ASessionGivesEachProfileWhatCheckingItAloneGives) {
+  std::string text =
+      "profile base {\n  syscalls { allow read write }\n  limits { memory 64MiB }\n"
+      "  environment { set A \"1\" }\n}\n"
+      "profile mid extends base {\n  limits { memory 128MiB }\n  filesystem { readonly /opt }\n}\n"
+      "profile broken extends base {\n  limits { memroy 1MiB }\n}\n"
+      "profile c1 extends mid {\n  environment { set B \"2\" }\n}\n"
+      "profile c2 extends mid {\n  syscalls { allow close }\n}\n"
+      "profile c3 extends broken { }\n"
+      "profile c4 extends base {\n  relaxes limits\n  limits { memory 1GiB }\n}\n";
+  for (int i = 0; i < 20; ++i) {
+    const std::string n = std::to_string(i);
+    text += "profile b" + n + " extends mid {\n  limits { processes " + std::to_string(i + 2) + " }\n}\n";
+  }
+  for (int i = 0; i < 40; ++i) {
+    text += "profile k" + std::to_string(i) + " extends b" + std::to_string(i % 20) + " {\n  cwd /k" +
+            std::to_string(i) + "\n}\n";
+  }
+  const std::string file = Write("many.cocoon", text);
+  Diagnostics load_diagnostics;
+  const Program program = LoadProgramFromFile(file, LoadOptions{}, load_diagnostics);
+  ASSERT_FALSE(load_diagnostics.has_errors()) << load_diagnostics.Render();
+  std::vector<const ProfileRef*> refs;
+  for (const ast::Profile& profile : program.root()->ast.profiles) refs.push_back(&program.profiles.at(profile.name.text));
+  ASSERT_EQ(refs.size(), 67u);
+  for (int order = 0; order < 2; ++order) {
+    if (order == 1) std::reverse(refs.begin(), refs.end());
+    CheckSession session(program);
+    for (const ProfileRef* ref : refs) {
+      Diagnostics alone_diagnostics, shared_diagnostics;
+      const std::optional<ir::Policy> alone = CheckProfile(program, *ref, alone_diagnostics);
+      const std::optional<ir::Policy> shared = CheckProfile(program, *ref, session, shared_diagnostics);
+      const std::string& name = ref->profile->name.text;
+      EXPECT_EQ(shared_diagnostics.Render(), alone_diagnostics.Render()) << name;
+      ASSERT_EQ(shared.has_value(), alone.has_value()) << name;
+      if (alone) {
+        EXPECT_EQ(ExplainPolicy(*shared), ExplainPolicy(*alone)) << name;
+      }
+    }
+  }
+  // The parent's problems reach its children: a warning, and an error.
+  Diagnostics d;
+  CheckSession session(program);
+  EXPECT_TRUE(CheckProfile(program, program.profiles.at("mid"), session, d));
+  EXPECT_TRUE(CheckProfile(program, program.profiles.at("c1"), session, d));
+  EXPECT_EQ(d.warning_count(), 2u) << d.Render();
+  EXPECT_FALSE(CheckProfile(program, program.profiles.at("c3"), session, d));
+  EXPECT_NE(d.Render().find("unknown limit 'memroy'"), std::string::npos) << d.Render();
 }
 
 TEST_F(ResolutionTest, IncludeIsRelativeToTheIncludingFile) {

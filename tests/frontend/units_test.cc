@@ -58,6 +58,36 @@ TEST(Units, AHexadecimalNumberTakesNoUnit) {
   EXPECT_EQ(ParseUnitValue("0x10", UnitKind::kCount).value, 16u);
 }
 
+// 0x40MiB and 0x10s lex as one QUANTITY: the hint gives the decimal value
+// with the unit, when the unit is one of the right kind.
+TEST(Units, AHexadecimalNumberWithAUnitSaysWhatToWrite) {
+  UnitValue size = ParseUnitValue("0x40MiB", UnitKind::kSize);
+  EXPECT_EQ(size.error, "a hexadecimal number takes no unit; expected a size such as 64KiB, 128MiB or 1GiB");
+  EXPECT_EQ(size.hint, "write 64MiB");
+  EXPECT_EQ(ParseUnitValue("0X1fs", UnitKind::kTime).hint, "write 31s");
+  EXPECT_EQ(ParseUnitValue("0x40%", UnitKind::kPercent).hint, "write 64%");
+  EXPECT_EQ(ParseUnitValue("0x10s", UnitKind::kSize).hint, "write the value in decimal, with its unit");
+  EXPECT_EQ(ParseUnitValue("0x40Mib", UnitKind::kSize).hint, "write the value in decimal, with its unit");
+  EXPECT_EQ(ParseUnitValue("0x10000000000000000MiB", UnitKind::kSize).hint,
+            "write the value in decimal, with its unit");
+  UnitValue count = ParseUnitValue("0x10s", UnitKind::kCount);
+  EXPECT_EQ(count.error, "'0x10s' has a unit; expected a plain number");
+  EXPECT_EQ(count.hint, "write 0x10");
+  EXPECT_EQ(HexWithUnitHint("0x40", "MiB"), "write 64MiB");
+}
+
+TEST(Units, AFractionWithoutAUnit) {
+  EXPECT_EQ(ParseUnitValue("1.5", UnitKind::kSize).error,
+            "missing unit after '1.5'; expected a size such as 64KiB, 128MiB or 1GiB");
+  EXPECT_EQ(ParseUnitValue("0.5", UnitKind::kTime).error,
+            "missing unit after '0.5'; expected a duration such as 500ms, 5s, 2m or 1h");
+  UnitValue count = ParseUnitValue("1.5", UnitKind::kCount);
+  EXPECT_EQ(count.error, "'1.5' is not a whole number; expected a plain number");
+  EXPECT_EQ(count.hint, "write 1 or 2");
+  EXPECT_EQ(ParseUnitValue("2.5", UnitKind::kPercent).hint, "write 2% or 3%");
+  EXPECT_EQ(ParseUnitValue("1.2.3", UnitKind::kSize).error, "'1.2.3' is not a number");
+}
+
 TEST(Units, PercentAndCount) {
   EXPECT_EQ(ParseUnitValue("95%", UnitKind::kPercent).value, 95u);
   EXPECT_FALSE(ParseUnitValue("9.5%", UnitKind::kPercent).ok);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -23,6 +24,7 @@
 #include "compiler/backends/seccomp/guard_inline.h"
 #include "compiler/backends/seccomp/guard_prefix.h"
 #include "compiler/backends/seccomp/seccomp_verify.h"
+#include "compiler/common/digest.h"
 #include "compiler/syscalls/syscall_groups.h"
 
 namespace cocoon::backends {
@@ -645,25 +647,54 @@ static_assert(sizeof(ir::Syscalls) == 88 && sizeof(ir::SyscallRule) == 96 && siz
               "ir::Syscalls changed: add the new field to SeccompCompileInput, then update these sizes");
 
 std::string SeccompCompileInput(const ir::Policy& policy) {
+  // Appended piece by piece, without a temporary string per number: `cocoon
+  // check` makes this text for every profile (FilterBuildProblemsMemo).
   const ir::Syscalls& syscalls = policy.syscalls;
-  auto action = [](const ir::Action& a) {
-    return std::to_string(static_cast<int>(a.kind)) + "/" + std::to_string(a.errno_value);
+  std::string text;
+  text.reserve(64 + syscalls.rules.size() * 64);
+  auto number = [&text](auto n) {  // as std::to_string writes it
+    char digits[24];
+    text.append(digits, std::to_chars(digits, digits + sizeof digits, n).ptr);
   };
-  std::string text = "cocoon-seccomp-input-v1\n";
-  text += "routing " + std::to_string(static_cast<int>(SeccompConnectRouting(policy))) + "\n";
-  text += "default " + action(syscalls.default_action) + (syscalls.default_explicitly_allows ? " explicit" : "") + "\n";
-  for (ir::Arch arch : syscalls.architectures) text += "arch " + std::to_string(static_cast<int>(arch)) + "\n";
+  auto action = [&](const ir::Action& a) {
+    number(static_cast<int>(a.kind));
+    text += '/';
+    number(a.errno_value);
+  };
+  auto sized = [&](const std::string& s) {  // length-prefixed: unambiguous whatever it holds
+    number(s.size());
+    text += ':';
+    text += s;
+  };
+  text += "cocoon-seccomp-input-v1\nrouting ";
+  number(static_cast<int>(SeccompConnectRouting(policy)));
+  text += "\ndefault ";
+  action(syscalls.default_action);
+  text += syscalls.default_explicitly_allows ? " explicit\n" : "\n";
+  for (ir::Arch arch : syscalls.architectures) {
+    text += "arch ";
+    number(static_cast<int>(arch));
+    text += '\n';
+  }
   for (const std::string& name : syscalls.reopened) text += "reopened " + name + "\n";
   for (const ir::SyscallRule& rule : syscalls.rules) {
-    // Names and groups are libseccomp identifiers and @group names (no
-    // spaces or newlines); the length prefix keeps the text unambiguous anyway.
-    text += "rule " + std::to_string(rule.name.size()) + ":" + rule.name + " " + action(rule.action) + " group " +
-            std::to_string(rule.group.size()) + ":" + rule.group;
+    text += "rule ";
+    sized(rule.name);
+    text += ' ';
+    action(rule.action);
+    text += " group ";
+    sized(rule.group);
     for (const ir::ArgCondition& c : rule.conditions) {
-      text += " arg" + std::to_string(c.arg) + " " + std::to_string(static_cast<int>(c.op)) + " " +
-              std::to_string(c.value) + " " + std::to_string(c.mask);
+      text += " arg";
+      number(static_cast<int>(c.arg));
+      text += ' ';
+      number(static_cast<int>(c.op));
+      text += ' ';
+      number(c.value);
+      text += ' ';
+      number(c.mask);
     }
-    text += "\n";
+    text += '\n';
   }
   return text;
 }
@@ -684,6 +715,12 @@ std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy
                         "a wrong filter (docs/security.md, \"libseccomp 2.5.4's own bugs\")"});
   }
   return problems;
+}
+
+std::vector<ir::SyscallRuleProblem> FilterBuildProblemsMemo::operator()(const ir::Policy& policy) {
+  auto [it, inserted] = by_input_.try_emplace(Sha256Hex(SeccompCompileInput(policy)));
+  if (inserted) it->second = FilterBuildProblems(policy);
+  return it->second;
 }
 
 std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy) {

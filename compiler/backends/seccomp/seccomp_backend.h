@@ -44,6 +44,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/backends/artifact.h"
@@ -146,6 +147,25 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
 // `cocoon check` and `explain`; launches and `compile` do not build twice
 // (and never fork for the libseccomp watchdog on a warm cache).
 std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy);
+
+// FilterBuildProblems over the many profiles of one `cocoon check` (or
+// `explain`): each distinct SeccompCompileInput is built and verified once,
+// and a profile whose syscall section and connect routing are another's
+// (a file's children of `strict` that change only mounts, limits or the
+// environment) gets that profile's answer. Building and verifying a filter
+// is most of checking a profile (~5 ms for strict's): a file of thousands of
+// such profiles built it thousands of times. Sound because FilterBuildProblems
+// reads only what SeccompCompileInput holds (the static_assert beside it keeps
+// them in step). Keyed by the input's SHA-256, not its text (tens of KiB for
+// a strict-sized section). Not thread-safe: one per command.
+class FilterBuildProblemsMemo {
+ public:
+  std::vector<ir::SyscallRuleProblem> operator()(const ir::Policy& policy);
+  size_t builds() const { return by_input_.size(); }
+
+ private:
+  std::unordered_map<std::string, std::vector<ir::SyscallRuleProblem>> by_input_;
+};
 
 // CompileSeccomp with its effective rules already computed: `rules` must be
 // ComputeEffectiveSyscalls(policy.syscalls, kBpfPrefix,

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <random>
 
@@ -324,6 +325,63 @@ TEST(SeccompBackend, CompileInputCoversWhatTheFilterReadsAndNothingElse) {
   p = base;
   p.syscalls.rules.pop_back();
   differs("a rule less", p);
+}
+
+// The key's exact text: the compiled-filter caches of earlier runs hold it,
+// so a rewrite of how it is built must not change it.
+TEST(SeccompBackend, CompileInputTextIsStable) {
+  ir::Policy p;
+  p.network.mode = ir::NetworkMode::kAllowList;
+  p.syscalls.default_action = Errno(38);
+  p.syscalls.architectures = {ir::Arch::kX86_64, ir::Arch::kX86};
+  p.syscalls.reopened = {"bpf"};
+  p.syscalls.rules = {{"ioctl", Errno(1), {{1, ir::CompareOp::kMaskedEq, 0x5412, 0xffffffff}}, ""},
+                      {"read", Allow(), {}, "@basic-io"},
+                      {"socket", Kill(), {{0, ir::CompareOp::kGt, 18446744073709551615ull, 0}, {2, ir::CompareOp::kLt, 3, 0}}, ""}};
+  EXPECT_EQ(SeccompCompileInput(p),
+            "cocoon-seccomp-input-v1\n"
+            "routing 1\n"
+            "default 1/38\n"
+            "arch 0\n"
+            "arch 2\n"
+            "reopened bpf\n"
+            "rule 5:ioctl 1/1 group 0: arg1 6 21522 4294967295\n"
+            "rule 4:read 0/0 group 9:@basic-io\n"
+            "rule 6:socket 2/0 group 0: arg0 4 18446744073709551615 0 arg2 2 3 0\n");
+}
+
+// `cocoon check` builds a filter once per distinct compile input: a profile
+// whose syscall section is another's gets that profile's answer, whatever
+// else differs; one that differs is built for itself.
+TEST(SeccompBackend, FilterBuildProblemsMemoBuildsEachInputOnce) {
+  FilterBuildProblemsMemo memo;
+  ir::Policy base;
+  base.syscalls = StrictSyscalls();
+  EXPECT_TRUE(memo(base).empty());
+  ir::Policy other_limits = base;
+  other_limits.limits.memory_bytes = {true, 1 << 30, ir::Enforcement::kRequired};
+  other_limits.cwd = "/elsewhere";
+  EXPECT_TRUE(memo(other_limits).empty());
+  EXPECT_EQ(memo.builds(), 1u);
+  // A rule set libseccomp 2.5.4 miscompiles (seccomp_verify.h): refused, and
+  // the answer is that of FilterBuildProblems itself.
+  ir::Policy bad = base;
+  bad.syscalls.rules.erase(std::remove_if(bad.syscalls.rules.begin(), bad.syscalls.rules.end(),
+                                          [](const ir::SyscallRule& r) { return r.name == "read"; }),
+                           bad.syscalls.rules.end());
+  bad.syscalls.rules.push_back({"read", ir::Action{ir::ActionKind::kNotify, 0},
+                                {{0, ir::CompareOp::kLe, 2, 0}, {1, ir::CompareOp::kMaskedEq, 0xff, 0xff}}, ""});
+  bad.syscalls.rules.push_back({"read", Allow(), {{0, ir::CompareOp::kGt, 0x100000000ull, 0}}, ""});
+  std::sort(bad.syscalls.rules.begin(), bad.syscalls.rules.end(),
+            [](const ir::SyscallRule& a, const ir::SyscallRule& b) { return a.name < b.name; });
+  const std::vector<ir::SyscallRuleProblem> expected = FilterBuildProblems(bad);
+  ASSERT_FALSE(expected.empty());
+  const std::vector<ir::SyscallRuleProblem> got = memo(bad);
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_EQ(got[0].syscall, expected[0].syscall);
+  EXPECT_EQ(got[0].message, expected[0].message);
+  EXPECT_EQ(memo(bad).size(), expected.size());
+  EXPECT_EQ(memo.builds(), 2u);
 }
 
 // fcntl(fd, F_SETLEASE, ...) is refused in every policy (effective_rules.h:
