@@ -10,15 +10,14 @@
 //                  --case NAME=CMD [ARG...] --case ...   (args split on spaces)
 //
 // Each sample is the wall time from just before fork() to the return of
-// waitpid() for a child that execs the case's command with stdout/stderr on
-// /dev/null. Prints one JSON object: per case, the samples' median, p90, p99,
+// waitpid() for a child that execs the case's command with stdin an empty
+// file and stdout/stderr appended to a file (LaunchStdio). Prints one JSON object: per case, the samples' median, p90, p99,
 // min, max, mean (microseconds) and failures.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,30 +49,43 @@ double NowUs() {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-// The null device the launched commands get as stdin, stdout and stderr. As
-// root, a private node (1,3) in a directory of our own, not the host's
-// /dev/null: crun 1.8 run as root changes the owner of its stdio to the
-// container's user, and the crun case made the host's /dev/null nobody's.
-const std::string& NullDevicePath() {
-  static const std::string path = [] {
-    if (geteuid() != 0) return std::string("/dev/null");
+// What the launched commands get as stdin (an empty file) and as stdout
+// and stderr (one file all of them append to), in a directory of our own:
+// never a character device. crun 1.8 run as root gives its stdio to the
+// container's user, and for stdio on any node 1,3 (the host's /dev/null or
+// a private one) it changed the owner of the host's /dev/null, which it
+// binds into the container; a regular file of ours it may have.
+struct PrivateStdio {
+  std::string dir;
+  int in = -1;
+  int out = -1;
+};
+
+const PrivateStdio& LaunchStdio() {
+  static const PrivateStdio stdio = [] {
+    PrivateStdio made;
     char dir[] = "/tmp/launch-latency-XXXXXX";
-    if (mkdtemp(dir) == nullptr) return std::string("/dev/null");
-    const std::string node = std::string(dir) + "/null";
-    if (mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
-      rmdir(dir);
-      return std::string("/dev/null");
+    if (mkdtemp(dir) == nullptr) {
+      std::perror("launch_latency: mkdtemp");
+      std::exit(1);
     }
-    return node;
+    made.dir = dir;
+    made.in = open((made.dir + "/stdin").c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    made.out = open((made.dir + "/output").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+    if (made.in < 0 || made.out < 0) {
+      std::perror("launch_latency: stdio files");
+      std::exit(1);
+    }
+    return made;
   }();
-  return path;
+  return stdio;
 }
 
-void RemovePrivateNullDevice() {
-  const std::string& node = NullDevicePath();
-  if (node == "/dev/null") return;
-  unlink(node.c_str());
-  rmdir(node.substr(0, node.rfind('/')).c_str());
+void RemoveLaunchStdio() {
+  const PrivateStdio& stdio = LaunchStdio();
+  unlink((stdio.dir + "/stdin").c_str());
+  unlink((stdio.dir + "/output").c_str());
+  rmdir(stdio.dir.c_str());
 }
 
 // Runs the command once; returns the elapsed microseconds, or -1 on failure.
@@ -81,14 +93,13 @@ double RunOnce(Case& c) {
   std::vector<char*> argv;
   for (const std::string& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const char* null_device = NullDevicePath().c_str();
+  const PrivateStdio& stdio = LaunchStdio();
   double start = NowUs();
   pid_t pid = fork();
   if (pid == 0) {
-    int devnull = open(null_device, O_RDWR);
-    dup2(devnull, 0);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
+    dup2(stdio.in, 0);
+    dup2(stdio.out, 1);
+    dup2(stdio.out, 2);
     execvp(argv[0], argv.data());
     _exit(127);
   }
@@ -170,7 +181,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  RemovePrivateNullDevice();
+  RemoveLaunchStdio();
   nlohmann::json out;
   out["iterations"] = iterations;
   for (const Case& c : cases) {
