@@ -38,58 +38,78 @@ Message Invalid(RequestId id, int code, std::string message) {
   return m;
 }
 
-// The text of each message's top-level "id" when nlohmann reads it as a
-// double (RequestId), by the message's index in ParsedLine::values: the
-// line's object is 0, a batch's elements 0, 1, ... (non-objects counted).
-class FloatIdTokens : public nlohmann::json_sax<json> {
- public:
-  explicit FloatIdTokens(bool batch) : message_depth_(batch ? 2 : 1) {}
+// Past the string literal that opens at text[begin] (a '"'), in valid JSON.
+size_t StringEnd(std::string_view text, size_t begin) {
+  size_t i = begin + 1;
+  while (i < text.size() && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+  return i + 1;
+}
+
+// Whether the string literal `lexeme` is the key "id" (escapes decoded:
+// "i\u0064" is one too, as nlohmann reads it).
+bool IsIdKey(std::string_view lexeme) {
+  if (lexeme == "\"id\"") return true;
+  if (lexeme.find('\\') == std::string_view::npos) return false;
+  const json key = json::parse(lexeme, nullptr, /*allow_exceptions=*/false);
+  return key.is_string() && key.get_ref<const std::string&>() == "id";
+}
+
+// The text of each message's top-level "id" when it is a number, by the
+// message's index in ParsedLine::values: the line's object is 0, a batch's
+// elements 0, 1, ... (non-objects counted). Scans `line`, which nlohmann has
+// already parsed: the DOM keeps a number's value, not its digits, and
+// nlohmann's SAX gives no text for an integer (-0 is read as 0). With a key
+// repeated the last one wins, as in the DOM.
+std::map<size_t, std::string> NumberIdTokens(std::string_view line, bool batch) {
+  const int message_depth = batch ? 2 : 1;
   std::map<size_t, std::string> tokens;
+  int depth = 0;
+  size_t element = 0;
+  bool id_value = false;  // the next value is a message's "id"
+  for (size_t i = 0; i < line.size();) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':') {
+      ++i;
+      continue;
+    }
+    const bool number = c == '-' || (c >= '0' && c <= '9');
+    size_t end = i + 1;
+    if (c == '"') {
+      end = StringEnd(line, i);
+      const size_t next = line.find_first_not_of(" \t\n\r", end);
+      if (depth == message_depth && next != std::string_view::npos && line[next] == ':') {
+        id_value = IsIdKey(line.substr(i, end - i));
+        i = next + 1;
+        continue;
+      }
+    } else if (number) {
+      end = line.find_first_not_of("+-.eE0123456789", i);
+      if (end == std::string_view::npos) end = line.size();
+    } else if (c >= 'a' && c <= 'z') {  // true, false, null
+      end = line.find_first_not_of("abcdefghijklmnopqrstuvwxyz", i);
+      if (end == std::string_view::npos) end = line.size();
+    }
+    if (id_value && depth == message_depth) {
+      if (number) tokens[element] = std::string(line.substr(i, end - i));
+      else tokens.erase(element);
+    }
+    id_value = false;
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    if (c == ',' && batch && depth == 1) ++element;
+    i = end;
+  }
+  return tokens;
+}
 
-  bool null() override { return Scalar(); }
-  bool boolean(bool) override { return Scalar(); }
-  bool number_integer(number_integer_t) override { return Scalar(); }
-  bool number_unsigned(number_unsigned_t) override { return Scalar(); }
-  bool number_float(number_float_t, const string_t& token) override {
-    if (depth_ == message_depth_ && key_ == "id") tokens[element_] = token;
-    return Scalar();
-  }
-  bool string(string_t&) override { return Scalar(); }
-  bool binary(binary_t&) override { return Scalar(); }
-  bool start_object(std::size_t) override { return Open(); }
-  bool end_object() override { return Close(); }
-  bool start_array(std::size_t) override { return Open(); }
-  bool end_array() override { return Close(); }
-  bool key(string_t& value) override {
-    if (depth_ == message_depth_) key_ = value;
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-
- private:
-  // A value starts: in a batch, one at depth 1 is the next element.
-  void Value() {
-    if (message_depth_ == 2 && depth_ == 1) ++element_;
-    if (depth_ == message_depth_) key_.clear();
-  }
-  bool Scalar() {
-    Value();
-    return true;
-  }
-  bool Open() {
-    Value();
-    ++depth_;
-    return true;
-  }
-  bool Close() {
-    --depth_;
-    return true;
-  }
-  const int message_depth_;
-  int depth_ = 0;
-  size_t element_ = message_depth_ == 2 ? SIZE_MAX : 0;  // the first element wraps it to 0
-  std::string key_;
-};
+// Whether the DOM's "id" may have been written other than nlohmann would
+// write it: a double (1.0, 1e2, 2^64), or a signed 0 (the client's -0). Any
+// other integer's JSON text is its decimal digits.
+bool IdTextMayDiffer(const json& value) {
+  if (!value.is_object() || !value.contains("id")) return false;
+  const json& id = value["id"];
+  return id.is_number_float() || (id.type() == json::value_t::number_integer && id.get<int64_t>() == 0);
+}
 
 std::string Dump(const json& value) {
   // replace: a stray invalid byte must not turn a response into an exception.
@@ -199,12 +219,9 @@ std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& o
     parsed.values.push_back(std::move(value));
   }
   parsed.id_tokens.resize(parsed.values.size());
-  auto float_id = [](const json& v) { return v.is_object() && v.contains("id") && v["id"].is_number_float(); };
-  if (std::any_of(parsed.values.begin(), parsed.values.end(), float_id)) {
-    // Read once more, for the ids' own text (the DOM keeps only the double).
-    FloatIdTokens ids(parsed.batch);
-    json::sax_parse(line.begin(), line.end(), &ids);
-    for (auto& [index, token] : ids.tokens) {
+  if (std::any_of(parsed.values.begin(), parsed.values.end(), IdTextMayDiffer)) {
+    // Read once more, for the ids' own text (the DOM keeps only the value).
+    for (auto& [index, token] : NumberIdTokens(line, parsed.batch)) {
       if (index < parsed.id_tokens.size()) parsed.id_tokens[index] = std::move(token);
     }
   }

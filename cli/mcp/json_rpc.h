@@ -85,8 +85,9 @@ Message ParseMessage(const nlohmann::json& value, std::string_view id_token = {}
 // a batch but one invalid request (JSON-RPC 2.0 section 6).
 struct ParsedLine {
   std::vector<nlohmann::json> values;
-  // Per value: the text of its "id" when nlohmann read that as a double
-  // (RequestId), else empty.
+  // Per value: the text of its "id" when nlohmann read that as a double or
+  // as a signed 0 (`-0`), which it would write otherwise (RequestId); else
+  // empty.
   std::vector<std::string> id_tokens;
   bool batch = false;
 };

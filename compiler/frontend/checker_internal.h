@@ -66,12 +66,19 @@ struct State {
 class Layer {
  public:
   Layer(const ProfileRef& ref, const std::string& parent, State& state, Diagnostics& diagnostics)
-      : ref_(ref), parent_(parent), state_(state), diagnostics_(diagnostics) {}
+      : ref_(ref),
+        parent_(parent),
+        state_(state),
+        diagnostics_(diagnostics),
+        inherited_env_clear_(state.policy.environment.clear) {}
 
   State& state() { return state_; }
   const std::string& profile() const { return ref_.profile->name.text; }
   const std::string& parent() const { return parent_; }
   const LoadedFile& file() const { return *ref_.file; }
+  // Whether the environment this profile inherits starts empty (`clear`) or
+  // from the caller's (`inherit`), whatever this profile itself says.
+  bool inherited_env_clear() const { return inherited_env_clear_; }
 
   void Error(Span span, std::string message, std::string hint = {});
   void Warning(Span span, std::string message, std::string hint = {});
@@ -121,6 +128,7 @@ class Layer {
   std::string parent_;
   State& state_;
   Diagnostics& diagnostics_;
+  bool inherited_env_clear_;
   std::set<std::string> relaxed_;
   // Only looked up, like layer_rules_: hashed (a 1 MiB policy sets tens of
   // thousands of keys, and ordered maps compared their long shared prefixes).

@@ -89,24 +89,41 @@ bool SetOrPassOnly(Layer& layer, const std::string& name, Span span, EnvStatemen
   return false;
 }
 
+// Where an ancestor wrote `key`: "'base' sets at line 3" (`verb`: "sets"),
+// with file:line for another file; empty if nothing recorded it.
+std::string WhereAncestorWrote(Layer& layer, const std::string& key, const std::string& verb) {
+  const auto& provenance = layer.state().policy.provenance;
+  const auto origin = provenance.find(key);
+  if (origin == provenance.end()) return {};
+  const ir::Origin& at = origin->second;
+  const std::string line = std::to_string(at.line);
+  return "'" + at.profile + "' " + verb + " at " +
+         (at.file == layer.file().source->name() ? "line " + line : at.file + ":" + line);
+}
+
 // `pass NAME` over a `set NAME` the profile inherited: the sandbox gets the
 // caller's value, which the parent chose not to hand it (a caller's
 // environment can hold secrets), in place of the parent's. A weakening like
 // `inherit`, acknowledged by `relaxes environment`; said at the name, with
 // where the parent set it.
 void PassReplacesInheritedSet(Layer& layer, const ast::Word& name) {
-  const auto& provenance = layer.state().policy.provenance;
-  const auto origin = provenance.find("environment.set:" + name.text);
-  std::string parent_value = "the value it inherits";
-  if (origin != provenance.end()) {
-    const ir::Origin& set = origin->second;
-    const std::string line = std::to_string(set.line);
-    parent_value = "the value '" + set.profile + "' sets at " +
-                   (set.file == layer.file().source->name() ? "line " + line : set.file + ":" + line);
-  }
+  const std::string where = WhereAncestorWrote(layer, "environment.set:" + name.text, "sets");
   layer.Weakens("environment", name.span,
                 "`pass " + name.text + "` gives the sandbox the caller's " + name.text + " in place of " +
-                    parent_value);
+                    (where.empty() ? "the value it inherits" : "the value " + where));
+}
+
+// `pass NAME` over an inherited `inherit` plus `unset NAME`: the parent hands
+// the sandbox the caller's environment but this one variable (a token, a
+// cloud key), and the pass brings the caller's value back. The same weakening
+// as a pass over a `set`. Under an inherited `clear` the parent's result
+// lacks the name as if it never said it, and passing it is like passing any
+// name the parent did not pass: not a weakening.
+void PassUndoesInheritedUnset(Layer& layer, const ast::Word& name) {
+  const std::string where = WhereAncestorWrote(layer, "environment.unset:" + name.text, "unsets");
+  layer.Weakens("environment", name.span,
+                "`pass " + name.text + "` gives the sandbox the caller's " + name.text + ", which " +
+                    (where.empty() ? "the environment it inherits leaves out" : where));
 }
 
 }  // namespace
@@ -186,6 +203,12 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
           state.env_set.erase(name.text);
           state.policy.provenance.erase("environment.set:" + name.text);
         }
+        // An ancestor's `unset` (this profile's own is only undone) of a
+        // variable the parent takes from the caller.
+        if (state.env_unset.count(name.text) != 0 && !layer.WhereInLayer("environment.unset:" + name.text) &&
+            !layer.inherited_env_clear()) {
+          PassUndoesInheritedUnset(layer, name);
+        }
         if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
         if (!state.env_pass.insert(name.text).second) continue;
         layer.Origin("environment.pass:" + name.text, name.span);
@@ -196,6 +219,7 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
         // AWS_SECRET_ACCESS_KEY`): once it only left the set/pass lists,
         // and the secret reached the sandbox with everything else.
         state.env_unset.insert(name.text);
+        layer.WroteInLayer("environment.unset:" + name.text, name.span);
         state.policy.provenance.erase("environment.set:" + name.text);
         state.policy.provenance.erase("environment.pass:" + name.text);
         layer.Origin("environment.unset:" + name.text, name.span);

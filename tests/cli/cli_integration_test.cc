@@ -2139,6 +2139,31 @@ TEST(CocoonCompile, DevicesATargetCannotGrantAreWarnedAboutAtTheirLine) {
   fs::remove_all(dir);
 }
 
+// `tty off` written in the compiled profile is warned about by the OCI and
+// Kubernetes targets at its line (/dev/tty is a runtime default device);
+// the same policy without it, which inherits strict's `tty off`, is not.
+TEST(CocoonCompile, TtyOffTheContainerTargetsCannotHonourIsWarnedAboutAtItsLine) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-tty-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string policy = (dir / "tty.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\n"
+                           "profile quiet extends strict { }\n"
+                           "profile tty extends strict {\n"
+                           "  filesystem { devices { tty off } }\n"
+                           "}\n";
+  Ran ran = Cocoon({"compile", policy, "--profile", "tty", "--target", "oci,k8s", "-o", (dir / "out").string()});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  const std::string tty = "'devices { tty off }' (at " + policy + ":4) is not enforced";
+  for (const std::string& line : {"warning: oci: " + tty, "warning: k8s: " + tty}) {
+    EXPECT_NE(ran.err.find(line), std::string::npos) << line << "\n" << ran.err;
+  }
+  ran = Cocoon({"compile", policy, "--profile", "quiet", "--target", "oci,k8s", "-o", (dir / "quiet").string()});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.err.find("tty"), std::string::npos) << ran.err;
+  fs::remove_all(dir);
+}
+
 // The OCI/Kubernetes profile spells Cocoon's built-in guards as rules and
 // can fail where the Linux filter does not (moby's `allow socket if arg0 >
 // 0x28` against the socket-family guard). `cocoon compile --target oci`

@@ -380,29 +380,37 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
 // MCP's RequestId is `string | number`; JSON-RPC 2.0 allows any number.
 // The response carries the id in the client's own digits: nlohmann reads
 // 1e2, 2^64 and 0.1000 as doubles and would write 100.0,
-// 1.8446744073709552e+19 and 0.1. A number is one request by value (1.0
-// cancels 1).
+// 1.8446744073709552e+19 and 0.1, and reads -0 as the integer 0. A number
+// is one request by value (1.0 cancels 1).
 TEST_F(McpServerTest, ANumberIdIsEchoedAsTheClientWroteIt) {
   InitializeForBatches();
   const std::vector<std::string> ids = {"1.0", "18446744073709551616", "-18446744073709551617", "1e2", "0.1000",
-                                        "-2.5E-3", "123456789012345678901234567890", "-0.0"};
+                                        "-2.5E-3", "123456789012345678901234567890", "-0.0", "-0", "0"};
   for (const std::string& id : ids) {
     server_->HandleLine(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"ping"})");
   }
   server_->HandleLine(R"({"jsonrpc":"2.0","id":7.5,"method":"no/such/method"})");
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1E+1,"method":"ping"}])");
+  // -0 in a batch, after an element with strings, nesting and commas in it;
+  // an escaped key; a repeated key (the last one counts, as in the DOM).
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":"a,\"}","method":"ping","params":{"id":[1,-0]}},)"
+                      R"({"jsonrpc":"2.0","id":-0,"method":"ping"},{"jsonrpc":"2.0","i\u0064":-0,"method":"ping"},)"
+                      R"({"jsonrpc":"2.0","id":-0,"id":2,"method":"ping"},{"jsonrpc":"2.0","id":"x","id":-0,"method":"ping"}])");
   server_->HandleLine(R"({"id":3.0,"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code",)"
                       R"("arguments":{"language":"python","code":"1"}}})");
   server_->WaitIdle();
   std::vector<std::string> lines = out_.Lines();
-  ASSERT_EQ(lines.size(), ids.size() + 3);
+  ASSERT_EQ(lines.size(), ids.size() + 4);
   for (size_t i = 0; i < ids.size(); ++i) {
     EXPECT_EQ(lines[i], R"({"id":)" + ids[i] + R"(,"jsonrpc":"2.0","result":{}})");
   }
   EXPECT_EQ(lines[ids.size()].find(R"({"error":{"code":-32601,)"), 0u) << lines[ids.size()];
   EXPECT_NE(lines[ids.size()].find(R"(,"id":7.5,"jsonrpc":"2.0"})"), std::string::npos) << lines[ids.size()];
   EXPECT_EQ(lines[ids.size() + 1], R"([{"id":1,"jsonrpc":"2.0","result":{}},{"id":1E+1,"jsonrpc":"2.0","result":{}}])");
-  EXPECT_EQ(lines[ids.size() + 2].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 2];
+  EXPECT_EQ(lines[ids.size() + 2], R"([{"id":"a,\"}","jsonrpc":"2.0","result":{}},{"id":-0,"jsonrpc":"2.0","result":{}},)"
+                                   R"({"id":-0,"jsonrpc":"2.0","result":{}},{"id":2,"jsonrpc":"2.0","result":{}},)"
+                                   R"({"id":-0,"jsonrpc":"2.0","result":{}}])");
+  EXPECT_EQ(lines[ids.size() + 3].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 3];
   ASSERT_EQ(executor_.requests().size(), 1u);
   EXPECT_EQ(executor_.requests()[0].request_id, "3.0");  // audited as sent
 

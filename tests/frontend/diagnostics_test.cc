@@ -270,6 +270,16 @@ const Case kCases[] = {
      " |   environment { pass TOKEN }\n"
      " |                      ^~~~~\n"
      " = help: if this is deliberate, say so with `relaxes environment` in profile 't'\n"},
+    // The caller's value of a variable the parent kept out of the caller's
+    // environment: a weakening too.
+    {"pass_over_an_inherited_unset",
+     "import \"strict\"\nprofile base extends strict {\n  relaxes environment\n"
+     "  environment { inherit unset SECRET }\n}\nprofile t extends base {\n  environment { pass SECRET }\n}\n",
+     "WARNING: t.cocoon:7:22: profile 't' weakens environment inherited from 'base': `pass SECRET` gives the "
+     "sandbox the caller's SECRET, which 'base' unsets at line 4\n"
+     " |   environment { pass SECRET }\n"
+     " |                      ^~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes environment` in profile 't'\n"},
     {"keyword_syscall_name",
      "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    allow kill\n"
      "    allow read\n    default kill kill ptrace\n  }\n}\n",

@@ -186,6 +186,50 @@ TEST_F(ResolutionTest, PassOverAnInheritedSetIsAWeakening) {
       << out;
 }
 
+// Under a parent's `inherit`, its `unset NAME` is what keeps the caller's
+// NAME (a token, a cloud key) out; a child's `pass NAME` brings it back: a
+// weakening, said at the name with where it was unset, whatever the child
+// says of clear/inherit. Not one: `relaxes environment`; a child's `set`;
+// passing a name nothing unset; undoing the profile's own `unset`; and a
+// pass under an inherited `clear`, where the unset kept nothing of the
+// caller's out.
+TEST_F(ResolutionTest, PassOverAnInheritedUnsetIsAWeakening) {
+  std::string file = Write("env.cocoon",
+                           "profile base {\n  syscalls { allow read }\n  environment { inherit unset SECRET }\n}\n"
+                           "profile mid extends base { }\n"
+                           "profile child extends mid {\n  environment { pass SECRET }\n}\n"
+                           "profile meant extends mid {\n  relaxes environment\n  environment { pass SECRET }\n}\n"
+                           "profile narrowed extends base {\n  environment { pass SECRET clear }\n}\n"
+                           "profile others extends base {\n"
+                           "  environment { set SECRET \"mine\" pass HOME unset TMP pass TMP }\n}\n"
+                           "profile closed {\n  syscalls { allow read }\n  environment { clear unset SECRET }\n}\n"
+                           "profile reopened extends closed {\n  environment { pass SECRET }\n}\n");
+  std::string out;
+  EXPECT_TRUE(Check(file, &out));
+  EXPECT_EQ(out, "WARNING: " + file + ":7:22: profile 'child' weakens environment inherited from 'mid': `pass SECRET` "
+                 "gives the sandbox the caller's SECRET, which 'base' unsets at line 3\n"
+                 " |   environment { pass SECRET }\n"
+                 " |                      ^~~~~~\n"
+                 " = help: if this is deliberate, say so with `relaxes environment` in profile 'child'\n"
+                 "WARNING: " + file + ":14:22: profile 'narrowed' weakens environment inherited from 'base': `pass "
+                 "SECRET` gives the sandbox the caller's SECRET, which 'base' unsets at line 3\n"
+                 " |   environment { pass SECRET clear }\n"
+                 " |                      ^~~~~~\n"
+                 " = help: if this is deliberate, say so with `relaxes environment` in profile 'narrowed'\n");
+  // An unset in another file is named with its file.
+  Write("lib/base.cocoon", "profile base {\n  syscalls { allow read }\n  environment { inherit unset SECRET }\n}\n");
+  file = Write("child.cocoon", "import \"base\"\nprofile child extends base {\n  environment { pass SECRET }\n}\n");
+  auto policy = Compile(file, "", &out, {(dir_ / "lib").string()});
+  ASSERT_TRUE(policy) << out;
+  EXPECT_NE(out.find("`pass SECRET` gives the sandbox the caller's SECRET, which 'base' unsets at " +
+                     (dir_ / "lib" / "base.cocoon").string() + ":3\n"),
+            std::string::npos)
+      << out;
+  // The merged result is unchanged: the caller's SECRET is passed.
+  EXPECT_TRUE(policy->environment.unset.empty());
+  EXPECT_EQ(policy->environment.pass, std::vector<std::string>{"SECRET"});
+}
+
 // In one profile, `set` and `pass` of a name contradict each other: an error
 // at whichever comes second.
 TEST_F(ResolutionTest, SetAndPassOfOneNameInOneProfileConflict) {

@@ -98,7 +98,8 @@ void WarnUnexpressedLimits(const ir::Limits& limits, std::vector<std::string>& w
 // container sees them, and this Pod never is one); device plugins expose
 // them as extended resources whose names the cluster chooses. Each one the
 // policy turns on is reported, never dropped silently. tty needs nothing:
-// /dev/tty is one of the OCI runtime's default devices in every container.
+// /dev/tty is one of the OCI runtime's default devices in every container,
+// which is also why the profile's own `tty off` is warned about (as for OCI).
 void WarnUngrantedDevices(const ir::Policy& policy, std::vector<std::string>& warnings) {
   const ir::Devices& wanted = policy.filesystem.devices;
   const std::string not_granted = " is not granted: a Pod reaches host devices only through a device plugin";
@@ -106,6 +107,12 @@ void WarnUngrantedDevices(const ir::Policy& policy, std::vector<std::string>& wa
     warnings.push_back("k8s: " + DeviceRequest(policy, "kvm") + not_granted +
                        "; with one that exposes /dev/kvm (e.g. KubeVirt's devices.kubevirt.io/kvm), add its resource "
                        "to the container's resources.limits");
+  }
+  if (oci::ProfileSaysTtyOff(policy)) {
+    warnings.push_back("k8s: 'devices { tty off }'" + AtPolicyLine(policy, "filesystem.devices.tty") +
+                       " is not enforced: /dev/tty is one of the container runtime's default devices, in every "
+                       "container; with tty false (the Pod's default) it opens nothing without a controlling "
+                       "terminal");
   }
   if (wanted.gpu == ir::DeviceAccess::kAllowed) {
     warnings.push_back("k8s: " + DeviceRequest(policy, "gpu") + not_granted +

@@ -149,7 +149,10 @@ constexpr int kKvmMinor = 232;
 //    the run (the enforcer skips a missing node);
 //  - tty: nothing to add. /dev/tty is one of the runtime's default devices
 //    (config-linux.md#default-devices), there whatever the policy says, and
-//    opens nothing without a controlling terminal, as in the enforcer;
+//    opens nothing without a controlling terminal, as in the enforcer. So
+//    `tty off` cannot be honoured: warned about when the compiled profile
+//    itself says it (oci::ProfileSaysTtyOff: not for strict's or the
+//    default's off, which every policy has);
 //  - gpu: the nodes (/dev/nvidia*, /dev/dri/*), their numbers and the
 //    user-space driver are the vendor's: not granted.
 ordered_json Devices(const ir::Policy& policy, ordered_json& cgroup_rules, std::vector<std::string>& warnings) {
@@ -165,6 +168,12 @@ ordered_json Devices(const ir::Policy& policy, ordered_json& cgroup_rules, std::
                        "crun creates that node, but runc (in the container's user namespace) binds the host's "
                        "/dev/kvm instead: under runc the run fails if the host has none, and the sandbox (host uid "
                        "65534) can open it only if the host node's mode lets it (e.g. 0666)");
+  }
+  if (oci::ProfileSaysTtyOff(policy)) {
+    warnings.push_back("oci: 'devices { tty off }'" + AtPolicyLine(policy, "filesystem.devices.tty") +
+                       " is not enforced: /dev/tty is one of the OCI runtime's default devices "
+                       "(config-linux.md#default-devices), in the container whatever the config says; with "
+                       "process.terminal false it opens nothing without a controlling terminal");
   }
   if (wanted.gpu == ir::DeviceAccess::kAllowed) {
     warnings.push_back("oci: " + DeviceRequest(policy, "gpu") +

@@ -38,6 +38,12 @@ nlohmann::ordered_json EnvList(const ir::Policy& policy, const std::string& targ
   return env;
 }
 
+bool ProfileSaysTtyOff(const ir::Policy& policy) {
+  if (policy.filesystem.devices.tty != ir::DeviceAccess::kDenied) return false;
+  const auto origin = policy.provenance.find("filesystem.devices.tty");
+  return origin != policy.provenance.end() && origin->second.profile == policy.name;
+}
+
 nlohmann::ordered_json ReservedObject(size_t members) {
   nlohmann::ordered_json object = nlohmann::ordered_json::object();
   object.get_ref<nlohmann::ordered_json::object_t&>().reserve(members);

@@ -38,6 +38,16 @@ nlohmann::ordered_json EnvList(const ir::Policy& policy, const std::string& targ
 // with its names). Objects that take large values get their room up front.
 nlohmann::ordered_json ReservedObject(size_t members);
 
+// Whether the compiled profile itself says `devices { tty off }` (the IR's
+// provenance names it), not only inherits it. /dev/tty is one of the
+// runtime's default devices (config-linux.md#default-devices), in the
+// container whatever the policy says, so that statement cannot be honoured
+// and is warned about. tty is off by default and strict says so for every
+// policy built on it; warning for the inherited or default value would fire
+// on every compile for a node that opens nothing without a controlling
+// terminal (process.terminal is false).
+bool ProfileSaysTtyOff(const ir::Policy& policy);
+
 // cocoon.dev/* provenance: profile, policy hash, compiler version, timeouts.
 nlohmann::ordered_json Annotations(const ir::Policy& policy);
 

@@ -353,6 +353,41 @@ TEST(OciBackend, DevicesAreGrantedOrWarnedAboutAtThePolicyLine) {
   EXPECT_EQ(Join(quiet_list).find("devices {"), std::string::npos) << Join(quiet_list);
 }
 
+// /dev/tty is one of the runtime's default devices: `tty off` cannot be
+// honoured in a bundle or a Pod. Warned about at the line when the compiled
+// profile itself says it; not for the off every policy inherits from strict
+// (or gets by default), which would warn on every compile.
+TEST(OciBackend, TtyOffInTheCompiledProfileIsWarnedAboutAtItsLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.name = "agent";
+  policy.provenance["filesystem.devices.tty"] = {"agent", "agent.cocoon", 9};
+  std::vector<std::string> warning_list;
+  CompileAll(policy, &warning_list);
+  const std::string warnings = Join(warning_list);
+  EXPECT_NE(warnings.find("oci: 'devices { tty off }' (at agent.cocoon:9) is not enforced: /dev/tty is one of "
+                          "the OCI runtime's default devices (config-linux.md#default-devices)"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("k8s: 'devices { tty off }' (at agent.cocoon:9) is not enforced: /dev/tty is one of "
+                          "the container runtime's default devices"),
+            std::string::npos)
+      << warnings;
+
+  // Inherited from strict, by default, or turned on: no tty warning.
+  policy.provenance["filesystem.devices.tty"] = {"strict", "policies/strict.cocoon", 24};
+  std::vector<std::string> inherited;
+  CompileAll(policy, &inherited);
+  EXPECT_EQ(Join(inherited).find("tty"), std::string::npos) << Join(inherited);
+  std::vector<std::string> by_default;
+  CompileAll(testing::StrictPolicy(), &by_default);
+  EXPECT_EQ(Join(by_default).find("tty"), std::string::npos) << Join(by_default);
+  policy.provenance["filesystem.devices.tty"] = {"agent", "agent.cocoon", 9};
+  policy.filesystem.devices.tty = ir::DeviceAccess::kAllowed;
+  std::vector<std::string> on;
+  CompileAll(policy, &on);
+  EXPECT_EQ(Join(on).find("tty"), std::string::npos) << Join(on);
+}
+
 // Rules the conflict resolution cannot express (allow read, minus two
 // separate arg1 values) make the BPF back end refuse; the OCI and Kubernetes
 // profiles must refuse too rather than drop read's rules and leave read to
