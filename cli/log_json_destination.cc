@@ -1,7 +1,10 @@
 #include "cli/log_json_destination.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +53,12 @@ Status CheckOwnDescriptor(const std::string& path, int fd, bool stdout_has_outco
   return Status::Ok();
 }
 
-enum class DestinationKind { kReplaceFile, kDevice, kDeviceThroughLink, kOwnDescriptor };
+enum class DestinationKind { kReplaceFile, kDevice, kOwnDescriptor };
+
+struct Destination {
+  DestinationKind kind;
+  std::string open_path;  // kDevice: the device or FIFO itself (a link's target)
+};
 
 Status RefuseOtherUsers(const std::string& path, const struct stat& st, const char* what) {
   // Another user's FIFO or link (planted in /tmp under the name the caller
@@ -61,30 +69,69 @@ Status RefuseOtherUsers(const std::string& path, const struct stat& st, const ch
   return Status::Ok();
 }
 
-Result<DestinationKind> Classify(const std::string& path) {
-  if (OwnDescriptorNamed(path)) return DestinationKind::kOwnDescriptor;
+// openat2 with RESOLVE_NO_SYMLINKS: no symlink anywhere on the way, so what
+// was checked is what is opened (a link in the middle of a chain, another
+// user's, could be re-pointed between the check and the open).
+int OpenNoSymlinks(const std::string& path, int flags) {
+  struct open_how how {};
+  how.flags = static_cast<uint64_t>(flags);
+  how.resolve = RESOLVE_NO_SYMLINKS;
+  return static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+}
+
+Status MoreThanOneLink(const std::string& path, const std::string& target) {
+  return FailedPreconditionError("--log-json " + path + " leads through more than one symlink (to " + target +
+                                 "); give the file, device or FIFO itself");
+}
+
+// A symlink at `path` (root's or the caller's): the link itself is replaced,
+// as a file, unless it leads straight to a device or a FIFO (/dev/stdin is
+// handled before, as a descriptor): replacing those broke /dev as root. One
+// link only: a target that is a link again, or has one on its way, is
+// refused, since each link would need its owner checked.
+Result<Destination> ClassifyLink(const std::string& path, const struct stat& link) {
+  char text[PATH_MAX];
+  const ssize_t length = readlink(path.c_str(), text, sizeof text - 1);
+  if (length < 0) return ErrnoError("--log-json " + path);
+  std::string target(text, static_cast<size_t>(length));
+  if (target.empty() || target[0] != '/') {
+    const size_t slash = path.rfind('/');
+    target = (slash == std::string::npos ? std::string(".") : path.substr(0, slash == 0 ? 1 : slash)) + "/" + target;
+  }
+  const int fd = OpenNoSymlinks(target, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Destination{DestinationKind::kReplaceFile, path};
+    if (errno == ELOOP) return MoreThanOneLink(path, target);
+    return ErrnoError("--log-json " + path + " (its target " + target + ")");
+  }
+  struct stat st {};
+  const int stat_result = fstat(fd, &st);
+  close(fd);
+  if (stat_result != 0) return ErrnoError("--log-json " + path);
+  // O_PATH | O_NOFOLLOW opens a last component that is a link as the link.
+  if (S_ISLNK(st.st_mode)) return MoreThanOneLink(path, target);
+  if (S_ISREG(st.st_mode)) return Destination{DestinationKind::kReplaceFile, path};
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+    COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, link, "symlink"));
+    COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, st, S_ISFIFO(st.st_mode) ? "FIFO" : "device"));
+    return Destination{DestinationKind::kDevice, target};
+  }
+  const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device" : "a socket";
+  return InvalidArgumentError("--log-json " + path + " leads to " + what + "; give a file name");
+}
+
+Result<Destination> Classify(const std::string& path) {
+  if (OwnDescriptorNamed(path)) return Destination{DestinationKind::kOwnDescriptor, path};
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return DestinationKind::kReplaceFile;
+    if (errno == ENOENT) return Destination{DestinationKind::kReplaceFile, path};
     return ErrnoError("--log-json " + path);
   }
-  if (S_ISLNK(st.st_mode)) {
-    // The link itself is replaced, as a file, unless it leads to a device,
-    // a FIFO or a directory (/dev/stdin, /dev/fd): replacing those broke
-    // /dev as root.
-    struct stat target {};
-    if (stat(path.c_str(), &target) != 0 || S_ISREG(target.st_mode)) return DestinationKind::kReplaceFile;
-    if (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)) {
-      COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, st, "symlink"));
-      COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, target, S_ISFIFO(target.st_mode) ? "FIFO" : "device"));
-      return DestinationKind::kDeviceThroughLink;
-    }
-    st = target;  // refused below, by what it leads to
-  } else if (S_ISREG(st.st_mode)) {
-    return DestinationKind::kReplaceFile;
-  } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+  if (S_ISLNK(st.st_mode)) return ClassifyLink(path, st);
+  if (S_ISREG(st.st_mode)) return Destination{DestinationKind::kReplaceFile, path};
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
     COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, st, S_ISFIFO(st.st_mode) ? "FIFO" : "device"));
-    return DestinationKind::kDevice;
+    return Destination{DestinationKind::kDevice, path};
   }
   const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device" : "a socket";
   return InvalidArgumentError("--log-json " + path + " is " + what +
@@ -112,15 +159,19 @@ Status ReplaceFile(const std::string& path, const nlohmann::json& j) {
 
 // O_NONBLOCK: a FIFO nobody reads fails the open with ENXIO instead of
 // blocking cocoon, and the write waits for room only until its deadline.
-// O_NOFOLLOW unless the path was a link to it, and the fstat: what was a
-// device or FIFO at lstat must still be one. Not
-// close-on-exec: when the launcher hands the run to cocoon-full (a cache
-// miss, docs/cli.md) this writer must outlive the exec, or the FIFO's reader
-// sees its end and is gone before cocoon-full opens the FIFO again.
-Result<int> OpenDevice(const std::string& path, bool through_link) {
-  int fd = open(path.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK | (through_link ? 0 : O_NOFOLLOW));
+// No symlink on the way (OpenNoSymlinks), and the fstat: what was a device
+// or FIFO when classified must still be one. Not close-on-exec: when the
+// launcher hands the run to cocoon-full (a cache miss, docs/cli.md) this
+// writer must outlive the exec, or the FIFO's reader sees its end and is
+// gone before cocoon-full opens the FIFO again.
+Result<int> OpenDevice(const std::string& path, const std::string& device) {
+  int fd = OpenNoSymlinks(device, O_WRONLY | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENXIO) return ErrnoError("--log-json " + path + ": nobody reads that FIFO; start its reader first");
+    if (errno == ELOOP) {
+      return FailedPreconditionError("--log-json " + path + " goes through a symlink (" + device +
+                                     "); give the device or FIFO's own path");
+    }
     return ErrnoError("--log-json " + path);
   }
   struct stat st {};
@@ -149,19 +200,18 @@ bool WriteIgnoringSigpipe(int fd, const nlohmann::json& j, int timeout_ms) {
 
 Result<std::shared_ptr<const LogJsonDestination>> LogJsonDestination::Open(const std::string& path,
                                                                            bool stdout_has_outcome) {
-  COCOON_ASSIGN_OR_RETURN(DestinationKind kind, Classify(path));
-  switch (kind) {
+  COCOON_ASSIGN_OR_RETURN(Destination destination, Classify(path));
+  switch (destination.kind) {
     case DestinationKind::kOwnDescriptor: {
       const int fd = *OwnDescriptorNamed(path);
       COCOON_RETURN_IF_ERROR(CheckOwnDescriptor(path, fd, stdout_has_outcome));
       return std::shared_ptr<const LogJsonDestination>(new LogJsonDestination(path, Kind::kOwnDescriptor, fd));
     }
-    case DestinationKind::kDevice:
-    case DestinationKind::kDeviceThroughLink: {
-      COCOON_ASSIGN_OR_RETURN(int fd, OpenDevice(path, kind == DestinationKind::kDeviceThroughLink));
-      auto destination = std::shared_ptr<LogJsonDestination>(new LogJsonDestination(path, Kind::kDevice, fd));
-      destination->device_.Reset(fd);
-      return std::shared_ptr<const LogJsonDestination>(std::move(destination));
+    case DestinationKind::kDevice: {
+      COCOON_ASSIGN_OR_RETURN(int fd, OpenDevice(path, destination.open_path));
+      auto opened = std::shared_ptr<LogJsonDestination>(new LogJsonDestination(path, Kind::kDevice, fd));
+      opened->device_.Reset(fd);
+      return std::shared_ptr<const LogJsonDestination>(std::move(opened));
     }
     case DestinationKind::kReplaceFile: break;
   }

@@ -8,9 +8,9 @@
 // A character device or a FIFO (/dev/null, a named pipe) of the caller's or
 // root's is opened and written to: renaming over it would put a regular file
 // in its place, which under /dev as root breaks the host. The same for a
-// symlink to one when the link is root's or the caller's (/dev/stdin); one
-// of another user's is refused, as is their FIFO or device (it would hand
-// them the Outcome). A FIFO must have its reader when the run starts, and a
+// symlink straight to one when the link is root's or the caller's; one of
+// another user's is refused, as is their FIFO or device (it would hand them
+// the Outcome), and so is a chain of links or a link on the device's way. A FIFO must have its reader when the run starts, and a
 // reader that stops reading holds cocoon for at most kDeviceWriteTimeoutMs.
 // /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N (however spelt)
 // name cocoon's own descriptors and are written through them; stdout is

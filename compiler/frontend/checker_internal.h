@@ -70,7 +70,15 @@ class Layer {
         parent_(parent),
         state_(state),
         diagnostics_(diagnostics),
-        inherited_env_clear_(state.policy.environment.clear) {}
+        inherited_env_clear_(state.policy.environment.clear) {
+    // Snapshotted: this profile's own `unset` of a name rewrites its origin
+    // (and the set), and a later `pass` of it still undoes the ancestor's.
+    for (const std::string& name : state.env_unset) {
+      auto origin = state.policy.provenance.find("environment.unset:" + name);
+      inherited_env_unset_.emplace(name, origin == state.policy.provenance.end() ? std::optional<ir::Origin>()
+                                                                                   : std::optional(origin->second));
+    }
+  }
 
   State& state() { return state_; }
   const std::string& profile() const { return ref_.profile->name.text; }
@@ -79,6 +87,9 @@ class Layer {
   // Whether the environment this profile inherits starts empty (`clear`) or
   // from the caller's (`inherit`), whatever this profile itself says.
   bool inherited_env_clear() const { return inherited_env_clear_; }
+  // The names the inherited environment leaves out (an ancestor's `unset`),
+  // with where that ancestor said it when known.
+  const std::map<std::string, std::optional<ir::Origin>>& inherited_env_unset() const { return inherited_env_unset_; }
 
   void Error(Span span, std::string message, std::string hint = {});
   void Warning(Span span, std::string message, std::string hint = {});
@@ -129,6 +140,7 @@ class Layer {
   State& state_;
   Diagnostics& diagnostics_;
   bool inherited_env_clear_;
+  std::map<std::string, std::optional<ir::Origin>> inherited_env_unset_;
   std::set<std::string> relaxed_;
   // Only looked up, like layer_rules_: hashed (a 1 MiB policy sets tens of
   // thousands of keys, and ordered maps compared their long shared prefixes).

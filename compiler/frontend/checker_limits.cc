@@ -91,14 +91,16 @@ bool SetOrPassOnly(Layer& layer, const std::string& name, Span span, EnvStatemen
 
 // Where an ancestor wrote `key`: "'base' sets at line 3" (`verb`: "sets"),
 // with file:line for another file; empty if nothing recorded it.
-std::string WhereAncestorWrote(Layer& layer, const std::string& key, const std::string& verb) {
-  const auto& provenance = layer.state().policy.provenance;
-  const auto origin = provenance.find(key);
-  if (origin == provenance.end()) return {};
-  const ir::Origin& at = origin->second;
+std::string WhereAncestorWrote(Layer& layer, const ir::Origin& at, const std::string& verb) {
   const std::string line = std::to_string(at.line);
   return "'" + at.profile + "' " + verb + " at " +
          (at.file == layer.file().source->name() ? "line " + line : at.file + ":" + line);
+}
+
+std::string WhereAncestorWrote(Layer& layer, const std::string& key, const std::string& verb) {
+  const auto& provenance = layer.state().policy.provenance;
+  const auto origin = provenance.find(key);
+  return origin == provenance.end() ? std::string() : WhereAncestorWrote(layer, origin->second, verb);
 }
 
 // `pass NAME` over a `set NAME` the profile inherited: the sandbox gets the
@@ -119,8 +121,8 @@ void PassReplacesInheritedSet(Layer& layer, const ast::Word& name) {
 // as a pass over a `set`. Under an inherited `clear` the parent's result
 // lacks the name as if it never said it, and passing it is like passing any
 // name the parent did not pass: not a weakening.
-void PassUndoesInheritedUnset(Layer& layer, const ast::Word& name) {
-  const std::string where = WhereAncestorWrote(layer, "environment.unset:" + name.text, "unsets");
+void PassUndoesInheritedUnset(Layer& layer, const ast::Word& name, const std::optional<ir::Origin>& unset_at) {
+  const std::string where = unset_at ? WhereAncestorWrote(layer, *unset_at, "unsets") : std::string();
   layer.Weakens("environment", name.span,
                 "`pass " + name.text + "` gives the sandbox the caller's " + name.text + ", which " +
                     (where.empty() ? "the environment it inherits leaves out" : where));
@@ -203,11 +205,12 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
           state.env_set.erase(name.text);
           state.policy.provenance.erase("environment.set:" + name.text);
         }
-        // An ancestor's `unset` (this profile's own is only undone) of a
-        // variable the parent takes from the caller.
-        if (state.env_unset.count(name.text) != 0 && !layer.WhereInLayer("environment.unset:" + name.text) &&
-            !layer.inherited_env_clear()) {
-          PassUndoesInheritedUnset(layer, name);
+        // An ancestor's `unset` of a variable the parent takes from the
+        // caller, also when this profile unset it again first (its own
+        // `unset` alone is only undone).
+        if (auto inherited = layer.inherited_env_unset().find(name.text);
+            inherited != layer.inherited_env_unset().end() && !layer.inherited_env_clear()) {
+          PassUndoesInheritedUnset(layer, name, inherited->second);
         }
         if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
         if (!state.env_pass.insert(name.text).second) continue;

@@ -2379,8 +2379,16 @@ TEST(CocoonRun, LogJsonWritesToADeviceOrFifoAndLeavesItInPlace) {
 
   // Refused before the command runs: stdout when it carries the Outcome
   // already (--json, --stream: it broke the NDJSON stream), however spelt,
-  // and a descriptor open for reading only.
+  // a descriptor open for reading only, and a chain of links to a FIFO
+  // (only the first link's owner was checked, so another user's link in the
+  // middle could be re-pointed at any device).
   const fs::path marker = base / "ran";
+  const fs::path chain = base / "chain";
+  fs::create_symlink(link, chain);  // chain -> results-link -> results
+  ran = Cocoon({"run", "--log-json", chain.string(), "--", "/bin/touch", marker.string()}, "/tmp");
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("leads through more than one symlink"), std::string::npos) << ran.err;
+  EXPECT_TRUE(fs::is_symlink(chain));
   for (const char* mode : {"--json", "--stream"}) {
     for (const char* spelling : {"/dev/stdout", "/dev//stdout", "/proc/self/fd/1"}) {
       ran = Cocoon({"run", mode, "--log-json", spelling, "--", "/bin/touch", marker.string()}, "/tmp");

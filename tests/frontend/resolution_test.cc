@@ -228,6 +228,21 @@ TEST_F(ResolutionTest, PassOverAnInheritedUnsetIsAWeakening) {
   // The merged result is unchanged: the caller's SECRET is passed.
   EXPECT_TRUE(policy->environment.unset.empty());
   EXPECT_EQ(policy->environment.pass, std::vector<std::string>{"SECRET"});
+  // The child's own `unset` first, in the same block or another, does not
+  // hide the ancestor's: the pass still undoes it (it went unreported).
+  file = Write("again.cocoon",
+               "profile base {\n  syscalls { allow read }\n  environment { inherit unset SECRET }\n}\n"
+               "profile again extends base {\n  environment { unset SECRET pass SECRET }\n}\n"
+               "profile split extends base {\n  environment { unset SECRET }\n  environment { pass SECRET }\n}\n");
+  EXPECT_TRUE(Check(file, &out));
+  EXPECT_NE(out.find(file + ":6:35: profile 'again' weakens environment inherited from 'base': `pass SECRET` gives the "
+                            "sandbox the caller's SECRET, which 'base' unsets at line 3"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(file + ":10:22: profile 'split' weakens environment inherited from 'base': `pass SECRET` gives "
+                            "the sandbox the caller's SECRET, which 'base' unsets at line 3"),
+            std::string::npos)
+      << out;
 }
 
 // In one profile, `set` and `pass` of a name contradict each other: an error
