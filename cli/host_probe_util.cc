@@ -297,7 +297,6 @@ HostCheck CheckLandlock() {
   return check;
 }
 
-
 // What an unprivileged caller can do about it on this host: only cgroup v2
 // can be delegated to a user, and systemd-run only helps where systemd is
 // the init that manages the tree.
@@ -313,6 +312,7 @@ std::string RootlessCgroupFix(const enforcer::HostCapabilities& host) {
   return "have an administrator delegate a cgroup v2 subtree to your user (chown the group and its cgroup.procs, "
          "cgroup.subtree_control and cgroup.threads) and run cocoon from a process inside it";
 }
+
 HostCheck CheckCgroups() {
   HostCheck check = Check("cgroups", CheckWeight::kAdvisory);
   auto host = enforcer::DetectHostCapabilities();

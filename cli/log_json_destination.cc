@@ -53,12 +53,18 @@ Status CheckOwnDescriptor(const std::string& path, int fd, bool stdout_has_outco
   return Status::Ok();
 }
 
-enum class DestinationKind { kReplaceFile, kDevice, kOwnDescriptor };
+using Kind = LogJsonDestination::Kind;
 
 struct Destination {
-  DestinationKind kind;
-  std::string open_path;  // kDevice: the device or FIFO itself (a link's target)
+  Kind kind;
+  std::string device_path;  // kDevice: the device or FIFO itself (a link's target)
+  int own_fd = -1;          // kOwnDescriptor
 };
+
+// What a destination that is none of a file, a device or a FIFO is.
+const char* Refused(mode_t mode) {
+  return S_ISDIR(mode) ? "a directory" : S_ISBLK(mode) ? "a block device" : "a socket";
+}
 
 Status RefuseOtherUsers(const std::string& path, const struct stat& st, const char* what) {
   // Another user's FIFO or link (planted in /tmp under the name the caller
@@ -100,7 +106,7 @@ Result<Destination> ClassifyLink(const std::string& path, const struct stat& lin
   }
   const int fd = OpenNoSymlinks(target, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return Destination{DestinationKind::kReplaceFile, path};
+    if (errno == ENOENT) return Destination{Kind::kReplaceFile, {}, -1};
     if (errno == ELOOP) return MoreThanOneLink(path, target);
     return ErrnoError("--log-json " + path + " (its target " + target + ")");
   }
@@ -110,31 +116,29 @@ Result<Destination> ClassifyLink(const std::string& path, const struct stat& lin
   if (stat_result != 0) return ErrnoError("--log-json " + path);
   // O_PATH | O_NOFOLLOW opens a last component that is a link as the link.
   if (S_ISLNK(st.st_mode)) return MoreThanOneLink(path, target);
-  if (S_ISREG(st.st_mode)) return Destination{DestinationKind::kReplaceFile, path};
+  if (S_ISREG(st.st_mode)) return Destination{Kind::kReplaceFile, {}, -1};
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
     COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, link, "symlink"));
     COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, st, S_ISFIFO(st.st_mode) ? "FIFO" : "device"));
-    return Destination{DestinationKind::kDevice, target};
+    return Destination{Kind::kDevice, target, -1};
   }
-  const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device" : "a socket";
-  return InvalidArgumentError("--log-json " + path + " leads to " + what + "; give a file name");
+  return InvalidArgumentError("--log-json " + path + " leads to " + Refused(st.st_mode) + "; give a file name");
 }
 
 Result<Destination> Classify(const std::string& path) {
-  if (OwnDescriptorNamed(path)) return Destination{DestinationKind::kOwnDescriptor, path};
+  if (auto fd = OwnDescriptorNamed(path)) return Destination{Kind::kOwnDescriptor, {}, *fd};
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Destination{DestinationKind::kReplaceFile, path};
+    if (errno == ENOENT) return Destination{Kind::kReplaceFile, {}, -1};
     return ErrnoError("--log-json " + path);
   }
   if (S_ISLNK(st.st_mode)) return ClassifyLink(path, st);
-  if (S_ISREG(st.st_mode)) return Destination{DestinationKind::kReplaceFile, path};
+  if (S_ISREG(st.st_mode)) return Destination{Kind::kReplaceFile, {}, -1};
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
     COCOON_RETURN_IF_ERROR(RefuseOtherUsers(path, st, S_ISFIFO(st.st_mode) ? "FIFO" : "device"));
-    return Destination{DestinationKind::kDevice, path};
+    return Destination{Kind::kDevice, path, -1};
   }
-  const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device" : "a socket";
-  return InvalidArgumentError("--log-json " + path + " is " + what +
+  return InvalidArgumentError("--log-json " + path + " is " + Refused(st.st_mode) +
                               "; give a file name (or a character device or FIFO, such as /dev/stderr)");
 }
 
@@ -201,19 +205,18 @@ bool WriteIgnoringSigpipe(int fd, const nlohmann::json& j, int timeout_ms) {
 Result<std::shared_ptr<const LogJsonDestination>> LogJsonDestination::Open(const std::string& path,
                                                                            bool stdout_has_outcome) {
   COCOON_ASSIGN_OR_RETURN(Destination destination, Classify(path));
+  std::shared_ptr<LogJsonDestination> opened(new LogJsonDestination(path, destination.kind));
   switch (destination.kind) {
-    case DestinationKind::kOwnDescriptor: {
-      const int fd = *OwnDescriptorNamed(path);
-      COCOON_RETURN_IF_ERROR(CheckOwnDescriptor(path, fd, stdout_has_outcome));
-      return std::shared_ptr<const LogJsonDestination>(new LogJsonDestination(path, Kind::kOwnDescriptor, fd));
-    }
-    case DestinationKind::kDevice: {
-      COCOON_ASSIGN_OR_RETURN(int fd, OpenDevice(path, destination.open_path));
-      auto opened = std::shared_ptr<LogJsonDestination>(new LogJsonDestination(path, Kind::kDevice, fd));
+    case Kind::kOwnDescriptor:
+      COCOON_RETURN_IF_ERROR(CheckOwnDescriptor(path, destination.own_fd, stdout_has_outcome));
+      opened->own_fd_ = destination.own_fd;
+      return std::shared_ptr<const LogJsonDestination>(std::move(opened));
+    case Kind::kDevice: {
+      COCOON_ASSIGN_OR_RETURN(int fd, OpenDevice(path, destination.device_path));
       opened->device_.Reset(fd);
       return std::shared_ptr<const LogJsonDestination>(std::move(opened));
     }
-    case DestinationKind::kReplaceFile: break;
+    case Kind::kReplaceFile: break;
   }
   // The directory must take the temporary the Outcome goes through.
   const std::string probe = path + UniqueTempSuffix();
@@ -221,14 +224,14 @@ Result<std::shared_ptr<const LogJsonDestination>> LogJsonDestination::Open(const
   if (fd < 0) return ErrnoError("--log-json " + path + ": cannot create a file in its directory");
   close(fd);
   unlink(probe.c_str());
-  return std::shared_ptr<const LogJsonDestination>(new LogJsonDestination(path, Kind::kReplaceFile, -1));
+  return std::shared_ptr<const LogJsonDestination>(std::move(opened));
 }
 
 Status LogJsonDestination::Write(const nlohmann::json& j) const {
   switch (kind_) {
     case Kind::kReplaceFile: return ReplaceFile(path_, j);
     case Kind::kDevice:
-      if (!WriteIgnoringSigpipe(fd_, j, kDeviceWriteTimeoutMs)) {
+      if (!WriteIgnoringSigpipe(device_.get(), j, kDeviceWriteTimeoutMs)) {
         if (errno == ETIMEDOUT) {
           return FailedPreconditionError("cannot write " + path_ + ": its reader took nothing for " +
                                          std::to_string(kDeviceWriteTimeoutMs / 1000) + " s; the Outcome is not there");
@@ -237,7 +240,7 @@ Status LogJsonDestination::Write(const nlohmann::json& j) const {
       }
       return Status::Ok();
     case Kind::kOwnDescriptor:
-      if (!WriteIgnoringSigpipe(fd_, j, -1)) return ErrnoError("cannot write " + path_);
+      if (!WriteIgnoringSigpipe(own_fd_, j, -1)) return ErrnoError("cannot write " + path_);
       return Status::Ok();
   }
   return InternalError("unreachable");

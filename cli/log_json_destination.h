@@ -31,6 +31,7 @@ namespace cocoon::cli {
 class LogJsonDestination {
  public:
   static constexpr int kDeviceWriteTimeoutMs = 10000;
+  enum class Kind { kReplaceFile, kDevice, kOwnDescriptor };
 
   // Checked before the run, so that a result nobody can read back is
   // refused before anything runs; a device or FIFO is opened now and held
@@ -41,13 +42,12 @@ class LogJsonDestination {
   Status Write(const nlohmann::json& j) const;
 
  private:
-  enum class Kind { kReplaceFile, kDevice, kOwnDescriptor };
-  LogJsonDestination(std::string path, Kind kind, int fd) : path_(std::move(path)), kind_(kind), fd_(fd) {}
+  LogJsonDestination(std::string path, Kind kind) : path_(std::move(path)), kind_(kind) {}
 
   std::string path_;
   Kind kind_;
   enforcer::OwnedFd device_;  // kDevice
-  int fd_ = -1;               // kDevice: device_.get(); kOwnDescriptor: 1, 2 or N
+  int own_fd_ = -1;           // kOwnDescriptor: 1, 2 or N
 };
 
 // Opens `path` and writes `j` there: for results written before a run

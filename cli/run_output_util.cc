@@ -197,11 +197,13 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
 
 namespace {
 
+// --json and --stream print the Outcome on stdout themselves.
+bool StdoutCarriesOutcome(const RunOutputOptions& output) { return output.mode != RunOutputMode::kPassThrough; }
+
 void WriteLogJson(const RunOutputOptions& output, const nlohmann::json& j) {
   if (output.log_json.empty()) return;
-  Status written = output.log_json_destination
-                       ? output.log_json_destination->Write(j)
-                       : WriteLogJsonTo(output.log_json, output.mode != RunOutputMode::kPassThrough, j);
+  Status written = output.log_json_destination ? output.log_json_destination->Write(j)
+                                               : WriteLogJsonTo(output.log_json, StdoutCarriesOutcome(output), j);
   if (!written.ok()) std::cerr << output.command_name << ": " << written.message() << "\n";
 }
 
@@ -251,7 +253,7 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   }
   // Refused before anything runs: a result nobody can read back is a lost run.
   if (!output.log_json.empty()) {
-    auto destination = LogJsonDestination::Open(output.log_json, output.mode != RunOutputMode::kPassThrough);
+    auto destination = LogJsonDestination::Open(output.log_json, StdoutCarriesOutcome(output));
     if (!destination.ok()) {
       output.log_json.clear();
       ReportRefusal(destination.status(), run.policy.overrides, output);
