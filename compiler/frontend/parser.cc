@@ -617,9 +617,12 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
   for (size_t i = 0; i + 1 < all.size(); ++i) {
     antlr4::Token* number = all[i];
     antlr4::Token* unit = all[i + 1];  // adjacent: no comment between them
-    // A NUMBER, or a fraction (1.5 GiB), which lexes as a QUANTITY with no unit.
-    const bool fraction = number->getType() == CocoonLexer::QUANTITY && IsDecimalFraction(number->getText());
-    if (number->getType() != CocoonLexer::NUMBER && !fraction) continue;
+    // A NUMBER, or a fraction (1.5 GiB), which lexes as a QUANTITY with no
+    // unit, or a run of digits and points that is neither (1.2.3 GiB).
+    const bool quantity = number->getType() == CocoonLexer::QUANTITY;
+    const bool fraction = quantity && IsDecimalFraction(number->getText());
+    const bool dotted = quantity && !fraction && IsDigitsAndPoints(number->getText());
+    if (number->getType() != CocoonLexer::NUMBER && !fraction && !dotted) continue;
     if (unit->getType() != CocoonLexer::IDENT && unit->getType() != CocoonLexer::ERROR_CHAR) continue;  // '%'
     const uint32_t number_end = offsets.Byte(number->getStopIndex() + 1);
     const uint32_t unit_begin = offsets.Byte(unit->getStartIndex());
@@ -632,7 +635,13 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
     const std::string_view number_text = text.substr(number_begin, number_end - number_begin);
     // Not "write 0x40MiB": hexadecimal takes no unit (and 0x40B is another
     // number, 'B' being a hex digit).
-    if (number_text.size() > 1 && (number_text[1] == 'x' || number_text[1] == 'X')) {
+    if (dotted) {
+      // Reported at the number, which is the mistake; the unit is not made
+      // into one more limit either.
+      diagnostics.Error(source, Span{number_begin, number_end}, "'" + std::string(number_text) + "' is not a number",
+                        "a number has at most one decimal point, and its unit follows with no space: such as 1.5" +
+                            std::string(unit_text));
+    } else if (number_text.size() > 1 && (number_text[1] == 'x' || number_text[1] == 'X')) {
       diagnostics.Error(source, Span{number_begin, unit_end}, "a hexadecimal number takes no unit",
                         HexWithUnitHint(number_text, unit_text));
     } else {

@@ -93,6 +93,11 @@ bool IsDecimalFraction(std::string_view text) {
   return point != std::string_view::npos && all_digits(text.substr(0, point)) && all_digits(text.substr(point + 1));
 }
 
+bool IsDigitsAndPoints(std::string_view text) {
+  return text.find('.') != std::string_view::npos &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
+}
+
 bool IsUnitName(std::string_view word) {
   return std::any_of(std::begin(kUnits), std::end(kUnits), [word](const Unit& unit) { return unit.name == word; });
 }

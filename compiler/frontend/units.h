@@ -27,6 +27,10 @@ bool IsUnitName(std::string_view word);
 // True for a fraction written without a unit: digits, one '.', digits (1.5).
 bool IsDecimalFraction(std::string_view text);
 
+// True for digits and at least one '.', in any order (1.2.3, 1..5, 1.): a
+// slip for a number.
+bool IsDigitsAndPoints(std::string_view text);
+
 // What to write for a hexadecimal number given a unit (0x40MiB, 0x40 MiB;
 // hex takes none): "write 64MiB", or, when `unit` is no unit or the number
 // does not fit, "write the value in decimal, with its unit".

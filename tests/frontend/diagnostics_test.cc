@@ -246,6 +246,12 @@ const Case kCases[] = {
      " |     memory 1.5 GiB\n"
      " |            ^~~~~~~\n"
      " = help: write 1.5GiB, without a space\n"},
+    {"two_decimal_points_written_apart_from_the_unit",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 1.2.3 GiB\n    processes 8\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: '1.2.3' is not a number\n"
+     " |     memory 1.2.3 GiB\n"
+     " |            ^~~~~\n"
+     " = help: a number has at most one decimal point, and its unit follows with no space: such as 1.5GiB\n"},
     {"fraction_where_a_count_or_a_size_goes",
      "import \"strict\"\nprofile p extends strict {\n  limits {\n    processes 1.5\n    open_files 64\n  }\n"
      "  filesystem { tmpfs /scratch size 1.5 }\n}\n",
