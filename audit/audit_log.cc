@@ -28,9 +28,10 @@ int64_t NowMs() {
              std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-Result<std::string> RandomChainId() {
+// 128 random bits in hex: a chain id or a writer session id.
+Result<std::string> RandomId(std::string_view what) {
   uint8_t bytes[16];
-  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) return ErrnoError("getrandom for the audit chain id");
+  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) return ErrnoError("getrandom for the audit " + std::string(what));
   return HexEncode(bytes, sizeof bytes);
 }
 
@@ -89,6 +90,10 @@ class AuditLog::Impl {
   std::mutex mu;
   Tail stream_tail;
   std::string chain_id;
+  // This writer's session (random, one per Open): every lifecycle record it
+  // writes names it, so `verify` can pair each start with its seal however
+  // the sessions of concurrent writers interleave.
+  std::string session_id;
   uint64_t lines_since_checkpoint = 0;
   Clock::time_point last_checkpoint = Clock::now();
   bool closed = false;
@@ -98,6 +103,7 @@ class AuditLog::Impl {
     p.event = LifecycleEvent(kind, options.path, message);
     p.kind = std::string(kind);
     p.user = false;
+    p.extra["log_session"] = session_id;
     // Each writer declares, in its signed start (or continue) record, how
     // often it signs: `verify` accepts an unsigned event line only under a
     // key whose writer declared lines_per_sig > 1.
@@ -196,7 +202,7 @@ std::vector<Pending> AuditLog::Impl::Plan(std::vector<Pending> records, const Ta
 // finish the chain hashes sequentially, then sign and lay out in parallel.
 Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs, Batch& out) {
   if (tail.empty) {
-    COCOON_ASSIGN_OR_RETURN(tail.chain_id, RandomChainId());
+    COCOON_ASSIGN_OR_RETURN(tail.chain_id, RandomId("chain id"));
     tail.next_sequence = 0;
     tail.last_hash = Digest{};
   }
@@ -392,6 +398,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const AuditLogOptions& options)
   if (options.key_path.empty())
     return InvalidArgumentError("the audit log needs a signing key (create one with `cocoon audit keygen --out PATH`)");
   COCOON_ASSIGN_OR_RETURN(impl->key, SigningKey::LoadPem(options.key_path));
+  COCOON_ASSIGN_OR_RETURN(impl->session_id, RandomId("session id"));
   impl->own_keys.push_back(impl->key.public_key());
   impl->identity = CurrentIdentity(options.host_name);
   COCOON_RETURN_IF_ERROR(RenderIdentity(impl->identity));

@@ -48,6 +48,9 @@ struct Line {
   ParsedIntegrity integrity;
   Digest computed{};
   Kind kind = Kind::kOther;
+  // start and seal records: the writer session they open or close (see
+  // SessionOf).
+  std::string session;
   // A copy of integrity.chain when it fits (Cocoon writes 32 hex digits).
   uint8_t chain_size = 0;  // 0: no copy, compare integrity.chain itself
   std::array<char, 40> chain_copy{};
@@ -152,6 +155,42 @@ Result<std::string> Normalize(std::string_view text) {
   return Canonicalize(parsed);
 }
 
+// "cocoon pid P on host H", from a lifecycle record's actor and device
+// (every writer's lifecycle records carry its own), or "" when they are absent.
+std::string DescribeWriter(std::string_view text) {
+  nlohmann::json line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!line.is_object()) return "";
+  const nlohmann::json* pid = nullptr;
+  const nlohmann::json* host = nullptr;
+  if (auto actor = line.find("actor"); actor != line.end() && actor->is_object()) {
+    if (auto process = actor->find("process"); process != actor->end() && process->is_object()) {
+      if (auto it = process->find("pid"); it != process->end() && it->is_number_integer()) pid = &*it;
+    }
+  }
+  if (auto device = line.find("device"); device != line.end() && device->is_object()) {
+    if (auto it = device->find("hostname"); it != device->end() && it->is_string()) host = &*it;
+  }
+  if (pid == nullptr) return "";
+  std::string out = "cocoon pid " + std::to_string(pid->get<int64_t>());
+  if (host != nullptr) out += " on host " + host->get<std::string>().substr(0, 64);
+  return out;
+}
+
+// The writer session a start or seal record belongs to. Each AuditLog (one
+// `cocoon run`/`enforce` process, one `cocoon mcp` call) writes its own start
+// ... seal into the shared chain, and concurrent writers' sessions
+// interleave, so "the last line is a seal" says nothing about the others.
+// Since log_session, every lifecycle record names its writer's random
+// session id; records of an older cocoon are matched by the writer's pid and
+// host (each such pair counts its starts and seals).
+std::string SessionOf(const ParsedIntegrity& p, std::string_view text) {
+  auto it = p.extra.find("log_session");
+  if (it != p.extra.end()) {
+    if (auto id = RawString(it->second)) return "id:" + std::string(*id);
+  }
+  return "legacy:" + DescribeWriter(text);
+}
+
 // `scanned` is the calling worker's scratch (reused: no allocation per line).
 void Analyse(Line& line, bool ignore_extra_keys, ScannedLine& scanned) {
   auto inner = UnwrapLine(line.text);
@@ -169,6 +208,7 @@ void Analyse(Line& line, bool ignore_extra_keys, ScannedLine& scanned) {
   if (!parsed.ok()) { line.error = parsed.status().message(); return; }
   line.integrity = std::move(*parsed);
   line.kind = KindOf(line.integrity.kind);
+  if (line.kind == Kind::kStart || line.kind == Kind::kSeal) line.session = SessionOf(line.integrity, text);
   std::string_view chain = line.integrity.chain;
   if (!chain.empty() && chain.size() <= line.chain_copy.size()) {
     std::memcpy(line.chain_copy.data(), chain.data(), chain.size());
@@ -219,6 +259,8 @@ class ChainWalker {
   size_t last_signed = SIZE_MAX;
   size_t last_valid = SIZE_MAX;
   std::vector<std::string> recoveries;  // one description per recovery record
+  // "" when every writer session whose start record was read was sealed.
+  std::string DescribeUnsealedSessions() const;
 
  private:
   std::string Where(size_t i) const {
@@ -228,6 +270,7 @@ class ChainWalker {
   std::optional<std::string> CheckUnsigned(size_t i) const;
   void NoteSigningDeclaration(size_t i);
   std::string DescribeRecovery(size_t i) const;
+  void TrackSession(size_t i);
 
   std::vector<Line>& lines_;
   const std::vector<LogInput>& inputs_;
@@ -237,6 +280,11 @@ class ChainWalker {
   // Key ids whose writer declared, in a signed start/continue record, that
   // it signs fewer than every line (lines_per_sig > 1).
   std::set<std::string, std::less<>> may_leave_unsigned_;
+  // Writer sessions opened (start record read) and not yet sealed: the
+  // indices of their start records, by Line::session (a stack: an older
+  // cocoon's pid can be reused by a later writer).
+  std::map<std::string, std::vector<size_t>, std::less<>> open_sessions_;
+  bool from_genesis_ = false;  // the lines begin with the chain's first record
   std::string chain_;
   Kind last_kind_ = Kind::kOther;  // last_kind, named
   uint64_t next_seq_ = 0;
@@ -310,6 +358,50 @@ std::string ChainWalker::DescribeRecovery(size_t i) const {
   return Where(i) + ": " + what;
 }
 
+void ChainWalker::TrackSession(size_t i) {
+  const Line& line = lines_[i];
+  if (line.kind == Kind::kStart) {
+    open_sessions_[line.session].push_back(i);
+    return;
+  }
+  if (line.kind != Kind::kSeal) return;
+  auto open = open_sessions_.find(line.session);
+  if (open != open_sessions_.end()) {
+    open->second.pop_back();
+    if (open->second.empty()) open_sessions_.erase(open);
+  } else if (from_genesis_) {
+    report_.notices.push_back(Where(i) + ": seal of a writer session whose start record is not in the log");
+  }
+}
+
+std::string ChainWalker::DescribeUnsealedSessions() const {
+  std::vector<size_t> starts;
+  for (const auto& [session, indices] : open_sessions_) starts.insert(starts.end(), indices.begin(), indices.end());
+  if (starts.empty()) return "";
+  std::sort(starts.begin(), starts.end());
+  auto describe = [this](size_t i) {
+    const Line& start = lines_[i];
+    auto inner = UnwrapLine(start.text);
+    std::string writer = DescribeWriter(!start.normalized.empty() ? std::string_view(start.normalized)
+                                        : inner.ok()                ? *inner
+                                                                    : start.text);
+    const std::string& session = start.session;
+    std::string id = session.rfind("id:", 0) == 0 ? "session " + session.substr(3) : "";
+    std::string who = writer + (writer.empty() || id.empty() ? "" : ", ") + id;
+    return Where(i) + (who.empty() ? "" : " (" + who + ")");
+  };
+  std::string out = "not sealed: the writer session started at " + describe(starts[0]) +
+                    " was never sealed: its writer died or the log was cut (or the writer is still running), so "
+                    "its record may be incomplete";
+  if (starts.size() > 1) {
+    constexpr size_t kListed = 8;
+    out += "; " + std::to_string(starts.size() - 1) + " more session(s) never sealed, started at ";
+    for (size_t k = 1; k < starts.size() && k <= kListed; ++k) out += (k == 1 ? "" : ", ") + describe(starts[k]);
+    if (starts.size() - 1 > kListed) out += ", ...";
+  }
+  return out;
+}
+
 void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   for (size_t i = 0; i < lines_.size(); ++i) {
     Line& line = lines_[i];
@@ -322,7 +414,9 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       return failure.Offer(i, line.error);
     }
     const ParsedIntegrity& p = line.integrity;
-    if (auto broken = Link(i, last_valid == SIZE_MAX)) return failure.Offer(i, *broken);
+    const bool first = last_valid == SIZE_MAX;
+    if (auto broken = Link(i, first)) return failure.Offer(i, *broken);
+    if (first) from_genesis_ = line.kind == Kind::kStart && p.sequence == 0;
     if (auto unsigned_line = CheckUnsigned(i)) return failure.Offer(i, *unsigned_line);
     NoteSigningDeclaration(i);
     if (p.has_signature) {
@@ -342,6 +436,7 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       if (may_leave_unsigned_.count(p.key_id) != 0) may_leave_unsigned_.emplace(key->key_id());
     }
     if (line.kind == Kind::kRecovery) recoveries.push_back(DescribeRecovery(i));
+    TrackSession(i);
     if (line.kind == Kind::kRotate) last_next_file = std::string(ExtraString(p, "next_file").value_or("?"));
     if (!line.SameChain(chain_)) {  // once per chain, not per line (no copy on the hot path)
       chain_ = std::string(p.chain);
@@ -521,14 +616,21 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
                     "without the key, or left by a writer killed mid-write (the next writer records a recovery)";
     return report;
   }
-  if (walker.last_kind == "seal") {
-    report.verdict = VerifyVerdict::kSealed;
-  } else if (walker.last_kind == "rotate") {
+  const std::string unsealed_sessions = walker.DescribeUnsealedSessions();
+  if (walker.last_kind == "rotate") {
     // A rotation is a clean place to cut the series: without the file it
     // continues in, the end of the chain is not here.
     report.verdict = VerifyVerdict::kUnsealed;
     report.reason = "not sealed: the log ends with a rotate record; the chain continues in the next file (" +
                     walker.last_next_file + "), which was not given";
+  } else if (!unsealed_sessions.empty()) {
+    // Sealed only when every writer's session is: a cut just after one
+    // writer's seal, or a writer killed before its seal, leaves the other
+    // sessions open, and their end may be what is missing.
+    report.verdict = VerifyVerdict::kUnsealed;
+    report.reason = unsealed_sessions;
+  } else if (walker.last_kind == "seal") {
+    report.verdict = VerifyVerdict::kSealed;
   } else {
     report.verdict = VerifyVerdict::kUnsealed;
     report.reason = "not sealed: the log ends with a " + walker.last_kind + " record, so its end may be missing";
