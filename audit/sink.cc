@@ -8,6 +8,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 
@@ -104,6 +106,43 @@ Status CheckTailSignature(const ParsedIntegrity& line, const std::vector<PublicK
 
 }  // namespace
 
+std::optional<RetiredKey> FindRetiredKey(std::string_view old_keys, std::string_view key_id) {
+  size_t begin = 0;
+  while (begin < old_keys.size()) {
+    size_t end = old_keys.find(' ', begin);
+    if (end == std::string_view::npos) end = old_keys.size();
+    std::string_view entry = old_keys.substr(begin, end - begin);
+    begin = end + 1;
+    const size_t at = entry.find('@');
+    const size_t arrow = entry.find('>');
+    if (at == std::string_view::npos || arrow == std::string_view::npos || arrow < at) continue;
+    if (entry.substr(0, at) != key_id) continue;
+    RetiredKey retired;
+    std::string_view sequence = entry.substr(at + 1, arrow - at - 1);
+    auto [ptr, ec] = std::from_chars(sequence.data(), sequence.data() + sequence.size(), retired.sequence);
+    if (ec != std::errc() || ptr != sequence.data() + sequence.size()) continue;
+    retired.new_key_id = std::string(entry.substr(arrow + 1));
+    return retired;
+  }
+  return std::nullopt;
+}
+
+std::string AddRetiredKey(std::string_view old_keys, std::string_view key_id, uint64_t sequence,
+                          std::string_view new_key_id) {
+  std::string out(old_keys);
+  if (!out.empty()) out += ' ';
+  out += key_id;
+  out += '@';
+  out += std::to_string(sequence);
+  out += '>';
+  out += new_key_id;
+  // Only the newest entries: the line that carries them stays small. An
+  // older retired key that drops off is still refused by `verify`.
+  size_t entries = static_cast<size_t>(std::count(out.begin(), out.end(), ' ')) + 1;
+  while (entries-- > kMaxOldKeys) out.erase(0, out.find(' ') + 1);
+  return out;
+}
+
 Result<std::string_view> UnwrapLine(std::string_view text) {
   constexpr std::string_view kHecPrefix = "{\"event\":{";
   if (text.substr(0, kHecPrefix.size()) != kHecPrefix) return text;
@@ -164,6 +203,13 @@ Result<Tail> ReadTail(int fd, uint64_t size, const std::vector<PublicKey>& own_k
         tail.next_sequence = parsed->sequence + 1;
         tail.last_hash = parsed->hash;
         tail.last_kind = std::string(parsed->kind);
+        if (auto it = parsed->extra.find("old_keys"); it != parsed->extra.end())
+          tail.old_keys = std::string(RawString(it->second).value_or(""));
+        if (parsed->kind == "key-rotate") {
+          auto it = parsed->extra.find("new_key_id");
+          std::string_view new_key_id = it == parsed->extra.end() ? "" : RawString(it->second).value_or("");
+          tail.old_keys = AddRetiredKey(tail.old_keys, parsed->key_id, parsed->sequence, new_key_id);
+        }
         return tail;
       }
     } else if (whole_file) {

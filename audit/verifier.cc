@@ -285,6 +285,8 @@ class ChainWalker {
   // cocoon's pid can be reused by a later writer).
   std::map<std::string, std::vector<size_t>, std::less<>> open_sessions_;
   bool from_genesis_ = false;  // the lines begin with the chain's first record
+  // Keys a key-rotate record retired: which record, and the key it announced.
+  std::map<std::string, std::string, std::less<>> retired_;
   std::string chain_;
   Kind last_kind_ = Kind::kOther;  // last_kind, named
   uint64_t next_seq_ = 0;
@@ -417,6 +419,11 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
     const bool first = last_valid == SIZE_MAX;
     if (auto broken = Link(i, first)) return failure.Offer(i, *broken);
     if (first) from_genesis_ = line.kind == Kind::kStart && p.sequence == 0;
+    if (auto retired = retired_.find(p.key_id); retired != retired_.end()) {
+      return failure.Offer(i, "claims key " + std::string(p.key_id) + ", which " + retired->second +
+                                  ": after a key rotation only the new key may sign (a writer kept the old key, "
+                                  "or whoever holds it appended this)");
+    }
     if (auto unsigned_line = CheckUnsigned(i)) return failure.Offer(i, *unsigned_line);
     NoteSigningDeclaration(i);
     if (p.has_signature) {
@@ -431,7 +438,13 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       auto text = ExtraString(p, "new_key");
       auto key = text && Base64Decode(*text, &raw) ? PublicKey::FromRaw(raw) : Result<PublicKey>(DataLossError(""));
       if (!key.ok()) return failure.Offer(i, "key rotation record without a valid new_key");
-      report_.notices.push_back(Where(i) + ": signing key rotated to " + key->key_id());
+      if (key->key_id() == p.key_id || retired_.count(key->key_id()) != 0)
+        return failure.Offer(i, "key rotation back to " + key->key_id() + ", a key already retired");
+      report_.notices.push_back(Where(i) + ": signing key " + std::string(p.key_id) + " retired, rotated to " +
+                                key->key_id());
+      // The retired key signs nothing after this record, whatever --trust says.
+      retired_.emplace(std::string(p.key_id), "the key-rotate record at " + Where(i) + " retired in favour of " +
+                                                  key->key_id());
       trusted_.emplace(key->key_id(), *key);
       if (may_leave_unsigned_.count(p.key_id) != 0) may_leave_unsigned_.emplace(key->key_id());
     }
