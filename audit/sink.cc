@@ -63,6 +63,15 @@ Status CheckLogFile(int fd, const std::string& path) {
     return PermissionDeniedError("audit log " + path + " is writable by group or others (mode " + mode +
                                  "); run `chmod go-w " + path + "` (cocoon creates it 0600)");
   }
+  // Another name for the log (a hard link in a work dir or a bound
+  // directory) would let a sandbox read every run's record or rewrite it,
+  // past the launch's path checks. Cocoon never links its logs (rotation
+  // renames), so a second link was made by someone else.
+  if (st.st_nlink > 1)
+    return PermissionDeniedError("audit log " + path + " has " + std::to_string(st.st_nlink) +
+                                 " hard links: through another name (in a directory a sandbox is shown) the record "
+                                 "could be read or rewritten. Remove the other names (`find / -xdev -samefile " +
+                                 path + "`), or move the file aside and start a new log");
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // The log path is opened by a writer that is often root: it must not follow a
 // symlink planted there, nor append to a file someone else owns or can write
-// (reviewer finding 4). Also the full-disk error, on a private small tmpfs.
+// (reviewer finding 4), nor one with a second name (a hard link). Also the
+// full-disk error, on a private small tmpfs.
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -43,6 +44,23 @@ TEST_F(LogFileSafetyTest, GroupOrWorldWritableLogIsRefused) {
         << log.status().message();
     EXPECT_EQ(ReadFile(Path("log")), "");
   }
+}
+
+// A log with a second name (a hard link in a directory a sandbox is shown)
+// is refused before anything is written; the record stays as it was.
+TEST_F(LogFileSafetyTest, HardLinkedLogIsRefused) {
+  WriteLog("log", 1);
+  const std::string before = ReadFile(Path("log"));
+  ASSERT_EQ(link(Path("log").c_str(), Path("other-name").c_str()), 0);
+  for (const char* name : {"log", "other-name"}) {
+    auto log = AuditLog::Open(Options(name));
+    ASSERT_FALSE(log.ok()) << name;
+    EXPECT_NE(log.status().message().find("audit log " + Path(name) + " has 2 hard links"), std::string::npos)
+        << log.status().message();
+  }
+  EXPECT_EQ(ReadFile(Path("log")), before);
+  ASSERT_EQ(unlink(Path("other-name").c_str()), 0);
+  EXPECT_TRUE(AuditLog::Open(Options("log")).ok());
 }
 
 TEST_F(LogFileSafetyTest, LogOwnedBySomeoneElseIsRefused) {
