@@ -183,9 +183,36 @@ Result<std::string_view> UnwrapLine(std::string_view text) {
   return text.substr(begin, end - begin);
 }
 
+namespace {
+
+// Whether `head`, a file's first bytes, can begin an audit log: every file
+// a writer makes begins with a start or continue record, whose canonical
+// text begins with its "@timestamp" (keys sorted), bare or inside the
+// Splunk HEC envelope. A torn first write leaves a prefix of that.
+bool BeginsLikeAuditLog(std::string_view head) {
+  constexpr std::string_view kRecord = "{\"@timestamp\":\"";
+  constexpr std::string_view kHecRecord = "{\"event\":{\"@timestamp\":\"";
+  for (std::string_view start : {kRecord, kHecRecord}) {
+    const size_t n = std::min(head.size(), start.size());
+    if (n > 0 && head.substr(0, n) == start.substr(0, n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<Tail> ReadTail(int fd, uint64_t size, const std::vector<PublicKey>& own_keys) {
   Tail tail;
   if (size == 0) return tail;
+  // Before anything is cut or appended: another file given as the log (a
+  // binary without a newline looked like one torn record, and recovery
+  // truncated it to nothing) is left as it is.
+  std::string head;
+  COCOON_RETURN_IF_ERROR(ReadAt(fd, 0, std::min<uint64_t>(size, 32), &head));
+  if (!BeginsLikeAuditLog(head))
+    return FailedPreconditionError("not an audit log: the file is not empty and does not begin with a Cocoon "
+                                   "record; nothing was written to it. Give the path of an audit log, or of a file "
+                                   "that does not exist yet");
   uint64_t window = std::min<uint64_t>(size, 64 * 1024);
   std::string data;
   while (true) {

@@ -63,6 +63,30 @@ TEST_F(LogFileSafetyTest, HardLinkedLogIsRefused) {
   EXPECT_TRUE(AuditLog::Open(Options("log")).ok());
 }
 
+// A file that is not an audit log, given as one, is refused and left as it
+// was: a binary without a newline looked like a single torn record, and
+// crash recovery cut it to nothing. A torn first record is still recovered
+// (TailTrustTest.FragmentOnlyFileStartsAChainThenRecovers).
+TEST_F(LogFileSafetyTest, NonLogFileIsRefusedAndLeftAlone) {
+  std::string binary;
+  for (int i = 0; i < 10000; ++i) binary += static_cast<char>('\n' + 1 + (i * 7919) % 200);
+  const std::vector<std::string> victims = {
+      binary,                                            // no newline at all
+      "notes\nmore notes\n",                             // lines, not records
+      "{\"forged\":true}",                                // JSON, but no record
+      "x" + ReadFile(WriteLog("real", 1)),               // a log behind one stray byte
+  };
+  for (const std::string& victim : victims) {
+    WriteFile(Path("victim"), victim);
+    ASSERT_EQ(chmod(Path("victim").c_str(), 0600), 0);
+    auto log = AuditLog::Open(Options("victim"));
+    ASSERT_FALSE(log.ok()) << victim.substr(0, 20);
+    EXPECT_NE(log.status().message().find("audit log " + Path("victim") + ": not an audit log"), std::string::npos)
+        << log.status().message();
+    EXPECT_EQ(ReadFile(Path("victim")), victim) << "the file was changed";
+  }
+}
+
 TEST_F(LogFileSafetyTest, LogOwnedBySomeoneElseIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): refusing a log owned by another uid needs root to give the file away";
   WriteFile(Path("log"), "");
