@@ -663,7 +663,33 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
 
 namespace {
 
+// The logs mapped right now, for MappedLogAt (a SIGBUS handler's question):
+// plain atomics, so the handler reads them without a lock. A log mapped
+// while every slot is taken is simply not named there.
+struct MappedRange {
+  std::atomic<const char*> begin{nullptr};
+  std::atomic<size_t> size{0};
+  std::atomic<const char*> name{nullptr};
+};
+constexpr size_t kMappedSlots = 64;
+MappedRange g_mapped[kMappedSlots];
+
+MappedRange* RegisterMapping(const char* begin, size_t size, const char* name) {
+  for (MappedRange& slot : g_mapped) {
+    const char* empty = nullptr;
+    if (!slot.begin.compare_exchange_strong(empty, begin)) continue;
+    slot.name.store(name);
+    slot.size.store(size);
+    return &slot;
+  }
+  return nullptr;
+}
+
 // A read-only mapping of a whole file (no copy of multi-gigabyte logs).
+// Another program can still shrink the file while it is mapped (a writer's
+// crash recovery cuts a torn fragment, logrotate's copytruncate empties
+// it): touching the lost pages then raises SIGBUS, which `cocoon audit
+// verify` turns into a message (MappedLogAt).
 class MappedFile {
  public:
   static Result<std::unique_ptr<MappedFile>> Open(const std::string& path) {
@@ -697,6 +723,8 @@ class MappedFile {
         return ErrnoError("mapping " + path, err);
       }
       file->data_ = static_cast<const char*>(p);
+      file->path_ = path;
+      file->registered_ = RegisterMapping(file->data_, file->size_, file->path_.c_str());
     }
     // Explicitly: the mapping keeps the open file, and with it the lock, alive.
     flock(fd, LOCK_UN);
@@ -704,6 +732,11 @@ class MappedFile {
     return file;
   }
   ~MappedFile() {
+    if (registered_ != nullptr) {
+      registered_->size.store(0);
+      registered_->name.store(nullptr);
+      registered_->begin.store(nullptr);
+    }
     if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
   }
   std::string_view bytes() const { return std::string_view(data_ == nullptr ? "" : data_, size_); }
@@ -711,6 +744,8 @@ class MappedFile {
  private:
   const char* data_ = nullptr;
   size_t size_ = 0;
+  std::string path_;
+  MappedRange* registered_ = nullptr;
 };
 
 }  // namespace
@@ -724,6 +759,16 @@ Result<VerifyReport> VerifyFiles(const std::vector<std::string>& paths, const Ve
     files.push_back(std::move(file));
   }
   return VerifyLogs(inputs, options);
+}
+
+const char* MappedLogAt(const void* address) {
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (const MappedRange& slot : g_mapped) {
+    const auto begin = reinterpret_cast<uintptr_t>(slot.begin.load());
+    const size_t size = slot.size.load();
+    if (begin != 0 && at >= begin && at - begin < size) return slot.name.load();
+  }
+  return nullptr;
 }
 
 std::string FormatReport(const VerifyReport& report) {

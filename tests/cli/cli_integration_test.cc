@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -1468,6 +1469,66 @@ TEST(CocoonEnforce, AnAuditedRunThatFailsAfterItsLaunchIsClosedInTheLog) {
   // read a missing --trust value as a healthy live log.
   EXPECT_EQ(Cocoon({"audit", "verify", log, "--trust"}).status, 3);
   EXPECT_EQ(Cocoon({"audit", "verify", log, "--threads", "x", "--trust", key + ".pub"}).status, 3);
+  fs::remove_all(dir);
+}
+
+// verify maps each log; a log that another program truncates while it is
+// mapped (a writer's crash recovery, logrotate's copytruncate) raised
+// SIGBUS where its lost pages were read, and verify died (exit 135). It now
+// says so and exits 3 (unreadable input). Made deterministic with verify's
+// own shared lock: the test holds an exclusive lock on a second log, so
+// verify, which maps its files in order, waits on it with the first already
+// mapped; the test then truncates the first and lets it go.
+TEST(CocoonAudit, VerifyOfALogThatShrinksWhileMappedFailsClearly) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-verify-shrink-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "big.log").string();
+  const std::string gate = (dir / "gate.log").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  ASSERT_EQ(Cocoon({"audit", "demo", "--key", key, "--log", log, "--count", "2000", "--batch", "500"}).status, 0);
+  std::ofstream(gate).flush();
+  const int gate_fd = open(gate.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(gate_fd, 0);
+  ASSERT_EQ(flock(gate_fd, LOCK_EX), 0);
+  const std::string err_path = (dir / "err").string();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(err, STDERR_FILENO);
+    dup2(null, STDOUT_FILENO);
+    execl(COCOON_BINARY, COCOON_BINARY, "audit", "verify", log.c_str(), gate.c_str(), "--trust",
+          (key + ".pub").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // verify has mapped big.log once it holds gate.log open (it opens its files
+  // in order, and waits on gate.log's lock with it open). Before its exec the
+  // child still has the test's own descriptor of gate.log (closed on exec).
+  const fs::path test_binary = fs::read_symlink("/proc/self/exe");
+  auto holds_gate = [&] {
+    std::error_code ec;
+    if (fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == test_binary || ec) return false;
+    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+      std::error_code link_ec;
+      if (fs::read_symlink(fd.path(), link_ec) == gate) return true;
+    }
+    return false;
+  };
+  bool waiting = false;
+  for (int i = 0; i < 6000 && !(waiting = holds_gate()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(waiting) << "verify never opened the second log";
+  ASSERT_EQ(truncate(log.c_str(), 0), 0);
+  close(gate_fd);  // verify goes on, and reads the mapping of a file that is now empty
+  auto [status, err] = WaitAndReadStderr(pid, err_path);
+  EXPECT_EQ(status, 3) << err;
+  EXPECT_NE(err.find("cocoon audit verify: " + log + ": the log shrank while being read (truncated or rotated by "
+                     "another program); nothing was verified: verify again"),
+            std::string::npos)
+      << err;
   fs::remove_all(dir);
 }
 
