@@ -424,7 +424,12 @@ Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records
   // a crash would lose the fragment with no record of it is one syscall).
   if (status.ok() && file && fragment) status = file->TruncateTo(file->size() - *fragment);
   if (status.ok()) status = Emit(batch_);
-  if (status.ok()) status = MaybeRotate(tail);
+  // Never right after a seal: rotate, continue after it would leave the
+  // honestly closed log ending in a continue record, never verified sealed.
+  // The file may exceed rotate_bytes by the seal; the next writer rotates it
+  // after its first write.
+  const bool sealed = !plan.empty() && plan.back().kind == "seal";
+  if (status.ok() && !sealed) status = MaybeRotate(tail);
   if (file) {
     file->Unlock(status.ok() ? &tail : nullptr);
   } else if (status.ok()) {

@@ -156,5 +156,85 @@ TEST_F(WriterSessionsTest, OlderLogsArePairedByPidAndHost) {
   EXPECT_NE(cut.reason.find("was never sealed"), std::string::npos) << cut.reason;
 }
 
+// Sessions span a rotated series: B starts in the first file and seals in
+// the last. The series verifies sealed; the last file alone too (B's start is
+// in a file not given, which verify notes as it always did); a series whose
+// last file lost its seals does not.
+TEST_F(WriterSessionsTest, SessionsSpanARotatedSeries) {
+  AuditLogOptions rotating = Options("log");
+  rotating.rotate_bytes = 6000;
+  auto a = AuditLog::Open(rotating);
+  ASSERT_TRUE(a.ok());
+  auto b = AuditLog::Open(Options("log"));
+  ASSERT_TRUE(b.ok());
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE((*a)->Append(SampleDenial(i)).ok());
+  ASSERT_TRUE((*b)->Close().ok());
+  ASSERT_TRUE((*a)->Close().ok());
+  std::vector<std::string> series;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    std::string name = entry.path().filename();
+    if (name.rfind("log.", 0) == 0) series.push_back(entry.path());
+  }
+  ASSERT_GE(series.size(), 1u);
+  std::sort(series.begin(), series.end(), [](const std::string& x, const std::string& y) {
+    return std::stoull(x.substr(x.rfind('-') + 1)) < std::stoull(y.substr(y.rfind('-') + 1));
+  });
+  series.push_back(Path("log"));
+  VerifyReport report = Verify(series);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  VerifyReport alone = Verify({Path("log")});
+  EXPECT_EQ(alone.verdict, VerifyVerdict::kSealed) << FormatReport(alone);
+  auto last = SplitLines(ReadFile(Path("log")));
+  ASSERT_EQ(KindOf(last.back()), "seal");
+  ASSERT_EQ(KindOf(last[last.size() - 2]), "seal");
+  last.resize(last.size() - 2);  // both seals gone: A and B are open
+  WriteFile(Path("log"), JoinLines(last));
+  VerifyReport cut = Verify(series);
+  EXPECT_EQ(cut.verdict, VerifyVerdict::kUnsealed) << FormatReport(cut);
+  EXPECT_NE(cut.reason.find(series.front() + ":1 "), std::string::npos) << cut.reason;
+  EXPECT_NE(cut.reason.find("1 more session(s)"), std::string::npos) << cut.reason;
+}
+
+// A seal that takes the file past rotate_bytes used to be followed by
+// rotate and continue records: an honestly closed log then ended in a
+// continue record and never verified as sealed (reviewer finding 6). The
+// file is now left a seal over the size; the next writer rotates it.
+TEST_F(WriterSessionsTest, ASealThatCrossesRotateBytesStaysTheLastLine) {
+  auto write = [&](uint64_t rotate_bytes) {
+    AuditLogOptions options = Options("log");
+    options.rotate_bytes = rotate_bytes;
+    auto log = AuditLog::Open(options);
+    EXPECT_TRUE(log.ok());
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE((*log)->Append(SampleDenial(i)).ok());
+    const uint64_t before_seal = std::filesystem::file_size(Path("log"));
+    EXPECT_TRUE((*log)->Close().ok());
+    return before_seal;
+  };
+  const uint64_t size = write(0);  // the same lines, measured without rotation
+  std::filesystem::remove(Path("log"));
+  ASSERT_EQ(write(size + 1), size) << "the rehearsal and the real run wrote different sizes";
+  auto lines = SplitLines(ReadFile(Path("log")));
+  EXPECT_EQ(KindOf(lines.back()), "seal");
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(entry.path().filename().string().rfind("log.", 0), std::string::npos) << entry.path();
+  VerifyReport report = Verify({Path("log")});
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  // The next writer rotates the oversized file after its start record.
+  AuditLogOptions next = Options("log");
+  next.rotate_bytes = size + 1;
+  {
+    auto log = AuditLog::Open(next);
+    ASSERT_TRUE(log.ok());
+    ASSERT_TRUE((*log)->Close().ok());
+  }
+  std::vector<std::string> series;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    if (entry.path().filename().string().rfind("log.", 0) == 0) series.push_back(entry.path());
+  ASSERT_EQ(series.size(), 1u);
+  series.push_back(Path("log"));
+  VerifyReport rotated = Verify(series);
+  EXPECT_EQ(rotated.verdict, VerifyVerdict::kSealed) << FormatReport(rotated);
+}
+
 }  // namespace
 }  // namespace cocoon::audit::testing
