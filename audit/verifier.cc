@@ -111,25 +111,18 @@ Result<nlohmann::json> ParseWithoutDuplicateKeys(std::string_view text) {
   return parsed;
 }
 
-// True when the dotted `key` ("event.outcome") names a field of `line` that
-// is there, or runs through one that is not an object: a SIEM that reads
-// dotted keys as paths would then show it instead of the signed value. A
-// dotted key that only adds a field ("event.ingested") does not.
-bool OverridesASignedField(const nlohmann::json& line, std::string_view key) {
-  if (key.find('.') == std::string_view::npos) return false;
-  const nlohmann::json* at = &line;
-  size_t begin = 0;
-  for (;;) {
-    const size_t dot = key.find('.', begin);
-    const std::string part(key.substr(begin, dot == std::string_view::npos ? std::string_view::npos : dot - begin));
-    if (!at->is_object()) return true;  // runs through a signed value
-    if (at == &line && !IsCocoonTopLevelKey(part)) return false;  // a shipper's own object
-    auto next = at->find(part);
-    if (next == at->end()) return false;  // adds a field the signed line lacks
-    if (dot == std::string_view::npos) return true;  // names a signed field
-    at = &*next;
-    begin = dot + 1;
-  }
+// The namespace a dotted `key` ("event.outcome") falls in, when it is one of
+// Cocoon's: its first segment is a top-level key Cocoon writes (the only
+// keys a signed line keeps here; any other is a shipper's). Elasticsearch, Splunk and Wazuh read the dotted key as
+// that path, so it would override a signed field ("event.outcome",
+// "severity.x" through the signed string) or add an unsigned one beside them
+// ("cocoon.breakout.verdict", "event.severity"), which an analyst cannot
+// tell from the signed fields. Only keys outside those namespaces are a
+// shipper's own ("host.name", "log.offset").
+std::optional<std::string_view> SignedNamespaceOf(std::string_view key) {
+  const size_t dot = key.find('.');
+  if (dot == std::string_view::npos || !IsCocoonTopLevelKey(key.substr(0, dot))) return std::nullopt;
+  return key.substr(0, dot);
 }
 
 // Drops top-level keys Cocoon never writes, then re-canonicalises.
@@ -144,11 +137,13 @@ Result<std::string> Normalize(std::string_view text) {
     }
     // Elasticsearch, Splunk and Wazuh read "event.outcome" as the same field
     // as the signed {"event":{"outcome":...}}: such a key is not a shipper's
-    // addition but an override of a signed field in the SIEM.
+    // addition but an edit of a signed object in the SIEM.
     const std::string& key = it.key();
-    if (OverridesASignedField(parsed, key)) {
-      return DataLossError("extra key \"" + key.substr(0, 64) +
-                           "\" would override the signed field of the same path in a SIEM that reads dotted keys");
+    if (auto space = SignedNamespaceOf(key)) {
+      return DataLossError("extra key \"" + key.substr(0, 64) + "\" is in Cocoon's signed namespace \"" +
+                           std::string(*space) +
+                           "\": a SIEM that reads dotted keys would show it as a field of the signed event "
+                           "(overriding or added to it); only keys outside Cocoon's namespaces may be added");
     }
     it = parsed.erase(it);
   }
