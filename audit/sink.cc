@@ -115,7 +115,8 @@ Status CheckTailSignature(const ParsedIntegrity& line, const std::vector<PublicK
 
 }  // namespace
 
-std::optional<RetiredKey> FindRetiredKey(std::string_view old_keys, std::string_view key_id) {
+std::vector<std::pair<std::string, RetiredKey>> RetiredKeys(std::string_view old_keys) {
+  std::vector<std::pair<std::string, RetiredKey>> out;
   size_t begin = 0;
   while (begin < old_keys.size()) {
     size_t end = old_keys.find(' ', begin);
@@ -125,14 +126,19 @@ std::optional<RetiredKey> FindRetiredKey(std::string_view old_keys, std::string_
     const size_t at = entry.find('@');
     const size_t arrow = entry.find('>');
     if (at == std::string_view::npos || arrow == std::string_view::npos || arrow < at) continue;
-    if (entry.substr(0, at) != key_id) continue;
     RetiredKey retired;
     std::string_view sequence = entry.substr(at + 1, arrow - at - 1);
     auto [ptr, ec] = std::from_chars(sequence.data(), sequence.data() + sequence.size(), retired.sequence);
     if (ec != std::errc() || ptr != sequence.data() + sequence.size()) continue;
     retired.new_key_id = std::string(entry.substr(arrow + 1));
-    return retired;
+    out.emplace_back(std::string(entry.substr(0, at)), std::move(retired));
   }
+  return out;
+}
+
+std::optional<RetiredKey> FindRetiredKey(std::string_view old_keys, std::string_view key_id) {
+  for (auto& [key, retired] : RetiredKeys(old_keys))
+    if (key == key_id) return std::move(retired);
   return std::nullopt;
 }
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "audit/keys.h"
@@ -50,6 +51,8 @@ struct RetiredKey {
   uint64_t sequence = 0;
   std::string new_key_id;
 };
+// Each well-formed entry of `old_keys`, as (retired key id, retirement).
+std::vector<std::pair<std::string, RetiredKey>> RetiredKeys(std::string_view old_keys);
 std::optional<RetiredKey> FindRetiredKey(std::string_view old_keys, std::string_view key_id);
 // `old_keys` with the retirement of `key_id` at `sequence` appended.
 std::string AddRetiredKey(std::string_view old_keys, std::string_view key_id, uint64_t sequence,

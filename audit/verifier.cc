@@ -266,6 +266,7 @@ class ChainWalker {
   void NoteSigningDeclaration(size_t i);
   std::string DescribeRecovery(size_t i) const;
   void TrackSession(size_t i);
+  void NoteEarlierRetirements(size_t i);
 
   std::vector<Line>& lines_;
   const std::vector<LogInput>& inputs_;
@@ -355,6 +356,16 @@ std::string ChainWalker::DescribeRecovery(size_t i) const {
   return Where(i) + ": " + what;
 }
 
+void ChainWalker::NoteEarlierRetirements(size_t i) {
+  auto old_keys = ExtraString(lines_[i].integrity, "old_keys");
+  if (!old_keys) return;
+  for (auto& [key_id, retired] : RetiredKeys(*old_keys)) {
+    retired_.emplace(key_id, "the key-rotate record at seq " + std::to_string(retired.sequence) +
+                                 " (in an earlier file, named by " + Where(i) + ") retired in favour of " +
+                                 retired.new_key_id);
+  }
+}
+
 void ChainWalker::TrackSession(size_t i) {
   const Line& line = lines_[i];
   if (line.kind == Kind::kStart) {
@@ -413,7 +424,13 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
     const ParsedIntegrity& p = line.integrity;
     const bool first = last_valid == SIZE_MAX;
     if (auto broken = Link(i, first)) return failure.Offer(i, *broken);
-    if (first) from_genesis_ = line.kind == Kind::kStart && p.sequence == 0;
+    if (first) {
+      from_genesis_ = line.kind == Kind::kStart && p.sequence == 0;
+      // A series given from a later file on: the key-rotate records of the
+      // files not given are out of sight, but the first line (a signed
+      // continue record) carries their retirements.
+      if (!from_genesis_) NoteEarlierRetirements(i);
+    }
     if (auto retired = retired_.find(p.key_id); retired != retired_.end()) {
       return failure.Offer(i, "claims key " + std::string(p.key_id) + ", which " + retired->second +
                                   ": after a key rotation only the new key may sign (a writer kept the old key, "

@@ -156,7 +156,8 @@ TEST_F(KeyRetirementTest, ARunningWriterStopsAfterAnotherProcessRotatesItsKey) {
 }
 
 // The retirement rides on the last line of every write, across file
-// rotation too: the continue record of the new file carries it.
+// rotation too: the continue record of the new file carries it, for
+// writers and for a verify of that file alone.
 TEST_F(KeyRetirementTest, TheRetirementSurvivesLaterWritersAndFileRotation) {
   AuditLogOptions rotating = Options("log");
   WriteRotatedLog(rotating);
@@ -174,6 +175,17 @@ TEST_F(KeyRetirementTest, TheRetirementSurvivesLaterWritersAndFileRotation) {
   ASSERT_FALSE(old_key.ok());
   EXPECT_NE(old_key.status().message().find("rotated out by the key-rotate record at seq 2"), std::string::npos)
       << old_key.status().message();
+  // verify of the newest file alone cannot see the key-rotate record, but
+  // its signed continue record names the retirement.
+  WriteFile(Path("log"), ReadFile(Path("log")) + ChainedEvent(Path("log"), key_) + "\n");
+  VerifyOptions both;  // the announcement of the new key is in an earlier file too
+  both.trusted = {key_.public_key(), next_.public_key()};
+  VerifyReport report = *VerifyFiles({Path("log")}, both);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << FormatReport(report);
+  EXPECT_NE(report.reason.find("claims key " + key_.key_id() + ", which the key-rotate record at seq 2 (in an "
+                               "earlier file, named by " + Path("log") + ":1) retired in favour of " + next_.key_id()),
+            std::string::npos)
+      << report.reason;
 }
 
 TEST_F(KeyRetirementTest, RotatingToARetiredOrTheSameKeyIsRefused) {
