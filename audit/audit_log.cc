@@ -28,9 +28,10 @@ int64_t NowMs() {
              std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-Result<std::string> RandomChainId() {
+// 128 random bits in hex: a chain id or a writer session id.
+Result<std::string> RandomId(std::string_view what) {
   uint8_t bytes[16];
-  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) return ErrnoError("getrandom for the audit chain id");
+  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) return ErrnoError("getrandom for the audit " + std::string(what));
   return HexEncode(bytes, sizeof bytes);
 }
 
@@ -89,6 +90,10 @@ class AuditLog::Impl {
   std::mutex mu;
   Tail stream_tail;
   std::string chain_id;
+  // This writer's session (random, one per Open): every lifecycle record it
+  // writes names it, so `verify` can pair each start with its seal however
+  // the sessions of concurrent writers interleave.
+  std::string session_id;
   uint64_t lines_since_checkpoint = 0;
   Clock::time_point last_checkpoint = Clock::now();
   bool closed = false;
@@ -98,6 +103,7 @@ class AuditLog::Impl {
     p.event = LifecycleEvent(kind, options.path, message);
     p.kind = std::string(kind);
     p.user = false;
+    p.extra["log_session"] = session_id;
     // Each writer declares, in its signed start (or continue) record, how
     // often it signs: `verify` accepts an unsigned event line only under a
     // key whose writer declared lines_per_sig > 1.
@@ -118,6 +124,7 @@ class AuditLog::Impl {
   Status Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs, Batch& out);
   Status Emit(const Batch& batch);
   Status MaybeRotate(Tail& tail);
+  Status CheckKeyNotRetired(const Tail& tail, const std::vector<Pending>& records) const;
   Batch batch_;
   // Batch slot i's working state, reused from batch to batch like batch_.
   std::vector<std::unique_ptr<LineHasher>> hashers_;  // SHA-256 context
@@ -196,7 +203,7 @@ std::vector<Pending> AuditLog::Impl::Plan(std::vector<Pending> records, const Ta
 // finish the chain hashes sequentially, then sign and lay out in parallel.
 Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vector<EventRef>& refs, Batch& out) {
   if (tail.empty) {
-    COCOON_ASSIGN_OR_RETURN(tail.chain_id, RandomChainId());
+    COCOON_ASSIGN_OR_RETURN(tail.chain_id, RandomId("chain id"));
     tail.next_sequence = 0;
     tail.last_hash = Digest{};
   }
@@ -206,6 +213,19 @@ Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vecto
   for (std::string_view id : {std::string_view(tail.chain_id), std::string_view(key.key_id())}) {
     if (id.find_first_of("\"\\") != std::string_view::npos)
       return InternalError("audit chain and key ids must be plain ASCII");
+  }
+  // The keys retired so far ride on the batch's last line (the only line the
+  // next writer reads); a key-rotate record is itself the retirement of the
+  // key that signs it, so the next reader adds it when it is the last line.
+  std::string old_keys = tail.old_keys;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (i + 1 == plan.size() && !old_keys.empty()) plan[i].extra["old_keys"] = old_keys;
+    if (plan[i].kind != "key-rotate") continue;
+    auto new_key_id = plan[i].extra.find("new_key_id");
+    old_keys = AddRetiredKey(old_keys, key.key_id(), tail.next_sequence + i,
+                             new_key_id != plan[i].extra.end() && new_key_id->second.is_string()
+                                 ? new_key_id->second.get<std::string>()
+                                 : std::string());
   }
   std::vector<int>& severities = out.severities;
   std::vector<Status> prepare_errors(plan.size());
@@ -315,6 +335,7 @@ Status AuditLog::Impl::Render(std::vector<Pending>& plan, Tail& tail, std::vecto
   tail.last_unverified = false;   // this batch ends in our own signed line
   tail.next_sequence += plan.size();
   tail.last_hash = prev;
+  tail.old_keys = std::move(old_keys);
   if (!plan.empty()) tail.last_kind = plan.back().kind;
   return Status::Ok();
 }
@@ -356,6 +377,31 @@ Status AuditLog::Impl::MaybeRotate(Tail& tail) {
   return file->Rotate(archive, batch.Line(0));
 }
 
+// After a key-rotate record only the key it announced may sign (`verify`
+// calls a line signed with the retired key tampered): a writer that still
+// holds the old key, or is asked to rotate to a retired one, stops here.
+Status AuditLog::Impl::CheckKeyNotRetired(const Tail& tail, const std::vector<Pending>& records) const {
+  if (tail.old_keys.empty()) return Status::Ok();
+  const std::string where = file ? "audit log " + file->path() : std::string("audit log");
+  if (auto retired = FindRetiredKey(tail.old_keys, key.key_id())) {
+    return FailedPreconditionError(where + ": its signing key " + key.key_id() +
+                                   " was rotated out by the key-rotate record at seq " +
+                                   std::to_string(retired->sequence) + " (the new key is " + retired->new_key_id +
+                                   "): lines signed with the retired key would verify as tampered. Use the new key "
+                                   "(--audit-key / COCOON_AUDIT_KEY), or start a new log");
+  }
+  for (const Pending& record : records) {
+    auto new_key_id = record.extra.find("new_key_id");
+    if (record.kind != "key-rotate" || new_key_id == record.extra.end() || !new_key_id->second.is_string()) continue;
+    if (auto retired = FindRetiredKey(tail.old_keys, new_key_id->second.get<std::string>())) {
+      return FailedPreconditionError(where + ": cannot rotate to key " + new_key_id->second.get<std::string>() +
+                                     ", which the key-rotate record at seq " + std::to_string(retired->sequence) +
+                                     " retired; generate a new key (cocoon audit keygen)");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records) {
   if (closed) return FailedPreconditionError("audit log is closed");
   Tail tail;
@@ -366,15 +412,24 @@ Result<std::vector<EventRef>> AuditLog::Impl::Write(std::vector<Pending> records
   }
   std::optional<size_t> fragment;
   if (tail.partial) fragment = tail.partial->size();
-  std::vector<Pending> plan = Plan(std::move(records), tail);
+  Status status = CheckKeyNotRetired(tail, records);
   std::vector<EventRef> refs;
-  Status status = Render(plan, tail, refs, batch_);
+  std::vector<Pending> plan;
+  if (status.ok()) {
+    plan = Plan(std::move(records), tail);
+    status = Render(plan, tail, refs, batch_);
+  }
   // Still under the lock every appender takes: cut the fragment away, then
   // write its recovery record at once (rendered above, so the window in which
   // a crash would lose the fragment with no record of it is one syscall).
   if (status.ok() && file && fragment) status = file->TruncateTo(file->size() - *fragment);
   if (status.ok()) status = Emit(batch_);
-  if (status.ok()) status = MaybeRotate(tail);
+  // Never right after a seal: rotate, continue after it would leave the
+  // honestly closed log ending in a continue record, never verified sealed.
+  // The file may exceed rotate_bytes by the seal; the next writer rotates it
+  // after its first write.
+  const bool sealed = !plan.empty() && plan.back().kind == "seal";
+  if (status.ok() && !sealed) status = MaybeRotate(tail);
   if (file) {
     file->Unlock(status.ok() ? &tail : nullptr);
   } else if (status.ok()) {
@@ -392,6 +447,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const AuditLogOptions& options)
   if (options.key_path.empty())
     return InvalidArgumentError("the audit log needs a signing key (create one with `cocoon audit keygen --out PATH`)");
   COCOON_ASSIGN_OR_RETURN(impl->key, SigningKey::LoadPem(options.key_path));
+  COCOON_ASSIGN_OR_RETURN(impl->session_id, RandomId("session id"));
   impl->own_keys.push_back(impl->key.public_key());
   impl->identity = CurrentIdentity(options.host_name);
   COCOON_RETURN_IF_ERROR(RenderIdentity(impl->identity));
@@ -467,6 +523,8 @@ Result<EventRef> AuditLog::Checkpoint() {
 Status AuditLog::RotateKey(const std::string& new_key_path) {
   COCOON_ASSIGN_OR_RETURN(SigningKey next, SigningKey::LoadPem(new_key_path));
   std::lock_guard<std::mutex> lock(impl_->mu);
+  if (next.key_id() == impl_->key.key_id())
+    return InvalidArgumentError("the new audit key " + new_key_path + " is the key the log is signed with already");
   std::vector<Pending> records;
   records.push_back(impl_->Lifecycle("key-rotate", "signing key rotated to " + next.key_id()));
   records.back().extra["new_key"] = next.public_key().Base64();

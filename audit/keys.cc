@@ -361,6 +361,19 @@ Result<SigningKey> SigningKey::LoadPem(const std::string& path) {
                                  (foreign ? "use a key of your own (cocoon audit keygen), or chown it to yourself"
                                           : "make it private (chmod 600 " + path + ")"));
   }
+  // A second name for the key (a hard link in a directory a sandbox is
+  // shown, or its work dir) hands it out, and no check of this path can see
+  // it: launches compare the key's path, and its inode where a directory is
+  // bound under another name (cli/host_overlap_guard.cc), not every file of
+  // every tree. keygen makes keys with one link; refuse any other.
+  if (st.st_nlink > 1) {
+    std::fclose(file);
+    return PermissionDeniedError("audit signing key " + path + " has " + std::to_string(st.st_nlink) +
+                                 " hard links: another name for it (in a directory a sandbox is shown, or someone "
+                                 "else's) would hand out the key, and whoever reads it can forge the log. Keep one "
+                                 "name: find the others with `find / -xdev -samefile " + path +
+                                 "` and remove them, or make a new key (cocoon audit keygen)");
+  }
   EVP_PKEY* pkey = lc->PEM_read_PrivateKey(file, nullptr, nullptr, nullptr);
   std::fclose(file);
   if (pkey == nullptr) return InvalidArgumentError(path + ": not a PEM private key");

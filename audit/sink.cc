@@ -8,6 +8,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 
@@ -61,6 +63,15 @@ Status CheckLogFile(int fd, const std::string& path) {
     return PermissionDeniedError("audit log " + path + " is writable by group or others (mode " + mode +
                                  "); run `chmod go-w " + path + "` (cocoon creates it 0600)");
   }
+  // Another name for the log (a hard link in a work dir or a bound
+  // directory) would let a sandbox read every run's record or rewrite it,
+  // past the launch's path checks. Cocoon never links its logs (rotation
+  // renames), so a second link was made by someone else.
+  if (st.st_nlink > 1)
+    return PermissionDeniedError("audit log " + path + " has " + std::to_string(st.st_nlink) +
+                                 " hard links: through another name (in a directory a sandbox is shown) the record "
+                                 "could be read or rewritten. Remove the other names (`find / -xdev -samefile " +
+                                 path + "`), or move the file aside and start a new log");
   return Status::Ok();
 }
 
@@ -104,6 +115,49 @@ Status CheckTailSignature(const ParsedIntegrity& line, const std::vector<PublicK
 
 }  // namespace
 
+std::vector<std::pair<std::string, RetiredKey>> RetiredKeys(std::string_view old_keys) {
+  std::vector<std::pair<std::string, RetiredKey>> out;
+  size_t begin = 0;
+  while (begin < old_keys.size()) {
+    size_t end = old_keys.find(' ', begin);
+    if (end == std::string_view::npos) end = old_keys.size();
+    std::string_view entry = old_keys.substr(begin, end - begin);
+    begin = end + 1;
+    const size_t at = entry.find('@');
+    const size_t arrow = entry.find('>');
+    if (at == std::string_view::npos || arrow == std::string_view::npos || arrow < at) continue;
+    RetiredKey retired;
+    std::string_view sequence = entry.substr(at + 1, arrow - at - 1);
+    auto [ptr, ec] = std::from_chars(sequence.data(), sequence.data() + sequence.size(), retired.sequence);
+    if (ec != std::errc() || ptr != sequence.data() + sequence.size()) continue;
+    retired.new_key_id = std::string(entry.substr(arrow + 1));
+    out.emplace_back(std::string(entry.substr(0, at)), std::move(retired));
+  }
+  return out;
+}
+
+std::optional<RetiredKey> FindRetiredKey(std::string_view old_keys, std::string_view key_id) {
+  for (auto& [key, retired] : RetiredKeys(old_keys))
+    if (key == key_id) return std::move(retired);
+  return std::nullopt;
+}
+
+std::string AddRetiredKey(std::string_view old_keys, std::string_view key_id, uint64_t sequence,
+                          std::string_view new_key_id) {
+  std::string out(old_keys);
+  if (!out.empty()) out += ' ';
+  out += key_id;
+  out += '@';
+  out += std::to_string(sequence);
+  out += '>';
+  out += new_key_id;
+  // Only the newest entries: the line that carries them stays small. An
+  // older retired key that drops off is still refused by `verify`.
+  size_t entries = static_cast<size_t>(std::count(out.begin(), out.end(), ' ')) + 1;
+  while (entries-- > kMaxOldKeys) out.erase(0, out.find(' ') + 1);
+  return out;
+}
+
 Result<std::string_view> UnwrapLine(std::string_view text) {
   constexpr std::string_view kHecPrefix = "{\"event\":{";
   if (text.substr(0, kHecPrefix.size()) != kHecPrefix) return text;
@@ -135,9 +189,36 @@ Result<std::string_view> UnwrapLine(std::string_view text) {
   return text.substr(begin, end - begin);
 }
 
+namespace {
+
+// Whether `head`, a file's first bytes, can begin an audit log: every file
+// a writer makes begins with a start or continue record, whose canonical
+// text begins with its "@timestamp" (keys sorted), bare or inside the
+// Splunk HEC envelope. A torn first write leaves a prefix of that.
+bool BeginsLikeAuditLog(std::string_view head) {
+  constexpr std::string_view kRecord = "{\"@timestamp\":\"";
+  constexpr std::string_view kHecRecord = "{\"event\":{\"@timestamp\":\"";
+  for (std::string_view start : {kRecord, kHecRecord}) {
+    const size_t n = std::min(head.size(), start.size());
+    if (n > 0 && head.substr(0, n) == start.substr(0, n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<Tail> ReadTail(int fd, uint64_t size, const std::vector<PublicKey>& own_keys) {
   Tail tail;
   if (size == 0) return tail;
+  // Before anything is cut or appended: another file given as the log (a
+  // binary without a newline looked like one torn record, and recovery
+  // truncated it to nothing) is left as it is.
+  std::string head;
+  COCOON_RETURN_IF_ERROR(ReadAt(fd, 0, std::min<uint64_t>(size, 32), &head));
+  if (!BeginsLikeAuditLog(head))
+    return FailedPreconditionError("not an audit log: the file is not empty and does not begin with a Cocoon "
+                                   "record; nothing was written to it. Give the path of an audit log, or of a file "
+                                   "that does not exist yet");
   uint64_t window = std::min<uint64_t>(size, 64 * 1024);
   std::string data;
   while (true) {
@@ -164,6 +245,13 @@ Result<Tail> ReadTail(int fd, uint64_t size, const std::vector<PublicKey>& own_k
         tail.next_sequence = parsed->sequence + 1;
         tail.last_hash = parsed->hash;
         tail.last_kind = std::string(parsed->kind);
+        if (auto it = parsed->extra.find("old_keys"); it != parsed->extra.end())
+          tail.old_keys = std::string(RawString(it->second).value_or(""));
+        if (parsed->kind == "key-rotate") {
+          auto it = parsed->extra.find("new_key_id");
+          std::string_view new_key_id = it == parsed->extra.end() ? "" : RawString(it->second).value_or("");
+          tail.old_keys = AddRetiredKey(tail.old_keys, parsed->key_id, parsed->sequence, new_key_id);
+        }
         return tail;
       }
     } else if (whole_file) {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "audit/keys.h"
@@ -33,7 +34,29 @@ struct Tail {
   // The last complete line has no signature, so nothing vouches for it: the
   // writer must say so in a signed recovery record before chaining onto it.
   bool last_unverified = false;
+  // The keys that key-rotate records retired, as the last line carries them
+  // in integrity.old_keys (plus the tail itself when it is a key-rotate
+  // record): see RetiredKeys below.
+  std::string old_keys;
 };
+
+// integrity.old_keys: "KEY@SEQ>NEW KEY@SEQ>NEW ...", each key retired by the
+// key-rotate record at sequence SEQ, which announced NEW. `verify` finds the
+// retirements itself (from the key-rotate records); this copy lets a writer
+// that reads only the log's last line refuse to go on signing with a retired
+// key. The last line of every write carries it forward (the newest
+// kMaxOldKeys entries).
+inline constexpr size_t kMaxOldKeys = 16;
+struct RetiredKey {
+  uint64_t sequence = 0;
+  std::string new_key_id;
+};
+// Each well-formed entry of `old_keys`, as (retired key id, retirement).
+std::vector<std::pair<std::string, RetiredKey>> RetiredKeys(std::string_view old_keys);
+std::optional<RetiredKey> FindRetiredKey(std::string_view old_keys, std::string_view key_id);
+// `old_keys` with the retirement of `key_id` at `sequence` appended.
+std::string AddRetiredKey(std::string_view old_keys, std::string_view key_id, uint64_t sequence,
+                          std::string_view new_key_id);
 
 // Reads the tail of the log in `fd` (size `size`). A last complete line that
 // does not parse, whose hash does not recompute, or that claims one of

@@ -48,6 +48,9 @@ struct Line {
   ParsedIntegrity integrity;
   Digest computed{};
   Kind kind = Kind::kOther;
+  // start and seal records: the writer session they open or close (see
+  // SessionOf).
+  std::string session;
   // A copy of integrity.chain when it fits (Cocoon writes 32 hex digits).
   uint8_t chain_size = 0;  // 0: no copy, compare integrity.chain itself
   std::array<char, 40> chain_copy{};
@@ -108,25 +111,18 @@ Result<nlohmann::json> ParseWithoutDuplicateKeys(std::string_view text) {
   return parsed;
 }
 
-// True when the dotted `key` ("event.outcome") names a field of `line` that
-// is there, or runs through one that is not an object: a SIEM that reads
-// dotted keys as paths would then show it instead of the signed value. A
-// dotted key that only adds a field ("event.ingested") does not.
-bool OverridesASignedField(const nlohmann::json& line, std::string_view key) {
-  if (key.find('.') == std::string_view::npos) return false;
-  const nlohmann::json* at = &line;
-  size_t begin = 0;
-  for (;;) {
-    const size_t dot = key.find('.', begin);
-    const std::string part(key.substr(begin, dot == std::string_view::npos ? std::string_view::npos : dot - begin));
-    if (!at->is_object()) return true;  // runs through a signed value
-    if (at == &line && !IsCocoonTopLevelKey(part)) return false;  // a shipper's own object
-    auto next = at->find(part);
-    if (next == at->end()) return false;  // adds a field the signed line lacks
-    if (dot == std::string_view::npos) return true;  // names a signed field
-    at = &*next;
-    begin = dot + 1;
-  }
+// The namespace a dotted `key` ("event.outcome") falls in, when it is one of
+// Cocoon's: its first segment is a top-level key Cocoon writes (the only
+// keys a signed line keeps here; any other is a shipper's). Elasticsearch, Splunk and Wazuh read the dotted key as
+// that path, so it would override a signed field ("event.outcome",
+// "severity.x" through the signed string) or add an unsigned one beside them
+// ("cocoon.breakout.verdict", "event.severity"), which an analyst cannot
+// tell from the signed fields. Only keys outside those namespaces are a
+// shipper's own ("host.name", "log.offset").
+std::optional<std::string_view> SignedNamespaceOf(std::string_view key) {
+  const size_t dot = key.find('.');
+  if (dot == std::string_view::npos || !IsCocoonTopLevelKey(key.substr(0, dot))) return std::nullopt;
+  return key.substr(0, dot);
 }
 
 // Drops top-level keys Cocoon never writes, then re-canonicalises.
@@ -141,15 +137,53 @@ Result<std::string> Normalize(std::string_view text) {
     }
     // Elasticsearch, Splunk and Wazuh read "event.outcome" as the same field
     // as the signed {"event":{"outcome":...}}: such a key is not a shipper's
-    // addition but an override of a signed field in the SIEM.
+    // addition but an edit of a signed object in the SIEM.
     const std::string& key = it.key();
-    if (OverridesASignedField(parsed, key)) {
-      return DataLossError("extra key \"" + key.substr(0, 64) +
-                           "\" would override the signed field of the same path in a SIEM that reads dotted keys");
+    if (auto space = SignedNamespaceOf(key)) {
+      return DataLossError("extra key \"" + key.substr(0, 64) + "\" is in Cocoon's signed namespace \"" +
+                           std::string(*space) +
+                           "\": a SIEM that reads dotted keys would show it as a field of the signed event "
+                           "(overriding or added to it); only keys outside Cocoon's namespaces may be added");
     }
     it = parsed.erase(it);
   }
   return Canonicalize(parsed);
+}
+
+// "cocoon pid P on host H", from a lifecycle record's actor and device
+// (every writer's lifecycle records carry its own), or "" when they are absent.
+std::string DescribeWriter(std::string_view text) {
+  nlohmann::json line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!line.is_object()) return "";
+  const nlohmann::json* pid = nullptr;
+  const nlohmann::json* host = nullptr;
+  if (auto actor = line.find("actor"); actor != line.end() && actor->is_object()) {
+    if (auto process = actor->find("process"); process != actor->end() && process->is_object()) {
+      if (auto it = process->find("pid"); it != process->end() && it->is_number_integer()) pid = &*it;
+    }
+  }
+  if (auto device = line.find("device"); device != line.end() && device->is_object()) {
+    if (auto it = device->find("hostname"); it != device->end() && it->is_string()) host = &*it;
+  }
+  if (pid == nullptr) return "";
+  std::string out = "cocoon pid " + std::to_string(pid->get<int64_t>());
+  if (host != nullptr) out += " on host " + host->get<std::string>().substr(0, 64);
+  return out;
+}
+
+// The writer session a start or seal record belongs to. Each AuditLog (one
+// `cocoon run`/`enforce` process, one `cocoon mcp` call) writes its own start
+// ... seal into the shared chain, and concurrent writers' sessions
+// interleave, so "the last line is a seal" says nothing about the others.
+// Since log_session, every lifecycle record names its writer's random
+// session id; records of an older cocoon are matched by the writer's pid and
+// host (each such pair counts its starts and seals).
+std::string SessionOf(const ParsedIntegrity& p, std::string_view text) {
+  auto it = p.extra.find("log_session");
+  if (it != p.extra.end()) {
+    if (auto id = RawString(it->second)) return "id:" + std::string(*id);
+  }
+  return "legacy:" + DescribeWriter(text);
 }
 
 // `scanned` is the calling worker's scratch (reused: no allocation per line).
@@ -169,6 +203,7 @@ void Analyse(Line& line, bool ignore_extra_keys, ScannedLine& scanned) {
   if (!parsed.ok()) { line.error = parsed.status().message(); return; }
   line.integrity = std::move(*parsed);
   line.kind = KindOf(line.integrity.kind);
+  if (line.kind == Kind::kStart || line.kind == Kind::kSeal) line.session = SessionOf(line.integrity, text);
   std::string_view chain = line.integrity.chain;
   if (!chain.empty() && chain.size() <= line.chain_copy.size()) {
     std::memcpy(line.chain_copy.data(), chain.data(), chain.size());
@@ -219,6 +254,8 @@ class ChainWalker {
   size_t last_signed = SIZE_MAX;
   size_t last_valid = SIZE_MAX;
   std::vector<std::string> recoveries;  // one description per recovery record
+  // "" when every writer session whose start record was read was sealed.
+  std::string DescribeUnsealedSessions() const;
 
  private:
   std::string Where(size_t i) const {
@@ -228,6 +265,8 @@ class ChainWalker {
   std::optional<std::string> CheckUnsigned(size_t i) const;
   void NoteSigningDeclaration(size_t i);
   std::string DescribeRecovery(size_t i) const;
+  void TrackSession(size_t i);
+  void NoteEarlierRetirements(size_t i);
 
   std::vector<Line>& lines_;
   const std::vector<LogInput>& inputs_;
@@ -237,6 +276,13 @@ class ChainWalker {
   // Key ids whose writer declared, in a signed start/continue record, that
   // it signs fewer than every line (lines_per_sig > 1).
   std::set<std::string, std::less<>> may_leave_unsigned_;
+  // Writer sessions opened (start record read) and not yet sealed: the
+  // indices of their start records, by Line::session (a stack: an older
+  // cocoon's pid can be reused by a later writer).
+  std::map<std::string, std::vector<size_t>, std::less<>> open_sessions_;
+  bool from_genesis_ = false;  // the lines begin with the chain's first record
+  // Keys a key-rotate record retired: which record, and the key it announced.
+  std::map<std::string, std::string, std::less<>> retired_;
   std::string chain_;
   Kind last_kind_ = Kind::kOther;  // last_kind, named
   uint64_t next_seq_ = 0;
@@ -310,6 +356,60 @@ std::string ChainWalker::DescribeRecovery(size_t i) const {
   return Where(i) + ": " + what;
 }
 
+void ChainWalker::NoteEarlierRetirements(size_t i) {
+  auto old_keys = ExtraString(lines_[i].integrity, "old_keys");
+  if (!old_keys) return;
+  for (auto& [key_id, retired] : RetiredKeys(*old_keys)) {
+    retired_.emplace(key_id, "the key-rotate record at seq " + std::to_string(retired.sequence) +
+                                 " (in an earlier file, named by " + Where(i) + ") retired in favour of " +
+                                 retired.new_key_id);
+  }
+}
+
+void ChainWalker::TrackSession(size_t i) {
+  const Line& line = lines_[i];
+  if (line.kind == Kind::kStart) {
+    open_sessions_[line.session].push_back(i);
+    return;
+  }
+  if (line.kind != Kind::kSeal) return;
+  auto open = open_sessions_.find(line.session);
+  if (open != open_sessions_.end()) {
+    open->second.pop_back();
+    if (open->second.empty()) open_sessions_.erase(open);
+  } else if (from_genesis_) {
+    report_.notices.push_back(Where(i) + ": seal of a writer session whose start record is not in the log");
+  }
+}
+
+std::string ChainWalker::DescribeUnsealedSessions() const {
+  std::vector<size_t> starts;
+  for (const auto& [session, indices] : open_sessions_) starts.insert(starts.end(), indices.begin(), indices.end());
+  if (starts.empty()) return "";
+  std::sort(starts.begin(), starts.end());
+  auto describe = [this](size_t i) {
+    const Line& start = lines_[i];
+    auto inner = UnwrapLine(start.text);
+    std::string writer = DescribeWriter(!start.normalized.empty() ? std::string_view(start.normalized)
+                                        : inner.ok()                ? *inner
+                                                                    : start.text);
+    const std::string& session = start.session;
+    std::string id = session.rfind("id:", 0) == 0 ? "session " + session.substr(3) : "";
+    std::string who = writer + (writer.empty() || id.empty() ? "" : ", ") + id;
+    return Where(i) + (who.empty() ? "" : " (" + who + ")");
+  };
+  std::string out = "not sealed: the writer session started at " + describe(starts[0]) +
+                    " was never sealed: its writer died or the log was cut (or the writer is still running), so "
+                    "its record may be incomplete";
+  if (starts.size() > 1) {
+    constexpr size_t kListed = 8;
+    out += "; " + std::to_string(starts.size() - 1) + " more session(s) never sealed, started at ";
+    for (size_t k = 1; k < starts.size() && k <= kListed; ++k) out += (k == 1 ? "" : ", ") + describe(starts[k]);
+    if (starts.size() - 1 > kListed) out += ", ...";
+  }
+  return out;
+}
+
 void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
   for (size_t i = 0; i < lines_.size(); ++i) {
     Line& line = lines_[i];
@@ -322,7 +422,20 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       return failure.Offer(i, line.error);
     }
     const ParsedIntegrity& p = line.integrity;
-    if (auto broken = Link(i, last_valid == SIZE_MAX)) return failure.Offer(i, *broken);
+    const bool first = last_valid == SIZE_MAX;
+    if (auto broken = Link(i, first)) return failure.Offer(i, *broken);
+    if (first) {
+      from_genesis_ = line.kind == Kind::kStart && p.sequence == 0;
+      // A series given from a later file on: the key-rotate records of the
+      // files not given are out of sight, but the first line (a signed
+      // continue record) carries their retirements.
+      if (!from_genesis_) NoteEarlierRetirements(i);
+    }
+    if (auto retired = retired_.find(p.key_id); retired != retired_.end()) {
+      return failure.Offer(i, "claims key " + std::string(p.key_id) + ", which " + retired->second +
+                                  ": after a key rotation only the new key may sign (a writer kept the old key, "
+                                  "or whoever holds it appended this)");
+    }
     if (auto unsigned_line = CheckUnsigned(i)) return failure.Offer(i, *unsigned_line);
     NoteSigningDeclaration(i);
     if (p.has_signature) {
@@ -337,11 +450,18 @@ void ChainWalker::Walk(Failure& failure, std::vector<SignatureCheck>& checks) {
       auto text = ExtraString(p, "new_key");
       auto key = text && Base64Decode(*text, &raw) ? PublicKey::FromRaw(raw) : Result<PublicKey>(DataLossError(""));
       if (!key.ok()) return failure.Offer(i, "key rotation record without a valid new_key");
-      report_.notices.push_back(Where(i) + ": signing key rotated to " + key->key_id());
+      if (key->key_id() == p.key_id || retired_.count(key->key_id()) != 0)
+        return failure.Offer(i, "key rotation back to " + key->key_id() + ", a key already retired");
+      report_.notices.push_back(Where(i) + ": signing key " + std::string(p.key_id) + " retired, rotated to " +
+                                key->key_id());
+      // The retired key signs nothing after this record, whatever --trust says.
+      retired_.emplace(std::string(p.key_id), "the key-rotate record at " + Where(i) + " retired in favour of " +
+                                                  key->key_id());
       trusted_.emplace(key->key_id(), *key);
       if (may_leave_unsigned_.count(p.key_id) != 0) may_leave_unsigned_.emplace(key->key_id());
     }
     if (line.kind == Kind::kRecovery) recoveries.push_back(DescribeRecovery(i));
+    TrackSession(i);
     if (line.kind == Kind::kRotate) last_next_file = std::string(ExtraString(p, "next_file").value_or("?"));
     if (!line.SameChain(chain_)) {  // once per chain, not per line (no copy on the hot path)
       chain_ = std::string(p.chain);
@@ -521,14 +641,21 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
                     "without the key, or left by a writer killed mid-write (the next writer records a recovery)";
     return report;
   }
-  if (walker.last_kind == "seal") {
-    report.verdict = VerifyVerdict::kSealed;
-  } else if (walker.last_kind == "rotate") {
+  const std::string unsealed_sessions = walker.DescribeUnsealedSessions();
+  if (walker.last_kind == "rotate") {
     // A rotation is a clean place to cut the series: without the file it
     // continues in, the end of the chain is not here.
     report.verdict = VerifyVerdict::kUnsealed;
     report.reason = "not sealed: the log ends with a rotate record; the chain continues in the next file (" +
                     walker.last_next_file + "), which was not given";
+  } else if (!unsealed_sessions.empty()) {
+    // Sealed only when every writer's session is: a cut just after one
+    // writer's seal, or a writer killed before its seal, leaves the other
+    // sessions open, and their end may be what is missing.
+    report.verdict = VerifyVerdict::kUnsealed;
+    report.reason = unsealed_sessions;
+  } else if (walker.last_kind == "seal") {
+    report.verdict = VerifyVerdict::kSealed;
   } else {
     report.verdict = VerifyVerdict::kUnsealed;
     report.reason = "not sealed: the log ends with a " + walker.last_kind + " record, so its end may be missing";
@@ -548,7 +675,33 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
 
 namespace {
 
+// The logs mapped right now, for MappedLogAt (a SIGBUS handler's question):
+// plain atomics, so the handler reads them without a lock. A log mapped
+// while every slot is taken is simply not named there.
+struct MappedRange {
+  std::atomic<const char*> begin{nullptr};
+  std::atomic<size_t> size{0};
+  std::atomic<const char*> name{nullptr};
+};
+constexpr size_t kMappedSlots = 64;
+MappedRange g_mapped[kMappedSlots];
+
+MappedRange* RegisterMapping(const char* begin, size_t size, const char* name) {
+  for (MappedRange& slot : g_mapped) {
+    const char* empty = nullptr;
+    if (!slot.begin.compare_exchange_strong(empty, begin)) continue;
+    slot.name.store(name);
+    slot.size.store(size);
+    return &slot;
+  }
+  return nullptr;
+}
+
 // A read-only mapping of a whole file (no copy of multi-gigabyte logs).
+// Another program can still shrink the file while it is mapped (a writer's
+// crash recovery cuts a torn fragment, logrotate's copytruncate empties
+// it): touching the lost pages then raises SIGBUS, which `cocoon audit
+// verify` turns into a message (MappedLogAt).
 class MappedFile {
  public:
   static Result<std::unique_ptr<MappedFile>> Open(const std::string& path) {
@@ -582,6 +735,8 @@ class MappedFile {
         return ErrnoError("mapping " + path, err);
       }
       file->data_ = static_cast<const char*>(p);
+      file->path_ = path;
+      file->registered_ = RegisterMapping(file->data_, file->size_, file->path_.c_str());
     }
     // Explicitly: the mapping keeps the open file, and with it the lock, alive.
     flock(fd, LOCK_UN);
@@ -589,6 +744,11 @@ class MappedFile {
     return file;
   }
   ~MappedFile() {
+    if (registered_ != nullptr) {
+      registered_->size.store(0);
+      registered_->name.store(nullptr);
+      registered_->begin.store(nullptr);
+    }
     if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
   }
   std::string_view bytes() const { return std::string_view(data_ == nullptr ? "" : data_, size_); }
@@ -596,6 +756,8 @@ class MappedFile {
  private:
   const char* data_ = nullptr;
   size_t size_ = 0;
+  std::string path_;
+  MappedRange* registered_ = nullptr;
 };
 
 }  // namespace
@@ -609,6 +771,16 @@ Result<VerifyReport> VerifyFiles(const std::vector<std::string>& paths, const Ve
     files.push_back(std::move(file));
   }
   return VerifyLogs(inputs, options);
+}
+
+const char* MappedLogAt(const void* address) {
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (const MappedRange& slot : g_mapped) {
+    const auto begin = reinterpret_cast<uintptr_t>(slot.begin.load());
+    const size_t size = slot.size.load();
+    if (begin != 0 && at >= begin && at - begin < size) return slot.name.load();
+  }
+  return nullptr;
 }
 
 std::string FormatReport(const VerifyReport& report) {

@@ -50,6 +50,12 @@ struct LogInput {
 VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions& options);
 Result<VerifyReport> VerifyFiles(const std::vector<std::string>& paths, const VerifyOptions& options);
 
+// The path of the log VerifyFiles has mapped at `address`, or null. Async-
+// signal-safe: for a SIGBUS handler, since a log that another program
+// truncates while it is mapped raises SIGBUS where its lost pages are read
+// (cli/audit_command.cc reports that and exits).
+const char* MappedLogAt(const void* address);
+
 // Human-readable summary, e.g. "audit.log:17: TAMPERED: hash mismatch (line edited)".
 std::string FormatReport(const VerifyReport& report);
 

@@ -5,7 +5,10 @@
 // 3 usage, 4 recovered), so its options are validated here rather than by CLI11, whose
 // parse errors main() maps to 2.
 #include <CLI/CLI.hpp>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -21,6 +24,36 @@ namespace cocoon::cli {
 namespace {
 
 constexpr int kVerifyUsage = 3;
+
+// A log shrinks under verify's mapping when another program truncates it
+// (a writer's crash recovery cuts a torn fragment, logrotate's copytruncate
+// empties it); reading its lost pages raises SIGBUS, which used to kill
+// verify (exit 135). Reported instead as unreadable input (exit 3): nothing
+// can be said about a log that changed while it was read. Only write(2) and
+// _exit here (signal-safety(7)); a SIGBUS anywhere else gets the default.
+void OnSigbus(int, siginfo_t* info, void*) {
+  const char* log = audit::MappedLogAt(info->si_addr);
+  if (log == nullptr) {
+    signal(SIGBUS, SIG_DFL);  // not ours: the fault repeats on return and ends the process as it would have
+    return;
+  }
+  auto put = [](const char* text) {
+    if (write(STDERR_FILENO, text, strlen(text)) < 0) {}
+  };
+  put("cocoon audit verify: ");
+  put(log);
+  put(": the log shrank while being read (truncated or rotated by another program); nothing was verified: "
+      "verify again\n");
+  _exit(kVerifyUsage);
+}
+
+void CatchShrinkingLogs() {
+  struct sigaction action {};
+  action.sa_sigaction = OnSigbus;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGBUS, &action, nullptr);
+}
 
 struct VerifyArgs {
   std::vector<std::string> files;
@@ -49,6 +82,7 @@ int RunVerify(CLI::App& command, const VerifyArgs& args) {
     }
     for (auto& key : *keys) options.trusted.push_back(std::move(key));
   }
+  CatchShrinkingLogs();
   auto report = audit::VerifyFiles(args.files, options);
   if (!report.ok()) {
     std::cerr << "cocoon audit verify: " << report.status().message() << "\n";

@@ -3,8 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <string_view>
 
 #include "enforcer/artifact_cache.h"
 #include "enforcer/workdir/host_path.h"
@@ -35,6 +39,94 @@ bool Within(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
 }
 
+// A file or directory as the kernel knows it: two names of one inode (a
+// hard link, a bind mount of a directory) have the same id.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+std::optional<FileId> IdOf(const std::string& path) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+// The ids of `real_path` (resolved) and of every directory above it: a tree
+// holds the file iff its root is one of them, whatever name the tree goes by.
+std::vector<FileId> IdChain(const std::string& real_path) {
+  std::vector<FileId> chain;
+  if (real_path.empty() || real_path.front() != '/') return chain;
+  std::string at = real_path;
+  for (;;) {
+    if (auto id = IdOf(at)) chain.push_back(*id);
+    if (at == "/") break;
+    const size_t slash = at.find_last_of('/');
+    at = slash == 0 ? "/" : at.substr(0, slash);
+  }
+  return chain;
+}
+
+// mountinfo's octal escapes (\040 for a space, proc(5)).
+std::string UnescapeMountPath(std::string_view field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      const char a = field[i + 1], b = field[i + 2], c = field[i + 3];
+      if (a >= '0' && a <= '3' && b >= '0' && b <= '7' && c >= '0' && c <= '7') {
+        out += static_cast<char>((a - '0') * 64 + (b - '0') * 8 + (c - '0'));
+        i += 3;
+        continue;
+      }
+    }
+    out += field[i];
+  }
+  return out;
+}
+
+// Every mount point of this mount namespace (field 5 of /proc/self/mountinfo).
+std::vector<std::string> MountPoints() {
+  std::vector<std::string> points;
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t begin = 0;
+    for (int field = 0; field < 4 && begin != std::string::npos; ++field) {
+      begin = line.find(' ', begin);
+      if (begin != std::string::npos) ++begin;
+    }
+    if (begin == std::string::npos) continue;
+    points.push_back(UnescapeMountPath(std::string_view(line).substr(begin, line.find(' ', begin) - begin)));
+  }
+  return points;
+}
+
+// Whether the tree at `dir` (resolved) shows the file whose IdChain is
+// `file_chain` by another name than its path: `dir` is one of the file's
+// directories (or the file itself) under another name (a bind mount of it,
+// a hard link of the file), or a mount below `dir` is (binds are
+// recursive). The path comparison (Within) cannot see either.
+class AliasCheck {
+ public:
+  bool Shows(const std::string& dir, const std::vector<FileId>& file_chain) {
+    if (file_chain.empty()) return false;
+    auto in_chain = [&](const std::string& path) {
+      auto id = IdOf(path);
+      return id && std::find(file_chain.begin(), file_chain.end(), *id) != file_chain.end();
+    };
+    if (in_chain(dir)) return true;
+    if (!mount_points_) mount_points_ = MountPoints();
+    for (const std::string& point : *mount_points_) {
+      if (point != dir && Within(point, dir) && in_chain(point)) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::optional<std::vector<std::string>> mount_points_;  // read once, when first needed
+};
+
 // Work dirs no run should write back into. /usr/local, /var and /root hold
 // ordinary project dirs (/root/project, /var/lib/ci/workspace): only those
 // dirs themselves are refused.
@@ -62,6 +154,21 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
   const std::string cache = writes_or_copies ? RealOrAsGiven(enforcer::ArtifactCache::DefaultDir()) : std::string();
   const std::string log = RealOrAsGiven(paths.audit_log == "-" ? "" : paths.audit_log);
   const std::string key = RealOrAsGiven(paths.audit_key);
+  // A tree holds the log or key by its path, or by another name: a bind
+  // mount of one of their directories, a hard link (which audit/keys.cc and
+  // audit/sink.cc refuse for the key and the log, later, when they are opened).
+  AliasCheck alias;
+  std::optional<std::vector<FileId>> log_ids, key_ids;  // stat'd when first needed
+  auto holds_log = [&](const std::string& dir) {
+    if (log.empty()) return false;
+    if (!log_ids) log_ids = IdChain(log);
+    return Within(log, dir) || alias.Shows(dir, *log_ids);
+  };
+  auto holds_key = [&](const std::string& dir) {
+    if (key.empty()) return false;
+    if (!key_ids) key_ids = IdChain(key);
+    return Within(key, dir) || alias.Shows(dir, *key_ids);
+  };
   GuardedHostPaths guarded;
   if (!paths.work_dir.empty()) {
     auto resolved = enforcer::ResolveHostPath(paths.work_dir);
@@ -75,8 +182,8 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     if (!cache.empty() && (Within(cache, work) || (Within(work, cache) && !paths.work_dir_is_ours))) {
       return refuse("overlaps Cocoon's artifact cache " + cache + " (compiled policies every launch trusts)");
     }
-    if (!log.empty() && Within(log, work)) return refuse("holds the audit log " + log);
-    if (!key.empty() && Within(key, work)) return refuse("holds the audit key " + key);
+    if (holds_log(work)) return refuse("holds the audit log " + log);
+    if (holds_key(work)) return refuse("holds the audit key " + key);
     guarded.work_dir = work;
   }
   for (const std::string& copy : paths.copies) {
@@ -90,8 +197,8 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return refuse("a kernel or system tree");
     }
     if (!cache.empty() && (Within(source, cache) || Within(cache, source))) return refuse("overlaps Cocoon's artifact cache");
-    if (!key.empty() && Within(key, source)) return refuse("is or holds the audit key " + key);
-    if (!log.empty() && Within(log, source)) return refuse("is or holds the audit log " + log);
+    if (holds_key(source)) return refuse("is or holds the audit key " + key);
+    if (holds_log(source)) return refuse("is or holds the audit log " + log);
     guarded.copies.push_back(source);
   }
   // A bind (`--ro`, the current directory, a policy's readonly) that shows
@@ -117,11 +224,11 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return InvalidArgumentError("the mount of " + bound + " would show the host's /proc to the sandbox, with every "
                                   "host process and its root directory; the sandbox has a /proc of its own");
     }
-    if (!key.empty() && Within(key, source) && sandbox_may_read(key)) {
+    if (holds_key(source) && sandbox_may_read(key)) {
       return InvalidArgumentError("the mount of " + bound + " would show the audit key " + key +
                                   " to the sandbox; keep the key outside every bound directory");
     }
-    if (!log.empty() && Within(log, source) && sandbox_may_read(log)) {
+    if (holds_log(source) && sandbox_may_read(log)) {
       return InvalidArgumentError("the mount of " + bound + " would show the audit log " + log +
                                   " to the sandbox; keep the log outside every bound directory");
     }
@@ -146,8 +253,8 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     if (!cache.empty() && (Within(cache, source) || Within(source, cache))) {
       return refuse("overlaps Cocoon's artifact cache " + cache + " (compiled policies every launch trusts)");
     }
-    if (!log.empty() && Within(log, source)) return refuse("holds the audit log " + log);
-    if (!key.empty() && Within(key, source)) return refuse("holds the audit key " + key);
+    if (holds_log(source)) return refuse("holds the audit log " + log);
+    if (holds_key(source)) return refuse("holds the audit key " + key);
   }
   return guarded;
 }

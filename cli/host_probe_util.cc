@@ -439,6 +439,13 @@ std::vector<HostCheck> CheckAudit(const DoctorOptions& options) {
                                                 : std::string(" may be read or changed by other users")) +
                    ": runs that sign with it are refused";
       key.fix = foreign ? "cocoon audit keygen --out KEY (a key of your own)" : "chmod 600 " + options.audit_key;
+    } else if (st.st_nlink > 1) {
+      // Launches refuse it too (audit/keys.cc LoadPem): another name could sit where a sandbox sees it.
+      key.status = CheckStatus::kFail;
+      key.weight = CheckWeight::kRequired;
+      key.detail = options.audit_key + " has " + std::to_string(st.st_nlink) +
+                   " hard links: runs that sign with it are refused";
+      key.fix = "find / -xdev -samefile " + options.audit_key + " (remove the other names)";
     } else {
       key.detail = options.audit_key + " (mode 0600)";
     }

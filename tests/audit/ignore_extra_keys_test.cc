@@ -62,27 +62,50 @@ TEST_F(IgnoreExtraKeysTest, DeepNestingIsRefusedNotACrash) {
 // Elasticsearch, Splunk and Wazuh read a dotted key as the nested field of
 // that path: "event.outcome" beside the signed {"event":{"outcome":...}}
 // would override it in the SIEM while the signature still checks, and so
-// would "severity.x" (through the signed string). Such a key is tampering;
-// a dotted key that only adds a field ("event.ingested", a shipper's own
-// "log.offset") is still dropped.
-TEST_F(IgnoreExtraKeysTest, ADottedKeyOverACocoonFieldIsTampered) {
-  for (const char* key : {"event.outcome", "cocoon.syscall.action", "severity.x"}) {
+// would "severity.x" (through the signed string). A dotted key that only
+// adds a field inside one of Cocoon's namespaces is no better: an unsigned
+// "cocoon.breakout.verdict" or "event.severity" shows up among the signed
+// fields (reviewer finding 7). Every such key is tampering; only a key
+// outside Cocoon's namespaces (a shipper's "log.offset", "host.name") is
+// dropped.
+TEST_F(IgnoreExtraKeysTest, ADottedKeyInACocoonNamespaceIsTampered) {
+  const std::vector<std::pair<std::string, json>> added = {
+      {"event.outcome", "allow"},               // overrides a signed field
+      {"cocoon.syscall.action", "allow"},
+      {"severity.x", "allow"},                  // runs through a signed value
+      {"cocoon.breakout.verdict", "false positive"},  // adds beside signed fields
+      {"event.severity", 0},
+      {"event.ingested", "2026-12-02T00:00:00Z"},
+      {"process.parent.pid", 1},                // a namespace this line lacks, but Cocoon's
+      {"finding_info.title", "nothing"},
+      {"metadata.product.name", "x"},
+  };
+  for (const auto& [key, value] : added) {
     std::filesystem::remove(Path("log"));
-    auto lines = WriteWith(SampleDenial(1));
+    auto lines = WriteWith(BreakoutFinding({"out/link", "symlink-escape", "/etc/shadow", "p", "r"}));
     json j = json::parse(lines[1]);
-    j[key] = "allow";
+    j[key] = value;
     lines[1] = j.dump();
     WriteFile(Path("log"), JoinLines(lines));
     VerifyReport report = Verify({Path("log")}, /*ignore_extra_keys=*/true);
     EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << key << ": " << FormatReport(report);
-    EXPECT_NE(report.reason.find("override the signed field"), std::string::npos) << report.reason;
+    EXPECT_EQ(report.line, 2u) << key;
+    EXPECT_NE(report.reason.find("extra key \"" + key + "\" is in Cocoon's signed namespace \"" +
+                                 key.substr(0, key.find('.')) + "\""),
+              std::string::npos)
+        << report.reason;
   }
   std::filesystem::remove(Path("log"));
   auto lines = WriteWith(SampleDenial(1));
-  json j = json::parse(lines[1]);
-  j["log.offset"] = 1234;
-  j["event.ingested"] = "2026-12-02T00:00:00Z";
-  lines[1] = j.dump();
+  for (auto& line : lines) {
+    json j = json::parse(line);
+    j["log.offset"] = 1234;
+    j["host.name"] = "shipper-box";
+    j["host"] = {{"hostname", "shipper-box"}};
+    j["agent.type"] = "filebeat";
+    j["@version"] = "1";
+    line = j.dump();
+  }
   WriteFile(Path("log"), JoinLines(lines));
   VerifyReport shipper = Verify({Path("log")}, true);
   EXPECT_EQ(shipper.verdict, VerifyVerdict::kSealed) << FormatReport(shipper);
@@ -138,7 +161,9 @@ TEST_F(IgnoreExtraKeysTest, EveryTopLevelKeyWrittenIsOnTheAllowList) {
     ASSERT_TRUE((*log)->Close().ok());
   }
   WriteFile(Path("log"), ReadFile(Path("log")) + "{\"torn");  // and a recovery record
-  ASSERT_TRUE(AuditLog::Open(Options("log")).ok());
+  AuditLogOptions after_rotation = Options("log");
+  after_rotation.key_path = Path("key2");  // the first key is retired
+  ASSERT_TRUE(AuditLog::Open(after_rotation).ok());
   std::set<std::string> kinds;
   for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
     if (entry.path().filename().string().rfind("log", 0) != 0) continue;

@@ -90,6 +90,21 @@ TEST(KeysTest, PemRoundTripKeepsTheKeyAndItsSignatures) {
   ASSERT_EQ(chmod(path.c_str(), 0600), 0);
   EXPECT_TRUE(SigningKey::LoadPem(path).ok());
 
+  // A second name for the key (a hard link, maybe in a directory a sandbox
+  // is shown) is refused whichever name is given; with one name again, it loads.
+  const std::string other_name = std::string(dir_template) + "/elsewhere";
+  ASSERT_EQ(link(path.c_str(), other_name.c_str()), 0);
+  for (const std::string& name : {path, other_name}) {
+    auto linked = SigningKey::LoadPem(name);
+    ASSERT_FALSE(linked.ok()) << name;
+    EXPECT_NE(linked.status().message().find("audit signing key " + name + " has 2 hard links"), std::string::npos)
+        << linked.status().message();
+    EXPECT_NE(linked.status().message().find("find / -xdev -samefile " + name), std::string::npos)
+        << linked.status().message();
+  }
+  ASSERT_EQ(unlink(other_name.c_str()), 0);
+  EXPECT_TRUE(SigningKey::LoadPem(path).ok());
+
   // A private key where a trust file is expected, and garbage, are refused.
   EXPECT_FALSE(LoadPublicKeys(path).ok());
   EXPECT_FALSE(SigningKey::LoadPem(path + ".pub").ok());

@@ -1,6 +1,7 @@
 // The log path is opened by a writer that is often root: it must not follow a
 // symlink planted there, nor append to a file someone else owns or can write
-// (reviewer finding 4). Also the full-disk error, on a private small tmpfs.
+// (reviewer finding 4), nor one with a second name (a hard link). Also the
+// full-disk error, on a private small tmpfs.
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -42,6 +43,47 @@ TEST_F(LogFileSafetyTest, GroupOrWorldWritableLogIsRefused) {
     EXPECT_NE(log.status().message().find("chmod go-w " + Path("log")), std::string::npos)
         << log.status().message();
     EXPECT_EQ(ReadFile(Path("log")), "");
+  }
+}
+
+// A log with a second name (a hard link in a directory a sandbox is shown)
+// is refused before anything is written; the record stays as it was.
+TEST_F(LogFileSafetyTest, HardLinkedLogIsRefused) {
+  WriteLog("log", 1);
+  const std::string before = ReadFile(Path("log"));
+  ASSERT_EQ(link(Path("log").c_str(), Path("other-name").c_str()), 0);
+  for (const char* name : {"log", "other-name"}) {
+    auto log = AuditLog::Open(Options(name));
+    ASSERT_FALSE(log.ok()) << name;
+    EXPECT_NE(log.status().message().find("audit log " + Path(name) + " has 2 hard links"), std::string::npos)
+        << log.status().message();
+  }
+  EXPECT_EQ(ReadFile(Path("log")), before);
+  ASSERT_EQ(unlink(Path("other-name").c_str()), 0);
+  EXPECT_TRUE(AuditLog::Open(Options("log")).ok());
+}
+
+// A file that is not an audit log, given as one, is refused and left as it
+// was: a binary without a newline looked like a single torn record, and
+// crash recovery cut it to nothing. A torn first record is still recovered
+// (TailTrustTest.FragmentOnlyFileStartsAChainThenRecovers).
+TEST_F(LogFileSafetyTest, NonLogFileIsRefusedAndLeftAlone) {
+  std::string binary;
+  for (int i = 0; i < 10000; ++i) binary += static_cast<char>('\n' + 1 + (i * 7919) % 200);
+  const std::vector<std::string> victims = {
+      binary,                                            // no newline at all
+      "notes\nmore notes\n",                             // lines, not records
+      "{\"forged\":true}",                                // JSON, but no record
+      "x" + ReadFile(WriteLog("real", 1)),               // a log behind one stray byte
+  };
+  for (const std::string& victim : victims) {
+    WriteFile(Path("victim"), victim);
+    ASSERT_EQ(chmod(Path("victim").c_str(), 0600), 0);
+    auto log = AuditLog::Open(Options("victim"));
+    ASSERT_FALSE(log.ok()) << victim.substr(0, 20);
+    EXPECT_NE(log.status().message().find("audit log " + Path("victim") + ": not an audit log"), std::string::npos)
+        << log.status().message();
+    EXPECT_EQ(ReadFile(Path("victim")), victim) << "the file was changed";
   }
 }
 

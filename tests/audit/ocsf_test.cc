@@ -50,6 +50,7 @@ class OcsfTest : public AuditTempDir {
     EXPECT_TRUE(WriteKeyPair(*next, Path("key2")).ok());
     AuditLogOptions options = Options("log");
     options.rotate_bytes = 1;  // one rotation right after the first batch
+    options.key_path = Path("key2");  // the key rotated to (the first one is retired)
     auto log = AuditLog::Open(Options("log"));
     EXPECT_TRUE(log.ok());
     EXPECT_TRUE((*log)->AppendBatch(OneOfEach()).ok());

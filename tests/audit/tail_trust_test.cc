@@ -159,10 +159,12 @@ TEST_F(TailTrustTest, LongFragmentKeepsItsHeadAndDigest) {
   EXPECT_EQ(kept, fragment.substr(0, 4096));
 }
 
-// A file holding only a fragment: the fresh chain still begins with its
-// start record (seq 0), then the recovery.
+// A file holding only a fragment of a first record (a writer killed in its
+// first write): the fresh chain still begins with its start record (seq 0),
+// then the recovery. (A file that is not the beginning of a record is not
+// an audit log at all: LogFileSafetyTest.NonLogFileIsRefusedAndLeftAlone.)
 TEST_F(TailTrustTest, FragmentOnlyFileStartsAChainThenRecovers) {
-  WriteFile(Path("log"), "{\"forged\":true}");
+  WriteFile(Path("log"), "{\"@timestamp\":\"2026-12-01T00:00:00.000Z\",\"activity_id\":6,\"acti");
   ASSERT_TRUE(RunWriter().ok());
   auto lines = SplitLines(ReadFile(Path("log")));
   ASSERT_GE(lines.size(), 2u);

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -1470,6 +1472,66 @@ TEST(CocoonEnforce, AnAuditedRunThatFailsAfterItsLaunchIsClosedInTheLog) {
   fs::remove_all(dir);
 }
 
+// verify maps each log; a log that another program truncates while it is
+// mapped (a writer's crash recovery, logrotate's copytruncate) raised
+// SIGBUS where its lost pages were read, and verify died (exit 135). It now
+// says so and exits 3 (unreadable input). Made deterministic with verify's
+// own shared lock: the test holds an exclusive lock on a second log, so
+// verify, which maps its files in order, waits on it with the first already
+// mapped; the test then truncates the first and lets it go.
+TEST(CocoonAudit, VerifyOfALogThatShrinksWhileMappedFailsClearly) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-verify-shrink-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "big.log").string();
+  const std::string gate = (dir / "gate.log").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  ASSERT_EQ(Cocoon({"audit", "demo", "--key", key, "--log", log, "--count", "2000", "--batch", "500"}).status, 0);
+  std::ofstream(gate).flush();
+  const int gate_fd = open(gate.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(gate_fd, 0);
+  ASSERT_EQ(flock(gate_fd, LOCK_EX), 0);
+  const std::string err_path = (dir / "err").string();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(err, STDERR_FILENO);
+    dup2(null, STDOUT_FILENO);
+    execl(COCOON_BINARY, COCOON_BINARY, "audit", "verify", log.c_str(), gate.c_str(), "--trust",
+          (key + ".pub").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // verify has mapped big.log once it holds gate.log open (it opens its files
+  // in order, and waits on gate.log's lock with it open). Before its exec the
+  // child still has the test's own descriptor of gate.log (closed on exec).
+  const fs::path test_binary = fs::read_symlink("/proc/self/exe");
+  auto holds_gate = [&] {
+    std::error_code ec;
+    if (fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == test_binary || ec) return false;
+    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+      std::error_code link_ec;
+      if (fs::read_symlink(fd.path(), link_ec) == gate) return true;
+    }
+    return false;
+  };
+  bool waiting = false;
+  for (int i = 0; i < 6000 && !(waiting = holds_gate()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(waiting) << "verify never opened the second log";
+  ASSERT_EQ(truncate(log.c_str(), 0), 0);
+  close(gate_fd);  // verify goes on, and reads the mapping of a file that is now empty
+  auto [status, err] = WaitAndReadStderr(pid, err_path);
+  EXPECT_EQ(status, 3) << err;
+  EXPECT_NE(err.find("cocoon audit verify: " + log + ": the log shrank while being read (truncated or rotated by "
+                     "another program); nothing was verified: verify again"),
+            std::string::npos)
+      << err;
+  fs::remove_all(dir);
+}
+
 // Audit signing loads libcrypto.so.3 on first use (audit/libcrypto.h). When
 // it cannot be loaded, an audited run is refused before anything runs: a
 // clear error, no audit log, nothing committed to the work dir.
@@ -1622,6 +1684,111 @@ TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
   };
   EXPECT_TRUE(named_one("workdir: " + (dir / "work").string())) << overrides.dump();
   EXPECT_TRUE(named_one("copy: " + (dir / "input.txt").string())) << overrides.dump();
+  fs::remove_all(dir);
+}
+
+// `runuser -u USER -- cocoon ARGS...` (root only), or cocoon itself for "".
+Ran CocoonAs(const std::string& user, std::vector<std::string> args, const std::string& cwd = "") {
+  if (user.empty()) return Cocoon(args, cwd);
+  const std::string runuser = fs::exists("/usr/sbin/runuser") ? "/usr/sbin/runuser" : "/sbin/runuser";
+  args.insert(args.begin(), {"-u", user, "--", COCOON_BINARY});
+  return Cocoon(args, cwd, {}, runuser);
+}
+
+// The users to run a sandbox as: root (when we are) and, as root, the
+// unprivileged cocoonrev (`useradd -m cocoonrev`): rootless, the sandbox
+// user is the caller and reads its 0600 files.
+std::vector<std::string> RootAndRootless() {
+  std::vector<std::string> users;
+  if (geteuid() != 0) return {""};
+  users.push_back("");
+  if (getpwnam("cocoonrev") != nullptr) users.push_back("cocoonrev");
+  return users;
+}
+
+// The guard compared paths, so a second name for the audit key (a hard
+// link in the current dir, which is bound into the sandbox) handed the
+// private key to the sandbox, rootless: `cat k` printed it. A key or a log
+// with more than one link is refused before anything runs, as root and
+// rootless; nothing is written.
+TEST(CocoonRun, AHardLinkedAuditKeyOrLogIsRefused) {
+  const std::vector<std::string> users = RootAndRootless();
+  if (users.size() < 2 && geteuid() == 0) std::cerr << "NOTE: no user cocoonrev: the rootless half is not run\n";
+  for (const std::string& user : users) {
+    SCOPED_TRACE(user.empty() ? "root" : user);
+    fs::path dir = fs::temp_directory_path() / ("cocoon-hardlink-" + std::to_string(getpid()) + user);
+    fs::remove_all(dir);
+    for (const char* sub : {"keys", "logs", "proj"}) fs::create_directories(dir / sub);
+    if (!user.empty()) {
+      const passwd* pw = getpwnam(user.c_str());
+      ASSERT_NE(pw, nullptr);
+      for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+        ASSERT_EQ(chown(entry.path().c_str(), pw->pw_uid, pw->pw_gid), 0);
+      }
+      ASSERT_EQ(chown(dir.c_str(), pw->pw_uid, pw->pw_gid), 0);
+    }
+    const std::string key = (dir / "keys" / "k").string(), log = (dir / "logs" / "audit.log").string();
+    const std::string proj = (dir / "proj").string();
+    ASSERT_EQ(CocoonAs(user, {"audit", "keygen", "--out", key}).status, 0);
+    ASSERT_EQ(link(key.c_str(), (dir / "proj" / "k").c_str()), 0);
+    for (const std::vector<std::string>& where : {std::vector<std::string>{}, {"--work", proj}}) {
+      std::vector<std::string> args = {"run"};
+      args.insert(args.end(), where.begin(), where.end());
+      args.insert(args.end(), {"--audit-log", log, "--audit-key", key, "--", "/bin/sh", "-c",
+                               "cat k /work/k 2>/dev/null; echo ran"});
+      Ran leaked = CocoonAs(user, args, proj);
+      EXPECT_NE(leaked.status, 0) << leaked.out;
+      EXPECT_EQ(leaked.out.find("PRIVATE KEY"), std::string::npos) << "the sandbox read the audit key";
+      EXPECT_EQ(leaked.out.find("ran"), std::string::npos) << leaked.out;
+      EXPECT_NE(leaked.err.find("audit signing key " + key + " has 2 hard links"), std::string::npos) << leaked.err;
+      EXPECT_FALSE(fs::exists(log));
+    }
+    ASSERT_EQ(unlink((dir / "proj" / "k").c_str()), 0);
+    Ran first = CocoonAs(user, {"run", "--audit-log", log, "--audit-key", key, "--", "/bin/true"}, proj);
+    ASSERT_EQ(first.status, 0) << first.err;
+    ASSERT_EQ(link(log.c_str(), (dir / "proj" / "audit.log").c_str()), 0);
+    std::ifstream before_in(log);
+    const std::string before((std::istreambuf_iterator<char>(before_in)), {});
+    Ran shown = CocoonAs(user, {"run", "--audit-log", log, "--audit-key", key, "--", "/bin/sh", "-c",
+                                "cat audit.log; echo ran"}, proj);
+    EXPECT_NE(shown.status, 0);
+    EXPECT_EQ(shown.out.find("ran"), std::string::npos) << shown.out;
+    EXPECT_NE(shown.err.find("audit log " + log + " has 2 hard links"), std::string::npos) << shown.err;
+    std::ifstream after_in(log);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(after_in)), {}), before) << "the refused run wrote to the log";
+    fs::remove_all(dir);
+  }
+}
+
+// A directory bound somewhere else is the same directory: a work dir that is
+// a bind mount of the audit trail's directory holds the log and key though
+// no path says so. The guard compares inodes too (root: a private mount
+// namespace for the bind).
+TEST(CocoonRun, AWorkDirThatIsABindMountOfTheAuditTrailIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): needs root to bind-mount a directory";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-bind-alias-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "trail");
+  fs::create_directories(dir / "view");
+  const std::string key = (dir / "trail" / "key").string(), log = (dir / "trail" / "audit.log").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  const std::string view = (dir / "view").string();
+  for (const std::string flag : {"--work", "--copy"}) {
+    std::vector<std::string> args = {"-m", "sh", "-c", "mount --bind \"$1\" \"$2\" || exit 77; shift 2; exec \"$@\"",
+                                     "sh", (dir / "trail").string(), view, COCOON_BINARY, "run"};
+    if (flag == "--copy") args.insert(args.end(), {"--work", (dir / "work").string()});
+    args.insert(args.end(), {flag, view, "--audit-log", log, "--audit-key", key, "--", "/bin/sh", "-c",
+                             "echo x > /work/planted"});
+    fs::create_directories(dir / "work");
+    Ran ran = Cocoon(args, "", {}, fs::exists("/usr/bin/unshare") ? "/usr/bin/unshare" : "/bin/unshare");
+    if (ran.status == 77) GTEST_SKIP() << "SKIPPED, NOT PASSED: cannot bind-mount here: " << ran.err;
+    EXPECT_NE(ran.status, 0) << flag;
+    EXPECT_NE(ran.err.find(flag == "--work" ? "holds the audit log " + log : "is or holds the audit key " + key),
+              std::string::npos)
+        << flag << ": " << ran.err;
+    EXPECT_FALSE(fs::exists(dir / "trail" / "planted"));
+    EXPECT_FALSE(fs::exists(log)) << "refused before the audit log was opened";
+  }
   fs::remove_all(dir);
 }
 
