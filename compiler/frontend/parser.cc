@@ -655,6 +655,63 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
   return ok;
 }
 
+// Slips inside a bare path, which the lexer takes as part of it
+// (grammar/CocoonLexer.g4 allows [+@%=,~:] in a PATH): `hide /etc/shadow,
+// /etc/gshadow` hid a file named "shadow," and left /etc/shadow visible.
+//  - ',' is never read as a separator, and a list separated by commas is the
+//    likely intent: an error at the comma.
+//  - ':/' is a PATH-style list (/usr/bin:/bin). A ':' alone stays allowed:
+//    /sys/devices/pci0000:00 and /dev/disk/by-path/...:0 are real paths.
+//  - '@' (getty@tty1.service), '=', '%', '+' and '~' occur in real file
+//    names and stay allowed.
+// A quoted path is free-form: it is how to write a name that holds any of them.
+// Returns false on an error.
+bool CheckBarePaths(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                    Diagnostics& diagnostics) {
+  bool ok = true;
+  const std::string_view text = source->text();
+  for (antlr4::Token* token : tokens.getTokens()) {
+    if (token->getType() != CocoonLexer::PATH) continue;
+    const uint32_t begin = offsets.Byte(token->getStartIndex());
+    const uint32_t end = offsets.Byte(token->getStopIndex() + 1);
+    const std::string_view path = text.substr(begin, end - begin);
+    const size_t comma = path.find(',');
+    const size_t colon = path.find(":/");
+    if (comma == std::string_view::npos && colon == std::string_view::npos) continue;
+    const bool is_comma = comma < colon;
+    const uint32_t at = begin + static_cast<uint32_t>(is_comma ? comma : colon);
+    diagnostics.Error(source, Span{at, at + 1},
+                      is_comma ? "',' is not part of a path; list items are separated by spaces"
+                               : "':' is not a path separator; list items are separated by spaces",
+                      "if the '" + std::string(is_comma ? "," : ":") +
+                          "' belongs to the file name, quote the path: \"" + std::string(path) + "\"");
+    ok = false;
+  }
+  return ok;
+}
+
+// `hide /etc/shadow#x }`: a '#' right after a bare path starts a comment, so
+// the rest of the line (here the `}`) is not read, and the parser would
+// report whatever comes after it. Reported at the '#'; the caller does not
+// parse further (what the parser would say follows from the comment).
+bool CheckCommentsAfterPaths(antlr4::CommonTokenStream& tokens, const SourcePtr& source,
+                             const OffsetMap& offsets, Diagnostics& diagnostics) {
+  bool ok = true;
+  const std::vector<antlr4::Token*> all = tokens.getTokens();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    if (all[i]->getType() != CocoonLexer::PATH || all[i + 1]->getType() != CocoonLexer::COMMENT) continue;
+    const uint32_t path_end = offsets.Byte(all[i]->getStopIndex() + 1);
+    if (offsets.Byte(all[i + 1]->getStartIndex()) != path_end) continue;  // a space between: a comment
+    const uint32_t path_begin = offsets.Byte(all[i]->getStartIndex());
+    const std::string path(source->text().substr(path_begin, path_end - path_begin));
+    diagnostics.Error(source, Span{path_end, path_end + 1},
+                      "'#' right after the path '" + path + "' starts a comment: the rest of the line is not read",
+                      "put a space before a comment; if the '#' belongs to the file name, quote the whole path");
+    ok = false;
+  }
+  return ok;
+}
+
 // `allow kill`: a syscall whose name is a keyword, unquoted, right after a
 // rule's verb (where no keyword can stand). The parser took `kill` for the
 // next rule's verb and reported the valid line after it. The name is reported
@@ -1125,6 +1182,8 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   const bool strings_ok = CheckStringContents(tokens, source, offsets, diagnostics);
   const bool units_ok = CheckUnitsWrittenApart(tokens, source, offsets, diagnostics);
   const bool names_ok = CheckKeywordSyscallNames(tokens, source, offsets, diagnostics);
+  const bool paths_ok = CheckBarePaths(tokens, source, offsets, diagnostics);
+  if (!CheckCommentsAfterPaths(tokens, source, offsets, diagnostics)) return std::nullopt;
 
   AstListener ast_listener(offsets, source->text());
   PolicyParser parser(&tokens, ast_listener);
@@ -1156,7 +1215,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
-  if (!strings_ok || !units_ok || !names_ok) return std::nullopt;
+  if (!strings_ok || !units_ok || !names_ok || !paths_ok) return std::nullopt;
   ast::File file = ast_listener.Take();
   file.source = source;
   file.comments = CollectComments(tokens, offsets);

@@ -293,6 +293,28 @@ const Case kCases[] = {
      " |     allow kill\n"
      " |           ^~~~\n"
      " = help: write its name as a string: \"kill\"\n"},
+    // A comma in a bare path list was part of the path: /etc/shadow stayed
+    // visible while a file named "shadow," was hidden.
+    {"comma_in_a_bare_path_list",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { hide /etc/shadow, /etc/gshadow }\n}\n",
+     "ERROR: t.cocoon:3:32: ',' is not part of a path; list items are separated by spaces\n"
+     " |   filesystem { hide /etc/shadow, /etc/gshadow }\n"
+     " |                                ^\n"
+     " = help: if the ',' belongs to the file name, quote the path: \"/etc/shadow,\"\n"},
+    {"path_list_joined_with_colons",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly /usr/bin:/bin }\n}\n",
+     "ERROR: t.cocoon:3:33: ':' is not a path separator; list items are separated by spaces\n"
+     " |   filesystem { readonly /usr/bin:/bin }\n"
+     " |                                 ^\n"
+     " = help: if the ':' belongs to the file name, quote the path: \"/usr/bin:/bin\"\n"},
+    // The comment ate the `}`: one error at the '#', not one at the end of the file.
+    {"comment_glued_to_a_path",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { hide /etc/shadow#x }\n}\n",
+     "ERROR: t.cocoon:3:32: '#' right after the path '/etc/shadow' starts a comment: the rest of the line is not "
+     "read\n"
+     " |   filesystem { hide /etc/shadow#x }\n"
+     " |                                ^\n"
+     " = help: put a space before a comment; if the '#' belongs to the file name, quote the whole path\n"},
     {"work_quota_zero",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
      "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
@@ -455,6 +477,19 @@ TEST(Diagnostics, ACopyPathWithAControlCharacterIsAnError) {
             "ERROR: t.cocoon:2:28: control character in path\n"
             " |   filesystem { copy \"a\" to \"x y\" }\n"
             " |                            ^~~~~\n");
+}
+
+// Characters that real file names hold stay part of a bare path; quoted,
+// a path may hold anything (a comma or a ':/' included).
+TEST(Diagnostics, BarePathsKeepTheCharactersRealFileNamesUse) {
+  std::optional<ir::Policy> policy;
+  EXPECT_EQ(testing::Diagnose("import \"strict\"\nprofile p extends strict {\n  filesystem {\n"
+                              "    readonly optional /sys/devices/pci0000:00 /lib/systemd/system/getty@.service\n"
+                              "    readonly optional /opt/a=b /opt/50% /opt/c++ \"/opt/x,y\" \"/opt/u:/v\"\n"
+                              "    hide /etc/shadow # a comment after a space\n  }\n}\n",
+                              &policy),
+            "");
+  EXPECT_TRUE(policy);
 }
 
 TEST(Diagnostics, RenderingEscapesHiddenCharactersInTheMessage) {
