@@ -315,6 +315,19 @@ const Case kCases[] = {
      " |   filesystem { hide /etc/shadow#x }\n"
      " |                                ^\n"
      " = help: put a space before a comment; if the '#' belongs to the file name, quote the whole path\n"},
+    // `unlimited` leaves the enforcer's default rlimit: a weakening only
+    // when that is more than the parent's value, and said as what it is.
+    {"unlimited_open_files_over_a_smaller_parent",
+     "import \"strict\"\nprofile p extends strict {\n  limits { open_files unlimited }\n}\n",
+     "WARNING: t.cocoon:3:12: profile 'p' weakens limits.open_files inherited from 'strict': `unlimited` leaves "
+     "the enforcer's default, 1024, which is more than 256\n"
+     " |   limits { open_files unlimited }\n"
+     " |            ^~~~~~~~~~~~~~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes limits` in profile 'p'\n"
+     "WARNING: t.cocoon:3:23: open_files is never unlimited: the sandbox gets the enforcer's default of 1024\n"
+     " |   limits { open_files unlimited }\n"
+     " |                       ^~~~~~~~~\n"
+     " = help: write the value the program needs, up to 1048576\n"},
     {"work_quota_zero",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
      "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
