@@ -151,8 +151,8 @@ bool Layer::AbsolutePath(const ast::Word& word, std::string& out) {
   return true;
 }
 
-bool Layer::Unit(const ast::Word& word, UnitKind kind, uint64_t& out) {
-  UnitValue v = ParseUnitValue(word.text, kind);
+bool Layer::Unit(const ast::Word& word, UnitKind kind, uint64_t& out, uint64_t max) {
+  UnitValue v = ParseUnitValue(word.text, kind, max);
   if (!v.ok) {
     Error(word.span, v.error, v.hint);
     return false;

@@ -168,7 +168,7 @@ void ApplyLimits(Layer& layer, const ast::Statement& stmt) {
       layer.Error(value.span, "expected a value for " + std::string(spec->name) + ", not " + Quote(value.text));
       return;
     }
-    if (!layer.Unit(value, spec->kind, next.value)) return;
+    if (!layer.Unit(value, spec->kind, next.value, spec->max)) return;
     if (next.value < spec->min || next.value > spec->max) {
       layer.Error(value.span, std::string(spec->name) + " " + value.text + " is out of range; expected " +
                                   Show(spec->kind, spec->min) + " to " + Show(spec->kind, spec->max));

@@ -30,8 +30,7 @@ const Case kCases[] = {
      "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5x }\n}\n",
      "ERROR: t.cocoon:3:22: unknown unit 'x'; expected a duration such as 500ms, 5s, 2m or 1h\n"
      " |   limits { wall_time 5x }\n"
-     " |                      ^~\n"
-     " = help: did you mean '5s'?\n"},
+     " |                      ^~\n"},
     {"size_unit_for_time",
      "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5MiB }\n}\n",
      "ERROR: t.cocoon:3:22: '5MiB' is not a duration such as 500ms, 5s, 2m or 1h\n"
@@ -262,6 +261,22 @@ const Case kCases[] = {
      "ERROR: t.cocoon:7:36: missing unit after '1.5'; expected a size such as 64KiB, 128MiB or 1GiB\n"
      " |   filesystem { tmpfs /scratch size 1.5 }\n"
      " |                                    ^~~\n"},
+    {"unit_suggestion_keeps_the_magnitude",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 128M\n    wall_time 5M\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: unknown unit 'M'; expected a size such as 64KiB, 128MiB or 1GiB\n"
+     " |     memory 128M\n"
+     " |            ^~~~\n"
+     " = help: did you mean '128MiB'?\n"
+     "ERROR: t.cocoon:5:15: unknown unit 'M'; expected a duration such as 500ms, 5s, 2m or 1h\n"
+     " |     wall_time 5M\n"
+     " |               ^~\n"
+     " = help: did you mean '5m'?\n"},
+    {"hex_number_without_a_unit",
+     "import \"strict\"\nprofile p extends strict {\n  limits { memory 0x40000000 }\n}\n",
+     "ERROR: t.cocoon:3:19: missing unit after '0x40000000'; expected a size such as 64KiB, 128MiB or 1GiB\n"
+     " |   limits { memory 0x40000000 }\n"
+     " |                   ^~~~~~~~~~\n"
+     " = help: for 0x40000000 bytes, write 1GiB\n"},
     {"exponent_where_a_size_goes",
      "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 1e3MiB\n    processes 8\n  }\n}\n",
      "ERROR: t.cocoon:4:12: unknown unit 'e3MiB'; expected a size such as 64KiB, 128MiB or 1GiB\n"
