@@ -290,7 +290,15 @@ void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const
                 suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
     return;
   }
+  const bool reopened = layer.state().reopened.count(target.text) != 0;
   for (const Conjunction& c : dnf) AddRule(layer, stmt, target.text, c, "");
+  // Said where the rule is, in compile's words (compile says it with no
+  // position); once, where a profile first reopens it.
+  if (!reopened && layer.state().reopened.count(target.text) != 0) {
+    layer.Warning(target.span, syscalls::ReopenWarning(target.text),
+                  "the compiler's hardening prologue denies " + target.text +
+                      " unless a rule names it; keep this rule only if the program needs it");
+  }
 }
 
 ir::Action VerbAction(const std::string& verb) {

@@ -343,6 +343,35 @@ const Case kCases[] = {
      " |   limits { open_files unlimited }\n"
      " |                       ^~~~~~~~~\n"
      " = help: write the value the program needs, up to 1048576\n"},
+    // compile said this with no position; check said nothing.
+    {"reopening_a_prologue_denied_syscall",
+     "profile p {\n  syscalls { default allow allow ptrace bpf }\n}\n",
+     "WARNING: t.cocoon:2:41: policy reopens bpf, which the prologue denies by default\n"
+     " |   syscalls { default allow allow ptrace bpf }\n"
+     " |                                         ^~~\n"
+     " = help: the compiler's hardening prologue denies bpf unless a rule names it; keep this rule only if the "
+     "program needs it\n"},
+    // Loopback stays the sandbox's own; any other address is connected to
+    // from the host (docs/security.md, "Network allow-lists").
+    {"allow_list_loopback_and_metadata",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes network\n"
+     "  network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n}\n",
+     "WARNING: t.cocoon:4:19: endpoint '127.0.0.1:8080' is loopback: a connect to it stays in the sandbox's own "
+     "network namespace, so this entry never reaches the host\n"
+     " |   network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n"
+     " |                   ^~~~~~~~~~~~~~\n"
+     " = help: loopback inside the sandbox needs no entry; a service on the host is reached only at an address "
+     "other than loopback\n"
+     "WARNING: t.cocoon:4:34: endpoint '169.254.169.254:80' is the cloud metadata service: allowed endpoints are "
+     "connected to from the host, so the sandbox can ask it for the host's instance credentials\n"
+     " |   network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n"
+     " |                                  ^~~~~~~~~~~~~~~~~~\n"
+     " = help: remove it unless the sandbox must act as the host's cloud identity\n"
+     "WARNING: t.cocoon:4:53: endpoint '[fe80::1]:80' is link-local (fe80::/10): allowed endpoints are connected "
+     "to from the host, so the sandbox reaches the host's own network link, where cloud metadata services answer\n"
+     " |   network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n"
+     " |                                                     ^~~~~~~~~~~~\n"
+     " = help: remove it unless the sandbox must reach a device on the host's link\n"},
     {"work_quota_zero",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
      "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
