@@ -169,13 +169,17 @@ class Formatter {
     }
   }
 
-  // Appends a comment that sits on the same source line after `end`, then ends the line.
+  // Appends the comment that directly follows `end` on the same source line
+  // (only blanks between), then ends the line. A comment after further
+  // words (`limits { memory 1GiB # about memory`) trails those words' own
+  // statement, not the `{` before them.
   void Trailing(uint32_t end) {
     if (next_comment_ < file_.comments.size()) {
       const ast::Comment& c = file_.comments[next_comment_];
-      uint32_t from = std::min<uint32_t>(end, c.span.begin);
-      bool same_line = c.span.begin >= from && text_.find('\n', from) >= c.span.begin;
-      if (same_line && c.span.begin + 1 >= end) {
+      const bool directly_after =
+          c.span.begin >= end &&
+          text_.find_first_not_of(" \t", end) == static_cast<size_t>(c.span.begin);
+      if (directly_after) {
         out_ += "  " + CommentText(c);
         ++next_comment_;
       }

@@ -71,6 +71,32 @@ TEST(Formatter, KeepsCommentsAndBlankLines) {
   EXPECT_EQ(Fmt(expected), expected);
 }
 
+// A comment after a statement stays after it, also when the statement is
+// the first of a block opened on the same line: it once moved up to the
+// `{` ("limits {  # about memory"), onto another statement.
+TEST(Formatter, ATrailingCommentStaysAfterItsStatement) {
+  EXPECT_EQ(Fmt("profile p {\n  limits { memory 1GiB # about memory\n  wall_time 5s }\n}\n"),
+            "profile p {\n"
+            "  limits {\n"
+            "    memory 1GiB  # about memory\n"
+            "    wall_time 5s\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(Fmt("profile p {\n  limits { memory 512MiB wall_time 30s # inline\n  }\n}\n"),
+            "profile p {\n"
+            "  limits {\n"
+            "    memory 512MiB\n"
+            "    wall_time 30s  # inline\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(Fmt("profile p { limits { memory 1GiB } # after the block\n}\n"),
+            "profile p {\n"
+            "  limits {\n"
+            "    memory 1GiB\n"
+            "  }  # after the block\n"
+            "}\n");
+}
+
 TEST(Formatter, ConditionsKeepTheirGrouping) {
   std::string out = Fmt("profile p { syscalls { allow socket if (arg0 == 1 or arg0 == 2) and arg1 in {1,2} } }");
   EXPECT_NE(out.find("allow socket if (arg0 == 1 or arg0 == 2) and arg1 in {1, 2}"), std::string::npos) << out;
