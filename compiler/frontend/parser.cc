@@ -716,34 +716,51 @@ bool CheckCommentsAfterPaths(antlr4::CommonTokenStream& tokens, const SourcePtr&
 // rule's verb (where no keyword can stand). The parser took `kill` for the
 // next rule's verb and reported the valid line after it. The name is reported
 // with the fix, and read as a name.
+//
+// `deny ptrace kill mount`: `kill` further on in a rule's list of syscalls,
+// on the same line, silently became a second rule, `kill mount` (and
+// `deny tkill kill }` a syntax error at the `}`). On the same line it is a
+// slip too: a rule that kills starts on a line of its own, or after a rule
+// that ends in `if ...` or `errno ...`.
 bool CheckKeywordSyscallNames(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
                               Diagnostics& diagnostics) {
   auto is_verb = [](size_t type) {
     return type == CocoonLexer::ALLOW || type == CocoonLexer::DENY || type == CocoonLexer::KILL ||
            type == CocoonLexer::LOG || type == CocoonLexer::NOTIFY || type == CocoonLexer::TRAP;
   };
+  auto is_target = [](size_t type) {
+    return type == CocoonLexer::IDENT || type == CocoonLexer::STRING || type == CocoonLexer::GROUP;
+  };
+  const auto& syscalls = syscalls::KnownSyscallNames();
+  auto report = [&](antlr4::Token* token, const std::string& hint) {
+    const std::string name = token->getText();
+    diagnostics.Error(source, Span{offsets.Byte(token->getStartIndex()), offsets.Byte(token->getStopIndex() + 1)},
+                      "the syscall '" + name + "' is spelt like a keyword of the language",
+                      "write its name as a string: \"" + name + "\"" + hint);
+    static_cast<antlr4::CommonToken*>(token)->setType(CocoonLexer::IDENT);
+  };
   bool ok = true;
   size_t before_verb = antlr4::Token::EOF;  // the on-channel token before the previous one
   size_t previous = antlr4::Token::EOF;
+  size_t previous_line = 0;
+  bool in_list = false;  // after a rule's verb and at least one of its syscalls
   for (antlr4::Token* token : tokens.getTokens()) {
     if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
     const size_t type = token->getType();
+    const bool is_syscall = std::find(syscalls.begin(), syscalls.end(), token->getText()) != syscalls.end();
     // After `default`, a verb is the default action, and a rule may follow.
-    if (is_verb(previous) && before_verb != CocoonLexer::DEFAULT && type != CocoonLexer::IDENT &&
-        type != CocoonLexer::STRING && type != CocoonLexer::GROUP) {
-      const std::string name = token->getText();
-      const auto& syscalls = syscalls::KnownSyscallNames();
-      if (std::find(syscalls.begin(), syscalls.end(), name) != syscalls.end()) {
-        diagnostics.Error(source,
-                          Span{offsets.Byte(token->getStartIndex()), offsets.Byte(token->getStopIndex() + 1)},
-                          "the syscall '" + name + "' is spelt like a keyword of the language",
-                          "write its name as a string: \"" + name + "\"");
-        static_cast<antlr4::CommonToken*>(token)->setType(CocoonLexer::IDENT);
-        ok = false;
-      }
+    const bool after_verb = is_verb(previous) && before_verb != CocoonLexer::DEFAULT;
+    if (after_verb && !is_target(type) && is_syscall) {
+      report(token, "");
+      ok = false;
+    } else if (in_list && type == CocoonLexer::KILL && token->getLine() == previous_line && is_syscall) {
+      report(token, "; a rule that kills starts on a line of its own");
+      ok = false;
     }
+    in_list = (after_verb || in_list) && (is_target(token->getType()));
     before_verb = previous;
     previous = token->getType();
+    previous_line = token->getLine();
   }
   return ok;
 }

@@ -372,6 +372,21 @@ const Case kCases[] = {
      " |   network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n"
      " |                                                     ^~~~~~~~~~~~\n"
      " = help: remove it unless the sandbox must reach a device on the host's link\n"},
+    // On the same line, `kill` in a rule's list is the syscall, not a second
+    // rule (`deny ptrace kill mount` became `kill mount`); on a new line, or
+    // after a rule that ends in `errno`, it starts a rule.
+    {"keyword_syscall_name_inside_a_list",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    deny ptrace kill mount\n"
+     "    deny tkill kill }\n  syscalls {\n    deny ptrace\n    kill mount\n    deny chroot errno EPERM kill pivot_root\n"
+     "  }\n}\n",
+     "ERROR: t.cocoon:5:17: the syscall 'kill' is spelt like a keyword of the language\n"
+     " |     deny ptrace kill mount\n"
+     " |                 ^~~~\n"
+     " = help: write its name as a string: \"kill\"; a rule that kills starts on a line of its own\n"
+     "ERROR: t.cocoon:6:16: the syscall 'kill' is spelt like a keyword of the language\n"
+     " |     deny tkill kill }\n"
+     " |                ^~~~\n"
+     " = help: write its name as a string: \"kill\"; a rule that kills starts on a line of its own\n"},
     {"work_quota_zero",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
      "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
