@@ -609,8 +609,20 @@ bool CheckStringContents(antlr4::CommonTokenStream& tokens, const SourcePtr& sou
 // IDENT value` read `MiB wall_time` as one more limit, and reported the next
 // line's valid `5s` instead ("unexpected '5'"). The unit is reported and
 // moved off the parser's channel.
+// The kind of value a setting takes, for the words that take a duration, a
+// size or a percentage (limits, `tmpfs ... size`, `work ... quota`).
+std::optional<UnitKind> KindOfSetting(const std::string& word) {
+  if (word == "wall_time" || word == "cpu_time") return UnitKind::kTime;
+  if (word == "cpu") return UnitKind::kPercent;
+  if (word == "memory" || word == "file_size" || word == "disk" || word == "output" || word == "size" ||
+      word == "quota") {
+    return UnitKind::kSize;
+  }
+  return std::nullopt;
+}
+
 bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
-                            Diagnostics& diagnostics) {
+                            Diagnostics& diagnostics, std::vector<Span>& reported) {
   bool ok = true;
   const std::string_view text = source->text();
   const std::vector<antlr4::Token*> all = tokens.getTokens();
@@ -630,9 +642,23 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
     const std::string_view gap = text.substr(number_end, unit_begin - number_end);
     if (gap.find_first_not_of(" \t") != std::string_view::npos) continue;  // on the same line
     const std::string_view unit_text = text.substr(unit_begin, unit_end - unit_begin);
-    if (!IsUnitName(unit_text)) continue;
     const uint32_t number_begin = offsets.Byte(number->getStartIndex());
     const std::string_view number_text = text.substr(number_begin, number_end - number_begin);
+    if (!IsUnitName(unit_text)) {
+      // `wall_time 5 sec`: a misspelt unit, apart. Only after a setting whose
+      // kind of value is known, and only a word that stands for a unit of
+      // it: `processes 8 memory 1GiB` on one line is two limits.
+      const std::optional<UnitKind> kind = i > 0 ? KindOfSetting(all[i - 1]->getText()) : std::nullopt;
+      const std::string quantity = kind ? QuantityForUnitWord(number_text, unit_text, *kind) : std::string();
+      if (quantity.empty()) continue;
+      diagnostics.Error(source, Span{number_begin, unit_end},
+                        "unknown unit '" + std::string(unit_text) + "', written apart from its number",
+                        "write " + quantity);
+      static_cast<antlr4::CommonToken*>(unit)->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+      reported.push_back(Span{number_begin, number_end});
+      ok = false;
+      continue;
+    }
     // Not "write 0x40MiB": hexadecimal takes no unit (and 0x40B is another
     // number, 'B' being a hex digit).
     if (dotted) {
@@ -650,6 +676,7 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
                         "write " + written + ", without a space");
     }
     static_cast<antlr4::CommonToken*>(unit)->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+    reported.push_back(Span{number_begin, number_end});
     ok = false;
   }
   return ok;
@@ -1197,7 +1224,10 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
   // Reported with any syntax errors below; either way there is no AST.
   const bool strings_ok = CheckStringContents(tokens, source, offsets, diagnostics);
-  const bool units_ok = CheckUnitsWrittenApart(tokens, source, offsets, diagnostics);
+  std::vector<Span> units_reported;
+  const size_t errors_before_units = diagnostics.error_count() + diagnostics.suppressed();
+  const bool units_ok = CheckUnitsWrittenApart(tokens, source, offsets, diagnostics, units_reported);
+  const size_t unit_errors = diagnostics.error_count() + diagnostics.suppressed() - errors_before_units;
   const bool names_ok = CheckKeywordSyscallNames(tokens, source, offsets, diagnostics);
   const bool paths_ok = CheckBarePaths(tokens, source, offsets, diagnostics);
   if (!CheckCommentsAfterPaths(tokens, source, offsets, diagnostics)) return std::nullopt;
@@ -1232,8 +1262,11 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
-  if (!strings_ok || !units_ok || !names_ok || !paths_ok) return std::nullopt;
+  if (!strings_ok || !names_ok || !paths_ok) return std::nullopt;
+  if (!units_ok && options.slip_recovery != SlipRecovery::kAstForChecking) return std::nullopt;
   ast::File file = ast_listener.Take();
+  file.reported = std::move(units_reported);
+  file.slip_errors = unit_errors;
   file.source = source;
   file.comments = CollectComments(tokens, offsets);
   return file;

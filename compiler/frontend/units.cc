@@ -203,6 +203,24 @@ bool IsDigitsAndPoints(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
 }
 
+std::string QuantityForUnitWord(std::string_view number, std::string_view word, UnitKind kind) {
+  const bool digits = !number.empty() && std::all_of(number.begin(), number.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (word.empty() || !(digits || IsDecimalFraction(number))) return {};
+  if (const std::string_view unit = SameMagnitudeUnit(word, kind); !unit.empty()) {
+    return std::string(number) + std::string(unit);
+  }
+  const std::string u = Lower(word);
+  const uint64_t hours = kind != UnitKind::kTime                   ? 0
+                         : OneOf(u, {"d", "day", "days"})          ? 24
+                         : OneOf(u, {"w", "wk", "week", "weeks"}) ? 7 * 24
+                                                                  : 0;
+  const UnitValue in_hours = hours == 0 ? UnitValue{} : ParseUnitValue(std::string(number) + "h", kind);
+  if (!in_hours.ok || in_hours.value > std::numeric_limits<uint64_t>::max() / hours) return {};
+  return ExactDuration(in_hours.value * hours);
+}
+
 bool IsUnitName(std::string_view word) {
   return std::any_of(std::begin(kUnits), std::end(kUnits), [word](const Unit& unit) { return unit.name == word; });
 }

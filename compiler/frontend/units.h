@@ -28,6 +28,11 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind,
 // True when `word` is a unit of any kind (s, MiB, %...), as written after a number.
 bool IsUnitName(std::string_view word);
 
+// `5 sec`, `128 M`: a word written apart from its number that stands for a
+// unit of `kind` (of the same magnitude, as a suggestion keeps it), as the
+// quantity to write ("5s", "128MiB"; days and weeks in hours), or empty.
+std::string QuantityForUnitWord(std::string_view number, std::string_view word, UnitKind kind);
+
 // True for a fraction written without a unit: digits, one '.', digits (1.5).
 bool IsDecimalFraction(std::string_view text);
 

@@ -219,6 +219,17 @@ const Case kCases[] = {
      " |     cpu 50 %\n"
      " |         ^~~~\n"
      " = help: write 50%, without a space\n"},
+    // A misspelt unit, apart: one error at the value, not "unexpected '}'".
+    {"misspelt_unit_written_apart",
+     "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5 sec  memory 128 M  processes 8 }\n}\n",
+     "ERROR: t.cocoon:3:22: unknown unit 'sec', written apart from its number\n"
+     " |   limits { wall_time 5 sec  memory 128 M  processes 8 }\n"
+     " |                      ^~~~~\n"
+     " = help: write 5s\n"
+     "ERROR: t.cocoon:3:36: unknown unit 'M', written apart from its number\n"
+     " |   limits { wall_time 5 sec  memory 128 M  processes 8 }\n"
+     " |                                    ^~~~~\n"
+     " = help: write 128MiB\n"},
     {"hex_number_with_a_unit",
      "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 0x40 MiB\n    processes 8\n  }\n}\n",
      "ERROR: t.cocoon:4:12: a hexadecimal number takes no unit\n"
