@@ -68,6 +68,20 @@ const Case kCases[] = {
      " |   syscalls { allow openn }\n"
      " |                    ^~~~~\n"
      " = help: did you mean 'open'?\n"},
+    // A misspelt action on a line of its own continues the rule before it.
+    {"misspelt_action_on_its_own_line",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    deny ptrace\n    alow chroot\n"
+     "    dney mount\n  }\n}\n",
+     "ERROR: t.cocoon:5:5: unknown syscall 'alow'\n"
+     " |     alow chroot\n"
+     " |     ^~~~\n"
+     " = help: did you mean 'allow'? A rule starts with its action; as written, this line continues the rule "
+     "before it\n"
+     "ERROR: t.cocoon:6:5: unknown syscall 'dney'\n"
+     " |     dney mount\n"
+     " |     ^~~~\n"
+     " = help: did you mean 'deny'? A rule starts with its action; as written, this line continues the rule "
+     "before it\n"},
     {"unknown_group",
      "import \"strict\"\nprofile p extends strict {\n  syscalls { deny @mout }\n}\n",
      "ERROR: t.cocoon:3:19: unknown syscall group '@mout'\n"
@@ -89,7 +103,8 @@ const Case kCases[] = {
      " = help: did you mean 'CLONE_NEWUSER'?\n"
      "ERROR: t.cocoon:3:61: unknown errno 'EPREM'\n"
      " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
-     " |                                                             ^~~~~\n"},
+     " |                                                             ^~~~~\n"
+     " = help: did you mean 'EPERM'?\n"},
     {"masked_in_value_outside_mask",
      "import \"strict\"\nprofile p extends strict {\n"
      "  syscalls { kill clone if (arg0 & CLONE_NEWUSER) in {CLONE_NEWUSER, CLONE_NEWNET} }\n}\n",
