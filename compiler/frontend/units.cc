@@ -84,7 +84,7 @@ UnitValue FractionWithoutUnit(std::string_view text, UnitKind kind) {
   return Fail("'" + written + "' is not a whole number; expected " + std::string(KindWord(kind)), hint);
 }
 
-std::string Lower(std::string_view text) {
+std::string LowerCase(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
@@ -117,7 +117,7 @@ std::string ExactSize(uint64_t bytes) {
 // unit of that magnitude is clear: a suggestion never changes the value by
 // orders of magnitude (128M once got "did you mean '128B'?").
 std::string_view SameMagnitudeUnit(std::string_view unit, UnitKind kind) {
-  const std::string u = Lower(unit);
+  const std::string u = LowerCase(unit);
   if (kind == UnitKind::kSize) {
     if (OneOf(u, {"b", "byte", "bytes"})) return "B";
     if (OneOf(u, {"k", "kb", "ki", "kib", "kilobyte", "kilobytes", "kibibyte", "kibibytes"})) return "KiB";
@@ -146,7 +146,7 @@ std::string UnitSuggestion(std::string_view number, std::string_view unit, UnitK
                            const std::vector<std::string>& candidates, uint64_t max) {
   std::string fixed(SameMagnitudeUnit(unit, kind));
   if (fixed.empty() && kind == UnitKind::kTime) {
-    const std::string u = Lower(unit);
+    const std::string u = LowerCase(unit);
     const uint64_t hours = OneOf(u, {"d", "day", "days"})        ? 24
                            : OneOf(u, {"w", "wk", "week", "weeks"}) ? 7 * 24
                                                                     : 0;
@@ -211,7 +211,7 @@ std::string QuantityForUnitWord(std::string_view number, std::string_view word, 
   if (const std::string_view unit = SameMagnitudeUnit(word, kind); !unit.empty()) {
     return std::string(number) + std::string(unit);
   }
-  const std::string u = Lower(word);
+  const std::string u = LowerCase(word);
   const uint64_t hours = kind != UnitKind::kTime                   ? 0
                          : OneOf(u, {"d", "day", "days"})          ? 24
                          : OneOf(u, {"w", "wk", "week", "weeks"}) ? 7 * 24
