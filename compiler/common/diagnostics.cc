@@ -200,17 +200,21 @@ std::string Diagnostics::RenderJson() const {
 }
 
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
+  // Optimal string alignment: Levenshtein plus a swap of two adjacent
+  // letters as one edit, the commonest slip ('dney' for 'deny').
   auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
+    std::vector<size_t> before(b.size() + 1), row(b.size() + 1), next(b.size() + 1);
     for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
     for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
+      next[0] = i;
       for (size_t j = 1; j <= b.size(); ++j) {
-        size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = above;
+        next[j] = std::min({row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+          next[j] = std::min(next[j], before[j - 2] + 1);
+        }
       }
+      before.swap(row);
+      row.swap(next);
     }
     return row[b.size()];
   };

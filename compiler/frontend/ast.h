@@ -92,6 +92,11 @@ struct File {
   std::vector<Directive> directives;
   std::vector<Profile> profiles;
   std::vector<Comment> comments;  // every comment, in order (for the formatter)
+  // Values the parser already reported as a slip it mended (`wall_time 5
+  // sec`: the number), when it returns an AST despite them
+  // (SlipRecovery::kAstForChecking); the checker says nothing more of them.
+  std::vector<Span> reported;
+  size_t slip_errors = 0;  // how many errors those slips were
 };
 
 }  // namespace cocoon::frontend::ast

@@ -151,8 +151,10 @@ bool Layer::AbsolutePath(const ast::Word& word, std::string& out) {
   return true;
 }
 
-bool Layer::Unit(const ast::Word& word, UnitKind kind, uint64_t& out) {
-  UnitValue v = ParseUnitValue(word.text, kind);
+bool Layer::Unit(const ast::Word& word, UnitKind kind, uint64_t& out, uint64_t max) {
+  const std::vector<Span>& reported = file().ast.reported;
+  if (std::find(reported.begin(), reported.end(), word.span) != reported.end()) return false;  // said by the parser
+  UnitValue v = ParseUnitValue(word.text, kind, max);
   if (!v.ok) {
     Error(word.span, v.error, v.hint);
     return false;

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "compiler/frontend/checker_internal.h"
@@ -101,6 +102,56 @@ bool ParseEndpoint(Layer& layer, const ast::Word& word, ir::NetworkEndpoint& out
   }
   out = ir::NetworkEndpoint{host, static_cast<uint16_t>(port)};
   return true;
+}
+
+// An allow-list entry for an address that is not what it seems
+// (docs/security.md, "Network allow-lists"): the broker lets a connect to
+// loopback or the unspecified address run inside the sandbox's own network
+// namespace, so such an entry never reaches the host; every other allowed
+// address is connected to from the host, link-local ones (and the cloud
+// metadata service among them) included.
+void WarnAboutSpecialEndpoint(Layer& layer, const ast::Statement& entry, const ir::NetworkEndpoint& endpoint) {
+  const std::string& host = endpoint.host;
+  const std::string quoted = Quote(entry.keyword.text);
+  unsigned char v6[16];
+  in_addr v4{};
+  bool is_v4 = inet_pton(AF_INET, host.c_str(), &v4) == 1;
+  const bool is_v6 = !is_v4 && inet_pton(AF_INET6, host.c_str(), v6) == 1;
+  static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (is_v6 && std::equal(kMapped, kMapped + 12, v6)) {  // ::ffff:127.0.0.1 is 127.0.0.1
+    std::memcpy(&v4, v6 + 12, 4);
+    is_v4 = true;
+  }
+  const uint32_t a = is_v4 ? ntohl(v4.s_addr) : 0;
+  static const unsigned char kZero[16] = {};
+  const bool v6_only = is_v6 && !is_v4;
+  const bool loopback = (is_v4 && (a >> 24) == 127) || (v6_only && std::equal(kZero, kZero + 15, v6) && v6[15] == 1) ||
+                        host == "localhost" || host.ends_with(".localhost");
+  const bool unspecified = (is_v4 && a == 0) || (v6_only && std::equal(kZero, kZero + 16, v6));
+  // 169.254.169.254, and AWS's IPv6 one, fd00:ec2::254.
+  static const unsigned char kAwsV6Metadata[16] = {0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
+  const bool metadata = (is_v4 && a == 0xA9FEA9FE) || host == "metadata.google.internal" ||
+                        (v6_only && std::equal(kAwsV6Metadata, kAwsV6Metadata + 16, v6));
+  const bool link_local = (is_v4 && (a >> 16) == 0xA9FE) || (v6_only && v6[0] == 0xfe && (v6[1] & 0xc0) == 0x80);
+  if (loopback || unspecified) {
+    layer.Warning(entry.span,
+                  "endpoint " + quoted + " is " + (loopback ? "loopback" : "the unspecified address") +
+                      ": a connect to it stays in the sandbox's own network namespace, so this entry never reaches "
+                      "the host",
+                  "loopback inside the sandbox needs no entry; a service on the host is reached only at an "
+                  "address other than loopback");
+  } else if (metadata) {
+    layer.Warning(entry.span,
+                  "endpoint " + quoted + " is the cloud metadata service: allowed endpoints are connected to from "
+                  "the host, so the sandbox can ask it for the host's instance credentials",
+                  "remove it unless the sandbox must act as the host's cloud identity");
+  } else if (link_local) {
+    layer.Warning(entry.span,
+                  "endpoint " + quoted + " is link-local (" + (is_v4 ? "169.254.0.0/16" : "fe80::/10") +
+                      "): allowed endpoints are connected to from the host, so the sandbox reaches the host's own "
+                      "network link, where cloud metadata services answer",
+                  "remove it unless the sandbox must reach a device on the host's link");
+  }
 }
 
 const std::vector<std::string>& FilesystemKeys() {
@@ -334,6 +385,7 @@ void ApplyNetwork(Layer& layer, const ast::Statement& stmt) {
       layer.Warning(entry.span, "duplicate endpoint " + Quote(entry.keyword.text));
       continue;
     }
+    WarnAboutSpecialEndpoint(layer, entry, endpoint);
     next.allow.push_back(endpoint);
   }
   // Only when nothing was written: an endpoint already reported as an error

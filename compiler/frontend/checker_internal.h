@@ -112,7 +112,9 @@ class Layer {
   // False (and an error) if the path holds a control character: no path
   // a policy means has one, and `explain` would print it.
   bool NoControlCharacters(const ast::Word& path);
-  bool Unit(const ast::Word& word, UnitKind kind, uint64_t& out);
+  // `max`: see ParseUnitValue.
+  bool Unit(const ast::Word& word, UnitKind kind, uint64_t& out,
+            uint64_t max = std::numeric_limits<uint64_t>::max());
 
   // Per-layer syscall rule bookkeeping for conflict detection.
   struct LayerRule {

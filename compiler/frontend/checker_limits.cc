@@ -12,6 +12,10 @@ struct LimitSpec {
   ir::Limit ir::Limits::*field;
   uint64_t min;
   uint64_t max;
+  // For a limit the enforcer always applies (an rlimit it sets whatever the
+  // policy says: enforcer/limits/limit_plan.cc, PlanFiles), the value it
+  // applies when the policy sets none, `unlimited` included; 0 otherwise.
+  uint64_t enforcer_default = 0;
 };
 
 constexpr uint64_t kDayMs = 24ull * 3600 * 1000;
@@ -23,8 +27,8 @@ const LimitSpec kLimits[] = {
     {"memory", UnitKind::kSize, &ir::Limits::memory_bytes, kMiB, kMaxSizeBytes},
     {"processes", UnitKind::kCount, &ir::Limits::processes, 1, 4194304},
     // stdin, stdout and stderr are already three.
-    {"open_files", UnitKind::kCount, &ir::Limits::open_files, 3, 1 << 20},
-    {"file_size", UnitKind::kSize, &ir::Limits::file_size_bytes, 1, kMaxSizeBytes},
+    {"open_files", UnitKind::kCount, &ir::Limits::open_files, 3, 1 << 20, ir::kDefaultOpenFiles},
+    {"file_size", UnitKind::kSize, &ir::Limits::file_size_bytes, 1, kMaxSizeBytes, ir::kDefaultFileSizeBytes},
     {"disk", UnitKind::kSize, &ir::Limits::disk_bytes, 1, kMaxSizeBytes},
     {"output", UnitKind::kSize, &ir::Limits::output_bytes, 1, kMaxSizeBytes},
     {"cpu", UnitKind::kPercent, &ir::Limits::cpu_percent, 1, 100000},
@@ -51,7 +55,15 @@ void CheckWeakening(Layer& layer, const LimitSpec& spec, const ir::Limit& before
                     Span span) {
   std::string setting = "limits." + std::string(spec.name);
   if (!before.set) return;
-  if (!after.set) {
+  if (!after.set && spec.enforcer_default != 0) {
+    // `unlimited` leaves the enforcer's default, which may be more or less
+    // than what the parent set.
+    if (spec.enforcer_default > before.value) {
+      layer.Weakens(setting, span,
+                    "`unlimited` leaves the enforcer's default, " + Show(spec.kind, spec.enforcer_default) +
+                        ", which is more than " + Show(spec.kind, before.value));
+    }
+  } else if (!after.set) {
     layer.Weakens(setting, span, "the limit is removed (it was " + Show(spec.kind, before.value) + ")");
   } else if (after.value > before.value) {
     layer.Weakens(setting, span, Show(spec.kind, after.value) + " is more than " + Show(spec.kind, before.value));
@@ -156,13 +168,20 @@ void ApplyLimits(Layer& layer, const ast::Statement& stmt) {
       layer.Error(value.span, "expected a value for " + std::string(spec->name) + ", not " + Quote(value.text));
       return;
     }
-    if (!layer.Unit(value, spec->kind, next.value)) return;
+    if (!layer.Unit(value, spec->kind, next.value, spec->max)) return;
     if (next.value < spec->min || next.value > spec->max) {
       layer.Error(value.span, std::string(spec->name) + " " + value.text + " is out of range; expected " +
                                   Show(spec->kind, spec->min) + " to " + Show(spec->kind, spec->max));
       return;
     }
     next.set = true;
+  } else if (spec->enforcer_default != 0) {
+    // The enforcer always sets this rlimit: `unlimited` only means "no
+    // value from the policy", and the sandbox gets the default.
+    layer.Warning(value.span,
+                  std::string(spec->name) + " is never unlimited: the sandbox gets the enforcer's default of " +
+                      Show(spec->kind, spec->enforcer_default),
+                  "write the value the program needs, up to " + Show(spec->kind, spec->max));
   }
   ir::Limit& field = layer.state().policy.limits.*(spec->field);
   CheckWeakening(layer, *spec, field, next, stmt.span);

@@ -285,12 +285,35 @@ void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const
     return;
   }
   if (!syscalls::IsKnownSyscall(target.text, arches)) {
+    // `dney ptrace` on a line of its own: a misspelt action, which the
+    // grammar reads as one more syscall of the rule on the line before.
+    static const std::vector<std::string> kActions{"allow", "deny", "kill", "log", "notify", "trap"};
+    const std::string_view text = layer.file().source->text();
+    const size_t line_start = text.rfind('\n', target.span.begin == 0 ? 0 : target.span.begin - 1);
+    const size_t from = line_start == std::string_view::npos ? 0 : line_start + 1;
+    const bool starts_line = text.substr(from, target.span.begin - from).find_first_not_of(" \t") ==
+                             std::string_view::npos;
+    const std::string action = starts_line ? DidYouMean(target.text, kActions) : std::string();
+    if (!action.empty()) {
+      layer.Error(target.span, "unknown syscall " + Quote(target.text),
+                  "did you mean '" + action + "'? A rule starts with its action; as written, this line continues "
+                  "the rule before it");
+      return;
+    }
     std::string suggestion = DidYouMean(target.text, syscalls::KnownSyscallNames());
     layer.Error(target.span, "unknown syscall " + Quote(target.text),
                 suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
     return;
   }
+  const bool reopened = layer.state().reopened.count(target.text) != 0;
   for (const Conjunction& c : dnf) AddRule(layer, stmt, target.text, c, "");
+  // Said where the rule is, in compile's words (compile says it with no
+  // position); once, where a profile first reopens it.
+  if (!reopened && layer.state().reopened.count(target.text) != 0) {
+    layer.Warning(target.span, syscalls::ReopenWarning(target.text),
+                  "the compiler's hardening prologue denies " + target.text +
+                      " unless a rule names it; keep this rule only if the program needs it");
+  }
 }
 
 ir::Action VerbAction(const std::string& verb) {

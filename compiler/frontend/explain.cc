@@ -154,11 +154,13 @@ void ExplainLimits(Writer& w, const ir::Policy& p) {
   w.Line("CPU time    " + LimitText(l.cpu_time_ms, FormatDuration), "limits.cpu_time");
   w.Line("memory      " + LimitText(l.memory_bytes, FormatBytes), "limits.memory");
   w.Line("processes   " + LimitText(l.processes, Count), "limits.processes");
-  // Unset, these two still get an rlimit: the enforcer's default.
-  w.Line("open files  " + (l.open_files.set ? LimitText(l.open_files, Count) : Count(ir::kDefaultOpenFiles)),
+  // Unset (or `unlimited`), these two still get an rlimit: the enforcer's default.
+  const std::string kDefault = " (the enforcer's default)";
+  w.Line("open files  " +
+             (l.open_files.set ? LimitText(l.open_files, Count) : Count(ir::kDefaultOpenFiles) + kDefault),
          "limits.open_files");
   w.Line("file size   " + (l.file_size_bytes.set ? LimitText(l.file_size_bytes, FormatBytes)
-                                                   : FormatBytes(ir::kDefaultFileSizeBytes)),
+                                                   : FormatBytes(ir::kDefaultFileSizeBytes) + kDefault),
          "limits.file_size");
   w.Line("disk        " + LimitText(l.disk_bytes, FormatBytes), "limits.disk");
   w.Line("output      " + LimitText(l.output_bytes, FormatBytes) + " per stream", "limits.output");

@@ -67,18 +67,25 @@ class Formatter {
   void Block(const std::vector<ast::Statement>& body, uint32_t close, int indent) {
     bool first = true;
     for (const ast::Statement& s : body) {
+      const size_t comments_before = next_comment_;
       CommentsBefore(s.span.begin, indent, first);
       if (!first) BlankIfSource(s.span.begin);
-      Statement(s, indent);
+      const bool at_top = first && next_comment_ == comments_before;  // nothing written in the block yet
+      Statement(s, indent, at_top ? Position::kFirstInBlock : Position::kAfterAnother);
       first = false;
     }
     CommentsBefore(close, indent, first);
     Indent(indent - 1);
   }
 
-  void Statement(const ast::Statement& s, int indent) {
-    // Comments written inside a one-line statement's words move before it.
-    if (!s.has_block) CommentsBefore(s.span.end, indent);
+  enum class Position { kFirstInBlock, kAfterAnother };
+
+  void Statement(const ast::Statement& s, int indent, Position position) {
+    // Comments written inside a one-line statement's words move before it,
+    // as the comments before it go: with no blank line at the top of a
+    // block (else the next pass, finding them before the statement, drops
+    // the blank line this one kept).
+    if (!s.has_block) CommentsBefore(s.span.end, indent, position == Position::kFirstInBlock);
     Indent(indent);
     std::vector<std::string> words{Word(s.keyword)};
     for (const ast::Word& w : s.args) words.push_back(Word(w));
@@ -169,13 +176,17 @@ class Formatter {
     }
   }
 
-  // Appends a comment that sits on the same source line after `end`, then ends the line.
+  // Appends the comment that directly follows `end` on the same source line
+  // (only blanks between), then ends the line. A comment after further
+  // words (`limits { memory 1GiB # about memory`) trails those words' own
+  // statement, not the `{` before them.
   void Trailing(uint32_t end) {
     if (next_comment_ < file_.comments.size()) {
       const ast::Comment& c = file_.comments[next_comment_];
-      uint32_t from = std::min<uint32_t>(end, c.span.begin);
-      bool same_line = c.span.begin >= from && text_.find('\n', from) >= c.span.begin;
-      if (same_line && c.span.begin + 1 >= end) {
+      const bool directly_after =
+          c.span.begin >= end &&
+          text_.find_first_not_of(" \t", end) == static_cast<size_t>(c.span.begin);
+      if (directly_after) {
         out_ += "  " + CommentText(c);
         ++next_comment_;
       }

@@ -74,13 +74,17 @@ std::optional<ir::Policy> CompilePolicyText(const std::string& display_name, con
 bool CheckPolicyFile(const std::string& path, const std::string& profile, const FrontendOptions& options,
                      Diagnostics& diagnostics) {
   const size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
-  Program program = LoadProgramFromFile(path, MakeLoadOptions(options), diagnostics);
+  LoadOptions load = MakeLoadOptions(options);
+  // A unit written apart (`wall_time 5 sec`) is reported, and the rest of
+  // the file still checked (`memroy` on the same line).
+  load.parse.slip_recovery = SlipRecovery::kAstForChecking;
+  Program program = LoadProgramFromFile(path, load, diagnostics);
   // A profile defined twice is an error of its own, and both definitions are
   // still checked, so that it hides no other mistake. Any other load error (a
   // file missing or not parsing) stops here: checking without that file
   // would only report what follows from it (unknown parents).
   const size_t load_errors = diagnostics.error_count() + diagnostics.suppressed() - errors_before;
-  if (program.root() == nullptr || load_errors > program.redefinitions.size()) return false;
+  if (program.root() == nullptr || load_errors > program.redefinitions.size() + program.slip_errors) return false;
   const LoadedFile& root = *program.root();
   std::vector<ProfileRef> definitions;
   std::set<std::string> named;

@@ -42,6 +42,7 @@ class Loader {
     file->source = source;
     file->ast = std::move(*parsed);
     file->sha256 = Sha256Hex(source->text());
+    program_.slip_errors += file->ast.slip_errors;
     LoadedFile* raw = file.get();
     program_.files.push_back(std::move(file));
     if (!raw->path.empty()) loaded_.insert(raw->path);

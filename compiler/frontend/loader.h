@@ -44,6 +44,9 @@ struct Program {
   // Profiles whose name an earlier one already had (the loader reports each;
   // `profiles` keeps the first). `cocoon check` still checks their bodies.
   std::vector<ProfileRef> redefinitions;
+  // Errors of slips the parser mended in files loaded anyway
+  // (SlipRecovery::kAstForChecking): they do not stop `check`.
+  size_t slip_errors = 0;
 
   const LoadedFile* root() const { return files.empty() ? nullptr : files.front().get(); }
 };

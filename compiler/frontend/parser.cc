@@ -609,8 +609,20 @@ bool CheckStringContents(antlr4::CommonTokenStream& tokens, const SourcePtr& sou
 // IDENT value` read `MiB wall_time` as one more limit, and reported the next
 // line's valid `5s` instead ("unexpected '5'"). The unit is reported and
 // moved off the parser's channel.
+// The kind of value a setting takes, for the words that take a duration, a
+// size or a percentage (limits, `tmpfs ... size`, `work ... quota`).
+std::optional<UnitKind> KindOfSetting(const std::string& word) {
+  if (word == "wall_time" || word == "cpu_time") return UnitKind::kTime;
+  if (word == "cpu") return UnitKind::kPercent;
+  if (word == "memory" || word == "file_size" || word == "disk" || word == "output" || word == "size" ||
+      word == "quota") {
+    return UnitKind::kSize;
+  }
+  return std::nullopt;
+}
+
 bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
-                            Diagnostics& diagnostics) {
+                            Diagnostics& diagnostics, std::vector<Span>& reported) {
   bool ok = true;
   const std::string_view text = source->text();
   const std::vector<antlr4::Token*> all = tokens.getTokens();
@@ -630,9 +642,23 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
     const std::string_view gap = text.substr(number_end, unit_begin - number_end);
     if (gap.find_first_not_of(" \t") != std::string_view::npos) continue;  // on the same line
     const std::string_view unit_text = text.substr(unit_begin, unit_end - unit_begin);
-    if (!IsUnitName(unit_text)) continue;
     const uint32_t number_begin = offsets.Byte(number->getStartIndex());
     const std::string_view number_text = text.substr(number_begin, number_end - number_begin);
+    if (!IsUnitName(unit_text)) {
+      // `wall_time 5 sec`: a misspelt unit, apart. Only after a setting whose
+      // kind of value is known, and only a word that stands for a unit of
+      // it: `processes 8 memory 1GiB` on one line is two limits.
+      const std::optional<UnitKind> kind = i > 0 ? KindOfSetting(all[i - 1]->getText()) : std::nullopt;
+      const std::string quantity = kind ? QuantityForUnitWord(number_text, unit_text, *kind) : std::string();
+      if (quantity.empty()) continue;
+      diagnostics.Error(source, Span{number_begin, unit_end},
+                        "unknown unit '" + std::string(unit_text) + "', written apart from its number",
+                        "write " + quantity);
+      static_cast<antlr4::CommonToken*>(unit)->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+      reported.push_back(Span{number_begin, number_end});
+      ok = false;
+      continue;
+    }
     // Not "write 0x40MiB": hexadecimal takes no unit (and 0x40B is another
     // number, 'B' being a hex digit).
     if (dotted) {
@@ -650,6 +676,64 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
                         "write " + written + ", without a space");
     }
     static_cast<antlr4::CommonToken*>(unit)->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+    reported.push_back(Span{number_begin, number_end});
+    ok = false;
+  }
+  return ok;
+}
+
+// Slips inside a bare path, which the lexer takes as part of it
+// (grammar/CocoonLexer.g4 allows [+@%=,~:] in a PATH): `hide /etc/shadow,
+// /etc/gshadow` hid a file named "shadow," and left /etc/shadow visible.
+//  - ',' is never read as a separator, and a list separated by commas is the
+//    likely intent: an error at the comma.
+//  - ':/' is a PATH-style list (/usr/bin:/bin). A ':' alone stays allowed:
+//    /sys/devices/pci0000:00 and /dev/disk/by-path/...:0 are real paths.
+//  - '@' (getty@tty1.service), '=', '%', '+' and '~' occur in real file
+//    names and stay allowed.
+// A quoted path is free-form: it is how to write a name that holds any of them.
+// Returns false on an error.
+bool CheckBarePaths(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                    Diagnostics& diagnostics) {
+  bool ok = true;
+  const std::string_view text = source->text();
+  for (antlr4::Token* token : tokens.getTokens()) {
+    if (token->getType() != CocoonLexer::PATH) continue;
+    const uint32_t begin = offsets.Byte(token->getStartIndex());
+    const uint32_t end = offsets.Byte(token->getStopIndex() + 1);
+    const std::string_view path = text.substr(begin, end - begin);
+    const size_t comma = path.find(',');
+    const size_t colon = path.find(":/");
+    if (comma == std::string_view::npos && colon == std::string_view::npos) continue;
+    const bool is_comma = comma < colon;
+    const uint32_t at = begin + static_cast<uint32_t>(is_comma ? comma : colon);
+    diagnostics.Error(source, Span{at, at + 1},
+                      is_comma ? "',' is not part of a path; list items are separated by spaces"
+                               : "':' is not a path separator; list items are separated by spaces",
+                      "if the '" + std::string(is_comma ? "," : ":") +
+                          "' belongs to the file name, quote the path: \"" + std::string(path) + "\"");
+    ok = false;
+  }
+  return ok;
+}
+
+// `hide /etc/shadow#x }`: a '#' right after a bare path starts a comment, so
+// the rest of the line (here the `}`) is not read, and the parser would
+// report whatever comes after it. Reported at the '#'; the caller does not
+// parse further (what the parser would say follows from the comment).
+bool CheckCommentsAfterPaths(antlr4::CommonTokenStream& tokens, const SourcePtr& source,
+                             const OffsetMap& offsets, Diagnostics& diagnostics) {
+  bool ok = true;
+  const std::vector<antlr4::Token*> all = tokens.getTokens();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    if (all[i]->getType() != CocoonLexer::PATH || all[i + 1]->getType() != CocoonLexer::COMMENT) continue;
+    const uint32_t path_end = offsets.Byte(all[i]->getStopIndex() + 1);
+    if (offsets.Byte(all[i + 1]->getStartIndex()) != path_end) continue;  // a space between: a comment
+    const uint32_t path_begin = offsets.Byte(all[i]->getStartIndex());
+    const std::string path(source->text().substr(path_begin, path_end - path_begin));
+    diagnostics.Error(source, Span{path_end, path_end + 1},
+                      "'#' right after the path '" + path + "' starts a comment: the rest of the line is not read",
+                      "put a space before a comment; if the '#' belongs to the file name, quote the whole path");
     ok = false;
   }
   return ok;
@@ -659,34 +743,51 @@ bool CheckUnitsWrittenApart(antlr4::CommonTokenStream& tokens, const SourcePtr& 
 // rule's verb (where no keyword can stand). The parser took `kill` for the
 // next rule's verb and reported the valid line after it. The name is reported
 // with the fix, and read as a name.
+//
+// `deny ptrace kill mount`: `kill` further on in a rule's list of syscalls,
+// on the same line, silently became a second rule, `kill mount` (and
+// `deny tkill kill }` a syntax error at the `}`). On the same line it is a
+// slip too: a rule that kills starts on a line of its own, or after a rule
+// that ends in `if ...` or `errno ...`.
 bool CheckKeywordSyscallNames(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
                               Diagnostics& diagnostics) {
   auto is_verb = [](size_t type) {
     return type == CocoonLexer::ALLOW || type == CocoonLexer::DENY || type == CocoonLexer::KILL ||
            type == CocoonLexer::LOG || type == CocoonLexer::NOTIFY || type == CocoonLexer::TRAP;
   };
+  auto is_target = [](size_t type) {
+    return type == CocoonLexer::IDENT || type == CocoonLexer::STRING || type == CocoonLexer::GROUP;
+  };
+  const auto& syscalls = syscalls::KnownSyscallNames();
+  auto report = [&](antlr4::Token* token, const std::string& hint) {
+    const std::string name = token->getText();
+    diagnostics.Error(source, Span{offsets.Byte(token->getStartIndex()), offsets.Byte(token->getStopIndex() + 1)},
+                      "the syscall '" + name + "' is spelt like a keyword of the language",
+                      "write its name as a string: \"" + name + "\"" + hint);
+    static_cast<antlr4::CommonToken*>(token)->setType(CocoonLexer::IDENT);
+  };
   bool ok = true;
   size_t before_verb = antlr4::Token::EOF;  // the on-channel token before the previous one
   size_t previous = antlr4::Token::EOF;
+  size_t previous_line = 0;
+  bool in_list = false;  // after a rule's verb and at least one of its syscalls
   for (antlr4::Token* token : tokens.getTokens()) {
     if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
     const size_t type = token->getType();
+    const bool is_syscall = std::find(syscalls.begin(), syscalls.end(), token->getText()) != syscalls.end();
     // After `default`, a verb is the default action, and a rule may follow.
-    if (is_verb(previous) && before_verb != CocoonLexer::DEFAULT && type != CocoonLexer::IDENT &&
-        type != CocoonLexer::STRING && type != CocoonLexer::GROUP) {
-      const std::string name = token->getText();
-      const auto& syscalls = syscalls::KnownSyscallNames();
-      if (std::find(syscalls.begin(), syscalls.end(), name) != syscalls.end()) {
-        diagnostics.Error(source,
-                          Span{offsets.Byte(token->getStartIndex()), offsets.Byte(token->getStopIndex() + 1)},
-                          "the syscall '" + name + "' is spelt like a keyword of the language",
-                          "write its name as a string: \"" + name + "\"");
-        static_cast<antlr4::CommonToken*>(token)->setType(CocoonLexer::IDENT);
-        ok = false;
-      }
+    const bool after_verb = is_verb(previous) && before_verb != CocoonLexer::DEFAULT;
+    if (after_verb && !is_target(type) && is_syscall) {
+      report(token, "");
+      ok = false;
+    } else if (in_list && type == CocoonLexer::KILL && token->getLine() == previous_line && is_syscall) {
+      report(token, "; a rule that kills starts on a line of its own");
+      ok = false;
     }
+    in_list = (after_verb || in_list) && (is_target(token->getType()));
     before_verb = previous;
     previous = token->getType();
+    previous_line = token->getLine();
   }
   return ok;
 }
@@ -1123,8 +1224,13 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
   // Reported with any syntax errors below; either way there is no AST.
   const bool strings_ok = CheckStringContents(tokens, source, offsets, diagnostics);
-  const bool units_ok = CheckUnitsWrittenApart(tokens, source, offsets, diagnostics);
+  std::vector<Span> units_reported;
+  const size_t errors_before_units = diagnostics.error_count() + diagnostics.suppressed();
+  const bool units_ok = CheckUnitsWrittenApart(tokens, source, offsets, diagnostics, units_reported);
+  const size_t unit_errors = diagnostics.error_count() + diagnostics.suppressed() - errors_before_units;
   const bool names_ok = CheckKeywordSyscallNames(tokens, source, offsets, diagnostics);
+  const bool paths_ok = CheckBarePaths(tokens, source, offsets, diagnostics);
+  if (!CheckCommentsAfterPaths(tokens, source, offsets, diagnostics)) return std::nullopt;
 
   AstListener ast_listener(offsets, source->text());
   PolicyParser parser(&tokens, ast_listener);
@@ -1156,8 +1262,11 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }
-  if (!strings_ok || !units_ok || !names_ok) return std::nullopt;
+  if (!strings_ok || !names_ok || !paths_ok) return std::nullopt;
+  if (!units_ok && options.slip_recovery != SlipRecovery::kAstForChecking) return std::nullopt;
   ast::File file = ast_listener.Take();
+  file.reported = std::move(units_reported);
+  file.slip_errors = unit_errors;
   file.source = source;
   file.comments = CollectComments(tokens, offsets);
   return file;

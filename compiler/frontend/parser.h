@@ -22,7 +22,15 @@ enum class DfaReuse {
   kProcessWide,
 };
 
+// Whether a file whose only errors are slips the parser mended (a unit
+// written apart from its number) still gets an AST.
+enum class SlipRecovery {
+  kNoAst,           // nullopt, as for any error: what fmt and the fuzzers expect
+  kAstForChecking,  // the AST, for `check` to report the file's other mistakes too
+};
+
 struct ParseOptions {
+  SlipRecovery slip_recovery = SlipRecovery::kNoAst;
   DfaReuse dfa_reuse = DfaReuse::kPerParse;
   size_t max_file_bytes = 4 << 20;
   // Deepest nesting of { } and ( ): bounds the parser's recursion.

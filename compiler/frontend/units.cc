@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -83,6 +84,110 @@ UnitValue FractionWithoutUnit(std::string_view text, UnitKind kind) {
   return Fail("'" + written + "' is not a whole number; expected " + std::string(KindWord(kind)), hint);
 }
 
+std::string LowerCase(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool OneOf(std::string_view word, std::initializer_list<std::string_view> words) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+// `ms` as the largest unit it is a whole number of: 192h, 90m, 1500ms.
+std::string ExactDuration(uint64_t ms) {
+  if (ms % (3600 * 1000) == 0) return std::to_string(ms / (3600 * 1000)) + "h";
+  if (ms % (60 * 1000) == 0) return std::to_string(ms / (60 * 1000)) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+// `bytes` as the largest binary unit it is a whole number of: 1GiB, 1536KiB.
+std::string ExactSize(uint64_t bytes) {
+  static constexpr std::string_view kNames[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (size_t i = 0; i < 4; ++i) {
+    const uint64_t scale = kKi << (10 * (3 - i));
+    if (bytes != 0 && bytes % scale == 0) return std::to_string(bytes / scale) + std::string(kNames[i]);
+  }
+  return std::to_string(bytes) + "B";
+}
+
+// The unit a misspelt one stands for, of the same magnitude: M, mb, Mib and
+// megabytes are MiB; sec is s; M for a duration is minutes. Empty when no
+// unit of that magnitude is clear: a suggestion never changes the value by
+// orders of magnitude (128M once got "did you mean '128B'?").
+std::string_view SameMagnitudeUnit(std::string_view unit, UnitKind kind) {
+  const std::string u = LowerCase(unit);
+  if (kind == UnitKind::kSize) {
+    if (OneOf(u, {"b", "byte", "bytes"})) return "B";
+    if (OneOf(u, {"k", "kb", "ki", "kib", "kilobyte", "kilobytes", "kibibyte", "kibibytes"})) return "KiB";
+    if (OneOf(u, {"m", "mb", "mi", "mib", "meg", "megs", "megabyte", "megabytes", "mebibyte", "mebibytes"})) {
+      return "MiB";
+    }
+    if (OneOf(u, {"g", "gb", "gi", "gib", "gig", "gigs", "gigabyte", "gigabytes", "gibibyte", "gibibytes"})) {
+      return "GiB";
+    }
+    if (OneOf(u, {"t", "tb", "ti", "tib", "terabyte", "terabytes", "tebibyte", "tebibytes"})) return "TiB";
+  } else if (kind == UnitKind::kTime) {
+    if (OneOf(u, {"ms", "msec", "msecs", "millisecond", "milliseconds"})) return "ms";
+    if (OneOf(u, {"s", "sec", "secs", "second", "seconds"})) return "s";
+    if (OneOf(u, {"m", "mn", "mins", "minute", "minutes"})) return "m";
+    if (u == "min") return "min";
+    if (OneOf(u, {"h", "hr", "hrs", "hour", "hours"})) return "h";
+  } else if (kind == UnitKind::kPercent) {
+    if (OneOf(u, {"pc", "pct", "percent", "per-cent"})) return "%";
+  }
+  return {};
+}
+
+// "did you mean '128MiB'?" for a unit that is not one, or empty. Days and
+// weeks, which have no unit, are given in hours (8d: '192h').
+std::string UnitSuggestion(std::string_view number, std::string_view unit, UnitKind kind,
+                           const std::vector<std::string>& candidates, uint64_t max) {
+  std::string fixed(SameMagnitudeUnit(unit, kind));
+  if (fixed.empty() && kind == UnitKind::kTime) {
+    const std::string u = LowerCase(unit);
+    const uint64_t hours = OneOf(u, {"d", "day", "days"})        ? 24
+                           : OneOf(u, {"w", "wk", "week", "weeks"}) ? 7 * 24
+                                                                    : 0;
+    const UnitValue in_hours = hours == 0 ? UnitValue{} : ParseUnitValue(std::string(number) + "h", kind);
+    const std::string_view what = hours == 24 ? "days" : "weeks";
+    if (in_hours.ok && in_hours.value <= max / hours) {
+      return "did you mean '" + ExactDuration(in_hours.value * hours) + "'? (there is no unit for " +
+             std::string(what) + ")";
+    }
+    if (in_hours.ok) {
+      return "there is no unit for " + std::string(what) + "; " + std::string(number) + std::string(unit) +
+             " is more than the maximum, " + ExactDuration(max);
+    }
+  }
+  if (fixed.empty()) {
+    // A near spelling (MiBs, sx), kept only when it starts with the same
+    // letter, the letter that gives the magnitude; 'm' is ms or minutes.
+    const std::string near = DidYouMean(unit, candidates);
+    const char first = static_cast<char>(std::tolower(static_cast<unsigned char>(unit.front())));
+    if (!near.empty() && std::tolower(static_cast<unsigned char>(near.front())) == first &&
+        !(kind == UnitKind::kTime && first == 'm')) {
+      fixed = near;
+    }
+  }
+  return fixed.empty() ? std::string() : "did you mean '" + std::string(number) + fixed + "'?";
+}
+
+// `memory 0x40000000`: a hexadecimal number with no unit (not one with a
+// unit: 0x40MiB). The hint gives the value in decimal with its unit; a size
+// is taken as bytes.
+UnitValue HexWithoutUnit(std::string_view text, uint64_t n, UnitKind kind) {
+  std::string hint;
+  switch (kind) {
+    case UnitKind::kSize: hint = "for " + std::string(text) + " bytes, write " + ExactSize(n); break;
+    case UnitKind::kTime: hint = "write the value in decimal, with its unit: such as " + std::to_string(n) + "s"; break;
+    case UnitKind::kPercent: hint = "write " + std::to_string(n) + "%"; break;
+    case UnitKind::kCount: break;
+  }
+  return Fail("missing unit after '" + std::string(text) + "'; expected " + std::string(KindWord(kind)), hint);
+}
+
 }  // namespace
 
 bool IsDecimalFraction(std::string_view text) {
@@ -96,6 +201,24 @@ bool IsDecimalFraction(std::string_view text) {
 bool IsDigitsAndPoints(std::string_view text) {
   return text.find('.') != std::string_view::npos &&
          std::all_of(text.begin(), text.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
+}
+
+std::string QuantityForUnitWord(std::string_view number, std::string_view word, UnitKind kind) {
+  const bool digits = !number.empty() && std::all_of(number.begin(), number.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (word.empty() || !(digits || IsDecimalFraction(number))) return {};
+  if (const std::string_view unit = SameMagnitudeUnit(word, kind); !unit.empty()) {
+    return std::string(number) + std::string(unit);
+  }
+  const std::string u = LowerCase(word);
+  const uint64_t hours = kind != UnitKind::kTime                   ? 0
+                         : OneOf(u, {"d", "day", "days"})          ? 24
+                         : OneOf(u, {"w", "wk", "week", "weeks"}) ? 7 * 24
+                                                                  : 0;
+  const UnitValue in_hours = hours == 0 ? UnitValue{} : ParseUnitValue(std::string(number) + "h", kind);
+  if (!in_hours.ok || in_hours.value > std::numeric_limits<uint64_t>::max() / hours) return {};
+  return ExactDuration(in_hours.value * hours);
 }
 
 bool IsUnitName(std::string_view word) {
@@ -119,7 +242,7 @@ std::string HexWithUnitHint(std::string_view hex, std::string_view unit) {
   return "write " + std::to_string(value) + std::string(unit);
 }
 
-UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
+UnitValue ParseUnitValue(std::string_view text, UnitKind kind, uint64_t max) {
   size_t digits = 0;
   while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) ++digits;
   std::string_view number = text.substr(0, digits);
@@ -158,10 +281,10 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
       uint64_t bytes = 0;
       const bool ends_in_b = kind == UnitKind::kSize && (text.back() == 'B' || text.back() == 'b') &&
                              ParseInteger(text.substr(0, text.size() - 1), bytes);
+      if (!ends_in_b) return HexWithoutUnit(text, n, kind);
       return Fail("a hexadecimal number takes no unit; expected " + std::string(KindWord(kind)),
-                  ends_in_b ? "for " + std::string(text.substr(0, text.size() - 1)) + " bytes, write " +
-                                  std::to_string(bytes) + "B"
-                            : "write the value in decimal, with its unit");
+                  "for " + std::string(text.substr(0, text.size() - 1)) + " bytes, write " +
+                      std::to_string(bytes) + "B");
     }
     return Fail("missing unit after '" + std::string(text) + "'; expected " + std::string(KindWord(kind)));
   }
@@ -175,12 +298,14 @@ UnitValue ParseUnitValue(std::string_view text, UnitKind kind) {
     return Fail("'" + std::string(text) + "' has a unit; expected " + std::string(KindWord(kind)));
   }
   if (found == nullptr) {
-    std::string suggestion = DidYouMean(unit, candidates);
     return Fail("unknown unit '" + std::string(unit) + "'; expected " + std::string(KindWord(kind)),
-                suggestion.empty() ? "" : "did you mean '" + std::string(number) + suggestion + "'?");
+                UnitSuggestion(number, unit, kind, candidates, max));
   }
   if (found->kind != kind) {
-    return Fail("'" + std::string(text) + "' is not " + std::string(KindWord(kind)));
+    // `memory 128m`: m is minutes, and 128m of memory is 128MiB.
+    const std::string_view fixed = SameMagnitudeUnit(unit, kind);
+    return Fail("'" + std::string(text) + "' is not " + std::string(KindWord(kind)),
+                fixed.empty() ? "" : "did you mean '" + std::string(number) + std::string(fixed) + "'?");
   }
   // In exact decimal: 1000000.4ms is not 1000000 ms within a tolerance,
   // it is not a whole number of milliseconds (the IR counts whole ms and

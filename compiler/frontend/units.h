@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -19,10 +20,18 @@ struct UnitValue {
 
 // Parses `text` (a QUANTITY or NUMBER token) as a value of `kind`. A plain
 // number is accepted only for kCount (and 0 for any kind).
-UnitValue ParseUnitValue(std::string_view text, UnitKind kind);
+// `max` (in ms or bytes), when given, only shapes a hint: 8d, which has no
+// unit, is suggested in hours, or as the maximum when it is more.
+UnitValue ParseUnitValue(std::string_view text, UnitKind kind,
+                         uint64_t max = std::numeric_limits<uint64_t>::max());
 
 // True when `word` is a unit of any kind (s, MiB, %...), as written after a number.
 bool IsUnitName(std::string_view word);
+
+// `5 sec`, `128 M`: a word written apart from its number that stands for a
+// unit of `kind` (of the same magnitude, as a suggestion keeps it), as the
+// quantity to write ("5s", "128MiB"; days and weeks in hours), or empty.
+std::string QuantityForUnitWord(std::string_view number, std::string_view word, UnitKind kind);
 
 // True for a fraction written without a unit: digits, one '.', digits (1.5).
 bool IsDecimalFraction(std::string_view text);

@@ -239,6 +239,10 @@ const std::vector<std::string_view>& PrologueDeniedSyscalls() {
   return names;
 }
 
+std::string ReopenWarning(std::string_view name) {
+  return "policy reopens " + std::string(name) + ", which the prologue denies by default";
+}
+
 bool IsPrologueDenied(std::string_view name) {
   const auto& names = PrologueDeniedSyscalls();
   return std::binary_search(names.begin(), names.end(), name);

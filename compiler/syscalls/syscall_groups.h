@@ -45,6 +45,9 @@ const std::vector<std::string>& KnownSyscallNames();
 // denial for any name not listed there.
 const std::vector<std::string_view>& PrologueDeniedSyscalls();
 bool IsPrologueDenied(std::string_view name);
+// What `cocoon compile` and `cocoon check` both say about a policy rule that
+// reopens one of them: "policy reopens bpf, which the prologue denies by default".
+std::string ReopenWarning(std::string_view name);
 
 // libseccomp's architecture token (SCMP_ARCH_*) and the AUDIT_ARCH_* value the
 // kernel puts in seccomp_data.arch, for one IR architecture.

@@ -30,8 +30,7 @@ const Case kCases[] = {
      "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5x }\n}\n",
      "ERROR: t.cocoon:3:22: unknown unit 'x'; expected a duration such as 500ms, 5s, 2m or 1h\n"
      " |   limits { wall_time 5x }\n"
-     " |                      ^~\n"
-     " = help: did you mean '5s'?\n"},
+     " |                      ^~\n"},
     {"size_unit_for_time",
      "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5MiB }\n}\n",
      "ERROR: t.cocoon:3:22: '5MiB' is not a duration such as 500ms, 5s, 2m or 1h\n"
@@ -69,6 +68,20 @@ const Case kCases[] = {
      " |   syscalls { allow openn }\n"
      " |                    ^~~~~\n"
      " = help: did you mean 'open'?\n"},
+    // A misspelt action on a line of its own continues the rule before it.
+    {"misspelt_action_on_its_own_line",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    deny ptrace\n    alow chroot\n"
+     "    dney mount\n  }\n}\n",
+     "ERROR: t.cocoon:5:5: unknown syscall 'alow'\n"
+     " |     alow chroot\n"
+     " |     ^~~~\n"
+     " = help: did you mean 'allow'? A rule starts with its action; as written, this line continues the rule "
+     "before it\n"
+     "ERROR: t.cocoon:6:5: unknown syscall 'dney'\n"
+     " |     dney mount\n"
+     " |     ^~~~\n"
+     " = help: did you mean 'deny'? A rule starts with its action; as written, this line continues the rule "
+     "before it\n"},
     {"unknown_group",
      "import \"strict\"\nprofile p extends strict {\n  syscalls { deny @mout }\n}\n",
      "ERROR: t.cocoon:3:19: unknown syscall group '@mout'\n"
@@ -90,7 +103,8 @@ const Case kCases[] = {
      " = help: did you mean 'CLONE_NEWUSER'?\n"
      "ERROR: t.cocoon:3:61: unknown errno 'EPREM'\n"
      " |   syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n"
-     " |                                                             ^~~~~\n"},
+     " |                                                             ^~~~~\n"
+     " = help: did you mean 'EPERM'?\n"},
     {"masked_in_value_outside_mask",
      "import \"strict\"\nprofile p extends strict {\n"
      "  syscalls { kill clone if (arg0 & CLONE_NEWUSER) in {CLONE_NEWUSER, CLONE_NEWNET} }\n}\n",
@@ -220,6 +234,17 @@ const Case kCases[] = {
      " |     cpu 50 %\n"
      " |         ^~~~\n"
      " = help: write 50%, without a space\n"},
+    // A misspelt unit, apart: one error at the value, not "unexpected '}'".
+    {"misspelt_unit_written_apart",
+     "import \"strict\"\nprofile p extends strict {\n  limits { wall_time 5 sec  memory 128 M  processes 8 }\n}\n",
+     "ERROR: t.cocoon:3:22: unknown unit 'sec', written apart from its number\n"
+     " |   limits { wall_time 5 sec  memory 128 M  processes 8 }\n"
+     " |                      ^~~~~\n"
+     " = help: write 5s\n"
+     "ERROR: t.cocoon:3:36: unknown unit 'M', written apart from its number\n"
+     " |   limits { wall_time 5 sec  memory 128 M  processes 8 }\n"
+     " |                                    ^~~~~\n"
+     " = help: write 128MiB\n"},
     {"hex_number_with_a_unit",
      "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 0x40 MiB\n    processes 8\n  }\n}\n",
      "ERROR: t.cocoon:4:12: a hexadecimal number takes no unit\n"
@@ -262,6 +287,22 @@ const Case kCases[] = {
      "ERROR: t.cocoon:7:36: missing unit after '1.5'; expected a size such as 64KiB, 128MiB or 1GiB\n"
      " |   filesystem { tmpfs /scratch size 1.5 }\n"
      " |                                    ^~~\n"},
+    {"unit_suggestion_keeps_the_magnitude",
+     "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 128M\n    wall_time 5M\n  }\n}\n",
+     "ERROR: t.cocoon:4:12: unknown unit 'M'; expected a size such as 64KiB, 128MiB or 1GiB\n"
+     " |     memory 128M\n"
+     " |            ^~~~\n"
+     " = help: did you mean '128MiB'?\n"
+     "ERROR: t.cocoon:5:15: unknown unit 'M'; expected a duration such as 500ms, 5s, 2m or 1h\n"
+     " |     wall_time 5M\n"
+     " |               ^~\n"
+     " = help: did you mean '5m'?\n"},
+    {"hex_number_without_a_unit",
+     "import \"strict\"\nprofile p extends strict {\n  limits { memory 0x40000000 }\n}\n",
+     "ERROR: t.cocoon:3:19: missing unit after '0x40000000'; expected a size such as 64KiB, 128MiB or 1GiB\n"
+     " |   limits { memory 0x40000000 }\n"
+     " |                   ^~~~~~~~~~\n"
+     " = help: for 0x40000000 bytes, write 1GiB\n"},
     {"exponent_where_a_size_goes",
      "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 1e3MiB\n    processes 8\n  }\n}\n",
      "ERROR: t.cocoon:4:12: unknown unit 'e3MiB'; expected a size such as 64KiB, 128MiB or 1GiB\n"
@@ -293,6 +334,85 @@ const Case kCases[] = {
      " |     allow kill\n"
      " |           ^~~~\n"
      " = help: write its name as a string: \"kill\"\n"},
+    // A comma in a bare path list was part of the path: /etc/shadow stayed
+    // visible while a file named "shadow," was hidden.
+    {"comma_in_a_bare_path_list",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { hide /etc/shadow, /etc/gshadow }\n}\n",
+     "ERROR: t.cocoon:3:32: ',' is not part of a path; list items are separated by spaces\n"
+     " |   filesystem { hide /etc/shadow, /etc/gshadow }\n"
+     " |                                ^\n"
+     " = help: if the ',' belongs to the file name, quote the path: \"/etc/shadow,\"\n"},
+    {"path_list_joined_with_colons",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly /usr/bin:/bin }\n}\n",
+     "ERROR: t.cocoon:3:33: ':' is not a path separator; list items are separated by spaces\n"
+     " |   filesystem { readonly /usr/bin:/bin }\n"
+     " |                                 ^\n"
+     " = help: if the ':' belongs to the file name, quote the path: \"/usr/bin:/bin\"\n"},
+    // The comment ate the `}`: one error at the '#', not one at the end of the file.
+    {"comment_glued_to_a_path",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { hide /etc/shadow#x }\n}\n",
+     "ERROR: t.cocoon:3:32: '#' right after the path '/etc/shadow' starts a comment: the rest of the line is not "
+     "read\n"
+     " |   filesystem { hide /etc/shadow#x }\n"
+     " |                                ^\n"
+     " = help: put a space before a comment; if the '#' belongs to the file name, quote the whole path\n"},
+    // `unlimited` leaves the enforcer's default rlimit: a weakening only
+    // when that is more than the parent's value, and said as what it is.
+    {"unlimited_open_files_over_a_smaller_parent",
+     "import \"strict\"\nprofile p extends strict {\n  limits { open_files unlimited }\n}\n",
+     "WARNING: t.cocoon:3:12: profile 'p' weakens limits.open_files inherited from 'strict': `unlimited` leaves "
+     "the enforcer's default, 1024, which is more than 256\n"
+     " |   limits { open_files unlimited }\n"
+     " |            ^~~~~~~~~~~~~~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes limits` in profile 'p'\n"
+     "WARNING: t.cocoon:3:23: open_files is never unlimited: the sandbox gets the enforcer's default of 1024\n"
+     " |   limits { open_files unlimited }\n"
+     " |                       ^~~~~~~~~\n"
+     " = help: write the value the program needs, up to 1048576\n"},
+    // compile said this with no position; check said nothing.
+    {"reopening_a_prologue_denied_syscall",
+     "profile p {\n  syscalls { default allow allow ptrace bpf }\n}\n",
+     "WARNING: t.cocoon:2:41: policy reopens bpf, which the prologue denies by default\n"
+     " |   syscalls { default allow allow ptrace bpf }\n"
+     " |                                         ^~~\n"
+     " = help: the compiler's hardening prologue denies bpf unless a rule names it; keep this rule only if the "
+     "program needs it\n"},
+    // Loopback stays the sandbox's own; any other address is connected to
+    // from the host (docs/security.md, "Network allow-lists").
+    {"allow_list_loopback_and_metadata",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes network\n"
+     "  network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n}\n",
+     "WARNING: t.cocoon:4:19: endpoint '127.0.0.1:8080' is loopback: a connect to it stays in the sandbox's own "
+     "network namespace, so this entry never reaches the host\n"
+     " |   network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n"
+     " |                   ^~~~~~~~~~~~~~\n"
+     " = help: loopback inside the sandbox needs no entry; a service on the host is reached only at an address "
+     "other than loopback\n"
+     "WARNING: t.cocoon:4:34: endpoint '169.254.169.254:80' is the cloud metadata service: allowed endpoints are "
+     "connected to from the host, so the sandbox can ask it for the host's instance credentials\n"
+     " |   network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n"
+     " |                                  ^~~~~~~~~~~~~~~~~~\n"
+     " = help: remove it unless the sandbox must act as the host's cloud identity\n"
+     "WARNING: t.cocoon:4:53: endpoint '[fe80::1]:80' is link-local (fe80::/10): allowed endpoints are connected "
+     "to from the host, so the sandbox reaches the host's own network link, where cloud metadata services answer\n"
+     " |   network allow { 127.0.0.1:8080 169.254.169.254:80 [fe80::1]:80 example.com:443 }\n"
+     " |                                                     ^~~~~~~~~~~~\n"
+     " = help: remove it unless the sandbox must reach a device on the host's link\n"},
+    // On the same line, `kill` in a rule's list is the syscall, not a second
+    // rule (`deny ptrace kill mount` became `kill mount`); on a new line, or
+    // after a rule that ends in `errno`, it starts a rule.
+    {"keyword_syscall_name_inside_a_list",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    deny ptrace kill mount\n"
+     "    deny tkill kill }\n  syscalls {\n    deny ptrace\n    kill mount\n    deny chroot errno EPERM kill pivot_root\n"
+     "  }\n}\n",
+     "ERROR: t.cocoon:5:17: the syscall 'kill' is spelt like a keyword of the language\n"
+     " |     deny ptrace kill mount\n"
+     " |                 ^~~~\n"
+     " = help: write its name as a string: \"kill\"; a rule that kills starts on a line of its own\n"
+     "ERROR: t.cocoon:6:16: the syscall 'kill' is spelt like a keyword of the language\n"
+     " |     deny tkill kill }\n"
+     " |                ^~~~\n"
+     " = help: write its name as a string: \"kill\"; a rule that kills starts on a line of its own\n"},
     {"work_quota_zero",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /work quota 0 }\n}\n",
      "ERROR: t.cocoon:3:33: work dir quota must be more than 0\n"
@@ -455,6 +575,19 @@ TEST(Diagnostics, ACopyPathWithAControlCharacterIsAnError) {
             "ERROR: t.cocoon:2:28: control character in path\n"
             " |   filesystem { copy \"a\" to \"x y\" }\n"
             " |                            ^~~~~\n");
+}
+
+// Characters that real file names hold stay part of a bare path; quoted,
+// a path may hold anything (a comma or a ':/' included).
+TEST(Diagnostics, BarePathsKeepTheCharactersRealFileNamesUse) {
+  std::optional<ir::Policy> policy;
+  EXPECT_EQ(testing::Diagnose("import \"strict\"\nprofile p extends strict {\n  filesystem {\n"
+                              "    readonly optional /sys/devices/pci0000:00 /lib/systemd/system/getty@.service\n"
+                              "    readonly optional /opt/a=b /opt/50% /opt/c++ \"/opt/x,y\" \"/opt/u:/v\"\n"
+                              "    hide /etc/shadow # a comment after a space\n  }\n}\n",
+                              &policy),
+            "");
+  EXPECT_TRUE(policy);
 }
 
 TEST(Diagnostics, RenderingEscapesHiddenCharactersInTheMessage) {

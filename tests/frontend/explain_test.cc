@@ -69,5 +69,33 @@ TEST(Explain, InheritedRulesAreCreditedToTheParent) {
   EXPECT_NE(LineWith(out, "log @mount if arg0 == 0x0 (").find("(t.cocoon:5)"), std::string::npos) << out;
 }
 
+// `unlimited` cannot remove an rlimit the enforcer always sets: check, explain
+// and the enforcer agree on the default the sandbox gets (check once said the
+// limit was removed while explain showed 1024).
+TEST(Explain, UnlimitedOpenFilesAndFileSizeShowTheEnforcersDefault) {
+  Diagnostics rendered;
+  std::optional<ir::Policy> policy = CompilePolicyText(
+      "t.cocoon",
+      "profile a {\n  limits { open_files 4096 file_size 20GiB }\n"
+      "  syscalls { default errno ENOSYS allow @system-service }\n}\n"
+      "profile b extends a {\n  limits { open_files unlimited file_size unlimited }\n}\n",
+      "b", FrontendOptions{}, rendered);
+  const std::string diagnostics = rendered.Render();
+  ASSERT_TRUE(policy) << diagnostics;
+  EXPECT_EQ(diagnostics.find("removed"), std::string::npos) << diagnostics;
+  EXPECT_NE(diagnostics.find("open_files is never unlimited: the sandbox gets the enforcer's default of 1024"),
+            std::string::npos)
+      << diagnostics;
+  EXPECT_NE(diagnostics.find("file_size is never unlimited: the sandbox gets the enforcer's default of 16 GiB"),
+            std::string::npos)
+      << diagnostics;
+  EXPECT_FALSE(policy->limits.open_files.set);  // what the enforcer replaces with ir::kDefaultOpenFiles
+  const std::string out = ExplainPolicy(*policy);
+  EXPECT_NE(LineWith(out, "open files  1024 (the enforcer's default)").find("(t.cocoon:6)"), std::string::npos)
+      << out;
+  EXPECT_NE(LineWith(out, "file size   16 GiB (the enforcer's default)").find("(t.cocoon:6)"), std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace cocoon::frontend

@@ -71,6 +71,32 @@ TEST(Formatter, KeepsCommentsAndBlankLines) {
   EXPECT_EQ(Fmt(expected), expected);
 }
 
+// A comment after a statement stays after it, also when the statement is
+// the first of a block opened on the same line: it once moved up to the
+// `{` ("limits {  # about memory"), onto another statement.
+TEST(Formatter, ATrailingCommentStaysAfterItsStatement) {
+  EXPECT_EQ(Fmt("profile p {\n  limits { memory 1GiB # about memory\n  wall_time 5s }\n}\n"),
+            "profile p {\n"
+            "  limits {\n"
+            "    memory 1GiB  # about memory\n"
+            "    wall_time 5s\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(Fmt("profile p {\n  limits { memory 512MiB wall_time 30s # inline\n  }\n}\n"),
+            "profile p {\n"
+            "  limits {\n"
+            "    memory 512MiB\n"
+            "    wall_time 30s  # inline\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(Fmt("profile p { limits { memory 1GiB } # after the block\n}\n"),
+            "profile p {\n"
+            "  limits {\n"
+            "    memory 1GiB\n"
+            "  }  # after the block\n"
+            "}\n");
+}
+
 TEST(Formatter, ConditionsKeepTheirGrouping) {
   std::string out = Fmt("profile p { syscalls { allow socket if (arg0 == 1 or arg0 == 2) and arg1 in {1,2} } }");
   EXPECT_NE(out.find("allow socket if (arg0 == 1 or arg0 == 2) and arg1 in {1, 2}"), std::string::npos) << out;
@@ -93,6 +119,103 @@ TEST(Formatter, IfOutsideARuleIsAWordThatIsKept) {
             "  }\n"
             "}\n");
   EXPECT_EQ(Fmt(out), out);
+}
+
+// The first pass kept a blank line between `{  # C0` and `# C1` (a
+// comment inside the block's first statement), the second removed it.
+TEST(Formatter, ACommentInsideTheFirstStatementOfABlockIsStable) {
+  const std::string once = Fmt(
+      "profile p { # C0\n\n  description # C1\n \"d\"\n  syscalls { default errno ENOSYS allow @system-service }\n}\n");
+  EXPECT_EQ(once,
+            "profile p {  # C0\n"
+            "  # C1\n"
+            "  description \"d\"\n"
+            "  syscalls {\n"
+            "    default errno ENOSYS\n"
+            "    allow @system-service\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(Fmt(once), once);
+}
+
+// Every .cocoon file of the repository (shipped policies, test and bench
+// policies).
+std::vector<std::pair<std::string, std::string>> CorpusFiles() {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const char* dir : {"policies", "tests", "bench"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(testing::RepoPath(dir))) {
+      if (!entry.is_regular_file() || entry.path().extension() != ".cocoon") continue;
+      std::stringstream text;
+      text << std::ifstream(entry.path()).rdbuf();
+      files.emplace_back(entry.path().string(), text.str());
+    }
+  }
+  return files;
+}
+
+// `text` with comments and blank lines put between its words, outside
+// strings and comments: at each run of blanks, chosen by a fixed
+// pseudo-random sequence, a trailing comment and a newline, a blank line, a
+// comment on a line of its own, or nothing. Each comment is "# cN", N unique.
+std::string WithComments(const std::string& text, uint32_t seed, int& comments) {
+  std::string out;
+  bool in_string = false, in_comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_comment) {
+      in_comment = c != '\n';
+    } else if (in_string) {
+      if (c == '\\' && i + 1 < text.size()) {  // an escape: both characters
+        out += c;
+        out += text[++i];
+        continue;
+      }
+      in_string = c != '"';
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '#') {
+      in_comment = true;
+    } else if (c == ' ' || c == '\n') {
+      seed = seed * 1103515245u + 12345u;
+      switch ((seed >> 16) % 6) {
+        case 0: out += " # c" + std::to_string(comments++) + "\n"; break;
+        case 1: out += "\n\n"; break;
+        case 2: out += "\n# c" + std::to_string(comments++) + "\n"; break;
+        case 3: out += "\n\n  # c" + std::to_string(comments++) + "\n\n"; break;
+        default: break;
+      }
+    }
+    out += c;
+  }
+  return out;
+}
+
+// fmt(fmt(x)) == fmt(x), and no comment is lost, over the corpus and over
+// comment-heavy versions of it.
+TEST(Formatter, IsIdempotentOverTheCorpusAndCommentHeavyVariants) {
+  const auto files = CorpusFiles();
+  ASSERT_GE(files.size(), 10u);
+  size_t variants = 0;
+  for (const auto& [path, text] : files) {
+    for (uint32_t seed = 0; seed < 4; ++seed) {
+      int comments = 0;
+      const std::string input = seed == 0 ? text : WithComments(text, seed, comments);
+      Diagnostics diagnostics;
+      const std::optional<std::string> once = FormatPolicy("t.cocoon", input, diagnostics);
+      if (!once) {
+        if (seed == 0) ADD_FAILURE() << path << ":\n" << diagnostics.Render();
+        continue;  // a test policy that is meant not to parse
+      }
+      variants += seed == 0 ? 0 : 1;
+      const std::optional<std::string> twice = FormatPolicy("t.cocoon", *once, diagnostics);
+      ASSERT_TRUE(twice) << path << " seed " << seed << ":\n" << diagnostics.Render() << *once;
+      EXPECT_EQ(*twice, *once) << path << " seed " << seed << "; input:\n" << input;
+      for (int n = 0; n < comments; ++n) {
+        EXPECT_NE(once->find("# c" + std::to_string(n) + "\n"), std::string::npos) << path << " lost # c" << n;
+      }
+    }
+  }
+  EXPECT_EQ(variants, 3 * files.size());  // every commented variant parses
 }
 
 TEST(Formatter, StringsRoundTrip) {

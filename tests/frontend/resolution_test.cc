@@ -566,5 +566,24 @@ TEST_F(ResolutionTest, CheckRefusesAFileWithNoProfile) {
   }
 }
 
+// `wall_time 5 sec` was only "unexpected '}'" at the brace. The unit is
+// reported at the value, and check still reports the rest of the file
+// (the `memroy` on the same line); compile stops at the slip.
+TEST_F(ResolutionTest, CheckReportsAUnitWrittenApartAndTheFilesOtherMistakes) {
+  const std::string path = Write("p.cocoon",
+                                 "profile p {\n  limits { memroy 128MiB  wall_time 5 sec }\n"
+                                 "  syscalls { default errno ENOSYS allow @system-service }\n}\n");
+  std::string out;
+  EXPECT_FALSE(Check(path, &out));
+  EXPECT_EQ(last_errors_, 2u) << out;
+  EXPECT_NE(out.find(":2:37: unknown unit 'sec', written apart from its number\n"), std::string::npos) << out;
+  EXPECT_NE(out.find(" = help: write 5s\n"), std::string::npos) << out;
+  EXPECT_NE(out.find(":2:12: unknown limit 'memroy'\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("unexpected"), std::string::npos) << out;
+  EXPECT_EQ(out.find("missing unit"), std::string::npos) << out;  // the number is not reported twice
+  EXPECT_FALSE(Compile(path, "", &out));
+  EXPECT_NE(out.find("unknown unit 'sec'"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace cocoon::frontend

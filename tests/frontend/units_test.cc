@@ -26,7 +26,7 @@ TEST(Units, Sizes) {
   EXPECT_EQ(ParseUnitValue("0", UnitKind::kSize).value, 0u);
   UnitValue bad = ParseUnitValue("1Gb", UnitKind::kSize);
   EXPECT_FALSE(bad.ok);
-  EXPECT_EQ(bad.hint, "did you mean '1GB'?");
+  EXPECT_EQ(bad.hint, "did you mean '1GiB'?");
   EXPECT_FALSE(ParseUnitValue("99999999999TiB", UnitKind::kSize).ok);
   EXPECT_EQ(ParseUnitValue("1.5KiB", UnitKind::kSize).value, 1536u);
   EXPECT_FALSE(ParseUnitValue("0.3KiB", UnitKind::kSize).ok);
@@ -52,10 +52,62 @@ TEST(Units, AHexadecimalNumberTakesNoUnit) {
   UnitValue bytes = ParseUnitValue("0x100000B", UnitKind::kSize);
   EXPECT_EQ(bytes.error, "a hexadecimal number takes no unit; expected a size such as 64KiB, 128MiB or 1GiB");
   EXPECT_EQ(bytes.hint, "for 0x100000 bytes, write 1048576B");
-  UnitValue time = ParseUnitValue("0x10", UnitKind::kTime);
-  EXPECT_EQ(time.error, "a hexadecimal number takes no unit; expected a duration such as 500ms, 5s, 2m or 1h");
-  EXPECT_EQ(time.hint, "write the value in decimal, with its unit");
   EXPECT_EQ(ParseUnitValue("0x10", UnitKind::kCount).value, 16u);
+}
+
+// With no unit at all, a hexadecimal number lacks one: it was told it
+// "takes no unit", which it has none of.
+TEST(Units, AHexadecimalNumberWithoutAUnitIsMissingOne) {
+  UnitValue size = ParseUnitValue("0x40000000", UnitKind::kSize);
+  EXPECT_EQ(size.error, "missing unit after '0x40000000'; expected a size such as 64KiB, 128MiB or 1GiB");
+  EXPECT_EQ(size.hint, "for 0x40000000 bytes, write 1GiB");
+  EXPECT_EQ(ParseUnitValue("0x180000", UnitKind::kSize).hint, "for 0x180000 bytes, write 1536KiB");
+  EXPECT_EQ(ParseUnitValue("0x11", UnitKind::kSize).hint, "for 0x11 bytes, write 17B");
+  UnitValue time = ParseUnitValue("0x10", UnitKind::kTime);
+  EXPECT_EQ(time.error, "missing unit after '0x10'; expected a duration such as 500ms, 5s, 2m or 1h");
+  EXPECT_EQ(time.hint, "write the value in decimal, with its unit: such as 16s");
+  EXPECT_EQ(ParseUnitValue("0x40", UnitKind::kPercent).hint, "write 64%");
+}
+
+// A suggested unit keeps the magnitude the author wrote: 128M is 128MiB,
+// not 128B; 5M of wall time is five minutes, not 5s; 8d is hours.
+TEST(Units, ASuggestedUnitKeepsTheMagnitude) {
+  const std::pair<const char*, const char*> sizes[] = {
+      {"128M", "did you mean '128MiB'?"}, {"128m", "did you mean '128MiB'?"}, {"128MB", ""},
+      {"128mb", "did you mean '128MiB'?"}, {"1G", "did you mean '1GiB'?"},    {"1g", "did you mean '1GiB'?"},
+      {"4k", "did you mean '4KiB'?"},     {"2T", "did you mean '2TiB'?"},     {"2Mib", "did you mean '2MiB'?"},
+      {"2gigabytes", "did you mean '2GiB'?"}, {"2MiBs", "did you mean '2MiB'?"}, {"64bytes", "did you mean '64B'?"},
+      {"5x", ""},                          {"5Q", ""}};
+  for (const auto& [text, hint] : sizes) {
+    UnitValue v = ParseUnitValue(text, UnitKind::kSize);
+    if (std::string(text) == "128MB") {
+      EXPECT_TRUE(v.ok);  // 1000-based, and valid
+      continue;
+    }
+    EXPECT_FALSE(v.ok) << text;
+    EXPECT_EQ(v.hint, hint) << text;
+  }
+  const std::pair<const char*, const char*> times[] = {
+      {"5M", "did you mean '5m'?"},    {"5sec", "did you mean '5s'?"},   {"5S", "did you mean '5s'?"},
+      {"5mins", "did you mean '5m'?"}, {"5Min", "did you mean '5min'?"}, {"5MS", "did you mean '5ms'?"},
+      {"2hrs", "did you mean '2h'?"},  {"2d", "did you mean '48h'? (there is no unit for days)"},
+      {"1.5d", "did you mean '36h'? (there is no unit for days)"},
+      {"1w", "did you mean '168h'? (there is no unit for weeks)"},
+      {"0.01d", "did you mean '864s'? (there is no unit for days)"},
+      {"5us", ""}, {"5mx", ""}, {"5x", ""}};
+  for (const auto& [text, hint] : times) {
+    UnitValue v = ParseUnitValue(text, UnitKind::kTime);
+    EXPECT_FALSE(v.ok) << text;
+    EXPECT_EQ(v.hint, hint) << text;
+  }
+  // The limit's maximum, when given, is said rather than a value above it.
+  EXPECT_EQ(ParseUnitValue("8d", UnitKind::kTime, 7 * 24 * 3600 * 1000ull).hint,
+            "there is no unit for days; 8d is more than the maximum, 168h");
+  // A unit of the other kind, written for its letter's magnitude: 128m of memory.
+  UnitValue memory = ParseUnitValue("128m", UnitKind::kSize);
+  EXPECT_EQ(memory.error, "'128m' is not a size such as 64KiB, 128MiB or 1GiB");
+  EXPECT_EQ(memory.hint, "did you mean '128MiB'?");
+  EXPECT_EQ(ParseUnitValue("50pct", UnitKind::kPercent).hint, "did you mean '50%'?");
 }
 
 // 0x40MiB and 0x10s lex as one QUANTITY: the hint gives the decimal value

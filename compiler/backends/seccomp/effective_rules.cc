@@ -167,7 +167,7 @@ void AddReopenableDenials(const ir::Syscalls& policy, std::vector<Candidate>& ou
   for (size_t i = 0; i < denied.size(); ++i) {
     const std::string_view name = denied[i];
     if (named[i] || std::find(policy.reopened.begin(), policy.reopened.end(), name) != policy.reopened.end()) {
-      warnings.push_back("policy reopens " + std::string(name) + ", which the prologue denies by default");
+      warnings.push_back(syscalls::ReopenWarning(name));
       continue;
     }
     if (via_group[i] != nullptr) {
