@@ -7,6 +7,7 @@
 // hidden paths last so that nothing earlier can re-open them.
 // No string that came from the policy is ever written into the profile text:
 // paths are (param "NAME") and the profile name is reduced to [A-Za-z0-9_-].
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,9 +57,14 @@ std::string SanitizedTag(std::string_view name) {
   return out.substr(0, 64);
 }
 
-bool IsUnder(std::string_view path, std::string_view root) {
-  return root == "/" || path == root ||
-         (path.size() > root.size() && path.substr(0, root.size()) == root && path[root.size()] == '/');
+// `path` below `root` (not `root` itself), as the relative path from `root`,
+// compared as Seatbelt sees them (/tmp is /private/tmp); "" when not below.
+std::string RelativeBelow(std::string_view path, std::string_view root) {
+  const std::string p = sbpl::CanonicalMacosPath(path);
+  const std::string r = sbpl::CanonicalMacosPath(root);
+  if (r == "/") return p.size() > 1 ? p.substr(1) : "";
+  if (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/') return p.substr(r.size() + 1);
+  return "";
 }
 
 bool IsLoopbackHost(std::string_view host) {
@@ -80,7 +86,8 @@ class SbplWriter {
   void Header();
   void SystemReads();
   void PolicyReads();
-  void WritableRoot(std::string_view prefix, const std::string& path, ParamRole role);
+  void WritableRoot(std::string_view prefix, const std::string& host_path, const std::string& sandbox_path,
+                    ParamRole role);
   void WritableRoots();
   void Network();
   void Hidden();
@@ -169,23 +176,35 @@ void SbplWriter::PolicyReads() {
   text_ += ")\n";
 }
 
-void SbplWriter::WritableRoot(std::string_view prefix, const std::string& path, ParamRole role) {
-  const std::string name = role == ParamRole::kWorkDir ? std::string(prefix) : AddParam(prefix, path, role);
-  if (role == ParamRole::kWorkDir) params_.params.push_back({name, sbpl::CanonicalMacosPath(path), role, "", ""});
-  std::vector<std::string> protected_names;
-  for (auto relative : kProtectedInWritableRoots) protected_names.push_back(AddDerivedParam(name, relative));
-  // Read-only and hidden paths nested inside this writable root stay unwritable.
+// `host_path` is where Seatbelt sees the root (the bind source; for the
+// work dir and tmpfs mounts the path the launcher may override),
+// `sandbox_path` where the policy puts it.
+void SbplWriter::WritableRoot(std::string_view prefix, const std::string& host_path, const std::string& sandbox_path,
+                              ParamRole role) {
+  const std::string name = role == ParamRole::kWorkDir ? std::string(prefix) : AddParam(prefix, host_path, role);
+  if (role == ParamRole::kWorkDir) params_.params.push_back({name, sbpl::CanonicalMacosPath(host_path), role, "", ""});
+  std::vector<std::string> relatives(std::begin(kProtectedInWritableRoots), std::end(kProtectedInWritableRoots));
+  auto protect = [&relatives](std::string relative) {
+    if (!relative.empty() && std::find(relatives.begin(), relatives.end(), relative) == relatives.end()) {
+      relatives.push_back(std::move(relative));
+    }
+  };
+  // Read-only paths inside this writable root stay unwritable. Seatbelt has
+  // no mounts (host_paths.h), so both places count: the read-only data
+  // itself where its host source lies in the root (`readonly
+  // /tmp/shared/models as /models` under `tmpfs /tmp`: /private/tmp/shared/
+  // models), and the part of the root that the read-only mount covers on
+  // Linux (`readonly /opt/vendor as /work/vendor`: WORK_DIR/vendor).
   for (const ir::Mount& mount : policy_.filesystem.mounts) {
-    if (mount.kind == ir::MountKind::kReadOnly && mount.target != path && IsUnder(mount.target, path)) {
-      protected_names.push_back(AddDerivedParam(name, std::string_view(mount.target).substr(path.size() + 1)));
-    }
+    if (mount.kind != ir::MountKind::kReadOnly) continue;
+    protect(RelativeBelow(mount.source.empty() ? mount.target : mount.source, host_path));
+    protect(RelativeBelow(mount.target, sandbox_path));
   }
-  for (const std::string& sandbox_path : policy_.filesystem.hidden) {
-    const std::string hidden = HostPathOf(policy_.filesystem, sandbox_path);  // `path` is a host path too
-    if (hidden != path && IsUnder(hidden, path)) {
-      protected_names.push_back(AddDerivedParam(name, std::string_view(hidden).substr(path.size() + 1)));
-    }
+  for (const std::string& hidden : policy_.filesystem.hidden) {
+    protect(RelativeBelow(HostPathOf(policy_.filesystem, hidden), host_path));
   }
+  std::vector<std::string> protected_names;
+  for (const std::string& relative : relatives) protected_names.push_back(AddDerivedParam(name, relative));
   text_ += "(allow file-read* (subpath (param " + Quote(name) + ")))\n";
   text_ += "(allow file-write* (require-all (subpath (param " + Quote(name) + "))";
   // Both forms: `literal` stops replacing the protected entry itself (a
@@ -195,16 +214,24 @@ void SbplWriter::WritableRoot(std::string_view prefix, const std::string& path, 
     text_ += " (require-not (subpath (param " + Quote(p) + ")))";
   }
   text_ += "))\n";
-  writable_paths_.push_back(path);
+  writable_paths_.push_back(host_path);
 }
 
 void SbplWriter::WritableRoots() {
-  WritableRoot("WORK_DIR", policy_.filesystem.work.path, ParamRole::kWorkDir);
+  const ir::WorkDir& work = policy_.filesystem.work;
+  WritableRoot("WORK_DIR", work.path, work.path, ParamRole::kWorkDir);
   for (const ir::Mount& mount : policy_.filesystem.mounts) {
     if (mount.kind == ir::MountKind::kWritable) {
-      WritableRoot("WRITE_ROOT", mount.source.empty() ? mount.target : mount.source, ParamRole::kWriteRoot);
+      WritableRoot("WRITE_ROOT", mount.source.empty() ? mount.target : mount.source, mount.target,
+                   ParamRole::kWriteRoot);
     } else if (mount.kind == ir::MountKind::kTmpfs) {
-      WritableRoot("TMP_DIR", mount.target, ParamRole::kTmpDir);
+      const std::string name = "TMP_DIR_" + std::to_string(counters_["TMP_DIR"]);
+      WritableRoot("TMP_DIR", mount.target, mount.target, ParamRole::kTmpDir);
+      // Seatbelt has no tmpfs: the parameter's default is the host path itself.
+      warnings_.push_back("macos: " + TmpfsStatement(policy_, mount) + " is not a fresh, capped tmpfs: " + name +
+                          " defaults to the host's own " + sbpl::CanonicalMacosPath(mount.target) +
+                          ", shared with the host and what it already holds, with no size cap; point " + name +
+                          " at a private per-run directory (sandbox-exec -D, ApplyMacosSandbox overrides)");
     }
   }
 }

@@ -3,6 +3,7 @@
 // policy may ever appear in its text (paths travel as parameters).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -170,6 +171,72 @@ TEST(SbplBackend, HiddenPathsUnderAnAliasAreDeniedOnTheHost) {
     keys_protected |= p.role == ParamRole::kProtected && p.value == "/srv/data/keys";
   }
   EXPECT_TRUE(keys_protected) << "the hidden path must stay unwritable inside its writable root";
+}
+
+// The values of the protected parameters derived from `base`.
+std::set<std::string> ProtectedUnder(const Compiled& c, std::string_view base) {
+  std::set<std::string> out;
+  for (const auto& p : c.params.params) {
+    if (p.role == ParamRole::kProtected && p.base == base) out.insert(p.value);
+  }
+  return out;
+}
+
+// A read-only path whose host source lies in a writable root stays
+// unwritable, also under an alias (`readonly /tmp/shared/models as
+// /models` under `tmpfs /tmp`, the reviewer's case: TMP_DIR_0 used to
+// protect only .git, so the sandbox could write the read-only models). The
+// comparison is on host paths as Seatbelt sees them (/var is /private/var),
+// and the part of an aliased writable root that a read-only mount covers
+// on Linux stays unwritable too.
+TEST(SbplBackend, ReadOnlySourcesInsideAWritableRootStayUnwritable) {
+  ir::Policy policy = testing::StrictPolicy();
+  auto& mounts = policy.filesystem.mounts;
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/tmp/shared/models", "/models", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kWritable, "/srv/data", "/data", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/opt/ro", "/data/ro", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/data/keys", "/keys", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kWritable, "/private/var/cache", "/cache", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/var/cache/pinned", "/pinned", 0, false});
+  std::sort(mounts.begin(), mounts.end(), [](const ir::Mount& a, const ir::Mount& b) { return a.target < b.target; });
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  ASSERT_EQ(FindParam(c, "TMP_DIR_0")->value, "/private/tmp");
+  EXPECT_EQ(ProtectedUnder(c, "TMP_DIR_0"), (std::set<std::string>{"/private/tmp/.git/config",
+                                                                    "/private/tmp/.git/hooks",
+                                                                    "/private/tmp/shared/models"}));
+  std::string data, cache;
+  for (const auto& p : c.params.params) {
+    if (p.role == ParamRole::kWriteRoot && p.value == "/srv/data") data = p.name;
+    if (p.role == ParamRole::kWriteRoot && p.value == "/private/var/cache") cache = p.name;
+  }
+  EXPECT_EQ(ProtectedUnder(c, data), (std::set<std::string>{"/srv/data/.git/config", "/srv/data/.git/hooks",
+                                                             "/srv/data/keys", "/srv/data/ro"}));
+  EXPECT_EQ(ProtectedUnder(c, cache), (std::set<std::string>{"/private/var/cache/.git/config",
+                                                              "/private/var/cache/.git/hooks",
+                                                              "/private/var/cache/pinned"}));
+  // Each is excluded from its root's write rule.
+  for (const auto& p : c.params.params) {
+    if (p.role != ParamRole::kProtected) continue;
+    EXPECT_NE(c.sb.find("(require-not (subpath (param \"" + p.name + "\")))"), std::string::npos) << p.name;
+  }
+}
+
+// Seatbelt has no tmpfs: TMP_DIR_n is the host's own directory unless the
+// launcher points it elsewhere, and nothing caps it. Said at the policy's
+// line instead of passing for Linux's fresh, capped mount.
+TEST(SbplBackend, ATmpfsItCannotReproduceIsWarnedAboutAtItsLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.back().size_bytes = 8 << 20;  // tmpfs /tmp
+  policy.provenance["filesystem.mount:/tmp"] = {"strict", "mac.cocoon", 3};
+  Compiled c = Compile(policy);
+  bool tmpfs = false;
+  for (const auto& w : c.warnings) {
+    tmpfs |= w.rfind("macos: 'tmpfs /tmp size 8MiB' (at mac.cocoon:3) is not a fresh, capped tmpfs: TMP_DIR_0 "
+                     "defaults to the host's own /private/tmp, shared with the host",
+                     0) == 0;
+  }
+  EXPECT_TRUE(tmpfs) << ::testing::PrintToString(c.warnings);
 }
 
 TEST(SbplBackend, ProtectedSubpathsGetLiteralAndSubpath) {
