@@ -157,6 +157,27 @@ void WarnUngrantedDevices(const ir::Policy& policy, std::vector<std::string>& wa
   }
 }
 
+// Neither root is confined for reads. The token is WRITE_RESTRICTED, so its
+// restricting SID (the sandbox SID) is checked for write access only
+// (CreateRestrictedToken, "WRITE_RESTRICTED"), and reads are checked against
+// the user's own SIDs; Low integrity stops writes up but not reads up
+// (the default mandatory policy is NO_WRITE_UP). So the sandbox reads
+// whatever the user can, not only the read-only paths; the hide paths are
+// the exception: their Medium label carries NO_READ_UP.
+void WarnUnconfinedReads(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  const std::string where = AtPolicyLine(policy, "filesystem.root");
+  const std::string reads =
+      "the sandbox can read every file the user can (e.g. %USERPROFILE%\\.ssh), not only the read-only paths: its "
+      "write-restricted token has the sandbox SID checked for writes only, and Low integrity may read Medium "
+      "files; only the 'hide' paths (a Medium no-read-up label) are unreadable";
+  if (policy.filesystem.root == ir::RootKind::kRootfs) {
+    warnings.push_back("windows: 'root rootfs " + policy.filesystem.rootfs + "'" + where +
+                       " has no Windows equivalent; the host file system stays visible, and " + reads);
+  } else {
+    warnings.push_back("windows: 'root host'" + where + " does not confine reads on Windows: " + reads);
+  }
+}
+
 Status AddPaths(const ir::Policy& policy, const std::string& sid, windows::WindowsPlan& plan) {
   const ir::Filesystem& fs = policy.filesystem;
   COCOON_ASSIGN_OR_RETURN(PathAcl work, MakePathAcl(fs.work.path, std::string(windows::kWorkDirPlaceholder),
@@ -201,9 +222,7 @@ Result<std::vector<Artifact>> CompileWindows(const ir::Policy& policy) {
   plan.disk_bytes = policy.limits.disk_bytes.set ? policy.limits.disk_bytes.value : 0;
   NoteUnenforced(policy.limits, plan, warnings);
   WarnUngrantedDevices(policy, warnings);
-  if (policy.filesystem.root == ir::RootKind::kRootfs) {
-    warnings.push_back("windows: 'root rootfs' has no Windows equivalent; the host file system stays visible");
-  }
+  WarnUnconfinedReads(policy, warnings);
   std::vector<Artifact> out;
   out.push_back(MakeArtifact("windows", "windows.json", "application/vnd.cocoon.windows+json",
                              windows::WindowsPlanToJson(plan)));
