@@ -17,6 +17,14 @@ std::string DeviceRequest(const ir::Policy& policy, const std::string& device) {
   return "'devices { " + device + " on }'" + AtPolicyLine(policy, "filesystem.devices." + device);
 }
 
+std::string WorkStatement(const ir::Policy& policy) {
+  const ir::WorkDir& work = policy.filesystem.work;
+  std::string text = "'work " + work.path;
+  if (work.quota_bytes != 0) text += " quota " + PolicySize(work.quota_bytes);
+  if (work.mode == ir::WorkMode::kDirect) text += " direct";
+  return text + "'" + AtPolicyLine(policy, "filesystem.work");
+}
+
 std::string TmpfsStatement(const ir::Policy& policy, const ir::Mount& mount) {
   return "'tmpfs " + mount.target + " size " + PolicySize(mount.size_bytes) + "'" +
          AtPolicyLine(policy, "filesystem.mount:" + mount.target);

@@ -19,6 +19,11 @@ std::string AtPolicyLine(const ir::Policy& policy, const std::string& key);
 // how every back end names a device request it cannot fully grant.
 std::string DeviceRequest(const ir::Policy& policy, const std::string& device);
 
+// "'work /work quota 16MiB'" (" direct" added for a direct work dir) plus
+// AtPolicyLine for filesystem.work: how back ends name a work dir whose
+// staging or quota they cannot carry out.
+std::string WorkStatement(const ir::Policy& policy);
+
 // "'tmpfs /tmp size 8MiB'" plus AtPolicyLine for the mount: how back ends
 // name a tmpfs they cannot give its own capped file system.
 std::string TmpfsStatement(const ir::Policy& policy, const ir::Mount& mount);

@@ -2164,6 +2164,42 @@ TEST(CocoonCompile, TtyOffTheContainerTargetsCannotHonourIsWarnedAboutAtItsLine)
   fs::remove_all(dir);
 }
 
+// A work dir's staging and quota, and a tmpfs's own capped file system,
+// are what the OCI, Windows and macOS targets cannot carry out: each says
+// so at the policy's line, in compile's output and in manifest.json (the
+// OCI bundle used to drop the 16 MiB quota without a word).
+TEST(CocoonCompile, WorkQuotaStagingAndTmpfsATargetCannotEnforceAreWarnedAboutAtTheirLine) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-workquota-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string policy = (dir / "work.cocoon").string();
+  std::ofstream(policy) << "profile w {\n"
+                           "  filesystem {\n"
+                           "    readonly /usr\n"
+                           "    work /work quota 16MiB\n"
+                           "    tmpfs /tmp size 8MiB\n"
+                           "  }\n"
+                           "  syscalls { allow @default }\n"
+                           "}\n";
+  Ran ran = Cocoon({"compile", policy, "--target", "oci,windows,macos", "-o", (dir / "out").string()});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  const std::string work = "'work /work quota 16MiB' (at " + policy + ":4)";
+  const std::string tmpfs = "'tmpfs /tmp size 8MiB' (at " + policy + ":5)";
+  std::ifstream manifest_file(dir / "out" / "manifest.json");
+  const nlohmann::json manifest = nlohmann::json::parse(manifest_file);
+  for (const std::string& line :
+       {"oci: " + work + ": the runtime binds the bundle's work/ read-write",
+        "windows: " + work + ": the sandbox writes %COCOON_WORK_DIR% directly, not a staged copy",
+        "windows: " + tmpfs + " is the run's %COCOON_TEMP_DIR%, a directory with no size cap",
+        "macos: " + work + ": Seatbelt cannot stage the work dir", "macos: " + tmpfs + " is not a fresh, capped tmpfs"}) {
+    EXPECT_NE(ran.err.find("warning: " + line), std::string::npos) << line << "\n" << ran.err;
+    bool listed = false;
+    for (const auto& warning : manifest["warnings"]) listed |= warning.get<std::string>().rfind(line, 0) == 0;
+    EXPECT_TRUE(listed) << line << "\n" << manifest["warnings"].dump(2);
+  }
+  fs::remove_all(dir);
+}
+
 // The OCI/Kubernetes profile spells Cocoon's built-in guards as rules and
 // can fail where the Linux filter does not (moby's `allow socket if arg0 >
 // 0x28` against the socket-family guard). `cocoon compile --target oci`

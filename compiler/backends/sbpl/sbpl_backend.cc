@@ -220,6 +220,11 @@ void SbplWriter::WritableRoot(std::string_view prefix, const std::string& host_p
 void SbplWriter::WritableRoots() {
   const ir::WorkDir& work = policy_.filesystem.work;
   WritableRoot("WORK_DIR", work.path, work.path, ParamRole::kWorkDir);
+  warnings_.push_back("macos: " + WorkStatement(policy_) + ": " +
+                      (work.mode == ir::WorkMode::kStaged ? "Seatbelt cannot stage the work dir: " : "") +
+                      "the sandbox writes WORK_DIR directly" + (work.quota_bytes != 0 ? ", with no quota" : "") +
+                      ", and nothing checks what the run leaves there (symlinks, hardlinks, setuid files) as "
+                      "`cocoon enforce` does; point WORK_DIR at a per-run copy and check it before using it");
   for (const ir::Mount& mount : policy_.filesystem.mounts) {
     if (mount.kind == ir::MountKind::kWritable) {
       WritableRoot("WRITE_ROOT", mount.source.empty() ? mount.target : mount.source, mount.target,

@@ -239,6 +239,21 @@ TEST(SbplBackend, ATmpfsItCannotReproduceIsWarnedAboutAtItsLine) {
   EXPECT_TRUE(tmpfs) << ::testing::PrintToString(c.warnings);
 }
 
+// The work dir is written in place: not staged, no quota, and nothing
+// checks what the run leaves there; said at the `work` line.
+TEST(SbplBackend, AWorkDirItCannotStageIsWarnedAboutAtItsLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.provenance["filesystem.work"] = {"strict", "mac.cocoon", 2};
+  Compiled c = Compile(policy);
+  bool work = false;
+  for (const auto& w : c.warnings) {
+    work |= w.rfind("macos: 'work /work quota 64MiB' (at mac.cocoon:2): Seatbelt cannot stage the work dir: the "
+                    "sandbox writes WORK_DIR directly, with no quota, and nothing checks what the run leaves there",
+                    0) == 0;
+  }
+  EXPECT_TRUE(work) << ::testing::PrintToString(c.warnings);
+}
+
 TEST(SbplBackend, ProtectedSubpathsGetLiteralAndSubpath) {
   Compiled c = Compile(testing::StrictPolicy());
   const auto* hooks = FindParam(c, "WORK_DIR_PROTECTED_1");

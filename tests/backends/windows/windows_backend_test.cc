@@ -4,6 +4,7 @@
 // breakaway.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -272,6 +273,42 @@ TEST(WindowsBackend, RootHostSaysReadsAreNotConfined) {
   EXPECT_NE(all.find("windows: 'root rootfs /srv/busybox' (at win.cocoon:3) has no Windows equivalent; the host "
                      "file system stays visible, and the sandbox can read every file the user can"),
             std::string::npos)
+      << all;
+}
+
+// Every tmpfs is the one %COCOON_TEMP_DIR% and the work dir is written in
+// place: Linux's staging, quota and separate tmpfs sizes are gone. The
+// quota travels in supervisor.work_quota_bytes (it used to be lost: a
+// policy with a quota and no disk limit had disk_bytes 0 and nothing else),
+// and each line says what the target does not do.
+TEST(WindowsBackend, WorkQuotaAndTmpfsSizesItCannotEnforceAreWarnedAboutAtTheirLines) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.work.quota_bytes = 16 << 20;
+  policy.limits.disk_bytes = {};
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/scratch", 32 << 20, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/work/cache", 4 << 20, false});
+  std::sort(policy.filesystem.mounts.begin(), policy.filesystem.mounts.end(),
+            [](const ir::Mount& a, const ir::Mount& b) { return a.target < b.target; });
+  policy.provenance["filesystem.work"] = {"strict", "w.cocoon", 5};
+  policy.provenance["filesystem.mount:/tmp"] = {"strict", "w.cocoon", 6};
+  std::vector<std::string> warnings;
+  auto plan = CompilePlan(policy, &warnings);
+  EXPECT_EQ(plan.work_quota_bytes, 16u << 20);
+  EXPECT_EQ(plan.disk_bytes, 0u);
+  size_t temp_paths = 0;
+  for (const auto& path : plan.paths) temp_paths += path.location == backends::windows::kTempDirPlaceholder;
+  EXPECT_EQ(temp_paths, 3u);
+  std::string all;
+  for (const std::string& w : warnings) all += w + "\n";
+  EXPECT_NE(all.find("windows: 'work /work quota 16MiB' (at w.cocoon:5): the sandbox writes %COCOON_WORK_DIR% "
+                     "directly, not a staged copy, with no size cap"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("windows: 'tmpfs /tmp size 64MiB' (at w.cocoon:6) is the run's %COCOON_TEMP_DIR%, a "
+                     "directory with no size cap, and the same directory as /scratch, /work/cache"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("windows: 'tmpfs /scratch size 32MiB' is the run's %COCOON_TEMP_DIR%"), std::string::npos)
       << all;
 }
 
