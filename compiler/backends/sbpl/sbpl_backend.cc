@@ -7,6 +7,9 @@
 // hidden paths last so that nothing earlier can re-open them.
 // No string that came from the policy is ever written into the profile text:
 // paths are (param "NAME") and the profile name is reduced to [A-Za-z0-9_-].
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -67,8 +70,26 @@ std::string RelativeBelow(std::string_view path, std::string_view root) {
   return "";
 }
 
-bool IsLoopbackHost(std::string_view host) {
-  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
+// What Seatbelt can do with an allow-list host. Its (remote ip "HOST:PORT")
+// filter takes only "localhost" or "*" as HOST (sandbox-exec refuses an
+// address: "host must be * or localhost in network address"), and
+// "localhost" matches the loopback addresses 127.0.0.1 and ::1, both
+// families; it is not reported to match the rest of 127.0.0.0/8.
+enum class SeatbeltHost {
+  kLocalhost,     // "localhost": the policy named both families itself
+  kOneLoopback,   // 127.0.0.1 or ::1: "localhost" opens the other family's too
+  kOtherLoopback, // 127.0.0.2 ...: "localhost" would open other endpoints, maybe not this one
+  kRemote,        // any other host: only "*" could name it
+};
+
+SeatbeltHost ClassifyHost(const std::string& host) {
+  if (host == "localhost") return SeatbeltHost::kLocalhost;
+  if (host == "::1") return SeatbeltHost::kOneLoopback;  // the checker spells IPv6 one way (RFC 5952)
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) != 1) return SeatbeltHost::kRemote;
+  const uint32_t address = ntohl(v4.s_addr);
+  if (address == INADDR_LOOPBACK) return SeatbeltHost::kOneLoopback;
+  return (address >> 24) == 127 ? SeatbeltHost::kOtherLoopback : SeatbeltHost::kRemote;
 }
 
 class SbplWriter {
@@ -251,17 +272,32 @@ void SbplWriter::Network() {
              " (global-name \"com.apple.SystemConfiguration.DNSConfiguration\"))\n";
     return;
   }
-  // Seatbelt's (remote ip ...) filter accepts only "localhost" or "*" as the
-  // host, so a remote allow-list cannot be expressed without opening the port
-  // to every host. Fail closed: only loopback endpoints are allowed, and the
-  // others need a local proxy (the Codex CLI does the same).
+  // A remote allow-list cannot be expressed without opening the port to
+  // every host (ClassifyHost). Fail closed: only loopback endpoints are
+  // allowed, and the others need a local proxy (the Codex CLI does the same).
   std::string rules;
   for (const ir::NetworkEndpoint& endpoint : net.allow) {
-    if (IsLoopbackHost(endpoint.host)) {
-      rules += " (remote ip " + Quote("localhost:" + std::to_string(endpoint.port)) + ")";
-    } else {
-      warnings_.push_back("macos: Seatbelt cannot filter by remote host; " + endpoint.host + ":" +
-                          std::to_string(endpoint.port) + " stays blocked (route it through a loopback proxy)");
+    const std::string port = std::to_string(endpoint.port);
+    const std::string entry = (endpoint.host.find(':') != std::string::npos ? "[" + endpoint.host + "]"
+                                                                             : endpoint.host) + ":" + port;
+    switch (ClassifyHost(endpoint.host)) {
+      case SeatbeltHost::kOneLoopback:
+        warnings_.push_back("macos: network allow " + entry + AtPolicyLine(policy_, "network") +
+                            " is widened to (remote ip \"localhost:" + port + "\"), both 127.0.0.1 and [::1] on port " +
+                            port + ": Seatbelt's remote ip filter takes no address, only \"localhost\" or \"*\"");
+        [[fallthrough]];
+      case SeatbeltHost::kLocalhost:
+        rules += " (remote ip " + Quote("localhost:" + port) + ")";
+        break;
+      case SeatbeltHost::kOtherLoopback:
+        warnings_.push_back("macos: network allow " + entry + AtPolicyLine(policy_, "network") +
+                            " stays blocked: Seatbelt's remote ip filter takes no address, and its \"localhost\" "
+                            "is 127.0.0.1 and [::1], not this one (use 127.0.0.1 or localhost)");
+        break;
+      case SeatbeltHost::kRemote:
+        warnings_.push_back("macos: Seatbelt cannot filter by remote host; " + entry +
+                            " stays blocked (route it through a loopback proxy)");
+        break;
     }
   }
   if (!rules.empty()) text_ += "(allow system-socket)\n(allow network-outbound" + rules + ")\n";

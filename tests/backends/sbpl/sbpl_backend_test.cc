@@ -254,6 +254,45 @@ TEST(SbplBackend, AWorkDirItCannotStageIsWarnedAboutAtItsLine) {
   EXPECT_TRUE(work) << ::testing::PrintToString(c.warnings);
 }
 
+// Seatbelt's remote ip filter takes "localhost" (127.0.0.1 and ::1) or "*",
+// no address: 127.0.0.1 or [::1] alone is widened to both families on that
+// port, said at the policy's line; another 127/8 address is not what
+// "localhost" matches, so it stays blocked (fail closed) and is said too,
+// as is a host name that merely starts with "127." (it used to pass for
+// loopback).
+TEST(SbplBackend, LoopbackAddressesAreWidenedOrBlockedAndWarned) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.network.mode = ir::NetworkMode::kAllowList;
+  policy.network.allow = {{"127.0.0.1", 80}, {"127.0.0.2", 22}, {"127.example.com", 23}, {"::1", 9000},
+                          {"localhost", 3128}};
+  policy.provenance["network"] = {"strict", "net.cocoon", 5};
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_NE(c.sb.find("(allow network-outbound (remote ip \"localhost:80\") (remote ip \"localhost:9000\") "
+                      "(remote ip \"localhost:3128\"))"),
+            std::string::npos)
+      << c.sb;
+  EXPECT_EQ(c.sb.find(":22\""), std::string::npos) << "127.0.0.2 must not open localhost:22";
+  EXPECT_EQ(c.sb.find(":23\""), std::string::npos) << "a host name is not loopback for starting with 127.";
+  std::vector<std::string> network;
+  for (const auto& w : c.warnings) {
+    if (w.find("network allow") != std::string::npos) network.push_back(w);
+  }
+  ASSERT_EQ(network.size(), 3u) << ::testing::PrintToString(c.warnings);
+  EXPECT_EQ(network[0].rfind("macos: network allow 127.0.0.1:80 (at net.cocoon:5) is widened to (remote ip "
+                             "\"localhost:80\"), both 127.0.0.1 and [::1] on port 80",
+                             0),
+            0u);
+  EXPECT_EQ(network[1].rfind("macos: network allow 127.0.0.2:22 (at net.cocoon:5) stays blocked", 0), 0u);
+  EXPECT_EQ(network[2].rfind("macos: network allow [::1]:9000 (at net.cocoon:5) is widened", 0), 0u);
+  bool remote = false;
+  for (const auto& w : c.warnings) {
+    remote |= w == "macos: Seatbelt cannot filter by remote host; 127.example.com:23 stays blocked (route it "
+                   "through a loopback proxy)";
+  }
+  EXPECT_TRUE(remote) << ::testing::PrintToString(c.warnings);
+}
+
 TEST(SbplBackend, ProtectedSubpathsGetLiteralAndSubpath) {
   Compiled c = Compile(testing::StrictPolicy());
   const auto* hooks = FindParam(c, "WORK_DIR_PROTECTED_1");
