@@ -239,6 +239,47 @@ TEST(CocoonEnforce, NotesAboutWorkDirEntriesAreEscapedAndCapped) {
   EXPECT_NE(ran.err.find("11 more work dir entries like these"), std::string::npos) << ran.err;
 }
 
+// `cocoon enforce DIR` loads a `cocoon compile` output through the driver's
+// loader (docs/targets.md): no artifact through a symlink, even with the
+// same bytes (linux.plan.json -> ../plan.copy used to be accepted), and a
+// manifest read by its schema (any nested {path, sha256} object used to
+// count, the last one winning).
+TEST(CocoonEnforce, ACompiledDirIsReadWithoutSymlinksAndByItsManifestsSchema) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-enforce-dir-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/strict.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  Ran ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+
+  fs::copy_file(out / "linux.plan.json", dir / "plan.copy");
+  fs::remove(out / "linux.plan.json");
+  fs::create_symlink("../plan.copy", out / "linux.plan.json");
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("artifact linux.plan.json is a symbolic link"), std::string::npos) << ran.err;
+  fs::remove(out / "linux.plan.json");
+  fs::copy_file(dir / "plan.copy", out / "linux.plan.json");
+
+  const fs::path manifest_path = out / "manifest.json";
+  std::ifstream in(manifest_path);
+  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  json manifest = json::parse(original);
+  manifest["extra"] = {{"path", "linux.plan.json"}, {"sha256", manifest["artifacts"][0]["sha256"]}};
+  std::ofstream(manifest_path, std::ios::trunc) << manifest.dump(2);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("unknown member 'extra'"), std::string::npos) << ran.err;
+
+  std::ofstream(manifest_path, std::ios::trunc) << original;
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  fs::remove_all(dir);
+}
+
 // Empty files use no bytes of the disk quota, but each is an inode of host
 // kernel memory, a line of verification and an entry of the commit: the
 // staged work dir holds at most one entry per KiB of its quota (4096 here).
