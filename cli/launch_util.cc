@@ -1,36 +1,20 @@
 #include "cli/launch_util.h"
-#include "compiler/common/file_read.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include <sys/random.h>
 
 #include "cli/host_overlap_guard.h"
 #include "cli/launch_dynamic.h"
 #include "cli/policy_compile.h"
-#include "compiler/common/digest.h"
+#include "compiler/driver/manifest.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/spare_child.h"
 #include "enforcer/started_child.h"
 
 namespace cocoon::cli {
 namespace {
-
-// Collects {path, sha256} pairs anywhere in the manifest (the driver owns the
-// exact layout; every artifact entry carries both keys).
-void CollectHashes(const nlohmann::json& j, std::vector<std::pair<std::string, std::string>>& out) {
-  if (j.is_object()) {
-    if (j.contains("path") && j.contains("sha256") && j["path"].is_string() && j["sha256"].is_string()) {
-      out.emplace_back(j["path"].get<std::string>(), j["sha256"].get<std::string>());
-    }
-    for (const auto& [key, value] : j.items()) CollectHashes(value, out);
-  } else if (j.is_array()) {
-    for (const auto& value : j) CollectHashes(value, out);
-  }
-}
 
 // LoadPolicyArtifacts's early start, between reading the plan and parsing
 // it. A hint that turns out wrong (LaunchPlanFromJson is the authority)
@@ -49,34 +33,37 @@ void StartChildBeforeParsing(std::string_view plan_json, LaunchRequest* launch) 
   if (started.ok()) launch->started_child = std::move(*started);  // else Run starts one, and says why it failed
 }
 
+// `cocoon compile` output: through the driver's loader (manifest.h), as
+// docs/targets.md says every consumer does. Only the linux artifacts are
+// read and hashed (a launch needs nothing else, and this is the
+// precompiled launch's path), each opened with O_NOFOLLOW from the
+// directory's fd; the whole manifest is checked.
 Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* launch) {
-  auto manifest_text = ReadFileToString(dir + "/manifest.json");
-  if (!manifest_text.ok()) {
-    return InvalidArgumentError(dir + " is a directory but has no manifest.json; is it `cocoon compile` output?");
+  constexpr const char* kPlan = "linux.plan.json";
+  constexpr const char* kBpf = "linux.seccomp.bpf";
+  constexpr const char* kSidecar = "linux.seccomp.json";
+  driver::LoadOptions options;
+  options.only = {kPlan, kBpf, kSidecar};
+  Result<driver::CompiledPolicy> compiled = driver::LoadCompiledDir(dir, options);
+  if (!compiled.ok()) {
+    if (compiled.status().code() == ErrorCode::kInvalidArgument || compiled.status().code() == ErrorCode::kNotFound) {
+      return InvalidArgumentError(compiled.status().message() + "; refusing to run it");
+    }
+    return DataLossError(dir + ": " + compiled.status().message() + "; refusing to run it");
   }
-  std::vector<std::pair<std::string, std::string>> hashes;
-  try {
-    CollectHashes(nlohmann::json::parse(*manifest_text), hashes);
-  } catch (const nlohmann::json::exception& e) {
-    return DataLossError(dir + "/manifest.json: " + e.what());
+  for (const driver::ManifestEntry& entry : compiled->manifest.artifacts) {
+    const bool ours = entry.path == kPlan || entry.path == kBpf || entry.path == kSidecar;
+    if (ours && entry.target != "linux") {
+      return DataLossError(dir + "/manifest.json lists " + entry.path + " for target " + entry.target +
+                           ", not linux; refusing to run it");
+    }
   }
   PolicyArtifacts artifacts;
   artifacts.origin = "dir";
   artifacts.policy_path = dir;
-  std::string plan_text;
-  for (auto [name, out] : {std::pair{"linux.plan.json", &plan_text}, std::pair{"linux.seccomp.bpf", &artifacts.seccomp_bpf},
-                           std::pair{"linux.seccomp.json", &artifacts.seccomp_sidecar_json}}) {
-    COCOON_ASSIGN_OR_RETURN(*out, ReadFileToString(dir + "/" + name));
-    std::string expected;
-    for (const auto& [path, sha] : hashes) {
-      if (path == name || path == std::string("linux/") + name) expected = sha;
-    }
-    if (expected.empty()) return DataLossError(dir + "/manifest.json does not list " + name + "; refusing to run it");
-    if (Sha256Hex(*out) != expected) {
-      return DataLossError(dir + "/" + name + " does not match its SHA-256 in manifest.json (expected " + expected +
-                           "); the compiled policy was modified, refusing to run it");
-    }
-  }
+  std::string plan_text = std::move(compiled->files[kPlan]);
+  artifacts.seccomp_bpf = std::move(compiled->files[kBpf]);
+  artifacts.seccomp_sidecar_json = std::move(compiled->files[kSidecar]);
   StartChildBeforeParsing(plan_text, launch);
   COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(plan_text));
   return artifacts;

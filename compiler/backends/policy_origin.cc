@@ -1,5 +1,7 @@
 #include "compiler/backends/policy_origin.h"
 
+#include <iterator>
+
 namespace cocoon::backends {
 
 std::string AtPolicyLine(const ir::Policy& policy, const std::string& key) {
@@ -13,6 +15,29 @@ std::string AtPolicyLine(const ir::Policy& policy, const std::string& key) {
 
 std::string DeviceRequest(const ir::Policy& policy, const std::string& device) {
   return "'devices { " + device + " on }'" + AtPolicyLine(policy, "filesystem.devices." + device);
+}
+
+std::string WorkStatement(const ir::Policy& policy) {
+  const ir::WorkDir& work = policy.filesystem.work;
+  std::string text = "'work " + work.path;
+  if (work.quota_bytes != 0) text += " quota " + PolicySize(work.quota_bytes);
+  if (work.mode == ir::WorkMode::kDirect) text += " direct";
+  return text + "'" + AtPolicyLine(policy, "filesystem.work");
+}
+
+std::string TmpfsStatement(const ir::Policy& policy, const ir::Mount& mount) {
+  return "'tmpfs " + mount.target + " size " + PolicySize(mount.size_bytes) + "'" +
+         AtPolicyLine(policy, "filesystem.mount:" + mount.target);
+}
+
+std::string PolicySize(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t unit = 0;
+  while (unit + 1 < std::size(kUnits) && bytes != 0 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return std::to_string(bytes) + kUnits[unit];
 }
 
 }  // namespace cocoon::backends

@@ -19,4 +19,17 @@ std::string AtPolicyLine(const ir::Policy& policy, const std::string& key);
 // how every back end names a device request it cannot fully grant.
 std::string DeviceRequest(const ir::Policy& policy, const std::string& device);
 
+// "'work /work quota 16MiB'" (" direct" added for a direct work dir) plus
+// AtPolicyLine for filesystem.work: how back ends name a work dir whose
+// staging or quota they cannot carry out.
+std::string WorkStatement(const ir::Policy& policy);
+
+// "'tmpfs /tmp size 8MiB'" plus AtPolicyLine for the mount: how back ends
+// name a tmpfs they cannot give its own capped file system.
+std::string TmpfsStatement(const ir::Policy& policy, const ir::Mount& mount);
+
+// "8MiB", "1536KiB", "1000B": the largest binary unit that divides `bytes`,
+// as a policy would write it.
+std::string PolicySize(uint64_t bytes);
+
 }  // namespace cocoon::backends

@@ -1,4 +1,4 @@
-// Writing and loading compiled policy directories.
+// Writing compiled policy directories (loading them: compiled_dir_load.cc).
 //
 // Writing is atomic at the directory level: everything goes into a fresh
 // mkdtemp() directory beside the destination, each file and directory is
@@ -6,10 +6,6 @@
 // destination exists) makes the whole set visible at once. A reader never
 // sees a half-written artifact, and a crash leaves either the old or the new
 // directory (plus, at worst, a stale ".NAME.tmp-*" to delete).
-//
-// Loading opens every path component with O_NOFOLLOW relative to the
-// directory, so a symlink planted inside a compiled dir cannot redirect the
-// enforcer to another file, and verifies sizes and SHA-256 against the manifest.
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -18,7 +14,7 @@
 #include <filesystem>
 #include <set>
 
-#include "compiler/common/digest.h"
+#include "compiler/driver/dir_fd.h"
 #include "compiler/driver/driver.h"
 #include "compiler/driver/manifest.h"
 
@@ -26,29 +22,9 @@ namespace cocoon::driver {
 namespace {
 
 namespace fs = std::filesystem;
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) close(fd_);
-      fd_ = other.fd_;
-      other.fd_ = -1;
-    }
-    return *this;
-  }
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using internal::CreateDirs;
+using internal::Fd;
+using internal::OpenParentDir;
 
 Status WriteAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
@@ -60,24 +36,6 @@ Status WriteAll(int fd, std::string_view bytes) {
   return Status::Ok();
 }
 
-// Opens (creating when asked) each directory of `path` below `root_fd`, without following symlinks.
-Result<Fd> OpenParentDir(int root_fd, std::string_view path, bool create, std::string& leaf) {
-  Fd current(dup(root_fd));
-  if (current.get() < 0) return ErrnoError("dup");
-  size_t start = 0;
-  for (size_t slash; (slash = path.find('/', start)) != std::string_view::npos; start = slash + 1) {
-    const std::string part(path.substr(start, slash - start));
-    if (create && mkdirat(current.get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoError("mkdir " + part);
-    }
-    Fd next(openat(current.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (next.get() < 0) return ErrnoError("open directory " + part);
-    current = std::move(next);
-  }
-  leaf = std::string(path.substr(start));
-  return current;
-}
-
 // Writes and fsyncs one file. Its directory's entry is made durable by
 // SyncDirectories, once per directory after all its files exist: nothing in
 // the temp directory is visible before the final rename, so syncing a
@@ -85,7 +43,7 @@ Result<Fd> OpenParentDir(int root_fd, std::string_view path, bool create, std::s
 // `--target all`) bought no extra guarantee.
 Status WriteFileIn(int root_fd, const std::string& path, std::string_view bytes) {
   std::string leaf;
-  COCOON_ASSIGN_OR_RETURN(Fd dir, OpenParentDir(root_fd, path, /*create=*/true, leaf));
+  COCOON_ASSIGN_OR_RETURN(Fd dir, OpenParentDir(root_fd, path, CreateDirs::kYes, leaf));
   Fd file(openat(dir.get(), leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (file.get() < 0) return ErrnoError("create " + path);
   COCOON_RETURN_IF_ERROR(WriteAll(file.get(), bytes).WithContext(path));
@@ -105,7 +63,7 @@ Status SyncDirectories(int root_fd, const CompileOutput& output) {
   }
   for (const std::string& dir : dirs) {  // parents sort before their children: fine either way
     std::string leaf;
-    COCOON_ASSIGN_OR_RETURN(Fd parent, OpenParentDir(root_fd, dir, /*create=*/false, leaf));
+    COCOON_ASSIGN_OR_RETURN(Fd parent, OpenParentDir(root_fd, dir, CreateDirs::kNo, leaf));
     Fd fd(openat(parent.get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (fd.get() < 0) return ErrnoError("open directory " + dir);
     if (fsync(fd.get()) != 0) return ErrnoError("fsync directory " + dir);
@@ -200,32 +158,6 @@ Status SwapIntoPlace(const fs::path& temp, const fs::path& out, bool exists) {
   return Status::Ok();
 }
 
-Result<std::string> ReadVerified(int root_fd, const ManifestEntry& entry, uint64_t max_bytes) {
-  std::string leaf;
-  COCOON_ASSIGN_OR_RETURN(Fd dir, OpenParentDir(root_fd, entry.path, /*create=*/false, leaf));
-  Fd file(openat(dir.get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (file.get() < 0) return ErrnoError("open artifact " + entry.path);
-  struct stat st;
-  if (fstat(file.get(), &st) != 0) return ErrnoError("stat " + entry.path);
-  if (!S_ISREG(st.st_mode)) return DataLossError("artifact " + entry.path + " is not a regular file");
-  if (static_cast<uint64_t>(st.st_size) != entry.size || entry.size > max_bytes) {
-    return DataLossError("artifact " + entry.path + " has size " + std::to_string(st.st_size) + ", manifest says " +
-                         std::to_string(entry.size));
-  }
-  std::string bytes(entry.size, '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = read(file.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError("read " + entry.path);
-    done += static_cast<size_t>(n);
-  }
-  if (Sha256Hex(bytes) != entry.sha256) {
-    return DataLossError("artifact " + entry.path + " does not match its SHA-256 in manifest.json");
-  }
-  return bytes;
-}
-
 }  // namespace
 
 Status WriteCompiledDir(const CompileOutput& output, const std::string& out_dir) {
@@ -255,27 +187,6 @@ Status WriteCompiledDir(const CompileOutput& output, const std::string& out_dir)
   Fd parent(open(out.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (parent.get() >= 0) fsync(parent.get());  // persist the rename itself
   return Status::Ok();
-}
-
-Result<CompiledPolicy> LoadCompiledDir(const std::string& dir, const LoadOptions& options) {
-  Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (root.get() < 0) return ErrnoError("open compiled dir " + dir);
-  const ManifestEntry manifest_entry{std::string(kManifestFile), "", "", "", 0};
-  Fd manifest_fd(openat(root.get(), manifest_entry.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (manifest_fd.get() < 0) return ErrnoError(dir + "/manifest.json");
-  std::string text(options.max_manifest_bytes + 1, '\0');
-  ssize_t n = read(manifest_fd.get(), text.data(), text.size());
-  if (n < 0) return ErrnoError("read manifest.json");
-  if (static_cast<uint64_t>(n) > options.max_manifest_bytes) return ResourceExhaustedError("manifest.json too large");
-  text.resize(static_cast<size_t>(n));
-  CompiledPolicy compiled;
-  compiled.dir = dir;
-  COCOON_ASSIGN_OR_RETURN(compiled.manifest, ParseManifest(text));
-  for (const ManifestEntry& entry : compiled.manifest.artifacts) {
-    COCOON_ASSIGN_OR_RETURN(std::string bytes, ReadVerified(root.get(), entry, options.max_artifact_bytes));
-    compiled.files.emplace(entry.path, std::move(bytes));
-  }
-  return compiled;
 }
 
 }  // namespace cocoon::driver

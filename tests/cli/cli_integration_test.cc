@@ -241,6 +241,47 @@ TEST(CocoonEnforce, NotesAboutWorkDirEntriesAreEscapedAndCapped) {
   EXPECT_NE(ran.err.find("11 more work dir entries like these"), std::string::npos) << ran.err;
 }
 
+// `cocoon enforce DIR` loads a `cocoon compile` output through the driver's
+// loader (docs/targets.md): no artifact through a symlink, even with the
+// same bytes (linux.plan.json -> ../plan.copy used to be accepted), and a
+// manifest read by its schema (any nested {path, sha256} object used to
+// count, the last one winning).
+TEST(CocoonEnforce, ACompiledDirIsReadWithoutSymlinksAndByItsManifestsSchema) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-enforce-dir-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/strict.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  Ran ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+
+  fs::copy_file(out / "linux.plan.json", dir / "plan.copy");
+  fs::remove(out / "linux.plan.json");
+  fs::create_symlink("../plan.copy", out / "linux.plan.json");
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("artifact linux.plan.json is a symbolic link"), std::string::npos) << ran.err;
+  fs::remove(out / "linux.plan.json");
+  fs::copy_file(dir / "plan.copy", out / "linux.plan.json");
+
+  const fs::path manifest_path = out / "manifest.json";
+  std::ifstream in(manifest_path);
+  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  json manifest = json::parse(original);
+  manifest["extra"] = {{"path", "linux.plan.json"}, {"sha256", manifest["artifacts"][0]["sha256"]}};
+  std::ofstream(manifest_path, std::ios::trunc) << manifest.dump(2);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("unknown member 'extra'"), std::string::npos) << ran.err;
+
+  std::ofstream(manifest_path, std::ios::trunc) << original;
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  fs::remove_all(dir);
+}
+
 // Empty files use no bytes of the disk quota, but each is an inode of host
 // kernel memory, a line of verification and an entry of the commit: the
 // staged work dir holds at most one entry per KiB of its quota (4096 here).
@@ -2328,6 +2369,42 @@ TEST(CocoonCompile, TtyOffTheContainerTargetsCannotHonourIsWarnedAboutAtItsLine)
   ran = Cocoon({"compile", policy, "--profile", "quiet", "--target", "oci,k8s", "-o", (dir / "quiet").string()});
   ASSERT_EQ(ran.status, 0) << ran.err;
   EXPECT_EQ(ran.err.find("tty"), std::string::npos) << ran.err;
+  fs::remove_all(dir);
+}
+
+// A work dir's staging and quota, and a tmpfs's own capped file system,
+// are what the OCI, Windows and macOS targets cannot carry out: each says
+// so at the policy's line, in compile's output and in manifest.json (the
+// OCI bundle used to drop the 16 MiB quota without a word).
+TEST(CocoonCompile, WorkQuotaStagingAndTmpfsATargetCannotEnforceAreWarnedAboutAtTheirLine) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-workquota-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string policy = (dir / "work.cocoon").string();
+  std::ofstream(policy) << "profile w {\n"
+                           "  filesystem {\n"
+                           "    readonly /usr\n"
+                           "    work /work quota 16MiB\n"
+                           "    tmpfs /tmp size 8MiB\n"
+                           "  }\n"
+                           "  syscalls { allow @default }\n"
+                           "}\n";
+  Ran ran = Cocoon({"compile", policy, "--target", "oci,windows,macos", "-o", (dir / "out").string()});
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  const std::string work = "'work /work quota 16MiB' (at " + policy + ":4)";
+  const std::string tmpfs = "'tmpfs /tmp size 8MiB' (at " + policy + ":5)";
+  std::ifstream manifest_file(dir / "out" / "manifest.json");
+  const nlohmann::json manifest = nlohmann::json::parse(manifest_file);
+  for (const std::string& line :
+       {"oci: " + work + ": the runtime binds the bundle's work/ read-write",
+        "windows: " + work + ": the sandbox writes %COCOON_WORK_DIR% directly, not a staged copy",
+        "windows: " + tmpfs + " is the run's %COCOON_TEMP_DIR%, a directory with no size cap",
+        "macos: " + work + ": Seatbelt cannot stage the work dir", "macos: " + tmpfs + " is not a fresh, capped tmpfs"}) {
+    EXPECT_NE(ran.err.find("warning: " + line), std::string::npos) << line << "\n" << ran.err;
+    bool listed = false;
+    for (const auto& warning : manifest["warnings"]) listed |= warning.get<std::string>().rfind(line, 0) == 0;
+    EXPECT_TRUE(listed) << line << "\n" << manifest["warnings"].dump(2);
+  }
   fs::remove_all(dir);
 }
 

@@ -184,6 +184,30 @@ ordered_json Devices(const ir::Policy& policy, ordered_json& cgroup_rules, std::
   return devices;
 }
 
+// The work dir is a read-write bind of the bundle's work/: the sandbox
+// writes the host directory itself. The Linux plan's staging (writes land
+// on a tmpfs of the quota's size, verified, then committed) and its
+// breakout check after the run have no runtime-spec equivalent, and a bind
+// mount takes no size (a sized tmpfs at the work dir would hide the work/
+// content the run needs). So they travel as annotations for a launcher that
+// stages and checks work/ itself, and the target says what it does not do,
+// at the policy's `work` line.
+void WorkDirForALauncher(const ir::Policy& policy, ordered_json& annotations, std::vector<std::string>& warnings) {
+  const ir::WorkDir& work = policy.filesystem.work;
+  const bool staged = work.mode == ir::WorkMode::kStaged;
+  annotations["cocoon.dev/work-mode"] = staged ? "staged" : "direct";
+  if (work.quota_bytes != 0) annotations["cocoon.dev/work-quota-bytes"] = std::to_string(work.quota_bytes);
+  std::string unenforced;
+  if (work.quota_bytes != 0) unenforced = "its " + PolicySize(work.quota_bytes) + " quota";
+  if (policy.limits.disk_bytes.set) unenforced += std::string(unenforced.empty() ? "" : " and ") + "the disk limit";
+  warnings.push_back("oci: " + WorkStatement(policy) + ": the runtime binds the bundle's work/ read-write, so the " +
+                     "sandbox writes it directly" + (staged ? ", not a staged copy" : "") +
+                     (unenforced.empty() ? "" : ", without " + unenforced + " (a bind mount has no size)") +
+                     ", and nothing checks what the run leaves there (symlinks, hardlinks, devices, setuid files) "
+                     "as `cocoon enforce` does; the cocoon.dev/work-mode, work-quota-bytes and disk-bytes "
+                     "annotations are for a launcher that stages and checks work/ itself");
+}
+
 // `linux.seccomp` is left null here: the caller embeds the profile's text
 // (oci::DumpWithEmbedded) when it serialises the config.
 ordered_json Linux(const ir::Policy& policy, std::vector<std::string>& warnings) {
@@ -233,6 +257,7 @@ Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, co
   warnings.insert(warnings.end(), profile.translation_warnings.begin(), profile.translation_warnings.end());
   config["linux"] = Linux(policy, warnings);
   config["annotations"] = oci::Annotations(policy);
+  WorkDirForALauncher(policy, config["annotations"], warnings);
   if (policy.user.uid == 0) {
     warnings.push_back("oci: user 0 is host uid 65534 in the container's user namespace, and the runtime builds the "
                        "container as that id: the bundle directory must be searchable by it and rootfs/ owned by it "

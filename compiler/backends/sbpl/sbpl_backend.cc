@@ -7,6 +7,10 @@
 // hidden paths last so that nothing earlier can re-open them.
 // No string that came from the policy is ever written into the profile text:
 // paths are (param "NAME") and the profile name is reduced to [A-Za-z0-9_-].
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,13 +60,36 @@ std::string SanitizedTag(std::string_view name) {
   return out.substr(0, 64);
 }
 
-bool IsUnder(std::string_view path, std::string_view root) {
-  return root == "/" || path == root ||
-         (path.size() > root.size() && path.substr(0, root.size()) == root && path[root.size()] == '/');
+// `path` below `root` (not `root` itself), as the relative path from `root`,
+// compared as Seatbelt sees them (/tmp is /private/tmp); "" when not below.
+std::string RelativeBelow(std::string_view path, std::string_view root) {
+  const std::string p = sbpl::CanonicalMacosPath(path);
+  const std::string r = sbpl::CanonicalMacosPath(root);
+  if (r == "/") return p.size() > 1 ? p.substr(1) : "";
+  if (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/') return p.substr(r.size() + 1);
+  return "";
 }
 
-bool IsLoopbackHost(std::string_view host) {
-  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
+// What Seatbelt can do with an allow-list host. Its (remote ip "HOST:PORT")
+// filter takes only "localhost" or "*" as HOST (sandbox-exec refuses an
+// address: "host must be * or localhost in network address"), and
+// "localhost" matches the loopback addresses 127.0.0.1 and ::1, both
+// families; it is not reported to match the rest of 127.0.0.0/8.
+enum class SeatbeltHost {
+  kLocalhost,     // "localhost": the policy named both families itself
+  kOneLoopback,   // 127.0.0.1 or ::1: "localhost" opens the other family's too
+  kOtherLoopback, // 127.0.0.2 ...: "localhost" would open other endpoints, maybe not this one
+  kRemote,        // any other host: only "*" could name it
+};
+
+SeatbeltHost ClassifyHost(const std::string& host) {
+  if (host == "localhost") return SeatbeltHost::kLocalhost;
+  if (host == "::1") return SeatbeltHost::kOneLoopback;  // the checker spells IPv6 one way (RFC 5952)
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) != 1) return SeatbeltHost::kRemote;
+  const uint32_t address = ntohl(v4.s_addr);
+  if (address == INADDR_LOOPBACK) return SeatbeltHost::kOneLoopback;
+  return (address >> 24) == 127 ? SeatbeltHost::kOtherLoopback : SeatbeltHost::kRemote;
 }
 
 class SbplWriter {
@@ -80,7 +107,8 @@ class SbplWriter {
   void Header();
   void SystemReads();
   void PolicyReads();
-  void WritableRoot(std::string_view prefix, const std::string& path, ParamRole role);
+  void WritableRoot(std::string_view prefix, const std::string& host_path, const std::string& sandbox_path,
+                    ParamRole role);
   void WritableRoots();
   void Network();
   void Hidden();
@@ -169,23 +197,35 @@ void SbplWriter::PolicyReads() {
   text_ += ")\n";
 }
 
-void SbplWriter::WritableRoot(std::string_view prefix, const std::string& path, ParamRole role) {
-  const std::string name = role == ParamRole::kWorkDir ? std::string(prefix) : AddParam(prefix, path, role);
-  if (role == ParamRole::kWorkDir) params_.params.push_back({name, sbpl::CanonicalMacosPath(path), role, "", ""});
-  std::vector<std::string> protected_names;
-  for (auto relative : kProtectedInWritableRoots) protected_names.push_back(AddDerivedParam(name, relative));
-  // Read-only and hidden paths nested inside this writable root stay unwritable.
+// `host_path` is where Seatbelt sees the root (the bind source; for the
+// work dir and tmpfs mounts the path the launcher may override),
+// `sandbox_path` where the policy puts it.
+void SbplWriter::WritableRoot(std::string_view prefix, const std::string& host_path, const std::string& sandbox_path,
+                              ParamRole role) {
+  const std::string name = role == ParamRole::kWorkDir ? std::string(prefix) : AddParam(prefix, host_path, role);
+  if (role == ParamRole::kWorkDir) params_.params.push_back({name, sbpl::CanonicalMacosPath(host_path), role, "", ""});
+  std::vector<std::string> relatives(std::begin(kProtectedInWritableRoots), std::end(kProtectedInWritableRoots));
+  auto protect = [&relatives](std::string relative) {
+    if (!relative.empty() && std::find(relatives.begin(), relatives.end(), relative) == relatives.end()) {
+      relatives.push_back(std::move(relative));
+    }
+  };
+  // Read-only paths inside this writable root stay unwritable. Seatbelt has
+  // no mounts (host_paths.h), so both places count: the read-only data
+  // itself where its host source lies in the root (`readonly
+  // /tmp/shared/models as /models` under `tmpfs /tmp`: /private/tmp/shared/
+  // models), and the part of the root that the read-only mount covers on
+  // Linux (`readonly /opt/vendor as /work/vendor`: WORK_DIR/vendor).
   for (const ir::Mount& mount : policy_.filesystem.mounts) {
-    if (mount.kind == ir::MountKind::kReadOnly && mount.target != path && IsUnder(mount.target, path)) {
-      protected_names.push_back(AddDerivedParam(name, std::string_view(mount.target).substr(path.size() + 1)));
-    }
+    if (mount.kind != ir::MountKind::kReadOnly) continue;
+    protect(RelativeBelow(mount.source.empty() ? mount.target : mount.source, host_path));
+    protect(RelativeBelow(mount.target, sandbox_path));
   }
-  for (const std::string& sandbox_path : policy_.filesystem.hidden) {
-    const std::string hidden = HostPathOf(policy_.filesystem, sandbox_path);  // `path` is a host path too
-    if (hidden != path && IsUnder(hidden, path)) {
-      protected_names.push_back(AddDerivedParam(name, std::string_view(hidden).substr(path.size() + 1)));
-    }
+  for (const std::string& hidden : policy_.filesystem.hidden) {
+    protect(RelativeBelow(HostPathOf(policy_.filesystem, hidden), host_path));
   }
+  std::vector<std::string> protected_names;
+  for (const std::string& relative : relatives) protected_names.push_back(AddDerivedParam(name, relative));
   text_ += "(allow file-read* (subpath (param " + Quote(name) + ")))\n";
   text_ += "(allow file-write* (require-all (subpath (param " + Quote(name) + "))";
   // Both forms: `literal` stops replacing the protected entry itself (a
@@ -195,16 +235,29 @@ void SbplWriter::WritableRoot(std::string_view prefix, const std::string& path, 
     text_ += " (require-not (subpath (param " + Quote(p) + ")))";
   }
   text_ += "))\n";
-  writable_paths_.push_back(path);
+  writable_paths_.push_back(host_path);
 }
 
 void SbplWriter::WritableRoots() {
-  WritableRoot("WORK_DIR", policy_.filesystem.work.path, ParamRole::kWorkDir);
+  const ir::WorkDir& work = policy_.filesystem.work;
+  WritableRoot("WORK_DIR", work.path, work.path, ParamRole::kWorkDir);
+  warnings_.push_back("macos: " + WorkStatement(policy_) + ": " +
+                      (work.mode == ir::WorkMode::kStaged ? "Seatbelt cannot stage the work dir: " : "") +
+                      "the sandbox writes WORK_DIR directly" + (work.quota_bytes != 0 ? ", with no quota" : "") +
+                      ", and nothing checks what the run leaves there (symlinks, hardlinks, setuid files) as "
+                      "`cocoon enforce` does; point WORK_DIR at a per-run copy and check it before using it");
   for (const ir::Mount& mount : policy_.filesystem.mounts) {
     if (mount.kind == ir::MountKind::kWritable) {
-      WritableRoot("WRITE_ROOT", mount.source.empty() ? mount.target : mount.source, ParamRole::kWriteRoot);
+      WritableRoot("WRITE_ROOT", mount.source.empty() ? mount.target : mount.source, mount.target,
+                   ParamRole::kWriteRoot);
     } else if (mount.kind == ir::MountKind::kTmpfs) {
-      WritableRoot("TMP_DIR", mount.target, ParamRole::kTmpDir);
+      const std::string name = "TMP_DIR_" + std::to_string(counters_["TMP_DIR"]);
+      WritableRoot("TMP_DIR", mount.target, mount.target, ParamRole::kTmpDir);
+      // Seatbelt has no tmpfs: the parameter's default is the host path itself.
+      warnings_.push_back("macos: " + TmpfsStatement(policy_, mount) + " is not a fresh, capped tmpfs: " + name +
+                          " defaults to the host's own " + sbpl::CanonicalMacosPath(mount.target) +
+                          ", shared with the host and what it already holds, with no size cap; point " + name +
+                          " at a private per-run directory (sandbox-exec -D, ApplyMacosSandbox overrides)");
     }
   }
 }
@@ -219,17 +272,32 @@ void SbplWriter::Network() {
              " (global-name \"com.apple.SystemConfiguration.DNSConfiguration\"))\n";
     return;
   }
-  // Seatbelt's (remote ip ...) filter accepts only "localhost" or "*" as the
-  // host, so a remote allow-list cannot be expressed without opening the port
-  // to every host. Fail closed: only loopback endpoints are allowed, and the
-  // others need a local proxy (the Codex CLI does the same).
+  // A remote allow-list cannot be expressed without opening the port to
+  // every host (ClassifyHost). Fail closed: only loopback endpoints are
+  // allowed, and the others need a local proxy (the Codex CLI does the same).
   std::string rules;
   for (const ir::NetworkEndpoint& endpoint : net.allow) {
-    if (IsLoopbackHost(endpoint.host)) {
-      rules += " (remote ip " + Quote("localhost:" + std::to_string(endpoint.port)) + ")";
-    } else {
-      warnings_.push_back("macos: Seatbelt cannot filter by remote host; " + endpoint.host + ":" +
-                          std::to_string(endpoint.port) + " stays blocked (route it through a loopback proxy)");
+    const std::string port = std::to_string(endpoint.port);
+    const std::string entry = (endpoint.host.find(':') != std::string::npos ? "[" + endpoint.host + "]"
+                                                                             : endpoint.host) + ":" + port;
+    switch (ClassifyHost(endpoint.host)) {
+      case SeatbeltHost::kOneLoopback:
+        warnings_.push_back("macos: network allow " + entry + AtPolicyLine(policy_, "network") +
+                            " is widened to (remote ip \"localhost:" + port + "\"), both 127.0.0.1 and [::1] on port " +
+                            port + ": Seatbelt's remote ip filter takes no address, only \"localhost\" or \"*\"");
+        [[fallthrough]];
+      case SeatbeltHost::kLocalhost:
+        rules += " (remote ip " + Quote("localhost:" + port) + ")";
+        break;
+      case SeatbeltHost::kOtherLoopback:
+        warnings_.push_back("macos: network allow " + entry + AtPolicyLine(policy_, "network") +
+                            " stays blocked: Seatbelt's remote ip filter takes no address, and its \"localhost\" "
+                            "is 127.0.0.1 and [::1], not this one (use 127.0.0.1 or localhost)");
+        break;
+      case SeatbeltHost::kRemote:
+        warnings_.push_back("macos: Seatbelt cannot filter by remote host; " + entry +
+                            " stays blocked (route it through a loopback proxy)");
+        break;
     }
   }
   if (!rules.empty()) text_ += "(allow system-socket)\n(allow network-outbound" + rules + ")\n";

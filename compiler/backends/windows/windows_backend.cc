@@ -157,6 +157,56 @@ void WarnUngrantedDevices(const ir::Policy& policy, std::vector<std::string>& wa
   }
 }
 
+// Neither root is confined for reads. The token is WRITE_RESTRICTED, so its
+// restricting SID (the sandbox SID) is checked for write access only
+// (CreateRestrictedToken, "WRITE_RESTRICTED"), and reads are checked against
+// the user's own SIDs; Low integrity stops writes up but not reads up
+// (the default mandatory policy is NO_WRITE_UP). So the sandbox reads
+// whatever the user can, not only the read-only paths; the hide paths are
+// the exception: their Medium label carries NO_READ_UP.
+void WarnUnconfinedReads(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  const std::string where = AtPolicyLine(policy, "filesystem.root");
+  const std::string reads =
+      "the sandbox can read every file the user can (e.g. %USERPROFILE%\\.ssh), not only the read-only paths: its "
+      "write-restricted token has the sandbox SID checked for writes only, and Low integrity may read Medium "
+      "files; only the 'hide' paths (a Medium no-read-up label) are unreadable";
+  if (policy.filesystem.root == ir::RootKind::kRootfs) {
+    warnings.push_back("windows: 'root rootfs " + policy.filesystem.rootfs + "'" + where +
+                       " has no Windows equivalent; the host file system stays visible, and " + reads);
+  } else {
+    warnings.push_back("windows: 'root host'" + where + " does not confine reads on Windows: " + reads);
+  }
+}
+
+// The work dir and every tmpfs are per-run directories the launcher makes
+// (%COCOON_WORK_DIR%, one %COCOON_TEMP_DIR% for all tmpfs mounts): the
+// sandbox writes them in place, nothing caps their size, and nothing checks
+// what the run leaves in the work dir, unlike Linux's staged, capped and
+// verified work dir and its separate, sized tmpfs mounts. Said at each line.
+void WarnUnstagedWorkAndTemp(const ir::Policy& policy, std::vector<std::string>& warnings) {
+  const ir::WorkDir& work = policy.filesystem.work;
+  warnings.push_back("windows: " + WorkStatement(policy) + ": the sandbox writes %COCOON_WORK_DIR% directly" +
+                     (work.mode == ir::WorkMode::kStaged ? ", not a staged copy" : "") +
+                     ", with no size cap (supervisor.work_quota_bytes and disk_bytes are for a launcher: "
+                     "cocoon-windows-run enforces neither), and nothing checks what the run leaves there "
+                     "(links, junctions) as `cocoon enforce` does");
+  std::vector<const ir::Mount*> tmpfs;
+  for (const ir::Mount& mount : policy.filesystem.mounts) {
+    if (mount.kind == ir::MountKind::kTmpfs) tmpfs.push_back(&mount);
+  }
+  for (const ir::Mount* mount : tmpfs) {
+    std::string others;
+    for (const ir::Mount* other : tmpfs) {
+      if (other != mount) others += (others.empty() ? "" : ", ") + other->target;
+    }
+    warnings.push_back("windows: " + TmpfsStatement(policy, *mount) +
+                       " is the run's %COCOON_TEMP_DIR%, a directory with no size cap" +
+                       (others.empty() ? std::string()
+                                       : ", and the same directory as " + others +
+                                             ": their contents are not kept apart and their sizes are lost"));
+  }
+}
+
 Status AddPaths(const ir::Policy& policy, const std::string& sid, windows::WindowsPlan& plan) {
   const ir::Filesystem& fs = policy.filesystem;
   COCOON_ASSIGN_OR_RETURN(PathAcl work, MakePathAcl(fs.work.path, std::string(windows::kWorkDirPlaceholder),
@@ -199,11 +249,11 @@ Result<std::vector<Artifact>> CompileWindows(const ir::Policy& policy) {
   plan.wall_time_ms = policy.limits.wall_time_ms.set ? policy.limits.wall_time_ms.value : 0;
   plan.output_bytes = policy.limits.output_bytes.set ? policy.limits.output_bytes.value : 0;
   plan.disk_bytes = policy.limits.disk_bytes.set ? policy.limits.disk_bytes.value : 0;
+  plan.work_quota_bytes = policy.filesystem.work.quota_bytes;
+  WarnUnstagedWorkAndTemp(policy, warnings);
   NoteUnenforced(policy.limits, plan, warnings);
   WarnUngrantedDevices(policy, warnings);
-  if (policy.filesystem.root == ir::RootKind::kRootfs) {
-    warnings.push_back("windows: 'root rootfs' has no Windows equivalent; the host file system stays visible");
-  }
+  WarnUnconfinedReads(policy, warnings);
   std::vector<Artifact> out;
   out.push_back(MakeArtifact("windows", "windows.json", "application/vnd.cocoon.windows+json",
                              windows::WindowsPlanToJson(plan)));

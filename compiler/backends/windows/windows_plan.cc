@@ -121,6 +121,7 @@ Result<WindowsPlan> FromJson(const ordered_json& doc) {
   plan.wall_time_ms = supervisor.at("wall_time_ms").get<uint64_t>();
   plan.output_bytes = supervisor.at("output_bytes").get<uint64_t>();
   plan.disk_bytes = supervisor.at("disk_bytes").get<uint64_t>();
+  plan.work_quota_bytes = supervisor.at("work_quota_bytes").get<uint64_t>();
   plan.unenforced_required_limits = doc.at("unenforced_required_limits").get<std::vector<std::string>>();
   plan.unenforced_best_effort_limits = doc.at("unenforced_best_effort_limits").get<std::vector<std::string>>();
   COCOON_ASSIGN_OR_RETURN(plan.environment, ParseEnvironmentPlan(doc.at("environment")));
@@ -156,7 +157,8 @@ std::string WindowsPlanToJson(const WindowsPlan& plan) {
   doc["network"] = {{"mode", plan.network_mode}, {"enforced_by", "wfp"}, {"allow", std::move(allow)}};
   doc["supervisor"] = {{"wall_time_ms", plan.wall_time_ms},
                        {"output_bytes", plan.output_bytes},
-                       {"disk_bytes", plan.disk_bytes}};
+                       {"disk_bytes", plan.disk_bytes},
+                       {"work_quota_bytes", plan.work_quota_bytes}};
   doc["unenforced_required_limits"] = plan.unenforced_required_limits;
   doc["unenforced_best_effort_limits"] = plan.unenforced_best_effort_limits;
   doc["environment"] = EnvironmentPlanJson(plan.environment);

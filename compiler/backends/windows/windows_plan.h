@@ -88,6 +88,9 @@ struct WindowsPlan {
   uint64_t wall_time_ms = 0;
   uint64_t output_bytes = 0;
   uint64_t disk_bytes = 0;
+  // The work dir's quota (0: none), for a launcher: the applier writes the
+  // work dir in place and caps nothing.
+  uint64_t work_quota_bytes = 0;
   // Limits the policy marks required that no Windows mechanism enforces: the
   // applier refuses to run while this is not empty (fail closed).
   std::vector<std::string> unenforced_required_limits;

@@ -1,6 +1,7 @@
 // The compile driver: targets, manifest contents, atomic writes that never
 // leave partial output, and a loader that refuses any tampering.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -183,6 +184,97 @@ TEST(CompiledDir, UnsafeManifestPathsAreRefused) {
   driver::Manifest manifest;
   manifest.artifacts.push_back({"../escape", "linux", "x", std::string(64, '0'), 0});
   EXPECT_FALSE(driver::ParseManifest(driver::ManifestToJson(manifest)).ok());
+}
+
+// The manifest is read by its schema, not searched: an unknown member, a
+// member twice in one object (nlohmann would keep the last), a target the
+// manifest does not list or no one knows, or a malformed entry is refused.
+// `cocoon enforce DIR` used to take any nested {path, sha256} object, the
+// last one winning.
+TEST(CompiledDir, ManifestsWithUnknownOrDuplicateMembersAreRefused) {
+  const std::string text = driver::ManifestToJson(CompileStrict().manifest);
+  ASSERT_TRUE(driver::ParseManifest(text).ok());
+  const std::string hash(64, 'a');
+  const std::string entry = R"({"path": "linux.plan.json", "target": "linux", "media_type": "x", "sha256": ")" +
+                            hash + R"(", "size": 1})";
+  auto manifest = [&](const std::string& artifacts, const std::string& extra = "",
+                      const std::string& targets = R"(["linux"])") {
+    return R"({"schema": "cocoon.manifest/v1", "compiler_version": "0", "profile": "p", "policy_sha256": "",
+               "targets": )" + targets + R"(, "architectures": ["x86_64"], )" + extra + R"("artifacts": )" +
+           artifacts + "}";
+  };
+  EXPECT_TRUE(driver::ParseManifest(manifest("[" + entry + "]")).ok());
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"unknown top-level member", manifest("[" + entry + "]", R"("signed_by": "me", )")},
+      {"nested {path, sha256} object", manifest("[" + entry + "]", R"("extra": {"path": "linux.plan.json", "sha256": ")" + hash + R"("}, )")},
+      {"unknown artifact member", manifest(R"([{"path": "linux.plan.json", "target": "linux", "media_type": "x",
+                                              "sha256": ")" + hash + R"(", "size": 1, "note": "x"}])")},
+      {"artifacts twice", manifest("[]", R"("artifacts": [)" + entry + "], ")},
+      {"sha256 twice in an entry", manifest(R"([{"path": "linux.plan.json", "target": "linux", "media_type": "x",
+                                              "sha256": ")" + std::string(64, 'b') + R"(", "sha256": ")" + hash +
+                                            R"(", "size": 1}])")},
+      {"duplicate artifact", manifest("[" + entry + ", " + entry + "]")},
+      {"target not listed", manifest("[" + entry + "]", "", R"(["macos"])")},
+      {"unknown target", manifest("[]", "", R"(["linux", "plan9"])")},
+      {"target twice", manifest("[]", "", R"(["linux", "linux"])")},
+      {"artifacts not an array", manifest(R"({"a": )" + entry + "}")},
+      {"negative size", manifest(R"([{"path": "linux.plan.json", "target": "linux", "media_type": "x",
+                                   "sha256": ")" + hash + R"(", "size": -1}])")},
+      {"path not a string", manifest(R"([{"path": 7, "target": "linux", "media_type": "x",
+                                        "sha256": ")" + hash + R"(", "size": 1}])")},
+  };
+  for (const auto& [why, json] : refused) {
+    auto parsed = driver::ParseManifest(json);
+    EXPECT_FALSE(parsed.ok()) << why;
+    if (!parsed.ok()) {
+      EXPECT_EQ(parsed.status().code(), ErrorCode::kInvalidArgument) << why;
+    }
+  }
+}
+
+// LoadOptions::only: a launcher reads and hashes its own artifacts alone,
+// each of which must be listed, and no symlink is followed; the manifest
+// is checked whole. A FIFO in place of an artifact is refused, not waited on.
+TEST(CompiledDir, OnlyTheNamedArtifactsAreReadEachListedAndNoneThroughASymlink) {
+  if (AvailableTargets().front() != Target::kLinux) GTEST_SKIP() << "SKIPPED: this build has no linux target";
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "out";
+  ASSERT_TRUE(driver::WriteCompiledDir(CompileStrict(), dir.string()).ok());
+  driver::LoadOptions only;
+  only.only = {"linux.plan.json", "linux.seccomp.bpf"};
+  std::ofstream(dir / "macos.sb", std::ios::app) << "changed, and not read";
+  auto loaded = driver::LoadCompiledDir(dir.string(), only);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->files.size(), 2u);
+  EXPECT_EQ(loaded->File("macos.sb"), nullptr);
+  EXPECT_FALSE(driver::LoadCompiledDir(dir.string()).ok()) << "without `only`, macos.sb is checked";
+
+  only.only.push_back("linux.missing.json");
+  auto unlisted = driver::LoadCompiledDir(dir.string(), only);
+  ASSERT_FALSE(unlisted.ok());
+  EXPECT_EQ(unlisted.status().code(), ErrorCode::kDataLoss);
+  EXPECT_NE(unlisted.status().message().find("does not list linux.missing.json"), std::string::npos);
+  only.only.pop_back();
+
+  fs::copy_file(dir / "linux.plan.json", tmp.path() / "plan.copy");
+  fs::remove(dir / "linux.plan.json");
+  fs::create_symlink("../plan.copy", dir / "linux.plan.json");
+  auto linked = driver::LoadCompiledDir(dir.string(), only);
+  ASSERT_FALSE(linked.ok()) << "same bytes, but through a symlink";
+  EXPECT_EQ(linked.status().code(), ErrorCode::kDataLoss);
+  EXPECT_NE(linked.status().message().find("artifact linux.plan.json is a symbolic link"), std::string::npos)
+      << linked.status().ToString();
+
+  fs::remove(dir / "linux.plan.json");
+  ASSERT_EQ(mkfifo((dir / "linux.plan.json").c_str(), 0600), 0);
+  auto fifo = driver::LoadCompiledDir(dir.string(), only);
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.status().message().find("is not a regular file"), std::string::npos) << fifo.status().ToString();
+
+  fs::remove(dir / "linux.plan.json");
+  fs::rename(dir / "manifest.json", tmp.path() / "manifest.json");
+  fs::create_symlink(tmp.path() / "manifest.json", dir / "manifest.json");
+  EXPECT_FALSE(driver::LoadCompiledDir(dir.string(), only).ok()) << "manifest.json through a symlink";
 }
 
 TEST(CompiledDir, RefusesToReplaceForeignDirectoriesAndLeavesNoTemp) {

@@ -353,6 +353,45 @@ TEST(OciBackend, DevicesAreGrantedOrWarnedAboutAtThePolicyLine) {
   EXPECT_EQ(Join(quiet_list).find("devices {"), std::string::npos) << Join(quiet_list);
 }
 
+// The bundle's work/ is a plain read-write bind: the Linux plan's staging,
+// quota and breakout check have no runtime-spec form. They travel as
+// annotations and the target says what it does not do, at the `work` line
+// (the quota used to vanish without a word). tmpfs mounts keep their size.
+TEST(OciBackend, TheWorkDirsQuotaAndStagingAreAnnotatedAndWarnedAboutAtItsLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.work.quota_bytes = 16 << 20;
+  policy.provenance["filesystem.work"] = {"strict", "work.cocoon", 4};
+  std::vector<std::string> warning_list;
+  auto docs = CompileAll(policy, &warning_list);
+  const std::string warnings = Join(warning_list);
+  const json& config = docs["oci/config.json"];
+  ExpectValid(testing::kOciConfigSchema, config);
+  EXPECT_EQ(config["annotations"]["cocoon.dev/work-mode"], "staged");
+  EXPECT_EQ(config["annotations"]["cocoon.dev/work-quota-bytes"], "16777216");
+  EXPECT_NE(warnings.find("oci: 'work /work quota 16MiB' (at work.cocoon:4): the runtime binds the bundle's work/ "
+                          "read-write, so the sandbox writes it directly, not a staged copy, without its 16MiB quota "
+                          "and the disk limit (a bind mount has no size), and nothing checks what the run leaves "
+                          "there"),
+            std::string::npos)
+      << warnings;
+  for (const json& mount : config["mounts"]) {
+    if (mount["destination"] == "/tmp") {
+      EXPECT_EQ(mount["options"].back(), "size=67108864");
+    }
+  }
+
+  policy.filesystem.work = {"/work", 0, ir::WorkMode::kDirect};
+  policy.limits.disk_bytes = {};
+  std::vector<std::string> direct_list;
+  docs = CompileAll(policy, &direct_list);
+  EXPECT_EQ(docs["oci/config.json"]["annotations"]["cocoon.dev/work-mode"], "direct");
+  EXPECT_FALSE(docs["oci/config.json"]["annotations"].contains("cocoon.dev/work-quota-bytes"));
+  EXPECT_NE(Join(direct_list).find("oci: 'work /work direct' (at work.cocoon:4): the runtime binds the bundle's "
+                                   "work/ read-write, so the sandbox writes it directly, and nothing checks"),
+            std::string::npos)
+      << Join(direct_list);
+}
+
 // /dev/tty is one of the runtime's default devices: `tty off` cannot be
 // honoured in a bundle or a Pod. Warned about at the line when the compiled
 // profile itself says it; not for the off every policy inherits from strict

@@ -3,6 +3,7 @@
 // policy may ever appear in its text (paths travel as parameters).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -170,6 +171,126 @@ TEST(SbplBackend, HiddenPathsUnderAnAliasAreDeniedOnTheHost) {
     keys_protected |= p.role == ParamRole::kProtected && p.value == "/srv/data/keys";
   }
   EXPECT_TRUE(keys_protected) << "the hidden path must stay unwritable inside its writable root";
+}
+
+// The values of the protected parameters derived from `base`.
+std::set<std::string> ProtectedUnder(const Compiled& c, std::string_view base) {
+  std::set<std::string> out;
+  for (const auto& p : c.params.params) {
+    if (p.role == ParamRole::kProtected && p.base == base) out.insert(p.value);
+  }
+  return out;
+}
+
+// A read-only path whose host source lies in a writable root stays
+// unwritable, also under an alias (`readonly /tmp/shared/models as
+// /models` under `tmpfs /tmp`, the reviewer's case: TMP_DIR_0 used to
+// protect only .git, so the sandbox could write the read-only models). The
+// comparison is on host paths as Seatbelt sees them (/var is /private/var),
+// and the part of an aliased writable root that a read-only mount covers
+// on Linux stays unwritable too.
+TEST(SbplBackend, ReadOnlySourcesInsideAWritableRootStayUnwritable) {
+  ir::Policy policy = testing::StrictPolicy();
+  auto& mounts = policy.filesystem.mounts;
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/tmp/shared/models", "/models", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kWritable, "/srv/data", "/data", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/opt/ro", "/data/ro", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/data/keys", "/keys", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kWritable, "/private/var/cache", "/cache", 0, false});
+  mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/var/cache/pinned", "/pinned", 0, false});
+  std::sort(mounts.begin(), mounts.end(), [](const ir::Mount& a, const ir::Mount& b) { return a.target < b.target; });
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  ASSERT_EQ(FindParam(c, "TMP_DIR_0")->value, "/private/tmp");
+  EXPECT_EQ(ProtectedUnder(c, "TMP_DIR_0"), (std::set<std::string>{"/private/tmp/.git/config",
+                                                                    "/private/tmp/.git/hooks",
+                                                                    "/private/tmp/shared/models"}));
+  std::string data, cache;
+  for (const auto& p : c.params.params) {
+    if (p.role == ParamRole::kWriteRoot && p.value == "/srv/data") data = p.name;
+    if (p.role == ParamRole::kWriteRoot && p.value == "/private/var/cache") cache = p.name;
+  }
+  EXPECT_EQ(ProtectedUnder(c, data), (std::set<std::string>{"/srv/data/.git/config", "/srv/data/.git/hooks",
+                                                             "/srv/data/keys", "/srv/data/ro"}));
+  EXPECT_EQ(ProtectedUnder(c, cache), (std::set<std::string>{"/private/var/cache/.git/config",
+                                                              "/private/var/cache/.git/hooks",
+                                                              "/private/var/cache/pinned"}));
+  // Each is excluded from its root's write rule.
+  for (const auto& p : c.params.params) {
+    if (p.role != ParamRole::kProtected) continue;
+    EXPECT_NE(c.sb.find("(require-not (subpath (param \"" + p.name + "\")))"), std::string::npos) << p.name;
+  }
+}
+
+// Seatbelt has no tmpfs: TMP_DIR_n is the host's own directory unless the
+// launcher points it elsewhere, and nothing caps it. Said at the policy's
+// line instead of passing for Linux's fresh, capped mount.
+TEST(SbplBackend, ATmpfsItCannotReproduceIsWarnedAboutAtItsLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.back().size_bytes = 8 << 20;  // tmpfs /tmp
+  policy.provenance["filesystem.mount:/tmp"] = {"strict", "mac.cocoon", 3};
+  Compiled c = Compile(policy);
+  bool tmpfs = false;
+  for (const auto& w : c.warnings) {
+    tmpfs |= w.rfind("macos: 'tmpfs /tmp size 8MiB' (at mac.cocoon:3) is not a fresh, capped tmpfs: TMP_DIR_0 "
+                     "defaults to the host's own /private/tmp, shared with the host",
+                     0) == 0;
+  }
+  EXPECT_TRUE(tmpfs) << ::testing::PrintToString(c.warnings);
+}
+
+// The work dir is written in place: not staged, no quota, and nothing
+// checks what the run leaves there; said at the `work` line.
+TEST(SbplBackend, AWorkDirItCannotStageIsWarnedAboutAtItsLine) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.provenance["filesystem.work"] = {"strict", "mac.cocoon", 2};
+  Compiled c = Compile(policy);
+  bool work = false;
+  for (const auto& w : c.warnings) {
+    work |= w.rfind("macos: 'work /work quota 64MiB' (at mac.cocoon:2): Seatbelt cannot stage the work dir: the "
+                    "sandbox writes WORK_DIR directly, with no quota, and nothing checks what the run leaves there",
+                    0) == 0;
+  }
+  EXPECT_TRUE(work) << ::testing::PrintToString(c.warnings);
+}
+
+// Seatbelt's remote ip filter takes "localhost" (127.0.0.1 and ::1) or "*",
+// no address: 127.0.0.1 or [::1] alone is widened to both families on that
+// port, said at the policy's line; another 127/8 address is not what
+// "localhost" matches, so it stays blocked (fail closed) and is said too,
+// as is a host name that merely starts with "127." (it used to pass for
+// loopback).
+TEST(SbplBackend, LoopbackAddressesAreWidenedOrBlockedAndWarned) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.network.mode = ir::NetworkMode::kAllowList;
+  policy.network.allow = {{"127.0.0.1", 80}, {"127.0.0.2", 22}, {"127.example.com", 23}, {"::1", 9000},
+                          {"localhost", 3128}};
+  policy.provenance["network"] = {"strict", "net.cocoon", 5};
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_NE(c.sb.find("(allow network-outbound (remote ip \"localhost:80\") (remote ip \"localhost:9000\") "
+                      "(remote ip \"localhost:3128\"))"),
+            std::string::npos)
+      << c.sb;
+  EXPECT_EQ(c.sb.find(":22\""), std::string::npos) << "127.0.0.2 must not open localhost:22";
+  EXPECT_EQ(c.sb.find(":23\""), std::string::npos) << "a host name is not loopback for starting with 127.";
+  std::vector<std::string> network;
+  for (const auto& w : c.warnings) {
+    if (w.find("network allow") != std::string::npos) network.push_back(w);
+  }
+  ASSERT_EQ(network.size(), 3u) << ::testing::PrintToString(c.warnings);
+  EXPECT_EQ(network[0].rfind("macos: network allow 127.0.0.1:80 (at net.cocoon:5) is widened to (remote ip "
+                             "\"localhost:80\"), both 127.0.0.1 and [::1] on port 80",
+                             0),
+            0u);
+  EXPECT_EQ(network[1].rfind("macos: network allow 127.0.0.2:22 (at net.cocoon:5) stays blocked", 0), 0u);
+  EXPECT_EQ(network[2].rfind("macos: network allow [::1]:9000 (at net.cocoon:5) is widened", 0), 0u);
+  bool remote = false;
+  for (const auto& w : c.warnings) {
+    remote |= w == "macos: Seatbelt cannot filter by remote host; 127.example.com:23 stays blocked (route it "
+                   "through a loopback proxy)";
+  }
+  EXPECT_TRUE(remote) << ::testing::PrintToString(c.warnings);
 }
 
 TEST(SbplBackend, ProtectedSubpathsGetLiteralAndSubpath) {

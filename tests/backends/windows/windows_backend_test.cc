@@ -4,6 +4,7 @@
 // breakaway.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -217,7 +218,9 @@ TEST(WindowsBackend, RequiredLimitsWithoutAMechanismMakeTheApplierRefuse) {
   std::vector<std::string> warnings;
   auto plan = CompilePlan(testing::StrictPolicy(), &warnings);
   EXPECT_EQ(plan.unenforced_required_limits, (std::vector<std::string>{"open_files", "file_size"}));
-  EXPECT_EQ(warnings.size(), 2u);
+  size_t required = 0;
+  for (const std::string& w : warnings) required += w.find("required limit '") != std::string::npos;
+  EXPECT_EQ(required, 2u);
   auto artifacts = backends::CompileWindows(testing::StrictPolicy());
   auto result = backends::windows::RunInWindowsSandbox({(*artifacts)[0].bytes, "cmd", "C:\\w", "C:\\t", {}, {}});
   EXPECT_EQ(result.status().code(), ErrorCode::kFailedPrecondition);
@@ -243,6 +246,70 @@ TEST(WindowsBackend, DevicesItCannotGrantAreWarnedAboutAtThePolicyLine) {
   std::vector<std::string> quiet;
   CompilePlan(testing::StrictPolicy(), &quiet);
   for (const std::string& w : quiet) EXPECT_EQ(w.find("devices {"), std::string::npos) << w;
+}
+
+// The token is write-restricted at Low integrity: its sandbox SID is
+// checked for writes only, and Low may read Medium files, so reads are not
+// confined to the read-only paths under `root host` either. That is said at
+// the root's line (it used to be said for `root rootfs` only), with the
+// hide paths' no-read-up label as the one exception.
+TEST(WindowsBackend, RootHostSaysReadsAreNotConfined) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.provenance["filesystem.root"] = {"strict", "win.cocoon", 3};
+  std::vector<std::string> warnings;
+  CompilePlan(policy, &warnings);
+  std::string all;
+  for (const std::string& w : warnings) all += w + "\n";
+  EXPECT_NE(all.find("windows: 'root host' (at win.cocoon:3) does not confine reads on Windows: the sandbox can "
+                     "read every file the user can (e.g. %USERPROFILE%\\.ssh), not only the read-only paths"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("only the 'hide' paths (a Medium no-read-up label) are unreadable"), std::string::npos) << all;
+  policy.filesystem.root = ir::RootKind::kRootfs;
+  policy.filesystem.rootfs = "/srv/busybox";
+  CompilePlan(policy, &warnings);
+  all.clear();
+  for (const std::string& w : warnings) all += w + "\n";
+  EXPECT_NE(all.find("windows: 'root rootfs /srv/busybox' (at win.cocoon:3) has no Windows equivalent; the host "
+                     "file system stays visible, and the sandbox can read every file the user can"),
+            std::string::npos)
+      << all;
+}
+
+// Every tmpfs is the one %COCOON_TEMP_DIR% and the work dir is written in
+// place: Linux's staging, quota and separate tmpfs sizes are gone. The
+// quota travels in supervisor.work_quota_bytes (it used to be lost: a
+// policy with a quota and no disk limit had disk_bytes 0 and nothing else),
+// and each line says what the target does not do.
+TEST(WindowsBackend, WorkQuotaAndTmpfsSizesItCannotEnforceAreWarnedAboutAtTheirLines) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.work.quota_bytes = 16 << 20;
+  policy.limits.disk_bytes = {};
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/scratch", 32 << 20, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/work/cache", 4 << 20, false});
+  std::sort(policy.filesystem.mounts.begin(), policy.filesystem.mounts.end(),
+            [](const ir::Mount& a, const ir::Mount& b) { return a.target < b.target; });
+  policy.provenance["filesystem.work"] = {"strict", "w.cocoon", 5};
+  policy.provenance["filesystem.mount:/tmp"] = {"strict", "w.cocoon", 6};
+  std::vector<std::string> warnings;
+  auto plan = CompilePlan(policy, &warnings);
+  EXPECT_EQ(plan.work_quota_bytes, 16u << 20);
+  EXPECT_EQ(plan.disk_bytes, 0u);
+  size_t temp_paths = 0;
+  for (const auto& path : plan.paths) temp_paths += path.location == backends::windows::kTempDirPlaceholder;
+  EXPECT_EQ(temp_paths, 3u);
+  std::string all;
+  for (const std::string& w : warnings) all += w + "\n";
+  EXPECT_NE(all.find("windows: 'work /work quota 16MiB' (at w.cocoon:5): the sandbox writes %COCOON_WORK_DIR% "
+                     "directly, not a staged copy, with no size cap"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("windows: 'tmpfs /tmp size 64MiB' (at w.cocoon:6) is the run's %COCOON_TEMP_DIR%, a "
+                     "directory with no size cap, and the same directory as /scratch, /work/cache"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("windows: 'tmpfs /scratch size 32MiB' is the run's %COCOON_TEMP_DIR%"), std::string::npos)
+      << all;
 }
 
 TEST(WindowsBackend, HostilePathsStayOutOfSddlAndRoundTrip) {
