@@ -336,7 +336,11 @@ int RunMcp(const McpFlags& flags) {
       "Runs code and commands in Cocoon sandboxes (no network, read-only system, time and memory limits"
       " set by the server's policy). Each call gets a fresh sandbox and an empty work dir; pass input files"
       " with `files`. Results are the run's Outcome, with an audit reference.";
-  mcp::Server server(executor, [](const std::string& line) { WriteAllFd(STDOUT_FILENO, line + "\n"); }, options);
+  // The line, then its newline: `line + "\n"` would copy an answer of
+  // megabytes once more. This writer is the only one (outgoing_lines.h).
+  mcp::Server server(executor, [](const std::string& line) {
+    if (WriteAllFd(STDOUT_FILENO, line)) WriteAllFd(STDOUT_FILENO, "\n");
+  }, options);
   log::Info("cocoon mcp: serving on stdio (policy: " + (flags.policy.empty() ? std::string("strict") : flags.policy) + ")");
   Status ended = server.Serve(STDIN_FILENO, stop);
   if (!ended.ok() && ended.code() != ErrorCode::kUnavailable) {

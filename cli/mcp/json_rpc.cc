@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <string>
 
 namespace cocoon::mcp {
 namespace {
@@ -111,10 +113,27 @@ bool IdTextMayDiffer(const json& value) {
   return id.is_number_float() || (id.type() == json::value_t::number_integer && id.get<int64_t>() == 0);
 }
 
-std::string Dump(const json& value) {
-  // replace: a stray invalid byte must not turn a response into an exception.
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+// Counts what nlohmann's serializer writes (the interface its own dump()
+// writes a string through; json_fd_writer.cc writes an fd through it).
+class CountingAdapter final : public nlohmann::detail::output_adapter_protocol<char> {
+ public:
+  void write_character(char) override { ++count_; }
+  void write_characters(const char*, std::size_t length) override { count_ += length; }
+  size_t count() const { return count_; }
+
+ private:
+  size_t count_ = 0;
+};
+
+// Appends `value`'s text to `out`. replace: a stray invalid byte must not
+// turn a response into an exception.
+void AppendDump(std::string& out, const json& value) {
+  nlohmann::detail::serializer<json> serializer(nlohmann::detail::output_adapter<char, std::string>(out), ' ',
+                                                json::error_handler_t::replace);
+  serializer.dump(value, /*pretty_print=*/false, /*ensure_ascii=*/false, 0);
 }
+
+std::string Dump(const json& value) { return DumpJson(value); }
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid
 // (overlong forms, surrogates and code points above U+10FFFF are invalid).
@@ -138,7 +157,42 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return n;
 }
 
+// Bytes the escaped form of the ASCII character `c` takes inside a JSON
+// string, as nlohmann writes it without ensure_ascii.
+size_t EscapedAsciiSize(unsigned char c) {
+  switch (c) {
+    case '"': case '\\': case '\b': case '\f': case '\n': case '\r': case '\t': return 2;
+    default: return c < 0x20 ? 6 : 1;
+  }
+}
+
 }  // namespace
+
+size_t DumpedSize(const json& value) {
+  auto counter = std::make_shared<CountingAdapter>();
+  nlohmann::detail::serializer<json> serializer(counter, ' ', json::error_handler_t::replace);
+  serializer.dump(value, /*pretty_print=*/false, /*ensure_ascii=*/false, 0);
+  return counter->count();
+}
+
+std::string DumpJson(const json& value) {
+  std::string text;
+  text.reserve(DumpedSize(value));
+  AppendDump(text, value);
+  return text;
+}
+
+size_t PrefixWithinEscapedSize(std::string_view text, size_t budget) {
+  size_t used = 0;
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = Utf8SequenceLength(text, i);
+    const size_t cost = length == 0 ? 3 : length == 1 ? EscapedAsciiSize(static_cast<unsigned char>(text[i])) : length;
+    if (used + cost > budget) return i;
+    used += cost;
+    i += length == 0 ? 1 : length;
+  }
+  return text.size();
+}
 
 namespace {
 
@@ -272,7 +326,13 @@ Message ParseMessageFields(const json& value, std::string_view id_token) {
 // The id goes in as its text (RequestId), so the lines are put together by
 // hand, members in the order json::dump sorts them.
 std::string ResultLine(const RequestId& id, const json& result) {
-  return R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)" + Dump(result) + "}";
+  const std::string head = R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)";
+  std::string line;
+  line.reserve(head.size() + DumpedSize(result) + 1);
+  line += head;
+  AppendDump(line, result);
+  line += '}';
+  return line;
 }
 
 std::string ErrorLine(const RequestId& id, int code, std::string_view message, const json& data) {

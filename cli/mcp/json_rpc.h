@@ -103,11 +103,25 @@ bool IsValidId(const nlohmann::json& id);
 std::string IdKey(const nlohmann::json& id);
 
 // Serialised, single-line responses and notifications. Invalid UTF-8 in any
-// string is replaced (U+FFFD) so that dump() cannot throw.
+// string is replaced (U+FFFD) so that dump() cannot throw. Each line is
+// written once into a string of its exact size (DumpedSize): a tool's answer
+// can be megabytes, and a string grown by doubling, then copied into the
+// line, held it two or three times over.
 std::string ResultLine(const RequestId& id, const nlohmann::json& result);
 std::string ErrorLine(const RequestId& id, int code, std::string_view message,
                       const nlohmann::json& data = nullptr);
 std::string NotificationLine(std::string_view method, const nlohmann::json& params);
+
+// `value` as one line (dump(-1, ' ', false, replace)), in a string of its
+// exact size, and that size alone, counted without building the text.
+std::string DumpJson(const nlohmann::json& value);
+size_t DumpedSize(const nlohmann::json& value);
+// How many bytes of `text` to keep (a prefix ending between two UTF-8
+// sequences) so that its JSON-escaped form, as DumpJson writes it inside a
+// string's quotes, takes at most `budget` bytes: a control character costs
+// 6 ("\u0000") or 2 ("\n"), '"' and '\\' 2, an invalid byte at most 3
+// (U+FFFD), anything else its own size.
+size_t PrefixWithinEscapedSize(std::string_view text, size_t budget);
 
 // Replaces every invalid UTF-8 sequence with U+FFFD.
 std::string SanitizeUtf8(std::string_view bytes);

@@ -64,13 +64,18 @@ class Server::BatchReply {
   ~BatchReply() {
     if (responses_.empty()) return;
     try {
-      std::string line = "[";
+      size_t size = responses_.size() + 1;  // the brackets and commas
+      for (const std::string& response : responses_) size += response.size();
+      std::string line;
+      line.reserve(size);
+      line += '[';
       for (size_t i = 0; i < responses_.size(); ++i) {
         if (i != 0) line += ',';
         line += responses_[i];
+        std::string().swap(responses_[i]);  // held once, in the line, not twice
       }
       line += ']';
-      server_.Write(line);
+      server_.Write(std::move(line));
     } catch (const std::exception& e) {  // bad_alloc: a destructor must not throw
       try {
         log::Error(std::string("mcp: could not send the answer to a batch: ") + e.what());
@@ -115,7 +120,7 @@ bool Server::WriteIfRoom(std::string line) { return out_.SendIfRoom(std::move(li
 
 void Server::Respond(const RequestContext& context, std::string line) {
   if (context.batch) return context.batch->Add(std::move(line));
-  Write(line);
+  Write(std::move(line));
 }
 
 void Server::SendError(const RequestContext& context, int code, std::string_view message, const json& data) {

@@ -166,7 +166,8 @@ bool Server::AcquireSlot(Call& call) {
   // A sandbox starts only while the answers waiting for the client fit
   // max_queued_response_bytes, as the reader reads only then (Serve): each
   // answer holds its run's output (up to the policy's cap, JSON-escaped,
-  // twice: structuredContent and its text copy), and calls already read
+  // twice: structuredContent and its text copy; at most six times the
+  // captured bytes, CallResultFromExec), and calls already read
   // (up to max_concurrent + max_queued) would otherwise each add one while
   // the client reads nothing. The queue drains on the writer thread, which
   // does not notify changed_: hence the timed wait.
@@ -235,7 +236,7 @@ json Server::ExecuteTool(Call& call) {
   Log(call.context, IsErrorStatus(result->status) ? LogLevel::kWarning : LogLevel::kInfo,
       {{"tool", call.tool}, {"status", ExecStatusName(result->status)}, {"exit_code", result->exit_code},
        {"audit_event_id", result->audit_event_id}});
-  return CallResultFromExec(*result);
+  return CallResultFromExec(std::move(*result));
 }
 
 void Server::SendProgress(Call& call, OutputStream stream, std::string_view data) {

@@ -2056,6 +2056,90 @@ TEST(CocoonMcp, AWorkDirBreakoutIsAnErrorAndTheDirIsDiscarded) {
   EXPECT_EQ(clean["structuredContent"]["breakout"]["verified"], "discarded");
 }
 
+// A `cocoon mcp` child on pipes: requests go to `in`, lines come from `out`.
+struct McpServerProcess {
+  pid_t pid = -1;
+  int in = -1;
+  int out = -1;
+  std::string buffered;
+
+  explicit McpServerProcess(const std::vector<std::string>& args) {
+    int to_server[2], from_server[2];
+    if (pipe2(to_server, O_CLOEXEC) != 0 || pipe2(from_server, O_CLOEXEC) != 0) return;
+    pid = fork();
+    if (pid == 0) {
+      dup2(to_server[0], 0);
+      dup2(from_server[1], 1);
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 2);
+      std::vector<char*> argv = {const_cast<char*>(COCOON_BINARY), const_cast<char*>("mcp")};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(COCOON_BINARY, argv.data());
+      _exit(127);
+    }
+    close(to_server[0]);
+    close(from_server[1]);
+    in = to_server[1];
+    out = from_server[0];
+  }
+  ~McpServerProcess() {
+    if (in >= 0) close(in);
+    if (pid > 0) waitpid(pid, nullptr, 0);
+    if (out >= 0) close(out);
+  }
+  bool Send(const std::string& line) {
+    const std::string text = line + "\n";
+    return write(in, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  }
+  // The next line the server writes ("" at EOF).
+  std::string ReadLine() {
+    char chunk[1 << 16];
+    size_t newline;
+    while ((newline = buffered.find('\n')) == std::string::npos) {
+      ssize_t n = read(out, chunk, sizeof chunk);
+      if (n <= 0) return "";
+      buffered.append(chunk, static_cast<size_t>(n));
+    }
+    std::string line = buffered.substr(0, newline);
+    buffered.erase(0, newline + 1);
+    return line;
+  }
+  // The peak of the server's resident memory so far, in KiB.
+  long PeakRssKib() const {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return -1;
+  }
+};
+
+// A run printing NULs up to the output cap on both streams: escaped, each
+// NUL took 6 bytes in structuredContent and 7 in the text copy, and the
+// answer was copied whole several times on its way out, so that one call
+// under strict (1 MiB cap per stream) peaked the server at ~96 MiB. The
+// cut output and the answer written once keep it near 22 MiB.
+TEST(CocoonMcp, NulOutputUpToTheCapKeepsTheServersMemoryBounded) {
+  McpServerProcess server({});
+  ASSERT_GT(server.pid, 0);
+  ASSERT_TRUE(server.Send(
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"));
+  ASSERT_FALSE(server.ReadLine().empty());
+  ASSERT_TRUE(server.Send(
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"head -c 20000000 /dev/zero; head -c 20000000 /dev/zero >&2"}}})j"));
+  const std::string line = server.ReadLine();
+  const long peak_kib = server.PeakRssKib();
+  json answer = json::parse(line, nullptr, false);
+  ASSERT_FALSE(answer.is_discarded()) << line.substr(0, 300);
+  const json& outcome = answer["result"]["structuredContent"];
+  EXPECT_EQ(outcome["stdout_truncated"], true);
+  EXPECT_EQ(outcome["stderr_truncated"], true);
+  EXPECT_EQ(outcome["stdout_bytes"], 20000000);
+  EXPECT_LT(line.size(), 12u << 20) << "the answer to 2 MiB of captured NULs";
+  EXPECT_LT(peak_kib, 48 * 1024) << "VmHWM of `cocoon mcp` after one call of 2 MiB of captured NULs";
+}
+
 TEST(CocoonDocs, AnUnknownCommandIsNamedAsSuch) {
   Ran ran = Cocoon({"diff", "a.cocoon", "b.cocoon"});
   EXPECT_EQ(ran.status, 2);

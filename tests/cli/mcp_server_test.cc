@@ -605,6 +605,37 @@ TEST_F(McpServerTest, InvalidUtf8OutputIsSanitised) {
   EXPECT_TRUE(IsValidUtf8(out));
 }
 
+// A captured stream is in the answer twice, escaped each time: NULs (six
+// bytes each as "\u0000", seven in the text copy) made a 1 MiB capture a
+// 13 MiB line. Such a stream is cut where its escaped form reaches twice its
+// size plus 64 KiB, and marked truncated with a note; text that at most
+// doubles when escaped ('"', '\\', newlines) is never cut.
+TEST_F(McpServerTest, OutputThatEscapingWouldMultiplyIsCutAndTheAnswerStaysBounded) {
+  constexpr size_t kCaptured = 1 << 20;
+  Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "fill:nul:" + std::to_string(kCaptured)}}));
+  std::vector<std::string> lines = out_.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_LT(lines[0].size(), 6 * kCaptured) << "the answer to 1 MiB of NULs";
+  json result = json::parse(lines[0])["result"];
+  const json& structured = result["structuredContent"];
+  EXPECT_EQ(structured["stdout"].get<std::string>().size(), (2 * kCaptured + 64 * 1024) / 6);
+  EXPECT_EQ(structured["stdout"].get<std::string>().find_first_not_of('\0'), std::string::npos);
+  EXPECT_EQ(structured["stdout_truncated"], true);
+  ASSERT_TRUE(structured["notes"].is_array()) << structured.dump().substr(0, 500);
+  EXPECT_NE(structured["notes"].dump().find("stdout cut from 1048576 to"), std::string::npos) << structured["notes"];
+  EXPECT_EQ(json::parse(result["content"][0]["text"].get<std::string>()), structured);
+  for (const char* fill : {"fill:\":", "fill:\\:", "fill:a:"}) {
+    out_.Clear();
+    Call(ToolCall(2, "execute_code", {{"language", "python"}, {"code", fill + std::to_string(kCaptured)}}));
+    lines = out_.Lines();
+    ASSERT_EQ(lines.size(), 1u);
+    const json whole = json::parse(lines[0])["result"]["structuredContent"];
+    EXPECT_EQ(whole["stdout"].get<std::string>().size(), kCaptured) << fill;
+    EXPECT_FALSE(whole.contains("stdout_truncated")) << fill;
+    EXPECT_FALSE(whole.contains("notes")) << fill;
+  }
+}
+
 TEST_F(McpServerTest, ProgressNotificationsStreamOutputWithinTheCap) {
   json r = Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "hello world"}},
                          {{"progressToken", "tok"}}));
