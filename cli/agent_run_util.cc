@@ -508,9 +508,10 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
                                 " takes inline: pass it as a script file");
   }
   if (options.code && out.runtime && (NeedsScriptFile(*out.runtime) || too_long_inline)) {
-    COCOON_ASSIGN_OR_RETURN(std::string host, WriteContentAddressed(*options.code, out.runtime->file_extension));
+    // Held until the run has ended, then removed (staged_code_file.h).
+    COCOON_ASSIGN_OR_RETURN(out.staged_code, StagedCodeFile::Stage(*options.code, out.runtime->file_extension));
     out.code_file = "/cocoon/main" + out.runtime->file_extension;
-    fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.code_file) + "\n";
+    fs_text += "    readonly " + QuotePolicyString(out.staged_code->path()) + " as " + QuotePolicyString(out.code_file) + "\n";
     relaxes.insert("filesystem");
   }
   if (options.gpu == GpuFlag::kDeny) fs_text += "    devices { gpu off }\n";
@@ -635,9 +636,12 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   COCOON_ASSIGN_OR_RETURN(std::string dir, QuickDir());
   std::string hash = Sha256Hex(bytes);
   std::string path = dir + "/" + hash + suffix;
-  struct stat st{};
-  if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-      static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644) {
+  auto reusable = [&] {
+    struct stat st{};
+    return lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+           static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644;
+  };
+  if (reusable()) {
     // Fresh again: pruning spares files modified in the last minutes, and
     // this run is about to bind or compile this one.
     utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
@@ -652,10 +656,16 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   bool ok = fchmod(fd, 0644) == 0 && write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
   int err = errno;
   close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return ErrnoError("write " + path, ok ? errno : err);
+  // link, not rename: a file another thread or process put there meanwhile
+  // is the same bytes and may be in use (a staged code file is held by its
+  // inode, staged_code_file.h); only a file that is not reusable is
+  // replaced (as it is where the file system has no hard links).
+  if (ok && link(tmp.c_str(), path.c_str()) != 0 && !(errno == EEXIST && reusable())) {
+    ok = rename(tmp.c_str(), path.c_str()) == 0;
+    err = errno;
   }
+  unlink(tmp.c_str());
+  if (!ok) return ErrnoError("write " + path, err);
   // Every distinct -c snippet and flag set adds a file here: keep it bounded.
   if (enforcer::ShouldPruneAfterStore(hash)) {
     enforcer::PruneCacheDir(dir, "", enforcer::PruneLimits{.max_files = 1024});

@@ -14,11 +14,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/launch_util.h"
+#include "cli/staged_code_file.h"
 #include "compiler/common/status.h"
 #include "compiler/ir/policy_ir.h"
 
@@ -53,8 +55,9 @@ struct QuickPolicyOptions {
   std::vector<std::pair<std::string, std::string>> env;  // --env K=V
   OpeningPolicy openings = OpeningPolicy::kRecordOverride;
   // Code for the runtime. When the runtime takes no inline code (go, rust,
-  // java...) it is written to a private content-addressed file and bound
-  // read-only at /cocoon/main<ext>.
+  // java...), or the code is over 64 KiB, it is written to a private
+  // content-addressed file, bound read-only at /cocoon/main<ext>, and
+  // removed when the last run using it has ended (QuickPolicy::staged_code).
   std::optional<std::string> code;
 };
 
@@ -67,6 +70,9 @@ struct QuickPolicy {
   std::optional<ir::Runtime> runtime;  // the runtime block in effect (preset or base)
   std::string cwd;                     // where the command runs inside the sandbox
   std::string code_file;               // "/cocoon/main<ext>" when the code was staged as a file
+  // The host file code_file binds, held while this policy (or a copy) lives:
+  // the last holder removes it (staged_code_file.h).
+  std::shared_ptr<StagedCodeFile> staged_code;
   std::vector<std::string> readonly_dirs;  // host paths bound read-only at their own path (--ro, cwd)
   // --env K=V: the text says `pass K`, the value travels here to the
   // launch (SandboxRequest::passed_values), never into a file.

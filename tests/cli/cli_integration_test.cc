@@ -2140,6 +2140,49 @@ TEST(CocoonMcp, NulOutputUpToTheCapKeepsTheServersMemoryBounded) {
   EXPECT_LT(peak_kib, 48 * 1024) << "VmHWM of `cocoon mcp` after one call of 2 MiB of captured NULs";
 }
 
+// Code over 64 KiB (or for a runtime that only runs files) is staged as a
+// file in the cache and bound at /cocoon/main<ext>; pruning spares files
+// younger than ten minutes, so each distinct snippet an MCP client sent
+// stayed on the host's disk that long (150 calls of 1 MiB added 150 MiB in
+// 5 s). The file now goes when the last run using it ends, for MCP calls and
+// for `cocoon run` alike, and identical code still finds its compiled policy.
+TEST(CocoonMcp, LargeCodeLeavesNoFileInTheCache) {
+  fs::path cache = fs::temp_directory_path() / ("cocoon-mcp-code-cache-" + std::to_string(getpid()));
+  fs::remove_all(cache);
+  fs::create_directories(cache);
+  auto staged_code_files = [&] {
+    size_t count = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(cache / "quick", ec)) count += entry.path().extension() == ".py";
+    return count;
+  };
+  auto call = [](int id, int variant) {
+    const std::string code = "# " + std::to_string(variant) + "\n" + std::string(100 * 1024, '#') + "\nprint('big ok')\n";
+    json request = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                    {"params", {{"name", "execute_code"}, {"arguments", {{"language", "python"}, {"code", code}}}}}};
+    return request.dump() + "\n";
+  };
+  const std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n" +
+      call(1, 1) + call(2, 2) + call(3, 3) + call(4, 1);
+  Ran ran = Cocoon({"mcp"}, "", {{"COCOON_CACHE_DIR", cache.string()}}, COCOON_BINARY, requests);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::map<int, json> results = McpResponsesById(ran.out);
+  for (int id = 1; id <= 4; ++id) {
+    ASSERT_TRUE(results.count(id)) << ran.out.substr(0, 2000);
+    EXPECT_EQ(results[id]["result"]["structuredContent"]["stdout"], "big ok\n") << results[id].dump().substr(0, 2000);
+  }
+  EXPECT_EQ(staged_code_files(), 0u) << "staged code left in " << (cache / "quick");
+  std::string code;
+  for (int i = 0; i < 12000; ++i) code += "x = 1\n";
+  Ran run = Cocoon({"run", "-r", "python", "-c", code + "print('run ok')"}, "", {{"COCOON_CACHE_DIR", cache.string()}});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "run ok\n");
+  EXPECT_EQ(staged_code_files(), 0u) << "`cocoon run -c` left its staged code in " << (cache / "quick");
+  fs::remove_all(cache);
+}
+
 TEST(CocoonDocs, AnUnknownCommandIsNamedAsSuch) {
   Ran ran = Cocoon({"diff", "a.cocoon", "b.cocoon"});
   EXPECT_EQ(ran.status, 2);
