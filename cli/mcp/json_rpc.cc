@@ -31,6 +31,29 @@ size_t NestingDepth(std::string_view text) {
   return max_depth;
 }
 
+// Whether `text` is an array of more than `limit` elements, counted as the
+// commas at its top level outside strings (valid JSON is checked apart).
+bool ArrayHasMoreThan(std::string_view text, size_t limit) {
+  const size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || text[start] != '[') return false;
+  size_t depth = 0, commas = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') ++depth;
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+    else if (c == ',' && depth == 1 && ++commas >= limit) return true;  // commas + 1 elements
+  }
+  return false;
+}
+
 Message Invalid(RequestId id, int code, std::string message) {
   Message m;
   m.kind = MessageKind::kInvalid;
@@ -259,6 +282,17 @@ std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& o
   if (line.find('\0') != std::string_view::npos) {
     *error = "not valid JSON (a NUL byte)";
     return std::nullopt;
+  }
+  if (ArrayHasMoreThan(line, options.max_batch_elements)) {
+    // Checked without a DOM: a line that is not JSON is a parse error still.
+    if (!json::accept(line)) {
+      *error = "not valid JSON";
+      return std::nullopt;
+    }
+    ParsedLine oversized;
+    oversized.batch = true;
+    oversized.oversized_batch = true;
+    return oversized;
   }
   json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {

@@ -167,12 +167,25 @@ void Server::HandleLine(std::string_view line) {
   std::string error;
   auto parsed = ParseLine(line, options_.parse, &error);
   if (!parsed) return SendError(RequestContext{}, kParseError, "Parse error: " + error);
+  if (parsed->oversized_batch) {
+    // Refused unread, in every session: neither parsed nor audited message
+    // by message (a line of tools/calls would be as many audit events).
+    std::string why = "Invalid Request: a JSON-RPC batch may hold at most " +
+                      std::to_string(options_.parse.max_batch_elements) + " messages; this one holds more and none "
+                      "of them was read";
+    log::Warn("mcp: " + why);
+    return SendError(RequestContext{}, kInvalidRequest, why);
+  }
   if (parsed->batch) {
     if (std::string why = BatchRefusal(); !why.empty()) return RefuseBatch(*parsed, why);
   }
   // A batch the session's revision has is answered with one array (BatchReply).
   auto batch = parsed->batch ? std::make_shared<BatchReply>(*this) : nullptr;
-  for (size_t i = 0; i < parsed->values.size(); ++i) HandleValue(parsed->values[i], parsed->id_tokens[i], batch);
+  for (size_t i = 0; i < parsed->values.size(); ++i) {
+    // A batch element's own size, counted without writing its text.
+    const size_t bytes = batch ? DumpedSize(parsed->values[i]) : line.size();
+    HandleValue(parsed->values[i], parsed->id_tokens[i], batch, bytes);
+  }
 }
 
 // JSON-RPC batches belong to the revisions before 2025-06-18, which removed
@@ -211,7 +224,8 @@ void Server::RefuseBatch(const ParsedLine& parsed, const std::string& why) {
   SendError(RequestContext{}, kInvalidRequest, why);
 }
 
-void Server::HandleValue(const json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch) {
+void Server::HandleValue(const json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch,
+                         size_t bytes) {
   Message message = ParseMessage(value, id_token);
   RequestContext reply_to;  // where errors about this message go
   reply_to.id = message.id;
@@ -232,7 +246,7 @@ void Server::HandleValue(const json& value, std::string_view id_token, const std
       case MessageKind::kNotification:
         return HandleNotification(message);
       case MessageKind::kRequest:
-        return HandleRequest(message, batch);
+        return HandleRequest(message, batch, bytes);
     }
   } catch (const json::exception& e) {
     log::Warn("mcp: malformed params in " + SanitizeUtf8(message.method) + ": " + e.what());
@@ -305,9 +319,10 @@ bool Server::ResolveEra(const Message& message, RequestContext* context) {
   return true;
 }
 
-void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch) {
+void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch, size_t bytes) {
   RequestContext context;
   context.batch = batch;
+  context.message_bytes = bytes;
   if (!ResolveEra(message, &context)) return;
   const std::string& method = message.method;
   if (method == "initialize") {

@@ -108,10 +108,12 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
     } else if (shutting_down_) {
       refused = "the server is shutting down";
     } else {
-      busy = in_flight_ >= options_.max_concurrent + options_.max_queued;
+      busy = in_flight_ >= options_.max_concurrent + options_.max_queued ||
+             (in_flight_ > 0 && request_bytes_in_flight_ + context.message_bytes > options_.max_request_bytes_in_flight);
       if (!busy) {
         calls_[call->key] = call;
         ++in_flight_;
+        request_bytes_in_flight_ += context.message_bytes;
       }
     }
   }
@@ -122,7 +124,10 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
   }
   if (busy) {
     Status why = ResourceExhaustedError("server busy: " + std::to_string(options_.max_concurrent) +
-                                        " sandboxes running and the queue is full; retry later");
+                                        " sandboxes running and the queue is full (at most " +
+                                        std::to_string(options_.max_queued) + " calls, or " +
+                                        std::to_string(options_.max_request_bytes_in_flight) +
+                                        " bytes of requests, in flight); retry later");
     return SendResult(context, CallResultFromError(call->tool, "busy", why, AuditRefusal(IdentityOf(*call), "busy", why)));
   }
   if (options_.dispatch == Dispatch::kInline) return RunToolCall(call);
@@ -133,6 +138,7 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
       std::lock_guard lock(mutex_);
       calls_.erase(call->key);
       --in_flight_;
+      request_bytes_in_flight_ -= call->context.message_bytes;
       changed_.notify_all();
     }
     RefuseToolCallMessage(message, context, "server_error", kInternalError,
@@ -158,6 +164,7 @@ void Server::RunToolCall(const std::shared_ptr<Call>& call) {
   call->context.batch.reset();
   std::lock_guard lock(mutex_);
   --in_flight_;
+  request_bytes_in_flight_ -= call->context.message_bytes;
   changed_.notify_all();
 }
 
@@ -210,6 +217,7 @@ json Server::ExecuteTool(Call& call) {
     return CallResultFromRuntimes(runtimes, *audit);
   }
   auto request = ParseToolArguments(call.tool, call.arguments, tool_context_);
+  call.arguments = json();  // the request holds what the run needs: not twice while it waits and runs
   if (!request.ok()) {
     Log(call.context, LogLevel::kWarning, {{"tool", call.tool}, {"refused", request.status().message()}});
     return CallResultFromError(call.tool, "bad_input", request.status(), AuditRefusal(identity, "bad_input", request.status()));

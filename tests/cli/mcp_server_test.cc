@@ -552,6 +552,90 @@ TEST_F(McpServerTest, AOneElementBatchIsStillAnArray) {
   EXPECT_EQ(messages[0][0]["id"], "a");
 }
 
+// A batch holds at most 64 messages (ParseOptions::max_batch_elements): one
+// 8 MiB line of `{},` is 2.8 million messages, whose DOM and answers took
+// the server past 1 GiB. A larger batch is refused unread, with one error
+// naming the limit, in any session; its tools/calls are neither run nor
+// audited one by one. A line that is not JSON is still a parse error.
+TEST(McpBatches, ABatchOfMoreThan64MessagesIsRefusedUnreadWithOneError) {
+  auto batch_of = [](size_t n, const std::string& element) {
+    std::string line = "[";
+    for (size_t i = 0; i < n; ++i) line += (i ? "," : "") + element;
+    return line + "]";
+  };
+  const std::string ping = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+  const std::string call = R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code",)"
+                           R"("arguments":{"language":"python","code":"1"}}})";
+  for (const char* version : {"2025-03-26", "2025-06-18"}) {
+    SCOPED_TRACE(version);
+    FakeExecutor executor;
+    Collector out;
+    ServerOptions options;
+    options.dispatch = Dispatch::kInline;
+    Server server(executor, [&](const std::string& l) { out.Add(l); }, options);
+    server.HandleLine(json{{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                           {"params", {{"protocolVersion", version}}}}.dump());
+    server.WaitIdle();
+    for (const std::string& line : {batch_of(65, ping), batch_of(65, call), batch_of(300000, "{}")}) {
+      out.Clear();
+      server.HandleLine(line);
+      server.WaitIdle();
+      std::vector<std::string> lines = out.Lines();
+      ASSERT_EQ(lines.size(), 1u);
+      EXPECT_LT(lines[0].size(), 1024u) << "the answer to a " << line.size() << "-byte batch";
+      json answer = json::parse(lines[0]);
+      ASSERT_TRUE(answer.is_object()) << lines[0].substr(0, 300);
+      EXPECT_TRUE(answer["id"].is_null());
+      EXPECT_EQ(answer["error"]["code"], -32600);
+      EXPECT_NE(answer["error"]["message"].get<std::string>().find("at most 64 messages"), std::string::npos)
+          << answer.dump();
+    }
+    EXPECT_TRUE(executor.requests().empty());
+    EXPECT_TRUE(executor.refusals().empty());
+    out.Clear();
+    server.HandleLine(batch_of(65, ping).substr(1));  // not JSON: `{...},{...}]`
+    server.HandleLine(batch_of(65, ping) + ",");
+    server.WaitIdle();
+    for (const json& answer : out.Messages()) EXPECT_EQ(answer["error"]["code"], -32700) << answer.dump();
+    EXPECT_EQ(out.Lines().size(), 2u);
+  }
+  // 64 is a batch still, answered with one array of 64.
+  FakeExecutor executor;
+  Collector out;
+  ServerOptions options;
+  options.dispatch = Dispatch::kInline;
+  Server server(executor, [&](const std::string& l) { out.Add(l); }, options);
+  server.HandleLine(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})");
+  server.WaitIdle();
+  out.Clear();
+  server.HandleLine(batch_of(64, ping));
+  server.WaitIdle();
+  auto messages = out.Messages();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].size(), 64u);
+}
+
+// Calls in flight hold their requests: past max_request_bytes_in_flight of
+// them a further call is refused as busy (64 queued calls of 8 MiB of stdin
+// each held over a GiB), and admitted again once the others are answered.
+TEST_F(McpThreadedTest, CallsInFlightHoldABoundedSizeOfRequests) {
+  options_.max_request_bytes_in_flight = 1000;
+  NewSession();
+  auto call = [&](int id, const std::string& code) {
+    return ToolCall(id, "execute_code", {{"language", "python"}, {"code", code}, {"stdin", std::string(300, 'x')}});
+  };
+  for (int id = 1; id <= 3; ++id) server_->HandleLine(call(id, "hold:300").dump());
+  EXPECT_EQ(out_.WaitFor(3)["result"]["structuredContent"]["error"]["kind"], "busy");
+  EXPECT_EQ(out_.WaitFor(1)["result"]["isError"], false);
+  EXPECT_EQ(out_.WaitFor(2)["result"]["isError"], false);
+  server_->WaitIdle();
+  EXPECT_EQ(Call(call(4, "again"))["result"]["isError"], false);
+  // One call is admitted whatever its size.
+  options_.max_request_bytes_in_flight = 10;
+  NewSession();
+  EXPECT_EQ(Call(call(5, "alone"))["result"]["isError"], false);
+}
+
 // 2025-06-18 removed JSON-RPC batching; only a session that negotiated
 // 2024-11-05 or 2025-03-26 may batch, and no revision batches before
 // initialize. A refused batch is one Invalid Request with id null: none of
