@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 
 struct Base {
   std::string import_path;  // absolute path of the file that defines the base profile
+  std::string source;       // QuickPolicy::base_source
   // Compiled, or its cached summary (cli/base_summary_util.h): only the
   // fields BuildQuickPolicy reads are guaranteed to be filled.
   ir::Policy policy;
@@ -54,6 +55,7 @@ Result<Base> ResolveBase(const QuickPolicyOptions& options) {
   if (!options.policy_file.empty()) {
     std::error_code ec;
     base.import_path = fs::absolute(options.policy_file, ec).lexically_normal().string();
+    base.source = "policy file";
   } else if (!options.runtime.empty()) {
     auto preset = RuntimePresetPath(options.runtime);
     if (!preset) {
@@ -62,9 +64,11 @@ Result<Base> ResolveBase(const QuickPolicyOptions& options) {
       return InvalidArgumentError("unknown runtime '" + options.runtime + "'; presets: " + names);
     }
     base.import_path = fs::absolute(*preset).lexically_normal().string();
+    base.source = "runtime preset";
     profile = options.runtime;
   } else {
     COCOON_ASSIGN_OR_RETURN(base.import_path, FindStrict());
+    base.source = "strict";
     profile = "strict";
   }
   if (auto cached = LookupBaseSummary(base.import_path, profile)) {
@@ -329,6 +333,7 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   COCOON_ASSIGN_OR_RETURN(Base base, ResolveBase(options));
   QuickPolicy out;
   out.base_profile = base.policy.name;
+  out.base_source = base.source;
   out.runtime = base.policy.runtime;
   std::set<std::string> relaxes;
   std::string body;

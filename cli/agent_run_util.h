@@ -65,6 +65,10 @@ struct QuickPolicy {
   std::string text;                    // the generated .cocoon text
   std::string profile = "cocoon-run";  // the profile it defines
   std::string base_profile;            // what it extends
+  // Where that comes from: "policy file" (--policy), "runtime preset" (no
+  // --policy, a runtime: policies/runtimes/<name>.cocoon, which extends
+  // strict with the limits its toolchain needs) or "strict".
+  std::string base_source;
   std::vector<std::string> overrides;  // each opening, e.g. "network: off -> on (--allow-network)"
   std::vector<std::string> notes;      // clamps and other adjustments
   std::optional<ir::Runtime> runtime;  // the runtime block in effect (preset or base)

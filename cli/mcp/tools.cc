@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "cli/mcp/json_rpc.h"
+#include "compiler/common/hidden_characters.h"
 
 namespace cocoon::mcp {
 namespace {
@@ -288,6 +290,15 @@ Result<ExecRequest> ParseRunInSandbox(const json& args, const ToolContext& conte
     }
   }
   if (request.workdir == ".") request.workdir.clear();
+  // It becomes the policy's cwd, and the policy front end refuses what a
+  // review cannot see: said here about the argument, not as an error at a
+  // line of the generated policy (a host file the client never sees).
+  if (auto hidden = FindHiddenCharacters("/work/" + request.workdir); !hidden.empty()) {
+    char code_point[16];
+    std::snprintf(code_point, sizeof code_point, "U+%04X", static_cast<unsigned>(hidden[0].code_point));
+    return Bad("'workdir' must not contain " + std::string(code_point) + " " + std::string(hidden[0].name) +
+               ": invisible and bidirectional-control characters are refused in a path the policy names");
+  }
   return request;
 }
 

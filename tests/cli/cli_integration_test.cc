@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -2181,6 +2182,74 @@ TEST(CocoonMcp, LargeCodeLeavesNoFileInTheCache) {
   EXPECT_EQ(run.out, "run ok\n");
   EXPECT_EQ(staged_code_files(), 0u) << "`cocoon run -c` left its staged code in " << (cache / "quick");
   fs::remove_all(cache);
+}
+
+// Without --policy, execute_code and execute_skill run under their
+// runtime's preset, which may raise strict's limits (python-skill: 512 MiB,
+// 64 processes, 30 s) with no override to show it: the result names the
+// profile whose limits applied (base_policy), `cocoon mcp --help` gives the
+// figures per preset, and with --policy its limits apply to every runtime.
+TEST(CocoonMcp, TheCeilingOfEachCallIsNamedInItsResult) {
+  auto limit_of = [](const json& outcome, const std::string& name) -> json {
+    for (const auto& limit : outcome["limits"]) {
+      if (limit["limit"] == name) return limit["requested"];
+    }
+    return nullptr;
+  };
+  const std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(1)"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_skill","arguments":{"skill":"s","code":"print(2)"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"echo 3"}}})j"
+      "\n";
+  Ran ran = Cocoon({"mcp"}, "", {}, COCOON_BINARY, requests);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::map<int, json> results = McpResponsesById(ran.out);
+  ASSERT_TRUE(results.count(1) && results.count(2) && results.count(3)) << ran.out;
+  const json python = results[1]["result"]["structuredContent"];
+  const json skill = results[2]["result"]["structuredContent"];
+  const json command = results[3]["result"]["structuredContent"];
+  EXPECT_EQ(python["base_policy"], (json{{"profile", "python"}, {"source", "runtime preset"}})) << python.dump();
+  EXPECT_EQ(skill["base_policy"], (json{{"profile", "python-skill"}, {"source", "runtime preset"}})) << skill.dump();
+  EXPECT_EQ(command["base_policy"], (json{{"profile", "strict"}, {"source", "strict"}})) << command.dump();
+  EXPECT_EQ(limit_of(skill, "memory"), 512u << 20);
+  EXPECT_EQ(limit_of(skill, "wall_time"), 30000);
+  EXPECT_EQ(limit_of(python, "memory"), 128u << 20);
+  EXPECT_TRUE(skill["overrides"].empty()) << skill["overrides"];
+
+  Ran capped = Cocoon({"mcp", "--policy", COCOON_POLICIES_DIR "/strict.cocoon"}, "", {}, COCOON_BINARY, requests);
+  ASSERT_EQ(capped.status, 0) << capped.err;
+  results = McpResponsesById(capped.out);
+  ASSERT_TRUE(results.count(2)) << capped.out;
+  const json strict_skill = results[2]["result"]["structuredContent"];
+  EXPECT_EQ(strict_skill["base_policy"], (json{{"profile", "strict"}, {"source", "policy file"}})) << strict_skill.dump();
+  EXPECT_EQ(limit_of(strict_skill, "memory"), 128u << 20);
+
+  // The figures --help gives per preset are the presets' own.
+  Ran help = Cocoon({"mcp", "--help"});
+  std::string footer = help.out;
+  for (char& c : footer) c = c == '\n' ? ' ' : c;
+  const std::vector<std::tuple<std::string, std::string, std::string, std::string>> presets = {
+      {"go and rust 1 GiB, 256 processes, 60 s", "go", "1GiB", "60s"},
+      {"go and rust 1 GiB, 256 processes, 60 s", "rust", "1GiB", "60s"},
+      {"java and pwsh 1 GiB, 256 processes, 30 s", "java", "1GiB", "30s"},
+      {"java and pwsh 1 GiB, 256 processes, 30 s", "pwsh", "1GiB", "30s"},
+      {"python-skill, bun and deno 512 MiB, 64 processes, 30 s", "python-skill", "512MiB", "30s"},
+      {"python-skill, bun and deno 512 MiB, 64 processes, 30 s", "bun", "512MiB", "30s"},
+      {"python-skill, bun and deno 512 MiB, 64 processes, 30 s", "deno", "512MiB", "30s"},
+  };
+  for (const auto& [said, preset, memory, wall] : presets) {
+    EXPECT_NE(footer.find(said), std::string::npos) << help.out;
+    std::ifstream file(COCOON_POLICIES_DIR "/runtimes/" + preset + ".cocoon");
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("memory " + memory), std::string::npos) << preset;
+    EXPECT_NE(text.find("wall_time " + wall), std::string::npos) << preset;
+    const std::string processes = said.find("256") != std::string::npos ? "256" : "64";
+    EXPECT_NE(text.find("processes " + processes), std::string::npos) << preset;
+  }
 }
 
 TEST(CocoonDocs, AnUnknownCommandIsNamedAsSuch) {

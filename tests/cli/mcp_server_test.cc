@@ -251,6 +251,10 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       {"run_in_sandbox", {{"command", json::array()}}, "non-empty array"},
       {"run_in_sandbox", {{"command", {"ls", 3}}}, "items must be strings"},
       {"run_in_sandbox", {{"command", "ls"}, {"workdir", "../.."}}, "'workdir' '../..' must not have a '.' or '..' component"},
+      // It would be the generated policy's cwd, which the front end refuses
+      // at a line of a host file the client never sees.
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\u202Eb"}},
+       "'workdir' must not contain U+202E RIGHT-TO-LEFT OVERRIDE"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "17179869185GiB"}}, "too large"},
       {"run_in_sandbox", {{"command", "ls"}, {"timeout", 1.9}}, "must be a whole number"},
