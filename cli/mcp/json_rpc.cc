@@ -148,12 +148,81 @@ class CountingAdapter final : public nlohmann::detail::output_adapter_protocol<c
   size_t count_ = 0;
 };
 
-// Appends `value`'s text to `out`. replace: a stray invalid byte must not
+using Sink = nlohmann::detail::output_adapter_t<char>;
+
+// Writes `value`'s text to `sink`. replace: a stray invalid byte must not
 // turn a response into an exception.
-void AppendDump(std::string& out, const json& value) {
-  nlohmann::detail::serializer<json> serializer(nlohmann::detail::output_adapter<char, std::string>(out), ' ',
-                                                json::error_handler_t::replace);
+void Serialize(const Sink& sink, const json& value) {
+  nlohmann::detail::serializer<json> serializer(sink, ' ', json::error_handler_t::replace);
   serializer.dump(value, /*pretty_print=*/false, /*ensure_ascii=*/false, 0);
+}
+
+void AppendDump(std::string& out, const json& value) {
+  Serialize(nlohmann::detail::output_adapter<char, std::string>(out), value);
+}
+
+// Writes what it is given as the inside of a JSON string. What it is given
+// is serialised JSON text on one line, where control characters are already
+// escaped: only '"' and '\\' need a backslash, as dump() would write them.
+class StringEscapingAdapter final : public nlohmann::detail::output_adapter_protocol<char> {
+ public:
+  explicit StringEscapingAdapter(Sink inner) : inner_(std::move(inner)) {}
+  void write_character(char c) override {
+    if (c == '"' || c == '\\') inner_->write_character('\\');
+    inner_->write_character(c);
+  }
+  void write_characters(const char* s, std::size_t length) override {
+    size_t start = 0;
+    for (size_t i = 0; i < length; ++i) {
+      if (s[i] != '"' && s[i] != '\\') continue;
+      inner_->write_characters(s + start, i - start);
+      inner_->write_character('\\');
+      start = i;
+    }
+    inner_->write_characters(s + start, length - start);
+  }
+
+ private:
+  Sink inner_;
+};
+
+// `result`, a CallToolResult whose first content block is the text copy of
+// its structuredContent without its "text": the copy is written here, from
+// structuredContent, escaped as it is serialised. Members in dump()'s order.
+void SerializeToolResult(const Sink& sink, const json& result) {
+  static const std::string kTextBlockHead = R"([{"text":")";
+  static const std::string kTextBlockTail = R"(","type":"text"}])";
+  sink->write_character('{');
+  bool first = true;
+  for (auto it = result.begin(); it != result.end(); ++it) {
+    if (!first) sink->write_character(',');
+    first = false;
+    Serialize(sink, json(it.key()));
+    sink->write_character(':');
+    if (it.key() != "content") {
+      Serialize(sink, it.value());
+      continue;
+    }
+    sink->write_characters(kTextBlockHead.data(), kTextBlockHead.size());
+    Serialize(std::make_shared<StringEscapingAdapter>(sink), result["structuredContent"]);
+    sink->write_characters(kTextBlockTail.data(), kTextBlockTail.size());
+  }
+  sink->write_character('}');
+}
+
+// A response line: `write` writes the result's text to the sink it is given,
+// once to count it and once into a string of that size.
+template <typename Write>
+std::string ResultLineWith(const RequestId& id, const Write& write) {
+  const std::string head = R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)";
+  auto counter = std::make_shared<CountingAdapter>();
+  write(counter);
+  std::string line;
+  line.reserve(head.size() + counter->count() + 1);
+  line += head;
+  write(nlohmann::detail::output_adapter<char, std::string>(line));
+  line += '}';
+  return line;
 }
 
 std::string Dump(const json& value) { return DumpJson(value); }
@@ -193,8 +262,7 @@ size_t EscapedAsciiSize(unsigned char c) {
 
 size_t DumpedSize(const json& value) {
   auto counter = std::make_shared<CountingAdapter>();
-  nlohmann::detail::serializer<json> serializer(counter, ' ', json::error_handler_t::replace);
-  serializer.dump(value, /*pretty_print=*/false, /*ensure_ascii=*/false, 0);
+  Serialize(counter, value);
   return counter->count();
 }
 
@@ -360,13 +428,14 @@ Message ParseMessageFields(const json& value, std::string_view id_token) {
 // The id goes in as its text (RequestId), so the lines are put together by
 // hand, members in the order json::dump sorts them.
 std::string ResultLine(const RequestId& id, const json& result) {
-  const std::string head = R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)";
-  std::string line;
-  line.reserve(head.size() + DumpedSize(result) + 1);
-  line += head;
-  AppendDump(line, result);
-  line += '}';
-  return line;
+  return ResultLineWith(id, [&](const Sink& sink) { Serialize(sink, result); });
+}
+
+std::string ToolResultLine(const RequestId& id, const json& result) {
+  if (!result.is_object() || !result.contains("structuredContent") || !result.contains("content")) {
+    return ResultLine(id, result);
+  }
+  return ResultLineWith(id, [&](const Sink& sink) { SerializeToolResult(sink, result); });
 }
 
 std::string ErrorLine(const RequestId& id, int code, std::string_view message, const json& data) {

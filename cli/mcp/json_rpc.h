@@ -115,6 +115,12 @@ std::string IdKey(const nlohmann::json& id);
 // can be megabytes, and a string grown by doubling, then copied into the
 // line, held it two or three times over.
 std::string ResultLine(const RequestId& id, const nlohmann::json& result);
+// A tools/call result (CallToolResult) whose content is one text block, the
+// JSON text of its structuredContent, given as {"type": "text"} without its
+// "text" (TextCopyResult, tools.h): the copy is written into the line from
+// structuredContent, escaped as it is serialised, instead of being held as a
+// string of its own beside the line. Another result is written as is.
+std::string ToolResultLine(const RequestId& id, const nlohmann::json& result);
 std::string ErrorLine(const RequestId& id, int code, std::string_view message,
                       const nlohmann::json& data = nullptr);
 std::string NotificationLine(std::string_view method, const nlohmann::json& params);

@@ -128,13 +128,21 @@ void Server::SendError(const RequestContext& context, int code, std::string_view
 }
 
 void Server::SendResult(const RequestContext& context, json result) {
-  if (context.modern) {
-    // 2026-07-28: every result names its type, and the server identifies
-    // itself per result since there is no handshake to do it once.
-    result["resultType"] = "complete";
-    result["_meta"][std::string(kMetaServerInfo)] = ServerInfo();
-  }
+  AddModernResultFields(context, result);
   Respond(context, ResultLine(context.id, result));
+}
+
+void Server::SendToolResult(const RequestContext& context, json result) {
+  AddModernResultFields(context, result);
+  Respond(context, ToolResultLine(context.id, result));
+}
+
+void Server::AddModernResultFields(const RequestContext& context, json& result) const {
+  if (!context.modern) return;
+  // 2026-07-28: every result names its type, and the server identifies
+  // itself per result since there is no handshake to do it once.
+  result["resultType"] = "complete";
+  result["_meta"][std::string(kMetaServerInfo)] = ServerInfo();
 }
 
 void Server::HandleOversizedLine(const OversizedLine& line) {

@@ -134,6 +134,9 @@ class Server {
   // The response to one request: its own line, or its place in the batch
   // it came in (RequestContext::batch).
   void SendResult(const RequestContext& context, nlohmann::json result);
+  // A tools/call result (tools.h): its text copy is written with the line.
+  void SendToolResult(const RequestContext& context, nlohmann::json result);
+  void AddModernResultFields(const RequestContext& context, nlohmann::json& result) const;
   void SendError(const RequestContext& context, int code, std::string_view message,
                  const nlohmann::json& data = nullptr);
   void Respond(const RequestContext& context, std::string line);

@@ -128,7 +128,8 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
                                         std::to_string(options_.max_queued) + " calls, or " +
                                         std::to_string(options_.max_request_bytes_in_flight) +
                                         " bytes of requests, in flight); retry later");
-    return SendResult(context, CallResultFromError(call->tool, "busy", why, AuditRefusal(IdentityOf(*call), "busy", why)));
+    return SendToolResult(context,
+                          CallResultFromError(call->tool, "busy", why, AuditRefusal(IdentityOf(*call), "busy", why)));
   }
   if (options_.dispatch == Dispatch::kInline) return RunToolCall(call);
   try {
@@ -158,7 +159,7 @@ void Server::RunToolCall(const std::shared_ptr<Call>& call) {
   }
   // A cancelled request gets no response (MCP cancellation: the receiver
   // SHOULD NOT respond); its sandbox was killed through the CancelToken.
-  if (!call->cancel.cancelled()) SendResult(call->context, std::move(result));
+  if (!call->cancel.cancelled()) SendToolResult(call->context, std::move(result));
   // The last call of a batch sends the batch's array here, while the server
   // is certainly alive: it waits for in_flight_ to reach 0 before going away.
   call->context.batch.reset();

@@ -303,14 +303,12 @@ Result<ExecRequest> ParseRunInSandbox(const json& args, const ToolContext& conte
 }
 
 // structuredContent and the same JSON as a text block, for clients that read
-// only text. `structured` is moved in and the text written once, at its
-// exact size: a run's captured output is in both.
+// only text. The block has no "text" here: ToolResultLine (json_rpc.h)
+// writes it into the response line from structuredContent, so that a run's
+// captured output is held once, not also as a text copy.
 json TextResult(json structured, bool is_error) {
-  json block = {{"type", "text"}};
-  block["text"] = DumpJson(structured);
   json result = json::object();
-  result["content"] = json::array();
-  result["content"].push_back(std::move(block));
+  result["content"] = json::array({json{{"type", "text"}}});
   result["structuredContent"] = std::move(structured);
   result["isError"] = is_error;
   return result;
