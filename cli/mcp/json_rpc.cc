@@ -212,9 +212,11 @@ void SerializeToolResult(const Sink& sink, const json& result) {
 
 // A response line: `write` writes the result's text to the sink it is given,
 // once to count it and once into a string of that size.
+std::string ResultLineHead(const RequestId& id) { return R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)"; }
+
 template <typename Write>
 std::string ResultLineWith(const RequestId& id, const Write& write) {
-  const std::string head = R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)";
+  const std::string head = ResultLineHead(id);
   auto counter = std::make_shared<CountingAdapter>();
   write(counter);
   std::string line;
@@ -431,11 +433,24 @@ std::string ResultLine(const RequestId& id, const json& result) {
   return ResultLineWith(id, [&](const Sink& sink) { Serialize(sink, result); });
 }
 
+namespace {
+
+bool IsTextCopyResult(const json& result) {
+  return result.is_object() && result.contains("structuredContent") && result.contains("content");
+}
+
+}  // namespace
+
 std::string ToolResultLine(const RequestId& id, const json& result) {
-  if (!result.is_object() || !result.contains("structuredContent") || !result.contains("content")) {
-    return ResultLine(id, result);
-  }
+  if (!IsTextCopyResult(result)) return ResultLine(id, result);
   return ResultLineWith(id, [&](const Sink& sink) { SerializeToolResult(sink, result); });
+}
+
+size_t ToolResultLineSize(const RequestId& id, const json& result) {
+  auto counter = std::make_shared<CountingAdapter>();
+  if (IsTextCopyResult(result)) SerializeToolResult(counter, result);
+  else Serialize(counter, result);
+  return ResultLineHead(id).size() + counter->count() + 1;
 }
 
 std::string ErrorLine(const RequestId& id, int code, std::string_view message, const json& data) {

@@ -121,6 +121,8 @@ std::string ResultLine(const RequestId& id, const nlohmann::json& result);
 // structuredContent, escaped as it is serialised, instead of being held as a
 // string of its own beside the line. Another result is written as is.
 std::string ToolResultLine(const RequestId& id, const nlohmann::json& result);
+// Its size, counted without writing it.
+size_t ToolResultLineSize(const RequestId& id, const nlohmann::json& result);
 std::string ErrorLine(const RequestId& id, int code, std::string_view message,
                       const nlohmann::json& data = nullptr);
 std::string NotificationLine(std::string_view method, const nlohmann::json& params);

@@ -134,7 +134,19 @@ void Server::SendResult(const RequestContext& context, json result) {
 
 void Server::SendToolResult(const RequestContext& context, json result) {
   AddModernResultFields(context, result);
-  Respond(context, ToolResultLine(context.id, result));
+  if (context.batch) return context.batch->Add(ToolResultLine(context.id, result));
+  // Written when its turn comes (OutgoingLines::SendDeferred): until then
+  // the answer holds the run's output once, not the several times its line
+  // takes, and one answer's line exists at a time.
+  const size_t bytes = ToolResultLineSize(context.id, result);
+  auto held = std::make_shared<const json>(std::move(result));
+  out_.SendDeferred(bytes, [id = context.id, held]() -> std::string {
+    try {
+      return ToolResultLine(id, *held);
+    } catch (const std::exception& e) {  // bad_alloc: the client still gets an answer
+      return ErrorLine(id, kInternalError, std::string("the result could not be written: ") + e.what());
+    }
+  });
 }
 
 void Server::AddModernResultFields(const RequestContext& context, json& result) const {

@@ -173,9 +173,10 @@ bool Server::AcquireSlot(Call& call) {
   std::unique_lock lock(mutex_);
   // A sandbox starts only while the answers waiting for the client fit
   // max_queued_response_bytes, as the reader reads only then (Serve): each
-  // answer holds its run's output (up to the policy's cap, JSON-escaped,
-  // twice: structuredContent and its text copy; at most six times the
-  // captured bytes, CallResultFromExec), and calls already read
+  // answer counts as the size of its line (its run's output JSON-escaped
+  // twice, structuredContent and its text copy: at most six times the
+  // captured bytes, CallResultFromExec; it holds the output once until the
+  // writer builds the line, SendToolResult), and calls already read
   // (up to max_concurrent + max_queued) would otherwise each add one while
   // the client reads nothing. The queue drains on the writer thread, which
   // does not notify changed_: hence the timed wait.

@@ -309,6 +309,42 @@ TEST_F(McpServerTest, InspectRuntimes) {
 // writes requests but does not read the answers stops being read from,
 // instead of growing the queue of answers without bound. A stop signal
 // still ends the wait.
+// A tool's answer is written when its turn comes, on the writer thread:
+// built when queued, every answer waiting for a slow client held its whole
+// line (several times the output it carries) at once. It counts as waiting
+// bytes all the same, and keeps its place among the other lines.
+TEST(OutgoingLinesTest, ADeferredLineIsBuiltOnlyWhenItsTurnComes) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool client_reads = false;
+  std::vector<std::string> written;
+  OutgoingLines out(
+      [&](const std::string& line) {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return client_reads; });
+        written.push_back(line);
+      },
+      1 << 20);
+  std::atomic<int> built{0};
+  out.Send("first");
+  out.SendDeferred(5000, [&] {
+    ++built;
+    return std::string("second");
+  });
+  out.Send("third");
+  EXPECT_FALSE(out.HasRoom(4000)) << "the deferred line's bytes count as waiting";
+  EXPECT_EQ(built.load(), 0) << "built while the line before it was still being written";
+  {
+    std::lock_guard lock(mutex);
+    client_reads = true;
+  }
+  changed.notify_all();
+  EXPECT_TRUE(out.Drain());
+  EXPECT_EQ(built.load(), 1);
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(written, (std::vector<std::string>{"first", "second", "third"}));
+}
+
 TEST(OutgoingLinesTest, WaitForRoomHoldsTheReaderWhileTheClientDoesNotRead) {
   std::mutex mutex;
   std::condition_variable changed;
