@@ -204,16 +204,16 @@ void SerializeToolResult(const Sink& sink, const json& result) {
       continue;
     }
     sink->write_characters(kTextBlockHead.data(), kTextBlockHead.size());
-    Serialize(std::make_shared<StringEscapingAdapter>(sink), result["structuredContent"]);
+    Serialize(std::make_shared<StringEscapingAdapter>(sink), result.at("structuredContent"));
     sink->write_characters(kTextBlockTail.data(), kTextBlockTail.size());
   }
   sink->write_character('}');
 }
 
-// A response line: `write` writes the result's text to the sink it is given,
-// once to count it and once into a string of that size.
 std::string ResultLineHead(const RequestId& id) { return R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)"; }
 
+// A response line: `write` writes the result's text to the sink it is given,
+// once to count it and once into a string of that size.
 template <typename Write>
 std::string ResultLineWith(const RequestId& id, const Write& write) {
   const std::string head = ResultLineHead(id);
