@@ -641,12 +641,17 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   COCOON_ASSIGN_OR_RETURN(std::string dir, QuickDir());
   std::string hash = Sha256Hex(bytes);
   std::string path = dir + "/" + hash + suffix;
-  auto reusable = [&] {
+  // What is at `path`, from one lstat: a file to reuse, nothing, or a file
+  // that is not this content's (to replace).
+  enum class Found { kReusable, kNothing, kOther };
+  auto found = [&] {
     struct stat st{};
-    return lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-           static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644;
+    if (lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Found::kNothing : Found::kOther;
+    const bool reusable = S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                          static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644;
+    return reusable ? Found::kReusable : Found::kOther;
   };
-  if (reusable()) {
+  if (found() == Found::kReusable) {
     // Fresh again: pruning spares files modified in the last minutes, and
     // this run is about to bind or compile this one.
     utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
@@ -663,11 +668,17 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   close(fd);
   // link, not rename: a file another thread or process put there meanwhile
   // is the same bytes and may be in use (a staged code file is held by its
-  // inode, staged_code_file.h); only a file that is not reusable is
-  // replaced (as it is where the file system has no hard links).
-  if (ok && link(tmp.c_str(), path.c_str()) != 0 && !(errno == EEXIST && reusable())) {
+  // inode, staged_code_file.h), so it must not be replaced. One removed
+  // again before it could be checked is linked anew; only a file that is
+  // not reusable is replaced (as it is where the file system has no hard
+  // links).
+  for (int attempt = 0; ok && link(tmp.c_str(), path.c_str()) != 0; ++attempt) {
+    const Found there = errno == EEXIST ? found() : Found::kOther;
+    if (there == Found::kReusable) break;
+    if (there == Found::kNothing && attempt < 16) continue;
     ok = rename(tmp.c_str(), path.c_str()) == 0;
     err = errno;
+    break;
   }
   unlink(tmp.c_str());
   if (!ok) return ErrnoError("write " + path, err);

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,6 +133,13 @@ TEST_F(ContentAddressedWriteTest, StagedCodeIsNeverRemovedUnderAnotherHolder) {
   constexpr int kRounds = 200;
   std::atomic<int> failures{0};
   std::atomic<bool> go{false};
+  std::mutex mutex;
+  std::string first_error;
+  auto fail = [&](const std::string& why) {
+    failures.fetch_add(1);
+    std::lock_guard lock(mutex);
+    if (first_error.empty()) first_error = why;
+  };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
@@ -138,19 +147,21 @@ TEST_F(ContentAddressedWriteTest, StagedCodeIsNeverRemovedUnderAnotherHolder) {
       for (int round = 0; round < kRounds; ++round) {
         auto held = StagedCodeFile::Stage(code, ".py");
         if (!held.ok()) {
-          failures.fetch_add(1);
+          fail(held.status().ToString());
           continue;
         }
         struct stat st {};
-        if (stat((*held)->path().c_str(), &st) != 0 || static_cast<size_t>(st.st_size) != code.size()) {
-          failures.fetch_add(1);
+        if (stat((*held)->path().c_str(), &st) != 0) {
+          fail(std::string("gone while held: ") + strerror(errno));
+        } else if (static_cast<size_t>(st.st_size) != code.size()) {
+          fail("held with " + std::to_string(st.st_size) + " bytes");
         }
       }
     });
   }
   go.store(true);
   for (auto& thread : threads) thread.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(failures.load(), 0) << "first: " << first_error;
   EXPECT_TRUE(QuickFiles().empty());
 }
 
