@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 
 struct Base {
   std::string import_path;  // absolute path of the file that defines the base profile
+  std::string source;       // QuickPolicy::base_source
   // Compiled, or its cached summary (cli/base_summary_util.h): only the
   // fields BuildQuickPolicy reads are guaranteed to be filled.
   ir::Policy policy;
@@ -54,6 +55,7 @@ Result<Base> ResolveBase(const QuickPolicyOptions& options) {
   if (!options.policy_file.empty()) {
     std::error_code ec;
     base.import_path = fs::absolute(options.policy_file, ec).lexically_normal().string();
+    base.source = "policy file";
   } else if (!options.runtime.empty()) {
     auto preset = RuntimePresetPath(options.runtime);
     if (!preset) {
@@ -62,9 +64,11 @@ Result<Base> ResolveBase(const QuickPolicyOptions& options) {
       return InvalidArgumentError("unknown runtime '" + options.runtime + "'; presets: " + names);
     }
     base.import_path = fs::absolute(*preset).lexically_normal().string();
+    base.source = "runtime preset";
     profile = options.runtime;
   } else {
     COCOON_ASSIGN_OR_RETURN(base.import_path, FindStrict());
+    base.source = "strict";
     profile = "strict";
   }
   if (auto cached = LookupBaseSummary(base.import_path, profile)) {
@@ -329,6 +333,7 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   COCOON_ASSIGN_OR_RETURN(Base base, ResolveBase(options));
   QuickPolicy out;
   out.base_profile = base.policy.name;
+  out.base_source = base.source;
   out.runtime = base.policy.runtime;
   std::set<std::string> relaxes;
   std::string body;
@@ -508,9 +513,10 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
                                 " takes inline: pass it as a script file");
   }
   if (options.code && out.runtime && (NeedsScriptFile(*out.runtime) || too_long_inline)) {
-    COCOON_ASSIGN_OR_RETURN(std::string host, WriteContentAddressed(*options.code, out.runtime->file_extension));
+    // Held until the run has ended, then removed (staged_code_file.h).
+    COCOON_ASSIGN_OR_RETURN(out.staged_code, StagedCodeFile::Stage(*options.code, out.runtime->file_extension));
     out.code_file = "/cocoon/main" + out.runtime->file_extension;
-    fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(out.code_file) + "\n";
+    fs_text += "    readonly " + QuotePolicyString(out.staged_code->path()) + " as " + QuotePolicyString(out.code_file) + "\n";
     relaxes.insert("filesystem");
   }
   if (options.gpu == GpuFlag::kDeny) fs_text += "    devices { gpu off }\n";
@@ -635,9 +641,17 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   COCOON_ASSIGN_OR_RETURN(std::string dir, QuickDir());
   std::string hash = Sha256Hex(bytes);
   std::string path = dir + "/" + hash + suffix;
-  struct stat st{};
-  if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-      static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644) {
+  // What is at `path`, from one lstat: a file to reuse, nothing, or a file
+  // that is not this content's (to replace).
+  enum class Found { kReusable, kNothing, kOther };
+  auto found = [&] {
+    struct stat st{};
+    if (lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Found::kNothing : Found::kOther;
+    const bool reusable = S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                          static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644;
+    return reusable ? Found::kReusable : Found::kOther;
+  };
+  if (found() == Found::kReusable) {
     // Fresh again: pruning spares files modified in the last minutes, and
     // this run is about to bind or compile this one.
     utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
@@ -652,10 +666,22 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   bool ok = fchmod(fd, 0644) == 0 && write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
   int err = errno;
   close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return ErrnoError("write " + path, ok ? errno : err);
+  // link, not rename: a file another thread or process put there meanwhile
+  // is the same bytes and may be in use (a staged code file is held by its
+  // inode, staged_code_file.h), so it must not be replaced. One removed
+  // again before it could be checked is linked anew; only a file that is
+  // not reusable is replaced (as it is where the file system has no hard
+  // links).
+  for (int attempt = 0; ok && link(tmp.c_str(), path.c_str()) != 0; ++attempt) {
+    const Found there = errno == EEXIST ? found() : Found::kOther;
+    if (there == Found::kReusable) break;
+    if (there == Found::kNothing && attempt < 16) continue;
+    ok = rename(tmp.c_str(), path.c_str()) == 0;
+    err = errno;
+    break;
   }
+  unlink(tmp.c_str());
+  if (!ok) return ErrnoError("write " + path, err);
   // Every distinct -c snippet and flag set adds a file here: keep it bounded.
   if (enforcer::ShouldPruneAfterStore(hash)) {
     enforcer::PruneCacheDir(dir, "", enforcer::PruneLimits{.max_files = 1024});

@@ -14,11 +14,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/launch_util.h"
+#include "cli/staged_code_file.h"
 #include "compiler/common/status.h"
 #include "compiler/ir/policy_ir.h"
 
@@ -53,8 +55,9 @@ struct QuickPolicyOptions {
   std::vector<std::pair<std::string, std::string>> env;  // --env K=V
   OpeningPolicy openings = OpeningPolicy::kRecordOverride;
   // Code for the runtime. When the runtime takes no inline code (go, rust,
-  // java...) it is written to a private content-addressed file and bound
-  // read-only at /cocoon/main<ext>.
+  // java...), or the code is over 64 KiB, it is written to a private
+  // content-addressed file, bound read-only at /cocoon/main<ext>, and
+  // removed when the last run using it has ended (QuickPolicy::staged_code).
   std::optional<std::string> code;
 };
 
@@ -62,11 +65,18 @@ struct QuickPolicy {
   std::string text;                    // the generated .cocoon text
   std::string profile = "cocoon-run";  // the profile it defines
   std::string base_profile;            // what it extends
+  // Where that comes from: "policy file" (--policy), "runtime preset" (no
+  // --policy, a runtime: policies/runtimes/<name>.cocoon, which extends
+  // strict with the limits its toolchain needs) or "strict".
+  std::string base_source;
   std::vector<std::string> overrides;  // each opening, e.g. "network: off -> on (--allow-network)"
   std::vector<std::string> notes;      // clamps and other adjustments
   std::optional<ir::Runtime> runtime;  // the runtime block in effect (preset or base)
   std::string cwd;                     // where the command runs inside the sandbox
   std::string code_file;               // "/cocoon/main<ext>" when the code was staged as a file
+  // The host file code_file binds, held while this policy (or a copy) lives:
+  // the last holder removes it (staged_code_file.h).
+  std::shared_ptr<StagedCodeFile> staged_code;
   std::vector<std::string> readonly_dirs;  // host paths bound read-only at their own path (--ro, cwd)
   // --env K=V: the text says `pass K`, the value travels here to the
   // launch (SandboxRequest::passed_values), never into a file.

@@ -336,7 +336,11 @@ int RunMcp(const McpFlags& flags) {
       "Runs code and commands in Cocoon sandboxes (no network, read-only system, time and memory limits"
       " set by the server's policy). Each call gets a fresh sandbox and an empty work dir; pass input files"
       " with `files`. Results are the run's Outcome, with an audit reference.";
-  mcp::Server server(executor, [](const std::string& line) { WriteAllFd(STDOUT_FILENO, line + "\n"); }, options);
+  // The line, then its newline: `line + "\n"` would copy an answer of
+  // megabytes once more. This writer is the only one (outgoing_lines.h).
+  mcp::Server server(executor, [](const std::string& line) {
+    if (WriteAllFd(STDOUT_FILENO, line)) WriteAllFd(STDOUT_FILENO, "\n");
+  }, options);
   log::Info("cocoon mcp: serving on stdio (policy: " + (flags.policy.empty() ? std::string("strict") : flags.policy) + ")");
   Status ended = server.Serve(STDIN_FILENO, stop);
   if (!ended.ok() && ended.code() != ErrorCode::kUnavailable) {
@@ -349,14 +353,24 @@ int RunMcp(const McpFlags& flags) {
 void SetUpMcp(CLI::App& app, CommandResult& result) {
   auto flags = std::make_shared<McpFlags>();
   CLI::App* cmd = app.add_subcommand("mcp", "Serve the Model Context Protocol on stdio (tools run in sandboxes)");
-  cmd->add_option("--policy", flags->policy, "Policy file whose profile is the ceiling for every call (default: strict)");
+  cmd->add_option("--policy", flags->policy,
+                  "Policy file whose profile is the ceiling for every call (default: strict for run_in_sandbox, "
+                  "the runtime's preset for execute_code and execute_skill; see below)");
   cmd->add_option("--max-concurrent", flags->max_concurrent, "Sandboxes running at once; later calls wait")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--skills-dir", flags->skills_dir, "Directory of skills; execute_skill mounts <dir>/<skill> at /skill");
   cmd->add_option("--max-message-bytes", flags->max_message_bytes, "Largest JSON-RPC message accepted");
   cmd->add_option("--audit-log", flags->audit_log, "Append signed audit events for every call to FILE");
   cmd->add_option("--audit-key", flags->audit_key, "Ed25519 key for the audit log");
+  // What each preset raises is in policies/runtimes/*.cocoon; the figures
+  // here are checked against them (tests/cli, CocoonMcp.*Ceiling*).
   cmd->footer(
+      "Without --policy, execute_code and execute_skill run under their runtime's\n"
+      "preset (policies/runtimes/NAME.cocoon), which extends strict with what its\n"
+      "toolchain needs: go and rust 1 GiB, 256 processes, 60 s; java and pwsh\n"
+      "1 GiB, 256 processes, 30 s; python-skill, bun and deno 512 MiB, 64 processes,\n"
+      "30 s; the others strict's 128 MiB, 32 processes, 5 s. With --policy, its\n"
+      "limits apply to every runtime. Each result's base_policy names the profile.\n"
       "Tools: execute_code, execute_skill, inspect_runtimes, run_in_sandbox.\n"
       "Protocol: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 (initialize) and\n"
       "2026-07-28 (per-request _meta, server/discover). See docs/agents.md.");

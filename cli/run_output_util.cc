@@ -192,6 +192,9 @@ nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& poli
   nlohmann::json j = enforcer::OutcomeToJson(std::move(outcome));
   j["overrides"] = policy.overrides;
   j["notes"] = policy.notes;
+  // Whose limits these are: a runtime preset's may be above strict's (go:
+  // 1 GiB, 256 processes, 60 s) without any override.
+  j["base_policy"] = {{"profile", policy.base_profile}, {"source", policy.base_source}};
   return j;
 }
 

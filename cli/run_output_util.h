@@ -41,7 +41,8 @@ std::string EnvOr(const std::string& value, const char* name);
 // `cocoon enforce`. The request's argv and overrides are filled in here.
 Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request);
 
-// OutcomeToJson plus what the flags did: {"overrides": [...], "notes": [...]}.
+// OutcomeToJson plus what the flags did: {"overrides": [...], "notes": [...]},
+// and the profile they started from: {"base_policy": {"profile", "source"}}.
 // Takes the Outcome by value: callers move it in at its last use, so the
 // captured output (up to the cap) is moved into the JSON, not copied.
 nlohmann::json RunOutcomeJson(enforcer::Outcome outcome, const QuickPolicy& policy);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <string>
 
 namespace cocoon::mcp {
 namespace {
@@ -27,6 +29,29 @@ size_t NestingDepth(std::string_view text) {
     else if ((c == ']' || c == '}') && depth > 0) --depth;
   }
   return max_depth;
+}
+
+// Whether `text` is an array of more than `limit` elements, counted as the
+// commas at its top level outside strings (valid JSON is checked apart).
+bool ArrayHasMoreThan(std::string_view text, size_t limit) {
+  const size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || text[start] != '[') return false;
+  size_t depth = 0, commas = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') ++depth;
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+    else if (c == ',' && depth == 1 && ++commas >= limit) return true;  // commas + 1 elements
+  }
+  return false;
 }
 
 Message Invalid(RequestId id, int code, std::string message) {
@@ -111,10 +136,98 @@ bool IdTextMayDiffer(const json& value) {
   return id.is_number_float() || (id.type() == json::value_t::number_integer && id.get<int64_t>() == 0);
 }
 
-std::string Dump(const json& value) {
-  // replace: a stray invalid byte must not turn a response into an exception.
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+// Counts what nlohmann's serializer writes (the interface its own dump()
+// writes a string through; json_fd_writer.cc writes an fd through it).
+class CountingAdapter final : public nlohmann::detail::output_adapter_protocol<char> {
+ public:
+  void write_character(char) override { ++count_; }
+  void write_characters(const char*, std::size_t length) override { count_ += length; }
+  size_t count() const { return count_; }
+
+ private:
+  size_t count_ = 0;
+};
+
+using Sink = nlohmann::detail::output_adapter_t<char>;
+
+// Writes `value`'s text to `sink`. replace: a stray invalid byte must not
+// turn a response into an exception.
+void Serialize(const Sink& sink, const json& value) {
+  nlohmann::detail::serializer<json> serializer(sink, ' ', json::error_handler_t::replace);
+  serializer.dump(value, /*pretty_print=*/false, /*ensure_ascii=*/false, 0);
 }
+
+void AppendDump(std::string& out, const json& value) {
+  Serialize(nlohmann::detail::output_adapter<char, std::string>(out), value);
+}
+
+// Writes what it is given as the inside of a JSON string. What it is given
+// is serialised JSON text on one line, where control characters are already
+// escaped: only '"' and '\\' need a backslash, as dump() would write them.
+class StringEscapingAdapter final : public nlohmann::detail::output_adapter_protocol<char> {
+ public:
+  explicit StringEscapingAdapter(Sink inner) : inner_(std::move(inner)) {}
+  void write_character(char c) override {
+    if (c == '"' || c == '\\') inner_->write_character('\\');
+    inner_->write_character(c);
+  }
+  void write_characters(const char* s, std::size_t length) override {
+    size_t start = 0;
+    for (size_t i = 0; i < length; ++i) {
+      if (s[i] != '"' && s[i] != '\\') continue;
+      inner_->write_characters(s + start, i - start);
+      inner_->write_character('\\');
+      start = i;
+    }
+    inner_->write_characters(s + start, length - start);
+  }
+
+ private:
+  Sink inner_;
+};
+
+// `result`, a CallToolResult whose first content block is the text copy of
+// its structuredContent without its "text": the copy is written here, from
+// structuredContent, escaped as it is serialised. Members in dump()'s order.
+void SerializeToolResult(const Sink& sink, const json& result) {
+  static const std::string kTextBlockHead = R"([{"text":")";
+  static const std::string kTextBlockTail = R"(","type":"text"}])";
+  sink->write_character('{');
+  bool first = true;
+  for (auto it = result.begin(); it != result.end(); ++it) {
+    if (!first) sink->write_character(',');
+    first = false;
+    Serialize(sink, json(it.key()));
+    sink->write_character(':');
+    if (it.key() != "content") {
+      Serialize(sink, it.value());
+      continue;
+    }
+    sink->write_characters(kTextBlockHead.data(), kTextBlockHead.size());
+    Serialize(std::make_shared<StringEscapingAdapter>(sink), result.at("structuredContent"));
+    sink->write_characters(kTextBlockTail.data(), kTextBlockTail.size());
+  }
+  sink->write_character('}');
+}
+
+std::string ResultLineHead(const RequestId& id) { return R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)"; }
+
+// A response line: `write` writes the result's text to the sink it is given,
+// once to count it and once into a string of that size.
+template <typename Write>
+std::string ResultLineWith(const RequestId& id, const Write& write) {
+  const std::string head = ResultLineHead(id);
+  auto counter = std::make_shared<CountingAdapter>();
+  write(counter);
+  std::string line;
+  line.reserve(head.size() + counter->count() + 1);
+  line += head;
+  write(nlohmann::detail::output_adapter<char, std::string>(line));
+  line += '}';
+  return line;
+}
+
+std::string Dump(const json& value) { return DumpJson(value); }
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid
 // (overlong forms, surrogates and code points above U+10FFFF are invalid).
@@ -138,7 +251,41 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return n;
 }
 
+// Bytes the escaped form of the ASCII character `c` takes inside a JSON
+// string, as nlohmann writes it without ensure_ascii.
+size_t EscapedAsciiSize(unsigned char c) {
+  switch (c) {
+    case '"': case '\\': case '\b': case '\f': case '\n': case '\r': case '\t': return 2;
+    default: return c < 0x20 ? 6 : 1;
+  }
+}
+
 }  // namespace
+
+size_t DumpedSize(const json& value) {
+  auto counter = std::make_shared<CountingAdapter>();
+  Serialize(counter, value);
+  return counter->count();
+}
+
+std::string DumpJson(const json& value) {
+  std::string text;
+  text.reserve(DumpedSize(value));
+  AppendDump(text, value);
+  return text;
+}
+
+size_t PrefixWithinEscapedSize(std::string_view text, size_t budget) {
+  size_t used = 0;
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = Utf8SequenceLength(text, i);
+    const size_t cost = length == 0 ? 3 : length == 1 ? EscapedAsciiSize(static_cast<unsigned char>(text[i])) : length;
+    if (used + cost > budget) return i;
+    used += cost;
+    i += length == 0 ? 1 : length;
+  }
+  return text.size();
+}
 
 namespace {
 
@@ -206,6 +353,17 @@ std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& o
     *error = "not valid JSON (a NUL byte)";
     return std::nullopt;
   }
+  if (ArrayHasMoreThan(line, options.max_batch_elements)) {
+    // Checked without a DOM: a line that is not JSON is a parse error still.
+    if (!json::accept(line)) {
+      *error = "not valid JSON";
+      return std::nullopt;
+    }
+    ParsedLine oversized;
+    oversized.batch = true;
+    oversized.oversized_batch = true;
+    return oversized;
+  }
   json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
     *error = "not valid JSON";
@@ -272,7 +430,27 @@ Message ParseMessageFields(const json& value, std::string_view id_token) {
 // The id goes in as its text (RequestId), so the lines are put together by
 // hand, members in the order json::dump sorts them.
 std::string ResultLine(const RequestId& id, const json& result) {
-  return R"({"id":)" + id.text() + R"(,"jsonrpc":"2.0","result":)" + Dump(result) + "}";
+  return ResultLineWith(id, [&](const Sink& sink) { Serialize(sink, result); });
+}
+
+namespace {
+
+bool IsTextCopyResult(const json& result) {
+  return result.is_object() && result.contains("structuredContent") && result.contains("content");
+}
+
+}  // namespace
+
+std::string ToolResultLine(const RequestId& id, const json& result) {
+  if (!IsTextCopyResult(result)) return ResultLine(id, result);
+  return ResultLineWith(id, [&](const Sink& sink) { SerializeToolResult(sink, result); });
+}
+
+size_t ToolResultLineSize(const RequestId& id, const json& result) {
+  auto counter = std::make_shared<CountingAdapter>();
+  if (IsTextCopyResult(result)) SerializeToolResult(counter, result);
+  else Serialize(counter, result);
+  return ResultLineHead(id).size() + counter->count() + 1;
 }
 
 std::string ErrorLine(const RequestId& id, int code, std::string_view message, const json& data) {

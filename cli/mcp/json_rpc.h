@@ -72,6 +72,10 @@ struct Message {
 
 struct ParseOptions {
   size_t max_depth = 64;  // nesting deeper than this is refused before parsing
+  // A batch of more elements is not parsed into values (ParsedLine::
+  // oversized_batch): one 8 MiB line of `{},` holds 2.8 million messages,
+  // and their DOM and their answers took the server past 1 GiB.
+  size_t max_batch_elements = 64;
 };
 
 // Parses one line. A line that is not JSON gives kInvalid with kParseError;
@@ -90,6 +94,9 @@ struct ParsedLine {
   // empty.
   std::vector<std::string> id_tokens;
   bool batch = false;
+  // A valid JSON array of more than max_batch_elements elements: `values`
+  // is empty, nothing in it was read.
+  bool oversized_batch = false;
 };
 // nullopt and sets *error on a parse failure.
 std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& options, std::string* error);
@@ -103,11 +110,33 @@ bool IsValidId(const nlohmann::json& id);
 std::string IdKey(const nlohmann::json& id);
 
 // Serialised, single-line responses and notifications. Invalid UTF-8 in any
-// string is replaced (U+FFFD) so that dump() cannot throw.
+// string is replaced (U+FFFD) so that dump() cannot throw. Each line is
+// written once into a string of its exact size (DumpedSize): a tool's answer
+// can be megabytes, and a string grown by doubling, then copied into the
+// line, held it two or three times over.
 std::string ResultLine(const RequestId& id, const nlohmann::json& result);
+// A tools/call result (CallToolResult) whose content is one text block, the
+// JSON text of its structuredContent, given as {"type": "text"} without its
+// "text" (TextCopyResult, tools.h): the copy is written into the line from
+// structuredContent, escaped as it is serialised, instead of being held as a
+// string of its own beside the line. Another result is written as is.
+std::string ToolResultLine(const RequestId& id, const nlohmann::json& result);
+// Its size, counted without writing it.
+size_t ToolResultLineSize(const RequestId& id, const nlohmann::json& result);
 std::string ErrorLine(const RequestId& id, int code, std::string_view message,
                       const nlohmann::json& data = nullptr);
 std::string NotificationLine(std::string_view method, const nlohmann::json& params);
+
+// `value` as one line (dump(-1, ' ', false, replace)), in a string of its
+// exact size, and that size alone, counted without building the text.
+std::string DumpJson(const nlohmann::json& value);
+size_t DumpedSize(const nlohmann::json& value);
+// How many bytes of `text` to keep (a prefix ending between two UTF-8
+// sequences) so that its JSON-escaped form, as DumpJson writes it inside a
+// string's quotes, takes at most `budget` bytes: a control character costs
+// 6 ("\u0000") or 2 ("\n"), '"' and '\\' 2, an invalid byte at most 3
+// (U+FFFD), anything else its own size.
+size_t PrefixWithinEscapedSize(std::string_view text, size_t budget);
 
 // Replaces every invalid UTF-8 sequence with U+FFFD.
 std::string SanitizeUtf8(std::string_view bytes);

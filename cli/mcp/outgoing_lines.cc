@@ -14,7 +14,12 @@ struct OutgoingLines::State {
   size_t droppable_limit = 0;
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<std::string> queue;
+  struct Item {
+    std::string line;
+    std::function<std::string()> make;  // set for a deferred line
+    size_t bytes = 0;
+  };
+  std::deque<Item> queue;
   size_t queued_bytes = 0;
   uint64_t sent = 0;     // lines taken off the queue and written
   uint64_t queued = 0;   // lines ever queued
@@ -49,11 +54,21 @@ void OutgoingLines::Run(const std::shared_ptr<State>& state) {
   for (;;) {
     state->changed.wait(lock, [&] { return !state->queue.empty() || state->closing; });
     if (state->queue.empty()) break;
-    std::string line = std::move(state->queue.front());
+    State::Item item = std::move(state->queue.front());
     state->queue.pop_front();
-    state->queued_bytes -= line.size();
+    state->queued_bytes -= item.bytes;
     lock.unlock();
-    state->writer(line);
+    bool lost = false;
+    if (item.make) {
+      try {
+        item.line = item.make();
+      } catch (...) {  // bad_alloc: the line is lost, the writer goes on
+        lost = true;
+      }
+      item.make = nullptr;  // what it held goes before the line is written
+    }
+    if (!lost) state->writer(item.line);
+    item.line = std::string();
     lock.lock();
     ++state->sent;
     state->changed.notify_all();
@@ -65,7 +80,8 @@ void OutgoingLines::Run(const std::shared_ptr<State>& state) {
 void OutgoingLines::Send(std::string line) {
   std::lock_guard lock(state_->mutex);
   state_->queued_bytes += line.size();
-  state_->queue.push_back(std::move(line));
+  const size_t bytes = line.size();
+  state_->queue.push_back({std::move(line), nullptr, bytes});
   ++state_->queued;
   state_->changed.notify_all();
 }
@@ -74,10 +90,19 @@ bool OutgoingLines::SendIfRoom(std::string line) {
   std::lock_guard lock(state_->mutex);
   if (state_->queued_bytes >= state_->droppable_limit) return false;
   state_->queued_bytes += line.size();
-  state_->queue.push_back(std::move(line));
+  const size_t bytes = line.size();
+  state_->queue.push_back({std::move(line), nullptr, bytes});
   ++state_->queued;
   state_->changed.notify_all();
   return true;
+}
+
+void OutgoingLines::SendDeferred(size_t bytes, std::function<std::string()> make) {
+  std::lock_guard lock(state_->mutex);
+  state_->queued_bytes += bytes;
+  state_->queue.push_back({std::string(), std::move(make), bytes});
+  ++state_->queued;
+  state_->changed.notify_all();
 }
 
 bool OutgoingLines::WaitForRoom(size_t limit, int stop_fd) {

@@ -37,6 +37,12 @@ class OutgoingLines {
   OutgoingLines& operator=(const OutgoingLines&) = delete;
 
   void Send(std::string line);
+  // A response of `bytes` bytes that `make` writes when its turn comes, on
+  // the writer thread: a tool's answer is several times the output it
+  // holds, and built when queued, every call's answer waiting for the
+  // client held that much at once. One is built at a time; `make` must not
+  // throw (its line is lost then).
+  void SendDeferred(size_t bytes, std::function<std::string()> make);
   // Queues `line` only while less than droppable_limit bytes wait; false
   // when it was dropped.
   bool SendIfRoom(std::string line);

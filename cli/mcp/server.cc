@@ -64,13 +64,18 @@ class Server::BatchReply {
   ~BatchReply() {
     if (responses_.empty()) return;
     try {
-      std::string line = "[";
+      size_t size = responses_.size() + 1;  // the brackets and commas
+      for (const std::string& response : responses_) size += response.size();
+      std::string line;
+      line.reserve(size);
+      line += '[';
       for (size_t i = 0; i < responses_.size(); ++i) {
         if (i != 0) line += ',';
         line += responses_[i];
+        std::string().swap(responses_[i]);  // held once, in the line, not twice
       }
       line += ']';
-      server_.Write(line);
+      server_.Write(std::move(line));
     } catch (const std::exception& e) {  // bad_alloc: a destructor must not throw
       try {
         log::Error(std::string("mcp: could not send the answer to a batch: ") + e.what());
@@ -115,7 +120,7 @@ bool Server::WriteIfRoom(std::string line) { return out_.SendIfRoom(std::move(li
 
 void Server::Respond(const RequestContext& context, std::string line) {
   if (context.batch) return context.batch->Add(std::move(line));
-  Write(line);
+  Write(std::move(line));
 }
 
 void Server::SendError(const RequestContext& context, int code, std::string_view message, const json& data) {
@@ -123,13 +128,33 @@ void Server::SendError(const RequestContext& context, int code, std::string_view
 }
 
 void Server::SendResult(const RequestContext& context, json result) {
-  if (context.modern) {
-    // 2026-07-28: every result names its type, and the server identifies
-    // itself per result since there is no handshake to do it once.
-    result["resultType"] = "complete";
-    result["_meta"][std::string(kMetaServerInfo)] = ServerInfo();
-  }
+  AddModernResultFields(context, result);
   Respond(context, ResultLine(context.id, result));
+}
+
+void Server::SendToolResult(const RequestContext& context, json result) {
+  AddModernResultFields(context, result);
+  if (context.batch) return context.batch->Add(ToolResultLine(context.id, result));
+  // Written when its turn comes (OutgoingLines::SendDeferred): until then
+  // the answer holds the run's output once, not the several times its line
+  // takes, and one answer's line exists at a time.
+  const size_t bytes = ToolResultLineSize(context.id, result);
+  auto held = std::make_shared<const json>(std::move(result));
+  out_.SendDeferred(bytes, [id = context.id, held]() -> std::string {
+    try {
+      return ToolResultLine(id, *held);
+    } catch (const std::exception& e) {  // bad_alloc: the client still gets an answer
+      return ErrorLine(id, kInternalError, std::string("the result could not be written: ") + e.what());
+    }
+  });
+}
+
+void Server::AddModernResultFields(const RequestContext& context, json& result) const {
+  if (!context.modern) return;
+  // 2026-07-28: every result names its type, and the server identifies
+  // itself per result since there is no handshake to do it once.
+  result["resultType"] = "complete";
+  result["_meta"][std::string(kMetaServerInfo)] = ServerInfo();
 }
 
 void Server::HandleOversizedLine(const OversizedLine& line) {
@@ -162,12 +187,25 @@ void Server::HandleLine(std::string_view line) {
   std::string error;
   auto parsed = ParseLine(line, options_.parse, &error);
   if (!parsed) return SendError(RequestContext{}, kParseError, "Parse error: " + error);
+  if (parsed->oversized_batch) {
+    // Refused unread, in every session: neither parsed nor audited message
+    // by message (a line of tools/calls would be as many audit events).
+    std::string why = "Invalid Request: a JSON-RPC batch may hold at most " +
+                      std::to_string(options_.parse.max_batch_elements) + " messages; this one holds more and none "
+                      "of them was read";
+    log::Warn("mcp: " + why);
+    return SendError(RequestContext{}, kInvalidRequest, why);
+  }
   if (parsed->batch) {
     if (std::string why = BatchRefusal(); !why.empty()) return RefuseBatch(*parsed, why);
   }
   // A batch the session's revision has is answered with one array (BatchReply).
   auto batch = parsed->batch ? std::make_shared<BatchReply>(*this) : nullptr;
-  for (size_t i = 0; i < parsed->values.size(); ++i) HandleValue(parsed->values[i], parsed->id_tokens[i], batch);
+  for (size_t i = 0; i < parsed->values.size(); ++i) {
+    // A batch element's own size, counted without writing its text.
+    const size_t bytes = batch ? DumpedSize(parsed->values[i]) : line.size();
+    HandleValue(parsed->values[i], parsed->id_tokens[i], batch, bytes);
+  }
 }
 
 // JSON-RPC batches belong to the revisions before 2025-06-18, which removed
@@ -206,7 +244,8 @@ void Server::RefuseBatch(const ParsedLine& parsed, const std::string& why) {
   SendError(RequestContext{}, kInvalidRequest, why);
 }
 
-void Server::HandleValue(const json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch) {
+void Server::HandleValue(const json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch,
+                         size_t bytes) {
   Message message = ParseMessage(value, id_token);
   RequestContext reply_to;  // where errors about this message go
   reply_to.id = message.id;
@@ -227,7 +266,7 @@ void Server::HandleValue(const json& value, std::string_view id_token, const std
       case MessageKind::kNotification:
         return HandleNotification(message);
       case MessageKind::kRequest:
-        return HandleRequest(message, batch);
+        return HandleRequest(message, batch, bytes);
     }
   } catch (const json::exception& e) {
     log::Warn("mcp: malformed params in " + SanitizeUtf8(message.method) + ": " + e.what());
@@ -300,9 +339,10 @@ bool Server::ResolveEra(const Message& message, RequestContext* context) {
   return true;
 }
 
-void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch) {
+void Server::HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch, size_t bytes) {
   RequestContext context;
   context.batch = batch;
+  context.message_bytes = bytes;
   if (!ResolveEra(message, &context)) return;
   const std::string& method = message.method;
   if (method == "initialize") {

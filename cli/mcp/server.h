@@ -44,6 +44,11 @@ enum class Dispatch {
 struct ServerOptions {
   size_t max_concurrent = 4;         // sandboxes running at once
   size_t max_queued = 64;            // calls waiting for a slot; beyond: refused as busy
+  // The requests of the calls in flight (running or waiting), by the size
+  // of their messages: beyond, a further call is refused as busy (one call
+  // is always admitted, however large). Without it, 64 queued calls of
+  // 8 MiB of stdin each held over a GiB.
+  size_t max_request_bytes_in_flight = 64 << 20;
   size_t max_message_bytes = 8 << 20;
   size_t max_progress_bytes = 1 << 20;  // output streamed as progress, per call
   // Progress and log notifications waiting for a client that reads slowly:
@@ -98,8 +103,10 @@ class Server {
   // Why a batch is refused in this session ("" when it is not).
   std::string BatchRefusal();
   void RefuseBatch(const ParsedLine& parsed, const std::string& why);
-  void HandleValue(const nlohmann::json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch);
-  void HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch);
+  // `bytes`: the message's size, which a tools/call holds while in flight.
+  void HandleValue(const nlohmann::json& value, std::string_view id_token, const std::shared_ptr<BatchReply>& batch,
+                   size_t bytes);
+  void HandleRequest(const Message& message, const std::shared_ptr<BatchReply>& batch, size_t bytes);
   void HandleNotification(const Message& message);
   bool ResolveEra(const Message& message, RequestContext* context);
   nlohmann::json Initialize(const nlohmann::json& params);
@@ -127,6 +134,9 @@ class Server {
   // The response to one request: its own line, or its place in the batch
   // it came in (RequestContext::batch).
   void SendResult(const RequestContext& context, nlohmann::json result);
+  // A tools/call result (tools.h): its text copy is written with the line.
+  void SendToolResult(const RequestContext& context, nlohmann::json result);
+  void AddModernResultFields(const RequestContext& context, nlohmann::json& result) const;
   void SendError(const RequestContext& context, int code, std::string_view message,
                  const nlohmann::json& data = nullptr);
   void Respond(const RequestContext& context, std::string line);
@@ -150,6 +160,7 @@ class Server {
   std::map<std::string, std::shared_ptr<Call>> calls_;  // by IdKey, while in flight
   size_t running_ = 0;      // calls holding a sandbox slot
   size_t in_flight_ = 0;    // calls started and not yet answered
+  size_t request_bytes_in_flight_ = 0;  // their messages' sizes
   std::string negotiated_version_;
   std::string client_name_;
   LogLevel session_log_level_ = LogLevel::kOff;  // legacy logging/setLevel

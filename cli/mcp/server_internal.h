@@ -21,6 +21,7 @@ struct Server::RequestContext {
   LogLevel log_level = LogLevel::kOff;  // modern: from _meta; legacy: read from the session
   nlohmann::json progress_token;        // null when the client asked for none
   std::string client_name;
+  size_t message_bytes = 0;             // the request's size (a batch element's own)
 };
 
 struct Server::Call {

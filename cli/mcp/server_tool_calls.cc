@@ -108,10 +108,12 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
     } else if (shutting_down_) {
       refused = "the server is shutting down";
     } else {
-      busy = in_flight_ >= options_.max_concurrent + options_.max_queued;
+      busy = in_flight_ >= options_.max_concurrent + options_.max_queued ||
+             (in_flight_ > 0 && request_bytes_in_flight_ + context.message_bytes > options_.max_request_bytes_in_flight);
       if (!busy) {
         calls_[call->key] = call;
         ++in_flight_;
+        request_bytes_in_flight_ += context.message_bytes;
       }
     }
   }
@@ -122,8 +124,12 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
   }
   if (busy) {
     Status why = ResourceExhaustedError("server busy: " + std::to_string(options_.max_concurrent) +
-                                        " sandboxes running and the queue is full; retry later");
-    return SendResult(context, CallResultFromError(call->tool, "busy", why, AuditRefusal(IdentityOf(*call), "busy", why)));
+                                        " sandboxes running and the queue is full (at most " +
+                                        std::to_string(options_.max_queued) + " calls, or " +
+                                        std::to_string(options_.max_request_bytes_in_flight) +
+                                        " bytes of requests, in flight); retry later");
+    return SendToolResult(context,
+                          CallResultFromError(call->tool, "busy", why, AuditRefusal(IdentityOf(*call), "busy", why)));
   }
   if (options_.dispatch == Dispatch::kInline) return RunToolCall(call);
   try {
@@ -133,6 +139,7 @@ void Server::StartToolCall(const Message& message, const RequestContext& context
       std::lock_guard lock(mutex_);
       calls_.erase(call->key);
       --in_flight_;
+      request_bytes_in_flight_ -= call->context.message_bytes;
       changed_.notify_all();
     }
     RefuseToolCallMessage(message, context, "server_error", kInternalError,
@@ -152,12 +159,13 @@ void Server::RunToolCall(const std::shared_ptr<Call>& call) {
   }
   // A cancelled request gets no response (MCP cancellation: the receiver
   // SHOULD NOT respond); its sandbox was killed through the CancelToken.
-  if (!call->cancel.cancelled()) SendResult(call->context, std::move(result));
+  if (!call->cancel.cancelled()) SendToolResult(call->context, std::move(result));
   // The last call of a batch sends the batch's array here, while the server
   // is certainly alive: it waits for in_flight_ to reach 0 before going away.
   call->context.batch.reset();
   std::lock_guard lock(mutex_);
   --in_flight_;
+  request_bytes_in_flight_ -= call->context.message_bytes;
   changed_.notify_all();
 }
 
@@ -165,8 +173,10 @@ bool Server::AcquireSlot(Call& call) {
   std::unique_lock lock(mutex_);
   // A sandbox starts only while the answers waiting for the client fit
   // max_queued_response_bytes, as the reader reads only then (Serve): each
-  // answer holds its run's output (up to the policy's cap, JSON-escaped,
-  // twice: structuredContent and its text copy), and calls already read
+  // answer counts as the size of its line (its run's output JSON-escaped
+  // twice, structuredContent and its text copy: at most six times the
+  // captured bytes, CallResultFromExec; it holds the output once until the
+  // writer builds the line, SendToolResult), and calls already read
   // (up to max_concurrent + max_queued) would otherwise each add one while
   // the client reads nothing. The queue drains on the writer thread, which
   // does not notify changed_: hence the timed wait.
@@ -209,6 +219,7 @@ json Server::ExecuteTool(Call& call) {
     return CallResultFromRuntimes(runtimes, *audit);
   }
   auto request = ParseToolArguments(call.tool, call.arguments, tool_context_);
+  call.arguments = json();  // the request holds what the run needs: not twice while it waits and runs
   if (!request.ok()) {
     Log(call.context, LogLevel::kWarning, {{"tool", call.tool}, {"refused", request.status().message()}});
     return CallResultFromError(call.tool, "bad_input", request.status(), AuditRefusal(identity, "bad_input", request.status()));
@@ -235,7 +246,7 @@ json Server::ExecuteTool(Call& call) {
   Log(call.context, IsErrorStatus(result->status) ? LogLevel::kWarning : LogLevel::kInfo,
       {{"tool", call.tool}, {"status", ExecStatusName(result->status)}, {"exit_code", result->exit_code},
        {"audit_event_id", result->audit_event_id}});
-  return CallResultFromExec(*result);
+  return CallResultFromExec(std::move(*result));
 }
 
 void Server::SendProgress(Call& call, OutputStream stream, std::string_view data) {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "cli/mcp/json_rpc.h"
+#include "compiler/common/hidden_characters.h"
 
 namespace cocoon::mcp {
 namespace {
@@ -288,13 +290,52 @@ Result<ExecRequest> ParseRunInSandbox(const json& args, const ToolContext& conte
     }
   }
   if (request.workdir == ".") request.workdir.clear();
+  // It becomes the policy's cwd, and the policy front end refuses what a
+  // review cannot see: said here about the argument, not as an error at a
+  // line of the generated policy (a host file the client never sees).
+  if (auto hidden = FindHiddenCharacters("/work/" + request.workdir); !hidden.empty()) {
+    char code_point[16];
+    std::snprintf(code_point, sizeof code_point, "U+%04X", static_cast<unsigned>(hidden[0].code_point));
+    return Bad("'workdir' must not contain " + std::string(code_point) + " " + std::string(hidden[0].name) +
+               ": invisible and bidirectional-control characters are refused in a path the policy names");
+  }
   return request;
 }
 
-json TextResult(const json& structured, bool is_error) {
-  return {{"content", json::array({{{"type", "text"}, {"text", structured.dump(-1, ' ', false, json::error_handler_t::replace)}}})},
-          {"structuredContent", structured},
-          {"isError", is_error}};
+// structuredContent and the same JSON as a text block, for clients that read
+// only text. The block has no "text" here: ToolResultLine (json_rpc.h)
+// writes it into the response line from structuredContent, so that a run's
+// captured output is held once, not also as a text copy.
+json TextResult(json structured, bool is_error) {
+  json result = json::object();
+  result["content"] = json::array({json{{"type", "text"}}});
+  result["structuredContent"] = std::move(structured);
+  result["isError"] = is_error;
+  return result;
+}
+
+// A captured stream goes into the answer twice, JSON-escaped each time (in
+// structuredContent, and in the text copy, escaped once more). Text at most
+// doubles when escaped ('"', '\\', a newline or a tab take two bytes), but a
+// control character takes six ("\u0000", seven in the text copy) and an
+// invalid byte three (U+FFFD): a command printing NULs up to the output cap
+// made an answer 13 times the cap. Such a stream is cut where its escaped
+// form reaches twice its captured size (plus kEscapeSlack, so that a short
+// output with a few escapes is whole), and marked truncated, with a note.
+constexpr size_t kEscapeSlack = 64 * 1024;
+
+void KeepEscapedOutputWithinBudget(json& structured, const std::string& stream) {
+  auto& text = structured[stream].get_ref<std::string&>();
+  const size_t kept = PrefixWithinEscapedSize(text, 2 * text.size() + kEscapeSlack);
+  if (kept == text.size()) return;
+  const size_t captured = text.size();
+  text.resize(kept);
+  text.shrink_to_fit();  // the captured buffer goes now, before the answer is written
+  structured[stream + "_truncated"] = true;
+  if (!structured["notes"].is_array()) structured["notes"] = json::array();
+  structured["notes"].push_back(stream + " cut from " + std::to_string(captured) + " to " + std::to_string(kept) +
+                                " bytes: control characters or invalid UTF-8 made its JSON form more than twice "
+                                "its size");
 }
 
 }  // namespace
@@ -379,8 +420,8 @@ std::string_view ExecStatusName(ExecStatus status) {
   return "unknown";
 }
 
-json CallResultFromExec(const ExecResult& result) {
-  json structured = result.outcome.is_object() ? result.outcome : json::object();
+json CallResultFromExec(ExecResult result) {
+  json structured = result.outcome.is_object() ? std::move(result.outcome) : json::object();
   // Guarantee the keys the outputSchema requires, whatever the Outcome JSON holds.
   auto ensure = [&](const char* key, json value) {
     if (!structured.contains(key) || structured[key].type() != value.type()) structured[key] = std::move(value);
@@ -393,7 +434,9 @@ json CallResultFromExec(const ExecResult& result) {
   ensure("termination_reason", std::string(ExecStatusName(result.status)));
   structured["audit"] = {{"sequence", result.audit_sequence}, {"event_id", result.audit_event_id}};
   if (!result.audit_note.empty()) structured["audit"]["note"] = result.audit_note;
-  return TextResult(structured, IsErrorStatus(result.status));
+  KeepEscapedOutputWithinBudget(structured, "stdout");
+  KeepEscapedOutputWithinBudget(structured, "stderr");
+  return TextResult(std::move(structured), IsErrorStatus(result.status));
 }
 
 json AuditJson(const AuditRef& audit) {
@@ -414,13 +457,13 @@ json CallResultFromError(std::string_view tool, std::string_view kind, const Sta
                      {"stderr", ""},           {"timed_out", false},
                      {"oom_killed", false},    {"termination_reason", "not_started"},
                      {"audit", audit},         {"error", std::move(error)}};
-  return TextResult(structured, true);
+  return TextResult(std::move(structured), true);
 }
 
 json CallResultFromRuntimes(const json& runtimes, const AuditRef& audit) {
   json structured = runtimes.is_object() && runtimes.contains("runtimes") ? runtimes : json{{"runtimes", json::array()}};
   structured["audit"] = AuditJson(audit);
-  return TextResult(structured, false);
+  return TextResult(std::move(structured), false);
 }
 
 std::string RelativePathProblem(std::string_view path) {

@@ -47,8 +47,12 @@ nlohmann::json ToolDescriptors(const ToolContext& context);
 Result<ExecRequest> ParseToolArguments(std::string_view tool, const nlohmann::json& arguments,
                                        const ToolContext& context);
 
-// A CallToolResult: structuredContent, the same JSON as text, isError.
-nlohmann::json CallResultFromExec(const ExecResult& result);
+// A CallToolResult: structuredContent, the same JSON as text, isError. The
+// text block is {"type": "text"} until ToolResultLine (json_rpc.h) writes
+// the line, its text taken from structuredContent there.
+// A captured stream whose JSON form would take more than twice its size
+// (plus 64 KiB) is cut there, `<stream>_truncated` set and a note added.
+nlohmann::json CallResultFromExec(ExecResult result);
 // isError result for input the tool refused or a run that could not start.
 // `kind` names the class: "bad_input", "busy", "cancelled", "launch_failed", "audit_failed".
 // A result's `audit` object: the event's sequence and id, with a note when

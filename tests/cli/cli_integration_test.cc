@@ -27,6 +27,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -2262,6 +2263,201 @@ TEST(CocoonMcp, AWorkDirBreakoutIsAnErrorAndTheDirIsDiscarded) {
   const json& clean = results[2]["result"];
   EXPECT_FALSE(clean["isError"].get<bool>()) << clean.dump(2);
   EXPECT_EQ(clean["structuredContent"]["breakout"]["verified"], "discarded");
+}
+
+// A `cocoon mcp` child on pipes: requests go to `in`, lines come from `out`.
+struct McpServerProcess {
+  pid_t pid = -1;
+  int in = -1;
+  int out = -1;
+  std::string buffered;
+
+  explicit McpServerProcess(const std::vector<std::string>& args) {
+    int to_server[2], from_server[2];
+    if (pipe2(to_server, O_CLOEXEC) != 0 || pipe2(from_server, O_CLOEXEC) != 0) return;
+    pid = fork();
+    if (pid == 0) {
+      dup2(to_server[0], 0);
+      dup2(from_server[1], 1);
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 2);
+      std::vector<char*> argv = {const_cast<char*>(COCOON_BINARY), const_cast<char*>("mcp")};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(COCOON_BINARY, argv.data());
+      _exit(127);
+    }
+    close(to_server[0]);
+    close(from_server[1]);
+    in = to_server[1];
+    out = from_server[0];
+  }
+  ~McpServerProcess() {
+    if (in >= 0) close(in);
+    if (pid > 0) waitpid(pid, nullptr, 0);
+    if (out >= 0) close(out);
+  }
+  bool Send(const std::string& line) {
+    const std::string text = line + "\n";
+    return write(in, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  }
+  // The next line the server writes ("" at EOF).
+  std::string ReadLine() {
+    char chunk[1 << 16];
+    size_t newline;
+    while ((newline = buffered.find('\n')) == std::string::npos) {
+      ssize_t n = read(out, chunk, sizeof chunk);
+      if (n <= 0) return "";
+      buffered.append(chunk, static_cast<size_t>(n));
+    }
+    std::string line = buffered.substr(0, newline);
+    buffered.erase(0, newline + 1);
+    return line;
+  }
+  // The peak of the server's resident memory so far, in KiB.
+  long PeakRssKib() const {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return -1;
+  }
+};
+
+// A run printing NULs up to the output cap on both streams: escaped, each
+// NUL took 6 bytes in structuredContent and 7 in the text copy, and the
+// answer was copied whole several times on its way out, so that one call
+// under strict (1 MiB cap per stream) peaked the server at ~96 MiB. The
+// cut output and the answer written once keep it near 22 MiB.
+TEST(CocoonMcp, NulOutputUpToTheCapKeepsTheServersMemoryBounded) {
+  McpServerProcess server({});
+  ASSERT_GT(server.pid, 0);
+  ASSERT_TRUE(server.Send(
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"));
+  ASSERT_FALSE(server.ReadLine().empty());
+  ASSERT_TRUE(server.Send(
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"head -c 20000000 /dev/zero; head -c 20000000 /dev/zero >&2"}}})j"));
+  const std::string line = server.ReadLine();
+  const long peak_kib = server.PeakRssKib();
+  json answer = json::parse(line, nullptr, false);
+  ASSERT_FALSE(answer.is_discarded()) << line.substr(0, 300);
+  const json& outcome = answer["result"]["structuredContent"];
+  EXPECT_EQ(outcome["stdout_truncated"], true);
+  EXPECT_EQ(outcome["stderr_truncated"], true);
+  EXPECT_EQ(outcome["stdout_bytes"], 20000000);
+  EXPECT_LT(line.size(), 12u << 20) << "the answer to 2 MiB of captured NULs";
+  EXPECT_LT(peak_kib, 48 * 1024) << "VmHWM of `cocoon mcp` after one call of 2 MiB of captured NULs";
+}
+
+// Code over 64 KiB (or for a runtime that only runs files) is staged as a
+// file in the cache and bound at /cocoon/main<ext>; pruning spares files
+// younger than ten minutes, so each distinct snippet an MCP client sent
+// stayed on the host's disk that long (150 calls of 1 MiB added 150 MiB in
+// 5 s). The file now goes when the last run using it ends, for MCP calls and
+// for `cocoon run` alike, and identical code still finds its compiled policy.
+TEST(CocoonMcp, LargeCodeLeavesNoFileInTheCache) {
+  fs::path cache = fs::temp_directory_path() / ("cocoon-mcp-code-cache-" + std::to_string(getpid()));
+  fs::remove_all(cache);
+  fs::create_directories(cache);
+  auto staged_code_files = [&] {
+    size_t count = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(cache / "quick", ec)) count += entry.path().extension() == ".py";
+    return count;
+  };
+  auto call = [](int id, int variant) {
+    const std::string code = "# " + std::to_string(variant) + "\n" + std::string(100 * 1024, '#') + "\nprint('big ok')\n";
+    json request = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                    {"params", {{"name", "execute_code"}, {"arguments", {{"language", "python"}, {"code", code}}}}}};
+    return request.dump() + "\n";
+  };
+  const std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n" +
+      call(1, 1) + call(2, 2) + call(3, 3) + call(4, 1);
+  Ran ran = Cocoon({"mcp"}, "", {{"COCOON_CACHE_DIR", cache.string()}}, COCOON_BINARY, requests);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::map<int, json> results = McpResponsesById(ran.out);
+  for (int id = 1; id <= 4; ++id) {
+    ASSERT_TRUE(results.count(id)) << ran.out.substr(0, 2000);
+    EXPECT_EQ(results[id]["result"]["structuredContent"]["stdout"], "big ok\n") << results[id].dump().substr(0, 2000);
+  }
+  EXPECT_EQ(staged_code_files(), 0u) << "staged code left in " << (cache / "quick");
+  std::string code;
+  for (int i = 0; i < 12000; ++i) code += "x = 1\n";
+  Ran run = Cocoon({"run", "-r", "python", "-c", code + "print('run ok')"}, "", {{"COCOON_CACHE_DIR", cache.string()}});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "run ok\n");
+  EXPECT_EQ(staged_code_files(), 0u) << "`cocoon run -c` left its staged code in " << (cache / "quick");
+  fs::remove_all(cache);
+}
+
+// Without --policy, execute_code and execute_skill run under their
+// runtime's preset, which may raise strict's limits (python-skill: 512 MiB,
+// 64 processes, 30 s) with no override to show it: the result names the
+// profile whose limits applied (base_policy), `cocoon mcp --help` gives the
+// figures per preset, and with --policy its limits apply to every runtime.
+TEST(CocoonMcp, TheCeilingOfEachCallIsNamedInItsResult) {
+  auto limit_of = [](const json& outcome, const std::string& name) -> json {
+    for (const auto& limit : outcome["limits"]) {
+      if (limit["limit"] == name) return limit["requested"];
+    }
+    return nullptr;
+  };
+  const std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","code":"print(1)"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_skill","arguments":{"skill":"s","code":"print(2)"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"echo 3"}}})j"
+      "\n";
+  Ran ran = Cocoon({"mcp"}, "", {}, COCOON_BINARY, requests);
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  std::map<int, json> results = McpResponsesById(ran.out);
+  ASSERT_TRUE(results.count(1) && results.count(2) && results.count(3)) << ran.out;
+  const json python = results[1]["result"]["structuredContent"];
+  const json skill = results[2]["result"]["structuredContent"];
+  const json command = results[3]["result"]["structuredContent"];
+  EXPECT_EQ(python["base_policy"], (json{{"profile", "python"}, {"source", "runtime preset"}})) << python.dump();
+  EXPECT_EQ(skill["base_policy"], (json{{"profile", "python-skill"}, {"source", "runtime preset"}})) << skill.dump();
+  EXPECT_EQ(command["base_policy"], (json{{"profile", "strict"}, {"source", "strict"}})) << command.dump();
+  EXPECT_EQ(limit_of(skill, "memory"), 512u << 20);
+  EXPECT_EQ(limit_of(skill, "wall_time"), 30000);
+  EXPECT_EQ(limit_of(python, "memory"), 128u << 20);
+  EXPECT_TRUE(skill["overrides"].empty()) << skill["overrides"];
+
+  Ran capped = Cocoon({"mcp", "--policy", COCOON_POLICIES_DIR "/strict.cocoon"}, "", {}, COCOON_BINARY, requests);
+  ASSERT_EQ(capped.status, 0) << capped.err;
+  results = McpResponsesById(capped.out);
+  ASSERT_TRUE(results.count(2)) << capped.out;
+  const json strict_skill = results[2]["result"]["structuredContent"];
+  EXPECT_EQ(strict_skill["base_policy"], (json{{"profile", "strict"}, {"source", "policy file"}})) << strict_skill.dump();
+  EXPECT_EQ(limit_of(strict_skill, "memory"), 128u << 20);
+
+  // The figures --help gives per preset are the presets' own.
+  Ran help = Cocoon({"mcp", "--help"});
+  std::string footer = help.out;
+  for (char& c : footer) c = c == '\n' ? ' ' : c;
+  const std::vector<std::tuple<std::string, std::string, std::string, std::string>> presets = {
+      {"go and rust 1 GiB, 256 processes, 60 s", "go", "1GiB", "60s"},
+      {"go and rust 1 GiB, 256 processes, 60 s", "rust", "1GiB", "60s"},
+      {"java and pwsh 1 GiB, 256 processes, 30 s", "java", "1GiB", "30s"},
+      {"java and pwsh 1 GiB, 256 processes, 30 s", "pwsh", "1GiB", "30s"},
+      {"python-skill, bun and deno 512 MiB, 64 processes, 30 s", "python-skill", "512MiB", "30s"},
+      {"python-skill, bun and deno 512 MiB, 64 processes, 30 s", "bun", "512MiB", "30s"},
+      {"python-skill, bun and deno 512 MiB, 64 processes, 30 s", "deno", "512MiB", "30s"},
+  };
+  for (const auto& [said, preset, memory, wall] : presets) {
+    EXPECT_NE(footer.find(said), std::string::npos) << help.out;
+    std::ifstream file(COCOON_POLICIES_DIR "/runtimes/" + preset + ".cocoon");
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("memory " + memory), std::string::npos) << preset;
+    EXPECT_NE(text.find("wall_time " + wall), std::string::npos) << preset;
+    const std::string processes = said.find("256") != std::string::npos ? "256" : "64";
+    EXPECT_NE(text.find("processes " + processes), std::string::npos) << preset;
+  }
 }
 
 TEST(CocoonDocs, AnUnknownCommandIsNamedAsSuch) {

@@ -8,9 +8,12 @@
 // that naming).
 #include <dirent.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/agent_run_util.h"
+#include "cli/staged_code_file.h"
 
 namespace cocoon::cli {
 namespace {
@@ -100,6 +104,65 @@ TEST_F(ContentAddressedWriteTest, IdenticalWritesFromManyThreadsAllSucceed) {
   for (const std::string& name : QuickFiles()) {
     EXPECT_EQ(name.find(".tmp."), std::string::npos) << "temporary left behind: " << name;
   }
+}
+
+// Staged code (cli/staged_code_file.h) stays while any run holds it and goes
+// with the last one: left in the cache, each distinct snippet of an MCP
+// client's stayed for the ten minutes pruning spares young files.
+TEST_F(ContentAddressedWriteTest, StagedCodeIsRemovedWhenItsLastHolderLetsGo) {
+  const std::string code(100 * 1024, '#');
+  auto first = StagedCodeFile::Stage(code, ".py");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::string path = (*first)->path();
+  auto second = StagedCodeFile::Stage(code, ".py");
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*second)->path(), path);
+  first->reset();
+  EXPECT_EQ(access(path.c_str(), R_OK), 0) << "removed while a second run still held it";
+  second->reset();
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "left behind by its last holder";
+  EXPECT_TRUE(QuickFiles().empty());
+}
+
+// Runs of the same code from many threads, each starting and ending at its
+// own time: while a run holds the file it is there, whole, whatever the
+// others do; at the end nothing is left.
+TEST_F(ContentAddressedWriteTest, StagedCodeIsNeverRemovedUnderAnotherHolder) {
+  const std::string code = "print('the same large snippet')\n" + std::string(70 * 1024, '#');
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 200;
+  std::atomic<int> failures{0};
+  std::atomic<bool> go{false};
+  std::mutex mutex;
+  std::string first_error;
+  auto fail = [&](const std::string& why) {
+    failures.fetch_add(1);
+    std::lock_guard lock(mutex);
+    if (first_error.empty()) first_error = why;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      for (int round = 0; round < kRounds; ++round) {
+        auto held = StagedCodeFile::Stage(code, ".py");
+        if (!held.ok()) {
+          fail(held.status().ToString());
+          continue;
+        }
+        struct stat st {};
+        if (stat((*held)->path().c_str(), &st) != 0) {
+          fail(std::string("gone while held: ") + strerror(errno));
+        } else if (static_cast<size_t>(st.st_size) != code.size()) {
+          fail("held with " + std::to_string(st.st_size) + " bytes");
+        }
+      }
+    });
+  }
+  go.store(true);
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0) << "first: " << first_error;
+  EXPECT_TRUE(QuickFiles().empty());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 //   "kill"         report a policy kill  "fail" Execute returns a host error
 //   "binary"       stdout holds invalid UTF-8
 //   "hold:<ms>"    keep a slot busy for <ms> ms (concurrency tests)
+//   "fill:<c>:<n>" stdout = <n> copies of byte <c> ("nul" for NUL), not streamed
 //   anything else  exit 0, stdout = the code, streamed in two chunks
 #pragma once
 
@@ -87,6 +88,13 @@ class FakeExecutor : public Executor {
       result.status = ExecStatus::kOomKilled;
     } else if (code == "kill") {
       result.status = ExecStatus::kPolicyKill;
+    }
+    if (code.rfind("fill:", 0) == 0) {
+      const size_t colon = code.find(':', 5);
+      const std::string byte = code.substr(5, colon - 5);
+      std::string out(std::stoul(code.substr(colon + 1)), byte == "nul" ? '\0' : byte[0]);
+      result.outcome = {{"exit_code", 0}, {"stdout", std::move(out)}, {"stderr", ""}, {"wall_ms", 1}};
+      return result;
     }
     std::string out = code == "binary" ? std::string("\xff\xfe ok \xc3", 7) : code;
     if (hooks.on_output && !out.empty()) {

@@ -251,6 +251,10 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       {"run_in_sandbox", {{"command", json::array()}}, "non-empty array"},
       {"run_in_sandbox", {{"command", {"ls", 3}}}, "items must be strings"},
       {"run_in_sandbox", {{"command", "ls"}, {"workdir", "../.."}}, "'workdir' '../..' must not have a '.' or '..' component"},
+      // It would be the generated policy's cwd, which the front end refuses
+      // at a line of a host file the client never sees.
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\u202Eb"}},
+       "'workdir' must not contain U+202E RIGHT-TO-LEFT OVERRIDE"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "17179869185GiB"}}, "too large"},
       {"run_in_sandbox", {{"command", "ls"}, {"timeout", 1.9}}, "must be a whole number"},
@@ -305,6 +309,42 @@ TEST_F(McpServerTest, InspectRuntimes) {
 // writes requests but does not read the answers stops being read from,
 // instead of growing the queue of answers without bound. A stop signal
 // still ends the wait.
+// A tool's answer is written when its turn comes, on the writer thread:
+// built when queued, every answer waiting for a slow client held its whole
+// line (several times the output it carries) at once. It counts as waiting
+// bytes all the same, and keeps its place among the other lines.
+TEST(OutgoingLinesTest, ADeferredLineIsBuiltOnlyWhenItsTurnComes) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool client_reads = false;
+  std::vector<std::string> written;
+  OutgoingLines out(
+      [&](const std::string& line) {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return client_reads; });
+        written.push_back(line);
+      },
+      1 << 20);
+  std::atomic<int> built{0};
+  out.Send("first");
+  out.SendDeferred(5000, [&] {
+    ++built;
+    return std::string("second");
+  });
+  out.Send("third");
+  EXPECT_FALSE(out.HasRoom(4000)) << "the deferred line's bytes count as waiting";
+  EXPECT_EQ(built.load(), 0) << "built while the line before it was still being written";
+  {
+    std::lock_guard lock(mutex);
+    client_reads = true;
+  }
+  changed.notify_all();
+  EXPECT_TRUE(out.Drain());
+  EXPECT_EQ(built.load(), 1);
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(written, (std::vector<std::string>{"first", "second", "third"}));
+}
+
 TEST(OutgoingLinesTest, WaitForRoomHoldsTheReaderWhileTheClientDoesNotRead) {
   std::mutex mutex;
   std::condition_variable changed;
@@ -552,6 +592,90 @@ TEST_F(McpServerTest, AOneElementBatchIsStillAnArray) {
   EXPECT_EQ(messages[0][0]["id"], "a");
 }
 
+// A batch holds at most 64 messages (ParseOptions::max_batch_elements): one
+// 8 MiB line of `{},` is 2.8 million messages, whose DOM and answers took
+// the server past 1 GiB. A larger batch is refused unread, with one error
+// naming the limit, in any session; its tools/calls are neither run nor
+// audited one by one. A line that is not JSON is still a parse error.
+TEST(McpBatches, ABatchOfMoreThan64MessagesIsRefusedUnreadWithOneError) {
+  auto batch_of = [](size_t n, const std::string& element) {
+    std::string line = "[";
+    for (size_t i = 0; i < n; ++i) line += (i ? "," : "") + element;
+    return line + "]";
+  };
+  const std::string ping = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+  const std::string call = R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code",)"
+                           R"("arguments":{"language":"python","code":"1"}}})";
+  for (const char* version : {"2025-03-26", "2025-06-18"}) {
+    SCOPED_TRACE(version);
+    FakeExecutor executor;
+    Collector out;
+    ServerOptions options;
+    options.dispatch = Dispatch::kInline;
+    Server server(executor, [&](const std::string& l) { out.Add(l); }, options);
+    server.HandleLine(json{{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                           {"params", {{"protocolVersion", version}}}}.dump());
+    server.WaitIdle();
+    for (const std::string& line : {batch_of(65, ping), batch_of(65, call), batch_of(300000, "{}")}) {
+      out.Clear();
+      server.HandleLine(line);
+      server.WaitIdle();
+      std::vector<std::string> lines = out.Lines();
+      ASSERT_EQ(lines.size(), 1u);
+      EXPECT_LT(lines[0].size(), 1024u) << "the answer to a " << line.size() << "-byte batch";
+      json answer = json::parse(lines[0]);
+      ASSERT_TRUE(answer.is_object()) << lines[0].substr(0, 300);
+      EXPECT_TRUE(answer["id"].is_null());
+      EXPECT_EQ(answer["error"]["code"], -32600);
+      EXPECT_NE(answer["error"]["message"].get<std::string>().find("at most 64 messages"), std::string::npos)
+          << answer.dump();
+    }
+    EXPECT_TRUE(executor.requests().empty());
+    EXPECT_TRUE(executor.refusals().empty());
+    out.Clear();
+    server.HandleLine(batch_of(65, ping).substr(1));  // not JSON: `{...},{...}]`
+    server.HandleLine(batch_of(65, ping) + ",");
+    server.WaitIdle();
+    for (const json& answer : out.Messages()) EXPECT_EQ(answer["error"]["code"], -32700) << answer.dump();
+    EXPECT_EQ(out.Lines().size(), 2u);
+  }
+  // 64 is a batch still, answered with one array of 64.
+  FakeExecutor executor;
+  Collector out;
+  ServerOptions options;
+  options.dispatch = Dispatch::kInline;
+  Server server(executor, [&](const std::string& l) { out.Add(l); }, options);
+  server.HandleLine(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})");
+  server.WaitIdle();
+  out.Clear();
+  server.HandleLine(batch_of(64, ping));
+  server.WaitIdle();
+  auto messages = out.Messages();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].size(), 64u);
+}
+
+// Calls in flight hold their requests: past max_request_bytes_in_flight of
+// them a further call is refused as busy (64 queued calls of 8 MiB of stdin
+// each held over a GiB), and admitted again once the others are answered.
+TEST_F(McpThreadedTest, CallsInFlightHoldABoundedSizeOfRequests) {
+  options_.max_request_bytes_in_flight = 1000;
+  NewSession();
+  auto call = [&](int id, const std::string& code) {
+    return ToolCall(id, "execute_code", {{"language", "python"}, {"code", code}, {"stdin", std::string(300, 'x')}});
+  };
+  for (int id = 1; id <= 3; ++id) server_->HandleLine(call(id, "hold:300").dump());
+  EXPECT_EQ(out_.WaitFor(3)["result"]["structuredContent"]["error"]["kind"], "busy");
+  EXPECT_EQ(out_.WaitFor(1)["result"]["isError"], false);
+  EXPECT_EQ(out_.WaitFor(2)["result"]["isError"], false);
+  server_->WaitIdle();
+  EXPECT_EQ(Call(call(4, "again"))["result"]["isError"], false);
+  // One call is admitted whatever its size.
+  options_.max_request_bytes_in_flight = 10;
+  NewSession();
+  EXPECT_EQ(Call(call(5, "alone"))["result"]["isError"], false);
+}
+
 // 2025-06-18 removed JSON-RPC batching; only a session that negotiated
 // 2024-11-05 or 2025-03-26 may batch, and no revision batches before
 // initialize. A refused batch is one Invalid Request with id null: none of
@@ -603,6 +727,37 @@ TEST_F(McpServerTest, InvalidUtf8OutputIsSanitised) {
   std::string out = r["result"]["structuredContent"]["stdout"];
   EXPECT_NE(out.find(" ok "), std::string::npos);
   EXPECT_TRUE(IsValidUtf8(out));
+}
+
+// A captured stream is in the answer twice, escaped each time: NULs (six
+// bytes each as "\u0000", seven in the text copy) made a 1 MiB capture a
+// 13 MiB line. Such a stream is cut where its escaped form reaches twice its
+// size plus 64 KiB, and marked truncated with a note; text that at most
+// doubles when escaped ('"', '\\', newlines) is never cut.
+TEST_F(McpServerTest, OutputThatEscapingWouldMultiplyIsCutAndTheAnswerStaysBounded) {
+  constexpr size_t kCaptured = 1 << 20;
+  Call(ToolCall(1, "execute_code", {{"language", "python"}, {"code", "fill:nul:" + std::to_string(kCaptured)}}));
+  std::vector<std::string> lines = out_.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_LT(lines[0].size(), 6 * kCaptured) << "the answer to 1 MiB of NULs";
+  json result = json::parse(lines[0])["result"];
+  const json& structured = result["structuredContent"];
+  EXPECT_EQ(structured["stdout"].get<std::string>().size(), (2 * kCaptured + 64 * 1024) / 6);
+  EXPECT_EQ(structured["stdout"].get<std::string>().find_first_not_of('\0'), std::string::npos);
+  EXPECT_EQ(structured["stdout_truncated"], true);
+  ASSERT_TRUE(structured["notes"].is_array()) << structured.dump().substr(0, 500);
+  EXPECT_NE(structured["notes"].dump().find("stdout cut from 1048576 to"), std::string::npos) << structured["notes"];
+  EXPECT_EQ(json::parse(result["content"][0]["text"].get<std::string>()), structured);
+  for (const char* fill : {"fill:\":", "fill:\\:", "fill:a:"}) {
+    out_.Clear();
+    Call(ToolCall(2, "execute_code", {{"language", "python"}, {"code", fill + std::to_string(kCaptured)}}));
+    lines = out_.Lines();
+    ASSERT_EQ(lines.size(), 1u);
+    const json whole = json::parse(lines[0])["result"]["structuredContent"];
+    EXPECT_EQ(whole["stdout"].get<std::string>().size(), kCaptured) << fill;
+    EXPECT_FALSE(whole.contains("stdout_truncated")) << fill;
+    EXPECT_FALSE(whole.contains("notes")) << fill;
+  }
 }
 
 TEST_F(McpServerTest, ProgressNotificationsStreamOutputWithinTheCap) {
