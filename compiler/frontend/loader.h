@@ -44,6 +44,12 @@ struct Program {
   // Profiles whose name an earlier one already had (the loader reports each;
   // `profiles` keeps the first). `cocoon check` still checks their bodies.
   std::vector<ProfileRef> redefinitions;
+  // The paths an include or import tried, and found no regular file at,
+  // before the one it resolved to (absolute, as tried; each once): a file
+  // put at one of them later would be read instead. `import "strict"` in
+  // /p/policy.cocoon tries /p/strict.cocoon and /p/strict before the
+  // shipped policies/strict.cocoon.
+  std::vector<std::string> shadowing_paths;
 
   const LoadedFile* root() const { return files.empty() ? nullptr : files.front().get(); }
 };

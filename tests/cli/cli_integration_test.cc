@@ -1625,6 +1625,129 @@ TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
   fs::remove_all(dir);
 }
 
+std::map<int, json> McpResponsesById(const std::string& out);  // below, with the MCP tests
+
+// The policy a run enforces must not be in reach of the run: a work dir
+// (committed back) or a writable bind (written in place) that holds the
+// policy file, a file it imports, or a place an import looks first (the
+// policy's own directory, before the shipped policies/) would let the
+// sandbox rewrite or shadow the policy of the next run. Each command that
+// launches (enforce, run --policy, pipeline, mcp --policy) refuses before
+// anything runs, and says which file and what to do.
+TEST(CocoonEnforce, AWorkDirOrWritableMountHoldingThePolicyIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-policy-guard-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "p");
+  fs::create_directories(dir / "out");
+  fs::create_directories(dir / "cache");
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()}};
+  const std::string policy = (dir / "p" / "policy.cocoon").string();
+  const std::string text = "import \"strict\"\nprofile p extends strict {\n  network off\n}\n";
+  std::ofstream(policy) << text;
+  auto policy_text = [&] {
+    std::ifstream in(policy);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string rewrite = "sed -i s/network.off/network.on/ /work/policy.cocoon; echo x > /work/ran";
+  const std::string advice = "Keep the policy and what it imports outside the work dir and writable mounts";
+  // The reviewer's repro: `cd p && cocoon enforce policy.cocoon --work .`.
+  Ran enforce = Cocoon({"enforce", "policy.cocoon", "--work", ".", "--", "/bin/sh", "-c", rewrite},
+                       (dir / "p").string(), env);
+  EXPECT_EQ(enforce.status, 1) << enforce.err;
+  EXPECT_NE(enforce.err.find("holds the policy file " + policy), std::string::npos) << enforce.err;
+  EXPECT_NE(enforce.err.find(advice), std::string::npos) << enforce.err;
+  Ran run = Cocoon({"run", "--policy", policy, "--work", (dir / "p").string(), "--", "/bin/sh", "-c", rewrite}, "", env);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("holds the policy file " + policy), std::string::npos) << run.err;
+  Ran pipeline = Cocoon({"pipeline", "--policy", policy, "--work", (dir / "p").string(), "-s", "bash:" + rewrite}, "", env);
+  EXPECT_NE(pipeline.status, 0) << pipeline.err;
+  EXPECT_NE(pipeline.err.find("holds the policy file " + policy), std::string::npos) << pipeline.out << pipeline.err;
+  EXPECT_EQ(policy_text(), text);
+  EXPECT_FALSE(fs::exists(dir / "p" / "ran"));
+  // The quieter way: no policy file in the work dir, but the place an
+  // import looks before the shipped policies/ (`import "runtimes/python"`
+  // tries <policy dir>/runtimes/python.cocoon first).
+  fs::create_directories(dir / "q" / "runtimes");
+  std::ofstream(dir / "q" / "policy.cocoon") << "import \"runtimes/python\"\nprofile q extends python {\n}\n";
+  Ran shadow = Cocoon({"enforce", (dir / "q" / "policy.cocoon").string(), "--work", (dir / "q" / "runtimes").string(),
+                       "--", "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(shadow.status, 1) << shadow.err;
+  EXPECT_NE(shadow.err.find("holds " + (dir / "q" / "runtimes" / "python.cocoon").string() +
+                            ", where the policy's include or import looks before the file it reads"),
+            std::string::npos) << shadow.err;
+  EXPECT_FALSE(fs::exists(dir / "q" / "runtimes" / "ran"));
+  // ...and where such a place leads: a dangling link there into the work dir
+  // (creating the link's target makes it a file `import "strict"` reads).
+  fs::create_directories(dir / "s");
+  std::ofstream(dir / "s" / "policy.cocoon") << text;
+  fs::create_symlink(dir / "out" / "strict.cocoon", dir / "s" / "strict.cocoon");
+  Ran through_link = Cocoon({"enforce", (dir / "s" / "policy.cocoon").string(), "--work", (dir / "out").string(), "--",
+                             "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(through_link.status, 1) << through_link.err;
+  EXPECT_NE(through_link.err.find("holds " + (dir / "s" / "strict.cocoon").string()), std::string::npos)
+      << through_link.err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "ran"));
+  // A writable mount of the policy's own directory, from enforce and from
+  // mcp --policy (whose calls extend it).
+  fs::create_directories(dir / "w");
+  const std::string bound = (dir / "w" / "policy.cocoon").string();
+  std::ofstream(bound) << "import \"strict\"\nprofile w extends strict {\n  filesystem {\n    writable \"" +
+                              (dir / "w").string() + "\" as /w\n  }\n}\n";
+  Ran writable = Cocoon({"enforce", bound, "--", "/bin/sh", "-c", "echo x > /w/ran"}, "", env);
+  EXPECT_EQ(writable.status, 1) << writable.err;
+  EXPECT_NE(writable.err.find("the writable mount of " + (dir / "w").string() + " holds the policy file " + bound),
+            std::string::npos) << writable.err;
+  std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","method":"notifications/initialized"})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"echo x > /w/ran"}}})j"
+      "\n";
+  Ran mcp = Cocoon({"mcp", "--policy", bound}, "", env, COCOON_BINARY, requests);
+  std::map<int, json> results = McpResponsesById(mcp.out);
+  ASSERT_TRUE(results.count(1)) << mcp.out << mcp.err;
+  EXPECT_TRUE(results[1]["result"]["isError"].get<bool>()) << results[1].dump(2);
+  EXPECT_NE(results[1].dump().find("holds the policy file"), std::string::npos) << results[1].dump(2);
+  EXPECT_FALSE(fs::exists(dir / "w" / "ran"));
+  // A work dir of its own, beside the policy, runs.
+  Ran fine = Cocoon({"enforce", policy, "--work", (dir / "out").string(), "--", "/bin/sh", "-c", "echo x > /work/ran"},
+                    "", env);
+  EXPECT_EQ(fine.status, 0) << fine.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "ran"));
+  fs::remove_all(dir);
+}
+
+// The artifact cache keys a policy by its own bytes and checks the hashes
+// of what it imported; a file put since where an import looks first (the
+// policy's directory, before the shipped strict) would be imported now, so
+// it is a miss, and the run enforces what the policy now means. Before, the
+// cached strict was used until the policy itself changed.
+TEST(CocoonEnforce, AFilePutWhereAnImportLooksFirstIsACacheMiss) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-shadow-cache-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "p");
+  fs::create_directories(dir / "cache");
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()}};
+  const std::string policy = (dir / "p" / "policy.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile p extends strict {\n}\n";
+  auto sha = [&] {
+    Ran ran = Cocoon({"enforce", policy, "--json", "--", "/bin/true"}, "", env);
+    EXPECT_EQ(ran.status, 0) << ran.err;
+    return Json(ran)["policy"]["sha256"].get<std::string>();
+  };
+  const std::string shipped = sha();
+  EXPECT_EQ(sha(), shipped) << "the same files, the same policy";
+  std::ifstream strict(COCOON_POLICIES_DIR "/strict.cocoon");
+  std::stringstream planted;
+  planted << strict.rdbuf() << "\n# put here after the policy was cached\n";
+  std::ofstream(dir / "p" / "strict.cocoon") << planted.str();
+  EXPECT_NE(sha(), shipped) << "the cached entry was used although `import \"strict\"` now reads another file";
+  fs::remove_all(dir);
+}
+
 // A read-only bind does not stop a unix socket's connect (the kernel checks
 // no mount flag there), so `--ro` refuses a socket and the trees where host
 // services keep theirs (/run, /var/run), and /tmp itself (users' agent
