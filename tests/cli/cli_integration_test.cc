@@ -1748,6 +1748,158 @@ TEST(CocoonEnforce, AFilePutWhereAnImportLooksFirstIsACacheMiss) {
   fs::remove_all(dir);
 }
 
+// Waits until a run started now would take `paths` (made before it) for the
+// host's own: their ctimes behind the coarse clock by two of its ticks
+// (enforcer/workdir/change_floor.h). Waits for the clock, measures nothing.
+void WaitUntilTheClockHasPassed(const std::vector<fs::path>& paths) {
+  struct timespec newest {};
+  for (const fs::path& path : paths) {
+    struct stat st {};
+    ASSERT_EQ(lstat(path.c_str(), &st), 0) << path;
+    if (st.st_ctim.tv_sec > newest.tv_sec || (st.st_ctim.tv_sec == newest.tv_sec && st.st_ctim.tv_nsec > newest.tv_nsec)) {
+      newest = st.st_ctim;
+    }
+  }
+  struct timespec tick {};
+  clock_getres(CLOCK_REALTIME_COARSE, &tick);
+  const int64_t margin = 2 * (tick.tv_sec * 1'000'000'000 + tick.tv_nsec);
+  const int64_t newest_ns = newest.tv_sec * 1'000'000'000 + newest.tv_nsec;
+  for (;;) {
+    struct timespec now {};
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    if (now.tv_sec * 1'000'000'000 + now.tv_nsec - margin > newest_ns) return;
+    usleep(1000);
+  }
+}
+
+// Runs cocoon as the caller (root or not), or rootless as uid 65534 when
+// the test is root (setpriv), with a HOME and cache of its own in `home`.
+Ran CocoonAs(bool rootless, std::vector<std::string> args, const fs::path& home) {
+  std::string binary = COCOON_BINARY;
+  if (rootless && geteuid() == 0) {
+    args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+    binary = "/usr/bin/setpriv";
+  }
+  return Cocoon(args, "", {{"HOME", home.string()}, {"XDG_CACHE_HOME", home.string()},
+                           {"COCOON_CACHE_DIR", (home / "cache").string()}}, binary);
+}
+
+// A `writable` bind is written in place, like a direct work dir, and now
+// verified after the run like one: a setuid copy of a binary the sandbox
+// made there (rootless: owned by the caller, and any host user running it
+// would get the caller's uid) loses its bits, its FIFO and escaping link are
+// removed, each is a finding of the Outcome naming the mount, and
+// breakout.clean is false. Before, all of it stayed and the Outcome said
+// clean. The host's own entries there are left alone.
+void CheckAWritableBindKeepsNothingDangerous(bool rootless) {
+  if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  }
+  fs::path dir = fs::temp_directory_path() / ("cocoon-wb-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "wb");
+  fs::create_directories(dir / "home");
+  std::ofstream(dir / "wb.cocoon") << "import \"strict\"\nprofile wb extends strict {\n  filesystem {\n    writable \"" +
+                                          (dir / "wb").string() + "\" as /wb\n  }\n}\n";
+  std::ofstream(dir / "wb" / "own-helper") << "#!/bin/sh\n";
+  ASSERT_EQ(mkfifo((dir / "wb" / "own-fifo").c_str(), 0644), 0);
+  fs::create_symlink("/usr/bin/python3", dir / "wb" / "own-link");
+  if (geteuid() == 0) {
+    // The sandbox (and rootless cocoon) is uid 65534 on the host.
+    for (const fs::path& p : {dir, dir / "wb", dir / "home", dir / "wb.cocoon", dir / "wb" / "own-helper",
+                              dir / "wb" / "own-fifo"}) {
+      ASSERT_EQ(lchown(p.c_str(), 65534, 65534), 0) << p;
+    }
+  }
+  ASSERT_EQ(chmod((dir / "wb" / "own-helper").c_str(), 04755), 0);  // after chown, which clears it
+  WaitUntilTheClockHasPassed({dir / "wb" / "own-helper", dir / "wb" / "own-fifo", dir / "wb" / "own-link"});
+  Ran ran = CocoonAs(rootless, {"enforce", (dir / "wb.cocoon").string(), "--json", "--", "/bin/sh", "-c",
+                                "cp /usr/bin/id /wb/id && chmod 6755 /wb/id && mkfifo /wb/p && ln -s /etc/shadow /wb/l"},
+                     dir / "home");
+  json j = Json(ran);
+  EXPECT_EQ(ran.status, 0) << j.dump(2) << ran.err;
+  EXPECT_EQ(j["exit_code"], 0) << j.dump(2);
+  EXPECT_FALSE(j["breakout"]["clean"].get<bool>()) << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["writable_mounts"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  std::set<std::string> findings;
+  for (const auto& f : j["breakout"]["findings"]) {
+    findings.insert(f.value("mount", "") + ":" + f["path"].get<std::string>() + ":" + f["kind"].get<std::string>());
+  }
+  EXPECT_EQ(findings, (std::set<std::string>{"/wb:id:setuid", "/wb:id:setgid", "/wb:p:fifo", "/wb:l:symlink-escape"}))
+      << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["preexisting"]["count"], 3) << j["breakout"].dump(2);
+  struct stat st {};
+  ASSERT_EQ(lstat((dir / "wb" / "id").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u) << "a set-id binary of the sandbox's stayed on the host";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "wb" / "p")));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "wb" / "l")));
+  ASSERT_EQ(lstat((dir / "wb" / "own-helper").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 04755u) << "the host's own setuid file was changed";
+  EXPECT_TRUE(fs::is_fifo(dir / "wb" / "own-fifo"));
+  EXPECT_TRUE(fs::is_symlink(dir / "wb" / "own-link"));
+  fs::remove_all(dir);
+}
+
+TEST(CocoonEnforce, AWritableBindKeepsNoSetIdFileFifoOrEscapeOnTheHost) { CheckAWritableBindKeepsNothingDangerous(false); }
+TEST(CocoonEnforce, RootlessAWritableBindKeepsNoSetIdFileFifoOrEscapeOnTheHost) {
+  CheckAWritableBindKeepsNothingDangerous(true);
+}
+
+// Direct mode acts only on what the run created or changed: a work dir's
+// own virtualenv link to /usr/bin/python3, FIFO and setuid helper survive a
+// run that does nothing (before, the link and FIFO were deleted and the bit
+// cleared), and are noted, not findings. A set-id file the run made with no
+// read permission (`chmod 6111`) loses its bits too: before, rootless
+// remediation could not open it, said "incomplete" and left ---s--s--x.
+void CheckDirectModeActsOnlyOnTheRuns(bool rootless) {
+  if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  }
+  fs::path dir = fs::temp_directory_path() / ("cocoon-direct-own-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "wd" / ".venv" / "bin");
+  fs::create_directories(dir / "home");
+  std::ofstream(dir / "d.cocoon") << "import \"strict\"\nprofile d extends strict {\n"
+                                     "  filesystem {\n    work /work quota 64MiB direct\n  }\n}\n";
+  fs::create_symlink("/usr/bin/python3", dir / "wd" / ".venv" / "bin" / "python");
+  ASSERT_EQ(mkfifo((dir / "wd" / "fifo").c_str(), 0644), 0);
+  std::ofstream(dir / "wd" / "helper") << "#!/bin/sh\n";
+  if (geteuid() == 0) {
+    for (const fs::path& p : {dir, dir / "wd", dir / "wd" / ".venv", dir / "wd" / ".venv" / "bin", dir / "home",
+                              dir / "d.cocoon", dir / "wd" / "fifo", dir / "wd" / "helper"}) {
+      ASSERT_EQ(lchown(p.c_str(), 65534, 65534), 0) << p;
+    }
+  }
+  ASSERT_EQ(chmod((dir / "wd" / "helper").c_str(), 04755), 0);
+  const std::vector<fs::path> own = {dir / "wd" / ".venv" / "bin" / "python", dir / "wd" / "fifo", dir / "wd" / "helper"};
+  WaitUntilTheClockHasPassed(own);
+  Ran idle = CocoonAs(rootless, {"enforce", (dir / "d.cocoon").string(), "--work", (dir / "wd").string(), "--json",
+                                 "--", "/bin/true"}, dir / "home");
+  json j = Json(idle);
+  EXPECT_EQ(idle.status, 0) << j.dump(2) << idle.err;
+  EXPECT_TRUE(j["breakout"]["clean"].get<bool>()) << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["preexisting"]["count"], 3) << j["breakout"].dump(2);
+  EXPECT_TRUE(fs::is_symlink(own[0])) << "the host's own virtualenv link was deleted";
+  EXPECT_TRUE(fs::is_fifo(own[1])) << "the host's own FIFO was deleted";
+  struct stat st {};
+  ASSERT_EQ(lstat(own[2].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 04755u) << "the host's own setuid bit was cleared";
+  Ran unreadable = CocoonAs(rootless, {"enforce", (dir / "d.cocoon").string(), "--work", (dir / "wd").string(), "--json",
+                                       "--", "/bin/sh", "-c", "cp /usr/bin/id /work/id && chmod 6111 /work/id"},
+                            dir / "home");
+  j = Json(unreadable);
+  EXPECT_EQ(unreadable.status, 0) << j.dump(2) << unreadable.err;
+  EXPECT_EQ(j["breakout"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  ASSERT_EQ(lstat((dir / "wd" / "id").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0111u) << "set-id bits stayed on a file no one may read";
+  EXPECT_TRUE(fs::is_symlink(own[0]));
+  fs::remove_all(dir);
+}
+
+TEST(CocoonEnforce, DirectModeActsOnlyOnWhatTheRunCreatedOrChanged) { CheckDirectModeActsOnlyOnTheRuns(false); }
+TEST(CocoonEnforce, RootlessDirectModeActsOnlyOnWhatTheRunCreatedOrChanged) { CheckDirectModeActsOnlyOnTheRuns(true); }
+
 // A read-only bind does not stop a unix socket's connect (the kernel checks
 // no mount flag there), so `--ro` refuses a socket and the trees where host
 // services keep theirs (/run, /var/run), and /tmp itself (users' agent
