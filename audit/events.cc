@@ -395,6 +395,10 @@ Event ProcessExited(const ProcessExitedInfo& info) {
     if (!info.verification_error.empty()) e["cocoon"]["workdir"]["error"] = S(info.verification_error);
     if (!info.commit_warning.empty()) e["cocoon"]["workdir"]["warning"] = S(info.commit_warning);
   }
+  if (!info.writable_verified.empty()) {
+    e["cocoon"]["writable_mounts"] = {{"verified", S(info.writable_verified)}};
+    if (!info.writable_error.empty()) e["cocoon"]["writable_mounts"]["error"] = S(info.writable_error);
+  }
   RunFields(e, info.policy_name, info.run_id);
   e["message"] = S("process exited: " + info.termination_reason + " code " + std::to_string(info.exit_code) +
                    (info.signal ? " signal " + std::to_string(info.signal) : ""));

@@ -146,6 +146,10 @@ struct ProcessExitedInfo {
   bool committed = false;
   std::string verification_error;
   std::string commit_warning;
+  // With writable binds (Outcome::writable_verification, writable_error);
+  // empty: no "cocoon.writable_mounts" object.
+  std::string writable_verified;
+  std::string writable_error;
   // termination_reason "failed": why the run could not be completed after
   // its launch event (a step of the isolation sequence, the supervisor).
   std::string error;

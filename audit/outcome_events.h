@@ -53,8 +53,9 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
   uint64_t logged = 0;
   for (const auto& finding : outcome.breakout_findings) {
     if (logged == kMaxBreakoutFindingEvents) break;
-    events.push_back(BreakoutFinding(
-        BreakoutFindingInfo{finding.path, finding.kind, finding.target, outcome.policy_name, run_id}));
+    // A writable bind's finding is named by its path inside the sandbox.
+    events.push_back(BreakoutFinding(BreakoutFindingInfo{enforcer::FindingPath(finding), finding.kind, finding.target,
+                                                         outcome.policy_name, run_id}));
     ++logged;
   }
   ProcessExitedInfo exited;
@@ -77,6 +78,8 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
   exited.committed = outcome.committed;
   exited.verification_error = outcome.verification_error;
   exited.commit_warning = outcome.commit_warning;
+  exited.writable_verified = outcome.writable_verification;
+  exited.writable_error = outcome.writable_error;
   exited.policy_name = outcome.policy_name;
   exited.run_id = run_id;
   events.push_back(ProcessExited(exited));

@@ -124,7 +124,8 @@ void StoreBaseSummary(const std::string& path, const std::string& profile, const
   }
   if (sources.empty()) return;
   enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
-  (void)cache.StoreBlob(SummaryKey(path, profile), BaseSummaryToJson(policy), std::move(sources));  // an optimisation
+  (void)cache.StoreBlob(SummaryKey(path, profile), BaseSummaryToJson(policy), std::move(sources),
+                        policy.shadowing_paths);  // an optimisation
 }
 
 }  // namespace cocoon::cli

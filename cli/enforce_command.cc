@@ -108,8 +108,11 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "A run cancelled before its command started (a signal while the policy\n"
       "loaded or the work dir was copied in) exits 130, and with --json prints\n"
       "`{\"refused\": true, \"cancelled\": true, \"error\": \"run cancelled before start\"}`.\n"
-      "125: the command ran, but its work dir could not be verified (nothing\n"
-      "committed; in direct mode, entries left uninspected); the Outcome says why.\n\n"
+      "125: the command ran, but its work dir or a writable mount could not be\n"
+      "verified (nothing committed; in direct mode or a writable mount, entries\n"
+      "left uninspected); the Outcome says why. A work dir or writable mount that\n"
+      "holds the policy or what it imports is refused (the next run would read\n"
+      "what the sandbox left there).\n\n"
       "Examples:\n"
       "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <deque>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string_view>
@@ -127,6 +129,72 @@ class AliasCheck {
   std::optional<std::vector<std::string>> mount_points_;  // read once, when first needed
 };
 
+
+// Where a file created at `path` would land: its symlinks followed as far
+// as they exist (a dangling one too: creating through it makes its
+// target), the missing rest taken as written. Never fails.
+std::string WhereAFileWouldLand(const std::string& path) {
+  std::deque<std::string> todo;
+  for (const auto& part : std::filesystem::path(path)) {
+    if (part != "/") todo.push_back(part.string());
+  }
+  std::filesystem::path resolved = "/";
+  for (int links = 0; !todo.empty();) {
+    const std::string part = todo.front();
+    todo.pop_front();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      resolved = resolved.parent_path();
+      continue;
+    }
+    const std::filesystem::path candidate = resolved / part;
+    struct stat st {};
+    if (lstat(candidate.c_str(), &st) != 0) {
+      // Missing: what comes after lands below it, as written.
+      std::filesystem::path rest = candidate;
+      for (const std::string& more : todo) rest /= more;
+      return rest.lexically_normal().string();
+    }
+    if (!S_ISLNK(st.st_mode) || ++links > 40) {  // 40: the kernel's own bound on links followed
+      resolved = candidate;
+      continue;
+    }
+    char target[PATH_MAX];
+    const ssize_t n = readlink(candidate.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) return candidate.string();
+    const std::filesystem::path link(std::string(target, static_cast<size_t>(n)));
+    std::deque<std::string> more;
+    for (const auto& component : link) {
+      if (component != "/") more.push_back(component.string());
+    }
+    todo.insert(todo.begin(), more.begin(), more.end());
+    if (link.is_absolute()) resolved = "/";
+  }
+  return resolved.string();
+}
+
+// What of the policy `place` holds (a work dir, committed back after the
+// run, or a writable bind's source, written in place), or "": the sandbox
+// could rewrite a policy file there, or put a file where an include or
+// import looks before the one it read (the importing file's own directory
+// comes before the shipped policies/: docs/language.md), and the next run
+// would enforce the sandbox's policy. The artifact cache would not save it:
+// an edited source or a new file at such a path is a miss, and the
+// recompile reads them.
+std::string PolicyInside(const std::string& place, const HostPathsToGuard& paths) {
+  for (const std::string& file : paths.policy_sources) {
+    if (Within(file, place)) return "holds the policy file " + file;
+  }
+  for (const std::string& shadow : paths.policy_shadowing_paths) {
+    const std::string normal = std::filesystem::path(shadow).lexically_normal().string();
+    if (Within(normal, place) || Within(WhereAFileWouldLand(shadow), place)) {
+      return "holds " + normal + ", where the policy's include or import looks before the file it reads (a file put "
+             "there would be read instead)";
+    }
+  }
+  return "";
+}
+
 // Work dirs no run should write back into. /usr/local, /var and /root hold
 // ordinary project dirs (/root/project, /var/lib/ci/workspace): only those
 // dirs themselves are refused.
@@ -184,6 +252,11 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     }
     if (holds_log(work)) return refuse("holds the audit log " + log);
     if (holds_key(work)) return refuse("holds the audit key " + key);
+    if (std::string policy = PolicyInside(work, paths); !policy.empty()) {
+      return InvalidArgumentError("work dir " + work + ": " + policy +
+                                  "; the sandbox's writes are committed there, and later runs would enforce what it "
+                                  "left. Keep the policy and what it imports outside the work dir and writable mounts");
+    }
     guarded.work_dir = work;
   }
   for (const std::string& copy : paths.copies) {
@@ -255,6 +328,11 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     }
     if (holds_log(source)) return refuse("holds the audit log " + log);
     if (holds_key(source)) return refuse("holds the audit key " + key);
+    if (std::string policy = PolicyInside(source, paths); !policy.empty()) {
+      return InvalidArgumentError("the writable mount of " + bound + " " + policy +
+                                  "; later runs would enforce what the sandbox left there. Keep the policy and what "
+                                  "it imports outside the work dir and writable mounts");
+    }
   }
   return guarded;
 }

@@ -1,11 +1,15 @@
 // What a launch may never hand a sandbox to write or read through its work
 // dir, copies and binds, whichever command asked (enforce, run, pipeline,
-// mcp): Cocoon's own trust anchors and the system trees. The work dir's
-// contents are committed back by root after the run, so a work dir that
-// holds the artifact cache would let the sandboxed code rewrite the compiled
-// policy of every later launch (the entries carry their own hashes;
-// ownership is their only protection), and one that holds the audit log or
-// key would let it erase or forge the record; a bind or copy of the key
+// mcp): Cocoon's own trust anchors, the policy being run, and the system
+// trees. The work dir's contents are committed back by root after the run,
+// and a writable bind is written in place, so a work dir that holds the
+// artifact cache would let the sandboxed code rewrite the compiled policy of
+// every later launch (the entries carry their own hashes; ownership is
+// their only protection), and one that holds the audit log or key would let
+// it erase or forge the record; one that holds the policy file, a file it
+// includes or imports, or a place an import looks before the file it read
+// (the policy's own directory, before the shipped policies/) would let it
+// rewrite or shadow the policy of the next run. A bind or copy of the key
 // would let it sign events.
 #pragma once
 
@@ -25,6 +29,12 @@ struct HostPathsToGuard {
   std::vector<std::string> bound_sources;  // the plan's bind sources (read-only and writable)
   std::vector<std::string> writable_sources;  // those of them bound writable
   std::string audit_log, audit_key;
+  // The policy's files and the paths where a new file would change what it
+  // imports (PolicyArtifacts::source_files, shadowing_paths): a work dir is
+  // committed back and a writable bind written in place, so either holding
+  // one would let the sandbox rewrite, or shadow, the policy of later runs.
+  std::vector<std::string> policy_sources;
+  std::vector<std::string> policy_shadowing_paths;
 };
 
 // The work dir and copies as checked, symlinks resolved: the launch uses

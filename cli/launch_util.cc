@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
+
 #include <sys/random.h>
 
 #include "cli/host_overlap_guard.h"
@@ -61,6 +64,9 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* l
   PolicyArtifacts artifacts;
   artifacts.origin = "dir";
   artifacts.policy_path = dir;
+  // The manifest's hashes sit beside what they check: whoever can write
+  // the dir can rewrite both.
+  if (char real[PATH_MAX]; realpath(dir.c_str(), real) != nullptr) artifacts.source_files.push_back(real);
   std::string plan_text = std::move(compiled->files[kPlan]);
   artifacts.seccomp_bpf = std::move(compiled->files[kBpf]);
   artifacts.seccomp_sidecar_json = std::move(compiled->files[kSidecar]);
@@ -103,6 +109,8 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
   }
   StartChildBeforeParsing(compiled->plan_json, launch);
   COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(compiled->plan_json));
+  artifacts.source_files = std::move(compiled->source_files);
+  artifacts.shadowing_paths = std::move(compiled->shadowing_paths);
   artifacts.seccomp_bpf = std::move(compiled->seccomp_bpf);
   artifacts.seccomp_sidecar_json = std::move(compiled->seccomp_sidecar_json);
   return artifacts;
@@ -127,7 +135,8 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   COCOON_ASSIGN_OR_RETURN(GuardedHostPaths guarded,
                           CheckHostPathsForLaunch({request.work_dir, request.work_dir_is_ours, request.copies,
                                                    std::move(bound_sources), std::move(writable_sources),
-                                                   request.audit.log_path, request.audit.key_path}));
+                                                   request.audit.log_path, request.audit.key_path,
+                                                   artifacts.source_files, artifacts.shadowing_paths}));
   // The audit log is opened before anything runs: a run whose record cannot
   // be written is refused. Like the allow-list's resolver, it needs the
   // dynamic loader: the launcher hands over to cocoon-full here

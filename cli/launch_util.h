@@ -37,6 +37,12 @@ struct PolicyArtifacts {
   std::string origin;      // "cache", "compiled", "dir"
   std::string policy_path; // what the user named
   std::string profile;
+  // The files the policy was read from (the root file and what it includes
+  // or imports; a compiled dir itself), absolute, and the paths where a new
+  // file would change what it imports (ir::Policy::shadowing_paths): no
+  // place the sandbox writes may hold any of them (host_overlap_guard.h).
+  std::vector<std::string> source_files;
+  std::vector<std::string> shadowing_paths;
 };
 
 // Exit codes for a refused run (the command never ran).

@@ -56,6 +56,7 @@ Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::str
     char real[PATH_MAX];
     if (realpath(file.c_str(), real) != nullptr) compiled.source_files.push_back(real);
   }
+  compiled.shadowing_paths = policy->shadowing_paths;
   return compiled;
 }
 

@@ -73,15 +73,28 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
                 << " more work dir entries like these (--json lists them all)\n";
       break;
     }
-    // Staged: every finding stays out of the commit. Direct: the entry was
-    // already on the host, so it was removed or defused, or (uninspected)
-    // left where it is.
-    const char* what = !direct                                          ? "left out"
+    // Staged: every finding stays out of the commit. Direct, and a
+    // writable bind: the entry was already on the host, so it was removed
+    // or defused, or (uninspected) left where it is.
+    const bool after_the_fact = direct || !f.mount.empty();
+    const char* what = !after_the_fact                                  ? "left out"
                        : f.left_in_place                                ? "NOT removed (removing it failed), left in place"
                        : enforcer::IsUninspected(f)                    ? "not inspected, left in place"
                        : f.kind == "setuid" || f.kind == "setgid"      ? "bit cleared"
                                                                        : "removed";
-    std::cerr << name << ": work dir entry " << what << ": " << EscapeForTerminal(f.path) << " (" << f.kind << ")\n";
+    const std::string where = f.mount.empty() ? "work dir" : "writable mount " + EscapeForTerminal(f.mount);
+    const std::string path = f.path.empty() ? "." : EscapeForTerminal(f.path);
+    std::cerr << name << ": " << where << " entry " << what << ": " << path << " (" << f.kind << ")\n";
+  }
+  if (!o.writable_error.empty()) {
+    std::cerr << name << ": writable mounts NOT verified (" << o.writable_verification
+              << "): " << EscapeForTerminal(o.writable_error) << "\n";
+  }
+  if (o.preexisting_entries != 0) {
+    std::cerr << name << ": note: " << o.preexisting_entries
+              << (o.preexisting_entries == 1 ? " entry the host already had" : " entries the host already had")
+              << " (escaping links, special or set-id files; first: " << EscapeForTerminal(o.first_preexisting)
+              << ") left as they were: the run did not create or change them\n";
   }
   if (!o.verification_error.empty()) {
     std::cerr << name << ": work dir NOT verified (" << o.verification

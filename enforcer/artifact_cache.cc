@@ -95,7 +95,7 @@ static const std::string& CompilerIdentity() {
 // What every key starts with: the cache layout's version, cocoon's version
 // and the compiler that produced the entry.
 static std::string KeyMaterialPrefix() {
-  return std::string("cocoon-cache-v2\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n";
+  return std::string("cocoon-cache-v3\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n";
 }
 
 std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::string& profile) {
@@ -103,7 +103,11 @@ std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::str
   if (realpath(policy_path.c_str(), real) == nullptr) return "";
   auto bytes = ReadSmallFile(real, false);
   if (!bytes) return "";
-  return Sha256Hex(KeyMaterialPrefix() + profile + "\n" + real + "\n" + *bytes);
+  // The search path `import` falls back on (frontend/search_paths.h): the
+  // same policy imports other files under another one.
+  const char* search = getenv("COCOON_POLICY_PATH");
+  return Sha256Hex(KeyMaterialPrefix() + profile + "\n" + (search != nullptr ? search : "") + "\n" + real + "\n" +
+                   *bytes);
 }
 
 std::string ArtifactCache::KeyForContent(std::string_view domain, std::string_view content) {
@@ -139,6 +143,13 @@ std::optional<CompiledLinuxArtifacts> ArtifactCache::Lookup(const std::string& k
       if (!bytes || Sha256Hex(*bytes) != source.at("sha256").get<std::string>()) return std::nullopt;
       artifacts.source_files.push_back(path);
     }
+    for (const auto& shadow : index.at("absent")) {
+      // What the loader would take now (an include or import reads the
+      // first regular file among its candidates, symlinks followed).
+      std::string path = shadow.get<std::string>();
+      if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return std::nullopt;
+      artifacts.shadowing_paths.push_back(std::move(path));
+    }
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
@@ -158,6 +169,7 @@ Status ArtifactCache::Store(const std::string& key, const CompiledLinuxArtifacts
     if (!bytes) return NotFoundError("cannot hash policy source " + path);
     index["sources"].push_back({{"path", path}, {"sha256", Sha256Hex(*bytes)}});
   }
+  index["absent"] = artifacts.shadowing_paths;
   std::string data = index.dump() + "\n" + artifacts.plan_json + artifacts.seccomp_bpf + artifacts.seccomp_sidecar_json;
   std::string temp = dir_ + "/." + key + UniqueTempSuffix();
   int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -190,10 +202,12 @@ std::optional<std::string> ArtifactCache::LookupBlob(const std::string& key, std
   return std::move(entry->plan_json);
 }
 
-Status ArtifactCache::StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files) const {
+Status ArtifactCache::StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files,
+                                std::vector<std::string> shadowing_paths) const {
   CompiledLinuxArtifacts entry;
   entry.plan_json = std::move(blob);
   entry.source_files = std::move(source_files);
+  entry.shadowing_paths = std::move(shadowing_paths);
   return Store(key, entry);
 }
 

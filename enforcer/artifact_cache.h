@@ -4,10 +4,14 @@
 //
 // Key: SHA-256 over the cocoon version, the identity of the running cocoon
 // executable (so a rebuilt compiler never gets a stale filter), the profile
-// name, the root policy
+// name, $COCOON_POLICY_PATH (where `import` searches), the root policy
 // file's absolute path and its bytes. Each entry also records every source
 // file the policy was compiled from (includes, imports) with its SHA-256, and
-// a lookup re-hashes them: an edited include is a miss.
+// a lookup re-hashes them: an edited include is a miss. It records too the
+// paths an include or import tried before the file it read (the policy's
+// own directory, before the shipped policies/ for `import "strict"`), and a
+// regular file at one of them now is a miss: the policy would import that
+// file now, and the recompile does.
 //
 // Trust: an entry is used only if the cache directory and the entry file are
 // owned by us (or root) and not writable by group or others, and every
@@ -32,6 +36,9 @@ struct CompiledLinuxArtifacts {
   std::string seccomp_bpf;
   std::string seccomp_sidecar_json;
   std::vector<std::string> source_files;  // absolute paths the policy came from
+  // Paths that held no file when the policy was compiled and would change
+  // an include or import if one appeared (ir::Policy::shadowing_paths).
+  std::vector<std::string> shadowing_paths{};
 };
 
 // The executable that compiles policies into cached artifacts: the cache key
@@ -66,7 +73,8 @@ class ArtifactCache {
   // artifacts stay empty. Use a KeyFor profile string of your own so blob and
   // artifact keys never collide.
   std::optional<std::string> LookupBlob(const std::string& key, std::vector<std::string>* source_files = nullptr) const;
-  Status StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files) const;
+  Status StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files,
+                   std::vector<std::string> shadowing_paths) const;
 
   const std::string& dir() const { return dir_; }
 

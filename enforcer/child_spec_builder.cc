@@ -536,6 +536,10 @@ void PreparedChild::BuildExec() {
   spec_.exec_candidate_count = exec_candidates_.size();
 }
 
+bool BindsHostWritable(const ChildMountOp& op) {
+  return op.kind == ChildMountKind::kBind && (op.attr_set & MOUNT_ATTR_RDONLY) == 0;
+}
+
 std::string PreparedChild::DescribeMount(int index) const {
   if (index < 0 || static_cast<size_t>(index) >= mount_descriptions_.size()) return "mount #" + std::to_string(index);
   return mount_descriptions_[static_cast<size_t>(index)];

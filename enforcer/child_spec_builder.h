@@ -39,6 +39,10 @@ struct ChildSpecInputs {
   std::map<std::string, std::string> passed_values;
 };
 
+// Whether `op` binds a host directory or file writable into the sandbox (a
+// plan's `writable` bind): every other bind is read-only.
+bool BindsHostWritable(const ChildMountOp& op);
+
 class PreparedChild {
  public:
   static Result<std::unique_ptr<PreparedChild>> Build(ChildSpecInputs inputs);

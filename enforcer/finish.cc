@@ -69,6 +69,16 @@ std::string UninspectedSummary(const std::vector<BreakoutFinding>& findings) {
          first->kind + "); check them by hand before trusting the dir";
 }
 
+// The host's own entries a scan after the fact left alone (change_floor.h):
+// counted, with the first named ("path (kind)"), not findings.
+void NotePreexisting(const std::vector<BreakoutFinding>& preexisting, Outcome& outcome) {
+  if (preexisting.empty()) return;
+  if (outcome.preexisting_entries == 0) {
+    outcome.first_preexisting = FindingPath(preexisting.front()) + " (" + preexisting.front().kind + ")";
+  }
+  outcome.preexisting_entries += preexisting.size();
+}
+
 // The command ran, so a scan or commit that fails still ends in an Outcome
 // (the caller learns what ran and what it cost) that says the work dir was
 // not verified: nothing was committed in staged modes, and in direct mode
@@ -80,6 +90,7 @@ void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
     outcome.breakout_findings = std::move(staged.scan.findings);
     outcome.breakout_clean = outcome.breakout_findings.empty();
   }
+  NotePreexisting(staged.preexisting, outcome);
   outcome.committed = staged.committed;
   outcome.commit_warning = std::move(staged.commit.cleanup_warning);
   if (staged.cancelled) {
@@ -107,6 +118,16 @@ void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
              outcome.verification_error.find("nothing was committed") == std::string::npos) {
     outcome.verification_error += "; nothing was committed to the host work dir";
   }
+}
+
+// Writable binds are verified after every run, finished or not: the
+// sandbox's writes are on the host already (workdir/writable_binds.h).
+void RecordWritableBinds(WritableBindsResult binds, Outcome& outcome) {
+  outcome.writable_verification = binds.incomplete ? "incomplete" : "after-the-fact";
+  outcome.writable_error = std::move(binds.error);
+  if (!binds.findings.empty() || binds.incomplete) outcome.breakout_clean = false;
+  for (BreakoutFinding& finding : binds.findings) outcome.breakout_findings.push_back(std::move(finding));
+  NotePreexisting(binds.preexisting, outcome);
 }
 
 }  // namespace
@@ -212,6 +233,7 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
                                                 request.discard_work_dir ? StagedCommit::kDiscard : StagedCommit::kCommit),
                        direct, outcome);
   }
+  if (writable_binds) RecordWritableBinds(writable_binds->Verify(signal_fd), outcome);
   return outcome;
 }
 

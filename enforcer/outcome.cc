@@ -30,7 +30,7 @@ std::string_view LimitMechanismName(LimitMechanism mechanism) {
 }
 
 int ShellExitStatus(const Outcome& outcome) {
-  if (!outcome.verification_error.empty()) return kExitWorkDirUnverified;
+  if (!outcome.verification_error.empty() || !outcome.writable_error.empty()) return kExitWorkDirUnverified;
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
   if (outcome.verification == "cancelled") return 130;  // cancelled during the commit
   // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
@@ -99,6 +99,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
   for (const auto& finding : outcome.breakout_findings) {
     findings.push_back({{"path", finding.path}, {"kind", finding.kind}, {"target", finding.target}});
     if (finding.left_in_place) findings.back()["left_in_place"] = true;
+    if (!finding.mount.empty()) findings.back()["mount"] = finding.mount;
   }
   j["breakout"] = {{"clean", outcome.breakout_clean}, {"findings", findings}};
   if (!outcome.work_mode.empty()) {
@@ -107,6 +108,13 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     if (!outcome.verification_error.empty()) j["breakout"]["error"] = outcome.verification_error;
     if (!outcome.commit_warning.empty()) j["breakout"]["commit_warning"] = outcome.commit_warning;
     if (!outcome.work_note.empty()) j["breakout"]["note"] = outcome.work_note;
+  }
+  if (!outcome.writable_verification.empty()) {
+    j["breakout"]["writable_mounts"] = {{"verified", outcome.writable_verification}};
+    if (!outcome.writable_error.empty()) j["breakout"]["writable_mounts"]["error"] = outcome.writable_error;
+  }
+  if (outcome.preexisting_entries != 0) {
+    j["breakout"]["preexisting"] = {{"count", outcome.preexisting_entries}, {"first", outcome.first_preexisting}};
   }
   j["committed"] = outcome.committed;
   if (!outcome.audit_error.empty()) j["audit_error"] = outcome.audit_error;

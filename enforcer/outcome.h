@@ -78,7 +78,19 @@ struct BreakoutFinding {
                             // "mount", "unreadable", "too-deep" (breakout_scan.h)
   std::string target;       // link target, or "" when not a link
   bool left_in_place = false;  // direct mode: removing or defusing it failed; it is still in the host dir
+  // "" for the work dir; for a `writable` bind, its path inside the sandbox
+  // (workdir/writable_binds.h), and `path` is relative to it ("" for a
+  // bound file itself).
+  std::string mount{};
 };
+
+// The finding's path in messages and audit events: relative to the work
+// dir, or (a writable bind's) the bind's path inside the sandbox joined
+// with it ("/wb/id").
+inline std::string FindingPath(const BreakoutFinding& finding) {
+  if (finding.mount.empty()) return finding.path;
+  return finding.path.empty() ? finding.mount : finding.mount + "/" + finding.path;
+}
 
 // True for the kinds the scan did not look inside ("mount", "unreadable",
 // "too-deep"): a staged commit leaves them out; direct mode cannot remove
@@ -137,6 +149,18 @@ struct Outcome {
   std::string verification;
   // Why verification is "failed" or "incomplete"; empty otherwise.
   std::string verification_error;
+  // With `writable` binds: "after-the-fact" (verified after the run, as a
+  // direct work dir is: what the run made there that could be a way out was
+  // removed or defused, and is among breakout_findings with its mount) or
+  // "incomplete" (something is left unverified or not defused:
+  // writable_error says what). Empty without writable binds.
+  std::string writable_verification;
+  std::string writable_error;
+  // Direct work dir and writable binds: entries the scan flags that the host
+  // had before the run, unchanged (workdir/change_floor.h). They are left
+  // as they are and are not breakout findings: how many, and the first.
+  uint64_t preexisting_entries = 0;
+  std::string first_preexisting;  // "path (kind)", with the mount for a writable bind
   // Committed, but the host dir's previous contents could not be removed
   // from beside it (where they are, and why); empty otherwise.
   std::string commit_warning;
@@ -154,8 +178,9 @@ std::string_view LimitMechanismName(LimitMechanism mechanism);
 
 // The exit status `cocoon enforce` returns without --json: the command's exit
 // code, 128+signal when signalled, 124 on timeout (like timeout(1)), and 125
-// above all of these when the work dir could not be verified (verification
-// "failed" or "incomplete"): its contents must not be trusted.
+// above all of these when the work dir or a writable bind could not be
+// verified (verification "failed" or "incomplete"): its contents must not be
+// trusted.
 inline constexpr int kExitWorkDirUnverified = 125;
 int ShellExitStatus(const Outcome& outcome);
 

@@ -191,6 +191,14 @@ Status Sandbox::Impl::PrepareAll() {
     return InvalidArgumentError("files to copy into the work dir need a host work dir (--work DIR)");
   }
 
+  // Opened (and their change floors taken) before the sandbox exists, so
+  // that everything it does there is seen as its doing after the run.
+  std::vector<WritableBindSource> writable;
+  for (const backends::PlanMount& mount : plan.mounts) {
+    if (mount.kind == backends::PlanMountKind::kBindWritable) writable.push_back({mount.source, mount.target});
+  }
+  if (!writable.empty()) writable_binds = WritableBinds::Prepare(writable);
+
   landlock_abi = LandlockAbi();
   COCOON_ASSIGN_OR_RETURN(std::string new_root, NewRootDir());
   std::vector<backends::PlanMount> extra_mounts;
@@ -231,6 +239,18 @@ Status Sandbox::Impl::PrepareAll() {
 Status Sandbox::Impl::BuildChildSpec(ChildSpecArena& arena, ListenerHandoff* handoff, int work_sock,
                                      int broker_sock) {
   COCOON_ASSIGN_OR_RETURN(child, PreparedChild::Build(std::move(child_inputs)));
+  // The child binds each writable source only if it is the inode the spec
+  // stat()ed (mounts.cc); that inode must be one PrepareAll opened, or the
+  // scan after the run would read another tree than the one written.
+  for (size_t i = 0; i < child->mounts().size(); ++i) {
+    const ChildMountOp& op = child->mounts()[i];
+    if (!BindsHostWritable(op)) continue;
+    if (!writable_binds || !writable_binds->Covers(op.source_dev, op.source_ino)) {
+      return FailedPreconditionError(child->DescribeMount(static_cast<int>(i)) +
+                                     ": its source changed while the run was prepared, so it could not be verified "
+                                     "after the run; nothing ran. Try again, and do not replace it meanwhile");
+    }
+  }
   ChildSpec& spec = child->spec();
   spec.work_sock = work_sock;
   spec.broker_sock = broker_sock;

@@ -18,6 +18,7 @@
 #include "enforcer/sandbox.h"
 #include "enforcer/userns.h"
 #include "enforcer/workdir/staging.h"
+#include "enforcer/workdir/writable_binds.h"
 
 namespace cocoon::enforcer {
 
@@ -45,6 +46,9 @@ class Sandbox::Impl {
   std::string cgroup_name;
   std::vector<std::string> cgroup_v1_parent_dirs;  // Cgroup::V1ParentDirs
   std::unique_ptr<Staging> staging;
+  // The plan's writable binds, opened before the run and verified after it
+  // (workdir/writable_binds.h); null without any.
+  std::unique_ptr<WritableBinds> writable_binds;
   ChildSpecInputs child_inputs;            // PrepareAll -> BuildChildSpec
   std::unique_ptr<PreparedChild> child;    // built in RunOnce, after clone
   std::vector<std::string> namespaces;

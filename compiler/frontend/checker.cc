@@ -471,6 +471,7 @@ ir::Policy Finalize(State& state, const Program& program) {
     all += file->sha256;
   }
   policy.source_sha256 = Sha256Hex(all);
+  policy.shadowing_paths = program.shadowing_paths;
   return policy;
 }
 

@@ -58,7 +58,9 @@ class Loader {
   void Follow(const LoadedFile& from, const ast::Directive& directive) {
     const std::string& target = directive.target.text;
     bool is_import = directive.keyword.text == "import";
-    std::string resolved = Resolve(from, target, is_import);
+    std::vector<std::string> missed;
+    std::string resolved = Resolve(from, target, is_import, missed);
+    if (!resolved.empty()) RecordShadowingPaths(missed);
     if (resolved.empty()) {
       if (std::string found = NonRegularCandidate(from, target, is_import); !found.empty()) {
         diagnostics_.Error(from.source, directive.target.span,
@@ -127,11 +129,24 @@ class Loader {
     return candidates;
   }
 
-  std::string Resolve(const LoadedFile& from, const std::string& target, bool is_import) const {
+  // The first candidate that is a regular file, canonical; `missed` gets
+  // the candidates tried before it.
+  std::string Resolve(const LoadedFile& from, const std::string& target, bool is_import,
+                      std::vector<std::string>& missed) const {
     for (const std::string& candidate : Candidates(from, target, is_import)) {
       if (IsRegularFile(candidate)) return Canonical(candidate);
+      missed.push_back(candidate);
     }
     return {};
+  }
+
+  void RecordShadowingPaths(const std::vector<std::string>& missed) {
+    for (const std::string& candidate : missed) {
+      std::error_code ec;
+      std::string absolute = fs::absolute(candidate, ec).string();  // a relative -I DIR
+      if (ec) absolute = candidate;
+      if (shadowing_seen_.insert(absolute).second) program_.shadowing_paths.push_back(absolute);
+    }
   }
 
   // The first candidate that exists but is not a regular file (a directory,
@@ -179,6 +194,7 @@ class Loader {
   Program program_;
   std::vector<std::string> stack_;
   std::set<std::string> loaded_;
+  std::set<std::string> shadowing_seen_;
 };
 
 }  // namespace

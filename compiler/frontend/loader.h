@@ -47,6 +47,12 @@ struct Program {
   // Errors of slips the parser mended in files loaded anyway
   // (SlipRecovery::kAstForChecking): they do not stop `check`.
   size_t slip_errors = 0;
+  // The paths an include or import tried, and found no regular file at,
+  // before the one it resolved to (absolute, as tried; each once): a file
+  // put at one of them later would be read instead. `import "strict"` in
+  // /p/policy.cocoon tries /p/strict.cocoon and /p/strict before the
+  // shipped policies/strict.cocoon.
+  std::vector<std::string> shadowing_paths;
 
   const LoadedFile* root() const { return files.empty() ? nullptr : files.front().get(); }
 };

@@ -232,6 +232,9 @@ struct Policy {
   std::vector<std::string> lineage;  // this profile first, then its ancestors
   std::string source_sha256;         // over the root file and all includes, in load order
   std::vector<std::string> source_files;
+  // Where a file put later would change what an include or import reads
+  // (frontend::Program::shadowing_paths): they held no file when compiled.
+  std::vector<std::string> shadowing_paths;
 
   Network network;
   Filesystem filesystem;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compiler/common/digest.h"
+#include "enforcer/workdir/change_floor.h"
 #include "enforcer/workdir/tree_ops.h"
 
 namespace cocoon::enforcer {
@@ -662,21 +663,58 @@ Result<std::pair<Fd, std::string>> OpenParent(int root_fd, const std::string& re
   return std::make_pair(std::move(parent), name);
 }
 
-Status Remediate(int root_fd, const BreakoutFinding& finding) {
+// fchmodat2(2) (Linux 6.6) takes AT_EMPTY_PATH: a mode change through an
+// O_PATH fd. glibc 2.36 has no wrapper and its fchmodat() refuses the flag,
+// so the syscall is made directly; its number is 452 on every architecture.
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+
+// chmod of the inode `path_fd` (O_PATH) refers to. An O_PATH fd needs no
+// permission on the file itself (open(2)), where fchmod(2) needs the file
+// opened for reading or writing, which a mode like 6111 refuses to a
+// rootless supervisor: it is the file's owner, with no capability to
+// override its mode bits. Without fchmodat2 (before Linux 6.6) the fd's
+// magic link in /proc/self/fd leads to the same inode, as glibc's own
+// fchmodat(AT_SYMLINK_NOFOLLOW) does (proc(5)): no name is looked up again.
+Status ChmodThroughPathFd(int path_fd, mode_t mode, const std::string& what) {
+  if (syscall(SYS_fchmodat2, path_fd, "", mode, AT_EMPTY_PATH) == 0) return Status::Ok();
+  // ENOSYS, or a container's seccomp profile that does not know the call
+  // (EPERM): the magic link, whose own error is the one reported.
+  const std::string magic = "/proc/self/fd/" + std::to_string(path_fd);
+  if (chmod(magic.c_str(), mode) != 0) return ErrnoError(what);
+  return Status::Ok();
+}
+
+// What Remediate did with one finding.
+enum class Remedy { kDefused, kPreexisting };
+
+Result<Remedy> Remediate(int root_fd, const BreakoutFinding& finding, const struct timespec& changed_since) {
+  // Reported only: the Outcome says "incomplete" (whatever the entry's own
+  // ctime, what lies below it may be the sandbox's).
+  if (IsUninspected(finding)) return Remedy::kDefused;
   COCOON_ASSIGN_OR_RETURN(auto parent, OpenParent(root_fd, finding.path));
   const std::string& name = parent.second;
   if (finding.kind == "setuid" || finding.kind == "setgid") {
-    Fd file(openat(parent.first.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    // O_PATH|O_NOFOLLOW: the entry itself, opened without read permission
+    // and never through a symlink put at its name.
+    Fd file(openat(parent.first.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
     if (!file.valid() || fstat(file.get(), &st) != 0) return ErrnoError("opening " + finding.path);
-    if (fchmod(file.get(), st.st_mode & 0777) != 0) return ErrnoError("clearing setuid/setgid on " + finding.path);
-    return Status::Ok();
+    if (!ChangedSince(st, changed_since)) return Remedy::kPreexisting;
+    COCOON_RETURN_IF_ERROR(ClearSetIdBits(file.get(), st, finding.path));
+    return Remedy::kDefused;
   }
-  if (IsUninspected(finding)) return Status::Ok();  // reported only: the Outcome says "incomplete"
+  struct stat st {};
+  if (fstatat(parent.first.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return Remedy::kDefused;
+    return ErrnoError("stat " + finding.path);
+  }
+  if (!ChangedSince(st, changed_since)) return Remedy::kPreexisting;
   // Escaping links, outside hardlinks, devices, FIFOs, sockets: unlink the
   // name (an outside hardlink's target file keeps its other names).
   if (unlinkat(parent.first.get(), name.c_str(), 0) != 0 && errno != ENOENT) return ErrnoError("removing " + finding.path);
-  return Status::Ok();
+  return Remedy::kDefused;
 }
 
 }  // namespace
@@ -724,21 +762,46 @@ Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const
   return committer.Run(tree_fd, host_dir);
 }
 
-Result<CommitReport> RemediateDirectTree(int host_dir_fd, const ScanReport& scan) {
+Result<CommitReport> RemediateDirectTree(int host_dir_fd, const ScanReport& scan,
+                                         const struct timespec& changed_since) {
   if (host_dir_fd < 0) return InvalidArgumentError("direct-mode remediation needs the work dir's fd");
   CommitReport report;
   // One entry that cannot be removed must not stop the others from being
   // defused: remediate all, then report the first failure and the count.
   for (size_t i = 0; i < scan.findings.size(); ++i) {
-    Status remediated = Remediate(host_dir_fd, scan.findings[i]);
-    if (remediated.ok()) {
+    Result<Remedy> remediated = Remediate(host_dir_fd, scan.findings[i], changed_since);
+    if (remediated.ok() && *remediated == Remedy::kPreexisting) {
+      report.preexisting.push_back(i);
+    } else if (remediated.ok()) {
       report.left_out.push_back(scan.findings[i]);
     } else {
-      if (report.not_remediated.empty()) report.remediation_error = remediated.message();
+      if (report.not_remediated.empty()) report.remediation_error = remediated.status().message();
       report.not_remediated.push_back(i);
     }
   }
   return report;
+}
+
+Status ClearSetIdBits(int path_fd, const struct stat& st, const std::string& what) {
+  if (!S_ISREG(st.st_mode)) return FailedPreconditionError(what + " is no longer a regular file");
+  if ((st.st_mode & (S_ISUID | S_ISGID)) == 0) return Status::Ok();
+  return ChmodThroughPathFd(path_fd, st.st_mode & 01777 & ~(S_ISUID | S_ISGID), "clearing setuid/setgid on " + what);
+}
+
+void SetAsidePreexisting(ScanReport& scan, const CommitReport& report, std::vector<BreakoutFinding>& preexisting) {
+  for (size_t i : report.not_remediated) scan.findings[i].left_in_place = true;
+  if (report.preexisting.empty()) return;
+  std::vector<BreakoutFinding> sandbox_made;
+  size_t next = 0;  // report.preexisting is in ascending order
+  for (size_t i = 0; i < scan.findings.size(); ++i) {
+    if (next < report.preexisting.size() && report.preexisting[next] == i) {
+      preexisting.push_back(std::move(scan.findings[i]));
+      ++next;
+    } else {
+      sandbox_made.push_back(std::move(scan.findings[i]));
+    }
+  }
+  scan.findings = std::move(sandbox_made);
 }
 
 }  // namespace cocoon::enforcer

@@ -168,6 +168,9 @@ struct CommitReport {
   // removed or defused and are still in the host dir.
   std::vector<size_t> not_remediated;
   std::string remediation_error;  // why the first of those failed
+  // Direct mode: the findings (by index in the scan) that are the host's
+  // own, as they were before the run (change_floor.h): left alone.
+  std::vector<size_t> preexisting;
 };
 
 // Whether CommitStagedTree could swap a new tree in for `host_dir`: its
@@ -190,15 +193,35 @@ size_t SweepAbandonedCommitDirs(const std::string& host_dir, std::chrono::second
 Result<CommitReport> CommitStagedTree(int tree_fd, const ScanReport& scan, const std::string& host_dir,
                                       const CommitOptions& options = {});
 
-// Direct mode: the sandbox wrote into the host dir itself. There is nothing to
-// leave out, so escaping symlinks, device nodes, FIFOs and sockets are REMOVED
-// (unlinkat, never followed), setuid/setgid bits are cleared, and hardlinks to
-// outside files are unlinked (the outside file itself is untouched). Every
-// action is reported. This is the documented direct-mode policy: after the
-// fact, the host dir must still not hold a way out. An entry that cannot be
-// defused does not stop the others; it is listed in not_remediated.
-// `host_dir_fd` is the directory that was bound into the sandbox (and
-// scanned), not its path looked up again.
-Result<CommitReport> RemediateDirectTree(int host_dir_fd, const ScanReport& scan);
+// Direct mode (and a `writable` bind): the sandbox wrote into the host dir
+// itself. There is nothing to leave out, so of the entries the run created
+// or changed (ctime at or after `changed_since`, change_floor.h), escaping
+// symlinks, device nodes, FIFOs and sockets are REMOVED (unlinkat, never
+// followed), setuid/setgid bits are cleared (through an O_PATH open, so a
+// file with no read permission is cleared too), and hardlinks to outside
+// files are unlinked (the outside file itself is untouched). Every action is
+// reported. This is the documented direct-mode policy: after the fact, the
+// host dir must still not hold a way out the sandbox made. The host's own
+// entries, unchanged since before the run (a virtualenv's link to
+// /usr/bin/python3, a FIFO, a setuid helper of its own), are left as they
+// are and listed in `preexisting`, as a staged run leaves them. What the
+// scan could not inspect is reported whatever its ctime: what lies below it
+// may have changed. An entry that cannot be defused does not stop the
+// others; it is listed in not_remediated. `host_dir_fd` is the directory
+// that was bound into the sandbox (and scanned), not its path looked up
+// again.
+Result<CommitReport> RemediateDirectTree(int host_dir_fd, const ScanReport& scan,
+                                         const struct timespec& changed_since);
+
+// Clears the setuid and setgid bits of the regular file `path_fd` (an O_PATH
+// fd, which needs no permission on the file) refers to; `what` names it in
+// the error.
+Status ClearSetIdBits(int path_fd, const struct stat& st, const std::string& what);
+
+// After RemediateDirectTree(scan): marks the findings it could not defuse
+// (BreakoutFinding::left_in_place) and moves the host's own
+// (CommitReport::preexisting) out of scan.findings, onto `preexisting`:
+// what remains is what the sandbox left.
+void SetAsidePreexisting(ScanReport& scan, const CommitReport& report, std::vector<BreakoutFinding>& preexisting);
 
 }  // namespace cocoon::enforcer

@@ -19,6 +19,7 @@
 
 #include "enforcer/fd_passing.h"
 #include "enforcer/sweep_sampler.h"
+#include "enforcer/workdir/change_floor.h"
 #include "enforcer/workdir/copy_conflicts.h"
 #include "enforcer/workdir/idmapped_tree.h"
 #include "enforcer/workdir/tree_ops.h"
@@ -142,6 +143,7 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   // sandbox's fresh escapes for the host's own files and commit them back
   // (and the direct run's scan would then look at the swapped-out tree).
   const bool direct = strategy == StagingStrategy::kDirect;
+  if (direct) staging->changed_since_ = RunChangeFloor(host_dir_fd);
   if (flock(host_fd.get(), (direct ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
     return FailedPreconditionError(
         "work dir " + host + " is in use by another cocoon run" +
@@ -535,13 +537,13 @@ void Staging::VerifyDirect(int cancel_fd, StagingResult& result) {
   }
   result.scanned = true;
   result.scan = std::move(*scan);
-  auto remediated = RemediateDirectTree(host_dir_fd_.get(), result.scan);
+  auto remediated = RemediateDirectTree(host_dir_fd_.get(), result.scan, changed_since_);
   if (!remediated.ok()) {
     result.error = remediated.status();
     return;
   }
   result.commit = std::move(*remediated);
-  for (size_t i : result.commit.not_remediated) result.scan.findings[i].left_in_place = true;
+  SetAsidePreexisting(result.scan, result.commit, result.preexisting);
   if (result.scan.stopped) {
     const size_t found = result.scan.findings.size();
     result.error = Status(ErrorCode::kUnavailable,

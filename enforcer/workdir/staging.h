@@ -181,6 +181,9 @@ struct StagingResult {
   bool committed = false;  // staged: the verified tree was swapped into the host dir
   bool cancelled = false;  // the commit stopped at a cancel request; nothing was committed
   Status error;            // why the scan, commit or remediation did not complete; ok otherwise
+  // Direct mode: what the scan flagged that the host dir held before the
+  // run, unchanged (change_floor.h): left alone, and not in scan.findings.
+  std::vector<BreakoutFinding> preexisting;
 };
 
 class Staging {
@@ -239,6 +242,9 @@ class Staging {
   // inode (and any automount) in place, so that its device and inode
   // numbers are still the same when the commit compares them.
   OwnedFd host_dir_fd_;  // its device and inode: spec_.host_dev/host_ino (the commit refuses any other)
+  // Direct mode: entries whose ctime is at or after this the run created or
+  // changed (change_floor.h); taken in Prepare, before the sandbox exists.
+  struct timespec changed_since_ {};
   std::string overlay_declined_;  // why auto mode copied a big dir instead (idmap failed, other owners' entries)
   std::string note_;              // note()
 };

@@ -1834,6 +1834,281 @@ TEST(CocoonRun, AWorkDirThatIsABindMountOfTheAuditTrailIsRefused) {
   fs::remove_all(dir);
 }
 
+std::map<int, json> McpResponsesById(const std::string& out);  // below, with the MCP tests
+
+// The policy a run enforces must not be in reach of the run: a work dir
+// (committed back) or a writable bind (written in place) that holds the
+// policy file, a file it imports, or a place an import looks first (the
+// policy's own directory, before the shipped policies/) would let the
+// sandbox rewrite or shadow the policy of the next run. Each command that
+// launches (enforce, run --policy, pipeline, mcp --policy) refuses before
+// anything runs, and says which file and what to do.
+TEST(CocoonEnforce, AWorkDirOrWritableMountHoldingThePolicyIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-policy-guard-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "p");
+  fs::create_directories(dir / "out");
+  fs::create_directories(dir / "cache");
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()}};
+  const std::string policy = (dir / "p" / "policy.cocoon").string();
+  const std::string text = "import \"strict\"\nprofile p extends strict {\n  network off\n}\n";
+  std::ofstream(policy) << text;
+  auto policy_text = [&] {
+    std::ifstream in(policy);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string rewrite = "sed -i s/network.off/network.on/ /work/policy.cocoon; echo x > /work/ran";
+  const std::string advice = "Keep the policy and what it imports outside the work dir and writable mounts";
+  // The reviewer's repro: `cd p && cocoon enforce policy.cocoon --work .`.
+  Ran enforce = Cocoon({"enforce", "policy.cocoon", "--work", ".", "--", "/bin/sh", "-c", rewrite},
+                       (dir / "p").string(), env);
+  EXPECT_EQ(enforce.status, 1) << enforce.err;
+  EXPECT_NE(enforce.err.find("holds the policy file " + policy), std::string::npos) << enforce.err;
+  EXPECT_NE(enforce.err.find(advice), std::string::npos) << enforce.err;
+  Ran run = Cocoon({"run", "--policy", policy, "--work", (dir / "p").string(), "--", "/bin/sh", "-c", rewrite}, "", env);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("holds the policy file " + policy), std::string::npos) << run.err;
+  Ran pipeline = Cocoon({"pipeline", "--policy", policy, "--work", (dir / "p").string(), "-s", "bash:" + rewrite}, "", env);
+  EXPECT_NE(pipeline.status, 0) << pipeline.err;
+  EXPECT_NE(pipeline.err.find("holds the policy file " + policy), std::string::npos) << pipeline.out << pipeline.err;
+  EXPECT_EQ(policy_text(), text);
+  EXPECT_FALSE(fs::exists(dir / "p" / "ran"));
+  // The quieter way: no policy file in the work dir, but the place an
+  // import looks before the shipped policies/ (`import "runtimes/python"`
+  // tries <policy dir>/runtimes/python.cocoon first).
+  fs::create_directories(dir / "q" / "runtimes");
+  std::ofstream(dir / "q" / "policy.cocoon") << "import \"runtimes/python\"\nprofile q extends python {\n}\n";
+  Ran shadow = Cocoon({"enforce", (dir / "q" / "policy.cocoon").string(), "--work", (dir / "q" / "runtimes").string(),
+                       "--", "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(shadow.status, 1) << shadow.err;
+  EXPECT_NE(shadow.err.find("holds " + (dir / "q" / "runtimes" / "python.cocoon").string() +
+                            ", where the policy's include or import looks before the file it reads"),
+            std::string::npos) << shadow.err;
+  EXPECT_FALSE(fs::exists(dir / "q" / "runtimes" / "ran"));
+  // ...and where such a place leads: a dangling link there into the work dir
+  // (creating the link's target makes it a file `import "strict"` reads).
+  fs::create_directories(dir / "s");
+  std::ofstream(dir / "s" / "policy.cocoon") << text;
+  fs::create_symlink(dir / "out" / "strict.cocoon", dir / "s" / "strict.cocoon");
+  Ran through_link = Cocoon({"enforce", (dir / "s" / "policy.cocoon").string(), "--work", (dir / "out").string(), "--",
+                             "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(through_link.status, 1) << through_link.err;
+  EXPECT_NE(through_link.err.find("holds " + (dir / "s" / "strict.cocoon").string()), std::string::npos)
+      << through_link.err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "ran"));
+  // A writable mount of the policy's own directory, from enforce and from
+  // mcp --policy (whose calls extend it).
+  fs::create_directories(dir / "w");
+  const std::string bound = (dir / "w" / "policy.cocoon").string();
+  std::ofstream(bound) << "import \"strict\"\nprofile w extends strict {\n  filesystem {\n    writable \"" +
+                              (dir / "w").string() + "\" as /w\n  }\n}\n";
+  Ran writable = Cocoon({"enforce", bound, "--", "/bin/sh", "-c", "echo x > /w/ran"}, "", env);
+  EXPECT_EQ(writable.status, 1) << writable.err;
+  EXPECT_NE(writable.err.find("the writable mount of " + (dir / "w").string() + " holds the policy file " + bound),
+            std::string::npos) << writable.err;
+  std::string requests =
+      R"j({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","method":"notifications/initialized"})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"echo x > /w/ran"}}})j"
+      "\n";
+  Ran mcp = Cocoon({"mcp", "--policy", bound}, "", env, COCOON_BINARY, requests);
+  std::map<int, json> results = McpResponsesById(mcp.out);
+  ASSERT_TRUE(results.count(1)) << mcp.out << mcp.err;
+  EXPECT_TRUE(results[1]["result"]["isError"].get<bool>()) << results[1].dump(2);
+  EXPECT_NE(results[1].dump().find("holds the policy file"), std::string::npos) << results[1].dump(2);
+  EXPECT_FALSE(fs::exists(dir / "w" / "ran"));
+  // A work dir of its own, beside the policy, runs.
+  Ran fine = Cocoon({"enforce", policy, "--work", (dir / "out").string(), "--", "/bin/sh", "-c", "echo x > /work/ran"},
+                    "", env);
+  EXPECT_EQ(fine.status, 0) << fine.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "ran"));
+  fs::remove_all(dir);
+}
+
+// The artifact cache keys a policy by its own bytes and checks the hashes
+// of what it imported; a file put since where an import looks first (the
+// policy's directory, before the shipped strict) would be imported now, so
+// it is a miss, and the run enforces what the policy now means. Before, the
+// cached strict was used until the policy itself changed.
+TEST(CocoonEnforce, AFilePutWhereAnImportLooksFirstIsACacheMiss) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-shadow-cache-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "p");
+  fs::create_directories(dir / "cache");
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()}};
+  const std::string policy = (dir / "p" / "policy.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile p extends strict {\n}\n";
+  auto sha = [&] {
+    Ran ran = Cocoon({"enforce", policy, "--json", "--", "/bin/true"}, "", env);
+    EXPECT_EQ(ran.status, 0) << ran.err;
+    return Json(ran)["policy"]["sha256"].get<std::string>();
+  };
+  const std::string shipped = sha();
+  EXPECT_EQ(sha(), shipped) << "the same files, the same policy";
+  std::ifstream strict(COCOON_POLICIES_DIR "/strict.cocoon");
+  std::stringstream planted;
+  planted << strict.rdbuf() << "\n# put here after the policy was cached\n";
+  std::ofstream(dir / "p" / "strict.cocoon") << planted.str();
+  EXPECT_NE(sha(), shipped) << "the cached entry was used although `import \"strict\"` now reads another file";
+  fs::remove_all(dir);
+}
+
+// Waits until a run started now would take `paths` (made before it) for the
+// host's own: their ctimes behind the coarse clock by two of its ticks
+// (enforcer/workdir/change_floor.h). Waits for the clock, measures nothing.
+void WaitUntilTheClockHasPassed(const std::vector<fs::path>& paths) {
+  struct timespec newest {};
+  for (const fs::path& path : paths) {
+    struct stat st {};
+    ASSERT_EQ(lstat(path.c_str(), &st), 0) << path;
+    if (st.st_ctim.tv_sec > newest.tv_sec || (st.st_ctim.tv_sec == newest.tv_sec && st.st_ctim.tv_nsec > newest.tv_nsec)) {
+      newest = st.st_ctim;
+    }
+  }
+  struct timespec tick {};
+  clock_getres(CLOCK_REALTIME_COARSE, &tick);
+  const int64_t margin = 2 * (tick.tv_sec * 1'000'000'000 + tick.tv_nsec);
+  const int64_t newest_ns = newest.tv_sec * 1'000'000'000 + newest.tv_nsec;
+  for (;;) {
+    struct timespec now {};
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    if (now.tv_sec * 1'000'000'000 + now.tv_nsec - margin > newest_ns) return;
+    usleep(1000);
+  }
+}
+
+// Runs cocoon as the caller (root or not), or rootless as uid 65534 when
+// the test is root (setpriv), with a HOME and cache of its own in `home`.
+Ran CocoonMaybeRootless(bool rootless, std::vector<std::string> args, const fs::path& home) {
+  std::string binary = COCOON_BINARY;
+  if (rootless && geteuid() == 0) {
+    args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+    binary = "/usr/bin/setpriv";
+  }
+  return Cocoon(args, "", {{"HOME", home.string()}, {"XDG_CACHE_HOME", home.string()},
+                           {"COCOON_CACHE_DIR", (home / "cache").string()}}, binary);
+}
+
+// A `writable` bind is written in place, like a direct work dir, and now
+// verified after the run like one: a setuid copy of a binary the sandbox
+// made there (rootless: owned by the caller, and any host user running it
+// would get the caller's uid) loses its bits, its FIFO and escaping link are
+// removed, each is a finding of the Outcome naming the mount, and
+// breakout.clean is false. Before, all of it stayed and the Outcome said
+// clean. The host's own entries there are left alone.
+void CheckAWritableBindKeepsNothingDangerous(bool rootless) {
+  if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  }
+  fs::path dir = fs::temp_directory_path() / ("cocoon-wb-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "wb");
+  fs::create_directories(dir / "home");
+  std::ofstream(dir / "wb.cocoon") << "import \"strict\"\nprofile wb extends strict {\n  filesystem {\n    writable \"" +
+                                          (dir / "wb").string() + "\" as /wb\n  }\n}\n";
+  std::ofstream(dir / "wb" / "own-helper") << "#!/bin/sh\n";
+  ASSERT_EQ(mkfifo((dir / "wb" / "own-fifo").c_str(), 0644), 0);
+  fs::create_symlink("/usr/bin/python3", dir / "wb" / "own-link");
+  if (geteuid() == 0) {
+    // The sandbox (and rootless cocoon) is uid 65534 on the host.
+    for (const fs::path& p : {dir, dir / "wb", dir / "home", dir / "wb.cocoon", dir / "wb" / "own-helper",
+                              dir / "wb" / "own-fifo"}) {
+      ASSERT_EQ(lchown(p.c_str(), 65534, 65534), 0) << p;
+    }
+  }
+  ASSERT_EQ(chmod((dir / "wb" / "own-helper").c_str(), 04755), 0);  // after chown, which clears it
+  WaitUntilTheClockHasPassed({dir / "wb" / "own-helper", dir / "wb" / "own-fifo", dir / "wb" / "own-link"});
+  Ran ran = CocoonMaybeRootless(rootless, {"enforce", (dir / "wb.cocoon").string(), "--json", "--", "/bin/sh", "-c",
+                                "cp /usr/bin/id /wb/id && chmod 6755 /wb/id && mkfifo /wb/p && ln -s /etc/shadow /wb/l"},
+                     dir / "home");
+  json j = Json(ran);
+  EXPECT_EQ(ran.status, 0) << j.dump(2) << ran.err;
+  EXPECT_EQ(j["exit_code"], 0) << j.dump(2);
+  EXPECT_FALSE(j["breakout"]["clean"].get<bool>()) << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["writable_mounts"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  std::set<std::string> findings;
+  for (const auto& f : j["breakout"]["findings"]) {
+    findings.insert(f.value("mount", "") + ":" + f["path"].get<std::string>() + ":" + f["kind"].get<std::string>());
+  }
+  EXPECT_EQ(findings, (std::set<std::string>{"/wb:id:setuid", "/wb:id:setgid", "/wb:p:fifo", "/wb:l:symlink-escape"}))
+      << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["preexisting"]["count"], 3) << j["breakout"].dump(2);
+  struct stat st {};
+  ASSERT_EQ(lstat((dir / "wb" / "id").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u) << "a set-id binary of the sandbox's stayed on the host";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "wb" / "p")));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "wb" / "l")));
+  ASSERT_EQ(lstat((dir / "wb" / "own-helper").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 04755u) << "the host's own setuid file was changed";
+  EXPECT_TRUE(fs::is_fifo(dir / "wb" / "own-fifo"));
+  EXPECT_TRUE(fs::is_symlink(dir / "wb" / "own-link"));
+  fs::remove_all(dir);
+}
+
+TEST(CocoonEnforce, AWritableBindKeepsNoSetIdFileFifoOrEscapeOnTheHost) { CheckAWritableBindKeepsNothingDangerous(false); }
+TEST(CocoonEnforce, RootlessAWritableBindKeepsNoSetIdFileFifoOrEscapeOnTheHost) {
+  CheckAWritableBindKeepsNothingDangerous(true);
+}
+
+// Direct mode acts only on what the run created or changed: a work dir's
+// own virtualenv link to /usr/bin/python3, FIFO and setuid helper survive a
+// run that does nothing (before, the link and FIFO were deleted and the bit
+// cleared), and are noted, not findings. A set-id file the run made with no
+// read permission (`chmod 6111`) loses its bits too: before, rootless
+// remediation could not open it, said "incomplete" and left ---s--s--x.
+void CheckDirectModeActsOnlyOnTheRuns(bool rootless) {
+  if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  }
+  fs::path dir = fs::temp_directory_path() / ("cocoon-direct-own-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "wd" / ".venv" / "bin");
+  fs::create_directories(dir / "home");
+  std::ofstream(dir / "d.cocoon") << "import \"strict\"\nprofile d extends strict {\n"
+                                     "  filesystem {\n    work /work quota 64MiB direct\n  }\n}\n";
+  fs::create_symlink("/usr/bin/python3", dir / "wd" / ".venv" / "bin" / "python");
+  ASSERT_EQ(mkfifo((dir / "wd" / "fifo").c_str(), 0644), 0);
+  std::ofstream(dir / "wd" / "helper") << "#!/bin/sh\n";
+  if (geteuid() == 0) {
+    for (const fs::path& p : {dir, dir / "wd", dir / "wd" / ".venv", dir / "wd" / ".venv" / "bin", dir / "home",
+                              dir / "d.cocoon", dir / "wd" / "fifo", dir / "wd" / "helper"}) {
+      ASSERT_EQ(lchown(p.c_str(), 65534, 65534), 0) << p;
+    }
+  }
+  ASSERT_EQ(chmod((dir / "wd" / "helper").c_str(), 04755), 0);
+  const std::vector<fs::path> own = {dir / "wd" / ".venv" / "bin" / "python", dir / "wd" / "fifo", dir / "wd" / "helper"};
+  WaitUntilTheClockHasPassed(own);
+  Ran idle = CocoonMaybeRootless(rootless, {"enforce", (dir / "d.cocoon").string(), "--work", (dir / "wd").string(), "--json",
+                                 "--", "/bin/true"}, dir / "home");
+  json j = Json(idle);
+  EXPECT_EQ(idle.status, 0) << j.dump(2) << idle.err;
+  EXPECT_TRUE(j["breakout"]["clean"].get<bool>()) << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["preexisting"]["count"], 3) << j["breakout"].dump(2);
+  EXPECT_TRUE(fs::is_symlink(own[0])) << "the host's own virtualenv link was deleted";
+  EXPECT_TRUE(fs::is_fifo(own[1])) << "the host's own FIFO was deleted";
+  struct stat st {};
+  ASSERT_EQ(lstat(own[2].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 04755u) << "the host's own setuid bit was cleared";
+  Ran unreadable = CocoonMaybeRootless(rootless, {"enforce", (dir / "d.cocoon").string(), "--work", (dir / "wd").string(), "--json",
+                                       "--", "/bin/sh", "-c", "cp /usr/bin/id /work/id && chmod 6111 /work/id"},
+                            dir / "home");
+  j = Json(unreadable);
+  EXPECT_EQ(unreadable.status, 0) << j.dump(2) << unreadable.err;
+  EXPECT_EQ(j["breakout"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  ASSERT_EQ(lstat((dir / "wd" / "id").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0111u) << "set-id bits stayed on a file no one may read";
+  EXPECT_TRUE(fs::is_symlink(own[0]));
+  fs::remove_all(dir);
+}
+
+TEST(CocoonEnforce, DirectModeActsOnlyOnWhatTheRunCreatedOrChanged) { CheckDirectModeActsOnlyOnTheRuns(false); }
+TEST(CocoonEnforce, RootlessDirectModeActsOnlyOnWhatTheRunCreatedOrChanged) { CheckDirectModeActsOnlyOnTheRuns(true); }
+
 // A read-only bind does not stop a unix socket's connect (the kernel checks
 // no mount flag there), so `--ro` refuses a socket and the trees where host
 // services keep theirs (/run, /var/run), and /tmp itself (users' agent

@@ -161,6 +161,30 @@ TEST_F(CacheTest, StoreLookupAndInvalidation) {
   EXPECT_FALSE(cache.Lookup(key).has_value());
 }
 
+// A regular file now where an include or import looked before the file it
+// read is a miss: the policy would read that file now. Anything else there
+// (a directory) changes nothing the loader reads. So is another
+// $COCOON_POLICY_PATH, under which the same policy imports other files.
+TEST_F(CacheTest, AFileWhereAnImportLookedFirstOrAnotherSearchPathIsAMiss) {
+  ArtifactCache cache(dir_ + "/cache");
+  unsetenv("COCOON_POLICY_PATH");
+  std::string key = ArtifactCache::KeyFor(policy_, "p");
+  setenv("COCOON_POLICY_PATH", dir_.c_str(), 1);
+  EXPECT_NE(ArtifactCache::KeyFor(policy_, "p"), key);
+  unsetenv("COCOON_POLICY_PATH");
+  const std::string shadow = dir_ + "/strict.cocoon";
+  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {policy_}, {shadow}};
+  ASSERT_TRUE(cache.Store(key, artifacts).ok());
+  auto hit = cache.Lookup(key);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->shadowing_paths, std::vector<std::string>{shadow});
+  ASSERT_EQ(mkdir(shadow.c_str(), 0755), 0);
+  EXPECT_TRUE(cache.Lookup(key).has_value()) << "a directory is not read";
+  ASSERT_EQ(rmdir(shadow.c_str()), 0);
+  std::ofstream(shadow) << "profile strict {}\n";
+  EXPECT_FALSE(cache.Lookup(key).has_value()) << "`import \"strict\"` would read the new file";
+}
+
 TEST_F(CacheTest, TamperedOrWorldWritableEntriesAreIgnored) {
   ArtifactCache cache(dir_ + "/cache");
   std::string key = ArtifactCache::KeyFor(policy_, "p");

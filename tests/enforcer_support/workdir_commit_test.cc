@@ -20,6 +20,7 @@
 
 #include "compiler/common/digest.h"
 #include "enforcer/workdir/breakout_scan.h"
+#include "enforcer/workdir/change_floor.h"
 #include "enforcer/workdir/commit.h"
 #include "enforcer/workdir/tree_ops.h"
 #include "test_tree.h"
@@ -356,11 +357,100 @@ ScanReport DirectScan(const std::string& dir) {
 }
 
 // Direct mode's remediation of `dir`, through an fd of it as the staging has.
-Result<CommitReport> RemediateDir(const std::string& dir, const ScanReport& scan) {
+// The default floor counts every entry as the run's.
+Result<CommitReport> RemediateDir(const std::string& dir, const ScanReport& scan,
+                                  const struct timespec& changed_since = {}) {
   int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  auto report = RemediateDirectTree(fd, scan);
+  auto report = RemediateDirectTree(fd, scan, changed_since);
   if (fd >= 0) close(fd);
   return report;
+}
+
+// A set-id file no one may read (`chmod 6111`) is cleared too: through an
+// O_PATH open, which needs no permission on the file. Before, the
+// remediation opened it for reading, which its owner (a rootless
+// supervisor, with no capability over its mode bits) may not: the bits
+// stayed on the host. Run as an unprivileged owner (uid 65534 as root).
+TEST(CommitTest, DirectModeClearsSetIdBitsOfAFileNoOneMayRead) {
+  TempDir host("cocoon-direct");
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(host.path().c_str(), 65534, 65534), 0);
+  }
+  const std::string file = host / "id";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(2);
+    WriteText(file, "#!/bin/sh\n");
+    if (chmod(file.c_str(), 06111) != 0) _exit(3);
+    if (open(file.c_str(), O_RDONLY | O_CLOEXEC) >= 0) _exit(4);  // the owner cannot read it
+    ScanReport scan = DirectScan(host.path());
+    if (!scan.IsFlagged("id")) _exit(5);
+    auto report = RemediateDir(host.path(), scan);
+    _exit(report.ok() && report->not_remediated.empty() ? 0 : 6);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  struct stat st {};
+  ASSERT_EQ(lstat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0111u) << "the set-id bits stayed on the host";
+}
+
+// The host dir's own entries, as they were before the run (a virtualenv's
+// link to /usr/bin/python3, a FIFO, a setuid helper), are left alone and
+// set aside as preexisting; what the run made or changed is defused. Before,
+// a run that did nothing deleted the link and the FIFO and cleared the bit.
+TEST(CommitTest, DirectModeLeavesTheHostsOwnEntriesAndDefusesTheRuns) {
+  TempDir host("cocoon-direct");
+  testing::MakeDirs(host / ".venv/bin");
+  ASSERT_EQ(symlink("/usr/bin/python3", (host / ".venv/bin/python").c_str()), 0);
+  ASSERT_EQ(mkfifo((host / "fifo").c_str(), 0644), 0);
+  ASSERT_EQ(mkfifo((host / "moved-fifo").c_str(), 0644), 0);
+  WriteText(host / "helper", "x", 04755);
+  WriteText(host / "plain", "x");
+  // The run starts once the clock has passed the host's entries (a floor
+  // within their tick would count them as the run's: conservative).
+  struct timespec newest {};
+  for (const char* name : {".venv/bin/python", "fifo", "moved-fifo", "helper", "plain"}) {
+    struct stat st {};
+    ASSERT_EQ(lstat((host / name).c_str(), &st), 0);
+    if (st.st_ctim.tv_sec > newest.tv_sec || (st.st_ctim.tv_sec == newest.tv_sec && st.st_ctim.tv_nsec > newest.tv_nsec)) {
+      newest = st.st_ctim;
+    }
+  }
+  int fd = open(host.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct timespec floor = RunChangeFloor(fd);
+  while (floor.tv_sec < newest.tv_sec || (floor.tv_sec == newest.tv_sec && floor.tv_nsec <= newest.tv_nsec)) {
+    usleep(1000);
+    floor = RunChangeFloor(fd);
+  }
+  close(fd);
+  // The run: new escapes, a host FIFO moved, a host file made setuid.
+  ASSERT_EQ(symlink("/etc/shadow", (host / "new-link").c_str()), 0);
+  ASSERT_EQ(mkfifo((host / "new-fifo").c_str(), 0644), 0);
+  ASSERT_EQ(rename((host / "moved-fifo").c_str(), (host / "moved-fifo2").c_str()), 0);
+  ASSERT_EQ(chmod((host / "plain").c_str(), 06755), 0);
+  ScanReport scan = DirectScan(host.path());
+  auto report = RemediateDir(host.path(), scan, floor);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->not_remediated.empty()) << report->remediation_error;
+  EXPECT_TRUE(std::filesystem::is_symlink(host / ".venv/bin/python")) << "the host's own link was removed";
+  EXPECT_TRUE(Exists(host / "fifo")) << "the host's own FIFO was removed";
+  struct stat st {};
+  ASSERT_EQ(lstat((host / "helper").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 04755u) << "the host's own setuid bit was cleared";
+  EXPECT_FALSE(Exists(host / "new-link"));
+  EXPECT_FALSE(Exists(host / "new-fifo"));
+  EXPECT_FALSE(Exists(host / "moved-fifo2")) << "a host entry the run moved is the run's";
+  ASSERT_EQ(lstat((host / "plain").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  std::vector<BreakoutFinding> preexisting;
+  SetAsidePreexisting(scan, *report, preexisting);
+  std::set<std::string> host_own, runs;
+  for (const auto& f : preexisting) host_own.insert(f.path);
+  for (const auto& f : scan.findings) runs.insert(f.path);
+  EXPECT_EQ(host_own, (std::set<std::string>{".venv/bin/python", "fifo", "helper"}));
+  EXPECT_EQ(runs, (std::set<std::string>{"new-link", "new-fifo", "moved-fifo2", "plain"}));
 }
 
 // Direct mode: escapes are removed and set-id bits cleared in the host dir.

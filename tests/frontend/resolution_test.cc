@@ -100,6 +100,26 @@ TEST_F(ResolutionTest, ChildOverridesScalarsAndMergesLists) {
   EXPECT_EQ(policy->source_files.size(), 2u);
 }
 
+// The paths an import or include tried before the file it read are the
+// policy's shadowing_paths: a file put there later would be read instead
+// (the launch refuses a work dir holding one, the artifact cache misses).
+// What resolved at its first candidate has none.
+TEST_F(ResolutionTest, ThePathsTriedBeforeTheFileReadAreRecorded) {
+  Write("lib/base.cocoon", kBase);
+  Write("common.cocoon", "");
+  std::string main = Write("main.cocoon",
+                           "include \"common.cocoon\"\n"
+                           "import \"base\"\n"
+                           "profile main extends base {\n"
+                           "}\n");
+  std::string out;
+  auto policy = Compile(main, "", &out, {(dir_ / "lib").string()});
+  ASSERT_TRUE(policy) << out;
+  const std::string root = fs::canonical(dir_).string();
+  EXPECT_EQ(policy->shadowing_paths,
+            (std::vector<std::string>{root + "/common.cocoon.cocoon", root + "/base.cocoon", root + "/base"}));
+}
+
 // Under `inherit`, unset must take the name out of the caller's environment
 // too (not only out of the set/pass lists); a child's set brings it back.
 TEST_F(ResolutionTest, UnsetRemovesANameFromAnInheritedEnvironment) {
