@@ -12,10 +12,11 @@ namespace {
 
 using nlohmann::json;
 
-// Deepest [ / { nesting outside strings. nlohmann's recursive parser would
-// otherwise recurse once per level of a hostile "[[[[...": refuse before parsing.
-size_t NestingDepth(std::string_view text) {
-  size_t depth = 0, max_depth = 0;
+// Walks `text` outside JSON strings, giving each character with the
+// [ / { nesting depth after it; stops when `visit` returns false.
+template <typename Visit>
+void WalkOutsideStrings(std::string_view text, Visit visit) {
+  size_t depth = 0;
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
@@ -24,10 +25,24 @@ size_t NestingDepth(std::string_view text) {
       else if (c == '"') in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c == '[' || c == '{') ++depth;
     else if ((c == ']' || c == '}') && depth > 0) --depth;
+    if (!visit(c, depth)) return;
   }
+}
+
+// Deepest [ / { nesting outside strings. nlohmann's recursive parser would
+// otherwise recurse once per level of a hostile "[[[[...": refuse before parsing.
+size_t NestingDepth(std::string_view text) {
+  size_t max_depth = 0;
+  WalkOutsideStrings(text, [&](char, size_t depth) {
+    max_depth = std::max(max_depth, depth);
+    return true;
+  });
   return max_depth;
 }
 
@@ -36,22 +51,13 @@ size_t NestingDepth(std::string_view text) {
 bool ArrayHasMoreThan(std::string_view text, size_t limit) {
   const size_t start = text.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || text[start] != '[') return false;
-  size_t depth = 0, commas = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = start; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') ++depth;
-    else if ((c == ']' || c == '}') && depth > 0) --depth;
-    else if (c == ',' && depth == 1 && ++commas >= limit) return true;  // commas + 1 elements
-  }
-  return false;
+  size_t commas = 0;
+  bool more = false;
+  WalkOutsideStrings(text.substr(start), [&](char c, size_t depth) {
+    more = c == ',' && depth == 1 && ++commas >= limit;  // commas + 1 elements
+    return !more;
+  });
+  return more;
 }
 
 Message Invalid(RequestId id, int code, std::string message) {
