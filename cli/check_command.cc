@@ -55,11 +55,14 @@ void SetUpCheckCommand(CLI::App& app, CommandResult& result) {
       "Diagnostics show file:line:col, the source line and a caret; all of them are\n"
       "reported, not only the first. The Linux seccomp filter is built and verified\n"
       "too, so a rule set libseccomp cannot compile correctly is an error at its rule.\n\n"
-      "Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage error.\n\n"
+      "Exit status: 0 clean (warnings allowed), 1 errors found (a file that cannot\n"
+      "be read is one; the other files are still checked), 2 usage error.\n\n"
       "Examples:\n"
       "  cocoon check policies/strict.cocoon\n"
       "  cocoon check --format json -I ./policies my.cocoon");
-  cmd->add_option("FILE", options->files, "Policy files (.cocoon)")->required()->check(CLI::ExistingFile);
+  // No ExistingFile check: a file that cannot be read is reported like any
+  // other mistake (exit 1), and the files after it are still checked.
+  cmd->add_option("FILE", options->files, "Policy files (.cocoon)")->required();
   cmd->add_option("-I,--include-dir", options->include_dirs,
                   "Extra directory searched by `import` (before the shipped policies/)");
   cmd->add_option("--profile", options->profile, "Check only this profile (default: every profile in the file)");

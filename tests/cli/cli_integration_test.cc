@@ -2943,6 +2943,21 @@ TEST(CocoonCheck, ARuleSetLibseccompMiscompilesIsAnErrorAtItsRule) {
   fs::remove_all(dir);
 }
 
+// Like a compiler given several files, `cocoon check` reports a file it
+// cannot read as that file's error and still checks the others (CLI11's
+// ExistingFile check used to stop the whole command with a usage error).
+TEST(CocoonCheck, AFileThatCannotBeReadIsReportedAndTheOthersStillChecked) {
+  const std::string missing =
+      (fs::temp_directory_path() / ("cocoon-missing-" + std::to_string(getpid()) + ".cocoon")).string();
+  Ran checked = Cocoon({"check", missing, COCOON_POLICIES_DIR "/strict.cocoon", "/tmp"});
+  EXPECT_EQ(checked.status, 1) << checked.err;
+  EXPECT_NE(checked.err.find("cannot open " + missing), std::string::npos) << checked.err;
+  EXPECT_NE(checked.out.find(missing + ": FAILED"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.out.find("strict.cocoon: ok"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.err.find("/tmp is not a regular file"), std::string::npos) << checked.err;
+  EXPECT_NE(checked.out.find("/tmp: FAILED"), std::string::npos) << checked.out;
+}
+
 // An empty value is a usage error, never the option left out: `--work
 // "$OUT"` with OUT unset ran without a work dir (results lost, exit 0), and
 // an empty --audit-log ran without the audit trail.
