@@ -769,7 +769,8 @@ TEST(CocoonEnforce, ATreeTooDeepToScanCommitsNothingOrIsReportedIncomplete) {
 // exit 125, while the escape the scan could see is removed.
 TEST(CocoonEnforce, RootlessDirectModeReportsWhatItCouldNotInspect) {
   const bool root = geteuid() == 0;
-  if (root && access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  if (root && access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
   fs::path dir = fs::temp_directory_path() / ("cocoon-rootless-direct-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "work");
@@ -893,7 +894,8 @@ TEST(CocoonRun, TheCommitGivesNoDirectoryAnOwnerOrSetgidGroupItDidNotHave) {
 // the wall-time kill. RLIMIT_DATA still stops a process that fills memory.
 TEST(CocoonRun, RootlessMemoryRlimitLetsNodeStartAndStopsAFill) {
   const bool root = geteuid() == 0;
-  if (root && access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  if (root && access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
   if (access("/usr/bin/node", X_OK) != 0) GTEST_SKIP() << "SKIPPED LOUDLY: node is not installed (setup.sh installs it)";
   fs::path home = fs::temp_directory_path() / ("cocoon-rootless-node-" + std::to_string(getpid()));
   fs::remove_all(home);
@@ -931,7 +933,8 @@ TEST(CocoonRun, RootlessMemoryRlimitLetsNodeStartAndStopsAFill) {
 TEST(CocoonRun, AWorkDirWhoseParentCannotTakeTheCommitIsRefusedBeforeTheRun) {
   const bool root = geteuid() == 0;
   if (!root) GTEST_SKIP() << "SKIPPED: needs root to make a parent the test's user cannot write";
-  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  if (access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
   fs::path base = fs::temp_directory_path() / ("cocoon-commit-parent-" + std::to_string(getpid()));
   fs::remove_all(base);
   fs::create_directories(base / "parent" / "work");
@@ -958,7 +961,8 @@ TEST(CocoonRun, AWorkDirWhoseParentCannotTakeTheCommitIsRefusedBeforeTheRun) {
 // overlay stays and the Outcome says which entries cannot be changed.
 TEST(CocoonRun, RootlessBigWorkDirWithAnotherOwnersFileIsCopiedWhenItFits) {
   if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to make a file of another owner";
-  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+  if (access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
   fs::path base = fs::temp_directory_path() / ("cocoon-foreign-owner-" + std::to_string(getpid()));
   fs::remove_all(base);
   fs::create_directories(base / "work");
@@ -2002,7 +2006,7 @@ Ran CocoonMaybeRootless(bool rootless, std::vector<std::string> args, const fs::
 // clean. The host's own entries there are left alone.
 void CheckAWritableBindKeepsNothingDangerous(bool rootless) {
   if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
-    GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
   }
   fs::path dir = fs::temp_directory_path() / ("cocoon-wb-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
   fs::remove_all(dir);
@@ -2062,7 +2066,7 @@ TEST(CocoonEnforce, RootlessAWritableBindKeepsNoSetIdFileFifoOrEscapeOnTheHost) 
 // remediation could not open it, said "incomplete" and left ---s--s--x.
 void CheckDirectModeActsOnlyOnTheRuns(bool rootless) {
   if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
-    GTEST_SKIP() << "SKIPPED: no setpriv to run cocoon as uid 65534";
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
   }
   fs::path dir = fs::temp_directory_path() / ("cocoon-direct-own-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
   fs::remove_all(dir);
