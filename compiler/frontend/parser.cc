@@ -152,6 +152,23 @@ class ErrorListener : public antlr4::BaseErrorListener {
       message += names[i];
     }
     if (shown < names.size()) message += ", ...";
+    if (token != nullptr && token->getText() == "=") {
+      // No '=' in the language: after an argument it is a comparison
+      // misspelt (the nearest keyword would be '(', which misleads),
+      // elsewhere a setting written as an assignment (memory = 1GiB).
+      // Read from the text: the parser may have taken the argument into
+      // its recovery already.
+      const std::string& text = source_->text();
+      size_t at = offsets_.Byte(token->getStartIndex());
+      while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) --at;
+      size_t word = at;
+      while (word > 0 && std::isalnum(static_cast<unsigned char>(text[word - 1]))) --word;
+      const bool after_argument =
+          (at > 0 && text[at - 1] == ')') || std::string_view(text).substr(word, at - word).rfind("arg", 0) == 0;
+      hint = after_argument ? "a comparison is written '==' (or !=, <, <=, >, >=)"
+                            : "there is no '=' in the language: a setting is its name, then its value (memory 1GiB)";
+      return;
+    }
     if (token != nullptr && token->getType() != antlr4::Token::EOF) {
       std::string suggestion = DidYouMean(token->getText(), keywords);
       if (!suggestion.empty()) hint = "did you mean '" + suggestion + "'?";

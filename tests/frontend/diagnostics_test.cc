@@ -271,6 +271,18 @@ const Case kCases[] = {
      " |     memory 1.5 GiB\n"
      " |            ^~~~~~~\n"
      " = help: write 1.5GiB, without a space\n"},
+    {"an_equals_sign_where_none_goes",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls { allow socket if arg0 = 1 }\n}\n",
+     "ERROR: t.cocoon:3:35: unexpected '='; expected '(' or arg0..arg5\n"
+     " |   syscalls { allow socket if arg0 = 1 }\n"
+     " |                                   ^\n"
+     " = help: a comparison is written '==' (or !=, <, <=, >, >=)\n"},
+    {"a_setting_written_as_an_assignment",
+     "import \"strict\"\nprofile p extends strict {\n  limits { memory = 1GiB }\n}\n",
+     "ERROR: t.cocoon:3:19: unexpected '='; expected 'unlimited', a number, a quantity (5s, 128MiB, 95%) or a name\n"
+     " |   limits { memory = 1GiB }\n"
+     " |                   ^\n"
+     " = help: there is no '=' in the language: a setting is its name, then its value (memory 1GiB)\n"},
     {"two_decimal_points_written_apart_from_the_unit",
      "import \"strict\"\nprofile p extends strict {\n  limits {\n    memory 1.2.3 GiB\n    processes 8\n  }\n}\n",
      "ERROR: t.cocoon:4:12: '1.2.3' is not a number\n"
