@@ -299,14 +299,14 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(StartedChild& started, std::ch
       return SuperviseAndMeasure(started, start, listener_fd, out, err, outcome);
     });
   }
-  // The sandbox is gone (or being torn down): stop every relay before the
-  // listener fd the workers answer on is closed by our caller.
-  if (broker) broker->Shutdown();
   if (!failure.ok()) {
     // Nothing of the sandbox may write on while its writes are verified.
     EndSandbox(started);
     RecordSupervisorFailure(failure, start, outcome);
   }
+  // The sandbox is gone: stop every relay before the listener fd the
+  // workers answer on is closed by our caller.
+  if (broker) broker->Shutdown();
   Status described = Guarded("describing the run", [&] {
     DescribeRun(out, err, outcome);
     return Status::Ok();
