@@ -151,7 +151,8 @@ struct ProcessExitedInfo {
   std::string writable_verified;
   std::string writable_error;
   // termination_reason "failed": why the run could not be completed after
-  // its launch event (a step of the isolation sequence, the supervisor).
+  // its launch event (a step of the isolation sequence, or the supervisor
+  // after the command started: Outcome::supervisor_error).
   std::string error;
   std::string policy_name;
   std::string run_id;

@@ -80,6 +80,9 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
   exited.commit_warning = outcome.commit_warning;
   exited.writable_verified = outcome.writable_verification;
   exited.writable_error = outcome.writable_error;
+  // termination_reason "failed": the supervisor failed after the command
+  // started (the sandbox was killed, then verified).
+  exited.error = outcome.supervisor_error;
   exited.policy_name = outcome.policy_name;
   exited.run_id = run_id;
   events.push_back(ProcessExited(exited));

@@ -110,9 +110,10 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "`{\"refused\": true, \"cancelled\": true, \"error\": \"run cancelled before start\"}`.\n"
       "125: the command ran, but its work dir or a writable mount could not be\n"
       "verified (nothing committed; in direct mode or a writable mount, entries\n"
-      "left uninspected); the Outcome says why. A work dir or writable mount that\n"
-      "holds the policy or what it imports is refused (the next run would read\n"
-      "what the sandbox left there).\n\n"
+      "left uninspected), or cocoon's supervision of it failed (the sandbox was\n"
+      "killed, then verified: supervisor_error); the Outcome says why. A work dir\n"
+      "or writable mount that holds the policy or what it imports is refused (the\n"
+      "next run would read what the sandbox left there).\n\n"
       "Examples:\n"
       "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");

@@ -52,6 +52,7 @@ mcp::ExecStatus StatusOf(const enforcer::Outcome& o) {
     case TerminationReason::kSeccompKill: return mcp::ExecStatus::kPolicyKill;
     case TerminationReason::kSignaled: return mcp::ExecStatus::kSignaled;
     case TerminationReason::kCancelled: return mcp::ExecStatus::kCancelled;
+    case TerminationReason::kFailed: return mcp::ExecStatus::kFailed;
     case TerminationReason::kExited: break;
   }
   if (o.timed_out) return mcp::ExecStatus::kTimeout;

@@ -34,6 +34,11 @@ size_t IncompleteTail(std::string_view data) {
 }  // namespace
 
 void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
+  if (!o.supervisor_error.empty()) {
+    // The sandbox was killed and what it wrote verified (below); the
+    // command's own status is unknown, so cocoon exits 125.
+    std::cerr << name << ": " << EscapeForTerminal(o.supervisor_error) << "\n";
+  }
   if (o.stdout_truncated || o.stderr_truncated) {
     std::cerr << name << ": output truncated at the policy's cap (" << o.stdout_bytes << " stdout / " << o.stderr_bytes
               << " stderr bytes written)\n";

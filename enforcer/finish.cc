@@ -1,11 +1,19 @@
 // After execve: supervise the sandbox, then measure, verify the work dir and
-// commit, and assemble the Outcome.
+// commit, and assemble the Outcome. Every path from the command's start ends
+// in the verification of a direct work dir and the writable binds, after
+// the sandbox is gone: a supervisor that fails (an error, an exception) kills
+// it first and reports itself in the Outcome (supervisor_error, exit 125).
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <cerrno>
+#include <exception>
+
 #include "enforcer/notify.h"
 #include "enforcer/sandbox_impl.h"
+#include "enforcer/started_child.h"
 #include "enforcer/supervisor.h"
 
 namespace cocoon::enforcer {
@@ -120,8 +128,6 @@ void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
   }
 }
 
-// Writable binds are verified after every run, finished or not: the
-// sandbox's writes are on the host already (workdir/writable_binds.h).
 void RecordWritableBinds(WritableBindsResult binds, Outcome& outcome) {
   outcome.writable_verification = binds.incomplete ? "incomplete" : "after-the-fact";
   outcome.writable_error = std::move(binds.error);
@@ -130,35 +136,69 @@ void RecordWritableBinds(WritableBindsResult binds, Outcome& outcome) {
   NotePreexisting(binds.preexisting, outcome);
 }
 
+// Runs one step of the finish, turning an exception into a failed Status:
+// a throw from the caller's output callback, the notification handler or an
+// allocation must not skip the verification that follows.
+template <typename Step>
+Status Guarded(const char* what, Step&& step) {
+  try {
+    return step();
+  } catch (const std::exception& e) {
+    return InternalError(std::string(what) + ": " + e.what());
+  } catch (...) {
+    return InternalError(std::string(what) + ": an exception of an unknown type");
+  }
+}
+
+// Kills the sandbox and waits until its init has exited. The kernel kills
+// every other process of the pid namespace, and waits until they are gone,
+// before the init itself exits (pid_namespaces(7): zap_pid_ns_processes), so
+// afterwards nothing of the sandbox writes to the host. A pidfd is readable
+// once its process has exited, reaped or not (pidfd_open(2)). Then reaps it
+// (StartedChild::Kill, which no longer blocks), if no one has.
+void EndSandbox(StartedChild& started) {
+  syscall(SYS_pidfd_send_signal, started.pidfd(), SIGKILL, nullptr, 0);
+  struct pollfd p {started.pidfd(), POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, -1);
+  } while (ready < 0 && errno == EINTR);
+  // poll itself failed (ENOMEM): Kill's blocking waitid returns only once
+  // the init has exited too (or, ECHILD, was reaped: exited).
+  started.Kill();
+}
+
+// The supervisor failed after the command had started: the Outcome says so
+// (and ShellExitStatus gives 125). The command's own end is unknown.
+void RecordSupervisorFailure(const Status& failure, std::chrono::steady_clock::time_point start, Outcome& outcome) {
+  outcome.termination_reason = TerminationReason::kFailed;
+  outcome.supervisor_error = failure.message() +
+                             ": the supervisor failed after the command started; the sandbox was killed, and how the "
+                             "command ended is unknown";
+  if (outcome.wall_ms == 0) {
+    outcome.wall_ms = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+  }
+}
+
 }  // namespace
 
-Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::time_point start, int pidfd,
-                                                  int stdout_fd, int stderr_fd, int listener_fd, int signal_fd) {
+Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::steady_clock::time_point start,
+                                          int listener_fd, OutputCapture& out, OutputCapture& err, Outcome& outcome) {
   const auto& plan = request.plan;
-  uint64_t cap = limit_plan.output_bytes != 0 ? limit_plan.output_bytes : plan.output_cap_bytes;
-  if (cap == 0) cap = backends::kDefaultOutputCapBytes;
-  const OutputCallback* callback = request.on_output ? &request.on_output : nullptr;
-  OutputCapture out(OutputStream::kStdout, cap, request.output_mode, callback);
-  OutputCapture err(OutputStream::kStderr, cap, request.output_mode, callback);
-
   SuperviseInputs inputs;
   inputs.pid = pid;
-  inputs.pidfd = pidfd;
-  inputs.stdout_fd = stdout_fd;
-  inputs.stderr_fd = stderr_fd;
+  inputs.pidfd = started.pidfd();
+  inputs.stdout_fd = started.stdout_fd();
+  inputs.stderr_fd = started.stderr_fd();
   inputs.listener_fd = listener_fd;
   inputs.cancel_fd = request.cancel ? request.cancel->fd() : -1;
-  inputs.signal_fd = signal_fd;
+  inputs.signal_fd = started.signal_fd();
   inputs.timeout_ms = limit_plan.wall_time_ms != 0 ? limit_plan.wall_time_ms : plan.wall_timeout_ms;
   inputs.start = start;
   if (responder) inputs.on_notification = [&](int fd) { return responder->HandleOne(fd); };
-  auto supervised = Supervise(inputs, out, err);
-  // The sandbox is gone (or being torn down): stop every relay before the
-  // listener fd the workers answer on is closed by our caller.
-  if (broker) broker->Shutdown();
-  COCOON_ASSIGN_OR_RETURN(SuperviseResult run, std::move(supervised));
+  COCOON_ASSIGN_OR_RETURN(SuperviseResult run, Supervise(inputs, out, err));
 
-  Outcome outcome;
   bool oom = false;
   if (cgroup) {
     auto count = cgroup->OomKillCount();
@@ -179,6 +219,11 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   outcome.wall_ms = run.wall_ms;
   outcome.user_cpu_ms = Millis(run.usage.ru_utime);
   outcome.system_cpu_ms = Millis(run.usage.ru_stime);
+  return Status::Ok();
+}
+
+void Sandbox::Impl::DescribeRun(OutputCapture& out, OutputCapture& err, Outcome& outcome) {
+  const auto& plan = request.plan;
   outcome.stdout_data = std::move(out.data());
   outcome.stderr_data = std::move(err.data());
   outcome.stdout_bytes = out.total();
@@ -205,35 +250,97 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
       outcome.denied_syscalls.push_back(std::move(row));
     }
   }
+}
 
+void Sandbox::Impl::VerifyWorkDir(int signal_fd, Outcome& outcome) {
+  if (!staging) return;
   // Commit only what a command finished on its own: a cancelled run, or one
   // a limit or a kill rule ended (wall or CPU time, memory, seccomp), may
-  // have left half-written files, and an interrupted run commits nothing.
+  // have left half-written files, and an interrupted run (or one whose
+  // supervisor failed) commits nothing.
   bool finished_on_its_own = outcome.termination_reason == TerminationReason::kExited ||
                              outcome.termination_reason == TerminationReason::kSignaled;
-  if (staging) {
-    StagingStrategy strategy = staging->strategy();
-    outcome.work_mode = strategy == StagingStrategy::kDirect    ? "direct"
-                        : strategy == StagingStrategy::kOverlay ? "staged-overlay"
-                                                                : "staged-copy";
-    outcome.work_note = staging->note();
-    outcome.verification = strategy == StagingStrategy::kDirect ? "after-the-fact"
-                            : !finished_on_its_own              ? "not-run"
-                            : request.discard_work_dir          ? "discarded"
-                                                                : "before-commit";
-  }
+  StagingStrategy strategy = staging->strategy();
+  outcome.work_mode = strategy == StagingStrategy::kDirect    ? "direct"
+                      : strategy == StagingStrategy::kOverlay ? "staged-overlay"
+                                                              : "staged-copy";
+  outcome.work_note = staging->note();
+  outcome.verification = strategy == StagingStrategy::kDirect ? "after-the-fact"
+                          : !finished_on_its_own              ? "not-run"
+                          : request.discard_work_dir          ? "discarded"
+                                                              : "before-commit";
   // In direct mode the writes are on the host already, interrupted or not:
   // the after-the-fact verification (removing escapes and the sandbox's
   // mount points) runs in every case.
-  bool direct = staging && staging->strategy() == StagingStrategy::kDirect;
-  if (staging && (finished_on_its_own || direct)) {
-    // A SIGINT/SIGTERM/SIGHUP (signal_fd) or a cancel that comes during
-    // the scan or the commit stops a staged commit before its swap.
-    RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr, signal_fd,
-                                                request.discard_work_dir ? StagedCommit::kDiscard : StagedCommit::kCommit),
-                       direct, outcome);
+  bool direct = strategy == StagingStrategy::kDirect;
+  if (!finished_on_its_own && !direct) return;
+  // A SIGINT/SIGTERM/SIGHUP (signal_fd) or a cancel that comes during
+  // the scan or the commit stops a staged commit before its swap.
+  RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr, signal_fd,
+                                              request.discard_work_dir ? StagedCommit::kDiscard : StagedCommit::kCommit),
+                     direct, outcome);
+}
+
+Result<Outcome> Sandbox::Impl::SuperviseAndFinish(StartedChild& started, std::chrono::steady_clock::time_point start,
+                                                  int listener_fd, Status failure) {
+  const auto& plan = request.plan;
+  uint64_t cap = limit_plan.output_bytes != 0 ? limit_plan.output_bytes : plan.output_cap_bytes;
+  if (cap == 0) cap = backends::kDefaultOutputCapBytes;
+  const OutputCallback* callback = request.on_output ? &request.on_output : nullptr;
+  OutputCapture out(OutputStream::kStdout, cap, request.output_mode, callback);
+  OutputCapture err(OutputStream::kStderr, cap, request.output_mode, callback);
+  Outcome outcome;
+  // From here on every path ends in the verification below: the sandbox
+  // wrote a direct work dir and writable binds on the host already, and a
+  // supervisor that fails (an error, an exception) must not leave what it
+  // planted there unverified.
+  if (failure.ok()) {
+    failure = Guarded("supervising the sandbox", [&] {
+      return SuperviseAndMeasure(started, start, listener_fd, out, err, outcome);
+    });
   }
-  if (writable_binds) RecordWritableBinds(writable_binds->Verify(signal_fd), outcome);
+  if (!failure.ok()) {
+    // Nothing of the sandbox may write on while its writes are verified.
+    EndSandbox(started);
+    RecordSupervisorFailure(failure, start, outcome);
+  }
+  // The sandbox is gone: stop every relay before the listener fd the
+  // workers answer on is closed by our caller.
+  if (broker) broker->Shutdown();
+  Status described = Guarded("describing the run", [&] {
+    DescribeRun(out, err, outcome);
+    return Status::Ok();
+  });
+  if (!described.ok() && outcome.supervisor_error.empty()) RecordSupervisorFailure(described, start, outcome);
+
+  const int signal_fd = started.signal_fd();
+  Status verified = Guarded("verifying the work dir", [&] {
+    VerifyWorkDir(signal_fd, outcome);
+    return Status::Ok();
+  });
+  if (!verified.ok()) {
+    const bool direct = staging->strategy() == StagingStrategy::kDirect;
+    outcome.breakout_clean = false;
+    outcome.verification = direct ? "incomplete" : "failed";
+    outcome.verification_error =
+        verified.message() + (direct ? "; the host work dir may still hold what the sandbox left: inspect it before "
+                                       "trusting it"
+                              : outcome.committed ? "" : "; nothing was committed to the host work dir");
+  }
+  // Writable binds are verified after every run, finished or not: the
+  // sandbox's writes are on the host already (workdir/writable_binds.h).
+  if (writable_binds) {
+    Status binds = Guarded("verifying the writable binds", [&] {
+      RecordWritableBinds(writable_binds->Verify(signal_fd), outcome);
+      return Status::Ok();
+    });
+    if (!binds.ok()) {
+      outcome.breakout_clean = false;
+      outcome.writable_verification = "incomplete";
+      outcome.writable_error = binds.message() + "; the writable mounts may still hold what the sandbox left: "
+                                                 "inspect them before trusting them";
+    }
+  }
   return outcome;
 }
 

@@ -251,11 +251,14 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
     }
     return abort_child(FailedPreconditionError(text));
   }
+  // EOF: the command runs. From here no failure returns early: a direct
+  // work dir and the writable binds hold what it wrote on the host, and are
+  // verified whatever happens (finish.cc).
+  Status launched = Status::Ok();
   if (uses_listener && listener.get() < 0) {
-    return abort_child(InternalError("the sandbox exec'd without handing over its seccomp listener"));
+    launched = InternalError("the sandbox exec'd without handing over its seccomp listener");
   }
-  return SuperviseAndFinish(start, started->pidfd(), started->stdout_fd(), started->stderr_fd(), listener.get(),
-                            started->signal_fd());
+  return SuperviseAndFinish(*started, start, listener.get(), launched);
 }
 
 }  // namespace cocoon::enforcer

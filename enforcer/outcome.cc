@@ -13,6 +13,7 @@ std::string_view TerminationReasonName(TerminationReason reason) {
     case TerminationReason::kOomKilled: return "oom_killed";
     case TerminationReason::kSeccompKill: return "seccomp_kill";
     case TerminationReason::kCancelled: return "cancelled";
+    case TerminationReason::kFailed: return "failed";
   }
   return "unknown";
 }
@@ -30,7 +31,9 @@ std::string_view LimitMechanismName(LimitMechanism mechanism) {
 }
 
 int ShellExitStatus(const Outcome& outcome) {
-  if (!outcome.verification_error.empty() || !outcome.writable_error.empty()) return kExitWorkDirUnverified;
+  if (!outcome.verification_error.empty() || !outcome.writable_error.empty() || !outcome.supervisor_error.empty()) {
+    return kExitWorkDirUnverified;
+  }
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
   if (outcome.verification == "cancelled") return 130;  // cancelled during the commit
   // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
@@ -117,6 +120,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     j["breakout"]["preexisting"] = {{"count", outcome.preexisting_entries}, {"first", outcome.first_preexisting}};
   }
   j["committed"] = outcome.committed;
+  if (!outcome.supervisor_error.empty()) j["supervisor_error"] = outcome.supervisor_error;
   if (!outcome.audit_error.empty()) j["audit_error"] = outcome.audit_error;
   return j;
 }

@@ -24,6 +24,8 @@ enum class TerminationReason {
   kOomKilled,    // memory limit
   kSeccompKill,  // a syscall rule with action kill
   kCancelled,    // SIGINT/SIGTERM to cocoon, or an MCP cancellation
+  kFailed,       // the supervisor failed after the command started (Outcome::supervisor_error);
+                 // Cocoon killed the sandbox, and how the command ended is unknown
 };
 
 // How a limit was actually enforced on this run.
@@ -167,6 +169,12 @@ struct Outcome {
   // What the sandbox found different about its work dir (Staging::note()),
   // e.g. entries a rootless overlay cannot change; empty otherwise.
   std::string work_note;
+  // The supervisor failed after the command had started (an error or an
+  // exception while it watched the run or measured it): why. The sandbox was
+  // killed and, once every process of it was gone, the work dir and the
+  // writable binds were verified as after any run (a staged work dir commits
+  // nothing); termination_reason is kFailed. Empty otherwise.
+  std::string supervisor_error;
   // The audit log's events after the launch event (denials, limits,
   // findings, exit) could not be written: why. The run has happened; its
   // record is incomplete (`cocoon audit verify` shows what is there).
@@ -180,7 +188,8 @@ std::string_view LimitMechanismName(LimitMechanism mechanism);
 // code, 128+signal when signalled, 124 on timeout (like timeout(1)), and 125
 // above all of these when the work dir or a writable bind could not be
 // verified (verification "failed" or "incomplete"): its contents must not be
-// trusted.
+// trusted; also 125 when the supervisor failed after the command started
+// (supervisor_error), like timeout(1) and env(1) when they fail themselves.
 inline constexpr int kExitWorkDirUnverified = 125;
 int ShellExitStatus(const Outcome& outcome);
 

@@ -22,6 +22,9 @@
 
 namespace cocoon::enforcer {
 
+class OutputCapture;  // supervisor.h
+class StartedChild;   // started_child.h
+
 // A file the run owns on the host, unlinked when the run is over.
 class OwnedFile {
  public:
@@ -74,9 +77,21 @@ class Sandbox::Impl {
   // the spec in `arena` for the child (child_spec_arena.h).
   Status BuildChildSpec(ChildSpecArena& arena, ListenerHandoff* handoff, int work_sock, int broker_sock);
   Result<Outcome> RunOnce();
-  // After execve: supervise, verify and commit the work dir, build the Outcome.
-  Result<Outcome> SuperviseAndFinish(std::chrono::steady_clock::time_point start, int pidfd, int stdout_fd,
-                                     int stderr_fd, int listener_fd, int signal_fd);
+  // After execve (finish.cc): supervise, verify and commit the work dir,
+  // build the Outcome. `failure` not ok: the launch failed after the command
+  // had started, so there is nothing to supervise. Whatever fails from here
+  // on, the sandbox is killed, and once all of it is gone a direct work dir
+  // and the writable binds are verified; the Outcome says what failed.
+  Result<Outcome> SuperviseAndFinish(StartedChild& started, std::chrono::steady_clock::time_point start,
+                                     int listener_fd, Status failure);
+  // Supervises the run to its end and fills in how it ended and what it cost.
+  Status SuperviseAndMeasure(StartedChild& started, std::chrono::steady_clock::time_point start, int listener_fd,
+                             OutputCapture& out, OutputCapture& err, Outcome& outcome);
+  // The output, the limits and what the policy and the supervisor recorded.
+  void DescribeRun(OutputCapture& out, OutputCapture& err, Outcome& outcome);
+  // The work dir's verification (and a staged commit, if the run finished
+  // on its own), after every process of the sandbox is gone.
+  void VerifyWorkDir(int signal_fd, Outcome& outcome);
 };
 
 }  // namespace cocoon::enforcer

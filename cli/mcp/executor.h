@@ -71,6 +71,7 @@ enum class ExecStatus {
   kSignaled,
   kCancelled,
   kWorkDirUnverified,  // the command ran, but its work dir could not be verified
+  kFailed,       // the supervisor failed after the command started (the sandbox was killed, then verified)
 };
 
 // Who asked, for the audit log: every event of a call names its tool, its

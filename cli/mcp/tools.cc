@@ -416,6 +416,7 @@ std::string_view ExecStatusName(ExecStatus status) {
     case ExecStatus::kSignaled: return "signaled";
     case ExecStatus::kCancelled: return "cancelled";
     case ExecStatus::kWorkDirUnverified: return "workdir_unverified";
+    case ExecStatus::kFailed: return "failed";
   }
   return "unknown";
 }

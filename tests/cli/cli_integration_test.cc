@@ -2058,6 +2058,78 @@ TEST(CocoonEnforce, RootlessAWritableBindKeepsNoSetIdFileFifoOrEscapeOnTheHost) 
   CheckAWritableBindKeepsNothingDangerous(true);
 }
 
+// SIGTERM to cocoon while the command runs cancels the run (130), and a
+// direct work dir and a writable bind are still verified after the sandbox
+// is killed: the setuid copy and the link to /etc/shadow it planted in each
+// are defused or removed, and are findings of the Outcome.
+TEST(CocoonEnforce, SigtermInDirectModeStillVerifiesTheWorkDirAndWritableBinds) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-sigterm-direct-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  for (const char* sub : {"wd", "wb", "home"}) fs::create_directories(dir / sub);
+  std::ofstream(dir / "p.cocoon") << "import \"strict\"\nprofile p extends strict {\n  filesystem {\n"
+                                     "    work /work quota 64MiB direct\n    writable \"" +
+                                         (dir / "wb").string() + "\" as /wb\n  }\n}\n";
+  if (geteuid() == 0) {
+    for (const fs::path& p : {dir, dir / "wd", dir / "wb", dir / "home", dir / "p.cocoon"}) {
+      ASSERT_EQ(lchown(p.c_str(), 65534, 65534), 0) << p;
+    }
+  }
+  const fs::path out_path = dir.string() + ".out", err_path = dir.string() + ".err";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(out_path.c_str(), "w", stdout) || !freopen(err_path.c_str(), "w", stderr)) _exit(125);
+    setenv("HOME", (dir / "home").c_str(), 1);
+    setenv("XDG_CACHE_HOME", (dir / "home").c_str(), 1);
+    setenv("COCOON_CACHE_DIR", (dir / "home" / "cache").c_str(), 1);
+    execl(COCOON_BINARY, COCOON_BINARY, "enforce", (dir / "p.cocoon").c_str(), "--work", (dir / "wd").c_str(), "--json",
+          "--", "/bin/sh", "-c",
+          "for d in /work /wb; do cp /bin/true $d/su && chmod 4755 $d/su && ln -s /etc/shadow $d/shadow || exit 3; "
+          "done; : > /wb/ready; exec sleep 60",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Until the command has planted everything (or cocoon ended early).
+  int status = 0;
+  bool ended = false;
+  for (int i = 0; i < 2000 && !fs::exists(dir / "wb" / "ready"); ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      ended = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!ended) {
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    waitpid(pid, &status, 0);
+  }
+  std::ifstream out_in(out_path), err_in(err_path);
+  std::string out((std::istreambuf_iterator<char>(out_in)), {}), err((std::istreambuf_iterator<char>(err_in)), {});
+  ASSERT_FALSE(ended) << "cocoon ended before the command had planted its files: " << out << err;
+  ASSERT_TRUE(WIFEXITED(status)) << "cocoon died by signal " << WTERMSIG(status) << "\n" << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << out << err;
+  json j = json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out << err;
+  EXPECT_EQ(j["termination_reason"], "cancelled") << j.dump(2);
+  EXPECT_EQ(j["breakout"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  EXPECT_EQ(j["breakout"]["writable_mounts"]["verified"], "after-the-fact") << j["breakout"].dump(2);
+  std::set<std::string> findings;
+  for (const auto& f : j["breakout"]["findings"]) {
+    findings.insert(f.value("mount", "") + ":" + f["path"].get<std::string>() + ":" + f["kind"].get<std::string>());
+  }
+  EXPECT_EQ(findings, (std::set<std::string>{":su:setuid", ":shadow:symlink-escape", "/wb:su:setuid",
+                                             "/wb:shadow:symlink-escape"}))
+      << j["breakout"].dump(2);
+  for (const char* sub : {"wd", "wb"}) {
+    struct stat st {};
+    ASSERT_EQ(lstat((dir / sub / "su").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 06000, 0u) << sub << "/su kept its setuid bit on the host";
+    EXPECT_FALSE(fs::exists(fs::symlink_status(dir / sub / "shadow"))) << sub << "/shadow stayed on the host";
+  }
+  fs::remove_all(dir);
+  fs::remove(out_path);
+  fs::remove(err_path);
+}
+
 // Direct mode acts only on what the run created or changed: a work dir's
 // own virtualenv link to /usr/bin/python3, FIFO and setuid helper survive a
 // run that does nothing (before, the link and FIFO were deleted and the bit

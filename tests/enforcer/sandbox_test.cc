@@ -298,6 +298,35 @@ TEST(SandboxTest, SeccompErrnoAndKill) {
   EXPECT_EQ(killed.termination_reason, TerminationReason::kSeccompKill);
 }
 
+// A SIGSYS death is taken for a seccomp kill (SetTermination), and that
+// holds because the command is the init of its own pid namespace: the kernel
+// drops every signal an init has no handler for unless it forces it
+// (pid_namespaces(7)), and on x86_64 only seccomp forces SIGSYS (a KILL or an
+// unhandled TRAP action). A SIGSYS the command sends itself, even queued
+// while a handler was set and delivered after SIG_DFL is back, or one from
+// the host, is dropped, and a child's self-inflicted SIGSYS death is that
+// child's exit status, not the init's signal. None of these is a
+// `seccomp_kill` (docs/security.md, "Supervision").
+TEST(SandboxTest, ASelfSentSigsysIsNoSeccompKill) {
+  Outcome self = Sh("kill -SYS $$; echo survived");
+  EXPECT_EQ(self.termination_reason, TerminationReason::kExited);
+  EXPECT_EQ(self.stdout_data, "survived\n");
+  Outcome queued = MustRun(MakeRequest(
+      TestPolicy(), {"/usr/bin/python3", "-c",
+                     "import os, signal\n"
+                     "signal.signal(signal.SIGSYS, lambda *a: None)\n"
+                     "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGSYS])\n"
+                     "os.kill(os.getpid(), signal.SIGSYS)\n"
+                     "signal.signal(signal.SIGSYS, signal.SIG_DFL)\n"
+                     "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGSYS])\n"
+                     "print('survived', os.getpid())\n"}));
+  EXPECT_EQ(queued.termination_reason, TerminationReason::kExited) << queued.stderr_data;
+  EXPECT_EQ(queued.stdout_data, "survived 1\n") << queued.stderr_data;
+  Outcome child = Sh("/bin/sh -c 'kill -SYS $$'; exit $?");
+  EXPECT_EQ(child.termination_reason, TerminationReason::kExited);
+  EXPECT_EQ(child.exit_code, 128 + SIGSYS);
+}
+
 TEST(SandboxTest, UserNotificationLogAndKill) {
   std::string bpf = AssembleFilter({{83, SECCOMP_RET_USER_NOTIF}, {258, SECCOMP_RET_USER_NOTIF}});
   const char* sidecar_log = R"({"format":"cocoon.seccomp.v1","needs_listener":true,

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "audit/outcome_events.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/notify.h"
 #include "enforcer/outcome.h"
@@ -65,6 +66,29 @@ TEST(OutcomeTest, ShellExitStatus) {
   committed_cancelled.verification_error = "disk quota";
   committed_cancelled.timed_out = true;
   EXPECT_EQ(ShellExitStatus(committed_cancelled), kExitWorkDirUnverified);
+}
+
+// A supervisor that failed after the command started (finish.cc): the
+// Outcome says `failed` with the reason, exits 125 whatever else it holds,
+// and the audit log's exit event carries the reason as cocoon.exit.error.
+TEST(OutcomeTest, ASupervisorFailureIsFailedExits125AndIsAuditedWithItsReason) {
+  Outcome outcome;
+  outcome.exit_code = 0;
+  outcome.termination_reason = TerminationReason::kFailed;
+  outcome.supervisor_error = "wait4 sandbox init: No child processes: the supervisor failed after the command started";
+  outcome.work_mode = "direct";
+  outcome.verification = "after-the-fact";
+  EXPECT_EQ(ShellExitStatus(outcome), kExitWorkDirUnverified);
+  nlohmann::json j = OutcomeToJson(outcome);
+  EXPECT_EQ(j["termination_reason"], "failed");
+  EXPECT_EQ(j["supervisor_error"], outcome.supervisor_error);
+  EXPECT_FALSE(OutcomeToJson(Outcome{}).contains("supervisor_error"));
+  auto events = audit::EventsFromOutcome(outcome, 42, "run-1");
+  ASSERT_FALSE(events.empty());
+  nlohmann::json exited = audit::EventFields(events.back());
+  EXPECT_EQ(exited["cocoon"]["exit"]["termination_reason"], "failed") << exited.dump(2);
+  EXPECT_EQ(exited["cocoon"]["exit"]["error"], outcome.supervisor_error) << exited.dump(2);
+  EXPECT_EQ(exited["cocoon"]["workdir"]["verified"], "after-the-fact") << exited.dump(2);
 }
 
 TEST(SeccompValidationTest, AcceptsAssembledFilter) {
