@@ -228,7 +228,7 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(std::chrono::steady_clock::tim
   bool direct = staging && staging->strategy() == StagingStrategy::kDirect;
   if (staging && (finished_on_its_own || direct)) {
     // A SIGINT/SIGTERM/SIGHUP (signal_fd) or a cancel that comes during
-    // the scan or the commit stops a staged commit before its swap.
+    // the scan or the commit stops a staged commit before its install.
     RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr, signal_fd,
                                                 request.discard_work_dir ? StagedCommit::kDiscard : StagedCommit::kCommit),
                        direct, outcome);

@@ -1469,6 +1469,44 @@ TEST(CocoonRun, ExplainWithJsonPrintsOneObject) {
   EXPECT_EQ(j.count("exit_code"), 0u) << "--explain must not run the command";
 }
 
+// `cocoon run --work .` twice from one shell, as the help's own example
+// (`cocoon run --work . -- make -j2`) is used: the commit swapped the whole
+// work dir for a new one, so the shell was left in a deleted directory and
+// the second run failed ("work dir .: the current directory: No such file
+// or directory"). The commit now keeps the work dir itself.
+TEST(CocoonRun, TwoWorkDotRunsFromOneShellBothCommitIntoTheSameDirectory) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-work-dot-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "proj");
+  struct stat before {};
+  ASSERT_EQ(stat((dir / "proj").c_str(), &before), 0);
+  const std::string script = "\"$COCOON\" run --work . -- /bin/sh -c 'echo 1 >> /work/log' && "
+                             "\"$COCOON\" run --work . -- /bin/sh -c 'echo 2 >> /work/log' && cat log";
+  Ran ran = Cocoon({"-c", script}, (dir / "proj").string(), {{"COCOON", COCOON_BINARY}}, "/bin/sh");
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  EXPECT_EQ(ran.out, "1\n2\n") << ran.err;
+  struct stat after {};
+  ASSERT_EQ(stat((dir / "proj").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the work dir was replaced";
+  fs::remove_all(dir);
+}
+
+// A current directory that no longer exists (removed after the shell
+// entered it) is said to be that, not "a system or shared path" with an
+// empty name.
+TEST(CocoonRun, ARemovedCurrentDirectoryIsNamedAsSuch) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-removed-cwd-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Ran ran = Cocoon({"-c", "mkdir gone && cd gone && rmdir ../gone && \"$COCOON\" run -- /bin/true"}, dir.string(),
+                   {{"COCOON", COCOON_BINARY}}, "/bin/sh");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_NE(ran.err.find("the current directory is not mounted: its path cannot be found"), std::string::npos)
+      << ran.err;
+  EXPECT_EQ(ran.err.find("(a system or shared path)"), std::string::npos) << ran.err;
+  fs::remove_all(dir);
+}
+
 // `enforce` takes the audit trail from the environment as run, pipeline and
 // mcp do: a deployment that sets COCOON_AUDIT_LOG got unaudited enforce runs.
 TEST(CocoonEnforce, TheAuditTrailComesFromTheEnvironmentToo) {
