@@ -82,7 +82,10 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
   } else if (!f.args.empty()) {
     spec.script_path = f.args[0];
     spec.script_args.assign(f.args.begin() + 1, f.args.end());
-  } else if (!f.explain) {
+  } else if (!f.explain || !isatty(STDIN_FILENO)) {
+    // --explain reads piped code too: code over 64 KiB is staged as a file
+    // and bound at /cocoon/main<ext>, and the explanation must show (and
+    // hash) the policy the run would get.
     if (isatty(STDIN_FILENO)) return InvalidArgumentError("no code: pass -c CODE, a script file, or pipe code on stdin");
     // Bounded: code, not data (a stream of data belongs in --work or --copy).
     constexpr size_t kMaxStdinCodeBytes = 16 << 20;
@@ -98,7 +101,7 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
     p.code = std::move(code);
     spec.code_from_stdin = true;
   } else {
-    p.code = "";
+    p.code = "";  // --explain at a terminal: no code to wait for
   }
   return spec;
 }

@@ -1507,6 +1507,20 @@ TEST(CocoonRun, ARemovedCurrentDirectoryIsNamedAsSuch) {
   fs::remove_all(dir);
 }
 
+// Code on stdin is read under --explain too: over 64 KiB it is staged as a
+// file at /cocoon/main.py, and the explanation showed `-c ''` and a policy
+// without that mount, whose hash was not the run's.
+TEST(CocoonRun, ExplainReadsCodeOnStdinAsTheRunDoes) {
+  const std::string code = "# " + std::string(70 * 1024, 'x') + "\nprint(6*7)\n";
+  json explained = Json(Cocoon({"run", "--explain", "--json", "-r", "python"}, "/tmp", {}, COCOON_BINARY, code));
+  json ran = Json(Cocoon({"run", "--json", "-r", "python"}, "/tmp", {}, COCOON_BINARY, code));
+  EXPECT_EQ(ran["stdout"], "42\n") << ran.dump();
+  EXPECT_EQ(explained["policy_sha256"], ran["policy"]["sha256"]) << explained["generated_policy"];
+  EXPECT_EQ(explained["command"].back(), "/cocoon/main.py") << explained["command"];
+  EXPECT_NE(explained["generated_policy"].get<std::string>().find("as \"/cocoon/main.py\""), std::string::npos)
+      << explained["generated_policy"];
+}
+
 // `enforce` takes the audit trail from the environment as run, pipeline and
 // mcp do: a deployment that sets COCOON_AUDIT_LOG got unaudited enforce runs.
 TEST(CocoonEnforce, TheAuditTrailComesFromTheEnvironmentToo) {
