@@ -1521,6 +1521,18 @@ TEST(CocoonRun, ExplainReadsCodeOnStdinAsTheRunDoes) {
       << explained["generated_policy"];
 }
 
+// A name --env gives a value is explained as set by the flag, not passed
+// from the caller (the sandbox gets the flag's value); the value stays out.
+TEST(CocoonRun, ExplainSaysAnEnvFlagSetsItsName) {
+  Ran text = Cocoon({"run", "--explain", "--env", "TOKEN=sk-flag-value", "--", "/bin/true"}, "/tmp");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("set  TOKEN by --env"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("pass TOKEN from the caller"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("sk-flag-value"), std::string::npos) << text.out;
+  json j = Json(Cocoon({"run", "--explain", "--json", "--env", "TOKEN=sk-flag-value", "--", "/bin/true"}, "/tmp"));
+  EXPECT_NE(j["explanation"].get<std::string>().find("set  TOKEN by --env"), std::string::npos) << j["explanation"];
+}
+
 // `enforce` takes the audit trail from the environment as run, pipeline and
 // mcp do: a deployment that sets COCOON_AUDIT_LOG got unaudited enforce runs.
 TEST(CocoonEnforce, TheAuditTrailComesFromTheEnvironmentToo) {
