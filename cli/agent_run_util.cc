@@ -431,7 +431,9 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       out.notes.push_back("network stays as the policy says");
     } else {
       relaxes.insert("network");
-      out.overrides.push_back("network: off -> on (--allow-network)");
+      // The base's own mode: an allow-list base is widened, not turned on.
+      const char* base_mode = base.policy.network.mode == ir::NetworkMode::kAllowList ? "allow-list" : "off";
+      out.overrides.push_back(std::string("network: ") + base_mode + " -> on (--allow-network)");
       body += "  network on\n";
     }
   }

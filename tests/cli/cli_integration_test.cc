@@ -1533,6 +1533,38 @@ TEST(CocoonRun, ExplainSaysAnEnvFlagSetsItsName) {
   EXPECT_NE(j["explanation"].get<std::string>().find("set  TOKEN by --env"), std::string::npos) << j["explanation"];
 }
 
+// --allow-network over an allow-list base says what it widens: "off -> on"
+// was wrong there, in the output and in the audit log's launch event.
+TEST(CocoonRun, AllowNetworkOverAnAllowListNamesTheAllowList) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-allow-list-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path policy = dir / "allow.cocoon";
+  std::ofstream(policy) << "import \"strict\"\nprofile allow extends strict {\n  network allow { 1.1.1.1:443 }\n}\n";
+  Ran explained = Cocoon({"run", "--explain", "--policy", policy.string(), "--allow-network", "--", "/bin/true"}, "/tmp");
+  ASSERT_EQ(explained.status, 0) << explained.err;
+  EXPECT_NE(explained.out.find("network: allow-list -> on (--allow-network)"), std::string::npos) << explained.out;
+  EXPECT_EQ(explained.out.find("off -> on"), std::string::npos) << explained.out;
+  const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  Ran ran = Cocoon({"run", "--policy", policy.string(), "--allow-network", "--audit-log", log, "--audit-key", key,
+                    "--", "/bin/true"},
+                   "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  std::ifstream in(log);
+  bool launch_seen = false;
+  for (std::string line; std::getline(in, line);) {
+    json event = json::parse(line, nullptr, false);
+    if (event.is_discarded() || event["event"]["action"] != "sandbox-launched") continue;
+    launch_seen = true;
+    EXPECT_NE(event["cocoon"]["sandbox"]["overrides"].dump().find("network: allow-list -> on (--allow-network)"),
+              std::string::npos)
+        << event.dump();
+  }
+  EXPECT_TRUE(launch_seen) << "no sandbox-launched event in " << log;
+  fs::remove_all(dir);
+}
+
 // `enforce` takes the audit trail from the environment as run, pipeline and
 // mcp do: a deployment that sets COCOON_AUDIT_LOG got unaudited enforce runs.
 TEST(CocoonEnforce, TheAuditTrailComesFromTheEnvironmentToo) {
