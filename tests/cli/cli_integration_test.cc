@@ -1565,6 +1565,22 @@ TEST(CocoonRun, AllowNetworkOverAnAllowListNamesTheAllowList) {
   fs::remove_all(dir);
 }
 
+// What the node preset's --disallow-code-generation-from-strings does, as
+// its description now says: eval and new Function are refused in the main
+// context, and the vm module is not covered (the sandbox is the boundary).
+// The preset once claimed untrusted code "cannot build code from strings".
+TEST(CocoonRun, TheNodePresetRefusesEvalButNotTheVmModule) {
+  if (access("/usr/bin/node", X_OK) != 0) GTEST_SKIP() << "SKIPPED LOUDLY: node is not installed (setup.sh installs it)";
+  Ran ran = Cocoon({"run", "--json", "-r", "node", "-c",
+                    "try { eval('1'); console.log('eval ran') } catch (e) { console.log('eval refused') }\n"
+                    "console.log(require('vm').runInThisContext('6*7'))"},
+                   "/tmp");
+  json j = Json(ran);
+  EXPECT_EQ(j["stdout"], "eval refused\n42\n") << ran.err;
+  Ran explained = Cocoon({"explain", COCOON_POLICIES_DIR "/runtimes/node.cocoon"});
+  EXPECT_NE(explained.out.find("vm and child processes not covered"), std::string::npos) << explained.out;
+}
+
 // `enforce` takes the audit trail from the environment as run, pipeline and
 // mcp do: a deployment that sets COCOON_AUDIT_LOG got unaudited enforce runs.
 TEST(CocoonEnforce, TheAuditTrailComesFromTheEnvironmentToo) {
