@@ -431,7 +431,9 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       out.notes.push_back("network stays as the policy says");
     } else {
       relaxes.insert("network");
-      out.overrides.push_back("network: off -> on (--allow-network)");
+      // The base's own mode: an allow-list base is widened, not turned on.
+      const char* base_mode = base.policy.network.mode == ir::NetworkMode::kAllowList ? "allow-list" : "off";
+      out.overrides.push_back(std::string("network: ") + base_mode + " -> on (--allow-network)");
       body += "  network on\n";
     }
   }
@@ -446,7 +448,12 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   if (options.cwd_mount == CwdMount::kReadOnly && options.readonly_paths.empty()) {
     std::error_code ec;
     std::string cwd = fs::current_path(ec).string();
-    if (ec || IsForbiddenBind(cwd)) {
+    if (ec) {
+      // getcwd failed: the directory was removed (or renamed out of reach)
+      // since this shell entered it, so there is nothing to show by name.
+      out.notes.push_back("the current directory is not mounted: its path cannot be found (" + ec.message() +
+                          "; it may have been removed since the shell entered it); cd into an existing directory");
+    } else if (IsForbiddenBind(cwd)) {
       out.notes.push_back("the current directory " + cwd + " is not mounted (a system or shared path)");
     } else if (!PolicyCanNamePath(cwd)) {
       // Not echoed: the path is what cannot be shown safely.

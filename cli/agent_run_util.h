@@ -69,7 +69,7 @@ struct QuickPolicy {
   // --policy, a runtime: policies/runtimes/<name>.cocoon, which extends
   // strict with the limits its toolchain needs) or "strict".
   std::string base_source;
-  std::vector<std::string> overrides;  // each opening, e.g. "network: off -> on (--allow-network)"
+  std::vector<std::string> overrides;  // each opening, e.g. "network: off -> on (--allow-network)" (or "allow-list -> on")
   std::vector<std::string> notes;      // clamps and other adjustments
   std::optional<ir::Runtime> runtime;  // the runtime block in effect (preset or base)
   std::string cwd;                     // where the command runs inside the sandbox

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,7 +83,10 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
   } else if (!f.args.empty()) {
     spec.script_path = f.args[0];
     spec.script_args.assign(f.args.begin() + 1, f.args.end());
-  } else if (!f.explain) {
+  } else if (!f.explain || !isatty(STDIN_FILENO)) {
+    // --explain reads piped code too: code over 64 KiB is staged as a file
+    // and bound at /cocoon/main<ext>, and the explanation must show (and
+    // hash) the policy the run would get.
     if (isatty(STDIN_FILENO)) return InvalidArgumentError("no code: pass -c CODE, a script file, or pipe code on stdin");
     // Bounded: code, not data (a stream of data belongs in --work or --copy).
     constexpr size_t kMaxStdinCodeBytes = 16 << 20;
@@ -98,7 +102,7 @@ Result<RunSpec> SpecFromFlags(const RunFlags& f) {
     p.code = std::move(code);
     spec.code_from_stdin = true;
   } else {
-    p.code = "";
+    p.code = "";  // --explain at a terminal: no code to wait for
   }
   return spec;
 }
@@ -131,6 +135,32 @@ void PrintExplanationJson(const PreparedRun& run, const ir::Policy& policy, cons
   std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
+// The generated policy passes each --env name (its value goes beside the
+// policy text, QuickPolicy::passed_values), so the compiled policy's
+// explanation says "pass NAME from the caller"; the sandbox gets the flag's
+// value, which this line says instead (the value is not shown: often a
+// token). The origin column stays where Writer (explain.cc) puts it.
+std::string NameEnvFlagValues(std::string explanation, const std::map<std::string, std::string>& passed) {
+  constexpr size_t kOriginColumn = 58;
+  for (const auto& [name, value] : passed) {
+    const std::string old_text = "\n  pass " + name + " from the caller";
+    size_t at = explanation.find(old_text);
+    if (at == std::string::npos) continue;
+    const size_t begin = at + 1;
+    size_t end = explanation.find('\n', begin);
+    if (end == std::string::npos) end = explanation.size();
+    const std::string rest = explanation.substr(at + old_text.size(), end - at - old_text.size());
+    if (!rest.empty() && rest[0] != ' ') continue;  // another line that starts alike
+    std::string line = "  set  " + name + " by --env (its value is not shown)";
+    const size_t origin = rest.find_first_not_of(' ');
+    if (origin != std::string::npos) {
+      line += std::string(line.size() < kOriginColumn ? kOriginColumn - line.size() : 1, ' ') + rest.substr(origin);
+    }
+    explanation.replace(begin, end - begin, line);
+  }
+  return explanation;
+}
+
 int Explain(const PreparedRun& run, const RunOutputOptions& output) {
   std::string warnings;
   auto policy = CompileQuickPolicy(run.policy, &warnings);
@@ -143,6 +173,7 @@ int Explain(const PreparedRun& run, const RunOutputOptions& output) {
     ReportRefusal(explained.status(), {}, output);
     return kExitRefused;
   }
+  *explained = NameEnvFlagValues(std::move(*explained), run.policy.passed_values);
   if (output.mode == RunOutputMode::kJson) {
     PrintExplanationJson(run, *policy, *explained);
     return 0;

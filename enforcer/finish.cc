@@ -275,7 +275,7 @@ void Sandbox::Impl::VerifyWorkDir(int signal_fd, Outcome& outcome) {
   bool direct = strategy == StagingStrategy::kDirect;
   if (!finished_on_its_own && !direct) return;
   // A SIGINT/SIGTERM/SIGHUP (signal_fd) or a cancel that comes during
-  // the scan or the commit stops a staged commit before its swap.
+  // the scan or the commit stops a staged commit before its install.
   RecordVerification(staging->VerifyAndCommit(request.cancel ? request.cancel->flag() : nullptr, signal_fd,
                                               request.discard_work_dir ? StagedCommit::kDiscard : StagedCommit::kCommit),
                      direct, outcome);

@@ -21,6 +21,7 @@
 
 #include "compiler/common/digest.h"
 #include "enforcer/workdir/change_floor.h"
+#include "enforcer/workdir/install_entries.h"
 #include "enforcer/workdir/tree_ops.h"
 
 namespace cocoon::enforcer {
@@ -52,7 +53,9 @@ Result<HostDir> OpenHostDir(const std::string& host_dir) {
   struct stat parent_st {};
   if (fstat(host.dir.get(), &host.st) != 0 || fstat(host.parent.get(), &parent_st) != 0) return ErrnoError("stat " + host_dir);
   if (host.st.st_dev != parent_st.st_dev) {
-    return FailedPreconditionError("host work dir " + host_dir + " is a mount point; it cannot be replaced atomically");
+    return FailedPreconditionError("host work dir " + host_dir + " is a mount point: the commit builds the new "
+                                   "contents beside it, on its parent's filesystem, and cannot move them into "
+                                   "another; use a directory inside the mount as the work dir");
   }
   return host;
 }
@@ -124,7 +127,7 @@ bool SameContents(int a, int b, std::vector<char>& left, std::vector<char>& righ
 // new (a root commit gives new directories to the work dir's owner: a
 // root-owned 0700 directory would otherwise become that user's; a group
 // that changed matters only if the group bits grant something). The new tree's root is the
-// host dir itself, whose mode and owner the commit copies.
+// host dir itself, whose mode and owner the commit keeps.
 bool DirectoriesNotWidened(int host_root, int new_root, const std::string& path) {
   for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
     std::string dir = path.substr(0, slash);
@@ -463,7 +466,7 @@ Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
 // the sandbox's tree is resolved once more, now in the merged tree, by the
 // kernel, confined to it (openat2 RESOLVE_BENEATH fails with EXDEV on any
 // way out, ELOOP on a loop); one that does not stay inside is removed before
-// the swap and reported. Missing targets (ENOENT, ENOTDIR) stay: resolution
+// the install and reported. Missing targets (ENOENT, ENOTDIR) stay: resolution
 // got that far inside, and links with ".." that dangle were flagged already.
 Status Committer::ConfineNewSymlinks(int temp_fd) {
   for (const auto& [path, target] : written_symlinks_) {
@@ -493,7 +496,7 @@ Status Committer::ConfineNewSymlinks(int temp_fd) {
 
 // Staged copy mode builds the new contents from the copy-in, not from the
 // host dir as it is now: an entry created, changed or removed on the host
-// while the sandbox ran would silently be undone by the swap. Compared
+// while the sandbox ran would silently be undone by the install. Compared
 // against the copy-in's record (StagedOriginals::host_entries) just before
 // the build; any difference refuses the commit, which keeps the host's
 // change (the sandbox's results are discarded, and the error says why).
@@ -570,24 +573,34 @@ Status ReplacedWorkDir(const std::string& host_dir) {
                                  "are discarded); do not rename or replace a work dir while cocoon runs in it");
 }
 
-// After a swap that brought in a directory other than the one opened (it
-// was replaced between the check and renameat2), swap back, so that
-// whatever was put at the path stays there untouched, and remove our tree
-// (if the temporary name still holds it: `tree`). Returns an error either
-// way. If the swap cannot be undone, the committed tree is at the path and
-// the other directory at the temporary name: kDataLoss, which says so, for
-// the caller must not report "nothing was committed".
-Status UndoForeignSwap(const HostDir& host, const std::string& temp_name, const std::string& host_dir,
-                       const struct stat& tree) {
-  if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(), RENAME_EXCHANGE) == 0) {
-    (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, tree.st_dev, tree.st_ino);
+// The work dir's path must still name the directory opened: one moved
+// away, with another put at its path, while the tree was built, is not the
+// directory the caller names any more (ReplacedWorkDir). The install goes
+// through the fd opened, so a replacement after this check receives nothing
+// either; the commit then lands in the directory the run was prepared with.
+Status CheckStillAtItsPath(const HostDir& host, const std::string& host_dir) {
+  struct stat now {};
+  if (fstatat(host.parent.get(), host.base.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_dev != host.st.st_dev ||
+      now.st_ino != host.st.st_ino) {
     return ReplacedWorkDir(host_dir);
   }
-  return Status(ErrorCode::kDataLoss, "the work dir " + host_dir + " was replaced during the commit's swap, and "
-                                      "undoing the swap failed (" + std::string(strerror(errno)) + "): the path "
-                                      "now holds the committed tree, and the directory that was put there is at " +
-                                      (host.parent_path == "/" ? "" : host.parent_path) + "/" + temp_name +
-                                      "; check both by hand");
+  return Status::Ok();
+}
+
+std::string InParent(const HostDir& host, const std::string& name) {
+  return (host.parent_path == "/" ? "" : host.parent_path) + "/" + name;
+}
+
+// An install that could not be undone (install_entries.h): the commit
+// directory holds what the work dir lacks, so it is renamed out of the
+// sweep's reach (SweepAbandonedCommitDirs takes only its exact names) and
+// named in the error.
+Status KeepHalfInstalled(const HostDir& host, const std::string& temp_name, const Status& failed) {
+  std::string kept = temp_name + "-kept";
+  if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) != 0) {
+    kept = temp_name;
+  }
+  return Status(ErrorCode::kDataLoss, failed.message() + " (" + InParent(host, kept) + "); check both by hand");
 }
 
 Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
@@ -596,55 +609,42 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // A root committer hands everything to the work dir's owner, not to root.
   if (geteuid() == 0) owner_ = tree::Owner{true, host.st.st_uid, host.st.st_gid};
   COCOON_ASSIGN_OR_RETURN(std::string temp_name, MakeTempDir(host.parent.get(), host.base));
-  Status built;
-  struct stat temp_st {};  // our tree: only it is ever removed from the temporary name before the swap
-  {
-    auto temp = tree::OpenDir(host.parent.get(), temp_name);
-    if (temp.ok() && fstat(temp->get(), &temp_st) != 0) temp = ErrnoError("stat commit dir");
-    if (!temp.ok()) {
-      (void)unlinkat(host.parent.get(), temp_name.c_str(), AT_REMOVEDIR);  // empty: just made
-      return temp.status().WithContext("commit of the work dir (nothing was committed)");
-    }
-    built = Build(tree_fd, host, temp->get());
-    if (built.ok()) {
-      // The replacement keeps the host dir's own mode and (as root) owner.
-      if (fchmod(temp->get(), host.st.st_mode & 07777) != 0) built = ErrnoError("chmod commit dir");
-      if (built.ok() && geteuid() == 0 && fchown(temp->get(), host.st.st_uid, host.st.st_gid) != 0) {
-        built = ErrnoError("chown commit dir");
-      }
-    }
+  struct stat temp_st {};  // our tree: only it is ever removed from the temporary name
+  auto temp = tree::OpenDir(host.parent.get(), temp_name);
+  if (temp.ok() && fstat(temp->get(), &temp_st) != 0) temp = ErrnoError("stat commit dir");
+  if (!temp.ok()) {
+    (void)unlinkat(host.parent.get(), temp_name.c_str(), AT_REMOVEDIR);  // empty: just made
+    return temp.status().WithContext("commit of the work dir (nothing was committed)");
   }
-  if (built.ok() && options_.before_swap_for_test) options_.before_swap_for_test();
+  Status built = Build(tree_fd, host, temp->get());
+  if (built.ok() && options_.before_install_for_test) options_.before_install_for_test();
   // Tick polls the signal fd once per 64 entries, and a big file's copy
   // takes seconds between two polls: a cancel that came meanwhile (or after
   // the last poll) is seen here, the last moment it can still stop the commit.
+  // From here on SIGINT/SIGTERM/SIGHUP stay held (the launcher's signalfd)
+  // until the install is done: it is only renames, no data is copied.
   if (built.ok()) built = CancelRequested();
-  // The one step that changes the host: swap old and new in place
-  // (renameat2 RENAME_EXCHANGE, man 2 rename). Before it, nothing changed.
-  if (built.ok() && renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(),
-                              RENAME_EXCHANGE) != 0) {
-    built = ErrnoError("swapping the committed tree into place");
+  if (built.ok()) built = CheckStillAtItsPath(host, host_dir);
+  // The step that changes the host: the new tree's entries go into the work
+  // dir, each by one rename, and the work dir's previous entries come out
+  // into the commit dir (install_entries.h). The work dir itself stays the
+  // same directory. A failure undoes what went in: before it, nothing changed.
+  if (built.ok()) {
+    InstallOptions install;
+    install.fail_after_steps = options_.fail_install_after_steps;
+    built = InstallEntries(temp->get(), host.dir.get(), host_dir, install);
+    if (built.code() == ErrorCode::kDataLoss) return KeepHalfInstalled(host, temp_name, built);
   }
   if (!built.ok()) {
-    (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);  // the half-built tree
+    (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);  // the new tree
     return built.WithContext("commit of the work dir (nothing was committed)");
   }
-  // The name is looked up again by renameat2: what it swapped out must be
-  // the directory opened (and linked from) above, or the swap is undone.
-  // (A failed stat proves nothing: the swap stands, and the cleanup below
-  // removes only that same directory.)
-  struct stat swapped_out {};
-  if (fstatat(host.parent.get(), temp_name.c_str(), &swapped_out, AT_SYMLINK_NOFOLLOW) == 0 &&
-      (swapped_out.st_dev != host.st.st_dev || swapped_out.st_ino != host.st.st_ino)) {
-    return UndoForeignSwap(host, temp_name, host_dir, temp_st);
-  }
-  // The previous contents, now at the temporary name.
-  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, host.st.st_dev, host.st.st_ino);
-  // The swap happened: the commit stands even if the old tree lingers.
+  // The previous entries, now in the commit dir.
+  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);
+  // The install happened: the commit stands even if the old entries linger.
   if (!cleanup.ok()) {
     report_.cleanup_warning = "committed, but the previous contents of the work dir remain in " +
-                              (host.parent_path == "/" ? "" : host.parent_path) + "/" + temp_name + ": " + cleanup.message() +
-                              "; remove that directory by hand";
+                              InParent(host, temp_name) + ": " + cleanup.message() + "; remove that directory by hand";
   }
   report_.files = stats_.files;
   report_.directories = stats_.directories;
@@ -661,29 +661,6 @@ Result<std::pair<Fd, std::string>> OpenParent(int root_fd, const std::string& re
   std::string name = slash == std::string::npos ? relative : relative.substr(slash + 1);
   COCOON_ASSIGN_OR_RETURN(Fd parent, tree::OpenDirPath(root_fd, dir, tree::CreateMissing::kNo));
   return std::make_pair(std::move(parent), name);
-}
-
-// fchmodat2(2) (Linux 6.6) takes AT_EMPTY_PATH: a mode change through an
-// O_PATH fd. glibc 2.36 has no wrapper and its fchmodat() refuses the flag,
-// so the syscall is made directly; its number is 452 on every architecture.
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452
-#endif
-
-// chmod of the inode `path_fd` (O_PATH) refers to. An O_PATH fd needs no
-// permission on the file itself (open(2)), where fchmod(2) needs the file
-// opened for reading or writing, which a mode like 6111 refuses to a
-// rootless supervisor: it is the file's owner, with no capability to
-// override its mode bits. Without fchmodat2 (before Linux 6.6) the fd's
-// magic link in /proc/self/fd leads to the same inode, as glibc's own
-// fchmodat(AT_SYMLINK_NOFOLLOW) does (proc(5)): no name is looked up again.
-Status ChmodThroughPathFd(int path_fd, mode_t mode, const std::string& what) {
-  if (syscall(SYS_fchmodat2, path_fd, "", mode, AT_EMPTY_PATH) == 0) return Status::Ok();
-  // ENOSYS, or a container's seccomp profile that does not know the call
-  // (EPERM): the magic link, whose own error is the one reported.
-  const std::string magic = "/proc/self/fd/" + std::to_string(path_fd);
-  if (chmod(magic.c_str(), mode) != 0) return ErrnoError(what);
-  return Status::Ok();
 }
 
 // What Remediate did with one finding.
@@ -744,12 +721,12 @@ size_t SweepAbandonedCommitDirs(const std::string& host_dir, std::chrono::second
     struct stat st {};
     if (fstatat(host->parent.get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
     // Only a directory a commit of ours could have left: made by this user,
-    // or (a root commit gives its tree, and the old contents it swapped out
-    // are) the work dir owner's. Another user who can write the parent
+    // or the work dir owner's (an earlier cocoon swapped the whole work dir
+    // out, leaving the old contents under the owner's directory). Another user who can write the parent
     // (/tmp) may plant a directory of that name; it is theirs, and left.
     if (st.st_uid != geteuid() && st.st_uid != host->st.st_uid) continue;
-    // ctime: a commit directory being built changes as entries go in, and
-    // the rename of the swap stamps the old contents it then holds.
+    // ctime: a commit directory changes as entries go in, and as the
+    // install moves entries in and out of it.
     if (now - st.st_ctim.tv_sec < min_age.count()) continue;
     if (tree::RemoveTreeIfItIs(host->parent.get(), entry.name, st.st_dev, st.st_ino).ok()) ++removed;
   }
@@ -785,7 +762,7 @@ Result<CommitReport> RemediateDirectTree(int host_dir_fd, const ScanReport& scan
 Status ClearSetIdBits(int path_fd, const struct stat& st, const std::string& what) {
   if (!S_ISREG(st.st_mode)) return FailedPreconditionError(what + " is no longer a regular file");
   if ((st.st_mode & (S_ISUID | S_ISGID)) == 0) return Status::Ok();
-  return ChmodThroughPathFd(path_fd, st.st_mode & 01777 & ~(S_ISUID | S_ISGID), "clearing setuid/setgid on " + what);
+  return tree::ChmodThroughPathFd(path_fd, st.st_mode & 01777 & ~(S_ISUID | S_ISGID), "clearing setuid/setgid on " + what);
 }
 
 void SetAsidePreexisting(ScanReport& scan, const CommitReport& report, std::vector<BreakoutFinding>& preexisting) {

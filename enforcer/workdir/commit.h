@@ -1,4 +1,4 @@
-// Committing a verified staged tree back to the host work dir, atomically.
+// Committing a verified staged tree back to the host work dir.
 //
 // How (staged copy mode):
 //  1. Build the complete new contents in a fresh directory next to the host
@@ -17,10 +17,16 @@
 //     hard-linked (CommitOptions::originals): its inode, times, owner and
 //     mode stay; so do the host's FIFOs, sockets and devices, which the
 //     copy-in left out and the sandbox never saw.
-//  2. renameat2(RENAME_EXCHANGE) swaps the new directory with the host work
-//     dir in one step (Linux 3.15; man 2 rename), so a reader sees either the
-//     old contents or the new, never a mixture.
-//  3. The old contents (now at the temporary name) are removed.
+//  2. Its entries go into the host work dir, each by one renameat2 (a name
+//     both have: RENAME_EXCHANGE; a new name: RENAME_NOREPLACE), and the
+//     host's entries the new tree has no name for come out into it
+//     (install_entries.h). The work dir itself is never replaced: its
+//     inode, owner and mode stay, and so does the working directory of a
+//     shell in it (`cocoon run --work .`). Each entry (a directory with all
+//     below it) changes in one step; the set of entries changes one entry
+//     after another, renames only, while SIGINT/SIGTERM/SIGHUP stay held.
+//     A failed rename undoes those before it.
+//  3. The old entries (now in the temporary directory) are removed.
 // An interruption (error, SIGINT/SIGTERM via the cancel flag) before step 2
 // removes the temporary directory and leaves the host work dir exactly as it
 // was: an interrupted run commits nothing.
@@ -31,10 +37,11 @@
 // the upper layer: whiteouts (char 0:0) delete, opaque directories replace,
 // files and symlinks from the upper replace by rename. Steps 2-3 are the same.
 //
-// Caveat, documented: the host work dir's inode changes (it is replaced, not
-// edited); its mode and, as root, owner are copied to the new directory. A
-// work dir that is itself a mount point cannot be exchanged: CommitStagedTree
-// then fails with kFailedPrecondition and commits nothing.
+// Caveats, documented: directories below the work dir are made again, so
+// their inodes change (the work dir's own does not). A reader listing the
+// work dir during step 2 may see some entries new and others old. A work dir
+// that is itself a mount point cannot receive entries from beside it:
+// CommitStagedTree then fails with kFailedPrecondition and commits nothing.
 #pragma once
 
 #include <sys/stat.h>
@@ -114,9 +121,10 @@ struct HostDirIdentity {
 struct CommitOptions {
   CommitSource source = CommitSource::kStagedTree;
   // The host work dir as the run was prepared with it; unset: whatever the
-  // path names. A different directory at the path (before the swap, or
-  // swapped in just ahead of it: then the swap is undone) fails the commit
-  // with kFailedPrecondition and commits nothing.
+  // path names when the commit starts. A different directory at the path
+  // (when the commit starts, or just before the install) fails the commit
+  // with kFailedPrecondition and commits nothing; the install itself goes
+  // through the directory opened, never the path again.
   std::optional<HostDirIdentity> expected_host_dir;
   // Checked between entries; when it becomes true the commit stops, removes
   // its temporary directory and returns kUnavailable ("commit cancelled").
@@ -146,8 +154,11 @@ struct CommitOptions {
   // Test hook: fail (as if interrupted) after this many entries are written.
   // 0 = never.
   uint64_t fail_after_entries = 0;
-  // Test hook: runs just before the swap (to replace the host dir there).
-  std::function<void()> before_swap_for_test;
+  // Test hook: fail an install step (as a failed rename would) after this
+  // many, so that the steps before it are undone. 0 = never.
+  uint64_t fail_install_after_steps = 0;
+  // Test hook: runs just before the install (to replace the host dir there).
+  std::function<void()> before_install_for_test;
 };
 
 struct CommitReport {
@@ -160,7 +171,7 @@ struct CommitReport {
   // link of the host's own, which the scan of the sandbox's tree could not
   // judge): taken out of the commit; also in left_out.
   std::vector<BreakoutFinding> escaping_after_merge;
-  // Set when the new tree was swapped in (the commit happened) but the
+  // Set when the new tree was installed (the commit happened) but the
   // previous contents, now beside the host dir under a temporary name,
   // could not all be removed: says where they are and why.
   std::string cleanup_warning;
@@ -173,7 +184,7 @@ struct CommitReport {
   std::vector<size_t> preexisting;
 };
 
-// Whether CommitStagedTree could swap a new tree in for `host_dir`: its
+// Whether CommitStagedTree could install a new tree into `host_dir`: its
 // parent opens, the dir is not a mount point, and a commit directory can be
 // made beside it (made and removed again). Checked before a staged run, so
 // that a work dir whose parent the caller cannot write (`--work ~` under a
@@ -181,8 +192,9 @@ struct CommitReport {
 Status CheckCommitPossible(const std::string& host_dir);
 
 // Removes the commit directories of `host_dir` (named after it) that a
-// supervisor killed by SIGKILL left beside it: a half-built new tree, or the
-// old contents it had swapped out and not yet removed. Only those unchanged
+// supervisor killed by SIGKILL left beside it: a half-built new tree, the
+// old contents it had moved out and not yet removed, or (killed during the
+// install) the new entries not yet moved in with the old ones they replaced. Only those unchanged
 // for `min_age`; call while holding the work dir's exclusive lock
 // (staging.cc), so that no other staged run on it is committing. Best
 // effort: returns how many were removed.

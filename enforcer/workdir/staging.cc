@@ -610,7 +610,7 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   auto committed = CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options);
   if (!committed.ok()) {
     // The committer checks the flag between entries; a stop there changed
-    // nothing on the host (the swap is the last step).
+    // nothing on the host (the install is the last step, and undone if it fails).
     result.cancelled = committed.status().code() == ErrorCode::kUnavailable &&
                        ((cancel != nullptr && cancel->load()) || FdReadableNow(cancel_fd));
     result.error = committed.status();

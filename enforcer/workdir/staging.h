@@ -178,7 +178,7 @@ struct StagingResult {
   bool scanned = false;
   ScanReport scan;
   CommitReport commit;
-  bool committed = false;  // staged: the verified tree was swapped into the host dir
+  bool committed = false;  // staged: the verified tree was installed into the host dir
   bool cancelled = false;  // the commit stopped at a cancel request; nothing was committed
   Status error;            // why the scan, commit or remediation did not complete; ok otherwise
   // Direct mode: what the scan flagged that the host dir held before the
@@ -208,7 +208,7 @@ class Staging {
 
   // After the run: scan, then commit what passed (staged/overlay), or scan and
   // remediate (direct). Before ReceiveAndPopulate: error kFailedPrecondition.
-  // `cancel` / `cancel_fd` stop a staged commit before its swap (CommitOptions);
+  // `cancel` / `cancel_fd` stop a staged commit before its install (CommitOptions);
   // `cancel_fd` also stops direct mode's scan (the dir is then unverified).
   // kDiscard: staged modes scan, and commit nothing (the host dir is left
   // as it was; direct mode is not affected).

@@ -78,6 +78,10 @@ struct Owner {
   gid_t gid = 0;
 };
 
+// chmod of the inode `path_fd` (an O_PATH fd, which needs no permission on
+// the file) refers to; `what` names it in the error.
+Status ChmodThroughPathFd(int path_fd, mode_t mode, const std::string& what);
+
 // fchownat(dir_fd, name, AT_SYMLINK_NOFOLLOW) when owner.set.
 Status ChownAt(int dir_fd, const std::string& name, const Owner& owner);
 

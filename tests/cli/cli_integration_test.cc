@@ -1469,6 +1469,118 @@ TEST(CocoonRun, ExplainWithJsonPrintsOneObject) {
   EXPECT_EQ(j.count("exit_code"), 0u) << "--explain must not run the command";
 }
 
+// `cocoon run --work .` twice from one shell, as the help's own example
+// (`cocoon run --work . -- make -j2`) is used: the commit swapped the whole
+// work dir for a new one, so the shell was left in a deleted directory and
+// the second run failed ("work dir .: the current directory: No such file
+// or directory"). The commit now keeps the work dir itself.
+TEST(CocoonRun, TwoWorkDotRunsFromOneShellBothCommitIntoTheSameDirectory) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-work-dot-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "proj");
+  struct stat before {};
+  ASSERT_EQ(stat((dir / "proj").c_str(), &before), 0);
+  const std::string script = "\"$COCOON\" run --work . -- /bin/sh -c 'echo 1 >> /work/log' && "
+                             "\"$COCOON\" run --work . -- /bin/sh -c 'echo 2 >> /work/log' && cat log";
+  Ran ran = Cocoon({"-c", script}, (dir / "proj").string(), {{"COCOON", COCOON_BINARY}}, "/bin/sh");
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  EXPECT_EQ(ran.out, "1\n2\n") << ran.err;
+  struct stat after {};
+  ASSERT_EQ(stat((dir / "proj").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the work dir was replaced";
+  fs::remove_all(dir);
+}
+
+// A current directory that no longer exists (removed after the shell
+// entered it) is said to be that, not "a system or shared path" with an
+// empty name.
+TEST(CocoonRun, ARemovedCurrentDirectoryIsNamedAsSuch) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-removed-cwd-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Ran ran = Cocoon({"-c", "mkdir gone && cd gone && rmdir ../gone && \"$COCOON\" run -- /bin/true"}, dir.string(),
+                   {{"COCOON", COCOON_BINARY}}, "/bin/sh");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_NE(ran.err.find("the current directory is not mounted: its path cannot be found"), std::string::npos)
+      << ran.err;
+  EXPECT_EQ(ran.err.find("(a system or shared path)"), std::string::npos) << ran.err;
+  fs::remove_all(dir);
+}
+
+// Code on stdin is read under --explain too: over 64 KiB it is staged as a
+// file at /cocoon/main.py, and the explanation showed `-c ''` and a policy
+// without that mount, whose hash was not the run's.
+TEST(CocoonRun, ExplainReadsCodeOnStdinAsTheRunDoes) {
+  const std::string code = "# " + std::string(70 * 1024, 'x') + "\nprint(6*7)\n";
+  json explained = Json(Cocoon({"run", "--explain", "--json", "-r", "python"}, "/tmp", {}, COCOON_BINARY, code));
+  json ran = Json(Cocoon({"run", "--json", "-r", "python"}, "/tmp", {}, COCOON_BINARY, code));
+  EXPECT_EQ(ran["stdout"], "42\n") << ran.dump();
+  EXPECT_EQ(explained["policy_sha256"], ran["policy"]["sha256"]) << explained["generated_policy"];
+  EXPECT_EQ(explained["command"].back(), "/cocoon/main.py") << explained["command"];
+  EXPECT_NE(explained["generated_policy"].get<std::string>().find("as \"/cocoon/main.py\""), std::string::npos)
+      << explained["generated_policy"];
+}
+
+// A name --env gives a value is explained as set by the flag, not passed
+// from the caller (the sandbox gets the flag's value); the value stays out.
+TEST(CocoonRun, ExplainSaysAnEnvFlagSetsItsName) {
+  Ran text = Cocoon({"run", "--explain", "--env", "TOKEN=sk-flag-value", "--", "/bin/true"}, "/tmp");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("set  TOKEN by --env"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("pass TOKEN from the caller"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("sk-flag-value"), std::string::npos) << text.out;
+  json j = Json(Cocoon({"run", "--explain", "--json", "--env", "TOKEN=sk-flag-value", "--", "/bin/true"}, "/tmp"));
+  EXPECT_NE(j["explanation"].get<std::string>().find("set  TOKEN by --env"), std::string::npos) << j["explanation"];
+}
+
+// --allow-network over an allow-list base says what it widens: "off -> on"
+// was wrong there, in the output and in the audit log's launch event.
+TEST(CocoonRun, AllowNetworkOverAnAllowListNamesTheAllowList) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-allow-list-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path policy = dir / "allow.cocoon";
+  std::ofstream(policy) << "import \"strict\"\nprofile allow extends strict {\n  network allow { 1.1.1.1:443 }\n}\n";
+  Ran explained = Cocoon({"run", "--explain", "--policy", policy.string(), "--allow-network", "--", "/bin/true"}, "/tmp");
+  ASSERT_EQ(explained.status, 0) << explained.err;
+  EXPECT_NE(explained.out.find("network: allow-list -> on (--allow-network)"), std::string::npos) << explained.out;
+  EXPECT_EQ(explained.out.find("off -> on"), std::string::npos) << explained.out;
+  const std::string key = (dir / "key").string(), log = (dir / "audit.ndjson").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  Ran ran = Cocoon({"run", "--policy", policy.string(), "--allow-network", "--audit-log", log, "--audit-key", key,
+                    "--", "/bin/true"},
+                   "/tmp");
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  std::ifstream in(log);
+  bool launch_seen = false;
+  for (std::string line; std::getline(in, line);) {
+    json event = json::parse(line, nullptr, false);
+    if (event.is_discarded() || event["event"]["action"] != "sandbox-launched") continue;
+    launch_seen = true;
+    EXPECT_NE(event["cocoon"]["sandbox"]["overrides"].dump().find("network: allow-list -> on (--allow-network)"),
+              std::string::npos)
+        << event.dump();
+  }
+  EXPECT_TRUE(launch_seen) << "no sandbox-launched event in " << log;
+  fs::remove_all(dir);
+}
+
+// What the node preset's --disallow-code-generation-from-strings does, as
+// its description now says: eval and new Function are refused in the main
+// context, and the vm module is not covered (the sandbox is the boundary).
+// The preset once claimed untrusted code "cannot build code from strings".
+TEST(CocoonRun, TheNodePresetRefusesEvalButNotTheVmModule) {
+  if (access("/usr/bin/node", X_OK) != 0) GTEST_SKIP() << "SKIPPED LOUDLY: node is not installed (setup.sh installs it)";
+  Ran ran = Cocoon({"run", "--json", "-r", "node", "-c",
+                    "try { eval('1'); console.log('eval ran') } catch (e) { console.log('eval refused') }\n"
+                    "console.log(require('vm').runInThisContext('6*7'))"},
+                   "/tmp");
+  json j = Json(ran);
+  EXPECT_EQ(j["stdout"], "eval refused\n42\n") << ran.err;
+  Ran explained = Cocoon({"explain", COCOON_POLICIES_DIR "/runtimes/node.cocoon"});
+  EXPECT_NE(explained.out.find("vm and child processes not covered"), std::string::npos) << explained.out;
+}
+
 // `enforce` takes the audit trail from the environment as run, pipeline and
 // mcp do: a deployment that sets COCOON_AUDIT_LOG got unaudited enforce runs.
 TEST(CocoonEnforce, TheAuditTrailComesFromTheEnvironmentToo) {

@@ -128,6 +128,142 @@ TEST(CommitTest, InterruptedCommitLeavesHostDirUnchanged) {
   EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"});
 }
 
+// The commit installs the new tree's entries into the work dir, and never
+// replaces the work dir itself: it was swapped whole, so a shell whose cwd
+// it was (`cocoon run --work .`) was left in a deleted directory, and the
+// next `cocoon run --work .` from it failed. Its inode, mode and owner stay,
+// an fd open on it sees the new contents, and a second commit works the same.
+TEST(CommitTest, TheWorkDirStaysTheSameDirectoryAcrossCommits) {
+  Fixture f;
+  testing::MakeDirs(f.host + "/sub/inner");
+  WriteText(f.host + "/sub/inner/kept-only-by-the-host", "old\n");
+  WriteText(f.host + "/removed-by-the-sandbox", "old\n");
+  testing::MakeDirs(f.staged / "sub");
+  WriteText(f.staged / "sub/new", "new\n");
+  struct stat before {};
+  ASSERT_EQ(stat(f.host.c_str(), &before), 0);
+  int held = open(f.host.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // as a shell's cwd holds it
+  ASSERT_GE(held, 0);
+  for (int round = 0; round < 2; ++round) {
+    int fd = f.StagedFd();
+    auto report = CommitStagedTree(fd, f.Scan(), f.host);
+    close(fd);
+    ASSERT_TRUE(report.ok()) << round << ": " << report.status().ToString();
+    struct stat after {}, through_fd {};
+    ASSERT_EQ(stat(f.host.c_str(), &after), 0);
+    ASSERT_EQ(fstat(held, &through_fd), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino) << round << ": the work dir was replaced";
+    EXPECT_EQ(after.st_dev, before.st_dev);
+    EXPECT_EQ(after.st_mode, before.st_mode);
+    EXPECT_EQ(after.st_uid, before.st_uid);
+    EXPECT_EQ(after.st_gid, before.st_gid);
+    EXPECT_GT(through_fd.st_nlink, 0u) << round << ": the directory a process held was deleted";
+    EXPECT_EQ(Names(f.host), (std::set<std::string>{"orig.txt", "out", "sub"})) << round;
+    EXPECT_EQ(Names(f.host + "/sub"), std::set<std::string>{"new"}) << round;
+    EXPECT_EQ(ReadText(f.host + "/orig.txt"), "changed by the sandbox\n");
+    EXPECT_EQ(ReadText(f.host + "/out/result.json"), "{\"ok\":true}\n");
+    int through = openat(held, "orig.txt", O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(through, 0) << "the held fd does not see the new contents";
+    if (through >= 0) close(through);
+    EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << round << ": no temporary dir left behind";
+  }
+  close(held);
+}
+
+// An install step that fails (a rename the kernel refuses, here the test
+// hook) undoes the steps before it: whichever step it is (an exchange, a
+// new entry moved in, an old one moved out), the work dir is left as it
+// was, with nothing committed and no temporary dir. The install here has
+// four steps: orig.txt exchanged, out moved in, gone and
+// removed-by-the-sandbox moved out.
+TEST(CommitTest, AnInstallThatFailsPartWayIsUndone) {
+  for (uint64_t steps = 1; steps <= 4; ++steps) {
+    Fixture f;
+    testing::MakeDirs(f.host + "/gone");
+    WriteText(f.host + "/gone/old", "old\n");
+    WriteText(f.host + "/removed-by-the-sandbox", "old\n");
+    const ino_t work = testing::Inode(f.host);
+    const ino_t gone = testing::Inode(f.host + "/gone");
+    CommitOptions options;
+    options.fail_install_after_steps = steps;
+    int fd = f.StagedFd();
+    auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+    close(fd);
+    if (steps == 4) {  // the hook counts steps: with all four done, it never fires
+      ASSERT_TRUE(report.ok()) << report.status().ToString();
+      EXPECT_EQ(Names(f.host), (std::set<std::string>{"orig.txt", "out"}));
+      continue;
+    }
+    ASSERT_FALSE(report.ok()) << steps;
+    EXPECT_NE(report.status().message().find("nothing was committed"), std::string::npos) << report.status().message();
+    EXPECT_EQ(testing::Inode(f.host), work);
+    EXPECT_EQ(testing::Inode(f.host + "/gone"), gone) << steps;
+    EXPECT_EQ(Names(f.host), (std::set<std::string>{"orig.txt", "gone", "removed-by-the-sandbox"})) << steps;
+    EXPECT_EQ(Names(f.host + "/gone"), std::set<std::string>{"old"}) << steps;
+    EXPECT_EQ(ReadText(f.host + "/orig.txt"), "original\n") << steps;
+    EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << steps << ": no temporary dir left behind";
+  }
+}
+
+// A directory moved to another parent needs write permission on itself
+// (rename(2)): root has it, an unprivileged committer lacks it on its own
+// read-only directories (Go's module cache makes them 0555). The install
+// gives owner write for the move and the mode back after it. As root the
+// commit runs in a child that dropped to an unprivileged uid.
+TEST(CommitTest, AnUnprivilegedCommitMovesReadOnlyDirectoriesInAndOut) {
+  TempDir dir{"cocoon-ro-install"};
+  constexpr uid_t kUser = 23457;
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(dir.path().c_str(), kUser, kUser), 0);
+  }
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(kUser) != 0 || setuid(kUser) != 0)) _exit(2);
+    const std::string host = dir / "work", staged = dir / "staged";
+    testing::MakeDirs(host + "/gone/pkg");
+    testing::MakeDirs(host + "/mod");
+    testing::MakeDirs(staged + "/mod/pkg");
+    testing::MakeDirs(staged + "/new/pkg");
+    WriteText(host + "/gone/pkg/a.go", "old\n");
+    WriteText(staged + "/mod/pkg/b.go", "new\n");
+    WriteText(staged + "/new/pkg/c.go", "new\n");
+    for (const std::string& ro : {host + "/gone/pkg", host + "/gone", host + "/mod", staged + "/mod/pkg",
+                                  staged + "/mod", staged + "/new"}) {
+      if (chmod(ro.c_str(), 0555) != 0) _exit(3);
+    }
+    int fd = open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    auto scan = ScanForBreakoutsAt(staged);
+    if (!scan.ok()) _exit(4);
+    auto report = CommitStagedTree(fd, *scan, host);
+    if (!report.ok()) {
+      fprintf(stderr, "%s\n", report.status().ToString().c_str());
+      _exit(5);
+    }
+    struct stat mod {}, added {};
+    if (Names(host) != std::set<std::string>{"mod", "new"} || ReadText(host + "/mod/pkg/b.go") != "new\n" ||
+        ReadText(host + "/new/pkg/c.go") != "new\n") {
+      _exit(6);
+    }
+    if (stat((host + "/mod").c_str(), &mod) != 0 || stat((host + "/new").c_str(), &added) != 0 ||
+        (mod.st_mode & 07777) != 0555 || (added.st_mode & 07777) != 0555) {
+      _exit(7);
+    }
+    if (Names(dir.path()) != std::set<std::string>{"staged", "work"}) _exit(8);
+    // The fixture removes what it made: give write back for it.
+    for (const std::string& rw : {host + "/mod", host + "/mod/pkg", host + "/new", host + "/new/pkg", staged + "/mod",
+                                  staged + "/mod/pkg", staged + "/new", staged + "/new/pkg"}) {
+      (void)chmod(rw.c_str(), 0755);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not drop to uid 23457; 3: setup; 4: scan; 5: commit failed; "
+                                       "6: wrong contents; 7: modes not kept; 8: temporary dir left behind";
+}
+
 // Sets or clears FS_IMMUTABLE_FL (ioctl_iflags(2)); needs CAP_LINUX_IMMUTABLE.
 bool SetImmutable(const std::string& path, bool on) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -140,13 +276,15 @@ bool SetImmutable(const std::string& path, bool on) {
   return ok;
 }
 
-// Once the new tree is swapped in, the commit has happened: failing to
+// Once the new tree is installed, the commit has happened: failing to
 // remove the previous contents afterwards is a warning naming where they
-// are, not "nothing was committed".
-TEST(CommitTest, ASwapWhosePreviousContentsCannotBeRemovedStillCommits) {
+// are, not "nothing was committed". (The immutable directory is one level
+// down: the install moves the work dir's top-level entries, and an
+// immutable one cannot be moved.)
+TEST(CommitTest, AnInstallWhosePreviousContentsCannotBeRemovedStillCommits) {
   Fixture f;
-  std::string stuck = f.host + "/stuck";
-  ASSERT_EQ(mkdir(stuck.c_str(), 0755), 0);
+  std::string stuck = f.host + "/stuck/inner";
+  testing::MakeDirs(stuck);
   if (!SetImmutable(stuck, true)) {
     GTEST_SKIP() << "SKIPPED (not a security check): cannot set FS_IMMUTABLE_FL here (needs root on ext4/xfs/btrfs)";
   }
@@ -154,7 +292,7 @@ TEST(CommitTest, ASwapWhosePreviousContentsCannotBeRemovedStillCommits) {
   auto report = CommitStagedTree(fd, f.Scan(), f.host, {});
   close(fd);
   std::set<std::string> names = Names(f.parent.path());
-  for (const std::string& name : names) SetImmutable(f.parent / name + "/stuck", false);
+  for (const std::string& name : names) SetImmutable(f.parent / name + "/stuck/inner", false);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(ReadText(f.host + "/orig.txt"), "changed by the sandbox\n");
   ASSERT_EQ(names.size(), 2u) << "the previous contents stay beside the work dir";
@@ -529,14 +667,15 @@ TEST(CommitTest, AWorkDirReplacedDuringTheRunReceivesNothing) {
   EXPECT_EQ(Names(f.parent.path()), (std::set<std::string>{"moved", "work"})) << "no temporary dir left behind";
 }
 
-// The same replacement between the commit's check and its swap: renameat2
-// looks the name up again, so the swap brings out the wrong directory. It
-// is swapped back: the directory put there stays, with nothing committed.
-TEST(CommitTest, AWorkDirReplacedJustBeforeTheSwapIsSwappedBack) {
+// The same replacement while the commit built its tree, just before the
+// install: the path is checked once more, and the directory put there
+// stays as it was, with nothing committed (the install itself goes through
+// the directory opened, never the path).
+TEST(CommitTest, AWorkDirReplacedJustBeforeTheInstallReceivesNothing) {
   Fixture f;
   const std::string moved = f.parent / "moved";
   CommitOptions options;
-  options.before_swap_for_test = [&] {
+  options.before_install_for_test = [&] {
     ASSERT_EQ(rename(f.host.c_str(), moved.c_str()), 0);
     ASSERT_EQ(mkdir(f.host.c_str(), 0755), 0);
     WriteText(f.host + "/other.txt", "someone else's\n");
@@ -555,14 +694,14 @@ TEST(CommitTest, AWorkDirReplacedJustBeforeTheSwapIsSwappedBack) {
 // A signal that comes after the committer's last poll of the signal fd
 // (it polls once per 64 entries; a big file's copy takes seconds between
 // two polls) still stops the commit: the fd is checked once more just
-// before the swap, and the host dir stays as it was.
-TEST(CommitTest, ACancelThatComesAfterTheLastPollStillStopsTheSwap) {
+// before the install, and the host dir stays as it was.
+TEST(CommitTest, ACancelThatComesAfterTheLastPollStillStopsTheInstall) {
   Fixture f;
   int signal_pipe[2];
   ASSERT_EQ(pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK), 0);
   CommitOptions options;
   options.cancel_fd = signal_pipe[0];
-  options.before_swap_for_test = [&] { ASSERT_EQ(write(signal_pipe[1], "x", 1), 1); };
+  options.before_install_for_test = [&] { ASSERT_EQ(write(signal_pipe[1], "x", 1), 1); };
   int fd = f.StagedFd();
   auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
   close(fd);

@@ -1,0 +1,45 @@
+// The last step of a staged commit: the built tree's entries go into the host
+// work dir one by one, so that the work dir itself stays the same directory.
+//
+// The work dir is never replaced: its inode, owner and mode stay, and so does
+// the working directory of every process in it (a shell that ran
+// `cocoon run --work .`) and every fd open on it. What changes is each of its
+// top-level entries, by one renameat2(2) each (man 2 rename), all on one
+// filesystem, no data copied:
+//  - a name both have: RENAME_EXCHANGE swaps the new entry in and the old one
+//    out (a directory with everything below it, in one step);
+//  - a name only the new tree has: RENAME_NOREPLACE moves it in;
+//  - a name only the work dir has (the sandbox removed it): RENAME_NOREPLACE
+//    moves it out;
+//  - a name whose new entry IS the work dir's (an untouched original the
+//    commit hard-linked): left alone.
+// Afterwards the work dir holds exactly what the new tree held, and the new
+// tree's directory holds the work dir's previous entries, for the caller to
+// remove. Each entry is replaced atomically, the set of entries is not: a
+// reader listing the work dir during the install may see some entries new
+// and others still old.
+//
+// A step that fails undoes those before it, in reverse order, so a failed
+// install leaves the work dir's entries as they were (and the new tree whole
+// in its directory). If undoing fails too, the error is kDataLoss: the work
+// dir holds part of the new contents, the new tree's directory the rest and
+// the old entries they replaced.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/common/status.h"
+
+namespace cocoon::enforcer {
+
+struct InstallOptions {
+  // Test hook: fail (as a rename error would) after this many steps. 0 = never.
+  uint64_t fail_after_steps = 0;
+};
+
+// Installs the entries of the directory `new_fd` into the directory
+// `host_fd` (see above); `host_dir` names the work dir in messages.
+Status InstallEntries(int new_fd, int host_fd, const std::string& host_dir, const InstallOptions& options = {});
+
+}  // namespace cocoon::enforcer
