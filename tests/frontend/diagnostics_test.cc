@@ -207,6 +207,52 @@ const Case kCases[] = {
      "ERROR: t.cocoon:2:19: unexpected '}'; expected 'unlimited', a number, a quantity (5s, 128MiB, 95%) or a name\n"
      " |   limits { memory }\n"
      " |                   ^\n"},
+    // A `}` with no block open is reported where it is (it used to be the
+    // token after it: the `}` had ended the profile), with the `}` before it
+    // that ends a block too soon when its indentation gives it away.
+    {"stray_closing_brace",
+     "profile x {\n  network off\n  }\n  description \"d\"\n}\n",
+     "ERROR: t.cocoon:5:1: unmatched '}': no block is open here\n"
+     " | }\n"
+     " | ^\n"
+     " = help: remove it, or the '}' before it that ends a block too soon\n"
+     "NOTE: t.cocoon:3:3: this '}' ends the block opened at line 1, but is indented unlike it: is it one too many?\n"
+     " |   }\n"
+     " |   ^\n"},
+    {"stray_closing_brace_on_one_line",
+     "profile x {\n  filesystem { readonly /opt } }\n  description \"d\"\n}\n",
+     "ERROR: t.cocoon:4:1: unmatched '}': no block is open here\n"
+     " | }\n"
+     " | ^\n"
+     " = help: remove it, or the '}' before it that ends a block too soon\n"
+     "NOTE: t.cocoon:2:32: this '}' ends the block opened at line 1: is it one too many?\n"
+     " |   filesystem { readonly /opt } }\n"
+     " |                                ^\n"},
+    {"stray_closing_brace_between_profiles",
+     "profile x {\n  network off\n}\n}\nprofile y {\n}\n",
+     "ERROR: t.cocoon:4:1: unmatched '}': no block is open here\n"
+     " | }\n"
+     " | ^\n"
+     " = help: remove it, or the '}' before it that ends a block too soon\n"},
+    // An unclosed block: a note at its `{`.
+    {"unclosed_block_at_end_of_file",
+     "profile x {\n  network off\n",
+     "ERROR: t.cocoon:2:14: unexpected end of file; expected one of 'description', 'network', 'filesystem', "
+     "'limits', 'syscalls', 'environment', 'cwd', 'hostname', ...\n"
+     " |   network off\n"
+     " |              ^\n"
+     "NOTE: t.cocoon:1:11: block opened here, and not closed\n"
+     " | profile x {\n"
+     " |           ^\n"},
+    {"unclosed_inner_block",
+     "profile x {\n  filesystem {\n    readonly /opt\n  network off\n}\n",
+     "ERROR: t.cocoon:4:3: unexpected 'network'; expected one of 'root', 'readonly', 'writable', 'work', 'copy', "
+     "'tmpfs', 'hide', 'devices', ...\n"
+     " |   network off\n"
+     " |   ^~~~~~~\n"
+     "NOTE: t.cocoon:2:14: block opened here; is its '}' missing?\n"
+     " |   filesystem {\n"
+     " |              ^\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
@@ -604,7 +650,7 @@ TEST(Diagnostics, BarePathsKeepTheCharactersRealFileNamesUse) {
 
 TEST(Diagnostics, RenderingEscapesHiddenCharactersInTheMessage) {
   auto source = std::make_shared<const Source>("t.cocoon", "x\n");
-  Diagnostic d{Severity::kError, source, Span{0, 1}, "name 'a\u202eb'", "try 'c\u200bd'\nFORGED: line"};
+  Diagnostic d{Severity::kError, source, Span{0, 1}, "name 'a\u202eb'", "try 'c\u200bd'\nFORGED: line", {}};
   EXPECT_EQ(RenderDiagnostic(d),
             "ERROR: t.cocoon:1:1: name 'a\\u202eb'\n"
             " | x\n"
