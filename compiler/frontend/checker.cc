@@ -388,6 +388,30 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
                                      internal::AppliedAncestors* ancestors, const Program& program,
                                      Diagnostics& diagnostics, const SyscallRuleCheck& rule_check);
 
+// Under each diagnostic from all()[first] on that lies in an ancestor
+// defined in another file than the profile checked (chain[0]), such as a
+// shipped policy or one imported with -I: a note at each `extends` from
+// that ancestor down to chain[0], which says why that file's profile was
+// checked at all. chain[i] extends chain[i + 1].
+void AddExtendsNotes(const std::vector<ProfileRef>& chain, Diagnostics& diagnostics, size_t first) {
+  const Source* checked = chain.front().file->source.get();
+  for (size_t i = first; i < diagnostics.all().size(); ++i) {
+    const Diagnostic& d = diagnostics.all()[i];
+    if (d.severity == Severity::kNote || d.source == nullptr || d.source.get() == checked) continue;
+    size_t holder = 0;
+    for (size_t k = 1; k < chain.size() && holder == 0; ++k) {
+      const Span body = chain[k].profile->span;
+      if (chain[k].file->source == d.source && d.span.begin >= body.begin && d.span.begin < body.end) holder = k;
+    }
+    for (size_t k = holder; k > 0; --k) {
+      const ProfileRef& child = chain[k - 1];
+      diagnostics.AttachNote(i, child.file->source, child.profile->parent.span,
+                             "in profile " + Quote(chain[k].profile->name.text) + " (" + chain[k].file->source->name() +
+                                 "), which profile " + Quote(child.profile->name.text) + " extends here");
+    }
+  }
+}
+
 // True when another rule of `rules` names `it`'s syscall (the map orders by
 // name first, so such rules are its neighbours).
 bool SharesSyscallWithNeighbour(const std::map<internal::RuleKey, internal::RuleEntry>& rules,
@@ -536,7 +560,9 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
   auto chain = lineages.Resolve(ref, diagnostics);
   if (!chain) return std::nullopt;
+  const size_t first_reported = diagnostics.all().size();
   State state = ApplyChain(*chain, ancestors, diagnostics);
+  AddExtendsNotes(*chain, diagnostics, first_reported);
   const ProfileRef& self = chain->front();
   if (!state.has_syscalls) {
     diagnostics.Warning(self.file->source, self.profile->name.span,

@@ -66,6 +66,45 @@ constexpr char kBase[] =
     "  environment { set A \"1\" set B \"2\" }\n"
     "}\n";
 
+// A diagnostic inside a file the user's policy did not name itself says why
+// that file was read: the `extends` (checker) or the `import` chain (parser,
+// loader) in the user's file, each a note with its caret.
+TEST_F(ResolutionTest, DiagnosticsInAnotherFileSayWhyItWasRead) {
+  Write("lib/base.cocoon", "profile base {\n  filesystem { writable /opt }\n  syscalls { allow read }\n}\n");
+  Write("mid.cocoon", "import \"lib/base\"\nprofile mid extends base {\n}\n");
+  std::string rendered;
+  const std::string user = Write("user.cocoon", "include \"mid.cocoon\"\nprofile p extends mid {\n}\n");
+  EXPECT_TRUE(Check(user, &rendered));
+  const std::string base = (dir_ / "lib/base.cocoon").string(), mid = (dir_ / "mid.cocoon").string();
+  EXPECT_EQ(rendered,
+            "WARNING: " + base + ":2:25: writable bind mount of host path '/opt': the sandbox can change the host "
+            "there\n"
+            " |   filesystem { writable /opt }\n"
+            " |                         ^~~~\n"
+            " = help: prefer `work` (staged and verified) or `tmpfs` unless the host must see the writes\n"
+            "NOTE: " + mid + ":2:21: in profile 'base' (" + base + "), which profile 'mid' extends here\n"
+            " | profile mid extends base {\n"
+            " |                     ^~~~\n"
+            "NOTE: " + user + ":2:19: in profile 'mid' (" + mid + "), which profile 'p' extends here\n"
+            " | profile p extends mid {\n"
+            " |                   ^~~\n")
+      << rendered;
+
+  Write("lib/broken.cocoon", "profile broken {\n  netwrk off\n");
+  Write("mid.cocoon", "import \"lib/broken\"\n");
+  EXPECT_FALSE(Check(user, &rendered));
+  const std::string broken = (dir_ / "lib/broken.cocoon").string();
+  EXPECT_NE(rendered.find("ERROR: " + broken + ":2:13: unexpected end of file"), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("NOTE: " + mid + ":1:1: " + broken + " is imported here\n"
+                          " | import \"lib/broken\"\n"
+                          " | ^~~~~~~~~~~~~~~~~~~\n"
+                          "NOTE: " + user + ":1:1: " + mid + " is included here\n"
+                          " | include \"mid.cocoon\"\n"
+                          " | ^~~~~~~~~~~~~~~~~~~~\n"),
+            std::string::npos)
+      << rendered;
+}
+
 TEST_F(ResolutionTest, ChildOverridesScalarsAndMergesLists) {
   Write("lib/base.cocoon", kBase);
   std::string main = Write("main.cocoon",
