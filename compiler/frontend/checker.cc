@@ -70,12 +70,31 @@ void Layer::Note(Span span, std::string message) { diagnostics_.Note(file().sour
 
 void Layer::Weakens(const std::string& setting, Span span, const std::string& what) {
   if (parent_.empty()) return;  // only a child can weaken what it inherited
-  for (const std::string& relaxed : relaxed_) {
-    if (setting == relaxed || setting.rfind(relaxed + ".", 0) == 0) return;
+  bool acknowledged = false;
+  for (Relaxed& relaxed : relaxed_) {
+    if (setting == relaxed.setting || setting.rfind(relaxed.setting + ".", 0) == 0) {
+      relaxed.used = true;
+      acknowledged = true;
+    }
   }
+  if (acknowledged) return;
   std::string category = setting.substr(0, setting.find('.'));
   Warning(span, "profile '" + profile() + "' weakens " + setting + " inherited from '" + parent_ + "': " + what,
           "if this is deliberate, say so with `relaxes " + category + "` in profile '" + profile() + "'");
+}
+
+void Layer::WarnUnusedRelaxes() {
+  if (diagnostics_.error_count() + diagnostics_.suppressed() != errors_before_) return;
+  for (const Relaxed& relaxed : relaxed_) {
+    if (relaxed.used) continue;
+    const std::string why = parent_.empty()
+                                ? "profile '" + profile() + "' extends no profile, so it weakens nothing"
+                                : "profile '" + profile() + "' weakens no " + relaxed.setting +
+                                      " setting inherited from '" + parent_ + "'";
+    Warning(relaxed.span, "`relaxes " + relaxed.setting + "` acknowledges nothing: " + why,
+            "remove it: `relaxes` is for a weakening `cocoon check` would otherwise warn about, and one that "
+            "marks none tells a reviewer of a loosening that is not there");
+  }
 }
 
 void Layer::Origin(const std::string& key, Span span) {
@@ -262,7 +281,7 @@ void ApplyRelaxes(Layer& layer, const ast::Statement& stmt) {
       continue;
     }
     if (category != word.text && !KnownDottedSetting(layer, word, category)) continue;
-    layer.Relax(word.text);
+    layer.Relax(word.text, word.span);
   }
 }
 
@@ -342,6 +361,7 @@ void ApplyLayer(const ProfileRef& ref, const std::string& parent, State& state, 
     if (stmt.keyword.text == "relaxes") ApplyRelaxes(layer, stmt);
   }
   for (const ast::Statement& stmt : ref.profile->body) ApplyStatement(layer, stmt);
+  layer.WarnUnusedRelaxes();
   state.policy.lineage.insert(state.policy.lineage.begin(), ref.profile->name.text);
 }
 

@@ -253,6 +253,23 @@ const Case kCases[] = {
      "NOTE: t.cocoon:2:14: block opened here; is its '}' missing?\n"
      " |   filesystem {\n"
      " |              ^\n"},
+    // A `relaxes` that acknowledges no weakening is a warning at its name.
+    {"relaxes_that_acknowledges_nothing",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes limits network\n  limits { memory 1GiB }\n}\n",
+     "WARNING: t.cocoon:3:18: `relaxes network` acknowledges nothing: profile 'p' weakens no network setting "
+     "inherited from 'strict'\n"
+     " |   relaxes limits network\n"
+     " |                  ^~~~~~~\n"
+     " = help: remove it: `relaxes` is for a weakening `cocoon check` would otherwise warn about, and one that "
+     "marks none tells a reviewer of a loosening that is not there\n"},
+    {"relaxes_without_a_parent",
+     "profile p {\n  relaxes syscalls\n  syscalls { default allow }\n}\n",
+     "WARNING: t.cocoon:2:11: `relaxes syscalls` acknowledges nothing: profile 'p' extends no profile, so it "
+     "weakens nothing\n"
+     " |   relaxes syscalls\n"
+     " |           ^~~~~~~~\n"
+     " = help: remove it: `relaxes` is for a weakening `cocoon check` would otherwise warn about, and one that "
+     "marks none tells a reviewer of a loosening that is not there\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
