@@ -270,6 +270,35 @@ const Case kCases[] = {
      " |           ^~~~~~~~\n"
      " = help: remove it: `relaxes` is for a weakening `cocoon check` would otherwise warn about, and one that "
      "marks none tells a reviewer of a loosening that is not there\n"},
+    // A syscall the profile's architectures lack compiled to no rule, silently.
+    {"syscall_missing_on_the_only_architecture",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls { deny mmap2 }\n}\n",
+     "WARNING: t.cocoon:3:19: 'mmap2' does not exist on x86_64: the rule does nothing for it\n"
+     " |   syscalls { deny mmap2 }\n"
+     " |                   ^~~~~\n"
+     " = help: it exists on x86 (see `arch`); remove the rule, or name the syscall this architecture has\n"},
+    {"syscall_missing_on_some_architectures",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch aarch64\n"
+     "    deny mmap2 mmap cacheflush\n  }\n}\n",
+     "WARNING: t.cocoon:6:10: 'mmap2' does not exist on x86_64 and aarch64: the rule does nothing for it\n"
+     " |     deny mmap2 mmap cacheflush\n"
+     " |          ^~~~~\n"
+     " = help: it exists on x86 (see `arch`); remove the rule, or name the syscall this architecture has\n"
+     "WARNING: t.cocoon:6:21: 'cacheflush' does not exist on x86_64 and aarch64: the rule does nothing for it\n"
+     " |     deny mmap2 mmap cacheflush\n"
+     " |                     ^~~~~~~~~~\n"
+     " = help: no architecture Cocoon filters has it; remove the rule\n"},
+    {"syscall_of_one_architecture_of_two",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch x86\n"
+     "    deny mmap2\n  }\n}\n",
+     "NOTE: t.cocoon:5:10: on x86 (i386) the socketcall and ipc multiplexers fail with ENOSYS whatever the policy "
+     "says: their arguments sit behind a pointer seccomp cannot read; i386 programs must use the direct socket and "
+     "SysV IPC syscalls (Linux 4.3+)\n"
+     " |     arch x86\n"
+     " |          ^~~\n"
+     "WARNING: t.cocoon:6:10: 'mmap2' does not exist on x86_64: the rule applies to it on x86 only\n"
+     " |     deny mmap2\n"
+     " |          ^~~~~\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
