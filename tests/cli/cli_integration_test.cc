@@ -2947,6 +2947,24 @@ TEST(CocoonCheck, ARuleSetLibseccompMiscompilesIsAnErrorAtItsRule) {
   fs::remove_all(dir);
 }
 
+// Several files on stdout each get a head(1)-style header (they were
+// printed run together); one file is printed alone.
+TEST(CocoonFmt, SeveralFilesOnStdoutEachGetAHeader) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-fmt-headers-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string a = (dir / "a.cocoon").string(), b = (dir / "b.cocoon").string();
+  std::ofstream(a) << "profile a {\n    network off\n}\n";
+  std::ofstream(b) << "profile b { network on }\n";
+  Ran both = Cocoon({"fmt", a, b});
+  EXPECT_EQ(both.status, 0) << both.err;
+  EXPECT_EQ(both.out, "==> " + a + " <==\nprofile a {\n  network off\n}\n\n==> " + b +
+                          " <==\nprofile b {\n  network on\n}\n");
+  Ran one = Cocoon({"fmt", a});
+  EXPECT_EQ(one.out, "profile a {\n  network off\n}\n");
+  fs::remove_all(dir);
+}
+
 // Past --max-errors, the summary counts every error found and says how
 // many were shown (it counted only the shown ones).
 TEST(CocoonCheck, TheSummaryCountsTheErrorsNotShownToo) {
