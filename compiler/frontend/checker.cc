@@ -405,8 +405,10 @@ State ApplyChain(const std::vector<ProfileRef>& chain, internal::AppliedAncestor
 }
 
 std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lineages,
-                                     internal::AppliedAncestors* ancestors, const Program& program,
-                                     Diagnostics& diagnostics, const SyscallRuleCheck& rule_check);
+                                     internal::AppliedAncestors* ancestors,
+                                     std::vector<CheckSession::MissingSyscalls>* missing_syscalls,
+                                     const Program& program, Diagnostics& diagnostics,
+                                     const SyscallRuleCheck& rule_check);
 
 // Under each diagnostic from all()[first] on that lies in an ancestor
 // defined in another file than the profile checked (chain[0]), such as a
@@ -563,19 +565,66 @@ CheckSession::~CheckSession() = default;
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, Diagnostics& diagnostics,
                                        const SyscallRuleCheck& rule_check) {
   LineageResolver lineages(program);
-  return CheckChain(ref, lineages, nullptr, program, diagnostics, rule_check);
+  return CheckChain(ref, lineages, nullptr, nullptr, program, diagnostics, rule_check);
 }
 
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, CheckSession& session,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
-  return CheckChain(ref, session.lineages(), &session.ancestors(), program, diagnostics, rule_check);
+  return CheckChain(ref, session.lineages(), &session.ancestors(), &session.missing_syscalls(), program,
+                    diagnostics, rule_check);
+}
+
+namespace {
+
+const char kNoSyscallsHint[] = "start from a shipped profile: import \"strict\" and write `extends strict`";
+
+// "'a', 'b', 'c' and 4 more"
+std::string FirstNames(const std::vector<ProfileRef>& profiles) {
+  constexpr size_t kShown = 3;
+  std::string names;
+  for (size_t i = 0; i < profiles.size() && i < kShown; ++i) {
+    if (i > 0) names += i + 1 == profiles.size() ? " and " : ", ";
+    names += Quote(profiles[i].profile->name.text);
+  }
+  if (profiles.size() > kShown) names += " and " + std::to_string(profiles.size() - kShown) + " more";
+  return names;
+}
+
+}  // namespace
+
+void CheckSession::ReportMissingSyscalls(Diagnostics& diagnostics) const {
+  for (const MissingSyscalls& group : missing_syscalls_) {
+    const ProfileRef& first = group.profiles.front();
+    if (group.profiles.size() == 1) {
+      diagnostics.Warning(first.file->source, first.profile->name.span,
+                          "profile " + Quote(first.profile->name.text) +
+                              " has no syscalls section: every syscall will fail with ENOSYS",
+                          kNoSyscallsHint);
+      continue;
+    }
+    const std::string& top = group.top.profile->name.text;
+    const bool top_checked = std::any_of(group.profiles.begin(), group.profiles.end(),
+                                         [&](const ProfileRef& p) { return p.profile == group.top.profile; });
+    const ProfileRef& at = top_checked ? group.top : first;
+    const size_t others = group.profiles.size() - (top_checked ? 1 : 0);
+    const std::string profiles =
+        others == 1 ? "the profile extending it" : "the " + std::to_string(others) + " profiles extending it";
+    const std::string who = top_checked ? Quote(top) + " and " + profiles + " have no syscalls section"
+                                        : std::to_string(others) + " profiles extending " + Quote(top) +
+                                              " have no syscalls section, nor has " + Quote(top);
+    diagnostics.Warning(at.file->source, at.profile->name.span,
+                        who + ": every syscall will fail with ENOSYS in each (" + FirstNames(group.profiles) + ")",
+                        "one syscalls section in " + Quote(top) + " would serve them all; or " + kNoSyscallsHint);
+  }
 }
 
 namespace {
 
 std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lineages,
-                                     internal::AppliedAncestors* ancestors, const Program& program,
-                                     Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
+                                     internal::AppliedAncestors* ancestors,
+                                     std::vector<CheckSession::MissingSyscalls>* missing_syscalls,
+                                     const Program& program, Diagnostics& diagnostics,
+                                     const SyscallRuleCheck& rule_check) {
   const std::string& profile = ref.profile->name.text;
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
   auto chain = lineages.Resolve(ref, diagnostics);
@@ -584,10 +633,18 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   State state = ApplyChain(*chain, ancestors, diagnostics);
   AddExtendsNotes(*chain, diagnostics, first_reported);
   const ProfileRef& self = chain->front();
-  if (!state.has_syscalls) {
+  if (!state.has_syscalls && missing_syscalls == nullptr) {
     diagnostics.Warning(self.file->source, self.profile->name.span,
                         "profile '" + profile + "' has no syscalls section: every syscall will fail with ENOSYS",
-                        "start from a shipped profile: import \"strict\" and write `extends strict`");
+                        kNoSyscallsHint);
+  } else if (!state.has_syscalls) {
+    // Said once per chain top, after the session (a file of 65 profiles
+    // extending one without a section said it 65 times).
+    const ProfileRef& top = chain->back();
+    auto group = std::find_if(missing_syscalls->begin(), missing_syscalls->end(),
+                              [&](const CheckSession::MissingSyscalls& g) { return g.top.profile == top.profile; });
+    if (group == missing_syscalls->end()) group = missing_syscalls->insert(group, {top, {}});
+    group->profiles.push_back(self);
   }
   state.policy.name = profile;
   CheckHiddenOutsideWorkDir(state, diagnostics);

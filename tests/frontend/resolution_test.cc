@@ -105,6 +105,42 @@ TEST_F(ResolutionTest, DiagnosticsInAnotherFileSayWhyItWasRead) {
       << rendered;
 }
 
+// One missing syscalls section at the top of a chain is one warning, with
+// the count and the first names (a file of 65 profiles extending a base
+// without one said it 65 times); a profile alone keeps its own warning.
+TEST_F(ResolutionTest, OneMissingSyscallsSectionIsOneWarningForItsChain) {
+  std::string text = "profile base {\n  description \"b\"\n}\n";
+  for (int i = 0; i < 64; ++i) text += "profile p" + std::to_string(i) + " extends base {\n}\n";
+  text += "profile alone {\n}\n";
+  const std::string path = Write("many.cocoon", text);
+  std::string rendered;
+  EXPECT_TRUE(Check(path, &rendered));
+  EXPECT_EQ(rendered,
+            "WARNING: " + path + ":1:9: 'base' and the 64 profiles extending it have no syscalls section: every "
+            "syscall will fail with ENOSYS in each ('base', 'p0', 'p1' and 62 more)\n"
+            " | profile base {\n"
+            " |         ^~~~\n"
+            " = help: one syscalls section in 'base' would serve them all; or start from a shipped profile: import "
+            "\"strict\" and write `extends strict`\n"
+            "WARNING: " + path + ":132:9: profile 'alone' has no syscalls section: every syscall will fail with "
+            "ENOSYS\n"
+            " | profile alone {\n"
+            " |         ^~~~~\n"
+            " = help: start from a shipped profile: import \"strict\" and write `extends strict`\n");
+
+  // The top of the chain in another file: said at the first profile checked.
+  Write("lib/libbase.cocoon", "profile libbase {\n}\n");
+  const std::string user = Write("user.cocoon", "import \"lib/libbase\"\nprofile a extends libbase {\n}\n"
+                                                "profile b extends libbase {\n}\n");
+  EXPECT_TRUE(Check(user, &rendered));
+  EXPECT_EQ(rendered.rfind("WARNING: " + user + ":2:9: 2 profiles extending 'libbase' have no syscalls section, nor "
+                           "has 'libbase': every syscall will fail with ENOSYS in each ('a' and 'b')\n",
+                           0),
+            0u)
+      << rendered;
+  EXPECT_EQ(rendered.find("WARNING", 1), std::string::npos) << rendered;
+}
+
 TEST_F(ResolutionTest, ChildOverridesScalarsAndMergesLists) {
   Write("lib/base.cocoon", kBase);
   std::string main = Write("main.cocoon",
