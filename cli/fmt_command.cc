@@ -18,9 +18,9 @@ struct FmtOptions {
 
 // Before each file's text on stdout when there are several, as head(1)
 // does: without it, `cocoon fmt a b` printed the two policies run together.
-enum class Header { kNone, kFirst, kNext };
+enum class FileHeader { kNone, kFirst, kNext };
 
-int FormatOne(const std::string& file, const FmtOptions& options, Header header) {
+int FormatOne(const std::string& file, const FmtOptions& options, FileHeader header) {
   std::string text, error;
   if (!frontend::ReadPolicyFile(file, 4 << 20, text, error)) {
     std::cerr << "ERROR: " << error << "\n";
@@ -43,8 +43,8 @@ int FormatOne(const std::string& file, const FmtOptions& options, Header header)
     }
     return 0;
   }
-  if (header == Header::kNext) std::cout << "\n";
-  if (header != Header::kNone) std::cout << "==> " << file << " <==\n";
+  if (header == FileHeader::kNext) std::cout << "\n";
+  if (header != FileHeader::kNone) std::cout << "==> " << file << " <==\n";
   std::cout << *formatted;
   return 0;
 }
@@ -74,7 +74,7 @@ void SetUpFmtCommand(CLI::App& app, CommandResult& result) {
     int code = 0;
     bool first = true;
     for (const std::string& file : options->files) {
-      Header header = options->files.size() < 2 ? Header::kNone : first ? Header::kFirst : Header::kNext;
+      FileHeader header = options->files.size() < 2 ? FileHeader::kNone : first ? FileHeader::kFirst : FileHeader::kNext;
       first = false;
       code = std::max(code, FormatOne(file, *options, header));
     }
