@@ -37,8 +37,11 @@ int RunCheck(const CheckOptions& options) {
       continue;
     }
     std::cerr << diagnostics.Render();
-    std::cout << file << ": " << (ok ? "ok" : "FAILED") << " (" << diagnostics.error_count() << " error(s), "
-              << diagnostics.warning_count() << " warning(s))\n";
+    // Every error found, not only the ones shown under --max-errors.
+    std::cout << file << ": " << (ok ? "ok" : "FAILED") << " ("
+              << diagnostics.error_count() + diagnostics.suppressed() << " error(s), ";
+    if (diagnostics.saturated()) std::cout << diagnostics.error_count() << " shown, ";
+    std::cout << diagnostics.warning_count() << " warning(s))\n";
   }
   if (options.format == "json") {
     nlohmann::json doc{{"ok", clean}, {"files", std::move(reports)}};

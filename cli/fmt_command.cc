@@ -16,7 +16,11 @@ struct FmtOptions {
   bool write = false;
 };
 
-int FormatOne(const std::string& file, const FmtOptions& options) {
+// Before each file's text on stdout when there are several, as head(1)
+// does: without it, `cocoon fmt a b` printed the two policies run together.
+enum class FileHeader { kNone, kFirst, kNext };
+
+int FormatOne(const std::string& file, const FmtOptions& options, FileHeader header) {
   std::string text, error;
   if (!frontend::ReadPolicyFile(file, 4 << 20, text, error)) {
     std::cerr << "ERROR: " << error << "\n";
@@ -39,6 +43,8 @@ int FormatOne(const std::string& file, const FmtOptions& options) {
     }
     return 0;
   }
+  if (header == FileHeader::kNext) std::cout << "\n";
+  if (header != FileHeader::kNone) std::cout << "==> " << file << " <==\n";
   std::cout << *formatted;
   return 0;
 }
@@ -50,6 +56,9 @@ void SetUpFmtCommand(CLI::App& app, CommandResult& result) {
       "Canonical form: two-space indentation, one statement per line, blocks opened\n"
       "on their statement's line, single blank lines kept, comments kept in place.\n"
       "Formatting is idempotent.\n\n"
+      "With several FILEs (and neither --check nor --write), each file's text is\n"
+      "preceded by a line '==> FILE <==', and a blank line separates the files,\n"
+      "as head(1) prints them. One FILE is printed alone.\n\n"
       "--write replaces each file atomically (a temporary beside it, then a rename),\n"
       "keeping its permissions; a symlink is followed and its target rewritten. A\n"
       "hard link to the file keeps the old text (the name gets a new inode).\n\n"
@@ -63,7 +72,12 @@ void SetUpFmtCommand(CLI::App& app, CommandResult& result) {
   cmd->add_flag("-w,--write", options->write, "Rewrite the files in place")->excludes(check);
   cmd->callback([options, &result] {
     int code = 0;
-    for (const std::string& file : options->files) code = std::max(code, FormatOne(file, *options));
+    bool first = true;
+    for (const std::string& file : options->files) {
+      FileHeader header = options->files.size() < 2 ? FileHeader::kNone : first ? FileHeader::kFirst : FileHeader::kNext;
+      first = false;
+      code = std::max(code, FormatOne(file, *options, header));
+    }
     result.exit_code = code;
   });
 }

@@ -88,9 +88,7 @@ LineWindow WindowAround(std::string_view line, size_t caret) {
   return window;
 }
 
-}  // namespace
-
-std::string RenderDiagnostic(const Diagnostic& d) {
+std::string RenderOne(const Diagnostic& d) {
   std::string out(SeverityLabel(d.severity));
   out += ": ";
   if (d.source) {
@@ -129,6 +127,17 @@ std::string RenderDiagnostic(const Diagnostic& d) {
   return out;
 }
 
+}  // namespace
+
+std::string RenderDiagnostic(const Diagnostic& d) {
+  std::string out = RenderOne(d);
+  for (const Diagnostic& note : d.notes) {
+    out += '\n';
+    out += RenderDiagnostic(note);
+  }
+  return out;
+}
+
 void Diagnostics::Add(Diagnostic diagnostic) {
   if (diagnostic.severity == Severity::kError) {
     if (error_count_ >= options_.max_errors) {
@@ -143,15 +152,20 @@ void Diagnostics::Add(Diagnostic diagnostic) {
 }
 
 void Diagnostics::Error(SourcePtr source, Span span, std::string message, std::string hint) {
-  Add({Severity::kError, std::move(source), span, std::move(message), std::move(hint)});
+  Add({Severity::kError, std::move(source), span, std::move(message), std::move(hint), {}});
 }
 
 void Diagnostics::Warning(SourcePtr source, Span span, std::string message, std::string hint) {
-  Add({Severity::kWarning, std::move(source), span, std::move(message), std::move(hint)});
+  Add({Severity::kWarning, std::move(source), span, std::move(message), std::move(hint), {}});
 }
 
 void Diagnostics::Note(SourcePtr source, Span span, std::string message) {
-  Add({Severity::kNote, std::move(source), span, std::move(message), {}});
+  Add({Severity::kNote, std::move(source), span, std::move(message), {}, {}});
+}
+
+void Diagnostics::AttachNote(size_t index, SourcePtr source, Span span, std::string message) {
+  if (index >= items_.size()) return;
+  items_[index].notes.push_back({Severity::kNote, std::move(source), span, std::move(message), {}, {}});
 }
 
 void Diagnostics::Append(const Diagnostics& other) {
@@ -172,9 +186,11 @@ std::string Diagnostics::Render() const {
   return out;
 }
 
-std::string Diagnostics::RenderJson() const {
-  nlohmann::json list = nlohmann::json::array();
-  for (const Diagnostic& d : items_) {
+namespace {
+
+// A diagnostic, then its notes, as items of the flat list.
+void AddJsonItems(const Diagnostic& d, nlohmann::json& list) {
+  {
     nlohmann::json item;
     item["severity"] = SeverityJson(d.severity);
     item["message"] = d.message;
@@ -190,6 +206,14 @@ std::string Diagnostics::RenderJson() const {
     }
     list.push_back(std::move(item));
   }
+  for (const Diagnostic& note : d.notes) AddJsonItems(note, list);
+}
+
+}  // namespace
+
+std::string Diagnostics::RenderJson() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Diagnostic& d : items_) AddJsonItems(d, list);
   nlohmann::json doc;
   doc["diagnostics"] = std::move(list);
   doc["errors"] = error_count_;

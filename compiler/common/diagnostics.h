@@ -25,6 +25,10 @@ struct Diagnostic {
   Span span;
   std::string message;
   std::string hint;  // "what to do", printed as a trailing "help:" line when set
+  // Context printed right after it, each with its own position and caret:
+  // where the block it is in was opened, the import or `extends` that made
+  // its file be read. They travel with it (sorting, de-duplication, replay).
+  std::vector<Diagnostic> notes;
 };
 
 struct DiagnosticsOptions {
@@ -40,6 +44,8 @@ class Diagnostics {
   void Error(SourcePtr source, Span span, std::string message, std::string hint = {});
   void Warning(SourcePtr source, Span span, std::string message, std::string hint = {});
   void Note(SourcePtr source, Span span, std::string message);
+  // Attaches a note to all()[index] (printed right after it).
+  void AttachNote(size_t index, SourcePtr source, Span span, std::string message);
   void Add(Diagnostic diagnostic);
   void Append(const Diagnostics& other);
 
@@ -65,7 +71,7 @@ class Diagnostics {
   size_t suppressed_ = 0;
 };
 
-// Renders one diagnostic (without a trailing newline).
+// Renders one diagnostic and its attached notes (without a trailing newline).
 std::string RenderDiagnostic(const Diagnostic& diagnostic);
 
 // Levenshtein-based suggestion: the closest candidate within a distance that

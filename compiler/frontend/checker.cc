@@ -70,12 +70,31 @@ void Layer::Note(Span span, std::string message) { diagnostics_.Note(file().sour
 
 void Layer::Weakens(const std::string& setting, Span span, const std::string& what) {
   if (parent_.empty()) return;  // only a child can weaken what it inherited
-  for (const std::string& relaxed : relaxed_) {
-    if (setting == relaxed || setting.rfind(relaxed + ".", 0) == 0) return;
+  bool acknowledged = false;
+  for (Relaxed& relaxed : relaxed_) {
+    if (setting == relaxed.setting || setting.rfind(relaxed.setting + ".", 0) == 0) {
+      relaxed.used = true;
+      acknowledged = true;
+    }
   }
+  if (acknowledged) return;
   std::string category = setting.substr(0, setting.find('.'));
   Warning(span, "profile '" + profile() + "' weakens " + setting + " inherited from '" + parent_ + "': " + what,
           "if this is deliberate, say so with `relaxes " + category + "` in profile '" + profile() + "'");
+}
+
+void Layer::WarnUnusedRelaxes() {
+  if (diagnostics_.error_count() + diagnostics_.suppressed() != errors_before_) return;
+  for (const Relaxed& relaxed : relaxed_) {
+    if (relaxed.used) continue;
+    const std::string why = parent_.empty()
+                                ? "profile '" + profile() + "' extends no profile, so it weakens nothing"
+                                : "profile '" + profile() + "' weakens no " + relaxed.setting +
+                                      " setting inherited from '" + parent_ + "'";
+    Warning(relaxed.span, "`relaxes " + relaxed.setting + "` acknowledges nothing: " + why,
+            "remove it: `relaxes` is for a weakening `cocoon check` would otherwise warn about, and one that "
+            "marks none tells a reviewer of a loosening that is not there");
+  }
 }
 
 void Layer::Origin(const std::string& key, Span span) {
@@ -262,7 +281,7 @@ void ApplyRelaxes(Layer& layer, const ast::Statement& stmt) {
       continue;
     }
     if (category != word.text && !KnownDottedSetting(layer, word, category)) continue;
-    layer.Relax(word.text);
+    layer.Relax(word.text, word.span);
   }
 }
 
@@ -342,6 +361,7 @@ void ApplyLayer(const ProfileRef& ref, const std::string& parent, State& state, 
     if (stmt.keyword.text == "relaxes") ApplyRelaxes(layer, stmt);
   }
   for (const ast::Statement& stmt : ref.profile->body) ApplyStatement(layer, stmt);
+  layer.WarnUnusedRelaxes();
   state.policy.lineage.insert(state.policy.lineage.begin(), ref.profile->name.text);
 }
 
@@ -385,8 +405,34 @@ State ApplyChain(const std::vector<ProfileRef>& chain, internal::AppliedAncestor
 }
 
 std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lineages,
-                                     internal::AppliedAncestors* ancestors, const Program& program,
-                                     Diagnostics& diagnostics, const SyscallRuleCheck& rule_check);
+                                     internal::AppliedAncestors* ancestors,
+                                     std::vector<CheckSession::MissingSyscalls>* missing_syscalls,
+                                     const Program& program, Diagnostics& diagnostics,
+                                     const SyscallRuleCheck& rule_check);
+
+// Under each diagnostic from all()[first] on that lies in an ancestor
+// defined in another file than the profile checked (chain[0]), such as a
+// shipped policy or one imported with -I: a note at each `extends` from
+// that ancestor down to chain[0], which says why that file's profile was
+// checked at all. chain[i] extends chain[i + 1].
+void AddExtendsNotes(const std::vector<ProfileRef>& chain, Diagnostics& diagnostics, size_t first) {
+  const Source* checked = chain.front().file->source.get();
+  for (size_t i = first; i < diagnostics.all().size(); ++i) {
+    const Diagnostic& d = diagnostics.all()[i];
+    if (d.severity == Severity::kNote || d.source == nullptr || d.source.get() == checked) continue;
+    size_t holder = 0;
+    for (size_t k = 1; k < chain.size() && holder == 0; ++k) {
+      const Span body = chain[k].profile->span;
+      if (chain[k].file->source == d.source && d.span.begin >= body.begin && d.span.begin < body.end) holder = k;
+    }
+    for (size_t k = holder; k > 0; --k) {
+      const ProfileRef& child = chain[k - 1];
+      diagnostics.AttachNote(i, child.file->source, child.profile->parent.span,
+                             "in profile " + Quote(chain[k].profile->name.text) + " (" + chain[k].file->source->name() +
+                                 "), which profile " + Quote(child.profile->name.text) + " extends here");
+    }
+  }
+}
 
 // True when another rule of `rules` names `it`'s syscall (the map orders by
 // name first, so such rules are its neighbours).
@@ -519,29 +565,86 @@ CheckSession::~CheckSession() = default;
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, Diagnostics& diagnostics,
                                        const SyscallRuleCheck& rule_check) {
   LineageResolver lineages(program);
-  return CheckChain(ref, lineages, nullptr, program, diagnostics, rule_check);
+  return CheckChain(ref, lineages, nullptr, nullptr, program, diagnostics, rule_check);
 }
 
 std::optional<ir::Policy> CheckProfile(const Program& program, const ProfileRef& ref, CheckSession& session,
                                        Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
-  return CheckChain(ref, session.lineages(), &session.ancestors(), program, diagnostics, rule_check);
+  return CheckChain(ref, session.lineages(), &session.ancestors(), &session.missing_syscalls(), program,
+                    diagnostics, rule_check);
+}
+
+namespace {
+
+const char kNoSyscallsHint[] = "start from a shipped profile: import \"strict\" and write `extends strict`";
+
+// "'a', 'b', 'c' and 4 more"
+std::string FirstNames(const std::vector<ProfileRef>& profiles) {
+  constexpr size_t kShown = 3;
+  std::string names;
+  for (size_t i = 0; i < profiles.size() && i < kShown; ++i) {
+    if (i > 0) names += i + 1 == profiles.size() ? " and " : ", ";
+    names += Quote(profiles[i].profile->name.text);
+  }
+  if (profiles.size() > kShown) names += " and " + std::to_string(profiles.size() - kShown) + " more";
+  return names;
+}
+
+}  // namespace
+
+void CheckSession::ReportMissingSyscalls(Diagnostics& diagnostics) const {
+  for (const MissingSyscalls& group : missing_syscalls_) {
+    const ProfileRef& first = group.profiles.front();
+    if (group.profiles.size() == 1) {
+      diagnostics.Warning(first.file->source, first.profile->name.span,
+                          "profile " + Quote(first.profile->name.text) +
+                              " has no syscalls section: every syscall will fail with ENOSYS",
+                          kNoSyscallsHint);
+      continue;
+    }
+    const std::string& top = group.top.profile->name.text;
+    const bool top_checked = std::any_of(group.profiles.begin(), group.profiles.end(),
+                                         [&](const ProfileRef& p) { return p.profile == group.top.profile; });
+    const ProfileRef& at = top_checked ? group.top : first;
+    const size_t others = group.profiles.size() - (top_checked ? 1 : 0);
+    const std::string profiles =
+        others == 1 ? "the profile extending it" : "the " + std::to_string(others) + " profiles extending it";
+    const std::string who = top_checked ? Quote(top) + " and " + profiles + " have no syscalls section"
+                                        : std::to_string(others) + " profiles extending " + Quote(top) +
+                                              " have no syscalls section, nor has " + Quote(top);
+    diagnostics.Warning(at.file->source, at.profile->name.span,
+                        who + ": every syscall will fail with ENOSYS in each (" + FirstNames(group.profiles) + ")",
+                        "one syscalls section in " + Quote(top) + " would serve them all; or " + kNoSyscallsHint);
+  }
 }
 
 namespace {
 
 std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lineages,
-                                     internal::AppliedAncestors* ancestors, const Program& program,
-                                     Diagnostics& diagnostics, const SyscallRuleCheck& rule_check) {
+                                     internal::AppliedAncestors* ancestors,
+                                     std::vector<CheckSession::MissingSyscalls>* missing_syscalls,
+                                     const Program& program, Diagnostics& diagnostics,
+                                     const SyscallRuleCheck& rule_check) {
   const std::string& profile = ref.profile->name.text;
   size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
   auto chain = lineages.Resolve(ref, diagnostics);
   if (!chain) return std::nullopt;
+  const size_t first_reported = diagnostics.all().size();
   State state = ApplyChain(*chain, ancestors, diagnostics);
+  AddExtendsNotes(*chain, diagnostics, first_reported);
   const ProfileRef& self = chain->front();
-  if (!state.has_syscalls) {
+  if (!state.has_syscalls && missing_syscalls == nullptr) {
     diagnostics.Warning(self.file->source, self.profile->name.span,
                         "profile '" + profile + "' has no syscalls section: every syscall will fail with ENOSYS",
-                        "start from a shipped profile: import \"strict\" and write `extends strict`");
+                        kNoSyscallsHint);
+  } else if (!state.has_syscalls) {
+    // Said once per chain top, after the session (a file of 65 profiles
+    // extending one without a section said it 65 times).
+    const ProfileRef& top = chain->back();
+    auto group = std::find_if(missing_syscalls->begin(), missing_syscalls->end(),
+                              [&](const CheckSession::MissingSyscalls& g) { return g.top.profile == top.profile; });
+    if (group == missing_syscalls->end()) group = missing_syscalls->insert(group, {top, {}});
+    group->profiles.push_back(self);
   }
   state.policy.name = profile;
   CheckHiddenOutsideWorkDir(state, diagnostics);

@@ -54,9 +54,23 @@ class CheckSession {
   LineageResolver& lineages() { return lineages_; }
   internal::AppliedAncestors& ancestors() { return *ancestors_; }
 
+  // The profiles checked in this session with no syscalls section in their
+  // whole chain, by the chain's top-most profile (where one section would
+  // serve them all). Reported once per top by ReportMissingSyscalls.
+  struct MissingSyscalls {
+    ProfileRef top;
+    std::vector<ProfileRef> profiles;  // in the order they were checked
+  };
+  std::vector<MissingSyscalls>& missing_syscalls() { return missing_syscalls_; }
+
+  // One warning per top-most profile above: the profile's own when it is
+  // the only one, else one naming how many profiles and the first few.
+  void ReportMissingSyscalls(Diagnostics& diagnostics) const;
+
  private:
   LineageResolver lineages_;
   std::unique_ptr<internal::AppliedAncestors> ancestors_;
+  std::vector<MissingSyscalls> missing_syscalls_;
 };
 
 // Same, within `session`: the result and the diagnostics are those of the

@@ -70,7 +70,8 @@ class Layer {
         parent_(parent),
         state_(state),
         diagnostics_(diagnostics),
-        inherited_env_clear_(state.policy.environment.clear) {
+        inherited_env_clear_(state.policy.environment.clear),
+        errors_before_(diagnostics.error_count() + diagnostics.suppressed()) {
     // Snapshotted: this profile's own `unset` of a name rewrites its origin
     // (and the set), and a later `pass` of it still undoes the ancestor's.
     for (const std::string& name : state.env_unset) {
@@ -97,7 +98,12 @@ class Layer {
   // A weakening of a security-relevant `setting` relative to the parent (or,
   // with no parent, of the safe default): a warning unless `relaxes` covers it.
   void Weakens(const std::string& setting, Span span, const std::string& what);
-  void Relax(const std::string& setting) { relaxed_.insert(setting); }
+  // `relaxes SETTING` at `span`: Weakens says nothing of that setting.
+  void Relax(const std::string& setting, Span span) { relaxed_.push_back({setting, span, false}); }
+  // Warns at each `relaxes` name that acknowledged no weakening (once the
+  // whole profile is applied), unless the profile had errors: a statement
+  // in error may be the weakening it was for.
+  void WarnUnusedRelaxes();
   // Records where `key` was set (for `cocoon explain`).
   void Origin(const std::string& key, Span span);
   // False (and an error) if `key` was already set in this profile.
@@ -142,8 +148,14 @@ class Layer {
   State& state_;
   Diagnostics& diagnostics_;
   bool inherited_env_clear_;
+  size_t errors_before_;  // in diagnostics_, when this profile's layer began
   std::map<std::string, std::optional<ir::Origin>> inherited_env_unset_;
-  std::set<std::string> relaxed_;
+  struct Relaxed {
+    std::string setting;
+    Span span;
+    bool used = false;
+  };
+  std::vector<Relaxed> relaxed_;
   // Only looked up, like layer_rules_: hashed (a 1 MiB policy sets tens of
   // thousands of keys, and ordered maps compared their long shared prefixes).
   std::unordered_map<std::string, Span> seen_;

@@ -267,6 +267,45 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
   }
 }
 
+// Joins architecture names: "x86_64", "x86_64 and x32", "x86_64, x32 and x86".
+std::string ArchList(const std::vector<ir::Arch>& arches) {
+  std::string out;
+  for (size_t i = 0; i < arches.size(); ++i) {
+    if (i > 0) out += i + 1 == arches.size() ? " and " : ", ";
+    out += syscalls::ArchName(arches[i]);
+  }
+  return out;
+}
+
+// A syscall named on its own that some of the profile's architectures do
+// not have: libseccomp knows every name of every architecture it supports
+// and gives a missing one a pseudo number, so `deny mmap2` on x86_64 (mmap2
+// is i386's and ARM's) compiled to no rule at all, silently. Said where it
+// is, naming the architectures that lack it. (Groups name such calls on
+// purpose, to cover every architecture: they are not reported.)
+void WarnWhereMissing(Layer& layer, const ast::Word& target, const std::vector<ir::Arch>& arches) {
+  std::vector<ir::Arch> missing, present;
+  for (ir::Arch arch : arches) {
+    (syscalls::KernelSyscallNumber(target.text, arch) < 0 ? missing : present).push_back(arch);
+  }
+  if (missing.empty()) return;
+  std::string message = Quote(target.text) + " does not exist on " + ArchList(missing) + ": ";
+  std::string hint;
+  if (!present.empty()) {
+    message += "the rule applies to it on " + ArchList(present) + " only";
+  } else {
+    message += "the rule does nothing for it";
+    std::vector<ir::Arch> elsewhere;
+    for (ir::Arch arch : {ir::Arch::kX86_64, ir::Arch::kX32, ir::Arch::kX86, ir::Arch::kAarch64}) {
+      if (syscalls::KernelSyscallNumber(target.text, arch) >= 0) elsewhere.push_back(arch);
+    }
+    hint = elsewhere.empty() ? "no architecture Cocoon filters has it; remove the rule"
+                             : "it exists on " + ArchList(elsewhere) +
+                                   " (see `arch`); remove the rule, or name the syscall this architecture has";
+  }
+  layer.Warning(target.span, message, hint);
+}
+
 void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const Dnf& dnf,
                const std::vector<ir::Arch>& arches) {
   if (target.kind == ast::WordKind::kGroup) {
@@ -305,6 +344,7 @@ void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const
                 suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
     return;
   }
+  WarnWhereMissing(layer, target, arches);
   const bool reopened = layer.state().reopened.count(target.text) != 0;
   for (const Conjunction& c : dnf) AddRule(layer, stmt, target.text, c, "");
   // Said where the rule is, in compile's words (compile says it with no

@@ -129,6 +129,9 @@ bool CheckPolicyFile(const std::string& path, const std::string& profile, const 
     CheckProfile(program, definition, session, one, options.syscall_rule_check);
     MergeUnique(one, diagnostics, seen);
   }
+  Diagnostics missing_syscalls(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
+  session.ReportMissingSyscalls(missing_syscalls);
+  MergeUnique(missing_syscalls, diagnostics, seen);
   return !diagnostics.has_errors();
 }
 

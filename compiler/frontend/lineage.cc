@@ -85,7 +85,8 @@ std::shared_ptr<const Diagnostic> LineageResolver::UnknownParent(const ProfileRe
   return std::make_shared<const Diagnostic>(Diagnostic{
       Severity::kError, child.file->source, parent.span, "unknown parent profile " + Quote(parent.text),
       suggestion.empty() ? "import the file that defines it, e.g. import \"" + parent.text + "\""
-                         : "did you mean '" + suggestion + "'?"});
+                         : "did you mean '" + suggestion + "'?",
+      {}});
 }
 
 std::shared_ptr<const Diagnostic> LineageResolver::Cycle(const std::vector<ProfileRef>& members) const {
@@ -103,7 +104,7 @@ std::shared_ptr<const Diagnostic> LineageResolver::Cycle(const std::vector<Profi
   cycle += members[first].profile->name.text;
   const ProfileRef& closing = members[(first + members.size() - 1) % members.size()];
   return std::make_shared<const Diagnostic>(Diagnostic{Severity::kError, closing.file->source,
-                                                       closing.profile->parent.span, "extends cycle: " + cycle, {}});
+                                                       closing.profile->parent.span, "extends cycle: " + cycle, {}, {}});
 }
 
 std::shared_ptr<const Diagnostic> LineageResolver::TooDeep(const ProfileRef& profile) const {
@@ -113,7 +114,8 @@ std::shared_ptr<const Diagnostic> LineageResolver::TooDeep(const ProfileRef& pro
       "extends chain too deep: profile " + Quote(profile.profile->name.text) + " has more than " + limit +
           " ancestors (the limit)",
       "flatten the hierarchy: merge profiles of the chain, or extend one nearer the root "
-      "(docs/language.md, Profiles and `extends`)"});
+      "(docs/language.md, Profiles and `extends`)",
+      {}});
 }
 
 bool LineageResolver::DefinedBefore(const ProfileRef& a, const ProfileRef& b) const {

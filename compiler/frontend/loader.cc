@@ -111,6 +111,7 @@ class Loader {
       return;
     }
     auto source = std::make_shared<const Source>(DisplayName(resolved), std::move(text));
+    program_.read_from.push_back({source, from.source, directive.span, is_import});
     Load(resolved, fs::path(resolved).parent_path().string(), std::move(source));
   }
 
@@ -199,6 +200,29 @@ class Loader {
 
 }  // namespace
 
+void AddReadFromNotes(const Program& program, Diagnostics& diagnostics, size_t first) {
+  auto read_from = [&program](const Source* file) -> const Program::ReadFrom* {
+    for (const Program::ReadFrom& entry : program.read_from) {
+      if (entry.file.get() == file) return &entry;
+    }
+    return nullptr;
+  };
+  for (size_t i = first; i < diagnostics.all().size(); ++i) {
+    const Diagnostic& d = diagnostics.all()[i];
+    if (d.severity == Severity::kNote) continue;
+    const Source* file = d.source.get();
+    // Each file is read once, from one directive: the walk ends at the root
+    // (bounded by the number of files all the same).
+    for (size_t step = 0; step < program.read_from.size() && file != nullptr; ++step) {
+      const Program::ReadFrom* entry = read_from(file);
+      if (entry == nullptr) break;
+      diagnostics.AttachNote(i, entry->by, entry->directive,
+                             entry->file->name() + (entry->is_import ? " is imported here" : " is included here"));
+      file = entry->by.get();
+    }
+  }
+}
+
 bool ReadPolicyFile(const std::string& path, size_t max_bytes, std::string& text, std::string& error) {
   // O_NONBLOCK: opening a FIFO must not hang; non-regular files are refused below.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -239,8 +263,11 @@ Program LoadProgramFromFile(const std::string& path, const LoadOptions& options,
   }
   std::string canonical = Canonical(path);
   auto source = std::make_shared<const Source>(path, std::move(text));
+  const size_t first = diagnostics.all().size();
   loader.Load(canonical, fs::path(canonical).parent_path().string(), std::move(source));
-  return loader.Take();
+  Program program = loader.Take();
+  AddReadFromNotes(program, diagnostics, first);
+  return program;
 }
 
 Program LoadProgramFromText(const std::string& display_name, const std::string& text,
@@ -248,8 +275,11 @@ Program LoadProgramFromText(const std::string& display_name, const std::string& 
   Loader loader(options, diagnostics);
   std::error_code ec;
   auto source = std::make_shared<const Source>(display_name, text);
+  const size_t first = diagnostics.all().size();
   loader.Load("", fs::current_path(ec).string(), std::move(source));
-  return loader.Take();
+  Program program = loader.Take();
+  AddReadFromNotes(program, diagnostics, first);
+  return program;
 }
 
 }  // namespace cocoon::frontend

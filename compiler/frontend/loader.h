@@ -53,6 +53,16 @@ struct Program {
   // /p/policy.cocoon tries /p/strict.cocoon and /p/strict before the
   // shipped policies/strict.cocoon.
   std::vector<std::string> shadowing_paths;
+  // Where each file other than the root was included or imported from (the
+  // first time), for the "imported here" notes under its diagnostics. Kept
+  // for files that failed to parse too.
+  struct ReadFrom {
+    SourcePtr file;       // the file read
+    SourcePtr by;         // the file whose directive read it
+    Span directive;       // that `include` or `import` statement
+    bool is_import = false;
+  };
+  std::vector<ReadFrom> read_from;
 
   const LoadedFile* root() const { return files.empty() ? nullptr : files.front().get(); }
 };
@@ -65,6 +75,11 @@ Program LoadProgramFromFile(const std::string& path, const LoadOptions& options,
 // relative includes resolve against the current directory.
 Program LoadProgramFromText(const std::string& display_name, const std::string& text,
                             const LoadOptions& options, Diagnostics& diagnostics);
+
+// Adds, under each diagnostic from all()[first] on that is in a file the
+// root read through `include` or `import`, a note at that directive (and at
+// the one that read the file holding it, up to the root): why it was read.
+void AddReadFromNotes(const Program& program, Diagnostics& diagnostics, size_t first);
 
 // Reads a whole regular file of at most max_bytes; false with a message otherwise.
 bool ReadPolicyFile(const std::string& path, size_t max_bytes, std::string& text, std::string& error);

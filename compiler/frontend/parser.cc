@@ -120,11 +120,24 @@ class ErrorListener : public antlr4::BaseErrorListener {
     } else {
       message = antlr_message;  // lexer errors (the grammar's ERROR_CHAR makes these rare)
     }
+    const size_t index = diagnostics_.all().size();
     diagnostics_.Error(source_, SpanOf(token), message, hint);
+    if (count_ == 1 && token != nullptr && diagnostics_.all().size() > index) {
+      first_ = FirstError{index, token->getTokenIndex(), token->getType() == antlr4::Token::EOF};
+    }
     if (count_ >= cap_) throw TooManyErrors{};
   }
 
   size_t count() const { return count_; }
+
+  // The first syntax error the parser reported: where it is among the
+  // diagnostics (to attach a note to it) and among the tokens.
+  struct FirstError {
+    size_t diagnostic = 0;
+    size_t token = 0;
+    bool at_end = false;
+  };
+  const std::optional<FirstError>& first() const { return first_; }
 
  private:
   void Expectation(antlr4::Parser* parser, antlr4::Token* token, std::string& message,
@@ -191,6 +204,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
   size_t cap_;
   Diagnostics& diagnostics_;
   size_t count_ = 0;
+  std::optional<FirstError> first_;
 };
 
 // ANTLR 4.9 decodes its whole input to UTF-32 with std::wstring_convert
@@ -577,6 +591,142 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const SourcePtr& source, co
     }
   }
   return true;
+}
+
+// The file's braces, matched before parsing (indexes into the token
+// stream). The parser notices a stray `}` only at the token after it (the
+// `}` ended the profile, and the next statement stood outside any), and an
+// unclosed `{` only where the file ends or the next block's keyword stands:
+// the scan says where each one is.
+struct BraceScan {
+  struct Pair {
+    size_t open = 0;
+    size_t close = 0;
+    bool top_level = false;  // not inside another block
+  };
+  std::vector<Pair> pairs;                // in the order they close
+  std::optional<size_t> unmatched_close;  // the first `}` with no block open
+  std::vector<size_t> open_at_end;        // `{` still open where the file ends, outermost first
+};
+
+BraceScan ScanBraces(const std::vector<antlr4::Token*>& all) {
+  BraceScan scan;
+  std::vector<size_t> open;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const size_t type = all[i]->getType();
+    if (all[i]->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
+    if (type == CocoonLexer::LBRACE) {
+      open.push_back(i);
+    } else if (type == CocoonLexer::RBRACE) {
+      if (open.empty()) {
+        if (!scan.unmatched_close) scan.unmatched_close = i;
+        continue;
+      }
+      scan.pairs.push_back({open.back(), i, open.size() == 1});
+      open.pop_back();
+    }
+  }
+  scan.open_at_end = std::move(open);
+  return scan;
+}
+
+// The `{` innermost open at token `at` (not counting `at` itself), if any.
+std::optional<size_t> InnermostOpenAt(const std::vector<antlr4::Token*>& all, size_t at) {
+  std::vector<size_t> open;
+  for (size_t i = 0; i < at && i < all.size(); ++i) {
+    if (all[i]->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
+    if (all[i]->getType() == CocoonLexer::LBRACE) open.push_back(i);
+    if (all[i]->getType() == CocoonLexer::RBRACE && !open.empty()) open.pop_back();
+  }
+  if (open.empty()) return std::nullopt;
+  return open.back();
+}
+
+class BraceReporter {
+ public:
+  BraceReporter(const std::vector<antlr4::Token*>& all, const SourcePtr& source, const OffsetMap& offsets)
+      : all_(all), source_(source), offsets_(offsets) {}
+
+  Span SpanAt(size_t index) const {
+    const antlr4::Token* token = all_[index];
+    return Span{offsets_.Byte(token->getStartIndex()), offsets_.Byte(token->getStopIndex() + 1)};
+  }
+  uint32_t LineAt(size_t index) const { return source_->Locate(SpanAt(index).begin).line; }
+
+  // The indentation of the line token `index` is on, in bytes.
+  size_t IndentOf(size_t index) const {
+    const std::string_view line = source_->Line(LineAt(index));
+    return std::min(line.find_first_not_of(" \t"), line.size());
+  }
+  // True when only blanks come before token `index` on its line.
+  bool FirstOnLine(size_t index) const { return source_->Locate(SpanAt(index).begin).column == IndentOf(index) + 1; }
+
+  // A `}` on a line of its own, indented unlike the line of its `{`.
+  bool MisIndented(const BraceScan::Pair& pair) const {
+    return LineAt(pair.open) != LineAt(pair.close) && FirstOnLine(pair.close) &&
+           IndentOf(pair.close) != IndentOf(pair.open);
+  }
+
+  // A `}` closed before `before` that likely ends its block too soon: the
+  // last one indented unlike the line of its `{` (on a line of its own),
+  // else the last one that ended a top-level block with more words after it.
+  std::optional<BraceScan::Pair> SuspectClose(const BraceScan& scan, size_t before) const {
+    std::optional<BraceScan::Pair> top_level;
+    for (auto it = scan.pairs.rbegin(); it != scan.pairs.rend(); ++it) {
+      if (it->close >= before) continue;
+      if (MisIndented(*it)) return *it;
+      if (!top_level && it->top_level) top_level = *it;
+    }
+    if (!top_level) return std::nullopt;
+    for (size_t i = top_level->close + 1; i < before; ++i) {
+      if (all_[i]->getChannel() == antlr4::Token::DEFAULT_CHANNEL) return top_level;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const std::vector<antlr4::Token*>& all_;
+  const SourcePtr& source_;
+  const OffsetMap& offsets_;
+};
+
+// A `}` with no block open is reported where it is, with the `}` before it
+// that likely ended a block too soon; the file is not parsed further (what
+// the parser would say follows from it). Returns false on that error. An
+// unterminated string may have swallowed a brace: the parser reports it.
+bool CheckUnmatchedBraces(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                          Diagnostics& diagnostics) {
+  const std::vector<antlr4::Token*> all = tokens.getTokens();
+  for (const antlr4::Token* token : all) {
+    if (token->getType() == CocoonLexer::UNTERMINATED_STRING) return true;
+  }
+  const BraceScan scan = ScanBraces(all);
+  if (!scan.unmatched_close) return true;
+  const BraceReporter braces(all, source, offsets);
+  const size_t index = diagnostics.all().size();
+  diagnostics.Error(source, braces.SpanAt(*scan.unmatched_close), "unmatched '}': no block is open here",
+                    "remove it, or the '}' before it that ends a block too soon");
+  if (diagnostics.all().size() == index) return false;  // over the cap
+  if (std::optional<BraceScan::Pair> suspect = braces.SuspectClose(scan, *scan.unmatched_close)) {
+    const bool indented = braces.MisIndented(*suspect);
+    diagnostics.AttachNote(index, source, braces.SpanAt(suspect->close),
+                           "this '}' ends the block opened at line " + std::to_string(braces.LineAt(suspect->open)) +
+                               (indented ? ", but is indented unlike it" : "") + ": is it one too many?");
+  }
+  return false;
+}
+
+// After a syntax error in a file whose braces do not balance (a `{` is
+// still open at its end): a note at the `{` of the block the error is in.
+void NoteUnclosedBlock(antlr4::CommonTokenStream& tokens, const SourcePtr& source, const OffsetMap& offsets,
+                       const ErrorListener::FirstError& error, Diagnostics& diagnostics) {
+  const std::vector<antlr4::Token*> all = tokens.getTokens();
+  if (ScanBraces(all).open_at_end.empty()) return;
+  const std::optional<size_t> open = InnermostOpenAt(all, error.token);
+  if (!open) return;
+  const BraceReporter braces(all, source, offsets);
+  diagnostics.AttachNote(error.diagnostic, source, braces.SpanAt(*open),
+                         error.at_end ? "block opened here, and not closed" : "block opened here; is its '}' missing?");
 }
 
 // Reports, in every string, each backslash that is not one of the escapes
@@ -1248,6 +1398,7 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   const bool names_ok = CheckKeywordSyscallNames(tokens, source, offsets, diagnostics);
   const bool paths_ok = CheckBarePaths(tokens, source, offsets, diagnostics);
   if (!CheckCommentsAfterPaths(tokens, source, offsets, diagnostics)) return std::nullopt;
+  if (!CheckUnmatchedBraces(tokens, source, offsets, diagnostics)) return std::nullopt;
 
   AstListener ast_listener(offsets, source->text());
   PolicyParser parser(&tokens, ast_listener);
@@ -1272,10 +1423,12 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     try {
       parser.file();
     } catch (const TooManyErrors&) {
+      if (listener.first()) NoteUnclosedBlock(tokens, source, offsets, *listener.first(), diagnostics);
       diagnostics.Note(nullptr, Span{}, source->name() + ": stopped parsing after " +
                                             std::to_string(listener.count()) + " syntax errors");
       return std::nullopt;
     }
+    if (listener.first()) NoteUnclosedBlock(tokens, source, offsets, *listener.first(), diagnostics);
     // SLL can reject what full LL accepts; only LL's verdict counts.
     if (listener.count() > 0) return std::nullopt;
   }

@@ -3131,6 +3131,44 @@ TEST(CocoonCheck, ARuleSetLibseccompMiscompilesIsAnErrorAtItsRule) {
   fs::remove_all(dir);
 }
 
+// Several files on stdout each get a head(1)-style header (they were
+// printed run together); one file is printed alone.
+TEST(CocoonFmt, SeveralFilesOnStdoutEachGetAHeader) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-fmt-headers-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string a = (dir / "a.cocoon").string(), b = (dir / "b.cocoon").string();
+  std::ofstream(a) << "profile a {\n    network off\n}\n";
+  std::ofstream(b) << "profile b { network on }\n";
+  Ran both = Cocoon({"fmt", a, b});
+  EXPECT_EQ(both.status, 0) << both.err;
+  EXPECT_EQ(both.out, "==> " + a + " <==\nprofile a {\n  network off\n}\n\n==> " + b +
+                          " <==\nprofile b {\n  network on\n}\n");
+  Ran one = Cocoon({"fmt", a});
+  EXPECT_EQ(one.out, "profile a {\n  network off\n}\n");
+  fs::remove_all(dir);
+}
+
+// Past --max-errors, the summary counts every error found and says how
+// many were shown (it counted only the shown ones).
+TEST(CocoonCheck, TheSummaryCountsTheErrorsNotShownToo) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-many-errors-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string policy = (dir / "p.cocoon").string();
+  std::string text = "import \"strict\"\nprofile p extends strict {\n  syscalls {\n";
+  for (int i = 0; i < 12; ++i) text += "    allow nosuchcall" + std::to_string(i) + "\n";
+  std::ofstream(policy) << text << "  }\n}\n";
+  Ran capped = Cocoon({"check", "--max-errors", "5", policy});
+  EXPECT_EQ(capped.status, 1) << capped.err;
+  EXPECT_NE(capped.out.find(policy + ": FAILED (12 error(s), 5 shown, 0 warning(s))"), std::string::npos)
+      << capped.out;
+  EXPECT_NE(capped.err.find("7 more error(s) not shown (limit 5)"), std::string::npos) << capped.err;
+  Ran all = Cocoon({"check", policy});
+  EXPECT_NE(all.out.find(policy + ": FAILED (12 error(s), 0 warning(s))"), std::string::npos) << all.out;
+  fs::remove_all(dir);
+}
+
 // Like a compiler given several files, `cocoon check` reports a file it
 // cannot read as that file's error and still checks the others (CLI11's
 // ExistingFile check used to stop the whole command with a usage error).

@@ -20,17 +20,17 @@ TEST(DiagnosticsTest, RendersLineAndCaret) {
 TEST(DiagnosticsTest, EchoesAWindowOfALongLineAroundTheCaret) {
   const std::string line = std::string(1000, 'a') + "memroy" + std::string(1000, 'b');
   auto source = std::make_shared<Source>("p.cocoon", line + "\n");
-  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{1000, 1006}, "unknown limit 'memroy'", {}}),
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{1000, 1006}, "unknown limit 'memroy'", {}, {}}),
             "ERROR: p.cocoon:1:1001: unknown limit 'memroy'\n"
             " | ..." + std::string(40, 'a') + "memroy" + std::string(68, 'b') + "...\n"
             " |    " + std::string(40, ' ') + "^~~~~~");
   // At the start, only the end is cut; at the end, only the start.
-  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{0, 1}, "here", {}}),
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{0, 1}, "here", {}, {}}),
             "ERROR: p.cocoon:1:1: here\n | " + std::string(117, 'a') + "...\n | ^");
-  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{2005, 2006}, "here", {}}),
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{2005, 2006}, "here", {}, {}}),
             "ERROR: p.cocoon:1:2006: here\n | ..." + std::string(41, 'b') + "\n |    " + std::string(40, ' ') + "^");
   // A span running past the window is underlined up to the cut.
-  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{0, 2006}, "all", {}}),
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{0, 2006}, "all", {}, {}}),
             "ERROR: p.cocoon:1:1: all\n | " + std::string(117, 'a') + "...\n | ^" + std::string(116, '~'));
 }
 
@@ -49,7 +49,7 @@ TEST(DiagnosticsTest, WindowOfALongLineKeepsWholeCharacters) {
   std::string echoed_after_caret;
   // "..." + 19 + "aX" + 2 * 46 + "..." = 119 columns: a 47th would make 121.
   for (int i = 0; i < 46; ++i) echoed_after_caret += wide;
-  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{1002, 1003}, "x", {}}),
+  EXPECT_EQ(RenderDiagnostic({Severity::kError, source, Span{1002, 1003}, "x", {}, {}}),
             "ERROR: p.cocoon:1:1003: x\n"
             " | ..." + echoed_before_caret + "aX" + echoed_after_caret + "...\n"
             " |    " + std::string(20, ' ') + "^");
@@ -62,6 +62,31 @@ TEST(DiagnosticsTest, CapsErrorsAndSaysHowManyWereDropped) {
   EXPECT_EQ(diagnostics.error_count(), 2u);
   EXPECT_EQ(diagnostics.suppressed(), 3u);
   EXPECT_NE(diagnostics.Render().find("3 more error(s) not shown"), std::string::npos);
+}
+
+// A note attached to a diagnostic prints right after it, with its own
+// position and caret; in JSON it is the next item of the flat list.
+TEST(DiagnosticsTest, AttachedNotesFollowTheirDiagnostic) {
+  auto source = std::make_shared<Source>("p.cocoon", "profile p {\n}\n}\n");
+  Diagnostics diagnostics;
+  diagnostics.Error(source, Span{14, 15}, "unmatched '}'");
+  diagnostics.AttachNote(0, source, Span{10, 11}, "opened here");
+  diagnostics.AttachNote(7, source, Span{0, 1}, "no such diagnostic: dropped");
+  EXPECT_EQ(diagnostics.Render(),
+            "ERROR: p.cocoon:3:1: unmatched '}'\n"
+            " | }\n"
+            " | ^\n"
+            "NOTE: p.cocoon:1:11: opened here\n"
+            " | profile p {\n"
+            " |           ^\n");
+  const std::string json = diagnostics.RenderJson();
+  const size_t error = json.find("\"unmatched '}'\"");
+  const size_t note = json.find("\"opened here\"");
+  ASSERT_NE(error, std::string::npos) << json;
+  ASSERT_NE(note, std::string::npos) << json;
+  EXPECT_LT(error, note);
+  EXPECT_NE(json.find("\"severity\": \"note\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"errors\": 1"), std::string::npos) << json;
 }
 
 TEST(DiagnosticsTest, DidYouMeanFindsCloseWords) {

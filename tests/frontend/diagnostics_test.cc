@@ -207,6 +207,98 @@ const Case kCases[] = {
      "ERROR: t.cocoon:2:19: unexpected '}'; expected 'unlimited', a number, a quantity (5s, 128MiB, 95%) or a name\n"
      " |   limits { memory }\n"
      " |                   ^\n"},
+    // A `}` with no block open is reported where it is (it used to be the
+    // token after it: the `}` had ended the profile), with the `}` before it
+    // that ends a block too soon when its indentation gives it away.
+    {"stray_closing_brace",
+     "profile x {\n  network off\n  }\n  description \"d\"\n}\n",
+     "ERROR: t.cocoon:5:1: unmatched '}': no block is open here\n"
+     " | }\n"
+     " | ^\n"
+     " = help: remove it, or the '}' before it that ends a block too soon\n"
+     "NOTE: t.cocoon:3:3: this '}' ends the block opened at line 1, but is indented unlike it: is it one too many?\n"
+     " |   }\n"
+     " |   ^\n"},
+    {"stray_closing_brace_on_one_line",
+     "profile x {\n  filesystem { readonly /opt } }\n  description \"d\"\n}\n",
+     "ERROR: t.cocoon:4:1: unmatched '}': no block is open here\n"
+     " | }\n"
+     " | ^\n"
+     " = help: remove it, or the '}' before it that ends a block too soon\n"
+     "NOTE: t.cocoon:2:32: this '}' ends the block opened at line 1: is it one too many?\n"
+     " |   filesystem { readonly /opt } }\n"
+     " |                                ^\n"},
+    {"stray_closing_brace_between_profiles",
+     "profile x {\n  network off\n}\n}\nprofile y {\n}\n",
+     "ERROR: t.cocoon:4:1: unmatched '}': no block is open here\n"
+     " | }\n"
+     " | ^\n"
+     " = help: remove it, or the '}' before it that ends a block too soon\n"},
+    // An unclosed block: a note at its `{`.
+    {"unclosed_block_at_end_of_file",
+     "profile x {\n  network off\n",
+     "ERROR: t.cocoon:2:14: unexpected end of file; expected one of 'description', 'network', 'filesystem', "
+     "'limits', 'syscalls', 'environment', 'cwd', 'hostname', ...\n"
+     " |   network off\n"
+     " |              ^\n"
+     "NOTE: t.cocoon:1:11: block opened here, and not closed\n"
+     " | profile x {\n"
+     " |           ^\n"},
+    {"unclosed_inner_block",
+     "profile x {\n  filesystem {\n    readonly /opt\n  network off\n}\n",
+     "ERROR: t.cocoon:4:3: unexpected 'network'; expected one of 'root', 'readonly', 'writable', 'work', 'copy', "
+     "'tmpfs', 'hide', 'devices', ...\n"
+     " |   network off\n"
+     " |   ^~~~~~~\n"
+     "NOTE: t.cocoon:2:14: block opened here; is its '}' missing?\n"
+     " |   filesystem {\n"
+     " |              ^\n"},
+    // A `relaxes` that acknowledges no weakening is a warning at its name.
+    {"relaxes_that_acknowledges_nothing",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes limits network\n  limits { memory 1GiB }\n}\n",
+     "WARNING: t.cocoon:3:18: `relaxes network` acknowledges nothing: profile 'p' weakens no network setting "
+     "inherited from 'strict'\n"
+     " |   relaxes limits network\n"
+     " |                  ^~~~~~~\n"
+     " = help: remove it: `relaxes` is for a weakening `cocoon check` would otherwise warn about, and one that "
+     "marks none tells a reviewer of a loosening that is not there\n"},
+    {"relaxes_without_a_parent",
+     "profile p {\n  relaxes syscalls\n  syscalls { default allow }\n}\n",
+     "WARNING: t.cocoon:2:11: `relaxes syscalls` acknowledges nothing: profile 'p' extends no profile, so it "
+     "weakens nothing\n"
+     " |   relaxes syscalls\n"
+     " |           ^~~~~~~~\n"
+     " = help: remove it: `relaxes` is for a weakening `cocoon check` would otherwise warn about, and one that "
+     "marks none tells a reviewer of a loosening that is not there\n"},
+    // A syscall the profile's architectures lack compiled to no rule, silently.
+    {"syscall_missing_on_the_only_architecture",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls { deny mmap2 }\n}\n",
+     "WARNING: t.cocoon:3:19: 'mmap2' does not exist on x86_64: the rule does nothing for it\n"
+     " |   syscalls { deny mmap2 }\n"
+     " |                   ^~~~~\n"
+     " = help: it exists on x86 (see `arch`); remove the rule, or name the syscall this architecture has\n"},
+    {"syscall_missing_on_some_architectures",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch aarch64\n"
+     "    deny mmap2 mmap cacheflush\n  }\n}\n",
+     "WARNING: t.cocoon:6:10: 'mmap2' does not exist on x86_64 and aarch64: the rule does nothing for it\n"
+     " |     deny mmap2 mmap cacheflush\n"
+     " |          ^~~~~\n"
+     " = help: it exists on x86 (see `arch`); remove the rule, or name the syscall this architecture has\n"
+     "WARNING: t.cocoon:6:21: 'cacheflush' does not exist on x86_64 and aarch64: the rule does nothing for it\n"
+     " |     deny mmap2 mmap cacheflush\n"
+     " |                     ^~~~~~~~~~\n"
+     " = help: no architecture Cocoon filters has it; remove the rule\n"},
+    {"syscall_of_one_architecture_of_two",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch x86\n"
+     "    deny mmap2\n  }\n}\n",
+     "NOTE: t.cocoon:5:10: on x86 (i386) the socketcall and ipc multiplexers fail with ENOSYS whatever the policy "
+     "says: their arguments sit behind a pointer seccomp cannot read; i386 programs must use the direct socket and "
+     "SysV IPC syscalls (Linux 4.3+)\n"
+     " |     arch x86\n"
+     " |          ^~~\n"
+     "WARNING: t.cocoon:6:10: 'mmap2' does not exist on x86_64: the rule applies to it on x86 only\n"
+     " |     deny mmap2\n"
+     " |          ^~~~~\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
@@ -604,7 +696,7 @@ TEST(Diagnostics, BarePathsKeepTheCharactersRealFileNamesUse) {
 
 TEST(Diagnostics, RenderingEscapesHiddenCharactersInTheMessage) {
   auto source = std::make_shared<const Source>("t.cocoon", "x\n");
-  Diagnostic d{Severity::kError, source, Span{0, 1}, "name 'a\u202eb'", "try 'c\u200bd'\nFORGED: line"};
+  Diagnostic d{Severity::kError, source, Span{0, 1}, "name 'a\u202eb'", "try 'c\u200bd'\nFORGED: line", {}};
   EXPECT_EQ(RenderDiagnostic(d),
             "ERROR: t.cocoon:1:1: name 'a\\u202eb'\n"
             " | x\n"

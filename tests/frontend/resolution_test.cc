@@ -66,6 +66,81 @@ constexpr char kBase[] =
     "  environment { set A \"1\" set B \"2\" }\n"
     "}\n";
 
+// A diagnostic inside a file the user's policy did not name itself says why
+// that file was read: the `extends` (checker) or the `import` chain (parser,
+// loader) in the user's file, each a note with its caret.
+TEST_F(ResolutionTest, DiagnosticsInAnotherFileSayWhyItWasRead) {
+  Write("lib/base.cocoon", "profile base {\n  filesystem { writable /opt }\n  syscalls { allow read }\n}\n");
+  Write("mid.cocoon", "import \"lib/base\"\nprofile mid extends base {\n}\n");
+  std::string rendered;
+  const std::string user = Write("user.cocoon", "include \"mid.cocoon\"\nprofile p extends mid {\n}\n");
+  EXPECT_TRUE(Check(user, &rendered));
+  const std::string base = (dir_ / "lib/base.cocoon").string(), mid = (dir_ / "mid.cocoon").string();
+  EXPECT_EQ(rendered,
+            "WARNING: " + base + ":2:25: writable bind mount of host path '/opt': the sandbox can change the host "
+            "there\n"
+            " |   filesystem { writable /opt }\n"
+            " |                         ^~~~\n"
+            " = help: prefer `work` (staged and verified) or `tmpfs` unless the host must see the writes\n"
+            "NOTE: " + mid + ":2:21: in profile 'base' (" + base + "), which profile 'mid' extends here\n"
+            " | profile mid extends base {\n"
+            " |                     ^~~~\n"
+            "NOTE: " + user + ":2:19: in profile 'mid' (" + mid + "), which profile 'p' extends here\n"
+            " | profile p extends mid {\n"
+            " |                   ^~~\n")
+      << rendered;
+
+  Write("lib/broken.cocoon", "profile broken {\n  netwrk off\n");
+  Write("mid.cocoon", "import \"lib/broken\"\n");
+  EXPECT_FALSE(Check(user, &rendered));
+  const std::string broken = (dir_ / "lib/broken.cocoon").string();
+  EXPECT_NE(rendered.find("ERROR: " + broken + ":2:13: unexpected end of file"), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("NOTE: " + mid + ":1:1: " + broken + " is imported here\n"
+                          " | import \"lib/broken\"\n"
+                          " | ^~~~~~~~~~~~~~~~~~~\n"
+                          "NOTE: " + user + ":1:1: " + mid + " is included here\n"
+                          " | include \"mid.cocoon\"\n"
+                          " | ^~~~~~~~~~~~~~~~~~~~\n"),
+            std::string::npos)
+      << rendered;
+}
+
+// One missing syscalls section at the top of a chain is one warning, with
+// the count and the first names (a file of 65 profiles extending a base
+// without one said it 65 times); a profile alone keeps its own warning.
+TEST_F(ResolutionTest, OneMissingSyscallsSectionIsOneWarningForItsChain) {
+  std::string text = "profile base {\n  description \"b\"\n}\n";
+  for (int i = 0; i < 64; ++i) text += "profile p" + std::to_string(i) + " extends base {\n}\n";
+  text += "profile alone {\n}\n";
+  const std::string path = Write("many.cocoon", text);
+  std::string rendered;
+  EXPECT_TRUE(Check(path, &rendered));
+  EXPECT_EQ(rendered,
+            "WARNING: " + path + ":1:9: 'base' and the 64 profiles extending it have no syscalls section: every "
+            "syscall will fail with ENOSYS in each ('base', 'p0', 'p1' and 62 more)\n"
+            " | profile base {\n"
+            " |         ^~~~\n"
+            " = help: one syscalls section in 'base' would serve them all; or start from a shipped profile: import "
+            "\"strict\" and write `extends strict`\n"
+            "WARNING: " + path + ":132:9: profile 'alone' has no syscalls section: every syscall will fail with "
+            "ENOSYS\n"
+            " | profile alone {\n"
+            " |         ^~~~~\n"
+            " = help: start from a shipped profile: import \"strict\" and write `extends strict`\n");
+
+  // The top of the chain in another file: said at the first profile checked.
+  Write("lib/libbase.cocoon", "profile libbase {\n}\n");
+  const std::string user = Write("user.cocoon", "import \"lib/libbase\"\nprofile a extends libbase {\n}\n"
+                                                "profile b extends libbase {\n}\n");
+  EXPECT_TRUE(Check(user, &rendered));
+  EXPECT_EQ(rendered.rfind("WARNING: " + user + ":2:9: 2 profiles extending 'libbase' have no syscalls section, nor "
+                           "has 'libbase': every syscall will fail with ENOSYS in each ('a' and 'b')\n",
+                           0),
+            0u)
+      << rendered;
+  EXPECT_EQ(rendered.find("WARNING", 1), std::string::npos) << rendered;
+}
+
 TEST_F(ResolutionTest, ChildOverridesScalarsAndMergesLists) {
   Write("lib/base.cocoon", kBase);
   std::string main = Write("main.cocoon",
