@@ -1362,6 +1362,56 @@ TEST(CocoonEnforce, HideInsideTheWorkDirIsRefusedButHidesInABindNestedThere) {
   fs::remove_all(dir);
 }
 
+// `hide` wins over a bind of the same path: a child of strict hiding the
+// /etc/passwd strict binds, a profile hiding what it also binds, and a
+// `cocoon run --ro` of a path the base hides (refused: a flag does not undo
+// a hide; a --ro of the directory around it runs with the file masked).
+// Before, a mask found nothing "inside" a bind at its own target and was
+// skipped: each printed the hidden data.
+TEST(CocoonRun, HideWinsOverABindOfThatPathAndAFlagCannotUndoIt) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-hide-bind-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "data" / "sub");
+  std::ofstream(dir / "data" / "secret.txt") << "TOPSECRET\n";
+  std::ofstream(dir / "data" / "sub" / "s2") << "SUBSECRET\n";
+  std::ofstream(dir / "data" / "show.py") << "print(open('" << (dir / "data" / "secret.txt").string() << "').read())\n";
+  for (const fs::path& p : {dir, dir / "data", dir / "data" / "sub"}) {
+    fs::permissions(p, fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  }
+  for (const fs::path& p : {dir / "data" / "secret.txt", dir / "data" / "sub" / "s2", dir / "data" / "show.py"}) {
+    fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  }
+  const std::string secret = (dir / "data" / "secret.txt").string(), sub = (dir / "data" / "sub").string();
+  const std::string policy = (dir / "hide.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile hide extends strict {\n  relaxes filesystem\n  filesystem {\n"
+                        << "    readonly \"" << secret << "\" \"" << sub << "\"\n"
+                        << "    hide \"" << secret << "\" \"" << sub << "\" /etc/passwd\n  }\n}\n";
+  Ran enforced = Cocoon({"enforce", policy, "--", "/bin/sh", "-c",
+                         "cat " + secret + " " + sub + "/s2; wc -c < /etc/passwd; ls -A " + sub + "; echo end"});
+  EXPECT_EQ(enforced.status, 0) << enforced.err;
+  EXPECT_EQ(enforced.out.find("SECRET"), std::string::npos) << enforced.out;
+  EXPECT_NE(enforced.out.find("0\nend\n"), std::string::npos) << "/etc/passwd not empty, or sub not: " << enforced.out;
+  // The base hides the file; --ro of it is refused, naming the hide, and
+  // so is a script there. --ro of its directory runs, the file masked.
+  Ran ro = Cocoon({"run", "--policy", policy, "--ro", secret, "--", "/bin/cat", secret});
+  EXPECT_EQ(ro.status, 1) << ro.err;
+  EXPECT_EQ(ro.out, "");
+  EXPECT_NE(ro.err.find("--ro " + secret + ": the base policy hides " + secret), std::string::npos) << ro.err;
+  Ran inside = Cocoon({"run", "--policy", policy, "--ro", sub + "/s2", "--", "/bin/cat", sub + "/s2"});
+  EXPECT_EQ(inside.status, 1) << inside.err;
+  EXPECT_NE(inside.err.find("the base policy hides " + sub), std::string::npos) << inside.err;
+  Ran around = Cocoon({"run", "--policy", policy, "--ro", (dir / "data").string(), "--", "/bin/sh", "-c",
+                       "cat " + secret + "; cat " + (dir / "data" / "show.py").string() + " >/dev/null && echo shared"});
+  EXPECT_EQ(around.status, 0) << around.err;
+  EXPECT_EQ(around.out, "shared\n") << around.err;
+  const std::string hidden_script = (dir / "data" / "sub" / "s2").string();
+  Ran script = Cocoon({"run", "--policy", policy, "-r", "sh", hidden_script});
+  EXPECT_EQ(script.status, 1) << script.err;
+  EXPECT_EQ(script.out, "");
+  EXPECT_NE(script.err.find(hidden_script + ": the base policy hides " + sub), std::string::npos) << script.err;
+  fs::remove_all(dir);
+}
+
 // The command's own execve goes through the seccomp listener when a rule
 // logs (or kills) execve, and the child waits for the answer before the
 // launch is complete: the launcher answers it. Before, it waited 30 s for an
