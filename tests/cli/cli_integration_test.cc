@@ -1983,6 +1983,65 @@ TEST(CocoonEnforce, AWorkDirOrWritableMountHoldingThePolicyIsRefused) {
   fs::remove_all(dir);
 }
 
+// The policy search path ($COCOON_POLICY_PATH, else the shipped policies/)
+// holds the presets every later `cocoon run -r NAME` and every `import
+// "strict"` trusts: a work dir (staged or direct) or writable mount that is,
+// holds or lies in one of its directories is refused, as the artifact cache
+// is, and nothing is written. Before, `--work <search dir>/runtimes` ran and
+// the sandbox could turn the network on in python.cocoon for every later
+// run, which recorded no override.
+TEST(CocoonRun, AWorkDirOrWritableMountOverThePolicySearchPathIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-search-guard-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  fs::create_directories(dir / "other");
+  fs::create_directories(dir / "tree");
+  fs::copy(COCOON_POLICIES_DIR, dir / "tree" / "pol", fs::copy_options::recursive);
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"COCOON_CACHE_DIR", (dir / "cache").string()},
+      {"COCOON_POLICY_PATH", (dir / "other").string() + ":" + (dir / "tree" / "pol").string()}};
+  const std::string runtimes = (dir / "tree" / "pol" / "runtimes").string();
+  const std::string python = runtimes + "/python.cocoon";
+  auto text_of = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string before = text_of(python);
+  const std::string rewrite = "echo 'profile python extends strict { network on }' > /work/python.cocoon; echo x > /work/ran";
+  Ran run = Cocoon({"run", "--work", runtimes, "--", "/bin/sh", "-c", rewrite}, "", env);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("work dir " + runtimes + ": is inside the policy search directory " + (dir / "tree" / "pol").string()),
+            std::string::npos) << run.err;
+  Ran holds = Cocoon({"run", "--work", (dir / "tree").string(), "--", "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(holds.status, 1) << holds.err;
+  EXPECT_NE(holds.err.find("holds the policy search directory"), std::string::npos) << holds.err;
+  // A policy's own direct work dir and writable mount, from enforce.
+  const std::string direct = (dir / "direct.cocoon").string();
+  std::ofstream(direct) << "import \"strict\"\nprofile d extends strict {\n  relaxes filesystem\n  filesystem {\n"
+                        << "    work /work direct\n  }\n}\n";
+  Ran enforce_direct = Cocoon({"enforce", direct, "--work", runtimes, "--", "/bin/sh", "-c", rewrite}, "", env);
+  EXPECT_EQ(enforce_direct.status, 1) << enforce_direct.err;
+  EXPECT_NE(enforce_direct.err.find("is inside the policy search directory"), std::string::npos) << enforce_direct.err;
+  const std::string writable = (dir / "writable.cocoon").string();
+  std::ofstream(writable) << "import \"strict\"\nprofile w extends strict {\n  relaxes filesystem\n  filesystem {\n"
+                          << "    writable \"" << runtimes << "\" as /w\n  }\n}\n";
+  Ran bound = Cocoon({"enforce", writable, "--", "/bin/sh", "-c", "echo x > /w/ran"}, "", env);
+  EXPECT_EQ(bound.status, 1) << bound.err;
+  EXPECT_NE(bound.err.find("the writable mount of " + runtimes + " is inside the policy search directory"),
+            std::string::npos) << bound.err;
+  EXPECT_EQ(text_of(python), before);
+  EXPECT_FALSE(fs::exists(runtimes + "/ran"));
+  EXPECT_FALSE(fs::exists(dir / "tree" / "ran"));
+  // A work dir beside the search path runs.
+  fs::create_directories(dir / "w");
+  Ran fine = Cocoon({"run", "--work", (dir / "w").string(), "--", "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(fine.status, 0) << fine.err;
+  EXPECT_TRUE(fs::exists(dir / "w" / "ran"));
+  fs::remove_all(dir);
+}
+
 // The artifact cache keys a policy by its own bytes and checks the hashes
 // of what it imported; a file put since where an import looks first (the
 // policy's directory, before the shipped strict) would be imported now, so
