@@ -564,7 +564,13 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       // both set and pass one name).
       const bool given = std::any_of(options.env.begin(), options.env.end(),
                                      [&](const auto& flag) { return flag.first == v.name; });
-      if (!given && !BaseHasEnv(base.policy, v.name)) {
+      // What the preset sets itself (its throwaway HOME, its caches:
+      // "dotfiles and caches stay out of the work dir") wins over the base,
+      // or a base's HOME=/work would put them in the work dir, committed to
+      // the host. What it inherits (strict's PATH, LANG) yields to the base.
+      const auto origin = preset->provenance.find("environment.set:" + v.name);
+      const bool presets_own = origin != preset->provenance.end() && origin->second.profile == preset->name;
+      if (!given && (presets_own || !BaseHasEnv(base.policy, v.name))) {
         env_text += "    set " + v.name + " " + QuotePolicyString(v.value) + "\n";
       }
     }

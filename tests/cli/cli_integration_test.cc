@@ -1207,6 +1207,34 @@ TEST(CocoonRun, ALongerTimeoutRecordsBothTimeLimitsAsOverrides) {
 // the policy does not have (python-skill: the host's fonts): each is
 // recorded as an override, as --ro is (an MCP client's `language` chooses
 // the runtime).
+// With --policy FILE -r NAME, what the preset sets itself (its throwaway
+// HOME, its caches) wins over the base's, so dotfiles stay out of the work
+// dir; what it only inherits from strict (PATH) yields to the base's, and
+// --env wins over both. Before, strict's HOME=/work was kept and a dotfile
+// written to ~ was committed to the host work dir.
+TEST(CocoonRun, APresetsOwnHomeWinsOverTheBasesAndDotfilesStayOutOfTheWorkDir) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-preset-home-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "w");
+  const std::string policy = (dir / "base.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile base extends strict {\n  environment {\n"
+                        << "    set PATH \"/usr/bin:/bin:/base-only\"\n    set SHELL \"/base/shell\"\n  }\n}\n";
+  const std::string code = "echo \"$HOME $PATH $SHELL\"; echo x > ~/.sh_history; echo y > /work/kept";
+  Ran ran = Cocoon({"run", "--policy", policy, "-r", "sh", "--work", (dir / "w").string(), "-c", code});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "/tmp /usr/bin:/bin:/base-only /bin/sh\n") << ran.err;
+  EXPECT_FALSE(fs::exists(dir / "w" / ".sh_history")) << "a dotfile was committed to the host work dir";
+  EXPECT_TRUE(fs::exists(dir / "w" / "kept")) << ran.err;
+  // strict itself, as in the review (HOME /work).
+  Ran strict = Cocoon({"run", "--policy", std::string(COCOON_POLICIES_DIR) + "/strict.cocoon", "-r", "sh", "--work",
+                       (dir / "w").string(), "-c", "echo $HOME; echo x > ~/.profile_test"});
+  EXPECT_EQ(strict.out, "/tmp\n") << strict.err;
+  EXPECT_FALSE(fs::exists(dir / "w" / ".profile_test"));
+  Ran given = Cocoon({"run", "--policy", policy, "-r", "sh", "--env", "HOME=/work", "-c", "echo $HOME"});
+  EXPECT_EQ(given.out, "/work\n") << given.err;
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, ARuntimesExtraReadOnlyPathsAreRecordedAsOverrides) {
   if (!fs::exists("/usr/share/fonts")) GTEST_SKIP() << "SKIPPED: no /usr/share/fonts here to be added by python-skill";
   fs::path policy = fs::temp_directory_path() / ("cocoon-runtime-overrides-" + std::to_string(getpid()) + ".cocoon");
