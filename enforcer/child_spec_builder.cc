@@ -282,10 +282,10 @@ Result<bool> PreparedChild::PrepareMask(const PlanMount& mount, const std::pair<
     return FailedPreconditionError("hide " + target + " is inside the work dir " + work +
                                    ", which holds the caller's own files: it cannot be hidden there");
   }
-  if (symlink_targets_.count(target) != 0 ||
-      std::find(rootfs_symlinks_.begin(), rootfs_symlinks_.end(), target) != rootfs_symlinks_.end()) {
+  if (symlink_targets_.count(target) != 0) {
     // mount(2) would follow the link: the mask would land on (and hide) the
-    // directory it points to under another name, or on the host.
+    // directory it points to under another name, or on the host. (A hidden
+    // top-level entry of a `root rootfs` bundle is not made at all.)
     return FailedPreconditionError("hide " + target + ": the sandbox has a symlink there; hide the path it points to");
   }
   std::string host;

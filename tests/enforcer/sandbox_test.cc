@@ -441,6 +441,21 @@ TEST(SandboxTest, HideCoversABindOfThatPathAndBindsBelowIt) {
   ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
 }
 
+// A hidden /sbin on a merged-/usr host stays a bind (not the host's
+// `sbin -> usr/sbin` link, which a mask could not cover: mount(2) would
+// follow it), so the mask lands on it. Before, the link was made and the
+// mask skipped, and `ls /sbin` listed the host's programs.
+TEST(SandboxTest, AHiddenMergedUsrPathIsMaskedNotRecreatedAsALink) {
+  char host_link[PATH_MAX] = {};
+  if (readlink("/sbin", host_link, sizeof(host_link) - 1) <= 0) {
+    GTEST_SKIP() << "SKIPPED: this host's /sbin is not a symlink (no merged /usr): no link to keep from being made";
+  }
+  ir::Policy policy = TestPolicy();
+  policy.filesystem.hidden = {"/sbin"};
+  Outcome outcome = MustRun(MakeRequest(policy, {"/bin/sh", "-c", "test -L /sbin && echo link; ls -A /sbin | wc -l"}));
+  EXPECT_EQ(outcome.stdout_data, "0\n") << outcome.stderr_data;
+}
+
 // A path inside a bound host directory that someone on the host swaps for a
 // symlink while the sandbox is being set up (here a thread exchanging
 // conf/ with a link to another directory as fast as it can) never
