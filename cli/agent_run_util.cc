@@ -18,6 +18,7 @@
 #include "enforcer/workdir/host_path.h"
 #include "cli/host_probe_util.h"
 #include "cli/runtime_util.h"
+#include "compiler/backends/host_paths.h"
 #include "compiler/common/digest.h"
 #include "compiler/common/temp_name.h"
 #include "cli/base_summary_util.h"
@@ -184,6 +185,25 @@ void RenderRuntime(const ir::Runtime& r, std::string& text) {
 bool BaseHasEnv(const ir::Policy& p, const std::string& name) {
   return std::any_of(p.environment.set.begin(), p.environment.set.end(),
                      [&](const ir::EnvVar& v) { return v.name == name; });
+}
+
+bool AtOrUnder(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+// The base's `hide` that a bind of host path `source` at `target` would
+// undo or show under another name, or "": `target` is or is below a
+// hidden path, or `source` is or is below the host path a hidden path
+// shows (`hide /app/secrets` under `readonly /opt/app as /app`:
+// /opt/app/secrets). The enforcer masks the first kind anyway (hide wins,
+// docs/language.md); the second it cannot see. Either way the flag would
+// not do what it says: refused, naming the hide.
+std::string BaseHides(const ir::Policy& base, const std::string& source, const std::string& target) {
+  for (const std::string& hidden : base.filesystem.hidden) {
+    if (AtOrUnder(target, hidden) || AtOrUnder(source, backends::HostPathOf(base.filesystem, hidden))) return hidden;
+  }
+  return "";
 }
 
 bool BaseHasMount(const ir::Policy& p, const std::string& target) {
@@ -472,6 +492,15 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   }
   if (!options.cwd_inside.empty()) out.cwd = options.cwd_inside;
   for (const std::string& path : ro) {
+    if (std::string hidden = BaseHides(base.policy, path, path); !hidden.empty()) {
+      if (!options.readonly_paths.empty()) {
+        return PermissionDeniedError("--ro " + path + ": the base policy hides " + hidden +
+                                     " (`hide`); a flag does not undo a policy's hide. Share another path, or use a "
+                                     "policy that does not hide it");
+      }
+      out.notes.push_back("the current directory " + path + " is not mounted: the base policy hides " + hidden);
+      continue;
+    }
     if (BaseHasMount(base.policy, path)) {
       // The base's own mount there wins (a tmpfs /tmp stays a tmpfs): say so,
       // rather than leave the caller wondering why the host files are missing.
@@ -490,6 +519,11 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
     }
   }
   for (const auto& [host, target] : options.readonly_binds) {
+    if (std::string hidden = BaseHides(base.policy, host, target); !hidden.empty()) {
+      return PermissionDeniedError(host + (target == host ? "" : " (as " + target + ")") + ": the base policy hides " +
+                                   hidden + " (`hide`); a script or file the policy hides is not bound in. Move it "
+                                   "elsewhere, or use a policy that does not hide it");
+    }
     fs_text += "    readonly " + QuotePolicyString(host) + " as " + QuotePolicyString(target) + "\n";
     relaxes.insert("filesystem");
   }
@@ -537,7 +571,13 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
       // both set and pass one name).
       const bool given = std::any_of(options.env.begin(), options.env.end(),
                                      [&](const auto& flag) { return flag.first == v.name; });
-      if (!given && !BaseHasEnv(base.policy, v.name)) {
+      // What the preset sets itself (its throwaway HOME, its caches:
+      // "dotfiles and caches stay out of the work dir") wins over the base,
+      // or a base's HOME=/work would put them in the work dir, committed to
+      // the host. What it inherits (strict's PATH, LANG) yields to the base.
+      const auto origin = preset->provenance.find("environment.set:" + v.name);
+      const bool presets_own = origin != preset->provenance.end() && origin->second.profile == preset->name;
+      if (!given && (presets_own || !BaseHasEnv(base.policy, v.name))) {
         env_text += "    set " + v.name + " " + QuotePolicyString(v.value) + "\n";
       }
     }

@@ -12,7 +12,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the summary's fields change: old entries then never match.
-constexpr char kSummaryKeyPrefix[] = "cocoon-run-base-summary-v2\n";
+constexpr char kSummaryKeyPrefix[] = "cocoon-run-base-summary-v3\n";
 
 json LimitToJson(const ir::Limit& limit) {
   return {limit.set, limit.value, limit.enforcement == ir::Enforcement::kRequired};
@@ -58,8 +58,13 @@ std::string BaseSummaryToJson(const ir::Policy& policy) {
   // without it read as "no quota" and the override was never written.
   j["work"] = {policy.filesystem.work.path, policy.filesystem.work.quota_bytes,
                policy.filesystem.work.mode == ir::WorkMode::kDirect};
-  j["mount_targets"] = json::array();
-  for (const auto& mount : policy.filesystem.mounts) j["mount_targets"].push_back(mount.target);
+  // Kinds and sources too: an --ro path the base hides is refused by its
+  // host path as well (HostPathOf, agent_run_util.cc).
+  j["mounts"] = json::array();
+  for (const auto& mount : policy.filesystem.mounts) {
+    j["mounts"].push_back({mount.target, mount.source, static_cast<int>(mount.kind)});
+  }
+  j["hidden"] = policy.filesystem.hidden;
   j["env"] = json::array();
   for (const auto& var : policy.environment.set) j["env"].push_back({var.name, var.value});
   if (policy.runtime) {
@@ -85,11 +90,16 @@ Result<ir::Policy> BaseSummaryFromJson(const std::string& text) {
     policy.filesystem.work.path = work.at(0).get<std::string>();
     policy.filesystem.work.quota_bytes = work.at(1).get<uint64_t>();
     policy.filesystem.work.mode = work.at(2).get<bool>() ? ir::WorkMode::kDirect : ir::WorkMode::kStaged;
-    for (const auto& target : j.at("mount_targets")) {
+    for (const auto& entry : j.at("mounts")) {
       ir::Mount mount;
-      mount.target = target.get<std::string>();
+      mount.target = entry.at(0).get<std::string>();
+      mount.source = entry.at(1).get<std::string>();
+      const int kind = entry.at(2).get<int>();
+      if (kind < 0 || kind > static_cast<int>(ir::MountKind::kTmpfs)) return DataLossError("bad mount kind");
+      mount.kind = static_cast<ir::MountKind>(kind);
       policy.filesystem.mounts.push_back(std::move(mount));
     }
+    policy.filesystem.hidden = j.at("hidden").get<std::vector<std::string>>();
     for (const auto& var : j.at("env")) policy.environment.set.push_back({var.at(0).get<std::string>(), var.at(1).get<std::string>()});
     if (j.contains("runtime")) {
       const json& r = j.at("runtime");

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string_view>
 
+#include "compiler/frontend/search_paths.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/workdir/host_path.h"
 
@@ -195,6 +196,24 @@ std::string PolicyInside(const std::string& place, const HostPathsToGuard& paths
   return "";
 }
 
+// The policy search path ($COCOON_POLICY_PATH, else the shipped policies/)
+// that `place` is, holds or lies in, with what it is, or "": every
+// `import "strict"` and every `cocoon run -r NAME` (its runtimes/) reads
+// there, so a sandbox that could write there would rewrite the presets of
+// later runs that name none of this run's files, and those would record no
+// override. The search path is what this process would read: the same
+// environment decides for the next run of the same caller.
+std::string SearchDirOverlap(const std::string& place) {
+  for (const std::string& dir : frontend::DefaultSearchPaths()) {
+    const std::string real = RealOrAsGiven(dir);
+    if (Within(place, real)) {
+      return (place == real ? "is" : "is inside") + std::string(" the policy search directory ") + real;
+    }
+    if (Within(real, place)) return "holds the policy search directory " + real;
+  }
+  return "";
+}
+
 // Work dirs no run should write back into. /usr/local, /var and /root hold
 // ordinary project dirs (/root/project, /var/lib/ci/workspace): only those
 // dirs themselves are refused.
@@ -252,6 +271,11 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     }
     if (holds_log(work)) return refuse("holds the audit log " + log);
     if (holds_key(work)) return refuse("holds the audit key " + key);
+    if (std::string search = SearchDirOverlap(work); !search.empty()) {
+      return InvalidArgumentError("work dir " + work + ": " + search + " (where `import` and `cocoon run -r` find "
+                                  "policies); the sandbox's writes are committed there, and later runs would enforce "
+                                  "what it left. Give a project directory of its own");
+    }
     if (std::string policy = PolicyInside(work, paths); !policy.empty()) {
       return InvalidArgumentError("work dir " + work + ": " + policy +
                                   "; the sandbox's writes are committed there, and later runs would enforce what it "
@@ -328,6 +352,12 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     }
     if (holds_log(source)) return refuse("holds the audit log " + log);
     if (holds_key(source)) return refuse("holds the audit key " + key);
+    if (std::string search = SearchDirOverlap(source); !search.empty()) {
+      return InvalidArgumentError("the writable mount of " + bound + " " + search +
+                                  " (where `import` and `cocoon run -r` find policies); later runs would enforce what "
+                                  "the sandbox left there. Bind a directory of the project's own writable, or use "
+                                  "`work`/`tmpfs`");
+    }
     if (std::string policy = PolicyInside(source, paths); !policy.empty()) {
       return InvalidArgumentError("the writable mount of " + bound + " " + policy +
                                   "; later runs would enforce what the sandbox left there. Keep the policy and what "

@@ -254,6 +254,91 @@ bool PreparedChild::TargetHasMountsBelow(const std::string& target) const {
          std::any_of(inputs_.extra_mounts.begin(), inputs_.extra_mounts.end(), below);
 }
 
+bool PreparedChild::TargetIsHidden(const std::string& target) const {
+  return std::any_of(inputs_.plan->mounts.begin(), inputs_.plan->mounts.end(),
+                     [&](const PlanMount& m) { return m.kind == PlanMountKind::kMask && m.target == target; });
+}
+
+// `hide`: what would be visible at the target is the host /proc for proc
+// paths (same kernel), the source of a bind made exactly there, a path in a
+// bound host directory, or, with none of those, only the sandbox's own
+// directories leading to binds below the target. Each is covered with an
+// empty read-only file or directory, on top of whatever an earlier op
+// mounted there: hide wins over a bind of the same path (a base policy's
+// mount, a child's `readonly`, `cocoon run --ro`). False: nothing to hide.
+Result<bool> PreparedChild::PrepareMask(const PlanMount& mount, const std::pair<std::string, std::string>* parent_bind,
+                                        ChildMountOp& op) {
+  const std::string& target = mount.target;
+  const bool in_proc = IsUnder(target, "/proc");
+  const std::pair<std::string, std::string>* exact_bind = nullptr;
+  for (const auto& bind : binds_) {
+    if (bind.first == target) exact_bind = &bind;
+  }
+  const std::string& work = inputs_.plan->work_path;
+  if (!work.empty() && IsUnder(target, work) && parent_bind == nullptr && exact_bind == nullptr) {
+    // The checker refuses this too; a plan from elsewhere must not fail
+    // open. (Inside a bind nested in the work dir it is that bind's
+    // host path that is hidden, as anywhere else.)
+    return FailedPreconditionError("hide " + target + " is inside the work dir " + work +
+                                   ", which holds the caller's own files: it cannot be hidden there");
+  }
+  if (symlink_targets_.count(target) != 0) {
+    // mount(2) would follow the link: the mask would land on (and hide) the
+    // directory it points to under another name, or on the host. (A hidden
+    // top-level entry of a `root rootfs` bundle is not made at all.)
+    return FailedPreconditionError("hide " + target + ": the sandbox has a symlink there; hide the path it points to");
+  }
+  std::string host;
+  if (in_proc) {
+    host = target;
+  } else if (exact_bind != nullptr) {
+    host = exact_bind->second;
+  } else if (parent_bind != nullptr) {
+    host = parent_bind->second + target.substr(parent_bind->first.size());
+  }
+  struct stat st;
+  if (host.empty() || lstat(host.c_str(), &st) != 0) {
+    const bool binds_below = !in_proc && std::any_of(binds_.begin(), binds_.end(), [&](const auto& bind) {
+      return bind.first != target && IsUnder(bind.first, target);
+    });
+    if (!binds_below) return false;
+    // Only directories the sandbox's own tree made lead to those binds:
+    // one empty directory covers them all.
+    st = {};
+    st.st_mode = S_IFDIR;
+  } else if (!in_proc) {
+    // A hidden path that is, or goes through, a symlink in the bound
+    // directory fails open: masking the link leaves its target readable
+    // (through the link's other names), and the child's mount(2), run
+    // before pivot_root, would follow a link in the middle into the host
+    // tree and mask something there instead. Refuse rather than guess.
+    auto real = resolver_.Resolve(host);
+    if (!real.ok() || *real != host) {
+      return FailedPreconditionError("hide " + target + ": on the host that is " + host +
+                                     (real.ok() ? ", which is or goes through a symlink to " + *real : "") +
+                                     "; hide the real path (and any other name that leads to it)");
+    }
+  }
+  if (S_ISLNK(st.st_mode)) return false;  // a /proc link (self, mounts...): nothing of its own to hide
+  if (S_ISDIR(st.st_mode)) {
+    op.kind = ChildMountKind::kMaskDir;
+    op.flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    op.data = "size=4k,mode=0555";
+  } else {
+    op.kind = ChildMountKind::kMaskFile;
+    op.source = Keep(inputs_.new_root + "/dev/null");
+    op.target_is_dir = false;
+    op.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+  }
+  // A /proc entry is there in the sandbox's new procfs (same kernel), and a
+  // bind's target is there since that bind: nothing to create (procfs
+  // would refuse anyway), and the bound one is opened, as a mount point in
+  // a host tree is, without following a symlink.
+  op.mount_point_exists = in_proc || exact_bind != nullptr;
+  if (exact_bind != nullptr) op.target_in_host_tree = true;
+  return true;
+}
+
 Status PreparedChild::AddMount(const PlanMount& mount) {
   const std::string& root = inputs_.new_root;
   // mount(2) follows symlinks in its target: a mount point under a bundle's
@@ -284,7 +369,10 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
   switch (mount.kind) {
     case PlanMountKind::kBindReadOnly:
     case PlanMountKind::kBindWritable: {
-      if (inputs_.plan->root != ir::RootKind::kRootfs && !TargetHasMountsBelow(mount.target)) {
+      // Not for a hidden target either: the mask goes on the bind (a mask
+      // cannot go on a symlink, whose directory would stay readable).
+      if (inputs_.plan->root != ir::RootKind::kRootfs && !TargetHasMountsBelow(mount.target) &&
+          !TargetIsHidden(mount.target)) {
         if (auto link = HostSymlinkIntoBoundDirectory(mount, inputs_.plan->mounts, resolver_)) {
           op.kind = ChildMountKind::kSymlink;
           op.source = Keep(*link);
@@ -388,48 +476,9 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       break;
     }
     case PlanMountKind::kMask: {
-      // What would be visible at the target: the host /proc for proc paths
-      // (same kernel), a bound host path, or nothing (then nothing to hide).
-      const bool in_proc = IsUnder(mount.target, "/proc");
-      const std::string& work = inputs_.plan->work_path;
-      if (!work.empty() && IsUnder(mount.target, work) && parent_bind == nullptr) {
-        // The checker refuses this too; a plan from elsewhere must not fail
-        // open. (Inside a bind nested in the work dir it is that bind's
-        // host path that is hidden, as anywhere else.)
-        return FailedPreconditionError("hide " + mount.target + " is inside the work dir " + work +
-                                       ", which holds the caller's own files: it cannot be hidden there");
-      }
-      std::string host = in_proc ? mount.target : host_equivalent();
-      struct stat st;
-      if (host.empty() || lstat(host.c_str(), &st) != 0) return Status::Ok();
-      if (!in_proc) {
-        // A hidden path that is, or goes through, a symlink in the bound
-        // directory fails open: masking the link leaves its target readable
-        // (through the link's other names), and the child's mount(2), run
-        // before pivot_root, would follow a link in the middle into the host
-        // tree and mask something there instead. Refuse rather than guess.
-        auto real = resolver_.Resolve(host);
-        if (!real.ok() || *real != host) {
-          return FailedPreconditionError("hide " + mount.target + ": on the host that is " + host +
-                                         (real.ok() ? ", which is or goes through a symlink to " + *real : "") +
-                                         "; hide the real path (and any other name that leads to it)");
-        }
-      }
-      if (S_ISLNK(st.st_mode)) return Status::Ok();  // a /proc link (self, mounts...): nothing of its own to hide
-      if (S_ISDIR(st.st_mode)) {
-        op.kind = ChildMountKind::kMaskDir;
-        op.flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
-        op.data = "size=4k,mode=0555";
-      } else {
-        op.kind = ChildMountKind::kMaskFile;
-        op.source = Keep(root + "/dev/null");
-        op.target_is_dir = false;
-        op.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-      }
-      // A /proc entry is there in the sandbox's new procfs (same kernel):
-      // nothing to create, and procfs would refuse to create it anyway.
-      op.mount_point_exists = IsUnder(mount.target, "/proc");
-      parent_bind = nullptr;  // checked above through lstat
+      COCOON_ASSIGN_OR_RETURN(bool masks, PrepareMask(mount, parent_bind, op));
+      if (!masks) return Status::Ok();
+      parent_bind = nullptr;  // checked in PrepareMask through lstat
       break;
     }
   }

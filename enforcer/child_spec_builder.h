@@ -71,6 +71,11 @@ class PreparedChild {
   // the child opens it without following symlinks and creates nothing).
   bool InsideBoundHostDirectory(const std::string& target) const;
   bool TargetHasMountsBelow(const std::string& target) const;
+  bool TargetIsHidden(const std::string& target) const;
+  // The mask op for a `hide` (kMask) at `mount.target`; false when there is
+  // nothing there to hide.
+  Result<bool> PrepareMask(const backends::PlanMount& mount, const std::pair<std::string, std::string>* parent_bind,
+                           ChildMountOp& op);
   void AddLandlockRules();
   void BuildEnvironment();
   void BuildExec();

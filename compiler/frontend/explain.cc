@@ -24,6 +24,12 @@ namespace {
 // (display_text.h escapes control characters and invalid UTF-8).
 std::string Printable(std::string_view text) { return EscapeControlCharacters(text); }
 
+// `path` is `dir` or below it (both canonical, absolute).
+bool IsAtOrUnder(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
 class Writer {
  public:
   explicit Writer(const ir::Policy& policy) : policy_(policy) {}
@@ -126,6 +132,14 @@ void ExplainFilesystem(Writer& w, const ir::Policy& p) {
       text = (m.kind == ir::MountKind::kReadOnly ? "read-only  " : "WRITABLE   ") + m.target;
       if (m.source != m.target) text += " (from host " + m.source + ")";
       if (m.optional) text += " (if present)";
+    }
+    // `hide` wins over a mount at or above which it is (the enforcer covers
+    // it, docs/language.md): say so here, not only on the hidden line.
+    for (const std::string& h : fs.hidden) {
+      if (IsAtOrUnder(m.target, h)) {
+        text += " (hidden by `hide " + h + "`)";
+        break;
+      }
     }
     w.Line(text, "filesystem.mount:" + m.target);
   }

@@ -1207,6 +1207,34 @@ TEST(CocoonRun, ALongerTimeoutRecordsBothTimeLimitsAsOverrides) {
 // the policy does not have (python-skill: the host's fonts): each is
 // recorded as an override, as --ro is (an MCP client's `language` chooses
 // the runtime).
+// With --policy FILE -r NAME, what the preset sets itself (its throwaway
+// HOME, its caches) wins over the base's, so dotfiles stay out of the work
+// dir; what it only inherits from strict (PATH) yields to the base's, and
+// --env wins over both. Before, strict's HOME=/work was kept and a dotfile
+// written to ~ was committed to the host work dir.
+TEST(CocoonRun, APresetsOwnHomeWinsOverTheBasesAndDotfilesStayOutOfTheWorkDir) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-preset-home-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "w");
+  const std::string policy = (dir / "base.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile base extends strict {\n  environment {\n"
+                        << "    set PATH \"/usr/bin:/bin:/base-only\"\n    set SHELL \"/base/shell\"\n  }\n}\n";
+  const std::string code = "echo \"$HOME $PATH $SHELL\"; echo x > ~/.sh_history; echo y > /work/kept";
+  Ran ran = Cocoon({"run", "--policy", policy, "-r", "sh", "--work", (dir / "w").string(), "-c", code});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "/tmp /usr/bin:/bin:/base-only /bin/sh\n") << ran.err;
+  EXPECT_FALSE(fs::exists(dir / "w" / ".sh_history")) << "a dotfile was committed to the host work dir";
+  EXPECT_TRUE(fs::exists(dir / "w" / "kept")) << ran.err;
+  // strict itself, as in the review (HOME /work).
+  Ran strict = Cocoon({"run", "--policy", std::string(COCOON_POLICIES_DIR) + "/strict.cocoon", "-r", "sh", "--work",
+                       (dir / "w").string(), "-c", "echo $HOME; echo x > ~/.profile_test"});
+  EXPECT_EQ(strict.out, "/tmp\n") << strict.err;
+  EXPECT_FALSE(fs::exists(dir / "w" / ".profile_test"));
+  Ran given = Cocoon({"run", "--policy", policy, "-r", "sh", "--env", "HOME=/work", "-c", "echo $HOME"});
+  EXPECT_EQ(given.out, "/work\n") << given.err;
+  fs::remove_all(dir);
+}
+
 TEST(CocoonRun, ARuntimesExtraReadOnlyPathsAreRecordedAsOverrides) {
   if (!fs::exists("/usr/share/fonts")) GTEST_SKIP() << "SKIPPED: no /usr/share/fonts here to be added by python-skill";
   fs::path policy = fs::temp_directory_path() / ("cocoon-runtime-overrides-" + std::to_string(getpid()) + ".cocoon");
@@ -1359,6 +1387,56 @@ TEST(CocoonEnforce, HideInsideTheWorkDirIsRefusedButHidesInABindNestedThere) {
                         "-c", "cat /work/secrets/key /work/secrets/public"});
   EXPECT_EQ(in_bind.status, 0) << in_bind.err;
   EXPECT_EQ(in_bind.out, "PUBLIC\n") << "the hidden file was readable, or the other one was not";
+  fs::remove_all(dir);
+}
+
+// `hide` wins over a bind of the same path: a child of strict hiding the
+// /etc/passwd strict binds, a profile hiding what it also binds, and a
+// `cocoon run --ro` of a path the base hides (refused: a flag does not undo
+// a hide; a --ro of the directory around it runs with the file masked).
+// Before, a mask found nothing "inside" a bind at its own target and was
+// skipped: each printed the hidden data.
+TEST(CocoonRun, HideWinsOverABindOfThatPathAndAFlagCannotUndoIt) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-hide-bind-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "data" / "sub");
+  std::ofstream(dir / "data" / "secret.txt") << "TOPSECRET\n";
+  std::ofstream(dir / "data" / "sub" / "s2") << "SUBSECRET\n";
+  std::ofstream(dir / "data" / "show.py") << "print(open('" << (dir / "data" / "secret.txt").string() << "').read())\n";
+  for (const fs::path& p : {dir, dir / "data", dir / "data" / "sub"}) {
+    fs::permissions(p, fs::perms::owner_all | fs::perms::others_exec | fs::perms::others_read);
+  }
+  for (const fs::path& p : {dir / "data" / "secret.txt", dir / "data" / "sub" / "s2", dir / "data" / "show.py"}) {
+    fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  }
+  const std::string secret = (dir / "data" / "secret.txt").string(), sub = (dir / "data" / "sub").string();
+  const std::string policy = (dir / "hide.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile hide extends strict {\n  relaxes filesystem\n  filesystem {\n"
+                        << "    readonly \"" << secret << "\" \"" << sub << "\"\n"
+                        << "    hide \"" << secret << "\" \"" << sub << "\" /etc/passwd\n  }\n}\n";
+  Ran enforced = Cocoon({"enforce", policy, "--", "/bin/sh", "-c",
+                         "cat " + secret + " " + sub + "/s2; wc -c < /etc/passwd; ls -A " + sub + "; echo end"});
+  EXPECT_EQ(enforced.status, 0) << enforced.err;
+  EXPECT_EQ(enforced.out.find("SECRET"), std::string::npos) << enforced.out;
+  EXPECT_NE(enforced.out.find("0\nend\n"), std::string::npos) << "/etc/passwd not empty, or sub not: " << enforced.out;
+  // The base hides the file; --ro of it is refused, naming the hide, and
+  // so is a script there. --ro of its directory runs, the file masked.
+  Ran ro = Cocoon({"run", "--policy", policy, "--ro", secret, "--", "/bin/cat", secret});
+  EXPECT_EQ(ro.status, 1) << ro.err;
+  EXPECT_EQ(ro.out, "");
+  EXPECT_NE(ro.err.find("--ro " + secret + ": the base policy hides " + secret), std::string::npos) << ro.err;
+  Ran inside = Cocoon({"run", "--policy", policy, "--ro", sub + "/s2", "--", "/bin/cat", sub + "/s2"});
+  EXPECT_EQ(inside.status, 1) << inside.err;
+  EXPECT_NE(inside.err.find("the base policy hides " + sub), std::string::npos) << inside.err;
+  Ran around = Cocoon({"run", "--policy", policy, "--ro", (dir / "data").string(), "--", "/bin/sh", "-c",
+                       "cat " + secret + "; cat " + (dir / "data" / "show.py").string() + " >/dev/null && echo shared"});
+  EXPECT_EQ(around.status, 0) << around.err;
+  EXPECT_EQ(around.out, "shared\n") << around.err;
+  const std::string hidden_script = (dir / "data" / "sub" / "s2").string();
+  Ran script = Cocoon({"run", "--policy", policy, "-r", "sh", hidden_script});
+  EXPECT_EQ(script.status, 1) << script.err;
+  EXPECT_EQ(script.out, "");
+  EXPECT_NE(script.err.find(hidden_script + ": the base policy hides " + sub), std::string::npos) << script.err;
   fs::remove_all(dir);
 }
 
@@ -2042,6 +2120,65 @@ TEST(CocoonEnforce, AWorkDirOrWritableMountHoldingThePolicyIsRefused) {
                     "", env);
   EXPECT_EQ(fine.status, 0) << fine.err;
   EXPECT_TRUE(fs::exists(dir / "out" / "ran"));
+  fs::remove_all(dir);
+}
+
+// The policy search path ($COCOON_POLICY_PATH, else the shipped policies/)
+// holds the presets every later `cocoon run -r NAME` and every `import
+// "strict"` trusts: a work dir (staged or direct) or writable mount that is,
+// holds or lies in one of its directories is refused, as the artifact cache
+// is, and nothing is written. Before, `--work <search dir>/runtimes` ran and
+// the sandbox could turn the network on in python.cocoon for every later
+// run, which recorded no override.
+TEST(CocoonRun, AWorkDirOrWritableMountOverThePolicySearchPathIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-search-guard-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  fs::create_directories(dir / "other");
+  fs::create_directories(dir / "tree");
+  fs::copy(COCOON_POLICIES_DIR, dir / "tree" / "pol", fs::copy_options::recursive);
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"COCOON_CACHE_DIR", (dir / "cache").string()},
+      {"COCOON_POLICY_PATH", (dir / "other").string() + ":" + (dir / "tree" / "pol").string()}};
+  const std::string runtimes = (dir / "tree" / "pol" / "runtimes").string();
+  const std::string python = runtimes + "/python.cocoon";
+  auto text_of = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string before = text_of(python);
+  const std::string rewrite = "echo 'profile python extends strict { network on }' > /work/python.cocoon; echo x > /work/ran";
+  Ran run = Cocoon({"run", "--work", runtimes, "--", "/bin/sh", "-c", rewrite}, "", env);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("work dir " + runtimes + ": is inside the policy search directory " + (dir / "tree" / "pol").string()),
+            std::string::npos) << run.err;
+  Ran holds = Cocoon({"run", "--work", (dir / "tree").string(), "--", "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(holds.status, 1) << holds.err;
+  EXPECT_NE(holds.err.find("holds the policy search directory"), std::string::npos) << holds.err;
+  // A policy's own direct work dir and writable mount, from enforce.
+  const std::string direct = (dir / "direct.cocoon").string();
+  std::ofstream(direct) << "import \"strict\"\nprofile d extends strict {\n  relaxes filesystem\n  filesystem {\n"
+                        << "    work /work direct\n  }\n}\n";
+  Ran enforce_direct = Cocoon({"enforce", direct, "--work", runtimes, "--", "/bin/sh", "-c", rewrite}, "", env);
+  EXPECT_EQ(enforce_direct.status, 1) << enforce_direct.err;
+  EXPECT_NE(enforce_direct.err.find("is inside the policy search directory"), std::string::npos) << enforce_direct.err;
+  const std::string writable = (dir / "writable.cocoon").string();
+  std::ofstream(writable) << "import \"strict\"\nprofile w extends strict {\n  relaxes filesystem\n  filesystem {\n"
+                          << "    writable \"" << runtimes << "\" as /w\n  }\n}\n";
+  Ran bound = Cocoon({"enforce", writable, "--", "/bin/sh", "-c", "echo x > /w/ran"}, "", env);
+  EXPECT_EQ(bound.status, 1) << bound.err;
+  EXPECT_NE(bound.err.find("the writable mount of " + runtimes + " is inside the policy search directory"),
+            std::string::npos) << bound.err;
+  EXPECT_EQ(text_of(python), before);
+  EXPECT_FALSE(fs::exists(runtimes + "/ran"));
+  EXPECT_FALSE(fs::exists(dir / "tree" / "ran"));
+  // A work dir beside the search path runs.
+  fs::create_directories(dir / "w");
+  Ran fine = Cocoon({"run", "--work", (dir / "w").string(), "--", "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(fine.status, 0) << fine.err;
+  EXPECT_TRUE(fs::exists(dir / "w" / "ran"));
   fs::remove_all(dir);
 }
 

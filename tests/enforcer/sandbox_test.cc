@@ -422,6 +422,69 @@ TEST(SandboxTest, HideThroughASymlinkIsRefusedAndTheRealPathIsHidden) {
   ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
 }
 
+// `hide` wins over a bind of the very same path (a parent's mount a child
+// hides, `cocoon run --ro` of a path the base hides), over a bind nested in
+// a bound directory, and over binds below the hidden path: each is covered
+// by an empty read-only file or directory. Before, a mask found no host path
+// "inside" a bind at its own target and was skipped, so every one of these
+// showed the host's data.
+TEST(SandboxTest, HideCoversABindOfThatPathAndBindsBelowIt) {
+  char pattern[] = "/tmp/cocoon-hide-bind-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  std::string dir = pattern;
+  chmod(dir.c_str(), 0755);
+  for (const char* sub : {"/sub", "/other", "/w"}) ASSERT_EQ(mkdir((dir + sub).c_str(), 0755), 0);
+  chmod((dir + "/w").c_str(), 0777);
+  for (const char* file : {"/secret.txt", "/sub/s2", "/other/o2", "/w/keep"}) {
+    std::ofstream(dir + file) << "TOPSECRET\n";
+    chmod((dir + file).c_str(), 0666);
+  }
+  ir::Policy policy = TestPolicy();
+  auto bind = [&](ir::MountKind kind, const std::string& source, const std::string& target) {
+    policy.filesystem.mounts.push_back({kind, source, target, 0, false});
+  };
+  bind(ir::MountKind::kReadOnly, dir + "/secret.txt", "/x/secret.txt");  // a file, exactly hidden
+  bind(ir::MountKind::kReadOnly, dir + "/sub", "/x/sub");                // a directory, exactly hidden
+  bind(ir::MountKind::kReadOnly, dir + "/sub", "/deep/a/b");             // below a hidden path
+  bind(ir::MountKind::kReadOnly, dir, "/data");                          // a bound directory ...
+  bind(ir::MountKind::kReadOnly, dir + "/other", "/data/sub");           // ... with a bind in it, hidden
+  bind(ir::MountKind::kWritable, dir + "/w", "/w");                      // writable, exactly hidden
+  std::sort(policy.filesystem.mounts.begin(), policy.filesystem.mounts.end(),
+            [](const ir::Mount& a, const ir::Mount& b) { return a.target < b.target; });
+  policy.filesystem.hidden = {"/data/sub", "/deep", "/w", "/x/secret.txt", "/x/sub"};
+  const std::string show =
+      "cat /x/secret.txt /x/sub/s2 /deep/a/b/s2 /data/sub/o2 /w/keep 2>&1; "
+      "echo leak > /w/keep 2>&1; echo new > /w/new 2>&1; "
+      "test -e /x/secret.txt && test ! -s /x/secret.txt && echo empty-file; "
+      "test -d /x/sub && echo dir-there; ls -A /x/sub /deep /data/sub /w; echo end";
+  Outcome outcome = MustRun(MakeRequest(policy, {"/bin/sh", "-c", show}));
+  EXPECT_EQ(outcome.stdout_data.find("TOPSECRET"), std::string::npos) << outcome.stdout_data;
+  EXPECT_NE(outcome.stdout_data.find("empty-file"), std::string::npos) << outcome.stdout_data;
+  EXPECT_NE(outcome.stdout_data.find("dir-there"), std::string::npos) << outcome.stdout_data;
+  EXPECT_NE(outcome.stdout_data.find("end"), std::string::npos) << outcome.stdout_data;
+  std::ifstream kept(dir + "/w/keep");
+  std::string line;
+  std::getline(kept, line);
+  EXPECT_EQ(line, "TOPSECRET") << "the hidden writable bind was written through";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/w/new")) << "a file was created in the hidden writable bind";
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
+// A hidden /sbin on a merged-/usr host stays a bind (not the host's
+// `sbin -> usr/sbin` link, which a mask could not cover: mount(2) would
+// follow it), so the mask lands on it. Before, the link was made and the
+// mask skipped, and `ls /sbin` listed the host's programs.
+TEST(SandboxTest, AHiddenMergedUsrPathIsMaskedNotRecreatedAsALink) {
+  char host_link[PATH_MAX] = {};
+  if (readlink("/sbin", host_link, sizeof(host_link) - 1) <= 0) {
+    GTEST_SKIP() << "SKIPPED: this host's /sbin is not a symlink (no merged /usr): no link to keep from being made";
+  }
+  ir::Policy policy = TestPolicy();
+  policy.filesystem.hidden = {"/sbin"};
+  Outcome outcome = MustRun(MakeRequest(policy, {"/bin/sh", "-c", "test -L /sbin && echo link; ls -A /sbin | wc -l"}));
+  EXPECT_EQ(outcome.stdout_data, "0\n") << outcome.stderr_data;
+}
+
 // A path inside a bound host directory that someone on the host swaps for a
 // symlink while the sandbox is being set up (here a thread exchanging
 // conf/ with a link to another directory as fast as it can) never

@@ -69,6 +69,21 @@ TEST(Explain, InheritedRulesAreCreditedToTheParent) {
   EXPECT_NE(LineWith(out, "log @mount if arg0 == 0x0 (").find("(t.cocoon:5)"), std::string::npos) << out;
 }
 
+// A mount that a `hide` covers (inherited or the profile's own) says so on
+// its own line: the enforcer masks it, so "read-only /etc/passwd" alone
+// would tell a reviewer the sandbox reads it.
+TEST(Explain, AMountAHideCoversSaysItIsHidden) {
+  std::string out = Explain(
+      "  relaxes filesystem\n"
+      "  filesystem {\n"
+      "    readonly /srv/data /srv/keep\n"
+      "    hide /etc/passwd /srv/data\n"
+      "  }");
+  EXPECT_NE(LineWith(out, "read-only  /etc/passwd").find("(hidden by `hide /etc/passwd`)"), std::string::npos) << out;
+  EXPECT_NE(LineWith(out, "read-only  /srv/data").find("(hidden by `hide /srv/data`)"), std::string::npos) << out;
+  EXPECT_EQ(LineWith(out, "read-only  /srv/keep").find("hidden"), std::string::npos) << out;
+}
+
 // `unlimited` cannot remove an rlimit the enforcer always sets: check, explain
 // and the enforcer agree on the default the sandbox gets (check once said the
 // limit was removed while explain showed 1024).
