@@ -420,8 +420,12 @@ TEST(CocoonEnforce, CommitCannotWriteMoreThanTheDiskQuotaToTheHost) {
 // was) and cocoon still ends as a cancel (130) with its notes, instead of
 // dying by the signal, committing anyway, or printing no Outcome.
 TEST(CocoonEnforce, SigintDuringTheCommitCommitsNothingAndExits130) {
-  fs::path dir = fs::temp_directory_path() / ("cocoon-sigint-" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  // The work dir sits alone in a parent of its own, so the commit tree the
+  // supervisor builds beside it (".cocoon-commit-...") is the only entry
+  // there that starts with a dot: its appearance says the commit is under way.
+  fs::path parent = fs::temp_directory_path() / ("cocoon-sigint-" + std::to_string(getpid()));
+  fs::path dir = parent / "work";
+  fs::remove_all(parent);
   fs::create_directories(dir);
   std::ofstream(dir / "orig.txt") << "original\n";
   fs::path err_path = dir.string() + ".err";
@@ -441,7 +445,17 @@ TEST(CocoonEnforce, SigintDuringTheCommitCommitsNothingAndExits130) {
   char c = 0;
   while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
   ASSERT_EQ(line, "done");
-  usleep(20000);  // the command has exited; the scan or the commit of 20000 entries is under way
+  // Not a fixed sleep: under load the command may still be running 20 ms
+  // after "done", and a SIGINT then cancels the run, not the commit.
+  auto commit_started = [&] {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(parent, ec)) {
+      if (entry.path().filename().string().rfind(".cocoon-commit-", 0) == 0) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 60000 && !commit_started(); ++i) usleep(500);
+  ASSERT_TRUE(commit_started()) << "no commit tree appeared beside " << dir;
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -454,7 +468,7 @@ TEST(CocoonEnforce, SigintDuringTheCommitCommitsNothingAndExits130) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
   EXPECT_EQ(names, std::vector<std::string>{"orig.txt"});
-  fs::remove_all(dir);
+  fs::remove_all(parent);
   fs::remove(err_path);
 }
 
