@@ -77,6 +77,7 @@ std::vector<ProbeCase> AllCases() {
   all.push_back(Case("net_udp_host_loopback", "net", {"op=udp"}, SetupUdp, VerifyUdp));
   all.push_back(Case("net_unix_abstract", "net", {"op=unix_abstract"}, SetupUnixAbstract, VerifyUnixAbstract));
   add(Ops("net", {"raw", "packet", "vsock", "alg"}));
+  all.push_back(Case("aio_io_setup", "aio", {}));
   all.push_back(Case("env_canary", "env_canary", {}, SetupCanary));
   all.push_back(Case("fd_leak", "fd_leak", {}, SetupLeakedFds));
   all.push_back(Case("setuid_helper", "setuid", {}, SetupSetuidHelper));
