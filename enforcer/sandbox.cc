@@ -142,6 +142,7 @@ Status Sandbox::Impl::PrepareAll() {
   host.sandbox_in_user_namespace = true;
   LimitPlanOptions options;
   options.work_mode = plan.work_mode;
+  options.network = plan.network;
   options.hard_limits = CurrentHardLimits();
   COCOON_ASSIGN_OR_RETURN(limit_plan, PlanLimits(LimitsFromPlan(plan), host, options));
   COCOON_RETURN_IF_ERROR(MergePlanRlimits(plan, limit_plan.rlimits));

@@ -50,7 +50,7 @@ SharedWork PrepareSharedWork(const ir::Policy& policy, const std::vector<Target>
   SharedWork shared;
 #ifdef COCOON_HAVE_BACKEND_OCI
   if (Wants(targets, Target::kOci) || Wants(targets, Target::kKubernetes)) {
-    shared.oci_profile = backends::oci::SeccompProfileFor(policy.syscalls);
+    shared.oci_profile = backends::oci::SeccompProfileFor(policy);
   }
 #endif
   (void)policy, (void)targets;

@@ -27,7 +27,9 @@ namespace {
 
 std::vector<SyscallGroup> BuildGroups() {
   std::vector<SyscallGroup> groups = {
-      {"@aio", "Asynchronous I/O (POSIX AIO via io_submit); io_uring is separate (@io-uring)",
+      {"@aio",
+       "Linux kernel AIO (libaio's io_setup/io_submit; its events come from the host-wide fs.aio-max-nr); "
+       "glibc's POSIX aio uses threads instead; io_uring is separate (@io-uring)",
        {"io_cancel", "io_destroy", "io_getevents", "io_pgetevents", "io_pgetevents_time64", "io_setup",
         "io_submit"}},
       {"@basic-io", "Reading, writing, seeking and closing file descriptors",

@@ -83,6 +83,11 @@ struct LimitPlanOptions {
   uint64_t default_open_files = ir::kDefaultOpenFiles;
   uint64_t default_file_size_bytes = ir::kDefaultFileSizeBytes;
   ir::WorkMode work_mode = ir::WorkMode::kStaged;
+  // The policy's network. Unless it is off, the seccomp filter lets the
+  // sandbox open netlink sockets, whose receive queues no memory cgroup (v1
+  // or v2) charges: the memory row's note says so (with it off the filter
+  // refuses AF_NETLINK, compiler/backends/seccomp/effective_rules.h).
+  ir::NetworkMode network = ir::NetworkMode::kOff;
   // Current hard limits of the caller, per RLIMIT_* (index = resource). Filled
   // by CurrentHardLimits(); tests pass their own. RLIM_INFINITY when unknown.
   std::array<rlim_t, RLIM_NLIMITS> hard_limits = Unlimited();

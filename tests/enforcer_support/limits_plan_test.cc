@@ -161,6 +161,25 @@ TEST(PlannerTest, RlimitFallbackHasHonestNotesAndValues) {
   EXPECT_FALSE(Row(*plan, "cpu_percent")->required);
 }
 
+// Netlink receive queues are charged to no memory cgroup. With the network
+// off the filter refuses netlink, so the cgroup row needs no caveat; with it
+// on or an allow-list the memory row says what the cgroup does not count.
+TEST(PlannerTest, MemoryRowSaysNetlinkIsNotCountedUnlessTheNetworkIsOff) {
+  for (auto host : {RootV1Host, DelegatedV2Host}) {
+    LimitPlanOptions options;
+    auto off = PlanLimits(MemPidsCpu(), host(), options);
+    ASSERT_TRUE(off.ok()) << off.status().ToString();
+    EXPECT_EQ(Row(*off, "memory")->note.find("netlink"), std::string::npos) << Row(*off, "memory")->note;
+    for (ir::NetworkMode mode : {ir::NetworkMode::kOn, ir::NetworkMode::kAllowList}) {
+      options.network = mode;
+      auto on = PlanLimits(MemPidsCpu(), host(), options);
+      ASSERT_TRUE(on.ok()) << on.status().ToString();
+      EXPECT_NE(Row(*on, "memory")->note.find("netlink socket receive queues are not counted"), std::string::npos)
+          << Row(*on, "memory")->note;
+    }
+  }
+}
+
 TEST(PlannerTest, RequiredLimitThatCannotBeEnforcedRefusesTheRun) {
   ir::Limits limits;
   limits.cpu_percent = Req(25);

@@ -62,7 +62,7 @@ TEST(Explain, InheritedRulesAreCreditedToTheParent) {
   // Found from the working directory or the repository: either spelling.
   const std::string inherited = "(inherited from strict, ";
   EXPECT_NE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").find(inherited), std::string::npos) << out;
-  EXPECT_TRUE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").ends_with("strict.cocoon:48)")) << out;
+  EXPECT_TRUE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").ends_with("strict.cocoon:53)")) << out;
   EXPECT_NE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5413").find("(t.cocoon:6)"), std::string::npos) << out;
   EXPECT_NE(LineWith(out, "errno EPERM @mount (").find(inherited), std::string::npos) << out;
   EXPECT_TRUE(LineWith(out, "errno EPERM @mount (").ends_with("strict.cocoon:45)")) << out;

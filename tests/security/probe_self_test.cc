@@ -60,6 +60,8 @@ std::vector<SelfCase> SelfCases() {
       {"fd_leak", "fd_leak", {}, SetupLeakedFds},
       {"tiocsti", "tiocsti", {}, SetupPty},
       {"fcntl_setlease", "lease", {}, SetupLeaseDir},
+      {"netlink", "netlink", {}, nullptr},
+      {"aio_io_setup", "aio", {}, nullptr},
       {"abi_x32", "abi", {"op=x32"}, nullptr, /*skip_if_blocked=*/true},
       {"abi_int80", "abi", {"op=int80"}, nullptr, /*skip_if_blocked=*/true},
   };

@@ -247,7 +247,7 @@ ordered_json NetworkPolicy(const ir::Policy& policy, std::vector<std::string>& w
 }  // namespace
 
 Result<std::vector<Artifact>> CompileKubernetes(const ir::Policy& policy) {
-  COCOON_ASSIGN_OR_RETURN(oci::OciSeccompProfile profile, oci::SeccompProfileFor(policy.syscalls));
+  COCOON_ASSIGN_OR_RETURN(oci::OciSeccompProfile profile, oci::SeccompProfileFor(policy));
   return CompileKubernetesWithProfile(policy, profile);
 }
 

@@ -240,7 +240,7 @@ ordered_json Linux(const ir::Policy& policy, std::vector<std::string>& warnings)
 }  // namespace
 
 Result<std::vector<Artifact>> CompileOci(const ir::Policy& policy) {
-  COCOON_ASSIGN_OR_RETURN(oci::OciSeccompProfile profile, oci::SeccompProfileFor(policy.syscalls));
+  COCOON_ASSIGN_OR_RETURN(oci::OciSeccompProfile profile, oci::SeccompProfileFor(policy));
   return CompileOciWithProfile(policy, profile);
 }
 

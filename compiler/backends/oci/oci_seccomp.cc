@@ -152,9 +152,10 @@ nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<
   return out;
 }
 
-Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls) {
+Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Policy& policy) {
 #ifdef COCOON_HAVE_EFFECTIVE_RULES
-  return ComputeEffectiveSyscalls(syscalls);
+  return ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kRules, ConnectRouting::kFilter,
+                                  NetlinkSocketsFor(policy.network));
 #else
   return FailedPreconditionError(
       "oci/k8s: this build has no seccomp back end (cocoon_backend_seccomp), so no seccomp profile can be emitted");
@@ -177,7 +178,9 @@ constexpr char kRuntimeBuildAdvice[] =
 // The last answer is kept: `cocoon compile --target oci|k8s` asks twice for
 // one profile (RuleFormProblems in the checker, then SeccompProfileFromRules),
 // and the check costs most of that compile (strict: ~0.6 s, nearly all in
-// ioctl's and socket's ~120 guard pieces each). The key is the profile's
+// ioctl's ~120 guard pieces and socket's ~300: with the network off the
+// socket guard refuses AF_NETLINK too, which took `cocoon compile --target
+// oci` for strict from ~0.11 s to ~0.16 s here). The key is the profile's
 // text, which is everything the runtime builds from.
 Status CheckRuntimeBuild(const EffectiveSyscalls& rules, const std::string& profile_text,
                          std::string* failed_syscall) {
@@ -218,7 +221,8 @@ Status CheckRuntimeBuild(const EffectiveSyscalls& rules, const std::string& prof
 std::vector<ir::SyscallRuleProblem> RuleFormProblems(const ir::Policy& policy) {
   std::vector<ir::SyscallRuleProblem> problems;
 #ifdef COCOON_HAVE_EFFECTIVE_RULES
-  EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls);
+  EffectiveSyscalls rules = ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kRules, ConnectRouting::kFilter,
+                                                     NetlinkSocketsFor(policy.network));
   if (rules.errors.empty()) {
     std::vector<std::string> ignored;
     const std::string text = SeccompToOci(rules, ignored).dump(2);
@@ -261,8 +265,8 @@ Result<OciSeccompProfile> SeccompProfileFromRules(EffectiveSyscalls rules) {
   return profile;
 }
 
-Result<OciSeccompProfile> SeccompProfileFor(const ir::Syscalls& syscalls) {
-  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, EffectiveRulesFor(syscalls));
+Result<OciSeccompProfile> SeccompProfileFor(const ir::Policy& policy) {
+  COCOON_ASSIGN_OR_RETURN(EffectiveSyscalls rules, EffectiveRulesFor(policy));
   return SeccompProfileFromRules(std::move(rules));
 }
 

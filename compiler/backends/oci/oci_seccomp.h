@@ -23,9 +23,10 @@ std::string ScmpAction(const ir::Action& action, std::vector<std::string>& warni
 
 nlohmann::ordered_json SeccompToOci(const EffectiveSyscalls& rules, std::vector<std::string>& warnings);
 
-// ComputeEffectiveSyscalls when the seccomp back end is linked; otherwise a
-// clear error (never an empty, allow-everything filter).
-Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Syscalls& syscalls);
+// ComputeEffectiveSyscalls (kRules form, netlink as the policy's network
+// says) when the seccomp back end is linked; otherwise a clear error (never
+// an empty, allow-everything filter).
+Result<EffectiveSyscalls> EffectiveRulesFor(const ir::Policy& policy);
 
 // What the OCI and Kubernetes targets cannot express, per syscall: the
 // errors of the rule form (ComputeEffectiveSyscalls(..., kRules)). That form
@@ -54,7 +55,7 @@ Result<OciSeccompProfile> SeccompProfileFromRules(EffectiveSyscalls rules);
 // EffectiveRulesFor, then SeccompProfileFromRules: what CompileOci and
 // CompileKubernetes do on their own. `cocoon compile --target all` computes
 // the profile once in the driver and hands it to both *WithProfile calls.
-Result<OciSeccompProfile> SeccompProfileFor(const ir::Syscalls& syscalls);
+Result<OciSeccompProfile> SeccompProfileFor(const ir::Policy& policy);
 
 // `outer.dump(2)` with `inner_text` (a dump(2) of a JSON value) as the
 // value at `at`: the same bytes as putting the parsed value there and

@@ -31,9 +31,16 @@ constexpr uint64_t kTioclinux = 0x541C;
 // <linux/fcntl.h>: F_LINUX_SPECIFIC_BASE + 0. fcntl's cmd is an int (the
 // kernel's parameter is `unsigned int cmd`), so only the low 32 bits count.
 constexpr uint64_t kFSetLease = 1024;
-constexpr uint64_t kAfAlg = 38;     // <linux/socket.h>
+constexpr uint64_t kAfNetlink = 16;  // <linux/socket.h>
+constexpr uint64_t kAfAlg = 38;
 constexpr uint64_t kAfVsock = 40;
-constexpr uint64_t kRefusedSocketFamilies[] = {kAfVsock, kAfAlg};
+
+// The families the socket guard refuses (AddFixedPrologue says why).
+std::vector<uint64_t> RefusedSocketFamilies(NetlinkSockets netlink) {
+  std::vector<uint64_t> families = {kAfVsock, kAfAlg};
+  if (netlink == NetlinkSockets::kRefused) families.push_back(kAfNetlink);
+  return families;
+}
 // personality(2): PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32|UNAME26 and
 // the 0xffffffff query; the safe set moby and sandboxed-api use. The
 // personas are exactly the subsets of kPersonalitySafeBits
@@ -79,7 +86,8 @@ struct GuardForms {
   PrologueGuardForm ioctl, seccomp, clone, socket, fcntl;
 };
 
-void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
+void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms,
+                      const std::vector<uint64_t>& refused_families) {
   // clone3 passes its flags in a struct behind a pointer, which seccomp
   // cannot read; ENOSYS makes glibc fall back to clone (moby#42680).
   out.push_back({PrologueRule("clone3", Errno(ENOSYS)), true});
@@ -103,7 +111,9 @@ void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms) {
   // exposes the kernel crypto API, a recurring source of kernel bugs. The
   // domain is an int, so only the low 32 bits count. EAFNOSUPPORT is what a
   // kernel without the family answers, so programs fall back cleanly.
-  for (uint64_t family : kRefusedSocketFamilies) {
+  // AF_NETLINK joins them with the network off (NetlinkSockets): its
+  // receive queues are charged to no memory cgroup.
+  for (uint64_t family : refused_families) {
     if (forms.socket == PrologueGuardForm::kBpfPrefix) break;  // EffectiveSyscalls::socket_denied_families_in_prefix
     out.push_back({PrologueRule("socket", Errno(EAFNOSUPPORT), {{0, CompareOp::kMaskedEq, family, kLow32}}), true});
   }
@@ -461,7 +471,8 @@ ir::Syscalls FitPolicyToKernelWidths(const ir::Syscalls& policy, std::vector<Eff
   return fitted;
 }
 
-Prepared Prepare(const ir::Syscalls& unfitted_policy, PrologueGuardForm ioctl_form, ConnectRouting connect) {
+Prepared Prepare(const ir::Syscalls& unfitted_policy, PrologueGuardForm ioctl_form, ConnectRouting connect,
+                 NetlinkSockets netlink) {
   Prepared prepared;
   EffectiveSyscalls& out = prepared.out;
   const ir::Syscalls policy = FitPolicyToKernelWidths(unfitted_policy, out.errors);
@@ -493,15 +504,16 @@ Prepared Prepare(const ir::Syscalls& unfitted_policy, PrologueGuardForm ioctl_fo
   if (ioctl_form == PrologueGuardForm::kBpfPrefix) out.ioctl_denied_cmds = {kTiocsti, kTioclinux};
   out.seccomp_listener_in_prefix = seccomp_form == PrologueGuardForm::kBpfPrefix;
   if (clone_form == PrologueGuardForm::kBpfPrefix) out.clone_new_mask_in_prefix = kCloneNewMask;
+  const std::vector<uint64_t> refused_families = RefusedSocketFamilies(netlink);
   if (socket_form == PrologueGuardForm::kBpfPrefix) {
-    for (uint64_t family : kRefusedSocketFamilies) {
+    for (uint64_t family : refused_families) {
       out.socket_denied_families_in_prefix.push_back(static_cast<uint32_t>(family));
     }
   }
   if (fcntl_form == PrologueGuardForm::kBpfPrefix) out.fcntl_denied_cmds_in_prefix = {kFSetLease};
   std::vector<Candidate> all;
   all.reserve(policy.rules.size() + 128);  // the prologue adds a few dozen
-  AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form, fcntl_form});
+  AddFixedPrologue(all, GuardForms{ioctl_form, seccomp_form, clone_form, socket_form, fcntl_form}, refused_families);
   AddI386MultiplexerRefusal(policy, ioctl_form_requested, all, out);
   AddI386FcntlLeaseRefusal(policy, fcntl_form, all);
   AddReopenableDenials(policy, all, out.warnings);
@@ -534,16 +546,21 @@ bool SameCandidates(std::span<const Candidate> a, std::span<const Candidate> b) 
 
 }  // namespace
 
+NetlinkSockets NetlinkSocketsFor(const ir::Network& network) {
+  return network.mode == ir::NetworkMode::kOff ? NetlinkSockets::kRefused : NetlinkSockets::kAllowed;
+}
+
 EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form,
-                                           ConnectRouting connect) {
-  Prepared prepared = Prepare(policy, ioctl_form, connect);
+                                           ConnectRouting connect, NetlinkSockets netlink) {
+  Prepared prepared = Prepare(policy, ioctl_form, connect, netlink);
   for (const Prepared::Run& run : prepared.runs) ResolveSyscall(prepared.Of(run), policy.default_action, prepared.out);
   return std::move(prepared.out);
 }
 
-EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect) {
-  Prepared bpf = Prepare(policy, PrologueGuardForm::kBpfPrefix, bpf_connect);
-  Prepared rules = Prepare(policy, PrologueGuardForm::kRules, ConnectRouting::kFilter);
+EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect,
+                                                   NetlinkSockets netlink) {
+  Prepared bpf = Prepare(policy, PrologueGuardForm::kBpfPrefix, bpf_connect, netlink);
+  Prepared rules = Prepare(policy, PrologueGuardForm::kRules, ConnectRouting::kFilter, netlink);
   // A syscall with the same candidates in both forms (all but the guarded
   // ones and, for allow-lists, connect) resolves the same way: once.
   const ir::Action& default_action = policy.default_action;

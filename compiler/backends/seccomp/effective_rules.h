@@ -41,7 +41,8 @@ struct EffectiveSyscalls {
   // errno(EPERM) in the same prefix; 0 when the guard is in `rules`.
   uint32_t clone_new_mask_in_prefix = 0;
   // kBpfPrefix only: socket families (low 32 bits of arg 0: AF_VSOCK,
-  // AF_ALG) refused with errno(EAFNOSUPPORT) in the same prefix; empty when
+  // AF_ALG, and AF_NETLINK under NetlinkSockets::kRefused) refused with
+  // errno(EAFNOSUPPORT) in the same prefix; empty when
   // the refusal is in `rules` (as rules it cuts `allow socket` into ~120
   // masked pieces, the longest path of strict's filter).
   std::vector<uint32_t> socket_denied_families_in_prefix;
@@ -95,7 +96,8 @@ enum class PrologueGuardForm {
 //    unless the policy reopened them (warns);
 //  - personality limited to 0, 8, 0x20000, 0x20008, 0xffffffff (low 32 bits:
 //    the kernel's parameter is an unsigned int);
-//  - socket(AF_VSOCK / AF_ALG) -> errno(EAFNOSUPPORT);
+//  - socket(AF_VSOCK / AF_ALG) -> errno(EAFNOSUPPORT), and socket(AF_NETLINK)
+//    too under NetlinkSockets::kRefused (the network off, see below);
 //  - ioctl TIOCSTI / TIOCLINUX -> errno(EPERM);
 //  - fcntl / fcntl64 F_SETLEASE (1024, low 32 bits of arg 1) -> errno(EPERM):
 //    a lease on a file shared with the host stalls host writers (see
@@ -148,14 +150,39 @@ enum class PrologueGuardForm {
 // filters of every other policy stay byte-identical.
 enum class ConnectRouting { kFilter, kSupervisor };
 
+// Whether the prologue refuses socket(AF_NETLINK, ...) with
+// errno(EAFNOSUPPORT), like AF_VSOCK and AF_ALG. A netlink socket's receive queue
+// is charged to no memory cgroup (v1 or v2): a review queued ~1.9 GB of
+// unread NETLINK_USERSOCK messages from a sandbox whose 64 MiB memory group
+// showed 0 (SO_RCVBUF clamps to 2 x rmem_max, ~8 MiB a socket; strict allows
+// 32 processes x 256 fds, ~60 GiB), and NETLINK_ROUTE alone does the same
+// (unread NLM_F_ACK errors echo each request). With the network off the
+// sandbox's namespace holds only a loopback the enforcer brings up itself
+// (with an ioctl, enforcer/net.cc), so netlink has nothing a program needs:
+// glibc's getaddrinfo falls back when it cannot open one (AI_ADDRCONFIG then
+// assumes IPv4 and IPv6); getifaddrs, if_nameindex and Node's
+// os.networkInterfaces() fail with EAFNOSUPPORT instead of listing `lo`. With the
+// network on or an allow-list netlink stays: `ip`, getifaddrs and interface
+// lookups are real there (kubernetes' allow-list is the pod's network), and
+// docs/security.md says its queues are not charged to the memory limit.
+// Decided by the policy's network, never by its syscall rules, so a child
+// profile that allows `socket` (or `default allow`) keeps the refusal, and
+// one that turns the network on loses it.
+enum class NetlinkSockets { kRefused, kAllowed };
+NetlinkSockets NetlinkSocketsFor(const ir::Network& network);
+
+// `netlink` defaults to the refusal, as ir::Network defaults to the network
+// off: a caller that forgets it fails closed. The back ends pass
+// NetlinkSocketsFor(policy.network).
 EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy,
                                            PrologueGuardForm ioctl_form = PrologueGuardForm::kRules,
-                                           ConnectRouting connect = ConnectRouting::kFilter);
+                                           ConnectRouting connect = ConnectRouting::kFilter,
+                                           NetlinkSockets netlink = NetlinkSockets::kRefused);
 
 // The two forms one `cocoon compile --target all` needs, computed together:
-// `bpf` is ComputeEffectiveSyscalls(policy, kBpfPrefix, bpf_connect) (the
-// seccomp back end), `rules` is ComputeEffectiveSyscalls(policy, kRules,
-// kFilter) (OCI, Kubernetes). Equal to those two calls; a syscall whose
+// `bpf` is ComputeEffectiveSyscalls(policy, kBpfPrefix, bpf_connect, netlink)
+// (the seccomp back end), `rules` is ComputeEffectiveSyscalls(policy, kRules,
+// kFilter, netlink) (OCI, Kubernetes). Equal to those two calls; a syscall whose
 // candidate rules are the same in both forms (all but the guarded ioctl,
 // fcntl, seccomp, clone, unshare, socket and, for allow-lists, connect) is resolved
 // once.
@@ -163,7 +190,8 @@ struct EffectiveSyscallForms {
   EffectiveSyscalls bpf;
   EffectiveSyscalls rules;
 };
-EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect);
+EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect,
+                                                   NetlinkSockets netlink = NetlinkSockets::kRefused);
 
 // The restrictiveness rank used above (higher is more restrictive).
 int ActionRank(const ir::Action& action);

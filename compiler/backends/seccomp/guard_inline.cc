@@ -57,12 +57,22 @@ std::vector<BlockInsn> GuardTest(GuardKind kind, const PrefixGuards& guards) {
   return out;
 }
 
+// The families the socket guard refuses (effective_rules.cc), by name.
+std::string SocketFamilyName(uint32_t family) {
+  switch (family) {
+    case 16: return "AF_NETLINK";
+    case 38: return "AF_ALG";
+    case 40: return "AF_VSOCK";
+  }
+  return "family " + std::to_string(family);
+}
+
 const char* KindName(GuardKind kind) {
   switch (kind) {
     case GuardKind::kIoctl: return "ioctl TIOCSTI/TIOCLINUX -> deny";
     case GuardKind::kSeccomp: return "seccomp SET_MODE_FILTER with NEW_LISTENER -> deny";
     case GuardKind::kClone: return "clone/unshare with a CLONE_NEW* flag -> deny";
-    case GuardKind::kSocket: return "socket AF_VSOCK/AF_ALG -> errno(97)";
+    case GuardKind::kSocket: return "socket";  // GuardMarkers::Describe names the families
     case GuardKind::kFcntl: return "fcntl F_SETLEASE -> deny";
   }
   return "?";
@@ -149,14 +159,22 @@ Result<BpfProgram> GuardMarkers::Inline(const BpfProgram& program, const PrefixG
 
 std::string GuardMarkers::Describe(const PrefixGuards& guards, uint32_t deny_ret) const {
   if (entries_.empty()) return "";
-  (void)guards;
   std::string text =
       "#\n# cocoon guard markers: in the PFC above, `action TRACE(n)` marks a permitted path that runs a\n"
       "# prologue guard first (guard_inline.h); deny means " + DescribeSeccompRet(deny_ret) + "\n";
+  // The refused families depend on the policy (AF_NETLINK only with the
+  // network off: effective_rules.h).
+  std::string socket_kind = "socket";
+  for (size_t i = 0; i < guards.socket_denied_families.size(); ++i) {
+    socket_kind += (i == 0 ? " " : "/") + SocketFamilyName(guards.socket_denied_families[i]);
+  }
+  socket_kind += " -> errno(97)";
   char line[200];
   for (size_t i = 0; i < entries_.size(); ++i) {
+    const GuardKind kind = entries_[i].first;
     std::snprintf(line, sizeof(line), "#   TRACE(%u): %s, else action %s\n", kMarkerBase + static_cast<uint32_t>(i),
-                  KindName(entries_[i].first), DescribeSeccompRet(entries_[i].second).c_str());
+                  kind == GuardKind::kSocket ? socket_kind.c_str() : KindName(kind),
+                  DescribeSeccompRet(entries_[i].second).c_str());
     text += line;
   }
   return text;

@@ -11,10 +11,11 @@
 //  - clone / unshare with any CLONE_NEW* bit (one jset on the flags' low half,
 //    where every CLONE_NEW* bit lives; as rules: 7 masked compares, the
 //    longest path of strict's filter) -> errno(EPERM);
-//  - socket(AF_VSOCK / AF_ALG, ...) -> errno(EAFNOSUPPORT), what a kernel
-//    without the family answers, so programs fall back cleanly. As rules the
-//    refusal cut `allow socket` into ~120 masked pieces: 838 instructions
-//    and a 370-instruction path for strict.
+//  - socket(AF_VSOCK / AF_ALG, and AF_NETLINK with the network off, ...) ->
+//    errno(EAFNOSUPPORT), what a kernel without the family answers, so
+//    programs fall back cleanly (effective_rules.h NetlinkSockets). As
+//    rules the refusal of the first two cut `allow socket` into ~120 masked
+//    pieces: 838 instructions and a 370-instruction path for strict.
 //
 // Why not libseccomp rules: libseccomp 2.5.4 cannot say "allow ioctl except
 // these two cmd values" (an unconditional rule swallows the conditional ones

@@ -666,8 +666,10 @@ std::string SeccompCompileInput(const ir::Policy& policy) {
     text += ':';
     text += s;
   };
-  text += "cocoon-seccomp-input-v1\nrouting ";
+  text += "cocoon-seccomp-input-v2\nrouting ";
   number(static_cast<int>(SeccompConnectRouting(policy)));
+  text += "\nnetlink ";  // the prologue refuses AF_NETLINK with the network off
+  number(static_cast<int>(NetlinkSocketsFor(policy.network)));
   text += "\ndefault ";
   action(syscalls.default_action);
   text += syscalls.default_explicitly_allows ? " explicit\n" : "\n";
@@ -701,7 +703,8 @@ std::string SeccompCompileInput(const ir::Policy& policy) {
 
 std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy) {
   EffectiveSyscalls rules =
-      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy));
+      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy),
+                               NetlinkSocketsFor(policy.network));
   std::vector<ir::SyscallRuleProblem> problems = RuleProblems(rules);
   const SeccompFilterOptions options = FilterOptionsFor(policy);
   // A permissive default the policy did not write is refused by the
@@ -728,13 +731,14 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
   // (OCI, Kubernetes) expresses the prologue's guards as rules and can fail
   // where the filter does not (moby's `allow socket if arg0 > 0x28` against
   // the socket-family guard); those targets still refuse at compile time.
-  return RuleProblems(
-      ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy)));
+  return RuleProblems(ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix,
+                                               SeccompConnectRouting(policy), NetlinkSocketsFor(policy.network)));
 }
 
 Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
   return CompileSeccompFromRules(
-      policy, ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy)));
+      policy, ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy),
+                                       NetlinkSocketsFor(policy.network)));
 }
 
 Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules) {

@@ -126,8 +126,8 @@ ConnectRouting SeccompConnectRouting(const ir::Policy& policy);
 
 // Everything of a checked policy that CompileSeccomp reads, as canonical
 // text: the syscall section (default action, rules with their conditions
-// and groups, architectures, reopened prologue syscalls) and the connect
-// routing. Two policies with the same text compile to the same filter and
+// and groups, architectures, reopened prologue syscalls), the connect
+// routing and whether netlink is refused (the network off). Two policies with the same text compile to the same filter and
 // sidecar, so `cocoon run` flags that change only limits, mounts or the
 // environment reuse a compiled filter (cli/policy_compile_util.cc). Anything
 // CompileSeccomp starts to read must be added here.
@@ -169,8 +169,7 @@ class FilterBuildProblemsMemo {
 
 // CompileSeccomp with its effective rules already computed: `rules` must be
 // ComputeEffectiveSyscalls(policy.syscalls, kBpfPrefix,
-// SeccompConnectRouting(policy)) (the driver gets them, with the OCI form,
-// from one ComputeEffectiveSyscallForms call).
+// SeccompConnectRouting(policy), NetlinkSocketsFor(policy.network)).
 Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules);
 
 // Fills libseccomp's process-wide state (the API level and the kernel

@@ -180,6 +180,34 @@ TEST(KubernetesBackend, NetworkOnHasNoNetworkPolicyAndNoNetns) {
   for (const auto& ns : docs["oci/config.json"]["linux"]["namespaces"]) EXPECT_NE(ns["type"], "network");
 }
 
+// The seccomp profile's AF_NETLINK refusal follows the network like Cocoon's
+// own filter (effective_rules.h NetlinkSockets): with the network off the
+// container's namespace has only loopback and netlink queues are charged to
+// no memory cgroup; with the network on netlink is the host's to use.
+TEST(OciSeccomp, NetlinkIsRefusedOnlyWithTheNetworkOff) {
+  auto refuses = [](const json& seccomp, uint64_t family) {
+    for (const auto& entry : seccomp["syscalls"]) {
+      const auto& names = entry["names"];
+      if (std::find(names.begin(), names.end(), "socket") == names.end()) continue;
+      if (entry["action"] != "SCMP_ACT_ERRNO" || entry.value("errnoRet", 0) != 97) continue;
+      for (const auto& arg : entry.value("args", json::array())) {
+        // A masked compare: libseccomp's datum_a is the mask, datum_b the value.
+        if (arg["index"] == 0 && arg["op"] == "SCMP_CMP_MASKED_EQ" && arg["valueTwo"] == family) return true;
+      }
+    }
+    return false;
+  };
+  ir::Policy policy = testing::StrictPolicy();
+  auto off = CompileAll(policy);
+  EXPECT_TRUE(refuses(off["oci/config.json"]["linux"]["seccomp"], 16)) << "network off: AF_NETLINK refused";
+  EXPECT_TRUE(refuses(off["k8s/seccomp.json"], 16));
+  policy.network.mode = ir::NetworkMode::kOn;
+  auto on = CompileAll(policy);
+  EXPECT_FALSE(refuses(on["oci/config.json"]["linux"]["seccomp"], 16)) << "network on: netlink stays";
+  EXPECT_FALSE(refuses(on["k8s/seccomp.json"], 16));
+  EXPECT_TRUE(refuses(on["oci/config.json"]["linux"]["seccomp"], 40)) << "AF_VSOCK is refused whatever the network";
+}
+
 // Runtimes mount config.json's mounts in order: the work dir, once appended
 // last, was mounted over a read-only /work/vendor and a tmpfs /work/cache and
 // hid them under a writable /work. Parents now come before their children.

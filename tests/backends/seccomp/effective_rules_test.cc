@@ -186,6 +186,43 @@ TEST(EffectiveRules, ConnectRoutedToSupervisorOnlyWhereThePolicyPermits) {
                        "connect").empty());
 }
 
+// A netlink socket's receive queue is charged to no memory cgroup, so with
+// the network off (only loopback, which the enforcer brings up with an
+// ioctl) the prologue refuses AF_NETLINK like AF_VSOCK and AF_ALG, in both
+// forms, even where the policy allows `socket` by name; with the network on
+// or an allow-list it does not.
+TEST(EffectiveRules, NetlinkIsRefusedOnlyWithTheNetworkOff) {
+  EXPECT_EQ(NetlinkSocketsFor(ir::Network{ir::NetworkMode::kOff, {}}), NetlinkSockets::kRefused);
+  EXPECT_EQ(NetlinkSocketsFor(ir::Network{ir::NetworkMode::kOn, {}}), NetlinkSockets::kAllowed);
+  EXPECT_EQ(NetlinkSocketsFor(ir::Network{ir::NetworkMode::kAllowList, {{"127.0.0.1", 9}}}),
+            NetlinkSockets::kAllowed);
+  ir::Syscalls s = StrictSyscalls();
+  AddRule(s, "socket", Allow());  // named singly: still no reopening
+  auto netlink_refusals = [](const EffectiveSyscalls& e) {
+    const ir::SyscallRule want{
+        "socket", Errno(EAFNOSUPPORT), {{0, ir::CompareOp::kMaskedEq, 16, 0xffffffff}}, "prologue"};
+    const std::vector<ir::SyscallRule> rules = RulesFor(e, "socket");
+    return std::count(rules.begin(), rules.end(), want);
+  };
+  const EffectiveSyscalls refused = ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules, ConnectRouting::kFilter,
+                                                             NetlinkSockets::kRefused);
+  EXPECT_TRUE(refused.errors.empty());
+  EXPECT_EQ(netlink_refusals(refused), 1);
+  const EffectiveSyscalls allowed = ComputeEffectiveSyscalls(s, PrologueGuardForm::kRules, ConnectRouting::kFilter,
+                                                             NetlinkSockets::kAllowed);
+  EXPECT_EQ(netlink_refusals(allowed), 0);
+  EXPECT_EQ(ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix, ConnectRouting::kFilter,
+                                     NetlinkSockets::kRefused)
+                .socket_denied_families_in_prefix,
+            (std::vector<uint32_t>{40, 38, 16}));
+  EXPECT_EQ(ComputeEffectiveSyscalls(s, PrologueGuardForm::kBpfPrefix, ConnectRouting::kFilter,
+                                     NetlinkSockets::kAllowed)
+                .socket_denied_families_in_prefix,
+            (std::vector<uint32_t>{40, 38}));
+  // The default fails closed: a caller that does not say gets the refusal.
+  EXPECT_EQ(netlink_refusals(ComputeEffectiveSyscalls(s)), 1);
+}
+
 void ExpectSame(const EffectiveSyscalls& a, const EffectiveSyscalls& b) {
   EXPECT_EQ(a.default_action, b.default_action);
   EXPECT_EQ(a.rules, b.rules);
@@ -215,9 +252,12 @@ TEST(EffectiveRules, BothFormsAtOnceEqualEachFormAlone) {
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
     for (ConnectRouting connect : {ConnectRouting::kFilter, ConnectRouting::kSupervisor}) {
-      const EffectiveSyscallForms forms = ComputeEffectiveSyscallForms(cases[i], connect);
-      ExpectSame(forms.bpf, ComputeEffectiveSyscalls(cases[i], PrologueGuardForm::kBpfPrefix, connect));
-      ExpectSame(forms.rules, ComputeEffectiveSyscalls(cases[i], PrologueGuardForm::kRules, ConnectRouting::kFilter));
+      for (NetlinkSockets netlink : {NetlinkSockets::kRefused, NetlinkSockets::kAllowed}) {
+        const EffectiveSyscallForms forms = ComputeEffectiveSyscallForms(cases[i], connect, netlink);
+        ExpectSame(forms.bpf, ComputeEffectiveSyscalls(cases[i], PrologueGuardForm::kBpfPrefix, connect, netlink));
+        ExpectSame(forms.rules,
+                   ComputeEffectiveSyscalls(cases[i], PrologueGuardForm::kRules, ConnectRouting::kFilter, netlink));
+      }
     }
   }
 }

@@ -187,13 +187,15 @@ TEST(PolicySemantics, ThirtyTwoBitEqualsOnTwoArgumentsCompilesAndIsExact) {
 // (SYSCALL_DEFINE's __SC_CAST), so socket(0x100000010, SOCK_RAW, 0) opens an
 // AF_NETLINK socket (checked under the real kernel). Restrictive rules on a
 // 32-bit parameter used to compare all 64 bits and were bypassed that way.
+// (These policies keep the network off, where the prologue itself refuses
+// AF_NETLINK, so they restrict AF_PACKET, 17, instead.)
 
 TEST(PolicySemantics, RestrictiveRulesOnA32BitParameterIgnoreTheUpperHalf) {
   const BpfProgram program = MustCompile(MustCheck(
-      "    default errno ENOSYS\n    allow @default\n    allow socket\n    deny socket if arg0 == AF_NETLINK"));
-  EXPECT_EQ(Eval(program, SYS_socket, {16, 3}), "errno(1)");
-  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 16, 3}), "errno(1)");
-  EXPECT_EQ(Eval(program, SYS_socket, {0xffffffff00000010ULL, 3}), "errno(1)");
+      "    default errno ENOSYS\n    allow @default\n    allow socket\n    deny socket if arg0 == AF_PACKET"));
+  EXPECT_EQ(Eval(program, SYS_socket, {17, 3}), "errno(1)");
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 17, 3}), "errno(1)");
+  EXPECT_EQ(Eval(program, SYS_socket, {0xffffffff00000011ULL, 3}), "errno(1)");
   EXPECT_EQ(Eval(program, SYS_socket, {2, 1}), "allow");
   EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 2, 1}), "allow");  // the kernel reads AF_INET
   EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 40, 1}), "errno(97)");  // the prologue's AF_VSOCK refusal
@@ -268,12 +270,12 @@ TEST(PolicySemantics, RestrictiveRangesOnA32BitParameter) {
 // and `>` used to let 0x1_00000010 (read as 16) through.
 TEST(PolicySemantics, AllowRulesOnA32BitParameterNeverAllowWhatTheKernelReadsAsExcluded) {
   const BpfProgram program = MustCompile(MustCheck(
-      "    default errno ENOSYS\n    allow @default\n    allow socket if arg0 != AF_NETLINK\n"
+      "    default errno ENOSYS\n    allow @default\n    allow socket if arg0 != AF_PACKET\n"
       "    allow setsockopt if arg1 > 6\n    allow fcntl if arg1 == 1"));
-  EXPECT_EQ(Eval(program, SYS_socket, {16, 3}), "errno(38)");
-  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 16, 3}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_socket, {17, 3}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 17, 3}), "errno(38)");
   EXPECT_EQ(Eval(program, SYS_socket, {2, 1}), "allow");
-  EXPECT_EQ(Eval(program, SYS_socket, {17, 1}), "allow");
+  EXPECT_EQ(Eval(program, SYS_socket, {18, 1}), "allow");
   EXPECT_EQ(Eval(program, SYS_socket, {0xffffffff, 1}), "allow");
   EXPECT_EQ(Eval(program, SYS_setsockopt, {3, 7, 1}), "allow");
   EXPECT_EQ(Eval(program, SYS_setsockopt, {3, 0xffffffff, 1}), "allow");
@@ -289,9 +291,9 @@ TEST(PolicySemantics, AllowRulesOnA32BitParameterNeverAllowWhatTheKernelReadsAsE
 // (notify) in the BPF filter.
 TEST(PolicySemantics, LogRulesOnA32BitParameterNeitherAllowMoreNorMissCalls) {
   const BpfProgram program = MustCompile(MustCheck(
-      "    default errno ENOSYS\n    allow @default\n    log socket if arg0 != AF_NETLINK\n"
+      "    default errno ENOSYS\n    allow @default\n    log socket if arg0 != AF_PACKET\n"
       "    allow setsockopt\n    log setsockopt if arg1 > 6\n    log fcntl if arg1 == 1"));
-  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 16, 3}), "errno(38)");
+  EXPECT_EQ(Eval(program, SYS_socket, {kHigh | 17, 3}), "errno(38)");
   EXPECT_EQ(Eval(program, SYS_socket, {2, 1}), "notify");
   EXPECT_EQ(Eval(program, SYS_setsockopt, {3, kHigh | 7, 1}), "notify");
   EXPECT_EQ(Eval(program, SYS_setsockopt, {3, 1, 1}), "allow");
@@ -299,9 +301,9 @@ TEST(PolicySemantics, LogRulesOnA32BitParameterNeitherAllowMoreNorMissCalls) {
   EXPECT_EQ(Eval(program, SYS_fcntl, {3, kHigh | 1}), "notify");  // exact: the kernel reads F_GETFD
   EXPECT_EQ(Eval(program, SYS_fcntl, {3, 2}), "errno(38)");
   const BpfProgram under_allow =
-      MustCompile(MustCheck("    default allow\n    log socket if arg0 != AF_NETLINK"));
+      MustCompile(MustCheck("    default allow\n    log socket if arg0 != AF_PACKET"));
   EXPECT_EQ(Eval(under_allow, SYS_socket, {kHigh | 2, 1}), "notify");
-  EXPECT_EQ(Eval(under_allow, SYS_socket, {16, 1}), "allow");
+  EXPECT_EQ(Eval(under_allow, SYS_socket, {17, 1}), "allow");
 }
 
 // A comparison constant wider than the parameter can never (or always) hold

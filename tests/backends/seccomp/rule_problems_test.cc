@@ -237,14 +237,15 @@ TEST(SyscallRuleProblemsTest, ImportedMobyProfilePassesTheCheckAndCompiles) {
   EXPECT_NE(rule_form[0].message.find("OCI and Kubernetes"), std::string::npos) << rule_form[0].message;
 }
 
-// A Docker entry denying socket for AF_NETLINK (16) and AF_PACKET (17), two
+// A Docker entry denying socket for AF_INET6 (10) and AF_PACKET (17), two
 // conditions on arg0: runc ORs them (one rule each). Imported, compiled and
 // evaluated, both families are refused and others are not; the importer used
-// to AND them into a rule that never matched.
+// to AND them into a rule that never matched. (Not AF_NETLINK: the imported
+// profile keeps the network off, where the prologue refuses netlink itself.)
 TEST(SyscallRuleProblemsTest, ImportedRepeatedIndexConditionsDenyEachValue) {
   auto text = oci::ImportDockerSeccomp(
       R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["socket"], "action": "SCMP_ACT_ERRNO",
-           "args": [{"index": 0, "value": 16, "op": "SCMP_CMP_EQ"}, {"index": 0, "value": 17, "op": "SCMP_CMP_EQ"}]}]})",
+           "args": [{"index": 0, "value": 10, "op": "SCMP_CMP_EQ"}, {"index": 0, "value": 17, "op": "SCMP_CMP_EQ"}]}]})",
       {});
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   Diagnostics diagnostics;
@@ -253,14 +254,15 @@ TEST(SyscallRuleProblemsTest, ImportedRepeatedIndexConditionsDenyEachValue) {
   auto program = LinuxProgramOf(*policy);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   auto socket_with = [&](uint64_t family) { return AnswerTo(*program, AUDIT_ARCH_X86_64, SYS_socket, family); };
-  EXPECT_EQ(socket_with(16), "errno(1)") << *text;
+  EXPECT_EQ(socket_with(10), "errno(1)") << *text;
   EXPECT_EQ(socket_with(17), "errno(1)") << *text;
+  EXPECT_EQ(socket_with(16 /* AF_NETLINK */), "errno(97)") << *text;  // the network is off
   EXPECT_EQ(socket_with(1 /* AF_UNIX */), "allow") << *text;
 }
 
 // With `arch x86` libseccomp folds every socket rule into socketcall with
 // its conditions dropped, so strict's `allow socket ...` beside a policy's
-// `deny socket if arg0 == AF_NETLINK` became one condition with two
+// `deny socket if arg0 == AF_PACKET` became one condition with two
 // actions: the Linux filter failed with "libseccomp refused the rule for
 // socket: File exists" (reported at the profile) while OCI compiled. Both
 // compile now, and the i386 calls get what the rules say.
@@ -270,7 +272,7 @@ TEST(SyscallRuleProblemsTest, I386SocketRulesOfTwoActionsCompileForBothTargets) 
       "profile y2 extends strict {\n"
       "  relaxes syscalls\n"
       "  syscalls {\n"
-      "    deny socket if arg0 == AF_NETLINK errno EACCES\n"
+      "    deny socket if arg0 == AF_PACKET errno EACCES\n"
       "    arch x86\n"
       "  }\n"
       "}\n";
@@ -284,7 +286,8 @@ TEST(SyscallRuleProblemsTest, I386SocketRulesOfTwoActionsCompileForBothTargets) 
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   auto i386_call = [&](int nr, uint64_t arg0) { return AnswerTo(*program, AUDIT_ARCH_I386, nr, arg0); };
   constexpr int kI386Socket = 359, kI386Socketcall = 102;
-  EXPECT_EQ(i386_call(kI386Socket, 16 /* AF_NETLINK */), "errno(13)");
+  EXPECT_EQ(i386_call(kI386Socket, 17 /* AF_PACKET */), "errno(13)");
+  EXPECT_EQ(i386_call(kI386Socket, 16 /* AF_NETLINK */), "errno(97)");  // the network is off
   EXPECT_EQ(i386_call(kI386Socket, 1 /* AF_UNIX */), "allow");
   EXPECT_EQ(i386_call(kI386Socketcall, 1 /* SYS_SOCKET */), "errno(38)");
 }

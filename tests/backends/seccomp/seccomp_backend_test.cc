@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <termios.h>
 
 #include <gtest/gtest.h>
@@ -154,6 +155,39 @@ TEST(SeccompBackend, SocketFamiliesOutsideTheNetnsDenied) {
   EXPECT_EQ(f.Run(SYS_socket, {2 /* AF_INET */, 1}), "allow");
 }
 
+// AF_NETLINK follows the policy's network (effective_rules.h
+// NetlinkSockets): refused with it off, allowed with it on or an allow-list,
+// through the whole back end (CompileSeccomp reads policy.network).
+TEST(SeccompBackend, NetlinkSocketsFollowTheNetwork) {
+  for (ir::NetworkMode mode : {ir::NetworkMode::kOff, ir::NetworkMode::kOn, ir::NetworkMode::kAllowList}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    ir::Policy policy;
+    policy.network.mode = mode;
+    if (mode == ir::NetworkMode::kAllowList) policy.network.allow = {{"127.0.0.1", 9}};
+    policy.syscalls = StrictSyscalls();
+    auto artifacts = CompileSeccomp(policy);
+    ASSERT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+    auto bpf = std::find_if(artifacts->begin(), artifacts->end(),
+                            [](const Artifact& a) { return a.path == "linux.seccomp.bpf"; });
+    ASSERT_NE(bpf, artifacts->end());
+    const BpfProgram program = *ParseBpf(bpf->bytes);
+    auto socket_answer = [&](uint64_t family, uint64_t type) {
+      SeccompData data;
+      data.nr = SYS_socket;
+      data.arch = AUDIT_ARCH_X86_64;
+      data.args[0] = family;
+      data.args[1] = type;
+      auto r = EvaluateBpf(program, data);
+      return r.ok() ? DescribeSeccompRet(r->ret) : r.status().ToString();
+    };
+    const std::string want = mode == ir::NetworkMode::kOff ? "errno(97)" : "allow";
+    EXPECT_EQ(socket_answer(16 /* AF_NETLINK */, SOCK_RAW), want);
+    EXPECT_EQ(socket_answer((uint64_t{1} << 32) | 16, SOCK_DGRAM), want);  // int: high bits dropped
+    EXPECT_EQ(socket_answer(40 /* AF_VSOCK */, SOCK_STREAM), "errno(97)");  // whatever the network
+    EXPECT_EQ(socket_answer(1 /* AF_UNIX */, SOCK_STREAM), "allow");
+  }
+}
+
 TEST(SeccompBackend, IoctlTiocstiDenied) {
   Filter f(StrictSyscalls());
   EXPECT_EQ(f.Run(SYS_ioctl, {0, TIOCSTI}), "errno(1)");
@@ -203,8 +237,9 @@ TEST(SeccompBackend, ConditionalIoctlRulesKeepThePrefix) {
   Filter f(s);
   EXPECT_FALSE(f.compiled().guards_inline);
   // ld/jeq arch, ld nr, jeq ioctl/seccomp/clone/unshare/socket/fcntl, ld cmd, 2 jeq, ld op, jeq, ld flags,
-  // jset, ld flags, jset, ld family, 2 jeq, ld fcntl cmd, jeq F_SETLEASE, ret EPERM, ret EAFNOSUPPORT
-  EXPECT_EQ(f.compiled().prefix_instructions, 25u);
+  // jset, ld flags, jset, ld family, 3 jeq (AF_VSOCK, AF_ALG, AF_NETLINK: the network is off), ld fcntl cmd,
+  // jeq F_SETLEASE, ret EPERM, ret EAFNOSUPPORT
+  EXPECT_EQ(f.compiled().prefix_instructions, 26u);
   EXPECT_NE(f.compiled().pfc.find("cocoon guard prefix"), std::string::npos);
   EXPECT_EQ(f.Run(SYS_ioctl, {1, TIOCSTI}), "errno(1)");
   EXPECT_EQ(f.Run(SYS_ioctl, {7, TIOCSTI}), "errno(1)");  // no rule matches: the prefix still answers
@@ -298,6 +333,9 @@ TEST(SeccompBackend, CompileInputCoversWhatTheFilterReadsAndNothingElse) {
   p.network.mode = ir::NetworkMode::kAllowList;  // connect goes to the broker
   differs("an allow-list", p);
   p = base;
+  p.network.mode = ir::NetworkMode::kOn;  // netlink is no longer refused
+  differs("the network on", p);
+  p = base;
   p.syscalls.default_action = Kill();
   differs("the default action", p);
   p = base;
@@ -339,8 +377,9 @@ TEST(SeccompBackend, CompileInputTextIsStable) {
                       {"read", Allow(), {}, "@basic-io"},
                       {"socket", Kill(), {{0, ir::CompareOp::kGt, 18446744073709551615ull, 0}, {2, ir::CompareOp::kLt, 3, 0}}, ""}};
   EXPECT_EQ(SeccompCompileInput(p),
-            "cocoon-seccomp-input-v1\n"
+            "cocoon-seccomp-input-v2\n"
             "routing 1\n"
+            "netlink 1\n"
             "default 1/38\n"
             "arch 0\n"
             "arch 2\n"

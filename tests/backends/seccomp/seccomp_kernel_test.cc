@@ -154,6 +154,17 @@ TEST_F(SeccompKernel, VsockAndAlgSocketsAreRefused) {
   ExpectErrno(strict_, 0, [] { return syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }, "socket AF_UNIX");
 }
 
+// With the network off (strict_ is built that way) AF_NETLINK is refused
+// too: its receive queues are charged to no memory cgroup. Under the real
+// kernel, with and without junk in the family's upper half.
+TEST_F(SeccompKernel, NetlinkSocketsAreRefusedWithTheNetworkOff) {
+  ExpectErrno(strict_, EAFNOSUPPORT, [] { return syscall(SYS_socket, 16 /* AF_NETLINK */, SOCK_RAW, 0); },
+              "socket AF_NETLINK NETLINK_ROUTE");
+  ExpectErrno(strict_, EAFNOSUPPORT, [] { return syscall(SYS_socket, (1UL << 32) | 16, SOCK_DGRAM, 2); },
+              "socket AF_NETLINK NETLINK_USERSOCK with upper bits");
+  ExpectErrno(strict_, 0, [] { return syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0); }, "socket AF_INET");
+}
+
 TEST_F(SeccompKernel, NamespaceCreationFailsWithEperm) {
   ExpectErrno(strict_, EPERM, [] { return syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0); },
               "clone CLONE_NEWUSER");
