@@ -159,9 +159,9 @@ Status Planner::PlanMemory() {
                                   "apart, so the sandbox may hold up to twice the limit)"
                                 : "; this kernel has no memory.kmem.tcp: TCP/UDP socket buffers are not counted";
     }
-    if (options_.network != ir::NetworkMode::kOff) {
-      note += "; netlink socket receive queues are not counted (no memory cgroup charges them; with the network "
-              "off the filter refuses netlink): each socket can hold about 2 x net.core.rmem_max";
+    if (options_.network == ir::NetworkMode::kOn) {
+      note += "; netlink socket receive queues are not counted (no memory cgroup charges them; unless the network "
+              "is on the filter refuses netlink): each socket can hold about 2 x net.core.rmem_max";
     }
     return Row("memory", limit, "bytes", CgroupMechanism(cgroup_.version), note);
   }

@@ -172,33 +172,52 @@ TEST_P(SecurityProbeTest, EscapeFails) {
                            v.kind.c_str(), v.detail.c_str());
 }
 
-// The other side of the netlink refusal: it belongs to the network being
-// off (an empty namespace, where netlink has nothing to show). A profile that
-// turns the network on keeps netlink (getifaddrs, `ip`, interface lookups), so
-// under it the probe's sockets open, which it reports as ESCAPED; its queues
-// are then not charged to the memory cgroup (docs/security.md, "What is not
-// defended").
+// The other side of the netlink refusal: it belongs to the sandbox's
+// namespace holding only loopback (the network off, or an allow-list, whose
+// connections the supervisor makes from the host). A profile that turns the
+// network on keeps netlink (getifaddrs, `ip`, interface lookups), so under it
+// the probe's sockets open, which it reports as ESCAPED; its queues are then
+// not charged to the memory cgroup (docs/security.md, "What is not
+// defended"). Under an allow-list they stay refused (BLOCKED).
+Verdict NetlinkVerdictUnder(RunAs run_as, const std::string& policy_file) {
+  Scratch scratch(run_as);
+  EXPECT_TRUE(scratch.ok()) << "cannot make the scratch dir";
+  LaunchOptions launch;
+  launch.run_as = run_as;
+  launch.cocoon_args = {std::string(COCOON_SOURCE_DIR) + "/tests/security/policies/" + policy_file, "--work",
+                        scratch.work(), "--copy", scratch.StageProbe("netlink"), "--json"};
+  launch.command = {"/work/probe_netlink"};
+  std::vector<std::string> ids = HostIdArgs();
+  launch.command.insert(launch.command.end(), ids.begin(), ids.end());
+  LaunchResult r = Launch(launch);
+  EXPECT_TRUE(r.started) << r.Describe();
+  if (!r.outcome.has_value()) {
+    ADD_FAILURE() << "cocoon printed no JSON Outcome\n" << r.Describe();
+    return {};
+  }
+  Verdict v = FindVerdict(OutcomeStream(*r.outcome, "stdout") + "\n" + OutcomeStream(*r.outcome, "stderr"), "netlink");
+  v.detail += "\n" + r.Describe();
+  return v;
+}
+
 class NetworkOnTest : public ::testing::TestWithParam<RunAs> {};
 
 TEST_P(NetworkOnTest, NetlinkSocketsStillOpen) {
   const RunAs run_as = GetParam();
   if (std::string why = CannotRunAs(run_as); !why.empty())
     GTEST_SKIP() << "SKIPPED, NOT PASSED: cannot run as " << RunAsName(run_as) << ": " << why;
-  Scratch scratch(run_as);
-  ASSERT_TRUE(scratch.ok()) << "cannot make the scratch dir";
-  LaunchOptions launch;
-  launch.run_as = run_as;
-  launch.cocoon_args = {std::string(COCOON_SOURCE_DIR) + "/tests/security/policies/network_on.cocoon", "--work",
-                        scratch.work(), "--copy", scratch.StageProbe("netlink"), "--json"};
-  launch.command = {"/work/probe_netlink"};
-  std::vector<std::string> ids = HostIdArgs();
-  launch.command.insert(launch.command.end(), ids.begin(), ids.end());
-  LaunchResult r = Launch(launch);
-  ASSERT_TRUE(r.started) << r.Describe();
-  ASSERT_TRUE(r.outcome.has_value()) << "cocoon printed no JSON Outcome\n" << r.Describe();
-  Verdict v = FindVerdict(OutcomeStream(*r.outcome, "stdout") + "\n" + OutcomeStream(*r.outcome, "stderr"), "netlink");
+  Verdict v = NetlinkVerdictUnder(run_as, "network_on.cocoon");
   EXPECT_EQ(v.kind, "ESCAPED") << "with the network on, netlink sockets must still open: " << v.kind << " "
-                               << v.detail << "\n" << r.Describe();
+                               << v.detail;
+}
+
+TEST_P(NetworkOnTest, AnAllowListStillRefusesNetlink) {
+  const RunAs run_as = GetParam();
+  if (std::string why = CannotRunAs(run_as); !why.empty())
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): cannot run as " << RunAsName(run_as) << ": " << why;
+  Verdict v = NetlinkVerdictUnder(run_as, "network_allow_list.cocoon");
+  EXPECT_EQ(v.kind, "BLOCKED") << "an allow-list runs in a loopback-only namespace: netlink must stay refused: "
+                               << v.kind << " " << v.detail;
 }
 
 INSTANTIATE_TEST_SUITE_P(NetworkOn, NetworkOnTest, ::testing::Values(RunAs::kRoot, RunAs::kUser),

@@ -550,6 +550,10 @@ NetlinkSockets NetlinkSocketsFor(const ir::Network& network) {
   return network.mode == ir::NetworkMode::kOff ? NetlinkSockets::kRefused : NetlinkSockets::kAllowed;
 }
 
+NetlinkSockets EnforcerNetlinkSocketsFor(const ir::Network& network) {
+  return network.mode == ir::NetworkMode::kOn ? NetlinkSockets::kAllowed : NetlinkSockets::kRefused;
+}
+
 EffectiveSyscalls ComputeEffectiveSyscalls(const ir::Syscalls& policy, PrologueGuardForm ioctl_form,
                                            ConnectRouting connect, NetlinkSockets netlink) {
   Prepared prepared = Prepare(policy, ioctl_form, connect, netlink);

@@ -162,14 +162,22 @@ enum class ConnectRouting { kFilter, kSupervisor };
 // glibc's getaddrinfo falls back when it cannot open one (AI_ADDRCONFIG then
 // assumes IPv4 and IPv6); getifaddrs, if_nameindex and Node's
 // os.networkInterfaces() fail with EAFNOSUPPORT instead of listing `lo`. With the
-// network on or an allow-list netlink stays: `ip`, getifaddrs and interface
-// lookups are real there (kubernetes' allow-list is the pod's network), and
-// docs/security.md says its queues are not charged to the memory limit.
-// Decided by the policy's network, never by its syscall rules, so a child
-// profile that allows `socket` (or `default allow`) keeps the refusal, and
-// one that turns the network on loses it.
+// network on netlink stays: `ip`, getifaddrs and interface lookups are
+// real there, and docs/security.md says its queues are not charged to the
+// memory limit. Decided by the policy's network, never by its syscall
+// rules, so a child profile that allows `socket` (or `default allow`) keeps
+// the refusal, and one that turns the network on loses it.
 enum class NetlinkSockets { kRefused, kAllowed };
+// For the OCI/Kubernetes profile: refused with the network off only. One
+// profile serves both, and a Kubernetes allow-list is a NetworkPolicy on
+// the pod's real network, where interface lookups are real.
 NetlinkSockets NetlinkSocketsFor(const ir::Network& network);
+// For `cocoon enforce`'s filter: refused unless the network is on. An
+// allow-list runs in the same loopback-only namespace as the network off
+// (the connect broker reaches the host from the supervisor,
+// docs/security.md "Network allow-lists"), so netlink has nothing to report
+// there either and only its uncharged queues would be left.
+NetlinkSockets EnforcerNetlinkSocketsFor(const ir::Network& network);
 
 // `netlink` defaults to the refusal, as ir::Network defaults to the network
 // off: a caller that forgets it fails closed. The back ends pass

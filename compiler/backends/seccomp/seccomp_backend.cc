@@ -668,8 +668,8 @@ std::string SeccompCompileInput(const ir::Policy& policy) {
   };
   text += "cocoon-seccomp-input-v2\nrouting ";
   number(static_cast<int>(SeccompConnectRouting(policy)));
-  text += "\nnetlink ";  // the prologue refuses AF_NETLINK with the network off
-  number(static_cast<int>(NetlinkSocketsFor(policy.network)));
+  text += "\nnetlink ";  // the prologue refuses AF_NETLINK unless the network is on
+  number(static_cast<int>(EnforcerNetlinkSocketsFor(policy.network)));
   text += "\ndefault ";
   action(syscalls.default_action);
   text += syscalls.default_explicitly_allows ? " explicit\n" : "\n";
@@ -704,7 +704,7 @@ std::string SeccompCompileInput(const ir::Policy& policy) {
 std::vector<ir::SyscallRuleProblem> FilterBuildProblems(const ir::Policy& policy) {
   EffectiveSyscalls rules =
       ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy),
-                               NetlinkSocketsFor(policy.network));
+                               EnforcerNetlinkSocketsFor(policy.network));
   std::vector<ir::SyscallRuleProblem> problems = RuleProblems(rules);
   const SeccompFilterOptions options = FilterOptionsFor(policy);
   // A permissive default the policy did not write is refused by the
@@ -732,13 +732,13 @@ std::vector<ir::SyscallRuleProblem> SyscallRuleProblems(const ir::Policy& policy
   // where the filter does not (moby's `allow socket if arg0 > 0x28` against
   // the socket-family guard); those targets still refuse at compile time.
   return RuleProblems(ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix,
-                                               SeccompConnectRouting(policy), NetlinkSocketsFor(policy.network)));
+                                               SeccompConnectRouting(policy), EnforcerNetlinkSocketsFor(policy.network)));
 }
 
 Result<std::vector<Artifact>> CompileSeccomp(const ir::Policy& policy) {
   return CompileSeccompFromRules(
       policy, ComputeEffectiveSyscalls(policy.syscalls, PrologueGuardForm::kBpfPrefix, SeccompConnectRouting(policy),
-                                       NetlinkSocketsFor(policy.network)));
+                                       EnforcerNetlinkSocketsFor(policy.network)));
 }
 
 Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules) {

@@ -169,7 +169,7 @@ class FilterBuildProblemsMemo {
 
 // CompileSeccomp with its effective rules already computed: `rules` must be
 // ComputeEffectiveSyscalls(policy.syscalls, kBpfPrefix,
-// SeccompConnectRouting(policy), NetlinkSocketsFor(policy.network)).
+// SeccompConnectRouting(policy), EnforcerNetlinkSocketsFor(policy.network)).
 Result<std::vector<Artifact>> CompileSeccompFromRules(const ir::Policy& policy, const EffectiveSyscalls& rules);
 
 // Fills libseccomp's process-wide state (the API level and the kernel

@@ -196,6 +196,12 @@ TEST(EffectiveRules, NetlinkIsRefusedOnlyWithTheNetworkOff) {
   EXPECT_EQ(NetlinkSocketsFor(ir::Network{ir::NetworkMode::kOn, {}}), NetlinkSockets::kAllowed);
   EXPECT_EQ(NetlinkSocketsFor(ir::Network{ir::NetworkMode::kAllowList, {{"127.0.0.1", 9}}}),
             NetlinkSockets::kAllowed);
+  // cocoon enforce runs an allow-list in the loopback-only namespace of the
+  // network off (its connect broker reaches the host from the supervisor).
+  EXPECT_EQ(EnforcerNetlinkSocketsFor(ir::Network{ir::NetworkMode::kOff, {}}), NetlinkSockets::kRefused);
+  EXPECT_EQ(EnforcerNetlinkSocketsFor(ir::Network{ir::NetworkMode::kOn, {}}), NetlinkSockets::kAllowed);
+  EXPECT_EQ(EnforcerNetlinkSocketsFor(ir::Network{ir::NetworkMode::kAllowList, {{"127.0.0.1", 9}}}),
+            NetlinkSockets::kRefused);
   ir::Syscalls s = StrictSyscalls();
   AddRule(s, "socket", Allow());  // named singly: still no reopening
   auto netlink_refusals = [](const EffectiveSyscalls& e) {
