@@ -1,7 +1,5 @@
 // cocoon-full's side of the compiler seam (policy_compile.h): the whole
 // compiler, in process.
-#include <climits>
-#include <cstdlib>
 
 #include "cli/frontend_util.h"
 #include "cli/policy_compile.h"
@@ -52,9 +50,12 @@ Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::str
                                                   compiled.seccomp_bpf);
   COCOON_ASSIGN_OR_RETURN(auto plan, backends::CompileLinuxPlan(*policy, bpf));
   compiled.plan_json = plan.at(0).bytes;
-  for (const auto& file : policy->source_files) {
-    char real[PATH_MAX];
-    if (realpath(file.c_str(), real) != nullptr) compiled.source_files.push_back(real);
+  // What the front end read and parsed, never a second read of the files:
+  // an edit since would otherwise be recorded as what this plan came from.
+  for (const auto& source : policy->source_digests) {
+    if (source.path.empty()) continue;  // not read from a file
+    compiled.source_files.push_back(source.path);
+    compiled.source_sha256.push_back(source.sha256);
   }
   compiled.shadowing_paths = policy->shadowing_paths;
   return compiled;

@@ -158,16 +158,19 @@ std::optional<CompiledLinuxArtifacts> ArtifactCache::Lookup(const std::string& k
 
 Status ArtifactCache::Store(const std::string& key, const CompiledLinuxArtifacts& artifacts) const {
   if (dir_.empty() || key.empty()) return InvalidArgumentError("no cache directory");
+  if (artifacts.source_sha256.size() != artifacts.source_files.size()) {
+    return InvalidArgumentError("cache entry without the digest of every source file it was compiled from");
+  }
   COCOON_RETURN_IF_ERROR(MakeDirs(dir_));
   nlohmann::json index;
   index["plan"] = {{"size", artifacts.plan_json.size()}, {"sha256", Sha256Hex(artifacts.plan_json)}};
   index["bpf"] = {{"size", artifacts.seccomp_bpf.size()}, {"sha256", Sha256Hex(artifacts.seccomp_bpf)}};
   index["sidecar"] = {{"size", artifacts.seccomp_sidecar_json.size()}, {"sha256", Sha256Hex(artifacts.seccomp_sidecar_json)}};
   index["sources"] = nlohmann::json::array();
-  for (const auto& path : artifacts.source_files) {
-    auto bytes = ReadSmallFile(path, false);
-    if (!bytes) return NotFoundError("cannot hash policy source " + path);
-    index["sources"].push_back({{"path", path}, {"sha256", Sha256Hex(*bytes)}});
+  // The digests of what the compiler parsed, not of the files now: an edit
+  // since then must make this entry a miss, not the old plan's new key.
+  for (size_t i = 0; i < artifacts.source_files.size(); ++i) {
+    index["sources"].push_back({{"path", artifacts.source_files[i]}, {"sha256", artifacts.source_sha256[i]}});
   }
   index["absent"] = artifacts.shadowing_paths;
   std::string data = index.dump() + "\n" + artifacts.plan_json + artifacts.seccomp_bpf + artifacts.seccomp_sidecar_json;
@@ -203,10 +206,11 @@ std::optional<std::string> ArtifactCache::LookupBlob(const std::string& key, std
 }
 
 Status ArtifactCache::StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files,
-                                std::vector<std::string> shadowing_paths) const {
+                                std::vector<std::string> source_sha256, std::vector<std::string> shadowing_paths) const {
   CompiledLinuxArtifacts entry;
   entry.plan_json = std::move(blob);
   entry.source_files = std::move(source_files);
+  entry.source_sha256 = std::move(source_sha256);
   entry.shadowing_paths = std::move(shadowing_paths);
   return Store(key, entry);
 }

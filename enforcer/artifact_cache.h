@@ -6,8 +6,9 @@
 // executable (so a rebuilt compiler never gets a stale filter), the profile
 // name, $COCOON_POLICY_PATH (where `import` searches), the root policy
 // file's absolute path and its bytes. Each entry also records every source
-// file the policy was compiled from (includes, imports) with its SHA-256, and
-// a lookup re-hashes them: an edited include is a miss. It records too the
+// file the policy was compiled from (includes, imports) with the SHA-256 of
+// the bytes the compiler parsed (never of a second read), and a lookup
+// re-hashes them: an edited include is a miss. It records too the
 // paths an include or import tried before the file it read (the policy's
 // own directory, before the shipped policies/ for `import "strict"`), and a
 // regular file at one of them now is a miss: the policy would import that
@@ -39,6 +40,11 @@ struct CompiledLinuxArtifacts {
   // Paths that held no file when the policy was compiled and would change
   // an include or import if one appeared (ir::Policy::shadowing_paths).
   std::vector<std::string> shadowing_paths{};
+  // The SHA-256 of each source file's bytes as the compiler parsed them,
+  // one per source_files entry (ir::Policy::source_digests). Store records
+  // these and refuses an entry without them: hashing the files again at
+  // store time would pair this plan with whatever text is there by then.
+  std::vector<std::string> source_sha256{};
 };
 
 // The executable that compiles policies into cached artifacts: the cache key
@@ -73,8 +79,9 @@ class ArtifactCache {
   // artifacts stay empty. Use a KeyFor profile string of your own so blob and
   // artifact keys never collide.
   std::optional<std::string> LookupBlob(const std::string& key, std::vector<std::string>* source_files = nullptr) const;
+  // source_sha256: one per source_files entry, as in CompiledLinuxArtifacts.
   Status StoreBlob(const std::string& key, std::string blob, std::vector<std::string> source_files,
-                   std::vector<std::string> shadowing_paths) const;
+                   std::vector<std::string> source_sha256, std::vector<std::string> shadowing_paths) const;
 
   const std::string& dir() const { return dir_; }
 

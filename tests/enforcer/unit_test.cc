@@ -10,8 +10,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "compiler/common/digest.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/notify.h"
 #include "enforcer/outcome.h"
@@ -141,6 +143,11 @@ class CacheTest : public ::testing::Test {
     std::ofstream(policy_) << "profile p {}\n";
   }
   void TearDown() override { system(("rm -rf " + dir_).c_str()); }
+  // The digest the compiler would record for the policy as it is now.
+  std::string PolicyDigest() const {
+    std::ifstream in(policy_);
+    return Sha256Hex(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
   std::string dir_, policy_;
 };
 
@@ -150,7 +157,7 @@ TEST_F(CacheTest, StoreLookupAndInvalidation) {
   ASSERT_EQ(key.size(), 64u);
   EXPECT_NE(key, ArtifactCache::KeyFor(policy_, "other")) << "profile is part of the key";
   EXPECT_FALSE(cache.Lookup(key).has_value());
-  CompiledLinuxArtifacts artifacts{"{plan}", std::string("\x06\0\0\0\0\0\xff\x7f", 8), "{}", {policy_}};
+  CompiledLinuxArtifacts artifacts{"{plan}", std::string("\x06\0\0\0\0\0\xff\x7f", 8), "{}", {policy_}, {}, {PolicyDigest()}};
   ASSERT_TRUE(cache.Store(key, artifacts).ok());
   auto hit = cache.Lookup(key);
   ASSERT_TRUE(hit.has_value());
@@ -173,7 +180,7 @@ TEST_F(CacheTest, AFileWhereAnImportLookedFirstOrAnotherSearchPathIsAMiss) {
   EXPECT_NE(ArtifactCache::KeyFor(policy_, "p"), key);
   unsetenv("COCOON_POLICY_PATH");
   const std::string shadow = dir_ + "/strict.cocoon";
-  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {policy_}, {shadow}};
+  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {policy_}, {shadow}, {PolicyDigest()}};
   ASSERT_TRUE(cache.Store(key, artifacts).ok());
   auto hit = cache.Lookup(key);
   ASSERT_TRUE(hit.has_value());
