@@ -44,7 +44,9 @@ Result<std::string> FindStrict() {
   for (const std::string& dir : frontend::DefaultSearchPaths()) {
     std::error_code ec;
     std::string path = (fs::path(dir) / "strict.cocoon").string();
-    if (fs::is_regular_file(path, ec)) return path;
+    // Absolute: the generated policy imports it from the quick dir, where a
+    // relative COCOON_POLICY_PATH entry (read from here) means nothing.
+    if (fs::is_regular_file(path, ec)) return fs::absolute(path, ec).lexically_normal().string();
   }
   return NotFoundError("strict.cocoon not found in the policy search path; set COCOON_POLICY_PATH");
 }

@@ -95,7 +95,38 @@ static const std::string& CompilerIdentity() {
 // What every key starts with: the cache layout's version, cocoon's version
 // and the compiler that produced the entry.
 static std::string KeyMaterialPrefix() {
-  return std::string("cocoon-cache-v3\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n";
+  return std::string("cocoon-cache-v4\n") + COCOON_VERSION_STRING + "\n" + CompilerIdentity() + "\n";
+}
+
+// The search path `import` falls back on (frontend/search_paths.h): the
+// same policy imports other files under another one. A relative entry names
+// a directory below the current one (the loader joins it to the import's
+// name and opens that), so it goes into the key made absolute: with the raw
+// text, runs from two directories with COCOON_POLICY_PATH=p shared an entry,
+// and the second got the first one's import. nullopt if the current
+// directory is unknown (no key, no cache).
+static std::optional<std::string> SearchPathKeyMaterial() {
+  const char* search = getenv("COCOON_POLICY_PATH");
+  if (search == nullptr || *search == '\0') return std::string();  // the shipped policies/: in the compiler's identity
+  std::string material, cwd;
+  std::string_view rest = search;
+  while (!rest.empty()) {
+    size_t colon = rest.find(':');
+    std::string_view dir = rest.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    if (dir.empty()) continue;  // skipped by the loader too
+    if (dir.front() != '/') {
+      if (cwd.empty()) {
+        char here[PATH_MAX];
+        if (getcwd(here, sizeof(here)) == nullptr) return std::nullopt;
+        cwd = here;
+      }
+      material += cwd + "/";
+    }
+    material.append(dir);
+    material.push_back('\0');  // no path holds one: entries cannot run together
+  }
+  return material;
 }
 
 std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::string& profile) {
@@ -103,11 +134,9 @@ std::string ArtifactCache::KeyFor(const std::string& policy_path, const std::str
   if (realpath(policy_path.c_str(), real) == nullptr) return "";
   auto bytes = ReadSmallFile(real, false);
   if (!bytes) return "";
-  // The search path `import` falls back on (frontend/search_paths.h): the
-  // same policy imports other files under another one.
-  const char* search = getenv("COCOON_POLICY_PATH");
-  return Sha256Hex(KeyMaterialPrefix() + profile + "\n" + (search != nullptr ? search : "") + "\n" + real + "\n" +
-                   *bytes);
+  std::optional<std::string> search = SearchPathKeyMaterial();
+  if (!search) return "";
+  return Sha256Hex(KeyMaterialPrefix() + profile + "\n" + *search + "\n" + real + "\n" + *bytes);
 }
 
 std::string ArtifactCache::KeyForContent(std::string_view domain, std::string_view content) {

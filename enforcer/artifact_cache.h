@@ -4,7 +4,8 @@
 //
 // Key: SHA-256 over the cocoon version, the identity of the running cocoon
 // executable (so a rebuilt compiler never gets a stale filter), the profile
-// name, $COCOON_POLICY_PATH (where `import` searches), the root policy
+// name, $COCOON_POLICY_PATH (where `import` searches; a relative entry made
+// absolute, as the loader reads it from the current directory), the root policy
 // file's absolute path and its bytes. Each entry also records every source
 // file the policy was compiled from (includes, imports) with the SHA-256 of
 // the bytes the compiler parsed (never of a second read), and a lookup

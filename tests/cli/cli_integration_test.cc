@@ -3745,3 +3745,52 @@ TEST_F(CocoonLauncher, PolicyMistakesOnAColdCacheAreReportedByCocoonFull) {
 }
 
 }  // namespace
+namespace {
+
+// strict.cocoon with another host name: a base profile whose effect a run
+// prints (`/bin/hostname`).
+std::string StrictWithHostname(const std::string& hostname) {
+  std::ifstream in(COCOON_POLICIES_DIR "/strict.cocoon");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string strict = text.str();
+  const std::string from = "hostname sandbox";
+  size_t at = strict.find(from);
+  EXPECT_NE(at, std::string::npos) << "strict.cocoon sets no hostname any more";
+  if (at != std::string::npos) strict.replace(at, from.size(), "hostname " + hostname);
+  return strict;
+}
+
+}  // namespace
+
+// `import` resolves a relative COCOON_POLICY_PATH entry against the current
+// directory, so the cache key must too: with the raw text in the key, a run
+// from another directory with COCOON_POLICY_PATH=p was served the first
+// run's import (seen failing on that code: both printed "one").
+TEST(CocoonEnforce, ARelativePolicyPathResolvesFromEachRunsOwnDirectoryCachedOrNot) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-relative-search-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  for (const char* sub : {"a/p", "b/p", "policy", "cache"}) fs::create_directories(dir / sub);
+  std::ofstream(dir / "a" / "p" / "base.cocoon") << StrictWithHostname("one");
+  std::ofstream(dir / "b" / "p" / "base.cocoon") << StrictWithHostname("two");
+  // `cocoon run`'s base, found in the search path (it once went into the
+  // generated policy as the relative p/strict.cocoon, which nothing found).
+  std::ofstream(dir / "a" / "p" / "strict.cocoon") << StrictWithHostname("one");
+  std::ofstream(dir / "b" / "p" / "strict.cocoon") << StrictWithHostname("two");
+  const std::string policy = (dir / "policy" / "mine.cocoon").string();
+  std::ofstream(policy) << "import \"base\"\nprofile mine extends strict {}\n";
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()},
+                                                                {"COCOON_POLICY_PATH", "p"}};
+  for (int round = 0; round < 2; ++round) {  // the second round from a warm cache
+    for (const char* cwd : {"a", "b"}) {
+      const std::string expected = std::string(cwd) == "a" ? "one\n" : "two\n";
+      Ran ran = Cocoon({"enforce", policy, "--", "/bin/hostname"}, (dir / cwd).string(), env);
+      EXPECT_EQ(ran.status, 0) << ran.err;
+      EXPECT_EQ(ran.out, expected) << "enforce from " << cwd << ", round " << round;
+      Ran run = Cocoon({"run", "--", "/bin/hostname"}, (dir / cwd).string(), env);
+      EXPECT_EQ(run.status, 0) << run.err;
+      EXPECT_EQ(run.out, expected) << "run from " << cwd << ", round " << round;
+    }
+  }
+  fs::remove_all(dir);
+}

@@ -192,6 +192,29 @@ TEST_F(CacheTest, AFileWhereAnImportLookedFirstOrAnotherSearchPathIsAMiss) {
   EXPECT_FALSE(cache.Lookup(key).has_value()) << "`import \"strict\"` would read the new file";
 }
 
+// `import` reads a relative $COCOON_POLICY_PATH entry from the current
+// directory: the key holds it made absolute, so runs from two directories
+// never share an entry (with the raw text they did, and the second run got
+// the first one's import).
+TEST_F(CacheTest, ARelativeSearchPathIsKeyedByTheDirectoryItNamesFromHere) {
+  ASSERT_EQ(mkdir((dir_ + "/a").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((dir_ + "/b").c_str(), 0700), 0);
+  char* here = getcwd(nullptr, 0);
+  ASSERT_NE(here, nullptr);
+  setenv("COCOON_POLICY_PATH", "p", 1);
+  ASSERT_EQ(chdir((dir_ + "/a").c_str()), 0);
+  const std::string from_a = ArtifactCache::KeyFor(policy_, "p");
+  ASSERT_EQ(chdir((dir_ + "/b").c_str()), 0);
+  const std::string from_b = ArtifactCache::KeyFor(policy_, "p");
+  setenv("COCOON_POLICY_PATH", (dir_ + "/b/p").c_str(), 1);
+  const std::string absolute_b = ArtifactCache::KeyFor(policy_, "p");
+  unsetenv("COCOON_POLICY_PATH");
+  ASSERT_EQ(chdir(here), 0);
+  free(here);
+  EXPECT_NE(from_a, from_b) << "p is " << dir_ << "/a/p from one and " << dir_ << "/b/p from the other";
+  EXPECT_EQ(from_b, absolute_b) << "the same directories, the same key";
+}
+
 TEST_F(CacheTest, TamperedOrWorldWritableEntriesAreIgnored) {
   ArtifactCache cache(dir_ + "/cache");
   std::string key = ArtifactCache::KeyFor(policy_, "p");
