@@ -246,7 +246,7 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
       "The command reads cocoon's stdin unless its code came from there. Exit\n"
       "status: the command's (124 on timeout, 128+N on signal N), 1 when refused,\n"
       "2 on usage, 125 when the work dir could not be verified (nothing was\n"
-      "committed).\n"
+      "committed) or the output could not be written in full (stderr says so).\n"
       "--ro refuses /, /etc, /tmp, /var/tmp, /boot, /root themselves, /proc, /sys,\n"
       "/dev, /run, /var/run and below, and unix sockets (read-only does not stop a\n"
       "connect); --work refuses system trees and any dir holding the artifact\n"

@@ -3794,3 +3794,30 @@ TEST(CocoonEnforce, ARelativePolicyPathResolvesFromEachRunsOwnDirectoryCachedOrN
   }
   fs::remove_all(dir);
 }
+
+// Where stdout cannot take what cocoon writes there (a full disk: /dev/full
+// fails every write with ENOSPC), the run is reported on stderr and exits
+// 125, never 0 with half an Outcome (seen failing on the old code: exit 0,
+// and no word from `run --json`, `run --stream` and pass-through).
+TEST(CocoonRun, OutputThatCannotBeWrittenExits125WithANote) {
+  const std::string strict = COCOON_POLICIES_DIR "/strict.cocoon";
+  const std::vector<std::vector<std::string>> commands = {
+      {"enforce", "--json", strict, "--", "/bin/echo", "hi"},
+      {"enforce", strict, "--", "/bin/echo", "hi"},
+      {"run", "--json", "--", "/bin/echo", "hi"},
+      {"run", "--stream", "--", "/bin/echo", "hi"},
+      {"run", "--", "/bin/echo", "hi"},
+      {"pipeline", "--json", "-s", "bash:echo hi"},
+      {"pipeline", "-s", "bash:echo hi"},
+  };
+  for (const auto& command : commands) {
+    if (command[0] == "pipeline" && !fs::exists("/bin/bash")) continue;
+    std::vector<std::string> args = {"-c", "exec \"$0\" \"$@\" > /dev/full", COCOON_BINARY};
+    args.insert(args.end(), command.begin(), command.end());
+    Ran ran = Cocoon(args, "", {}, "/bin/sh");
+    std::string shown;
+    for (const auto& word : command) shown += word + " ";
+    EXPECT_EQ(ran.status, 125) << shown << ran.err;
+    EXPECT_NE(ran.err.find("could not be written"), std::string::npos) << shown << ran.err;
+  }
+}
