@@ -40,10 +40,9 @@ Result<enforcer::CompiledLinuxArtifacts> SeccompFilterFor(const ir::Policy& poli
   return filter;
 }
 
-}  // namespace
-
-Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string& path, const std::string& profile) {
-  auto policy = CheckPolicyFile(path, profile);
+// The artifacts of a checked policy, with the digests of what the front end
+// parsed.
+Result<enforcer::CompiledLinuxArtifacts> CompileCheckedPolicy(Result<ir::Policy> policy) {
   if (!policy.ok()) return InvalidArgumentError(policy.status().message() + "; refusing to run");
   COCOON_ASSIGN_OR_RETURN(enforcer::CompiledLinuxArtifacts compiled, SeccompFilterFor(*policy));
   backends::Artifact bpf = backends::MakeArtifact("linux", "linux.seccomp.bpf", "application/vnd.cocoon.seccomp-bpf",
@@ -61,15 +60,31 @@ Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::str
   return compiled;
 }
 
-Result<ir::Policy> CheckPolicyFile(const std::string& path, const std::string& profile) {
+Result<ir::Policy> CheckPolicyFileWithText(const std::string& path, const std::string* text, const std::string& profile) {
   frontend::FrontendOptions options;
   AddBackEndChecks(options);
   Diagnostics diagnostics(options.diagnostics);
-  auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
+  auto policy = text != nullptr ? frontend::CompilePolicyFileText(path, *text, profile, options, diagnostics)
+                                : frontend::CompilePolicyFile(path, profile, options, diagnostics);
   // A policy failure, not a usage error: exit 1 from enforce, run and
   // pipeline alike (docs/cli.md).
   if (!policy) return FailedPreconditionError(diagnostics.Render() + path + ": the policy does not check");
   return *policy;
+}
+
+}  // namespace
+
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string& path, const std::string& profile) {
+  return CompileCheckedPolicy(CheckPolicyFileWithText(path, nullptr, profile));
+}
+
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyTextOnCacheMiss(const std::string& path, const std::string& text,
+                                                                      const std::string& profile) {
+  return CompileCheckedPolicy(CheckPolicyFileWithText(path, &text, profile));
+}
+
+Result<ir::Policy> CheckPolicyFile(const std::string& path, const std::string& profile) {
+  return CheckPolicyFileWithText(path, nullptr, profile);
 }
 
 Result<ir::Policy> CheckPolicyText(const std::string& display_name, const std::string& text,

@@ -15,10 +15,14 @@
 // regular file at one of them now is a miss: the policy would import that
 // file now, and the recompile does.
 //
-// Trust: an entry is used only if the cache directory and the entry file are
-// owned by us (or root) and not writable by group or others, and every
-// artifact's SHA-256 matches the one stored in the entry. Anything else is a
-// miss (and logged at debug level), never an error: the caller recompiles.
+// Trust: an entry is used only if the cache directory, every directory above
+// it (OpenTrustedCacheDir) and the entry file are owned by us (or root) and
+// not writable by group or others, and every artifact's SHA-256 matches the
+// one stored in the entry. Anything else is a miss, never an error: the
+// caller recompiles. Nothing is written into a directory that fails the same
+// check (Store returns why): another user who can rename the directory, or
+// one above it, could put their own entries -- or `cocoon run`'s generated
+// policy -- in its place.
 //
 // Location: $COCOON_CACHE_DIR, else /var/cache/cocoon for root, else
 // $XDG_CACHE_HOME/cocoon, else ~/.cache/cocoon.
@@ -57,6 +61,17 @@ inline constexpr char kCompilerExecutableName[] = "cocoon-full";
 // cannot be read.
 std::string CompilerExecutablePath();
 
+enum class CacheDirCreation { kExisting, kCreateMissing };
+
+// Opens `dir` (absolute) as a cache directory: an O_PATH|O_DIRECTORY fd, for
+// openat and friends. Symlinks in the name are resolved first; then each
+// directory from / down is opened without following one, and must be owned
+// by us or root and not writable by group or others -- above the last, a
+// sticky one (/tmp) is fine: nobody else can rename what is ours in it.
+// kCreateMissing makes missing directories (mode 0700) inside checked ones.
+// The error names the directory that failed and why.
+Result<int> OpenTrustedCacheDir(const std::string& dir, CacheDirCreation creation);
+
 class ArtifactCache {
  public:
   explicit ArtifactCache(std::string dir) : dir_(std::move(dir)) {}
@@ -64,6 +79,9 @@ class ArtifactCache {
 
   // Key for a root policy file and profile; "" if the file cannot be read.
   static std::string KeyFor(const std::string& policy_path, const std::string& profile);
+  // The same key for the policy file at `policy_path` whose bytes the caller
+  // holds (`text`; the file is not read): "" if the path cannot be resolved.
+  static std::string KeyForText(const std::string& policy_path, const std::string& text, const std::string& profile);
   // Key for artifacts derived from `content` alone (the seccomp back end's
   // input, cli/policy_compile_util.cc), under the same version and compiler
   // identity as KeyFor. `domain` keeps kinds of content apart.
@@ -87,6 +105,7 @@ class ArtifactCache {
   const std::string& dir() const { return dir_; }
 
  private:
+  Status StoreAt(int dir_fd, const std::string& key, const CompiledLinuxArtifacts& artifacts) const;
   std::string dir_;
 };
 

@@ -3761,6 +3761,17 @@ std::string StrictWithHostname(const std::string& hostname) {
   return strict;
 }
 
+// Every entry under `dir`, as paths relative to it.
+std::vector<std::string> EntriesUnder(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    names.push_back(fs::relative(it->path(), dir).string());
+  }
+  return names;
+}
+
 }  // namespace
 
 // `import` resolves a relative COCOON_POLICY_PATH entry against the current
@@ -3820,4 +3831,36 @@ TEST(CocoonRun, OutputThatCannotBeWrittenExits125WithANote) {
     EXPECT_EQ(ran.status, 125) << shown << ran.err;
     EXPECT_NE(ran.err.find("could not be written"), std::string::npos) << shown << ran.err;
   }
+}
+
+// A cache directory that another user could change (it, or a directory
+// above it, is theirs or writable by others) is neither read nor written:
+// `enforce` compiles and runs without it, `run` (which keeps its generated
+// policy there) refuses and says why. Root once wrote its entries and the
+// `quick` policy files into such a dir, and `run` compiled whatever policy
+// that user put there (seen failing on the old code: entries were written).
+TEST(CocoonRun, ACacheDirAnotherUserCouldChangeIsNotUsed) {
+  if (geteuid() != 0) GTEST_SKIP() << "NOT CHECKED: needs root, to make a directory another user owns";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-untrusted-cache-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "theirs" / "cache");
+  fs::create_directories(dir / "owned");
+  fs::create_directories(dir / "open");
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  ASSERT_EQ(chown((dir / "theirs").c_str(), 65534, 65534), 0);  // they can rename our `cache` away
+  ASSERT_EQ(chown((dir / "owned").c_str(), 65534, 65534), 0);   // theirs outright
+  ASSERT_EQ(chmod((dir / "open").c_str(), 0777), 0);            // anyone's to write
+  const std::string strict = COCOON_POLICIES_DIR "/strict.cocoon";
+  for (const fs::path& cache : {dir / "theirs" / "cache", dir / "owned", dir / "open"}) {
+    const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", cache.string()}};
+    Ran enforce = Cocoon({"enforce", strict, "--", "/bin/echo", "ran"}, "", env);
+    EXPECT_EQ(enforce.status, 0) << cache << enforce.err;
+    EXPECT_EQ(enforce.out, "ran\n") << cache;
+    Ran run = Cocoon({"run", "--", "/bin/echo", "ran"}, "", env);
+    EXPECT_EQ(run.status, 1) << cache << run.err;
+    EXPECT_EQ(run.out, "") << cache;
+    EXPECT_NE(run.err.find("COCOON_CACHE_DIR"), std::string::npos) << cache << run.err;
+    EXPECT_EQ(EntriesUnder(cache), std::vector<std::string>{}) << cache << ": written although untrusted";
+  }
+  fs::remove_all(dir);
 }

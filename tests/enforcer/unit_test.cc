@@ -215,6 +215,37 @@ TEST_F(CacheTest, ARelativeSearchPathIsKeyedByTheDirectoryItNamesFromHere) {
   EXPECT_EQ(from_b, absolute_b) << "the same directories, the same key";
 }
 
+// A cache directory another user could change -- theirs, writable by
+// others, or below a directory of theirs (they can rename it away and put
+// their own in its place) -- is neither read nor written (Store once wrote
+// into any of them).
+TEST_F(CacheTest, ACacheDirAnotherUserCouldChangeIsNeitherReadNorWritten) {
+  if (geteuid() != 0) GTEST_SKIP() << "NOT CHECKED: needs root, to make a directory another user owns";
+  const std::string theirs = dir_ + "/theirs", owned = dir_ + "/owned", open = dir_ + "/open";
+  ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((theirs + "/cache").c_str(), 0700), 0);
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(mkdir(owned.c_str(), 0755), 0);
+  ASSERT_EQ(chown(owned.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  const std::string key = ArtifactCache::KeyFor(policy_, "p");
+  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {}};
+  for (const std::string& dir : {theirs + "/cache", owned, open, owned + "/below"}) {
+    ArtifactCache cache(dir);
+    EXPECT_FALSE(cache.Store(key, artifacts).ok()) << dir;
+    EXPECT_NE(access((dir + "/" + key + ".entry").c_str(), F_OK), 0) << dir << ": written";
+    EXPECT_NE(access((owned + "/below").c_str(), F_OK), 0) << "a directory made in " << owned;
+  }
+  // An entry that is there already (put before the directory above changed
+  // hands, say) is not read either.
+  ASSERT_EQ(chown(theirs.c_str(), 0, 0), 0);
+  ASSERT_TRUE(ArtifactCache(theirs + "/cache").Store(key, artifacts).ok());
+  ASSERT_TRUE(ArtifactCache(theirs + "/cache").Lookup(key).has_value());
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(ArtifactCache(theirs + "/cache").Lookup(key).has_value());
+}
+
 TEST_F(CacheTest, TamperedOrWorldWritableEntriesAreIgnored) {
   ArtifactCache cache(dir_ + "/cache");
   std::string key = ArtifactCache::KeyFor(policy_, "p");
