@@ -45,7 +45,9 @@ Result<std::string> FindStrict() {
   for (const std::string& dir : frontend::DefaultSearchPaths()) {
     std::error_code ec;
     std::string path = (fs::path(dir) / "strict.cocoon").string();
-    if (fs::is_regular_file(path, ec)) return path;
+    // Absolute: the generated policy imports it from the quick dir, where a
+    // relative COCOON_POLICY_PATH entry (read from here) means nothing.
+    if (fs::is_regular_file(path, ec)) return fs::absolute(path, ec).lexically_normal().string();
   }
   return NotFoundError("strict.cocoon not found in the policy search path; set COCOON_POLICY_PATH");
 }
@@ -667,33 +669,64 @@ Result<ir::Policy> CompileQuickPolicy(const QuickPolicy& policy, std::string* wa
   return compiled;
 }
 
-Result<std::string> QuickDir() {
+namespace {
+
+// <artifact cache>/quick, opened (an O_PATH fd the caller closes). The files
+// here become policies and are bound into sandboxes: the cache directory and
+// every directory above it must pass the artifact cache's trust check
+// (enforcer::OpenTrustedCacheDir: nobody else can rename or swap them), and
+// `quick` itself is ours, 0700, opened without following a symlink. Where
+// they do not, nothing is written and the run is refused, saying why:
+// without the cache `cocoon run` has nowhere to keep its generated policy.
+struct OpenedQuickDir {
+  int fd = -1;
+  std::string path;
+};
+
+Result<OpenedQuickDir> OpenQuickDir() {
   std::string cache = enforcer::ArtifactCache::DefaultDir();
   if (cache.empty()) return FailedPreconditionError("no cache directory: set COCOON_CACHE_DIR");
-  std::string dir = cache + "/quick";
-  std::error_code ec;
-  fs::create_directories(cache, ec);
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("mkdir " + dir);
+  Result<int> cache_fd = enforcer::OpenTrustedCacheDir(cache, enforcer::CacheDirCreation::kCreateMissing);
+  if (!cache_fd.ok()) {
+    return PermissionDeniedError("cannot keep the generated policy in the cache directory " + cache + ": " +
+                                 cache_fd.status().message() +
+                                 "; set COCOON_CACHE_DIR to a directory of your own (mode 0700)");
+  }
+  OpenedQuickDir quick;
+  quick.path = cache + "/quick";
+  if (mkdirat(*cache_fd, "quick", 0700) != 0 && errno != EEXIST) {
+    int err = errno;
+    close(*cache_fd);
+    return ErrnoError("mkdir " + quick.path, err);
+  }
+  quick.fd = openat(*cache_fd, "quick", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int err = errno;
+  close(*cache_fd);
+  if (quick.fd < 0) return ErrnoError("open " + quick.path + (err == ELOOP || err == ENOTDIR ? " (a symlink?)" : ""), err);
   struct stat st{};
-  // The files here become policies: the directory must be ours and private.
-  if (lstat(dir.c_str(), &st) != 0) return ErrnoError("stat " + dir);
-  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    return PermissionDeniedError(dir + " must be a directory owned by uid " + std::to_string(geteuid()) +
+  if (fstat(quick.fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    close(quick.fd);
+    return PermissionDeniedError(quick.path + " must be a directory owned by uid " + std::to_string(geteuid()) +
                                  " with mode 0700");
   }
-  return dir;
+  return quick;
 }
 
-Result<std::string> WriteContentAddressed(const std::string& bytes, const std::string& suffix) {
-  COCOON_ASSIGN_OR_RETURN(std::string dir, QuickDir());
-  std::string hash = Sha256Hex(bytes);
-  std::string path = dir + "/" + hash + suffix;
-  // What is at `path`, from one lstat: a file to reuse, nothing, or a file
+// WriteContentAddressed in the opened quick dir: every call by its fd, so
+// the file lands in the directory that was checked.
+Result<std::string> WriteContentAddressedAt(const OpenedQuickDir& quick, const std::string& bytes,
+                                            const std::string& suffix) {
+  const std::string hash = Sha256Hex(bytes);
+  const std::string name = hash + suffix;
+  const std::string path = quick.path + "/" + name;
+  // What is at `name`, from one lstat: a file to reuse, nothing, or a file
   // that is not this content's (to replace).
   enum class Found { kReusable, kNothing, kOther };
   auto found = [&] {
     struct stat st{};
-    if (lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Found::kNothing : Found::kOther;
+    if (fstatat(quick.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      return errno == ENOENT ? Found::kNothing : Found::kOther;
+    }
     const bool reusable = S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
                           static_cast<size_t>(st.st_size) == bytes.size() && (st.st_mode & 0777) == 0644;
     return reusable ? Found::kReusable : Found::kOther;
@@ -701,15 +734,15 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   if (found() == Found::kReusable) {
     // Fresh again: pruning spares files modified in the last minutes, and
     // this run is about to bind or compile this one.
-    utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+    utimensat(quick.fd, name.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
     return path;
   }
-  std::string tmp = path + UniqueTempSuffix();
+  const std::string tmp = name + UniqueTempSuffix();
   // 0644: code and stdin files are bound into the sandbox, whose user (65534
   // inside its namespace) must read them. The 0700 directory keeps other host
   // users out.
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return ErrnoError("create " + tmp);
+  int fd = openat(quick.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return ErrnoError("create " + quick.path + "/" + tmp);
   bool ok = fchmod(fd, 0644) == 0 && write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
   int err = errno;
   close(fd);
@@ -719,26 +752,43 @@ Result<std::string> WriteContentAddressed(const std::string& bytes, const std::s
   // again before it could be checked is linked anew; only a file that is
   // not reusable is replaced (as it is where the file system has no hard
   // links).
-  for (int attempt = 0; ok && link(tmp.c_str(), path.c_str()) != 0; ++attempt) {
+  for (int attempt = 0; ok && linkat(quick.fd, tmp.c_str(), quick.fd, name.c_str(), 0) != 0; ++attempt) {
     const Found there = errno == EEXIST ? found() : Found::kOther;
     if (there == Found::kReusable) break;
     if (there == Found::kNothing && attempt < 16) continue;
-    ok = rename(tmp.c_str(), path.c_str()) == 0;
+    ok = renameat(quick.fd, tmp.c_str(), quick.fd, name.c_str()) == 0;
     err = errno;
     break;
   }
-  unlink(tmp.c_str());
+  unlinkat(quick.fd, tmp.c_str(), 0);
   if (!ok) return ErrnoError("write " + path, err);
   // Every distinct -c snippet and flag set adds a file here: keep it bounded.
   if (enforcer::ShouldPruneAfterStore(hash)) {
-    enforcer::PruneCacheDir(dir, "", enforcer::PruneLimits{.max_files = 1024});
+    enforcer::PruneCacheDir(quick.path, "", enforcer::PruneLimits{.max_files = 1024});
   }
+  return path;
+}
+
+}  // namespace
+
+Result<std::string> QuickDir() {
+  COCOON_ASSIGN_OR_RETURN(OpenedQuickDir quick, OpenQuickDir());
+  close(quick.fd);
+  return quick.path;
+}
+
+Result<std::string> WriteContentAddressed(const std::string& bytes, const std::string& suffix) {
+  COCOON_ASSIGN_OR_RETURN(OpenedQuickDir quick, OpenQuickDir());
+  Result<std::string> path = WriteContentAddressedAt(quick, bytes, suffix);
+  close(quick.fd);
   return path;
 }
 
 Result<PolicyArtifacts> QuickPolicyArtifacts(const QuickPolicy& policy, LaunchRequest* launch) {
   COCOON_ASSIGN_OR_RETURN(std::string path, WriteContentAddressed(policy.text, ".cocoon"));
-  return LoadPolicyArtifacts(path, policy.profile, launch);
+  // Compiled from the text in hand, never from the file read back: the file
+  // is only its name (for the key, the diagnostics and relative imports).
+  return LoadPolicyTextArtifacts(path, policy.text, policy.profile, launch);
 }
 
 std::string ResolvedHostPath(const std::string& path) {

@@ -1,7 +1,5 @@
 #include "cli/base_summary_util.h"
 
-#include <climits>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "enforcer/artifact_cache.h"
@@ -126,16 +124,18 @@ std::optional<ir::Policy> LookupBaseSummary(const std::string& path, const std::
 }
 
 void StoreBaseSummary(const std::string& path, const std::string& profile, const ir::Policy& policy) {
-  std::vector<std::string> sources;
-  for (const auto& file : policy.source_files) {
-    char real[PATH_MAX];
-    if (realpath(file.c_str(), real) == nullptr) return;  // cannot verify it later: do not cache
-    sources.push_back(real);
+  // The digests of the bytes the front end parsed: hashing the files again
+  // here would pair this summary with an edit made since.
+  std::vector<std::string> sources, digests;
+  for (const auto& source : policy.source_digests) {
+    if (source.path.empty()) return;  // not read from a file: cannot verify it later, do not cache
+    sources.push_back(source.path);
+    digests.push_back(source.sha256);
   }
   if (sources.empty()) return;
   enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
   (void)cache.StoreBlob(SummaryKey(path, profile), BaseSummaryToJson(policy), std::move(sources),
-                        policy.shadowing_paths);  // an optimisation
+                        std::move(digests), policy.shadowing_paths);  // an optimisation
 }
 
 }  // namespace cocoon::cli

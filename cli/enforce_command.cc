@@ -77,8 +77,7 @@ int RunEnforce(const EnforceOptions& options) {
   }
   auto outcome = LaunchSandboxed(*artifacts, std::move(request));
   enforcer::SignalGuard::ReleaseCancelSignals();  // recorded: from here a signal ends cocoon as usual
-  out.Flush();
-  err.Flush();
+  const bool out_written = out.Flush(), err_written = err.Flush();
   if (!outcome.ok()) {
     ReportRefusal(outcome.status(), {}, refusal_output);
     return RefusalExitCode(outcome.status());
@@ -88,11 +87,14 @@ int RunEnforce(const EnforceOptions& options) {
     // supervisor's memory stays within the output cap (json_fd_writer.h).
     int status = enforcer::ShellExitStatus(*outcome);
     if (!WriteJsonLine(STDOUT_FILENO, enforcer::OutcomeToJson(std::move(*outcome)), 2)) {
-      std::cerr << "cocoon enforce: cannot write the Outcome to stdout: " << std::strerror(errno) << "\n";
+      return ReportLostOutput("cocoon enforce", "the Outcome (--json) on stdout", errno);
     }
     return status;
   }
   PrintOutcomeNotes(*outcome, "cocoon enforce");
+  // Output the caller never got: said on stderr and in the exit status.
+  if (!out_written) return ReportLostOutput("cocoon enforce", "the command's stdout", out.error());
+  if (!err_written) return ReportLostOutput("cocoon enforce", "the command's stderr", err.error());
   return enforcer::ShellExitStatus(*outcome);
 }
 
@@ -111,9 +113,11 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "125: the command ran, but its work dir or a writable mount could not be\n"
       "verified (nothing committed; in direct mode or a writable mount, entries\n"
       "left uninspected), or cocoon's supervision of it failed (the sandbox was\n"
-      "killed, then verified: supervisor_error); the Outcome says why. A work dir\n"
-      "or writable mount that holds the policy or what it imports is refused (the\n"
-      "next run would read what the sandbox left there).\n\n"
+      "killed, then verified: supervisor_error); the Outcome says why. Also 125:\n"
+      "the Outcome or the command's output could not be written in full (a full\n"
+      "disk, a closed pipe); stderr says so. A work dir or writable mount that\n"
+      "holds the policy or what it imports is refused (the next run would read\n"
+      "what the sandbox left there).\n\n"
       "Examples:\n"
       "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");

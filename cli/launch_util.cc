@@ -75,6 +75,9 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* l
   return artifacts;
 }
 
+Result<PolicyArtifacts> LoadPolicyFileArtifacts(const std::string& policy, const std::string* text,
+                                                const std::string& profile, LaunchRequest* launch);
+
 std::string NewRunId() {
   unsigned char bytes[12];
   if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) return std::to_string(getpid());
@@ -95,15 +98,31 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
   if (stat(policy.c_str(), &st) != 0) return ErrnoError("policy " + policy);
   if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy, launch);
 
+  return LoadPolicyFileArtifacts(policy, nullptr, profile, launch);
+}
+
+Result<PolicyArtifacts> LoadPolicyTextArtifacts(const std::string& path, const std::string& text,
+                                                const std::string& profile, LaunchRequest* launch) {
+  return LoadPolicyFileArtifacts(path, &text, profile, launch);
+}
+
+namespace {
+
+// A policy file's artifacts: from the cache, or compiled and stored there.
+// With `text`, the file's bytes are those (read by the caller).
+Result<PolicyArtifacts> LoadPolicyFileArtifacts(const std::string& policy, const std::string* text,
+                                                const std::string& profile, LaunchRequest* launch) {
   enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
-  std::string key = enforcer::ArtifactCache::KeyFor(policy, profile);
+  std::string key = text != nullptr ? enforcer::ArtifactCache::KeyForText(policy, *text, profile)
+                                    : enforcer::ArtifactCache::KeyFor(policy, profile);
   PolicyArtifacts artifacts;
   artifacts.policy_path = policy;
   artifacts.profile = profile;
   std::optional<enforcer::CompiledLinuxArtifacts> compiled = cache.Lookup(key);
   artifacts.origin = compiled ? "cache" : "compiled";
   if (!compiled) {
-    COCOON_ASSIGN_OR_RETURN(auto fresh, CompilePolicyOnCacheMiss(policy, profile));
+    COCOON_ASSIGN_OR_RETURN(auto fresh, text != nullptr ? CompilePolicyTextOnCacheMiss(policy, *text, profile)
+                                                        : CompilePolicyOnCacheMiss(policy, profile));
     (void)cache.Store(key, fresh);  // an optimisation: a read-only cache is fine
     compiled = std::move(fresh);
   }
@@ -115,6 +134,8 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
   artifacts.seccomp_sidecar_json = std::move(compiled->seccomp_sidecar_json);
   return artifacts;
 }
+
+}  // namespace
 
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
   if (request.argv.empty()) return InvalidArgumentError("missing command: give it after `--`");

@@ -106,6 +106,12 @@ struct LaunchRequest {
 Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std::string& profile,
                                             LaunchRequest* launch = nullptr);
 
+// The same for a policy file whose bytes the caller holds (`cocoon run`'s
+// generated policy, just written to the quick dir): keyed and compiled from
+// `text`, never from the file read back.
+Result<PolicyArtifacts> LoadPolicyTextArtifacts(const std::string& path, const std::string& text,
+                                                const std::string& profile, LaunchRequest* launch = nullptr);
+
 // Runs one command. A Status means the run was refused or failed before the
 // command started; map it to an exit code with RefusalExitCode.
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request);

@@ -14,6 +14,12 @@
 
 namespace cocoon::cli {
 
+void PassThroughWriter::Fail(int error) {
+  reader_gone_ = true;
+  error_ = error;
+  pending_.clear();
+}
+
 void PassThroughWriter::Write(std::string_view data) {
   if (reader_gone_) return;  // keep supervising, drop output
   pending_.append(data);
@@ -28,16 +34,14 @@ void PassThroughWriter::WriteWhatFits() {
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) break;  // full: the rest waits for the next call or Flush
     if ((p.revents & POLLOUT) == 0) {  // POLLERR/POLLHUP: the reader went away
-      reader_gone_ = true;
-      pending_.clear();
+      Fail(0);
       return;
     }
     size_t size = std::min<size_t>(pending_.size() - done, PIPE_BUF);
     ssize_t n = write(fd_, pending_.data() + done, size);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
-      reader_gone_ = true;
-      pending_.clear();
+      Fail(n < 0 ? errno : 0);
       return;
     }
     done += static_cast<size_t>(n);
@@ -53,7 +57,10 @@ bool PassThroughWriter::Flush() {
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
-    reader_gone_ = !WriteAllFd(fd_, pending_);
+    if (!WriteAllFd(fd_, pending_)) {
+      reader_gone_ = true;
+      error_ = errno;
+    }
     if (!sigismember(&old, SIGPIPE)) {
       struct timespec zero {};
       sigtimedwait(&pipe_only, nullptr, &zero);  // consume the SIGPIPE our write raised, if any

@@ -22,14 +22,19 @@ class PassThroughWriter {
   explicit PassThroughWriter(int fd) : fd_(fd) {}
   // Never blocks.
   void Write(std::string_view data);
-  // Writes what is pending, blocking; false if the reader went away.
+  // Writes what is pending, blocking; false if the reader went away (or a
+  // write failed otherwise: a full disk), now or while the sandbox ran.
   bool Flush();
+  // The errno of the write that failed (0: none, or the reader hung up).
+  int error() const { return error_; }
 
  private:
   void WriteWhatFits();
+  void Fail(int error);
   int fd_;
   std::string pending_;
   bool reader_gone_ = false;
+  int error_ = 0;
 };
 
 }  // namespace cocoon::cli

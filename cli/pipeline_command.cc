@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -104,8 +105,10 @@ Result<PreparedRun> PrepareStep(const PipelineFlags& flags, std::optional<uint64
   return PrepareRun(std::move(spec));
 }
 
+// *output_lost is set when the step's output, passed through, could not be
+// written in full (said on stderr).
 nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const Step& step, size_t index,
-                       const SharedWorkDir& work, int* exit_status, bool* cancelled) {
+                       const SharedWorkDir& work, int* exit_status, bool* cancelled, bool* output_lost) {
   nlohmann::json result = {{"step", index + 1}, {"runtime", step.runtime}};
   // A host dir the step writes back to, as `cocoon run --work` records it.
   if (!work.ours()) prepared.policy.overrides.push_back("workdir: " + ResolvedHostPath(work.path()) + " (--work, committed back)");
@@ -122,8 +125,15 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
     };
   }
   auto outcome = LaunchPrepared(prepared, std::move(request));
-  out.Flush();
-  err.Flush();
+  const std::string name = "cocoon pipeline: step " + std::to_string(index + 1);
+  if (!out.Flush()) {
+    ReportLostOutput(name, "the step's stdout", out.error());
+    *output_lost = true;
+  }
+  if (!err.Flush()) {
+    ReportLostOutput(name, "the step's stderr", err.error());
+    *output_lost = true;
+  }
   if (!outcome.ok()) {
     *exit_status = RefusalExitCode(outcome.status());
     *cancelled = enforcer::IsRunCancelledBeforeStart(outcome.status());
@@ -135,7 +145,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
                outcome->verification == "cancelled";
   // Without --json the step's notes (truncation, timeout, work dir entries
   // left out, an unverified work dir) go to stderr as `cocoon run` prints them.
-  if (!flags.json) PrintOutcomeNotes(*outcome, "cocoon pipeline: step " + std::to_string(index + 1));
+  if (!flags.json) PrintOutcomeNotes(*outcome, name);
   result["outcome"] = RunOutcomeJson(std::move(*outcome), prepared.policy);
   return result;
 }
@@ -185,6 +195,7 @@ int RunPipeline(const PipelineFlags& flags) {
   auto start = std::chrono::steady_clock::now();
   nlohmann::json results = nlohmann::json::array();
   int first_failure = 0;
+  bool output_lost = false;
   size_t failed = 0;
   bool interrupted = false;
   for (size_t i = 0; i < steps->size(); ++i) {
@@ -192,7 +203,7 @@ int RunPipeline(const PipelineFlags& flags) {
     if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
     int status = 0;
     bool cancelled = false;
-    nlohmann::json result = RunStep(flags, std::move(prepared[i]), step, i, **work, &status, &cancelled);
+    nlohmann::json result = RunStep(flags, std::move(prepared[i]), step, i, **work, &status, &cancelled, &output_lost);
     result["exit_status"] = status;
     result["ok"] = status == 0;
     if (!flags.json && result.contains("error")) std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";
@@ -216,11 +227,12 @@ int RunPipeline(const PipelineFlags& flags) {
                                      {"ok", failed == 0 && results.size() == steps->size()},
                                      {"cancelled", interrupted}, {"exit_status", first_failure},
                                      {"wall_ms", wall_ms}}}};
-    WriteJsonLine(STDOUT_FILENO, out, 2);
+    if (!WriteJsonLine(STDOUT_FILENO, out, 2)) return ReportLostOutput("cocoon pipeline", "the result (--json) on stdout", errno);
   } else if (failed > 0) {
     std::cerr << "cocoon pipeline: " << failed << " step(s) failed" << (flags.keep_going ? "" : "; stopped") << "\n";
   }
-  return first_failure;
+  // What the caller did not get outranks the steps' statuses (docs/cli.md).
+  return output_lost ? kExitOutputLost : first_failure;
 }
 
 void SetUpPipeline(CLI::App& app, CommandResult& result) {
@@ -243,7 +255,8 @@ void SetUpPipeline(CLI::App& app, CommandResult& result) {
   cmd->add_option("--audit-key", f->audit_key, "Ed25519 key for the audit log (default: $COCOON_AUDIT_KEY)")
       ->check(NonEmptyValue());
   cmd->footer(
-      "Exit status: 0 when every step succeeded, else the first failing step's status.\n"
+      "Exit status: 0 when every step succeeded, else the first failing step's status;\n"
+      "125 when a step's output or the --json result could not be written in full.\n"
       "A step that exits non-zero still has its verified files committed to the\n"
       "shared work dir (the next step, with --keep-going, and --work see them); a\n"
       "step killed by a limit or refused commits nothing. Every step's runtime is\n"

@@ -27,6 +27,10 @@ namespace cocoon::cli {
 // cache miss). Policy mistakes come back as kInvalidArgument with the
 // rendered diagnostics as the message.
 Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string& path, const std::string& profile);
+// The same for the policy file at `path` whose bytes are `text` (read once,
+// by the caller): includes and imports resolve as for the file.
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyTextOnCacheMiss(const std::string& path, const std::string& text,
+                                                                      const std::string& profile);
 
 // A policy file's profile, checked into IR with the back ends' rule checks
 // (`cocoon run`'s base on a summary-cache miss).

@@ -1,7 +1,5 @@
 // cocoon-full's side of the compiler seam (policy_compile.h): the whole
 // compiler, in process.
-#include <climits>
-#include <cstdlib>
 
 #include "cli/frontend_util.h"
 #include "cli/policy_compile.h"
@@ -42,33 +40,51 @@ Result<enforcer::CompiledLinuxArtifacts> SeccompFilterFor(const ir::Policy& poli
   return filter;
 }
 
-}  // namespace
-
-Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string& path, const std::string& profile) {
-  auto policy = CheckPolicyFile(path, profile);
+// The artifacts of a checked policy, with the digests of what the front end
+// parsed.
+Result<enforcer::CompiledLinuxArtifacts> CompileCheckedPolicy(Result<ir::Policy> policy) {
   if (!policy.ok()) return InvalidArgumentError(policy.status().message() + "; refusing to run");
   COCOON_ASSIGN_OR_RETURN(enforcer::CompiledLinuxArtifacts compiled, SeccompFilterFor(*policy));
   backends::Artifact bpf = backends::MakeArtifact("linux", "linux.seccomp.bpf", "application/vnd.cocoon.seccomp-bpf",
                                                   compiled.seccomp_bpf);
   COCOON_ASSIGN_OR_RETURN(auto plan, backends::CompileLinuxPlan(*policy, bpf));
   compiled.plan_json = plan.at(0).bytes;
-  for (const auto& file : policy->source_files) {
-    char real[PATH_MAX];
-    if (realpath(file.c_str(), real) != nullptr) compiled.source_files.push_back(real);
+  // What the front end read and parsed, never a second read of the files:
+  // an edit since would otherwise be recorded as what this plan came from.
+  for (const auto& source : policy->source_digests) {
+    if (source.path.empty()) continue;  // not read from a file
+    compiled.source_files.push_back(source.path);
+    compiled.source_sha256.push_back(source.sha256);
   }
   compiled.shadowing_paths = policy->shadowing_paths;
   return compiled;
 }
 
-Result<ir::Policy> CheckPolicyFile(const std::string& path, const std::string& profile) {
+Result<ir::Policy> CheckPolicyFileWithText(const std::string& path, const std::string* text, const std::string& profile) {
   frontend::FrontendOptions options;
   AddBackEndChecks(options);
   Diagnostics diagnostics(options.diagnostics);
-  auto policy = frontend::CompilePolicyFile(path, profile, options, diagnostics);
+  auto policy = text != nullptr ? frontend::CompilePolicyFileText(path, *text, profile, options, diagnostics)
+                                : frontend::CompilePolicyFile(path, profile, options, diagnostics);
   // A policy failure, not a usage error: exit 1 from enforce, run and
   // pipeline alike (docs/cli.md).
   if (!policy) return FailedPreconditionError(diagnostics.Render() + path + ": the policy does not check");
   return *policy;
+}
+
+}  // namespace
+
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::string& path, const std::string& profile) {
+  return CompileCheckedPolicy(CheckPolicyFileWithText(path, nullptr, profile));
+}
+
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyTextOnCacheMiss(const std::string& path, const std::string& text,
+                                                                      const std::string& profile) {
+  return CompileCheckedPolicy(CheckPolicyFileWithText(path, &text, profile));
+}
+
+Result<ir::Policy> CheckPolicyFile(const std::string& path, const std::string& profile) {
+  return CheckPolicyFileWithText(path, nullptr, profile);
 }
 
 Result<ir::Policy> CheckPolicyText(const std::string& display_name, const std::string& text,

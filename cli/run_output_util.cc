@@ -170,6 +170,13 @@ void NdjsonStreamer::Emit(std::string_view stream, std::string_view data) {
 
 void NdjsonStreamer::Flush() { writer_.Flush(); }
 
+int ReportLostOutput(const std::string& command_name, const std::string& what, int error) {
+  std::cerr << command_name << ": " << what << " could not be written in full"
+            << (error != 0 ? std::string(" (") + std::strerror(error) + ")" : std::string()) << "; exit status "
+            << kExitOutputLost << "\n";
+  return kExitOutputLost;
+}
+
 void NdjsonStreamer::Chunk(enforcer::OutputStream stream, std::string_view data) {
   int index = stream == enforcer::OutputStream::kStdout ? 0 : 1;
   std::string text = pending_[index];
@@ -180,22 +187,31 @@ void NdjsonStreamer::Chunk(enforcer::OutputStream stream, std::string_view data)
   Emit(index == 0 ? "stdout" : "stderr", text);
 }
 
-void NdjsonStreamer::Finish(nlohmann::json outcome) {
+bool NdjsonStreamer::Finish(nlohmann::json outcome) {
   Emit("stdout", pending_[0]);
   Emit("stderr", pending_[1]);
   pending_[0].clear();
   pending_[1].clear();
-  writer_.Flush();  // the sandbox is gone: the rest may block like any write
+  bool written = writer_.Flush();  // the sandbox is gone: the rest may block like any write
+  int error = writer_.error();
   for (const char* stream : {"stdout", "stderr"}) {
     if (outcome.value(std::string(stream) + "_truncated", false)) {
       nlohmann::json marker = {{"stream", stream}, {"seq", ++seq_}, {"truncated", true},
                                {"total_bytes", outcome.value(std::string(stream) + "_bytes", 0)}};
-      WriteAllFd(fd_, marker.dump() + "\n");
+      if (!WriteAllFd(fd_, marker.dump() + "\n") && written) {
+        written = false;
+        error = errno;
+      }
     }
   }
   outcome["stream"] = "outcome";
   outcome["seq"] = ++seq_;
-  WriteJsonLine(fd_, outcome);
+  if (!WriteJsonLine(fd_, outcome) && written) {
+    written = false;
+    error = errno;
+  }
+  errno = error;
+  return written;
 }
 
 Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request) {
@@ -284,26 +300,33 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   }
   auto outcome = LaunchPrepared(run, std::move(request));
   enforcer::SignalGuard::ReleaseCancelSignals();  // recorded: from here a signal ends cocoon as usual
-  out.Flush();
-  err.Flush();
+  const bool out_written = out.Flush(), err_written = err.Flush();
   if (!outcome.ok()) {
     streamer.Flush();
     ReportRefusal(outcome.status(), run.policy.overrides, output);
     return RefusalExitCode(outcome.status());
   }
   int status = enforcer::ShellExitStatus(*outcome);
-  if (output.mode == RunOutputMode::kPassThrough) PrintOutcomeNotes(*outcome, output.command_name);
+  // The command's output that did not reach the caller: said on stderr,
+  // and the exit status says it too (docs/cli.md).
+  if (output.mode == RunOutputMode::kPassThrough) {
+    PrintOutcomeNotes(*outcome, output.command_name);
+    if (!out_written) status = ReportLostOutput(output.command_name, "the command's stdout", out.error());
+    if (!err_written) status = ReportLostOutput(output.command_name, "the command's stderr", err.error());
+  }
   if (output.mode == RunOutputMode::kPassThrough && output.log_json.empty()) return status;
   // From here the Outcome is only serialised: its captured output is moved
   // into the JSON and streamed out (json_fd_writer.h), never copied whole.
   // stdout first, as for a refusal. A stream's Outcome carries no captured
   // output (it went out as chunks), so the copy kept for the log is small.
   nlohmann::json j = RunOutcomeJson(std::move(*outcome), run.policy);
-  if (output.mode == RunOutputMode::kJson) {
-    WriteJsonLine(STDOUT_FILENO, j, 2);
+  if (output.mode == RunOutputMode::kJson && !WriteJsonLine(STDOUT_FILENO, j, 2)) {
+    status = ReportLostOutput(output.command_name, "the Outcome (--json) on stdout", errno);
   } else if (output.mode == RunOutputMode::kStream) {
     nlohmann::json streamed = output.log_json.empty() ? std::move(j) : j;
-    streamer.Finish(std::move(streamed));
+    if (!streamer.Finish(std::move(streamed))) {
+      status = ReportLostOutput(output.command_name, "the stream (--stream) on stdout", errno);
+    }
   }
   WriteLogJson(output, j);
   return status;

@@ -64,6 +64,17 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
 // line is the Outcome with "stream":"outcome". Memory stays bounded: nothing
 // is kept beyond the current chunk (the enforcer stops delivering at the
 // policy's output cap and the Outcome says the stream was truncated).
+// The exit status of a run whose output did not all reach the caller: the
+// Outcome (--json, --stream) or the command's output passed through could
+// not be written in full to cocoon's stdout or stderr (a full disk, a reader
+// gone). The same 125 as an unverified work dir (enforcer/outcome.h): the
+// command ran, but what it did cannot be known from what was printed.
+inline constexpr int kExitOutputLost = 125;
+
+// Says on stderr that `what` could not be written in full (errno `error`,
+// 0 if unknown) and returns kExitOutputLost.
+int ReportLostOutput(const std::string& command_name, const std::string& what, int error);
+
 class NdjsonStreamer {
  public:
   explicit NdjsonStreamer(int fd) : fd_(fd), writer_(fd) {}
@@ -71,7 +82,9 @@ class NdjsonStreamer {
   void Chunk(enforcer::OutputStream stream, std::string_view data);
   // Writes what Chunk kept (blocking).
   void Flush();
-  void Finish(nlohmann::json outcome);
+  // The last lines and the Outcome; false when any line of the stream could
+  // not be written in full (errno set).
+  bool Finish(nlohmann::json outcome);
 
  private:
   void Emit(std::string_view stream, std::string_view data);

@@ -70,6 +70,11 @@ Result<enforcer::CompiledLinuxArtifacts> CompilePolicyOnCacheMiss(const std::str
   return ExecFullCocoon();
 }
 
+Result<enforcer::CompiledLinuxArtifacts> CompilePolicyTextOnCacheMiss(const std::string&, const std::string&,
+                                                                      const std::string&) {
+  return ExecFullCocoon();
+}
+
 Result<ir::Policy> CheckPolicyFile(const std::string&, const std::string&) { return ExecFullCocoon(); }
 
 Result<ir::Policy> CheckPolicyText(const std::string&, const std::string&, const std::string&, std::string*) {

@@ -514,6 +514,7 @@ ir::Policy Finalize(State& state, const Program& program) {
   std::string all;
   for (const auto& file : program.files) {
     policy.source_files.push_back(file->source->name());
+    policy.source_digests.push_back({file->path, file->sha256});
     all += file->sha256;
   }
   policy.source_sha256 = Sha256Hex(all);

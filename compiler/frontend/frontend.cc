@@ -64,6 +64,13 @@ std::optional<ir::Policy> CompilePolicyFile(const std::string& path, const std::
   return CompileProgram(program, profile, options, diagnostics);
 }
 
+std::optional<ir::Policy> CompilePolicyFileText(const std::string& path, const std::string& text,
+                                                const std::string& profile, const FrontendOptions& options,
+                                                Diagnostics& diagnostics) {
+  Program program = LoadProgramFromFileText(path, text, MakeLoadOptions(options), diagnostics);
+  return CompileProgram(program, profile, options, diagnostics);
+}
+
 std::optional<ir::Policy> CompilePolicyText(const std::string& display_name, const std::string& text,
                                             const std::string& profile, const FrontendOptions& options,
                                             Diagnostics& diagnostics) {

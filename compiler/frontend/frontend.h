@@ -46,6 +46,12 @@ struct FrontendOptions {
 std::optional<ir::Policy> CompilePolicyFile(const std::string& path, const std::string& profile,
                                             const FrontendOptions& options, Diagnostics& diagnostics);
 
+// Same for the policy file at `path` whose bytes the caller has already read
+// (`text`): it is not read again; includes and imports resolve as for the file.
+std::optional<ir::Policy> CompilePolicyFileText(const std::string& path, const std::string& text,
+                                                const std::string& profile, const FrontendOptions& options,
+                                                Diagnostics& diagnostics);
+
 // Same for a policy held in memory (`cocoon run --policy-text`); includes
 // resolve against the current directory, imports via the search paths.
 std::optional<ir::Policy> CompilePolicyText(const std::string& display_name, const std::string& text,

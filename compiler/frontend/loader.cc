@@ -270,6 +270,20 @@ Program LoadProgramFromFile(const std::string& path, const LoadOptions& options,
   return program;
 }
 
+Program LoadProgramFromFileText(const std::string& path, const std::string& text, const LoadOptions& options,
+                                Diagnostics& diagnostics) {
+  Loader loader(options, diagnostics);
+  if (text.size() > options.parse.max_file_bytes) {
+    diagnostics.Error(nullptr, Span{}, path + " is " + std::to_string(text.size()) + " bytes; the limit is " +
+                                           std::to_string(options.parse.max_file_bytes));
+    return loader.Take();
+  }
+  std::string canonical = Canonical(path);
+  auto source = std::make_shared<const Source>(path, text);
+  loader.Load(canonical, fs::path(canonical).parent_path().string(), std::move(source));
+  return loader.Take();
+}
+
 Program LoadProgramFromText(const std::string& display_name, const std::string& text,
                             const LoadOptions& options, Diagnostics& diagnostics) {
   Loader loader(options, diagnostics);

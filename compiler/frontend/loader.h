@@ -71,6 +71,11 @@ struct Program {
 // holds whatever loaded cleanly (the root is absent if it failed to parse).
 Program LoadProgramFromFile(const std::string& path, const LoadOptions& options, Diagnostics& diagnostics);
 
+// Same, for the file at `path` whose bytes the caller already read (`text`):
+// it is not read again (a second read could see other bytes).
+Program LoadProgramFromFileText(const std::string& path, const std::string& text, const LoadOptions& options,
+                                Diagnostics& diagnostics);
+
 // Same, for text that is not on disk (`cocoon run` with an inline policy):
 // relative includes resolve against the current directory.
 Program LoadProgramFromText(const std::string& display_name, const std::string& text,

@@ -232,6 +232,16 @@ struct Policy {
   std::vector<std::string> lineage;  // this profile first, then its ancestors
   std::string source_sha256;         // over the root file and all includes, in load order
   std::vector<std::string> source_files;
+  // Each source file as the loader read it, in source_files' order: its
+  // canonical absolute path ("" for text not read from a file) and the
+  // SHA-256 of the exact bytes parsed. The artifact cache records these and
+  // never re-reads a file after the compile: an edit in between would pair
+  // the plan of the old text with the digest of the new.
+  struct SourceDigest {
+    std::string path;
+    std::string sha256;
+  };
+  std::vector<SourceDigest> source_digests;
   // Where a file put later would change what an include or import reads
   // (frontend::Program::shadowing_paths): they held no file when compiled.
   std::vector<std::string> shadowing_paths;

@@ -10,9 +10,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "audit/outcome_events.h"
+#include "compiler/common/digest.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/notify.h"
 #include "enforcer/outcome.h"
@@ -165,6 +167,11 @@ class CacheTest : public ::testing::Test {
     std::ofstream(policy_) << "profile p {}\n";
   }
   void TearDown() override { system(("rm -rf " + dir_).c_str()); }
+  // The digest the compiler would record for the policy as it is now.
+  std::string PolicyDigest() const {
+    std::ifstream in(policy_);
+    return Sha256Hex(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
   std::string dir_, policy_;
 };
 
@@ -174,7 +181,7 @@ TEST_F(CacheTest, StoreLookupAndInvalidation) {
   ASSERT_EQ(key.size(), 64u);
   EXPECT_NE(key, ArtifactCache::KeyFor(policy_, "other")) << "profile is part of the key";
   EXPECT_FALSE(cache.Lookup(key).has_value());
-  CompiledLinuxArtifacts artifacts{"{plan}", std::string("\x06\0\0\0\0\0\xff\x7f", 8), "{}", {policy_}};
+  CompiledLinuxArtifacts artifacts{"{plan}", std::string("\x06\0\0\0\0\0\xff\x7f", 8), "{}", {policy_}, {}, {PolicyDigest()}};
   ASSERT_TRUE(cache.Store(key, artifacts).ok());
   auto hit = cache.Lookup(key);
   ASSERT_TRUE(hit.has_value());
@@ -197,7 +204,7 @@ TEST_F(CacheTest, AFileWhereAnImportLookedFirstOrAnotherSearchPathIsAMiss) {
   EXPECT_NE(ArtifactCache::KeyFor(policy_, "p"), key);
   unsetenv("COCOON_POLICY_PATH");
   const std::string shadow = dir_ + "/strict.cocoon";
-  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {policy_}, {shadow}};
+  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {policy_}, {shadow}, {PolicyDigest()}};
   ASSERT_TRUE(cache.Store(key, artifacts).ok());
   auto hit = cache.Lookup(key);
   ASSERT_TRUE(hit.has_value());
@@ -207,6 +214,60 @@ TEST_F(CacheTest, AFileWhereAnImportLookedFirstOrAnotherSearchPathIsAMiss) {
   ASSERT_EQ(rmdir(shadow.c_str()), 0);
   std::ofstream(shadow) << "profile strict {}\n";
   EXPECT_FALSE(cache.Lookup(key).has_value()) << "`import \"strict\"` would read the new file";
+}
+
+// `import` reads a relative $COCOON_POLICY_PATH entry from the current
+// directory: the key holds it made absolute, so runs from two directories
+// never share an entry (with the raw text they did, and the second run got
+// the first one's import).
+TEST_F(CacheTest, ARelativeSearchPathIsKeyedByTheDirectoryItNamesFromHere) {
+  ASSERT_EQ(mkdir((dir_ + "/a").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((dir_ + "/b").c_str(), 0700), 0);
+  char* here = getcwd(nullptr, 0);
+  ASSERT_NE(here, nullptr);
+  setenv("COCOON_POLICY_PATH", "p", 1);
+  ASSERT_EQ(chdir((dir_ + "/a").c_str()), 0);
+  const std::string from_a = ArtifactCache::KeyFor(policy_, "p");
+  ASSERT_EQ(chdir((dir_ + "/b").c_str()), 0);
+  const std::string from_b = ArtifactCache::KeyFor(policy_, "p");
+  setenv("COCOON_POLICY_PATH", (dir_ + "/b/p").c_str(), 1);
+  const std::string absolute_b = ArtifactCache::KeyFor(policy_, "p");
+  unsetenv("COCOON_POLICY_PATH");
+  ASSERT_EQ(chdir(here), 0);
+  free(here);
+  EXPECT_NE(from_a, from_b) << "p is " << dir_ << "/a/p from one and " << dir_ << "/b/p from the other";
+  EXPECT_EQ(from_b, absolute_b) << "the same directories, the same key";
+}
+
+// A cache directory another user could change -- theirs, writable by
+// others, or below a directory of theirs (they can rename it away and put
+// their own in its place) -- is neither read nor written (Store once wrote
+// into any of them).
+TEST_F(CacheTest, ACacheDirAnotherUserCouldChangeIsNeitherReadNorWritten) {
+  if (geteuid() != 0) GTEST_SKIP() << "NOT CHECKED: needs root, to make a directory another user owns";
+  const std::string theirs = dir_ + "/theirs", owned = dir_ + "/owned", open = dir_ + "/open";
+  ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((theirs + "/cache").c_str(), 0700), 0);
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(mkdir(owned.c_str(), 0755), 0);
+  ASSERT_EQ(chown(owned.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  const std::string key = ArtifactCache::KeyFor(policy_, "p");
+  CompiledLinuxArtifacts artifacts{"{plan}", "BPFBYTES", "{}", {}};
+  for (const std::string& dir : {theirs + "/cache", owned, open, owned + "/below"}) {
+    ArtifactCache cache(dir);
+    EXPECT_FALSE(cache.Store(key, artifacts).ok()) << dir;
+    EXPECT_NE(access((dir + "/" + key + ".entry").c_str(), F_OK), 0) << dir << ": written";
+    EXPECT_NE(access((owned + "/below").c_str(), F_OK), 0) << "a directory made in " << owned;
+  }
+  // An entry that is there already (put before the directory above changed
+  // hands, say) is not read either.
+  ASSERT_EQ(chown(theirs.c_str(), 0, 0), 0);
+  ASSERT_TRUE(ArtifactCache(theirs + "/cache").Store(key, artifacts).ok());
+  ASSERT_TRUE(ArtifactCache(theirs + "/cache").Lookup(key).has_value());
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(ArtifactCache(theirs + "/cache").Lookup(key).has_value());
 }
 
 TEST_F(CacheTest, TamperedOrWorldWritableEntriesAreIgnored) {
