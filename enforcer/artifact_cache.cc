@@ -23,8 +23,16 @@ bool Trusted(const struct stat& st) {
   return (st.st_uid == geteuid() || st.st_uid == 0) && (st.st_mode & 022) == 0;
 }
 
-std::optional<std::string> ReadSmallFile(const std::string& path, bool check_trust, int dir_fd = AT_FDCWD) {
-  int fd = openat(dir_fd, path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+// Cache files are never read through a link. A policy source is read as the
+// loader reads it, links followed (an import found through a symlink is
+// recorded under that path too, so a repointed link is a miss), and with
+// O_NONBLOCK: a FIFO planted at its path must not hang the lookup.
+enum class Links { kRefuse, kFollow };
+
+std::optional<std::string> ReadSmallFile(const std::string& path, bool check_trust, int dir_fd = AT_FDCWD,
+                                         Links links = Links::kRefuse) {
+  int fd = openat(dir_fd, path.c_str(),
+                  O_RDONLY | O_CLOEXEC | (links == Links::kRefuse ? O_NOFOLLOW : O_NONBLOCK));
   if (fd < 0) return std::nullopt;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxEntryBytes ||
@@ -241,7 +249,7 @@ std::optional<CompiledLinuxArtifacts> ArtifactCache::Lookup(const std::string& k
     }
     for (const auto& source : index.at("sources")) {
       std::string path = source.at("path").get<std::string>();
-      auto bytes = ReadSmallFile(path, false);
+      auto bytes = ReadSmallFile(path, false, AT_FDCWD, Links::kFollow);
       if (!bytes || Sha256Hex(*bytes) != source.at("sha256").get<std::string>()) return std::nullopt;
       artifacts.source_files.push_back(path);
     }

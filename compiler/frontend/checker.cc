@@ -517,6 +517,13 @@ ir::Policy Finalize(State& state, const Program& program) {
     policy.source_digests.push_back({file->path, file->sha256});
     all += file->sha256;
   }
+  // A directive that found its file through a symlink: the same digest
+  // under the path it found, which the cache re-hashes (following the link).
+  for (const Program::Alias& alias : program.aliases) {
+    for (const auto& file : program.files) {
+      if (file->path == alias.canonical) policy.source_digests.push_back({alias.found, file->sha256});
+    }
+  }
   policy.source_sha256 = Sha256Hex(all);
   policy.shadowing_paths = program.shadowing_paths;
   return policy;

@@ -59,8 +59,12 @@ class Loader {
     const std::string& target = directive.target.text;
     bool is_import = directive.keyword.text == "import";
     std::vector<std::string> missed;
-    std::string resolved = Resolve(from, target, is_import, missed);
-    if (!resolved.empty()) RecordShadowingPaths(missed);
+    std::string found;
+    std::string resolved = Resolve(from, target, is_import, missed, found);
+    if (!resolved.empty()) {
+      RecordShadowingPaths(missed);
+      RecordAlias(found, resolved);
+    }
     if (resolved.empty()) {
       if (std::string found = NonRegularCandidate(from, target, is_import); !found.empty()) {
         diagnostics_.Error(from.source, directive.target.span,
@@ -133,12 +137,26 @@ class Loader {
   // The first candidate that is a regular file, canonical; `missed` gets
   // the candidates tried before it.
   std::string Resolve(const LoadedFile& from, const std::string& target, bool is_import,
-                      std::vector<std::string>& missed) const {
+                      std::vector<std::string>& missed, std::string& found) const {
     for (const std::string& candidate : Candidates(from, target, is_import)) {
-      if (IsRegularFile(candidate)) return Canonical(candidate);
+      if (IsRegularFile(candidate)) {
+        found = candidate;
+        return Canonical(candidate);
+      }
       missed.push_back(candidate);
     }
     return {};
+  }
+
+  // The path a directive found its file at, when symlinks make it another
+  // than the canonical one the file is loaded under: repointing that link
+  // (or a linked directory on the way) changes what the directive reads
+  // while the canonical file stays the same.
+  void RecordAlias(const std::string& found, const std::string& canonical) {
+    std::error_code ec;
+    std::string absolute = fs::absolute(found, ec).lexically_normal().string();
+    if (ec || absolute == canonical) return;
+    if (alias_seen_.insert(absolute).second) program_.aliases.push_back({absolute, canonical});
   }
 
   void RecordShadowingPaths(const std::vector<std::string>& missed) {
@@ -196,6 +214,7 @@ class Loader {
   std::vector<std::string> stack_;
   std::set<std::string> loaded_;
   std::set<std::string> shadowing_seen_;
+  std::set<std::string> alias_seen_;
 };
 
 }  // namespace

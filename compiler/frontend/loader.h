@@ -53,6 +53,15 @@ struct Program {
   // /p/policy.cocoon tries /p/strict.cocoon and /p/strict before the
   // shipped policies/strict.cocoon.
   std::vector<std::string> shadowing_paths;
+  // An include or import that found its file through a symlink: the path it
+  // found (absolute, as tried) and the canonical path the file is loaded
+  // under. The artifact cache hashes the file again through the found path,
+  // so a repointed link is a miss, not the old plan.
+  struct Alias {
+    std::string found;
+    std::string canonical;
+  };
+  std::vector<Alias> aliases;
   // Where each file other than the root was included or imported from (the
   // first time), for the "imported here" notes under its diagnostics. Kept
   // for files that failed to parse too.

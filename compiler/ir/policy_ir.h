@@ -232,8 +232,10 @@ struct Policy {
   std::vector<std::string> lineage;  // this profile first, then its ancestors
   std::string source_sha256;         // over the root file and all includes, in load order
   std::vector<std::string> source_files;
-  // Each source file as the loader read it, in source_files' order: its
-  // canonical absolute path ("" for text not read from a file) and the
+  // Each source file as the loader read it, in source_files' order (then,
+  // for a file an include or import found through a symlink, that path
+  // too): its canonical absolute path ("" for text not read from a file)
+  // or the path found, and the
   // SHA-256 of the exact bytes parsed. The artifact cache records these and
   // never re-reads a file after the compile: an edit in between would pair
   // the plan of the old text with the digest of the new.

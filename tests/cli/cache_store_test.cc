@@ -101,5 +101,29 @@ TEST_F(CacheStoreTest, AnEntryWithoutSourceDigestsIsNotStored) {
   EXPECT_FALSE(cache.Lookup(key).has_value());
 }
 
+// An import found through a symlink: the entry also records the path the
+// import found, hashed through the link at lookup. Keyed by the canonical
+// file alone, repointing the link (to a file of other text) kept hitting
+// with the old plan, since the old target was unchanged (seen failing:
+// hostname one after base.cocoon pointed at two.cocoon).
+TEST_F(CacheStoreTest, AnImportsSymlinkRepointedIsAMissNotTheOldPlan) {
+  ASSERT_EQ(rename(base_.c_str(), (dir_ + "/one.cocoon").c_str()), 0);
+  std::ofstream(dir_ + "/two.cocoon") << "profile base {\n  hostname two\n  limits {\n    memory 128MiB\n  }\n}\n";
+  ASSERT_EQ(symlink("one.cocoon", base_.c_str()), 0);
+  enforcer::ArtifactCache cache(enforcer::ArtifactCache::DefaultDir());
+  const std::string key = enforcer::ArtifactCache::KeyFor(mine_, "mine");
+  ASSERT_FALSE(key.empty());
+  auto compiled = CompilePolicyOnCacheMiss(mine_, "mine");
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  ASSERT_NE(compiled->plan_json.find("\"one\""), std::string::npos) << compiled->plan_json;
+  ASSERT_TRUE(cache.Store(key, *compiled).ok());
+  ASSERT_TRUE(cache.Lookup(key).has_value()) << "nothing changed yet";
+
+  ASSERT_EQ(unlink(base_.c_str()), 0);
+  ASSERT_EQ(symlink("two.cocoon", base_.c_str()), 0);
+  EXPECT_FALSE(cache.Lookup(key).has_value())
+      << "import \"base\" now reads two.cocoon, but the entry holds the plan compiled from one.cocoon";
+}
+
 }  // namespace
 }  // namespace cocoon::cli
