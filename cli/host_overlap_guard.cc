@@ -203,13 +203,41 @@ std::string PolicyInside(const std::string& place, const HostPathsToGuard& paths
 // later runs that name none of this run's files, and those would record no
 // override. The search path is what this process would read: the same
 // environment decides for the next run of the same caller.
-std::string SearchDirOverlap(const std::string& place) {
+//
+// What is protected is where the files really are: each search dir, its
+// runtimes/ and the *.cocoon files of both, every symlink resolved (a
+// runtimes/ that links elsewhere puts the presets there). `place` is
+// compared by inode as well as by path, so that a bind mount of one of
+// them, or a tree with one mounted below it, is seen under any name.
+std::string SearchDirOverlap(const std::string& place, AliasCheck& alias) {
+  const std::vector<FileId> place_ids = IdChain(place);
+  auto place_is_below = [&](const std::string& real) {
+    auto id = IdOf(real);
+    return id && std::find(place_ids.begin(), place_ids.end(), *id) != place_ids.end();
+  };
   for (const std::string& dir : frontend::DefaultSearchPaths()) {
     const std::string real = RealOrAsGiven(dir);
-    if (Within(place, real)) {
-      return (place == real ? "is" : "is inside") + std::string(" the policy search directory ") + real;
+    std::vector<std::pair<std::string, std::string>> protected_paths = {{real, "the policy search directory " + real}};
+    auto add_cocoon_files = [&](const std::string& in) {
+      std::error_code ec;
+      for (const auto& entry : std::filesystem::directory_iterator(in, ec)) {
+        if (entry.path().extension() != ".cocoon") continue;
+        const std::string file = RealOrAsGiven(entry.path().string());
+        if (!Within(file, real)) protected_paths.emplace_back(file, "the policy file " + file + " of the search directory " + real);
+      }
+    };
+    add_cocoon_files(real);
+    const std::string runtimes = RealOrAsGiven(real + "/runtimes");
+    if (!Within(runtimes, real)) {
+      protected_paths.emplace_back(runtimes, "the runtimes directory " + runtimes + " of the policy search directory " + real);
     }
-    if (Within(real, place)) return "holds the policy search directory " + real;
+    add_cocoon_files(real + "/runtimes");
+    for (const auto& [path, what] : protected_paths) {
+      if (Within(place, path)) return (place == path ? "is " : "is inside ") + what;
+      if (Within(path, place)) return "holds " + what;
+      if (place_is_below(path)) return "is, or is inside, " + what + " by another name (a bind mount)";
+      if (alias.Shows(place, IdChain(path))) return "shows " + what + " by another name (a bind mount)";
+    }
   }
   return "";
 }
@@ -271,7 +299,7 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     }
     if (holds_log(work)) return refuse("holds the audit log " + log);
     if (holds_key(work)) return refuse("holds the audit key " + key);
-    if (std::string search = SearchDirOverlap(work); !search.empty()) {
+    if (std::string search = SearchDirOverlap(work, alias); !search.empty()) {
       return InvalidArgumentError("work dir " + work + ": " + search + " (where `import` and `cocoon run -r` find "
                                   "policies); the sandbox's writes are committed there, and later runs would enforce "
                                   "what it left. Give a project directory of its own");
@@ -352,7 +380,7 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     }
     if (holds_log(source)) return refuse("holds the audit log " + log);
     if (holds_key(source)) return refuse("holds the audit key " + key);
-    if (std::string search = SearchDirOverlap(source); !search.empty()) {
+    if (std::string search = SearchDirOverlap(source, alias); !search.empty()) {
       return InvalidArgumentError("the writable mount of " + bound + " " + search +
                                   " (where `import` and `cocoon run -r` find policies); later runs would enforce what "
                                   "the sandbox left there. Bind a directory of the project's own writable, or use "

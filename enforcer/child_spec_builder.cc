@@ -150,6 +150,44 @@ Status PreparedChild::AddMounts() {
   for (const auto& mount : inputs_.extra_mounts) {
     COCOON_RETURN_IF_ERROR(AddMount(mount).WithContext("bind " + mount.source + " -> " + mount.target));
   }
+  return AddAliasMasks();
+}
+
+// A hidden file or directory of the host can show in the sandbox under more
+// than one name: a bind of a directory that holds it, besides the one the
+// `hide` named (`readonly /usr /bin` on a merged-/usr host binds /bin from
+// /usr/bin, so `hide /bin/cat` is /usr/bin/cat too), or a bind of a
+// directory inside it (`hide /usr` covers that /bin). Each such name gets a
+// mask of its own, on top of every bind, so that the hidden data is
+// unreadable by any of them. A name that cannot be masked refuses the launch.
+Status PreparedChild::AddAliasMasks() {
+  const auto hidden = hidden_hosts_;
+  const auto binds = binds_;
+  for (const auto& [target, host] : hidden) {
+    for (const auto& [inside, source] : binds) {
+      std::string alias;
+      if (IsUnder(host, source)) {
+        const std::string suffix = source == "/" ? (host == "/" ? "" : host) : host.substr(source.size());
+        alias = inside == "/" ? (suffix.empty() ? "/" : suffix) : inside + suffix;
+      } else if (IsUnder(source, host)) {
+        alias = inside;  // the bind shows part of the hidden directory
+      } else {
+        continue;
+      }
+      // Already hidden: by this mask, or by one on it or a directory above
+      // it (a bind below a hidden path is covered; its mount point is gone).
+      const bool hidden_already = std::any_of(masked_targets_.begin(), masked_targets_.end(),
+                                              [&](const std::string& masked) { return IsUnder(alias, masked); });
+      if (alias == target || hidden_already) continue;
+      // A deeper bind at or above the alias shows something else there.
+      const bool covered = std::any_of(binds.begin(), binds.end(), [&, &inside = inside](const auto& other) {
+        return other.first != inside && IsUnder(other.first, inside) && IsUnder(alias, other.first);
+      });
+      if (covered) continue;
+      COCOON_RETURN_IF_ERROR(AddMount({PlanMountKind::kMask, "", alias, 0, false})
+                                 .WithContext("hide " + target + " (the host's " + host + ", also shown at " + alias + ")"));
+    }
+  }
   return Status::Ok();
 }
 
@@ -289,6 +327,7 @@ Result<bool> PreparedChild::PrepareMask(const PlanMount& mount, const std::pair<
     return FailedPreconditionError("hide " + target + ": the sandbox has a symlink there; hide the path it points to");
   }
   std::string host;
+  bool from_host_tree = false;
   if (in_proc) {
     host = target;
   } else if (exact_bind != nullptr) {
@@ -307,6 +346,7 @@ Result<bool> PreparedChild::PrepareMask(const PlanMount& mount, const std::pair<
     st = {};
     st.st_mode = S_IFDIR;
   } else if (!in_proc) {
+    from_host_tree = true;
     // A hidden path that is, or goes through, a symlink in the bound
     // directory fails open: masking the link leaves its target readable
     // (through the link's other names), and the child's mount(2), run
@@ -320,6 +360,8 @@ Result<bool> PreparedChild::PrepareMask(const PlanMount& mount, const std::pair<
     }
   }
   if (S_ISLNK(st.st_mode)) return false;  // a /proc link (self, mounts...): nothing of its own to hide
+  if (from_host_tree) hidden_hosts_.emplace_back(target, host);
+  masked_targets_.insert(target);
   if (S_ISDIR(st.st_mode)) {
     op.kind = ChildMountKind::kMaskDir;
     op.flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;

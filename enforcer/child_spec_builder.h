@@ -76,6 +76,9 @@ class PreparedChild {
   // nothing there to hide.
   Result<bool> PrepareMask(const backends::PlanMount& mount, const std::pair<std::string, std::string>* parent_bind,
                            ChildMountOp& op);
+  // Masks every other name a bind gives a hidden host path (the /usr bind
+  // shows /bin/cat as /usr/bin/cat on a merged-/usr host), after every bind.
+  Status AddAliasMasks();
   void AddLandlockRules();
   void BuildEnvironment();
   void BuildExec();
@@ -88,6 +91,8 @@ class PreparedChild {
   std::vector<std::pair<std::string, bool>> mounted_targets_;  // inside path, is_dir
   std::set<std::string> symlink_targets_;  // targets made as symlinks (kSymlink ops)
   std::vector<std::pair<std::string, std::string>> binds_;     // inside target -> host source (real)
+  std::vector<std::pair<std::string, std::string>> hidden_hosts_;  // hidden inside path -> its real host path
+  std::set<std::string> masked_targets_;                           // inside paths a mask op covers
   std::vector<std::string> rootfs_symlinks_;                    // inside paths of `root rootfs` symlinks
   std::set<std::string> existing_dirs_{"/"};                    // inside dirs the ops so far make or mount
   std::vector<ChildLandlockRule> landlock_;

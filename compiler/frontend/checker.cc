@@ -456,6 +456,18 @@ void CheckHiddenOutsideWorkDir(const State& state, Diagnostics& diagnostics) {
   };
   for (const auto& [hidden, site] : state.hide_sites) {
     const std::string& path = hidden;  // clang 14 cannot capture a structured binding
+    if (strictly_under(work, path) || (state.policy.cwd != work && (strictly_under(state.policy.cwd, path)))) {
+      // The empty directory the mask puts there would cover the work dir (or
+      // the directory the command starts in), and the launch would fail.
+      const bool holds_work = strictly_under(work, path);
+      diagnostics.Error(site.source, site.span,
+                        "cannot hide " + Quote(path) + ": it holds the " +
+                            (holds_work ? "work dir " + Quote(work) : "working directory " + Quote(state.policy.cwd)) +
+                            ", which the sandbox needs; the empty directory put there would cover it",
+                        "hide the entries beside it one by one, or move the " +
+                            std::string(holds_work ? "work dir with `work PATH`" : "working directory with `cwd PATH`"));
+      continue;
+    }
     if (path != work && !strictly_under(path, work)) continue;
     // Inside a bind nested in the work dir, it is that bind's host path that
     // is hidden, as anywhere else.
@@ -469,6 +481,36 @@ void CheckHiddenOutsideWorkDir(const State& state, Diagnostics& diagnostics) {
                       "cannot hide " + Quote(path) + ": it is inside the work dir " + Quote(work) +
                           ", which holds the caller's own files (staged at launch), not a host bind",
                       "keep that file out of the host work dir, or hide it where it is bound from");
+  }
+}
+
+// /proc/self and /proc/thread-self name whichever process looks: the mask
+// is made during setup, where they lead to the setup process's own entry,
+// not to the sandboxed program's. A /proc/PID entry is whichever process
+// has that PID in the sandbox's new PID namespace, unknown when the policy
+// is written. Neither is a promise the enforcer can keep: an error.
+void CheckHiddenProcPaths(const State& state, Diagnostics& diagnostics) {
+  for (const auto& [hidden, site] : state.hide_sites) {
+    if (hidden.rfind("/proc/", 0) != 0) continue;
+    const size_t end = hidden.find('/', 6);
+    const std::string entry = hidden.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+    const bool per_process = entry == "self" || entry == "thread-self" ||
+                             (!entry.empty() && std::all_of(entry.begin(), entry.end(), [](char c) {
+                               return c >= '0' && c <= '9';
+                             }));
+    if (!per_process) continue;
+    const bool names_the_looker = entry == "self" || entry == "thread-self";
+    diagnostics.Error(site.source, site.span,
+                      "cannot hide " + Quote(hidden) + ": " +
+                          (names_the_looker
+                               ? "/proc/" + entry + " names whichever process looks, and the mask is made at setup, "
+                                 "where that is Cocoon's setup process, not the program: it would hide nothing the "
+                                 "program reads"
+                               : "/proc/" + entry + " is the entry of whichever process has that PID in the "
+                                 "sandbox's new PID namespace, which is not known when the policy is written: the "
+                                 "mask would promise nothing about the program's own entry"),
+                      "hide a /proc path that is the same for every process (such as /proc/kcore), or keep the "
+                      "secret out of the sandbox's environment and command line");
   }
 }
 
@@ -656,6 +698,7 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   }
   state.policy.name = profile;
   CheckHiddenOutsideWorkDir(state, diagnostics);
+  CheckHiddenProcPaths(state, diagnostics);
   CheckMountsBesideWorkDir(state, diagnostics);
   if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;
   ir::Policy policy = Finalize(state, program);

@@ -2196,6 +2196,49 @@ TEST(CocoonRun, AWorkDirOrWritableMountOverThePolicySearchPathIsRefused) {
   fs::remove_all(dir);
 }
 
+// The guard compares where the policy files really are: a search dir whose
+// runtimes/ is a symlink to another directory keeps its presets there, and
+// a work dir or writable mount of that directory is refused as the search
+// dir itself is. Before, the resolved path of the search dir was compared
+// as a string, the work dir was not below it, and the sandbox could turn
+// the network on in python.cocoon for every later `cocoon run -r python`.
+TEST(CocoonRun, AWorkDirOverASearchDirsSymlinkedRuntimesIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-search-link-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  fs::create_directories(dir / "sp");
+  fs::copy(std::string(COCOON_POLICIES_DIR) + "/strict.cocoon", dir / "sp" / "strict.cocoon");
+  fs::copy(std::string(COCOON_POLICIES_DIR) + "/runtimes", dir / "rt_real", fs::copy_options::recursive);
+  fs::create_directory_symlink("../rt_real", dir / "sp" / "runtimes");
+  const std::vector<std::pair<std::string, std::string>> env = {{"COCOON_CACHE_DIR", (dir / "cache").string()},
+                                                                {"COCOON_POLICY_PATH", (dir / "sp").string()}};
+  const std::string real_runtimes = (dir / "rt_real").string();
+  auto text_of = [](const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string before = text_of(dir / "rt_real" / "python.cocoon");
+  const std::string rewrite = "echo 'profile python extends strict { network on }' > /work/python.cocoon";
+  Ran run = Cocoon({"run", "--work", real_runtimes, "--", "/bin/sh", "-c", rewrite}, "", env);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("work dir " + real_runtimes + ": is the runtimes directory " + real_runtimes +
+                         " of the policy search directory " + (dir / "sp").string()),
+            std::string::npos) << run.err;
+  // A preset file of its own linked from elsewhere is guarded where it is.
+  fs::create_directories(dir / "elsewhere");
+  fs::rename(dir / "sp" / "strict.cocoon", dir / "elsewhere" / "strict.cocoon");
+  fs::create_symlink(dir / "elsewhere" / "strict.cocoon", dir / "sp" / "strict.cocoon");
+  Ran file = Cocoon({"run", "--work", (dir / "elsewhere").string(), "--", "/bin/sh", "-c", "echo x > /work/ran"}, "", env);
+  EXPECT_EQ(file.status, 1) << file.err;
+  EXPECT_NE(file.err.find("holds the policy file " + (dir / "elsewhere" / "strict.cocoon").string()), std::string::npos)
+      << file.err;
+  EXPECT_EQ(text_of(dir / "rt_real" / "python.cocoon"), before);
+  EXPECT_FALSE(fs::exists(dir / "elsewhere" / "ran"));
+  fs::remove_all(dir);
+}
+
 // The artifact cache keys a policy by its own bytes and checks the hashes
 // of what it imported; a file put since where an import looks first (the
 // policy's directory, before the shipped strict) would be imported now, so

@@ -470,6 +470,63 @@ TEST(SandboxTest, HideCoversABindOfThatPathAndBindsBelowIt) {
   ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
 }
 
+// A hidden host file shows in the sandbox under every name a bind gives it:
+// `readonly DIR/data DIR/alias` with alias -> data binds both from DIR/data,
+// and a bind of a directory inside a hidden one shows part of it. Each name
+// is masked. Before, the mask landed only on the name the `hide` gave, and
+// `cat DIR/data/secret` printed the secret.
+TEST(SandboxTest, HideMasksEveryNameABindGivesTheHiddenFile) {
+  char pattern[] = "/tmp/cocoon-hide-alias-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  std::string dir = pattern;
+  chmod(dir.c_str(), 0755);
+  for (const char* sub : {"/data", "/data/sub", "/top"}) ASSERT_EQ(mkdir((dir + sub).c_str(), 0755), 0);
+  for (const char* file : {"/data/secret", "/data/sub/s2", "/top/t"}) {
+    std::ofstream(dir + file) << "TOPSECRET\n";
+    chmod((dir + file).c_str(), 0644);
+  }
+  ASSERT_EQ(symlink("data", (dir + "/alias").c_str()), 0);
+  ir::Policy policy = TestPolicy();
+  for (const char* bound : {"/data", "/alias", "/top"}) {
+    policy.filesystem.mounts.push_back({ir::MountKind::kReadOnly, dir + bound, dir + bound, 0, false});
+  }
+  policy.filesystem.mounts.push_back({ir::MountKind::kReadOnly, dir + "/data/sub", "/elsewhere", 0, false});
+  std::sort(policy.filesystem.mounts.begin(), policy.filesystem.mounts.end(),
+            [](const ir::Mount& a, const ir::Mount& b) { return a.target < b.target; });
+  const std::string show = "cat " + dir + "/data/secret " + dir + "/alias/secret /elsewhere/s2 " + dir +
+                           "/data/sub/s2 2>&1; cat " + dir + "/top/t; echo end";
+  policy.filesystem.hidden = {dir + "/alias/secret", dir + "/data/sub"};
+  Outcome outcome = MustRun(MakeRequest(policy, {"/bin/sh", "-c", show}));
+  // Only top/t, which is not hidden, is read; each hidden name is empty or gone.
+  auto reads = [](const std::string& out) {
+    size_t n = 0;
+    for (size_t at = out.find("TOPSECRET"); at != std::string::npos; at = out.find("TOPSECRET", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(reads(outcome.stdout_data), 1u) << outcome.stdout_data << outcome.stderr_data;
+  EXPECT_NE(outcome.stdout_data.find("end"), std::string::npos) << outcome.stdout_data;
+  policy.filesystem.hidden = {dir + "/data"};  // a directory: its alias and the bind of its sub/ too
+  Outcome whole = MustRun(MakeRequest(policy, {"/bin/sh", "-c", show + "; ls -A " + dir + "/alias /elsewhere"}));
+  EXPECT_EQ(reads(whole.stdout_data), 1u) << whole.stdout_data << whole.stderr_data;
+  EXPECT_NE(whole.stdout_data.find("/elsewhere:\n\n"), std::string::npos) << whole.stdout_data;  // empty
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
+// On a merged-/usr host /bin is a link to usr/bin: `hide /bin/cat` is
+// /usr/bin/cat as well, through the /usr bind. Before, /bin/cat was empty
+// and /usr/bin/cat readable.
+TEST(SandboxTest, HidingAMergedUsrAliasHidesTheRealPathToo) {
+  char host_link[PATH_MAX] = {};
+  if (readlink("/bin", host_link, sizeof(host_link) - 1) <= 0 || !std::filesystem::exists("/usr/bin/cat")) {
+    GTEST_SKIP() << "SKIPPED: this host's /bin is not a symlink (no merged /usr) or has no /usr/bin/cat: the alias "
+                    "masking of /bin/cat was not checked";
+  }
+  ir::Policy policy = TestPolicy();
+  policy.filesystem.hidden = {"/bin/cat"};
+  Outcome outcome = MustRun(MakeRequest(policy, {"/usr/bin/sh", "-c", "wc -c < /bin/cat; wc -c < /usr/bin/cat"}));
+  EXPECT_EQ(outcome.stdout_data, "0\n0\n") << outcome.stderr_data;
+}
+
 // A hidden /sbin on a merged-/usr host stays a bind (not the host's
 // `sbin -> usr/sbin` link, which a mask could not cover: mount(2) would
 // follow it), so the mask lands on it. Before, the link was made and the

@@ -179,6 +179,45 @@ const Case kCases[] = {
      " |   filesystem { hide /work/.env }\n"
      " |                     ^~~~~~~~~~\n"
      " = help: keep that file out of the host work dir, or hide it where it is bound from\n"},
+    {"hide_holding_the_work_dir",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    work /srv/w\n"
+     "    readonly /etc as /srv/etc\n    hide /srv\n  }\n}\n",
+     "ERROR: t.cocoon:6:10: cannot hide '/srv': it holds the work dir '/srv/w', which the sandbox needs; the "
+     "empty directory put there would cover it\n"
+     " |     hide /srv\n"
+     " |          ^~~~\n"
+     " = help: hide the entries beside it one by one, or move the work dir with `work PATH`\n"},
+    {"hide_holding_the_cwd",
+     "import \"strict\"\nprofile p extends strict {\n  cwd /srv/app\n  filesystem { hide /srv }\n}\n",
+     "ERROR: t.cocoon:4:21: cannot hide '/srv': it holds the working directory '/srv/app', which the sandbox "
+     "needs; the empty directory put there would cover it\n"
+     " |   filesystem { hide /srv }\n"
+     " |                     ^~~~\n"
+     " = help: hide the entries beside it one by one, or move the working directory with `cwd PATH`\n"},
+    {"hide_through_proc_self",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { hide /proc/self/environ /proc/1/environ "
+     "/proc/thread-self }\n}\n",
+     "ERROR: t.cocoon:3:21: cannot hide '/proc/self/environ': /proc/self names whichever process looks, and "
+     "the mask is made at setup, where that is Cocoon's setup process, not the program: it would hide nothing "
+     "the program reads\n"
+     " |   filesystem { hide /proc/self/environ /proc/1/environ /proc/thread-self }\n"
+     " |                     ^~~~~~~~~~~~~~~~~~\n"
+     " = help: hide a /proc path that is the same for every process (such as /proc/kcore), or keep the secret "
+     "out of the sandbox's environment and command line\n"
+     "ERROR: t.cocoon:3:40: cannot hide '/proc/1/environ': /proc/1 is the entry of whichever process has that "
+     "PID in the sandbox's new PID namespace, which is not known when the policy is written: the mask would "
+     "promise nothing about the program's own entry\n"
+     " |   filesystem { hide /proc/self/environ /proc/1/environ /proc/thread-self }\n"
+     " |                                        ^~~~~~~~~~~~~~~\n"
+     " = help: hide a /proc path that is the same for every process (such as /proc/kcore), or keep the secret "
+     "out of the sandbox's environment and command line\n"
+     "ERROR: t.cocoon:3:56: cannot hide '/proc/thread-self': /proc/thread-self names whichever process looks, "
+     "and the mask is made at setup, where that is Cocoon's setup process, not the program: it would hide "
+     "nothing the program reads\n"
+     " |   filesystem { hide /proc/self/environ /proc/1/environ /proc/thread-self }\n"
+     " |                                                        ^~~~~~~~~~~~~~~~~\n"
+     " = help: hide a /proc path that is the same for every process (such as /proc/kcore), or keep the secret "
+     "out of the sandbox's environment and command line\n"},
     {"extends_cycle",
      "profile t extends b { }\nprofile b extends t { }\n",
      "ERROR: t.cocoon:2:19: extends cycle: t -> b -> t\n"
