@@ -101,6 +101,9 @@ void RecordVerification(StagingResult staged, bool direct, Outcome& outcome) {
   NotePreexisting(staged.preexisting, outcome);
   outcome.committed = staged.committed;
   outcome.commit_warning = std::move(staged.commit.cleanup_warning);
+  if (!staged.commit.note.empty()) {
+    outcome.work_note += (outcome.work_note.empty() ? "" : "; ") + staged.commit.note;
+  }
   if (staged.cancelled) {
     // Cancelled while committing: the host dir is as it was, so nothing
     // unverified reached it, but nothing was delivered (ShellExitStatus

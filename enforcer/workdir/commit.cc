@@ -591,6 +591,40 @@ std::string InParent(const HostDir& host, const std::string& name) {
   return (host.parent_path == "/" ? "" : host.parent_path) + "/" + name;
 }
 
+// After a whole-dir swap that brought in a directory other than the one
+// opened (it was replaced between the check and renameat2), swap back, so
+// that whatever was put at the path stays there untouched, and remove our
+// tree (if the temporary name still holds it: `tree`). Returns an error
+// either way. If the swap cannot be undone, the committed tree is at the
+// path and the other directory at the temporary name: kDataLoss, which says
+// so, for the caller must not report "nothing was committed".
+Status UndoForeignSwap(const HostDir& host, const std::string& temp_name, const std::string& host_dir,
+                       const struct stat& tree) {
+  if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(), RENAME_EXCHANGE) == 0) {
+    (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, tree.st_dev, tree.st_ino);
+    return ReplacedWorkDir(host_dir);
+  }
+  return Status(ErrorCode::kDataLoss, "the work dir " + host_dir + " was replaced during the commit's swap, and "
+                                      "undoing the swap failed (" + std::string(strerror(errno)) + "): the path "
+                                      "now holds the committed tree, and the directory that was put there is at " +
+                                      InParent(host, temp_name) + "; check both by hand");
+}
+
+// The fallback when the entries cannot be moved one by one
+// (CheckInstallPossible): the built tree takes the work dir's mode (and, as
+// root, owner) and is swapped with the whole work dir in one renameat2
+// RENAME_EXCHANGE, which needs write permission on the parent only (the
+// commit dir was made there). The work dir's inode changes. An error means
+// nothing was swapped.
+Status SwapWholeDir(const HostDir& host, int temp_fd, const std::string& temp_name) {
+  if (fchmod(temp_fd, host.st.st_mode & 07777) != 0) return ErrnoError("chmod commit dir");
+  if (geteuid() == 0 && fchown(temp_fd, host.st.st_uid, host.st.st_gid) != 0) return ErrnoError("chown commit dir");
+  if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), host.base.c_str(), RENAME_EXCHANGE) != 0) {
+    return ErrnoError("swapping the committed tree into place");
+  }
+  return Status::Ok();
+}
+
 // An install that could not be undone (install_entries.h): the commit
 // directory holds what the work dir lacks, so it is renamed out of the
 // sweep's reach (SweepAbandonedCommitDirs takes only its exact names) and
@@ -629,18 +663,42 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // dir, each by one rename, and the work dir's previous entries come out
   // into the commit dir (install_entries.h). The work dir itself stays the
   // same directory. A failure undoes what went in: before it, nothing changed.
-  if (built.ok()) {
+  // Decided before anything moves: whether every entry can be moved (an
+  // unprivileged committer cannot move another user's directory, such as
+  // a root-owned build/); if not, the whole work dir is swapped as one.
+  Status per_entry = built.ok() ? CheckInstallPossible(temp->get(), host.dir.get()) : Status::Ok();
+  if (built.ok() && per_entry.code() != ErrorCode::kFailedPrecondition) built = per_entry;
+  const bool whole_dir = built.ok() && !per_entry.ok();
+  if (built.ok() && !whole_dir) {
     InstallOptions install;
     install.fail_after_steps = options_.fail_install_after_steps;
     built = InstallEntries(temp->get(), host.dir.get(), host_dir, install);
     if (built.code() == ErrorCode::kDataLoss) return KeepHalfInstalled(host, temp_name, built);
   }
+  if (whole_dir) built = SwapWholeDir(host, temp->get(), temp_name);
+  if (whole_dir && built.ok()) {
+    // The name is looked up again by renameat2: what it swapped out must be
+    // the directory opened (and linked from) above, or the swap is undone.
+    // (A failed stat proves nothing: the swap stands, and the cleanup below
+    // removes only that same directory.)
+    struct stat swapped_out {};
+    if (fstatat(host.parent.get(), temp_name.c_str(), &swapped_out, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (swapped_out.st_dev != host.st.st_dev || swapped_out.st_ino != host.st.st_ino)) {
+      return UndoForeignSwap(host, temp_name, host_dir, temp_st);
+    }
+  }
   if (!built.ok()) {
     (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);  // the new tree
     return built.WithContext("commit of the work dir (nothing was committed)");
   }
-  // The previous entries, now in the commit dir.
-  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);
+  if (whole_dir) {
+    report_.note = "the work dir was replaced by a new directory, not filled entry by entry (" +
+                   per_entry.message() + "): its inode changed; a shell in it must cd back into it";
+  }
+  // The previous entries, now in the commit dir (after a whole-dir swap:
+  // the previous work dir itself, now at the commit dir's name).
+  const struct stat& previous = whole_dir ? host.st : temp_st;
+  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, previous.st_dev, previous.st_ino);
   // The install happened: the commit stands even if the old entries linger.
   if (!cleanup.ok()) {
     report_.cleanup_warning = "committed, but the previous contents of the work dir remain in " +

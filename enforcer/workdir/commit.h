@@ -20,12 +20,17 @@
 //  2. Its entries go into the host work dir, each by one renameat2 (a name
 //     both have: RENAME_EXCHANGE; a new name: RENAME_NOREPLACE), and the
 //     host's entries the new tree has no name for come out into it
-//     (install_entries.h). The work dir itself is never replaced: its
+//     (install_entries.h). The work dir itself is not replaced: its
 //     inode, owner and mode stay, and so does the working directory of a
 //     shell in it (`cocoon run --work .`). Each entry (a directory with all
 //     below it) changes in one step; the set of entries changes one entry
 //     after another, renames only, while SIGINT/SIGTERM/SIGHUP stay held.
 //     A failed rename undoes those before it.
+//     Where an unprivileged committer cannot move every entry (decided
+//     before: CheckInstallPossible, e.g. a root-owned build/ in its work
+//     dir), the whole work dir is swapped for the new tree instead, in one
+//     renameat2 RENAME_EXCHANGE as before: its inode changes, and
+//     CommitReport::note says so.
 //  3. The old entries (now in the temporary directory) are removed.
 // An interruption (error, SIGINT/SIGTERM via the cancel flag) before step 2
 // removes the temporary directory and leaves the host work dir exactly as it
@@ -175,6 +180,11 @@ struct CommitReport {
   // previous contents, now beside the host dir under a temporary name,
   // could not all be removed: says where they are and why.
   std::string cleanup_warning;
+  // Set when the work dir could not receive the new entries one by one (an
+  // unprivileged committer and a top-level directory of another user's,
+  // such as a root-owned build/): the whole work dir was swapped for the
+  // new tree instead, so its inode changed. Says so, and why.
+  std::string note;
   // Direct mode: the findings (by index in the scan) that could not be
   // removed or defused and are still in the host dir.
   std::vector<size_t> not_remediated;

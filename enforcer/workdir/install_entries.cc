@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -131,9 +132,77 @@ Status InstallAll(int new_fd, int host_fd, const InstallOptions& options, std::v
   return Status::Ok();
 }
 
+// The work dir itself, when it is the committer's own and lacks owner write
+// or search (0555): every rename in it needs both. Its exact mode comes back
+// when the grant goes out of scope.
+class WorkDirGrant {
+ public:
+  WorkDirGrant(const WorkDirGrant&) = delete;
+  WorkDirGrant& operator=(const WorkDirGrant&) = delete;
+  ~WorkDirGrant() {
+    if (granted_) (void)fchmod(fd_, mode_);
+  }
+  static Result<std::unique_ptr<WorkDirGrant>> Take(int host_fd, const std::string& host_dir) {
+    auto grant = std::unique_ptr<WorkDirGrant>(new WorkDirGrant(host_fd));
+    if (geteuid() == 0) return grant;
+    struct stat st {};
+    if (fstat(host_fd, &st) != 0) return ErrnoError("stat the work dir " + host_dir);
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWUSR | S_IXUSR)) == (S_IWUSR | S_IXUSR)) return grant;
+    if (fchmod(host_fd, (st.st_mode & 07777) | S_IWUSR | S_IXUSR) != 0) {
+      return ErrnoError("giving the work dir " + host_dir + " owner write for the commit");
+    }
+    grant->granted_ = true;
+    grant->mode_ = st.st_mode & 07777;
+    return grant;
+  }
+
+ private:
+  explicit WorkDirGrant(int fd) : fd_(fd) {}
+  int fd_;
+  bool granted_ = false;
+  mode_t mode_ = 0;
+};
+
 }  // namespace
 
+Status CheckInstallPossible(int new_fd, int host_fd) {
+  if (geteuid() == 0) return Status::Ok();
+  struct stat host {};
+  if (fstat(host_fd, &host) != 0) return ErrnoError("stat the work dir");
+  const bool own_work_dir = host.st_uid == geteuid();
+  if (!own_work_dir && faccessat(host_fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    return FailedPreconditionError("the work dir is another user's (uid " + std::to_string(host.st_uid) +
+                                   ") and not writable by this one");
+  }
+  const bool sticky_not_ours = !own_work_dir && (host.st_mode & S_ISVTX) != 0;
+  COCOON_ASSIGN_OR_RETURN(auto incoming, tree::ListDir(new_fd));
+  std::set<std::string> names;
+  for (const auto& entry : incoming) names.insert(entry.name);
+  COCOON_ASSIGN_OR_RETURN(auto present, tree::ListDir(host_fd));
+  for (const auto& entry : present) {
+    struct stat theirs {};
+    if (fstatat(host_fd, entry.name.c_str(), &theirs, AT_SYMLINK_NOFOLLOW) != 0) {
+      return ErrnoError("stat '" + entry.name + "' in the work dir");
+    }
+    if (theirs.st_uid == geteuid()) continue;
+    if (names.count(entry.name) != 0) {
+      // Left alone when the new tree holds this very inode (hard-linked).
+      struct stat ours {};
+      if (fstatat(new_fd, entry.name.c_str(), &ours, AT_SYMLINK_NOFOLLOW) == 0 && ours.st_dev == theirs.st_dev &&
+          ours.st_ino == theirs.st_ino) {
+        continue;
+      }
+    }
+    if (S_ISDIR(theirs.st_mode) || sticky_not_ours) {
+      return FailedPreconditionError("'" + entry.name + "' in the work dir is another user's (uid " +
+                                     std::to_string(theirs.st_uid) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status InstallEntries(int new_fd, int host_fd, const std::string& host_dir, const InstallOptions& options) {
+  COCOON_ASSIGN_OR_RETURN(auto work_dir_grant, WorkDirGrant::Take(host_fd, host_dir));
   std::vector<InstallStep> done;
   Status installed = InstallAll(new_fd, host_fd, options, done);
   if (installed.ok()) return installed;

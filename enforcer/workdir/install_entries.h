@@ -1,7 +1,7 @@
 // The last step of a staged commit: the built tree's entries go into the host
 // work dir one by one, so that the work dir itself stays the same directory.
 //
-// The work dir is never replaced: its inode, owner and mode stay, and so does
+// The work dir is not replaced: its inode, owner and mode stay, and so does
 // the working directory of every process in it (a shell that ran
 // `cocoon run --work .`) and every fd open on it. What changes is each of its
 // top-level entries, by one renameat2(2) each (man 2 rename), all on one
@@ -38,8 +38,23 @@ struct InstallOptions {
   uint64_t fail_after_steps = 0;
 };
 
+// Whether InstallEntries(new_fd, host_fd) can make every rename it would,
+// decided before the host is touched: Ok, or kFailedPrecondition saying
+// why not. rename(2) needs write permission on the work dir, and a directory
+// that changes parent needs it on itself (its ".." changes). Root has both.
+// An unprivileged committer needs the work dir to be its own (owner write
+// is granted for the install when it lacks it) or writable by it, and each
+// top-level directory the install would exchange or move out to be its own
+// (GrantOwnerWrite); in a sticky work dir that is not its own, every such
+// entry. A root-owned `build/` left by `sudo make` is not: the caller then
+// swaps the whole work dir instead (commit.cc).
+Status CheckInstallPossible(int new_fd, int host_fd);
+
 // Installs the entries of the directory `new_fd` into the directory
-// `host_fd` (see above); `host_dir` names the work dir in messages.
+// `host_fd` (see above); `host_dir` names the work dir in messages. A
+// work dir of the committer's own that lacks owner write (or search) has
+// them for the install and its exact mode back afterwards, also after a
+// failed install has been undone.
 Status InstallEntries(int new_fd, int host_fd, const std::string& host_dir, const InstallOptions& options = {});
 
 }  // namespace cocoon::enforcer

@@ -1583,6 +1583,77 @@ TEST(CocoonRun, TwoWorkDotRunsFromOneShellBothCommitIntoTheSameDirectory) {
   fs::remove_all(dir);
 }
 
+// Rootless, a staged run's commit in a work dir holding a directory of
+// another user's (a root-owned build/ left by `sudo make`): rename(2) of a
+// directory into another parent needs write permission on that directory,
+// which an unprivileged committer lacks, so moving the new entries in one by
+// one failed ("swapping in 'build': Permission denied", exit 125) where the
+// whole-dir swap it replaced had committed. Such a work dir is now swapped
+// whole, as before, and the Outcome's note says so.
+TEST(CocoonRun, RootlessCommitWithARootOwnedDirectoryInTheWorkDirCommits) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to make a root-owned build/ in a user's work dir";
+  if (access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
+  const fs::path base = fs::temp_directory_path() / ("cocoon-foreign-dir-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "work" / "src");
+  fs::create_directories(base / "home");
+  std::ofstream(base / "work" / "a") << "a\n";
+  std::ofstream(base / "work" / "src" / "s") << "s\n";
+  for (const fs::path& p : {base, base / "work", base / "work" / "a", base / "work" / "src",
+                            base / "work" / "src" / "s", base / "home"}) {
+    ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0) << p;
+  }
+  fs::create_directories(base / "work" / "build");  // root's, 0755
+  std::ofstream(base / "work" / "build" / "out") << "root\n";
+  Ran ran = Cocoon({"--reuid=65534", "--regid=65534", "--clear-groups", COCOON_BINARY, "run", "--json", "--work",
+                    (base / "work").string(), "--", "/bin/sh", "-c", "echo more >> src/s"},
+                   "/", {{"HOME", (base / "home").string()}, {"XDG_CACHE_HOME", (base / "home").string()}},
+                   "/usr/bin/setpriv");
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  json j = Json(ran);
+  EXPECT_EQ(j["committed"], true) << j.dump(2);
+  EXPECT_NE(j["breakout"].value("note", "").find("replaced by a new directory"), std::string::npos) << j.dump(2);
+  std::ifstream committed(base / "work" / "src" / "s"), kept(base / "work" / "build" / "out");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(committed)), {}), "s\nmore\n");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), {}), "root\n");
+  fs::remove_all(base);
+}
+
+// Rootless, a work dir of the caller's own that is itself read-only (0555,
+// its subdirectories writable): every rename in it needs write permission
+// on it, so the entry-by-entry commit failed ("swapping in 'src':
+// Permission denied", exit 125). It now has owner write for the install
+// and its exact mode back after it; it stays the same directory.
+TEST(CocoonRun, RootlessCommitIntoAReadOnlyWorkDirOfTheCallersOwnCommitsAndKeepsItsMode) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to run cocoon as another (unprivileged) user";
+  if (access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
+  const fs::path base = fs::temp_directory_path() / ("cocoon-ro-workdir-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "work" / "src");
+  fs::create_directories(base / "home");
+  std::ofstream(base / "work" / "src" / "s") << "s\n";
+  for (const fs::path& p : {base, base / "work", base / "work" / "src", base / "work" / "src" / "s", base / "home"}) {
+    ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0) << p;
+  }
+  ASSERT_EQ(chmod((base / "work").c_str(), 0555), 0);
+  struct stat before {};
+  ASSERT_EQ(stat((base / "work").c_str(), &before), 0);
+  Ran ran = Cocoon({"--reuid=65534", "--regid=65534", "--clear-groups", COCOON_BINARY, "run", "--json", "--work",
+                    (base / "work").string(), "--", "/bin/sh", "-c", "echo more >> src/s"},
+                   "/", {{"HOME", (base / "home").string()}, {"XDG_CACHE_HOME", (base / "home").string()}},
+                   "/usr/bin/setpriv");
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  std::ifstream committed(base / "work" / "src" / "s");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(committed)), {}), "s\nmore\n");
+  struct stat after {};
+  ASSERT_EQ(stat((base / "work").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0555u) << std::oct << (after.st_mode & 07777);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the work dir was replaced";
+  fs::remove_all(base);
+}
+
 // A current directory that no longer exists (removed after the shell
 // entered it) is said to be that, not "a system or shared path" with an
 // empty name.

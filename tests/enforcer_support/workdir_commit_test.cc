@@ -264,6 +264,59 @@ TEST(CommitTest, AnUnprivilegedCommitMovesReadOnlyDirectoriesInAndOut) {
                                        "6: wrong contents; 7: modes not kept; 8: temporary dir left behind";
 }
 
+// An unprivileged committer's own read-only work dir (0555) has owner write
+// for the install only: its exact mode comes back after a commit, and after
+// a failed install that was undone. As root the commit runs in a child that
+// dropped to an unprivileged uid.
+TEST(CommitTest, AReadOnlyWorkDirGetsItsModeBackAfterTheInstallAndAfterAnUndo) {
+  TempDir dir{"cocoon-ro-workdir"};
+  constexpr uid_t kUser = 23458;
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(dir.path().c_str(), kUser, kUser), 0);
+  }
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(kUser) != 0 || setuid(kUser) != 0)) _exit(2);
+    const std::string host = dir / "work", staged = dir / "staged";
+    testing::MakeDirs(host + "/src");
+    testing::MakeDirs(staged + "/src");
+    WriteText(host + "/src/s", "old\n");
+    WriteText(staged + "/src/s", "new\n");
+    WriteText(staged + "/added", "new\n");
+    if (chmod(host.c_str(), 0555) != 0) _exit(3);
+    const ino_t work = testing::Inode(host);
+    int fd = open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    auto scan = ScanForBreakoutsAt(staged);
+    if (!scan.ok()) _exit(4);
+    auto mode = [&] {
+      struct stat st {};
+      return stat(host.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+    };
+    CommitOptions failing;
+    failing.fail_install_after_steps = 1;
+    if (CommitStagedTree(fd, *scan, host, failing).ok()) _exit(5);
+    if (mode() != 0555 || ReadText(host + "/src/s") != "old\n" || Names(host) != std::set<std::string>{"src"}) {
+      _exit(6);
+    }
+    auto report = CommitStagedTree(fd, *scan, host);
+    if (!report.ok()) {
+      fprintf(stderr, "%s\n", report.status().ToString().c_str());
+      _exit(7);
+    }
+    if (ReadText(host + "/src/s") != "new\n" || Names(host) != std::set<std::string>{"added", "src"}) _exit(8);
+    if (mode() != 0555 || testing::Inode(host) != work || !report->note.empty()) _exit(9);
+    (void)chmod(host.c_str(), 0755);  // for the fixture's removal
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not drop to uid 23458; 3: setup; 4: scan; 5: the failing install "
+                                       "committed; 6: not undone or mode not restored after the undo; 7: commit "
+                                       "failed; 8: wrong contents; 9: mode not kept, dir replaced, or a note";
+}
+
 // Sets or clears FS_IMMUTABLE_FL (ioctl_iflags(2)); needs CAP_LINUX_IMMUTABLE.
 bool SetImmutable(const std::string& path, bool on) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
