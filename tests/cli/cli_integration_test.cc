@@ -4327,7 +4327,8 @@ TEST(CocoonRun, OutputThatCannotBeWrittenExits125WithANote) {
 // `quick` policy files into such a dir, and `run` compiled whatever policy
 // that user put there (seen failing on the old code: entries were written).
 TEST(CocoonRun, ACacheDirAnotherUserCouldChangeIsNotUsed) {
-  if (geteuid() != 0) GTEST_SKIP() << "NOT CHECKED: needs root, to make a directory another user owns";
+  if (geteuid() != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): needs root, to make a directory another user owns";
   fs::path dir = fs::temp_directory_path() / ("cocoon-untrusted-cache-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "theirs" / "cache");

@@ -518,8 +518,8 @@ TEST(SandboxTest, HideMasksEveryNameABindGivesTheHiddenFile) {
 TEST(SandboxTest, HidingAMergedUsrAliasHidesTheRealPathToo) {
   char host_link[PATH_MAX] = {};
   if (readlink("/bin", host_link, sizeof(host_link) - 1) <= 0 || !std::filesystem::exists("/usr/bin/cat")) {
-    GTEST_SKIP() << "SKIPPED: this host's /bin is not a symlink (no merged /usr) or has no /usr/bin/cat: the alias "
-                    "masking of /bin/cat was not checked";
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): this host's /bin is not a symlink (no merged /usr) or "
+                    "has no /usr/bin/cat: the alias masking of /bin/cat was not checked";
   }
   ir::Policy policy = TestPolicy();
   policy.filesystem.hidden = {"/bin/cat"};
@@ -534,7 +534,8 @@ TEST(SandboxTest, HidingAMergedUsrAliasHidesTheRealPathToo) {
 TEST(SandboxTest, AHiddenMergedUsrPathIsMaskedNotRecreatedAsALink) {
   char host_link[PATH_MAX] = {};
   if (readlink("/sbin", host_link, sizeof(host_link) - 1) <= 0) {
-    GTEST_SKIP() << "SKIPPED: this host's /sbin is not a symlink (no merged /usr): no link to keep from being made";
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): this host's /sbin is not a symlink (no merged /usr): "
+                    "no link to keep from being made";
   }
   ir::Policy policy = TestPolicy();
   policy.filesystem.hidden = {"/sbin"};

@@ -244,7 +244,8 @@ TEST_F(CacheTest, ARelativeSearchPathIsKeyedByTheDirectoryItNamesFromHere) {
 // their own in its place) -- is neither read nor written (Store once wrote
 // into any of them).
 TEST_F(CacheTest, ACacheDirAnotherUserCouldChangeIsNeitherReadNorWritten) {
-  if (geteuid() != 0) GTEST_SKIP() << "NOT CHECKED: needs root, to make a directory another user owns";
+  if (geteuid() != 0)
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): needs root, to make a directory another user owns";
   const std::string theirs = dir_ + "/theirs", owned = dir_ + "/owned", open = dir_ + "/open";
   ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((theirs + "/cache").c_str(), 0700), 0);
