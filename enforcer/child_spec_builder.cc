@@ -148,6 +148,14 @@ Status PreparedChild::AddMounts() {
                                                        (mount.source.empty() ? "" : mount.source + " -> ") + mount.target));
   }
   for (const auto& mount : inputs_.extra_mounts) {
+    // What the enforcer adds itself (an allow-list's generated /etc/hosts)
+    // goes in after the policy's masks: over a path the policy hides it
+    // would undo the `hide`, so it is left out there (names then resolve to
+    // nothing in the sandbox; allowed IP addresses still connect).
+    const bool hidden = std::any_of(inputs_.plan->mounts.begin(), inputs_.plan->mounts.end(), [&](const PlanMount& m) {
+      return m.kind == PlanMountKind::kMask && IsUnder(mount.target, m.target);
+    });
+    if (hidden) continue;
     COCOON_RETURN_IF_ERROR(AddMount(mount).WithContext("bind " + mount.source + " -> " + mount.target));
   }
   return AddAliasMasks();
