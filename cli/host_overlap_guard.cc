@@ -218,10 +218,16 @@ std::string SearchDirOverlap(const std::string& place, AliasCheck& alias) {
   for (const std::string& dir : frontend::DefaultSearchPaths()) {
     const std::string real = RealOrAsGiven(dir);
     std::vector<std::pair<std::string, std::string>> protected_paths = {{real, "the policy search directory " + real}};
+    // `in` is a resolved directory that is protected itself: a file that is
+    // no symlink lies in it and is covered by it, so only links are
+    // resolved (the type comes with the directory listing; resolving every
+    // preset cost ~100 readlink calls per launch with a work dir).
     auto add_cocoon_files = [&](const std::string& in) {
       std::error_code ec;
       for (const auto& entry : std::filesystem::directory_iterator(in, ec)) {
         if (entry.path().extension() != ".cocoon") continue;
+        std::error_code type_ec;
+        if (!entry.is_symlink(type_ec) || type_ec) continue;
         const std::string file = RealOrAsGiven(entry.path().string());
         if (!Within(file, real)) protected_paths.emplace_back(file, "the policy file " + file + " of the search directory " + real);
       }
@@ -231,7 +237,7 @@ std::string SearchDirOverlap(const std::string& place, AliasCheck& alias) {
     if (!Within(runtimes, real)) {
       protected_paths.emplace_back(runtimes, "the runtimes directory " + runtimes + " of the policy search directory " + real);
     }
-    add_cocoon_files(real + "/runtimes");
+    add_cocoon_files(runtimes);
     for (const auto& [path, what] : protected_paths) {
       if (Within(place, path)) return (place == path ? "is " : "is inside ") + what;
       if (Within(path, place)) return "holds " + what;
