@@ -2,6 +2,8 @@
 // policy does, and a policy string must not be able to forge lines.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "compiler/syscalls/syscall_groups.h"
 #include "tests/frontend/test_util.h"
 
@@ -50,6 +52,18 @@ std::string LineWith(const std::string& text, const std::string& needle) {
   return text.substr(begin, text.find('\n', at) - begin);
 }
 
+// The 1-based line of policies/strict.cocoon holding `needle`, as
+// ":N)" to match the end of an explain credit; strict.cocoon's lines move
+// whenever a rule is added, so the test finds them rather than fixing them.
+std::string StrictLineCredit(const std::string& needle) {
+  std::ifstream in(cocoon::frontend::testing::RepoPath("policies/strict.cocoon"));
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number)
+    if (line.find(needle) != std::string::npos) return "strict.cocoon:" + std::to_string(number) + ")";
+  ADD_FAILURE() << "policies/strict.cocoon has no line with " << needle;
+  return "strict.cocoon:?)";
+}
+
 // Each rule line is credited to the statement that wrote that rule (action
 // and conditions), not to the child's last statement naming the syscall.
 TEST(Explain, InheritedRulesAreCreditedToTheParent) {
@@ -62,10 +76,10 @@ TEST(Explain, InheritedRulesAreCreditedToTheParent) {
   // Found from the working directory or the repository: either spelling.
   const std::string inherited = "(inherited from strict, ";
   EXPECT_NE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").find(inherited), std::string::npos) << out;
-  EXPECT_TRUE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").ends_with("strict.cocoon:53)")) << out;
+  EXPECT_TRUE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5412").ends_with(StrictLineCredit("deny ioctl if arg1 == TIOCSTI"))) << out;
   EXPECT_NE(LineWith(out, "errno EPERM ioctl if arg1 == 0x5413").find("(t.cocoon:6)"), std::string::npos) << out;
   EXPECT_NE(LineWith(out, "errno EPERM @mount (").find(inherited), std::string::npos) << out;
-  EXPECT_TRUE(LineWith(out, "errno EPERM @mount (").ends_with("strict.cocoon:45)")) << out;
+  EXPECT_TRUE(LineWith(out, "errno EPERM @mount (").ends_with(StrictLineCredit("deny @mount @module"))) << out;
   EXPECT_NE(LineWith(out, "log @mount if arg0 == 0x0 (").find("(t.cocoon:5)"), std::string::npos) << out;
 }
 

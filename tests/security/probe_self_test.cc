@@ -62,6 +62,7 @@ std::vector<SelfCase> SelfCases() {
       {"fcntl_setlease", "lease", {}, SetupLeaseDir},
       {"netlink", "netlink", {}, nullptr},
       {"aio_io_setup", "aio", {}, nullptr},
+      {"numa_mempolicy", "mempolicy", {}, nullptr},
       {"abi_x32", "abi", {"op=x32"}, nullptr, /*skip_if_blocked=*/true},
       {"abi_int80", "abi", {"op=int80"}, nullptr, /*skip_if_blocked=*/true},
   };

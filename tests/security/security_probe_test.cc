@@ -79,6 +79,7 @@ std::vector<ProbeCase> AllCases() {
   add(Ops("net", {"raw", "packet", "vsock", "alg"}));
   all.push_back(Case("netlink", "netlink", {}));
   all.push_back(Case("aio_io_setup", "aio", {}));
+  all.push_back(Case("numa_mempolicy", "mempolicy", {}));
   all.push_back(Case("env_canary", "env_canary", {}, SetupCanary));
   all.push_back(Case("fd_leak", "fd_leak", {}, SetupLeakedFds));
   all.push_back(Case("setuid_helper", "setuid", {}, SetupSetuidHelper));
