@@ -655,8 +655,15 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // Tick polls the signal fd once per 64 entries, and a big file's copy
   // takes seconds between two polls: a cancel that came meanwhile (or after
   // the last poll) is seen here, the last moment it can still stop the commit.
-  // From here on SIGINT/SIGTERM/SIGHUP stay held (the launcher's signalfd)
-  // until the install is done: it is only renames, no data is copied.
+  // From here on every signal that could end or stop cocoon stays held
+  // until the host has its new contents or its old ones back (the CLI
+  // holds SIGINT/SIGTERM/SIGHUP in its signalfd anyway; the hold adds
+  // SIGTSTP, SIGPROF, SIGXFSZ, real-time signals, ... and covers a library
+  // caller): it is only renames, no data is copied. Released before the
+  // previous contents are removed, which may take long and changes nothing
+  // the user still has.
+  std::optional<HostChangeSignalHold> hold;
+  if (built.ok()) hold.emplace();
   if (built.ok()) built = CancelRequested();
   if (built.ok()) built = CheckStillAtItsPath(host, host_dir);
   // The step that changes the host: the new tree's entries go into the work
@@ -672,9 +679,11 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   if (built.ok() && !whole_dir) {
     InstallOptions install;
     install.fail_after_steps = options_.fail_install_after_steps;
+    install.after_step_for_test = options_.after_install_step_for_test;
     built = InstallEntries(temp->get(), host.dir.get(), host_dir, install);
     if (built.code() == ErrorCode::kDataLoss) return KeepHalfInstalled(host, temp_name, built);
   }
+  if (whole_dir && options_.before_whole_dir_swap_for_test) options_.before_whole_dir_swap_for_test();
   if (whole_dir) built = SwapWholeDir(host, temp->get(), temp_name);
   if (whole_dir && built.ok()) {
     // The name is looked up again by renameat2: what it swapped out must be
@@ -687,6 +696,7 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
       return UndoForeignSwap(host, temp_name, host_dir, temp_st);
     }
   }
+  hold.reset();  // the host holds its new contents, or its old ones
   if (!built.ok()) {
     (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);  // the new tree
     return built.WithContext("commit of the work dir (nothing was committed)");

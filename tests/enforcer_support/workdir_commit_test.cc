@@ -1,9 +1,11 @@
 // Commit of a verified tree to the host work dir: escapes left out, good
 // files committed, originals untouched, interrupted commits change nothing.
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <filesystem>
 #include <set>
@@ -202,6 +205,96 @@ TEST(CommitTest, AnInstallThatFailsPartWayIsUndone) {
     EXPECT_EQ(Names(f.host + "/gone"), std::set<std::string>{"old"}) << steps;
     EXPECT_EQ(ReadText(f.host + "/orig.txt"), "original\n") << steps;
     EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << steps << ": no temporary dir left behind";
+  }
+}
+
+// A host dir for the install tests below: with the Fixture's staged tree,
+// the install takes four steps (orig.txt swapped, out moved in, gone and
+// removed-by-the-sandbox moved out), so a signal after the first finds the
+// work dir half installed unless it is held.
+void AddEntriesTheSandboxRemoved(const Fixture& f) {
+  testing::MakeDirs(f.host + "/gone");
+  WriteText(f.host + "/gone/old", "old\n");
+  WriteText(f.host + "/removed-by-the-sandbox", "old\n");
+}
+
+const std::set<std::string> kInstalled{"orig.txt", "out"};
+const std::set<std::string> kPrevious{"orig.txt", "gone", "removed-by-the-sandbox"};
+
+// A signal whose default action ends the process, sent to the committer in
+// the middle of its install (after its first rename), ended it there: the
+// work dir kept the entries moved in so far and lacked the rest (SIGTERM
+// outside the CLI's signalfd, and in the CLI too SIGPROF, SIGXFSZ, a
+// real-time signal, ...). Every such signal is now held from the first
+// rename to the last, undo included: the process still dies by it, once
+// the work dir holds all of the new entries (or, after an undo, all of
+// the old ones). Synchronised on the install's own steps (a test hook
+// sends the signal to the committing process itself), not on time.
+TEST(CommitTest, ASignalInTheMiddleOfTheInstallEndsTheCommitterOnlyOnceTheWorkDirIsWhole) {
+  for (int signal : {SIGTERM, SIGQUIT, SIGPROF, SIGXFSZ, SIGUSR1, SIGRTMIN + 3}) {
+    for (bool undone : {false, true}) {
+      Fixture f;
+      AddEntriesTheSandboxRemoved(f);
+      ScanReport scan = f.Scan();
+      pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        struct rlimit no_core {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        CommitOptions options;
+        options.after_install_step_for_test = [signal](uint64_t steps) {
+          if (steps == 1) kill(getpid(), signal);
+        };
+        if (undone) options.fail_install_after_steps = 2;  // then undone, signal pending
+        int fd = f.StagedFd();
+        auto report = CommitStagedTree(fd, scan, f.host, options);
+        _exit(report.ok() ? 0 : 1);
+      }
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      const std::string what = std::string(strsignal(signal)) + (undone ? ", install undone" : "");
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << what << ": status " << status;
+      EXPECT_EQ(Names(f.host), undone ? kPrevious : kInstalled) << what << ": the work dir is half installed";
+      EXPECT_EQ(ReadText(f.host + "/orig.txt"), undone ? "original\n" : "changed by the sandbox\n") << what;
+    }
+  }
+}
+
+// A job-control stop (Ctrl-Z: SIGTSTP; SIGTTIN, SIGTTOU) in the middle of
+// the install stopped the committer there, the work dir half installed for
+// as long as it stayed stopped (and for good if it was then killed). It now
+// stops once the install is done; continued, the commit completes.
+TEST(CommitTest, AStopInTheMiddleOfTheInstallWaitsUntilTheWorkDirIsWhole) {
+  for (int signal : {SIGTSTP, SIGTTIN, SIGTTOU}) {
+    Fixture f;
+    AddEntriesTheSandboxRemoved(f);
+    ScanReport scan = f.Scan();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // A process group of its own, whose parent (this test) is in another
+      // of the same session: not orphaned, so the kernel does stop it.
+      setpgid(0, 0);
+      CommitOptions options;
+      options.after_install_step_for_test = [signal](uint64_t steps) {
+        if (steps == 1) kill(getpid(), signal);
+      };
+      int fd = f.StagedFd();
+      auto report = CommitStagedTree(fd, scan, f.host, options);
+      _exit(report.ok() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+    const std::string what = strsignal(signal);
+    EXPECT_TRUE(WIFSTOPPED(status)) << what << ": status " << status;
+    EXPECT_EQ(Names(f.host), kInstalled) << what << ": stopped with the work dir half installed";
+    kill(pid, SIGCONT);
+    if (WIFSTOPPED(status)) {
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << what << ": status " << status;
+    EXPECT_EQ(Names(f.host), kInstalled) << what;
+    EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << what << ": no temporary dir left behind";
   }
 }
 
