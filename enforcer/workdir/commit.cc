@@ -625,6 +625,64 @@ Status SwapWholeDir(const HostDir& host, int temp_fd, const std::string& temp_na
   return Status::Ok();
 }
 
+// The entries of other users in what remains of the previous contents
+// (the topmost of each; at most kMaxNamed), which an unprivileged committer
+// may not remove: a root-owned build/ (`sudo make`) that a whole-dir swap
+// took out with the old work dir, or a root-owned directory below one of
+// the caller's own that the install moved out.
+constexpr size_t kMaxNamed = 3;
+void FindOthersEntries(int dir_fd, const std::string& prefix, int depth,
+                       std::vector<std::pair<std::string, uid_t>>& found) {
+  auto entries = tree::ListDir(dir_fd);
+  if (!entries.ok() || depth > 64) return;
+  for (const auto& entry : *entries) {
+    if (found.size() > kMaxNamed) return;
+    struct stat st {};
+    if (fstatat(dir_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const std::string path = tree::Join(prefix, entry.name);
+    if (st.st_uid != geteuid()) {
+      found.emplace_back(path, st.st_uid);
+    } else if (S_ISDIR(st.st_mode)) {
+      auto child = tree::OpenDir(dir_fd, entry.name);
+      if (child.ok()) FindOthersEntries(child->get(), path, depth + 1, found);
+    }
+  }
+}
+
+std::string ShellQuoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// CommitReport::cleanup_warning: where the previous contents remain, and,
+// when they hold entries of another user's (which this one cannot remove,
+// however often it tries), whose and what to do about it.
+std::string LeftoverWarning(const HostDir& host, const std::string& temp_name, const struct stat& previous,
+                            const Status& cleanup) {
+  const std::string where = InParent(host, temp_name);
+  std::vector<std::pair<std::string, uid_t>> others;
+  auto left = tree::OpenDir(host.parent.get(), temp_name);
+  struct stat st {};
+  if (geteuid() != 0 && left.ok() && fstat(left->get(), &st) == 0 && st.st_dev == previous.st_dev &&
+      st.st_ino == previous.st_ino) {
+    FindOthersEntries(left->get(), "", 0, others);
+  }
+  if (others.empty()) {
+    return "committed, but the previous contents of the work dir remain in " + where + ": " + cleanup.message() +
+           "; remove that directory by hand";
+  }
+  std::string named;
+  for (size_t i = 0; i < others.size() && i < kMaxNamed; ++i) {
+    named += (i == 0 ? "'" : ", '") + others[i].first + "' (uid " + std::to_string(others[i].second) + "'s)";
+  }
+  if (others.size() > kMaxNamed) named += " and more";
+  return "committed, but the previous contents of the work dir could not all be removed: " + where +
+         " still holds " + named + ", which this user (uid " + std::to_string(geteuid()) +
+         ") may not remove; everything else in it was removed. Have their owner or root remove that directory "
+         "(sudo rm -rf -- " + ShellQuoted(where) + ")";
+}
+
 // An install that could not be undone (install_entries.h): the commit
 // directory holds what the work dir lacks, so it is renamed out of the
 // sweep's reach (SweepAbandonedCommitDirs takes only its exact names) and
@@ -708,12 +766,12 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // The previous entries, now in the commit dir (after a whole-dir swap:
   // the previous work dir itself, now at the commit dir's name).
   const struct stat& previous = whole_dir ? host.st : temp_st;
-  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, previous.st_dev, previous.st_ino);
+  // Everything that can go goes: what stays is only what this user may not
+  // remove (and the directories holding it), which the warning names.
+  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, previous.st_dev, previous.st_ino,
+                                          tree::RemovalFailure::kGoOn);
   // The install happened: the commit stands even if the old entries linger.
-  if (!cleanup.ok()) {
-    report_.cleanup_warning = "committed, but the previous contents of the work dir remain in " +
-                              InParent(host, temp_name) + ": " + cleanup.message() + "; remove that directory by hand";
-  }
+  if (!cleanup.ok()) report_.cleanup_warning = LeftoverWarning(host, temp_name, previous, cleanup);
   report_.files = stats_.files;
   report_.directories = stats_.directories;
   report_.symlinks = stats_.symlinks;

@@ -410,6 +410,78 @@ TEST(CommitTest, AReadOnlyWorkDirGetsItsModeBackAfterTheInstallAndAfterAnUndo) {
                                        "failed; 8: wrong contents; 9: mode not kept, dir replaced, or a note";
 }
 
+// Rootless, the previous contents of a work dir can hold a directory of
+// another user's (a root-owned build/ left by `sudo make`), which the
+// committer may not empty: the whole-dir swap takes it out with the old
+// work dir, and a root-owned directory below one of the caller's goes out
+// with that. The removal stopped at the first entry it could not remove,
+// leaving the caller's own files beside it too, and the warning said
+// "removing 'out': Permission denied; remove that directory by hand",
+// which the caller cannot. Now everything else is removed, and the warning
+// names the directory that remains, what in it is whose, and what to do.
+// As root the commit runs in a child that dropped to an unprivileged uid.
+TEST(CommitTest, PreviousContentsOfAnotherUsersThatRemainAreNamedWithWhatToDo) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to put root-owned entries in a user's work dir";
+  constexpr uid_t kUser = 23459;
+  for (bool whole_dir : {true, false}) {
+    TempDir dir{"cocoon-leftover"};
+    const std::string host = dir / "work", staged = dir / "staged";
+    // Whole dir: build/ at the top (not movable, so the work dir is swapped
+    // whole); entry by entry: below src/, which is the caller's.
+    const std::string foreign = whole_dir ? "build" : "src/build";
+    testing::MakeDirs(host + "/src");
+    testing::MakeDirs(staged + "/src");
+    WriteText(host + "/a", "old\n");
+    WriteText(host + "/src/s", "old\n");
+    WriteText(staged + "/a", "new\n");
+    WriteText(staged + "/src/s", "new\n");
+    for (const std::string& path : {dir.path(), host, host + "/a", host + "/src", host + "/src/s", staged,
+                                    staged + "/a", staged + "/src", staged + "/src/s"}) {
+      ASSERT_EQ(chown(path.c_str(), kUser, kUser), 0) << path;
+    }
+    testing::MakeDirs(host + "/" + foreign);  // root's
+    WriteText(host + "/" + foreign + "/out", "root's\n");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (setgid(kUser) != 0 || setuid(kUser) != 0) _exit(2);
+      int fd = open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      auto scan = ScanForBreakoutsAt(staged);
+      if (!scan.ok()) _exit(3);
+      auto report = CommitStagedTree(fd, *scan, host);
+      if (!report.ok()) {
+        fprintf(stderr, "%s\n", report.status().ToString().c_str());
+        _exit(4);
+      }
+      if (ReadText(host + "/a") != "new\n" || ReadText(host + "/src/s") != "new\n") _exit(5);
+      if (report->note.empty() != !whole_dir) _exit(6);
+      std::set<std::string> names = Names(dir.path());
+      names.erase("work");
+      names.erase("staged");
+      if (names.size() != 1) _exit(7);
+      const std::string leftover = dir / *names.begin();
+      // Only the other user's entry remains, in the directories holding it.
+      if (Names(leftover) != std::set<std::string>{whole_dir ? "build" : "src"}) _exit(8);
+      if (!whole_dir && Names(leftover + "/src") != std::set<std::string>{"build"}) _exit(8);
+      const std::string& warning = report->cleanup_warning;
+      fprintf(stderr, "%s\n", warning.c_str());
+      if (warning.find("committed, but") == std::string::npos || warning.find(leftover + " still holds '" + foreign +
+                                                                              "' (uid 0's)") == std::string::npos ||
+          warning.find("sudo rm -rf -- '" + leftover + "'") == std::string::npos) {
+        _exit(9);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << (whole_dir ? "whole dir" : "entry by entry")
+                                      << ": 2: could not drop to uid 23459; 3: scan; 4: commit failed; 5: wrong "
+                                         "contents; 6: note; 7: not one leftover; 8: more than the other user's entry "
+                                         "remains; 9: the warning does not name it, whose it is and what to do";
+  }
+}
+
 // Sets or clears FS_IMMUTABLE_FL (ioctl_iflags(2)); needs CAP_LINUX_IMMUTABLE.
 bool SetImmutable(const std::string& path, bool on) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
