@@ -175,6 +175,7 @@ class Committer {
   gid_t OwnersGroup() const { return owner_.set ? owner_.gid : getegid(); }
   Status ConfineNewSymlinks(int temp_fd);
   Status CheckHostUnchanged(int dir_fd, const std::string& prefix, size_t* seen);
+  Status CheckPreviousUnchanged(int old_fd, int installed_fd, const std::string& prefix, bool moved_out) const;
 
   const ScanReport& scan_;
   const CommitOptions& options_;
@@ -519,6 +520,44 @@ Status Committer::CheckHostUnchanged(int dir_fd, const std::string& prefix, size
   return Status::Ok();
 }
 
+// After the install, before the previous contents (the entries moved out,
+// or the whole old work dir) are removed: CheckHostUnchanged ran before the
+// build, and a host process may have changed the work dir since (during a
+// long build, or between the last check and the swap). What the copy-in did
+// not record, or recorded with another inode or ctime, is the host's change,
+// and removing it would lose it. Except: an original linked into the new
+// tree (a file, or a FIFO, socket or device: KeepHostSpecials), which moved
+// its ctime, is the very inode now at its path in the work dir; and a top-level entry the install moved out (`moved_out`) had
+// its ctime moved by the rename, so only its inode is compared.
+Status Committer::CheckPreviousUnchanged(int old_fd, int installed_fd, const std::string& prefix,
+                                         bool moved_out) const {
+  auto changed = [](const std::string& path, const char* what) {
+    return FailedPreconditionError("'" + path + "' " + what + " on the host after the last check");
+  };
+  COCOON_ASSIGN_OR_RETURN(auto entries, tree::ListDir(old_fd));
+  for (const auto& entry : entries) {
+    const std::string path = tree::Join(prefix, entry.name);
+    struct stat st {};
+    if (fstatat(old_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + path);
+    auto it = options_.originals->host_entries.find(path);
+    if (it == options_.originals->host_entries.end()) return changed(path, "was created");
+    const bool same_ctime = SameTime(it->second.ctime, st.st_ctim) || (moved_out && prefix.empty());
+    if (it->second.ino != st.st_ino) return changed(path, "was replaced");
+    if (!same_ctime) {
+      struct stat installed {};
+      if (S_ISDIR(st.st_mode) || fstatat(installed_fd, path.c_str(), &installed, AT_SYMLINK_NOFOLLOW) != 0 ||
+          installed.st_dev != st.st_dev || installed.st_ino != st.st_ino) {
+        return changed(path, "was changed");
+      }
+    }
+    if (S_ISDIR(st.st_mode)) {
+      COCOON_ASSIGN_OR_RETURN(Fd child, tree::OpenDir(old_fd, entry.name));
+      COCOON_RETURN_IF_ERROR(CheckPreviousUnchanged(child.get(), installed_fd, path, moved_out));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
   if (options_.originals != nullptr && options_.originals->host_entries_recorded) {
     // Before the build: linking untouched originals into the new tree moves
@@ -766,6 +805,35 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // The previous entries, now in the commit dir (after a whole-dir swap:
   // the previous work dir itself, now at the commit dir's name).
   const struct stat& previous = whole_dir ? host.st : temp_st;
+  // Changed on the host since the check before the build: kept, out of the
+  // sweep's reach, for the user to take what they need.
+  if (options_.originals != nullptr && options_.originals->host_entries_recorded) {
+    auto old_dir = tree::OpenDir(host.parent.get(), temp_name);
+    struct stat old_st {};
+    Status unchanged = old_dir.ok() ? Status::Ok() : old_dir.status();
+    if (unchanged.ok() && (fstat(old_dir->get(), &old_st) != 0 || old_st.st_dev != previous.st_dev ||
+                           old_st.st_ino != previous.st_ino)) {
+      unchanged = FailedPreconditionError("'" + temp_name + "' is no longer the directory cocoon made there");
+    }
+    if (unchanged.ok()) {
+      unchanged = CheckPreviousUnchanged(old_dir->get(), whole_dir ? temp->get() : host.dir.get(), "", !whole_dir);
+    }
+    if (!unchanged.ok()) {
+      std::string kept = temp_name + "-kept";
+      if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) != 0) {
+        kept = temp_name;
+      }
+      report_.cleanup_warning = "committed, but the previous contents of the work dir were not removed, for they "
+                                "may hold a change made on the host during the commit (" + unchanged.message() +
+                                "): they are kept in " + InParent(host, kept) +
+                                "; take what you need from there, then remove that directory";
+      report_.files = stats_.files;
+      report_.directories = stats_.directories;
+      report_.symlinks = stats_.symlinks;
+      report_.bytes = stats_.bytes;
+      return std::move(report_);
+    }
+  }
   // Everything that can go goes: what stays is only what this user may not
   // remove (and the directories holding it), which the warning names.
   Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, previous.st_dev, previous.st_ino,

@@ -482,6 +482,157 @@ TEST(CommitTest, PreviousContentsOfAnotherUsersThatRemainAreNamedWithWhatToDo) {
   }
 }
 
+// The copy-in's record of the host dir (StagedOriginals::host_entries), as
+// a staged run makes it before the sandbox starts.
+void RecordHostEntries(const std::string& dir, const std::string& prefix, StagedOriginals& record) {
+  for (const std::string& name : Names(dir)) {
+    const std::string path = prefix.empty() ? name : prefix + "/" + name;
+    struct stat st {};
+    if (lstat((dir + "/" + name).c_str(), &st) != 0) continue;
+    record.host_entries[path] = StagedOriginals::Seen{st.st_ino, st.st_ctim, st.st_mode, st.st_uid, st.st_gid};
+    if (S_ISDIR(st.st_mode)) RecordHostEntries(dir + "/" + name, path, record);
+  }
+  record.host_entries_recorded = true;
+}
+
+std::string OnlyCommitDir(const std::string& parent) {
+  for (const std::string& name : Names(parent)) {
+    if (name.rfind(".cocoon-commit-", 0) == 0) return name;
+  }
+  return "";
+}
+
+// The rootless fallback (a root-owned build/ at the top of the caller's work
+// dir: swapped whole) when a host process acts between the last check and
+// the swap's renameat2:
+//  - it replaces the work dir (renames it away, makes another at its path):
+//    the swap brought that other directory out; it is swapped back,
+//    untouched, nothing is committed, and the work dir the run was prepared
+//    with keeps its contents;
+//  - it adds a file to the work dir: the swap takes it out with the old
+//    work dir, whose removal lost it. Now the previous contents are checked
+//    against the copy-in's record before they are removed: changed, they
+//    are kept (renamed "-kept", out of the sweep's reach) and the warning
+//    says where.
+// As root the commit runs in a child that dropped to an unprivileged uid.
+TEST(CommitTest, AHostChangeBetweenTheLastCheckAndTheWholeDirSwapLosesNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to put a root-owned build/ in a user's work dir";
+  constexpr uid_t kUser = 23460;
+  for (bool replaced : {true, false}) {
+    TempDir dir{"cocoon-swap-race"};
+    const std::string host = dir / "work", staged = dir / "staged", moved = dir / "moved";
+    testing::MakeDirs(host + "/src");
+    testing::MakeDirs(staged + "/src");
+    WriteText(host + "/a", "old\n");
+    WriteText(host + "/src/s", "old\n");
+    WriteText(staged + "/a", "new\n");
+    WriteText(staged + "/src/s", "new\n");
+    for (const std::string& path : {dir.path(), host, host + "/a", host + "/src", host + "/src/s", staged,
+                                    staged + "/a", staged + "/src", staged + "/src/s"}) {
+      ASSERT_EQ(chown(path.c_str(), kUser, kUser), 0) << path;
+    }
+    testing::MakeDirs(host + "/build");  // root's: not movable by the committer
+    WriteText(host + "/build/out", "root's\n");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (setgid(kUser) != 0 || setuid(kUser) != 0) _exit(2);
+      StagedOriginals record;
+      RecordHostEntries(host, "", record);
+      CommitOptions options;
+      options.originals = &record;
+      options.before_whole_dir_swap_for_test = [&] {
+        if (replaced) {
+          if (rename(host.c_str(), moved.c_str()) != 0 || mkdir(host.c_str(), 0755) != 0) _exit(3);
+          WriteText(host + "/other.txt", "someone else's\n");
+        } else {
+          WriteText(host + "/added-on-host", "mine\n");
+        }
+      };
+      int fd = open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      auto scan = ScanForBreakoutsAt(staged);
+      if (!scan.ok()) _exit(4);
+      auto report = CommitStagedTree(fd, *scan, host, options);
+      if (replaced) {
+        if (report.ok() || report.status().message().find("moved or replaced") == std::string::npos) _exit(5);
+        if (Names(host) != std::set<std::string>{"other.txt"} || ReadText(host + "/other.txt") != "someone else's\n")
+          _exit(6);
+        if (Names(moved) != std::set<std::string>{"a", "build", "src"} || ReadText(moved + "/a") != "old\n") _exit(7);
+        if (Names(dir.path()) != std::set<std::string>{"moved", "staged", "work"}) _exit(8);
+        _exit(0);
+      }
+      if (!report.ok()) {
+        fprintf(stderr, "%s\n", report.status().ToString().c_str());
+        _exit(9);
+      }
+      if (ReadText(host + "/a") != "new\n" || Names(host).count("added-on-host") != 0) _exit(10);
+      const std::string kept = OnlyCommitDir(dir.path());
+      fprintf(stderr, "%s\n", report->cleanup_warning.c_str());
+      if (kept.size() < 5 || kept.substr(kept.size() - 5) != "-kept") _exit(11);
+      if (ReadText(dir / kept + "/added-on-host") != "mine\n" || ReadText(dir / kept + "/a") != "old\n") _exit(12);
+      if (report->cleanup_warning.find(dir / kept) == std::string::npos ||
+          report->cleanup_warning.find("'added-on-host' was created") == std::string::npos) {
+        _exit(13);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0)
+        << (replaced ? "work dir replaced" : "file added")
+        << ": 2: could not drop to uid 23460; 3: setup; 4: scan; 5: not refused as replaced; 6: the directory put "
+           "there was changed; 7: the prepared work dir lost its contents; 8: a temporary dir left behind; 9: commit "
+           "failed; 10: wrong contents; 11: previous contents not kept as -kept; 12: the host's file lost; 13: the "
+           "warning does not say where";
+  }
+}
+
+// The same entry by entry: a file the host adds, between the last check and
+// the install, in a directory the install moves out was removed with it.
+TEST(CommitTest, AHostChangeBetweenTheLastCheckAndTheInstallLosesNothing) {
+  Fixture f;
+  AddEntriesTheSandboxRemoved(f);
+  StagedOriginals record;
+  RecordHostEntries(f.host, "", record);
+  CommitOptions options;
+  options.originals = &record;
+  options.before_install_for_test = [&] { WriteText(f.host + "/gone/added-on-host", "mine\n"); };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(Names(f.host), kInstalled);
+  const std::string kept = OnlyCommitDir(f.parent.path());
+  ASSERT_FALSE(kept.empty()) << "the previous contents, with the host's file, were removed";
+  EXPECT_EQ(kept.substr(kept.size() - 5), "-kept");
+  EXPECT_EQ(ReadText(f.parent / kept + "/gone/added-on-host"), "mine\n");
+  EXPECT_NE(report->cleanup_warning.find(f.parent / kept), std::string::npos) << report->cleanup_warning;
+  EXPECT_NE(report->cleanup_warning.find("'gone/added-on-host' was created"), std::string::npos)
+      << report->cleanup_warning;
+
+  // Unchanged, they are removed as before, a linked original included (a
+  // host FIFO the copy-in left out, linked back: its ctime moved).
+  Fixture g;
+  AddEntriesTheSandboxRemoved(g);
+  testing::MakeDirs(g.host + "/out");  // exchanged: the old one, FIFO and all, goes out
+  ASSERT_EQ(mkfifo((g.host + "/out/pipe").c_str(), 0600), 0);
+  StagedOriginals unchanged;
+  RecordHostEntries(g.host, "", unchanged);
+  struct stat pipe_st {};
+  ASSERT_EQ(lstat((g.host + "/out/pipe").c_str(), &pipe_st), 0);
+  unchanged.not_copied["out/pipe"] = StagedOriginals::Special{pipe_st.st_dev, pipe_st.st_ino};
+  CommitOptions plain;
+  plain.originals = &unchanged;
+  fd = g.StagedFd();
+  report = CommitStagedTree(fd, g.Scan(), g.host, plain);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->cleanup_warning, "");
+  EXPECT_EQ(Names(g.parent.path()), std::set<std::string>{"work"});
+  EXPECT_EQ(testing::Inode(g.host + "/out/pipe"), pipe_st.st_ino) << "the host's FIFO was not linked back";
+}
+
 // Sets or clears FS_IMMUTABLE_FL (ioctl_iflags(2)); needs CAP_LINUX_IMMUTABLE.
 bool SetImmutable(const std::string& path, bool on) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
