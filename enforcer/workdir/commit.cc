@@ -175,6 +175,7 @@ class Committer {
   gid_t OwnersGroup() const { return owner_.set ? owner_.gid : getegid(); }
   Status ConfineNewSymlinks(int temp_fd);
   Status CheckHostUnchanged(int dir_fd, const std::string& prefix, size_t* seen);
+  Status CheckPreviousUnchanged(int old_fd, int installed_fd, const std::string& prefix, bool moved_out) const;
 
   const ScanReport& scan_;
   const CommitOptions& options_;
@@ -519,6 +520,44 @@ Status Committer::CheckHostUnchanged(int dir_fd, const std::string& prefix, size
   return Status::Ok();
 }
 
+// After the install, before the previous contents (the entries moved out,
+// or the whole old work dir) are removed: CheckHostUnchanged ran before the
+// build, and a host process may have changed the work dir since (during a
+// long build, or between the last check and the swap). What the copy-in did
+// not record, or recorded with another inode or ctime, is the host's change,
+// and removing it would lose it. Except: an original linked into the new
+// tree (a file, or a FIFO, socket or device: KeepHostSpecials), which moved
+// its ctime, is the very inode now at its path in the work dir; and a top-level entry the install moved out (`moved_out`) had
+// its ctime moved by the rename, so only its inode is compared.
+Status Committer::CheckPreviousUnchanged(int old_fd, int installed_fd, const std::string& prefix,
+                                         bool moved_out) const {
+  auto changed = [](const std::string& path, const char* what) {
+    return FailedPreconditionError("'" + path + "' " + what + " on the host after the last check");
+  };
+  COCOON_ASSIGN_OR_RETURN(auto entries, tree::ListDir(old_fd));
+  for (const auto& entry : entries) {
+    const std::string path = tree::Join(prefix, entry.name);
+    struct stat st {};
+    if (fstatat(old_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + path);
+    auto it = options_.originals->host_entries.find(path);
+    if (it == options_.originals->host_entries.end()) return changed(path, "was created");
+    const bool same_ctime = SameTime(it->second.ctime, st.st_ctim) || (moved_out && prefix.empty());
+    if (it->second.ino != st.st_ino) return changed(path, "was replaced");
+    if (!same_ctime) {
+      struct stat installed {};
+      if (S_ISDIR(st.st_mode) || fstatat(installed_fd, path.c_str(), &installed, AT_SYMLINK_NOFOLLOW) != 0 ||
+          installed.st_dev != st.st_dev || installed.st_ino != st.st_ino) {
+        return changed(path, "was changed");
+      }
+    }
+    if (S_ISDIR(st.st_mode)) {
+      COCOON_ASSIGN_OR_RETURN(Fd child, tree::OpenDir(old_fd, entry.name));
+      COCOON_RETURN_IF_ERROR(CheckPreviousUnchanged(child.get(), installed_fd, path, moved_out));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Committer::Build(int tree_fd, HostDir& host, int temp_fd) {
   if (options_.originals != nullptr && options_.originals->host_entries_recorded) {
     // Before the build: linking untouched originals into the new tree moves
@@ -625,6 +664,64 @@ Status SwapWholeDir(const HostDir& host, int temp_fd, const std::string& temp_na
   return Status::Ok();
 }
 
+// The entries of other users in what remains of the previous contents
+// (the topmost of each; at most kMaxNamed), which an unprivileged committer
+// may not remove: a root-owned build/ (`sudo make`) that a whole-dir swap
+// took out with the old work dir, or a root-owned directory below one of
+// the caller's own that the install moved out.
+constexpr size_t kMaxNamed = 3;
+void FindOthersEntries(int dir_fd, const std::string& prefix, int depth,
+                       std::vector<std::pair<std::string, uid_t>>& found) {
+  auto entries = tree::ListDir(dir_fd);
+  if (!entries.ok() || depth > 64) return;
+  for (const auto& entry : *entries) {
+    if (found.size() > kMaxNamed) return;
+    struct stat st {};
+    if (fstatat(dir_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const std::string path = tree::Join(prefix, entry.name);
+    if (st.st_uid != geteuid()) {
+      found.emplace_back(path, st.st_uid);
+    } else if (S_ISDIR(st.st_mode)) {
+      auto child = tree::OpenDir(dir_fd, entry.name);
+      if (child.ok()) FindOthersEntries(child->get(), path, depth + 1, found);
+    }
+  }
+}
+
+std::string ShellQuoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// CommitReport::cleanup_warning: where the previous contents remain, and,
+// when they hold entries of another user's (which this one cannot remove,
+// however often it tries), whose and what to do about it.
+std::string LeftoverWarning(const HostDir& host, const std::string& temp_name, const struct stat& previous,
+                            const Status& cleanup) {
+  const std::string where = InParent(host, temp_name);
+  std::vector<std::pair<std::string, uid_t>> others;
+  auto left = tree::OpenDir(host.parent.get(), temp_name);
+  struct stat st {};
+  if (geteuid() != 0 && left.ok() && fstat(left->get(), &st) == 0 && st.st_dev == previous.st_dev &&
+      st.st_ino == previous.st_ino) {
+    FindOthersEntries(left->get(), "", 0, others);
+  }
+  if (others.empty()) {
+    return "committed, but the previous contents of the work dir remain in " + where + ": " + cleanup.message() +
+           "; remove that directory by hand";
+  }
+  std::string named;
+  for (size_t i = 0; i < others.size() && i < kMaxNamed; ++i) {
+    named += (i == 0 ? "'" : ", '") + others[i].first + "' (uid " + std::to_string(others[i].second) + "'s)";
+  }
+  if (others.size() > kMaxNamed) named += " and more";
+  return "committed, but the previous contents of the work dir could not all be removed: " + where +
+         " still holds " + named + ", which this user (uid " + std::to_string(geteuid()) +
+         ") may not remove; everything else in it was removed. Have their owner or root remove that directory "
+         "(sudo rm -rf -- " + ShellQuoted(where) + ")";
+}
+
 // An install that could not be undone (install_entries.h): the commit
 // directory holds what the work dir lacks, so it is renamed out of the
 // sweep's reach (SweepAbandonedCommitDirs takes only its exact names) and
@@ -655,8 +752,15 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // Tick polls the signal fd once per 64 entries, and a big file's copy
   // takes seconds between two polls: a cancel that came meanwhile (or after
   // the last poll) is seen here, the last moment it can still stop the commit.
-  // From here on SIGINT/SIGTERM/SIGHUP stay held (the launcher's signalfd)
-  // until the install is done: it is only renames, no data is copied.
+  // From here on every signal that could end or stop cocoon stays held
+  // until the host has its new contents or its old ones back (the CLI
+  // holds SIGINT/SIGTERM/SIGHUP in its signalfd anyway; the hold adds
+  // SIGTSTP, SIGPROF, SIGXFSZ, real-time signals, ... and covers a library
+  // caller): it is only renames, no data is copied. Released before the
+  // previous contents are removed, which may take long and changes nothing
+  // the user still has.
+  std::optional<HostChangeSignalHold> hold;
+  if (built.ok()) hold.emplace();
   if (built.ok()) built = CancelRequested();
   if (built.ok()) built = CheckStillAtItsPath(host, host_dir);
   // The step that changes the host: the new tree's entries go into the work
@@ -672,9 +776,11 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   if (built.ok() && !whole_dir) {
     InstallOptions install;
     install.fail_after_steps = options_.fail_install_after_steps;
+    install.after_step_for_test = options_.after_install_step_for_test;
     built = InstallEntries(temp->get(), host.dir.get(), host_dir, install);
     if (built.code() == ErrorCode::kDataLoss) return KeepHalfInstalled(host, temp_name, built);
   }
+  if (whole_dir && options_.before_whole_dir_swap_for_test) options_.before_whole_dir_swap_for_test();
   if (whole_dir) built = SwapWholeDir(host, temp->get(), temp_name);
   if (whole_dir && built.ok()) {
     // The name is looked up again by renameat2: what it swapped out must be
@@ -687,6 +793,7 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
       return UndoForeignSwap(host, temp_name, host_dir, temp_st);
     }
   }
+  hold.reset();  // the host holds its new contents, or its old ones
   if (!built.ok()) {
     (void)tree::RemoveTreeIfItIs(host.parent.get(), temp_name, temp_st.st_dev, temp_st.st_ino);  // the new tree
     return built.WithContext("commit of the work dir (nothing was committed)");
@@ -698,12 +805,41 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   // The previous entries, now in the commit dir (after a whole-dir swap:
   // the previous work dir itself, now at the commit dir's name).
   const struct stat& previous = whole_dir ? host.st : temp_st;
-  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, previous.st_dev, previous.st_ino);
-  // The install happened: the commit stands even if the old entries linger.
-  if (!cleanup.ok()) {
-    report_.cleanup_warning = "committed, but the previous contents of the work dir remain in " +
-                              InParent(host, temp_name) + ": " + cleanup.message() + "; remove that directory by hand";
+  // Changed on the host since the check before the build: kept, out of the
+  // sweep's reach, for the user to take what they need.
+  if (options_.originals != nullptr && options_.originals->host_entries_recorded) {
+    auto old_dir = tree::OpenDir(host.parent.get(), temp_name);
+    struct stat old_st {};
+    Status unchanged = old_dir.ok() ? Status::Ok() : old_dir.status();
+    if (unchanged.ok() && (fstat(old_dir->get(), &old_st) != 0 || old_st.st_dev != previous.st_dev ||
+                           old_st.st_ino != previous.st_ino)) {
+      unchanged = FailedPreconditionError("'" + temp_name + "' is no longer the directory cocoon made there");
+    }
+    if (unchanged.ok()) {
+      unchanged = CheckPreviousUnchanged(old_dir->get(), whole_dir ? temp->get() : host.dir.get(), "", !whole_dir);
+    }
+    if (!unchanged.ok()) {
+      std::string kept = temp_name + "-kept";
+      if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) != 0) {
+        kept = temp_name;
+      }
+      report_.cleanup_warning = "committed, but the previous contents of the work dir were not removed, for they "
+                                "may hold a change made on the host during the commit (" + unchanged.message() +
+                                "): they are kept in " + InParent(host, kept) +
+                                "; take what you need from there, then remove that directory";
+      report_.files = stats_.files;
+      report_.directories = stats_.directories;
+      report_.symlinks = stats_.symlinks;
+      report_.bytes = stats_.bytes;
+      return std::move(report_);
+    }
   }
+  // Everything that can go goes: what stays is only what this user may not
+  // remove (and the directories holding it), which the warning names.
+  Status cleanup = tree::RemoveTreeIfItIs(host.parent.get(), temp_name, previous.st_dev, previous.st_ino,
+                                          tree::RemovalFailure::kGoOn);
+  // The install happened: the commit stands even if the old entries linger.
+  if (!cleanup.ok()) report_.cleanup_warning = LeftoverWarning(host, temp_name, previous, cleanup);
   report_.files = stats_.files;
   report_.directories = stats_.directories;
   report_.symlinks = stats_.symlinks;

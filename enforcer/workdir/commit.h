@@ -24,7 +24,8 @@
 //     inode, owner and mode stay, and so does the working directory of a
 //     shell in it (`cocoon run --work .`). Each entry (a directory with all
 //     below it) changes in one step; the set of entries changes one entry
-//     after another, renames only, while SIGINT/SIGTERM/SIGHUP stay held.
+//     after another, renames only, while every signal that could end or
+//     stop cocoon stays held (HostChangeSignalHold, install_entries.h).
 //     A failed rename undoes those before it.
 //     Where an unprivileged committer cannot move every entry (decided
 //     before: CheckInstallPossible, e.g. a root-owned build/ in its work
@@ -164,6 +165,11 @@ struct CommitOptions {
   uint64_t fail_install_after_steps = 0;
   // Test hook: runs just before the install (to replace the host dir there).
   std::function<void()> before_install_for_test;
+  // Test hook: runs after each install step (InstallOptions::after_step_for_test).
+  std::function<void(uint64_t)> after_install_step_for_test;
+  // Test hook: runs after the last checks, just before a whole-dir swap's
+  // renameat2 (to replace the work dir, or change it, there).
+  std::function<void()> before_whole_dir_swap_for_test;
 };
 
 struct CommitReport {

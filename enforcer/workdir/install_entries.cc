@@ -1,6 +1,8 @@
 #include "enforcer/workdir/install_entries.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -103,6 +105,7 @@ Status InstallAll(int new_fd, int host_fd, const InstallOptions& options, std::v
     InstallStep next{kind, name};
     COCOON_RETURN_IF_ERROR(ApplyStep(new_fd, host_fd, next));
     done.push_back(std::move(next));
+    if (options.after_step_for_test) options.after_step_for_test(done.size());
     return Status::Ok();
   };
   COCOON_ASSIGN_OR_RETURN(auto incoming, tree::ListDir(new_fd));
@@ -165,6 +168,17 @@ class WorkDirGrant {
 
 }  // namespace
 
+HostChangeSignalHold::HostChangeSignalHold() {
+  sigset_t all;
+  sigfillset(&all);
+  for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&all, fault);
+  held_ = pthread_sigmask(SIG_BLOCK, &all, &previous_) == 0;
+}
+
+HostChangeSignalHold::~HostChangeSignalHold() {
+  if (held_) pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
+
 Status CheckInstallPossible(int new_fd, int host_fd) {
   if (geteuid() == 0) return Status::Ok();
   struct stat host {};
@@ -202,6 +216,9 @@ Status CheckInstallPossible(int new_fd, int host_fd) {
 }
 
 Status InstallEntries(int new_fd, int host_fd, const std::string& host_dir, const InstallOptions& options) {
+  // Before the grant: its destructor gives the work dir its mode back, and
+  // runs before the hold's, still under it.
+  HostChangeSignalHold hold;
   COCOON_ASSIGN_OR_RETURN(auto work_dir_grant, WorkDirGrant::Take(host_fd, host_dir));
   std::vector<InstallStep> done;
   Status installed = InstallAll(new_fd, host_fd, options, done);

@@ -26,7 +26,10 @@
 // the old entries they replaced.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "compiler/common/status.h"
@@ -36,6 +39,34 @@ namespace cocoon::enforcer {
 struct InstallOptions {
   // Test hook: fail (as a rename error would) after this many steps. 0 = never.
   uint64_t fail_after_steps = 0;
+  // Test hook: runs after each step, with the number of steps done (to
+  // send a signal or change the host in the middle of the install).
+  std::function<void(uint64_t)> after_step_for_test;
+};
+
+// Holds, in the calling thread, every signal that could end or stop the
+// process, from construction to destruction: the host-changing renames of
+// a commit (install, undo, whole-dir swap) run under one, so that neither a
+// signal's default action (SIGTERM, SIGQUIT, SIGPROF, SIGXFSZ, a real-time
+// signal: terminate; SIGTSTP, SIGTTIN, SIGTTOU: stop) nor an embedding
+// program's handler runs in the middle and leaves the work dir half
+// installed. Afterwards the previous mask is back, and what came meanwhile
+// is delivered then (or stays pending, where the caller holds it too: the
+// CLI's signalfd). Not held: SIGKILL and SIGSTOP, which cannot be, and the
+// synchronous faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS),
+// which the kernel would deliver anyway and blocked would only turn into a
+// kill. Other threads keep their masks: a multi-threaded embedder holds
+// these there itself (the CLI has no other thread while it commits).
+class HostChangeSignalHold {
+ public:
+  HostChangeSignalHold();
+  ~HostChangeSignalHold();
+  HostChangeSignalHold(const HostChangeSignalHold&) = delete;
+  HostChangeSignalHold& operator=(const HostChangeSignalHold&) = delete;
+
+ private:
+  bool held_ = false;
+  sigset_t previous_{};
 };
 
 // Whether InstallEntries(new_fd, host_fd) can make every rename it would,
@@ -54,7 +85,8 @@ Status CheckInstallPossible(int new_fd, int host_fd);
 // `host_fd` (see above); `host_dir` names the work dir in messages. A
 // work dir of the committer's own that lacks owner write (or search) has
 // them for the install and its exact mode back afterwards, also after a
-// failed install has been undone.
+// failed install has been undone. Holds the signals (HostChangeSignalHold)
+// from the first rename to the last, undo included.
 Status InstallEntries(int new_fd, int host_fd, const std::string& host_dir, const InstallOptions& options = {});
 
 }  // namespace cocoon::enforcer

@@ -143,10 +143,11 @@ namespace {
 // makes are at most ScanOptions::max_depth (256) levels deep.
 constexpr int kMaxRemoveDepth = 1024;
 
-Status RemoveTreeAt(int dir_fd, const std::string& name, int depth);
+Status RemoveTreeAt(int dir_fd, const std::string& name, int depth, RemovalFailure on_failure);
 
 // Empties the directory `child` (dir_fd/name, already open), then removes it.
-Status RemoveOpenedDirectory(int dir_fd, const std::string& name, int child, int depth = 0) {
+Status RemoveOpenedDirectory(int dir_fd, const std::string& name, int child, int depth = 0,
+                             RemovalFailure on_failure = RemovalFailure::kStop) {
   if (depth > kMaxRemoveDepth) {
     return Status(ErrorCode::kResourceExhausted,
                   "'" + name + "' is nested deeper than " + std::to_string(kMaxRemoveDepth) + " levels; left in place");
@@ -166,14 +167,19 @@ Status RemoveOpenedDirectory(int dir_fd, const std::string& name, int child, int
     fchmod(child, (st.st_mode & 07777) | 0700);
   }
   COCOON_ASSIGN_OR_RETURN(auto entries, ListDir(child));
+  Status first_failure;
   for (const DirEntry& entry : entries) {
-    COCOON_RETURN_IF_ERROR(RemoveTreeAt(child, entry.name, depth + 1));
+    Status removed = RemoveTreeAt(child, entry.name, depth + 1, on_failure);
+    if (removed.ok()) continue;
+    if (on_failure == RemovalFailure::kStop) return removed;
+    if (first_failure.ok()) first_failure = removed;
   }
+  if (!first_failure.ok()) return first_failure;
   if (unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return ErrnoError("removing directory '" + name + "'");
   return Status::Ok();
 }
 
-Status RemoveTreeAt(int dir_fd, const std::string& name, int depth) {
+Status RemoveTreeAt(int dir_fd, const std::string& name, int depth, RemovalFailure on_failure) {
   if (unlinkat(dir_fd, name.c_str(), 0) == 0) return Status::Ok();
   if (errno == ENOENT) return Status::Ok();
   if (errno != EISDIR && errno != EPERM) return ErrnoError("removing '" + name + "'");
@@ -190,14 +196,14 @@ Status RemoveTreeAt(int dir_fd, const std::string& name, int depth) {
     if (path_fd >= 0) close(path_fd);
   }
   if (!child.ok()) return child.status();
-  return RemoveOpenedDirectory(dir_fd, name, child->get(), depth);
+  return RemoveOpenedDirectory(dir_fd, name, child->get(), depth, on_failure);
 }
 
 }  // namespace
 
-Status RemoveTree(int dir_fd, const std::string& name) { return RemoveTreeAt(dir_fd, name, 0); }
+Status RemoveTree(int dir_fd, const std::string& name) { return RemoveTreeAt(dir_fd, name, 0, RemovalFailure::kStop); }
 
-Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t ino) {
+Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t ino, RemovalFailure on_failure) {
   COCOON_ASSIGN_OR_RETURN(Fd child, OpenDir(dir_fd, name));
   struct stat st {};
   if (fstat(child.get(), &st) != 0) return ErrnoError("stat '" + name + "'");
@@ -206,7 +212,7 @@ Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t in
   }
   // The final rmdir goes by name again; a directory swapped in after the
   // check is not empty (ENOTEMPTY), or had nothing to lose.
-  return RemoveOpenedDirectory(dir_fd, name, child.get());
+  return RemoveOpenedDirectory(dir_fd, name, child.get(), 0, on_failure);
 }
 
 // fchmodat2(2) (Linux 6.6) takes AT_EMPTY_PATH: a mode change through an

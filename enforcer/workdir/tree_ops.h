@@ -58,11 +58,18 @@ bool IsMountRoot(int parent_fd, int dir_fd);
 // following links or crossing into another mount (an error instead).
 Status RemoveTree(int dir_fd, const std::string& name);
 
+// What a removal does past an entry it cannot remove: stop there (the
+// rest stays), or go on removing everything else it can (what stays is
+// only what it could not remove, and the directories holding it); either
+// way the first failure is returned.
+enum class RemovalFailure { kStop, kGoOn };
+
 // The same for a directory that must be the one identified by `dev` and
 // `ino`: where another directory has been put at dir_fd/name meanwhile (a
 // rename in a parent others can write), nothing is removed
 // (kFailedPrecondition).
-Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t ino);
+Status RemoveTreeIfItIs(int dir_fd, const std::string& name, dev_t dev, ino_t ino,
+                        RemovalFailure on_failure = RemovalFailure::kStop);
 
 // Calls `visit` for a file the copy could not take, with a reason.
 using SkipFn = std::function<void(const std::string& path, const char* kind)>;

@@ -1617,6 +1617,20 @@ TEST(CocoonRun, RootlessCommitWithARootOwnedDirectoryInTheWorkDirCommits) {
   std::ifstream committed(base / "work" / "src" / "s"), kept(base / "work" / "build" / "out");
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(committed)), {}), "s\nmore\n");
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), {}), "root\n");
+  // The old work dir, swapped out, holds root's build/, which uid 65534 may
+  // not remove: that alone remains (the rest was removed), and the warning
+  // names where, whose, and what to do.
+  std::vector<fs::path> leftovers;
+  for (const auto& entry : fs::directory_iterator(base)) {
+    if (entry.path().filename().string().rfind(".cocoon-commit-", 0) == 0) leftovers.push_back(entry.path());
+  }
+  ASSERT_EQ(leftovers.size(), 1u);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(leftovers[0])) left.push_back(entry.path().filename());
+  EXPECT_EQ(left, std::vector<std::string>{"build"});
+  const std::string warning = j["breakout"].value("commit_warning", "");
+  EXPECT_NE(warning.find(leftovers[0].string() + " still holds 'build' (uid 0's)"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("sudo rm -rf -- '" + leftovers[0].string() + "'"), std::string::npos) << warning;
   fs::remove_all(base);
 }
 

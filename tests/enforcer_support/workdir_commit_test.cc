@@ -1,9 +1,11 @@
 // Commit of a verified tree to the host work dir: escapes left out, good
 // files committed, originals untouched, interrupted commits change nothing.
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <filesystem>
 #include <set>
@@ -205,6 +208,96 @@ TEST(CommitTest, AnInstallThatFailsPartWayIsUndone) {
   }
 }
 
+// A host dir for the install tests below: with the Fixture's staged tree,
+// the install takes four steps (orig.txt swapped, out moved in, gone and
+// removed-by-the-sandbox moved out), so a signal after the first finds the
+// work dir half installed unless it is held.
+void AddEntriesTheSandboxRemoved(const Fixture& f) {
+  testing::MakeDirs(f.host + "/gone");
+  WriteText(f.host + "/gone/old", "old\n");
+  WriteText(f.host + "/removed-by-the-sandbox", "old\n");
+}
+
+const std::set<std::string> kInstalled{"orig.txt", "out"};
+const std::set<std::string> kPrevious{"orig.txt", "gone", "removed-by-the-sandbox"};
+
+// A signal whose default action ends the process, sent to the committer in
+// the middle of its install (after its first rename), ended it there: the
+// work dir kept the entries moved in so far and lacked the rest (SIGTERM
+// outside the CLI's signalfd, and in the CLI too SIGPROF, SIGXFSZ, a
+// real-time signal, ...). Every such signal is now held from the first
+// rename to the last, undo included: the process still dies by it, once
+// the work dir holds all of the new entries (or, after an undo, all of
+// the old ones). Synchronised on the install's own steps (a test hook
+// sends the signal to the committing process itself), not on time.
+TEST(CommitTest, ASignalInTheMiddleOfTheInstallEndsTheCommitterOnlyOnceTheWorkDirIsWhole) {
+  for (int signal : {SIGTERM, SIGQUIT, SIGPROF, SIGXFSZ, SIGUSR1, SIGRTMIN + 3}) {
+    for (bool undone : {false, true}) {
+      Fixture f;
+      AddEntriesTheSandboxRemoved(f);
+      ScanReport scan = f.Scan();
+      pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        struct rlimit no_core {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        CommitOptions options;
+        options.after_install_step_for_test = [signal](uint64_t steps) {
+          if (steps == 1) kill(getpid(), signal);
+        };
+        if (undone) options.fail_install_after_steps = 2;  // then undone, signal pending
+        int fd = f.StagedFd();
+        auto report = CommitStagedTree(fd, scan, f.host, options);
+        _exit(report.ok() ? 0 : 1);
+      }
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      const std::string what = std::string(strsignal(signal)) + (undone ? ", install undone" : "");
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << what << ": status " << status;
+      EXPECT_EQ(Names(f.host), undone ? kPrevious : kInstalled) << what << ": the work dir is half installed";
+      EXPECT_EQ(ReadText(f.host + "/orig.txt"), undone ? "original\n" : "changed by the sandbox\n") << what;
+    }
+  }
+}
+
+// A job-control stop (Ctrl-Z: SIGTSTP; SIGTTIN, SIGTTOU) in the middle of
+// the install stopped the committer there, the work dir half installed for
+// as long as it stayed stopped (and for good if it was then killed). It now
+// stops once the install is done; continued, the commit completes.
+TEST(CommitTest, AStopInTheMiddleOfTheInstallWaitsUntilTheWorkDirIsWhole) {
+  for (int signal : {SIGTSTP, SIGTTIN, SIGTTOU}) {
+    Fixture f;
+    AddEntriesTheSandboxRemoved(f);
+    ScanReport scan = f.Scan();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // A process group of its own, whose parent (this test) is in another
+      // of the same session: not orphaned, so the kernel does stop it.
+      setpgid(0, 0);
+      CommitOptions options;
+      options.after_install_step_for_test = [signal](uint64_t steps) {
+        if (steps == 1) kill(getpid(), signal);
+      };
+      int fd = f.StagedFd();
+      auto report = CommitStagedTree(fd, scan, f.host, options);
+      _exit(report.ok() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+    const std::string what = strsignal(signal);
+    EXPECT_TRUE(WIFSTOPPED(status)) << what << ": status " << status;
+    EXPECT_EQ(Names(f.host), kInstalled) << what << ": stopped with the work dir half installed";
+    kill(pid, SIGCONT);
+    if (WIFSTOPPED(status)) {
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << what << ": status " << status;
+    EXPECT_EQ(Names(f.host), kInstalled) << what;
+    EXPECT_EQ(Names(f.parent.path()), std::set<std::string>{"work"}) << what << ": no temporary dir left behind";
+  }
+}
+
 // A directory moved to another parent needs write permission on itself
 // (rename(2)): root has it, an unprivileged committer lacks it on its own
 // read-only directories (Go's module cache makes them 0555). The install
@@ -315,6 +408,229 @@ TEST(CommitTest, AReadOnlyWorkDirGetsItsModeBackAfterTheInstallAndAfterAnUndo) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not drop to uid 23458; 3: setup; 4: scan; 5: the failing install "
                                        "committed; 6: not undone or mode not restored after the undo; 7: commit "
                                        "failed; 8: wrong contents; 9: mode not kept, dir replaced, or a note";
+}
+
+// Rootless, the previous contents of a work dir can hold a directory of
+// another user's (a root-owned build/ left by `sudo make`), which the
+// committer may not empty: the whole-dir swap takes it out with the old
+// work dir, and a root-owned directory below one of the caller's goes out
+// with that. The removal stopped at the first entry it could not remove,
+// leaving the caller's own files beside it too, and the warning said
+// "removing 'out': Permission denied; remove that directory by hand",
+// which the caller cannot. Now everything else is removed, and the warning
+// names the directory that remains, what in it is whose, and what to do.
+// As root the commit runs in a child that dropped to an unprivileged uid.
+TEST(CommitTest, PreviousContentsOfAnotherUsersThatRemainAreNamedWithWhatToDo) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to put root-owned entries in a user's work dir";
+  constexpr uid_t kUser = 23459;
+  for (bool whole_dir : {true, false}) {
+    TempDir dir{"cocoon-leftover"};
+    const std::string host = dir / "work", staged = dir / "staged";
+    // Whole dir: build/ at the top (not movable, so the work dir is swapped
+    // whole); entry by entry: below src/, which is the caller's.
+    const std::string foreign = whole_dir ? "build" : "src/build";
+    testing::MakeDirs(host + "/src");
+    testing::MakeDirs(staged + "/src");
+    WriteText(host + "/a", "old\n");
+    WriteText(host + "/src/s", "old\n");
+    WriteText(staged + "/a", "new\n");
+    WriteText(staged + "/src/s", "new\n");
+    for (const std::string& path : {dir.path(), host, host + "/a", host + "/src", host + "/src/s", staged,
+                                    staged + "/a", staged + "/src", staged + "/src/s"}) {
+      ASSERT_EQ(chown(path.c_str(), kUser, kUser), 0) << path;
+    }
+    testing::MakeDirs(host + "/" + foreign);  // root's
+    WriteText(host + "/" + foreign + "/out", "root's\n");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (setgid(kUser) != 0 || setuid(kUser) != 0) _exit(2);
+      int fd = open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      auto scan = ScanForBreakoutsAt(staged);
+      if (!scan.ok()) _exit(3);
+      auto report = CommitStagedTree(fd, *scan, host);
+      if (!report.ok()) {
+        fprintf(stderr, "%s\n", report.status().ToString().c_str());
+        _exit(4);
+      }
+      if (ReadText(host + "/a") != "new\n" || ReadText(host + "/src/s") != "new\n") _exit(5);
+      if (report->note.empty() != !whole_dir) _exit(6);
+      std::set<std::string> names = Names(dir.path());
+      names.erase("work");
+      names.erase("staged");
+      if (names.size() != 1) _exit(7);
+      const std::string leftover = dir / *names.begin();
+      // Only the other user's entry remains, in the directories holding it.
+      if (Names(leftover) != std::set<std::string>{whole_dir ? "build" : "src"}) _exit(8);
+      if (!whole_dir && Names(leftover + "/src") != std::set<std::string>{"build"}) _exit(8);
+      const std::string& warning = report->cleanup_warning;
+      fprintf(stderr, "%s\n", warning.c_str());
+      if (warning.find("committed, but") == std::string::npos || warning.find(leftover + " still holds '" + foreign +
+                                                                              "' (uid 0's)") == std::string::npos ||
+          warning.find("sudo rm -rf -- '" + leftover + "'") == std::string::npos) {
+        _exit(9);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << (whole_dir ? "whole dir" : "entry by entry")
+                                      << ": 2: could not drop to uid 23459; 3: scan; 4: commit failed; 5: wrong "
+                                         "contents; 6: note; 7: not one leftover; 8: more than the other user's entry "
+                                         "remains; 9: the warning does not name it, whose it is and what to do";
+  }
+}
+
+// The copy-in's record of the host dir (StagedOriginals::host_entries), as
+// a staged run makes it before the sandbox starts.
+void RecordHostEntries(const std::string& dir, const std::string& prefix, StagedOriginals& record) {
+  for (const std::string& name : Names(dir)) {
+    const std::string path = prefix.empty() ? name : prefix + "/" + name;
+    struct stat st {};
+    if (lstat((dir + "/" + name).c_str(), &st) != 0) continue;
+    record.host_entries[path] = StagedOriginals::Seen{st.st_ino, st.st_ctim, st.st_mode, st.st_uid, st.st_gid};
+    if (S_ISDIR(st.st_mode)) RecordHostEntries(dir + "/" + name, path, record);
+  }
+  record.host_entries_recorded = true;
+}
+
+std::string OnlyCommitDir(const std::string& parent) {
+  for (const std::string& name : Names(parent)) {
+    if (name.rfind(".cocoon-commit-", 0) == 0) return name;
+  }
+  return "";
+}
+
+// The rootless fallback (a root-owned build/ at the top of the caller's work
+// dir: swapped whole) when a host process acts between the last check and
+// the swap's renameat2:
+//  - it replaces the work dir (renames it away, makes another at its path):
+//    the swap brought that other directory out; it is swapped back,
+//    untouched, nothing is committed, and the work dir the run was prepared
+//    with keeps its contents;
+//  - it adds a file to the work dir: the swap takes it out with the old
+//    work dir, whose removal lost it. Now the previous contents are checked
+//    against the copy-in's record before they are removed: changed, they
+//    are kept (renamed "-kept", out of the sweep's reach) and the warning
+//    says where.
+// As root the commit runs in a child that dropped to an unprivileged uid.
+TEST(CommitTest, AHostChangeBetweenTheLastCheckAndTheWholeDirSwapLosesNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to put a root-owned build/ in a user's work dir";
+  constexpr uid_t kUser = 23460;
+  for (bool replaced : {true, false}) {
+    TempDir dir{"cocoon-swap-race"};
+    const std::string host = dir / "work", staged = dir / "staged", moved = dir / "moved";
+    testing::MakeDirs(host + "/src");
+    testing::MakeDirs(staged + "/src");
+    WriteText(host + "/a", "old\n");
+    WriteText(host + "/src/s", "old\n");
+    WriteText(staged + "/a", "new\n");
+    WriteText(staged + "/src/s", "new\n");
+    for (const std::string& path : {dir.path(), host, host + "/a", host + "/src", host + "/src/s", staged,
+                                    staged + "/a", staged + "/src", staged + "/src/s"}) {
+      ASSERT_EQ(chown(path.c_str(), kUser, kUser), 0) << path;
+    }
+    testing::MakeDirs(host + "/build");  // root's: not movable by the committer
+    WriteText(host + "/build/out", "root's\n");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (setgid(kUser) != 0 || setuid(kUser) != 0) _exit(2);
+      StagedOriginals record;
+      RecordHostEntries(host, "", record);
+      CommitOptions options;
+      options.originals = &record;
+      options.before_whole_dir_swap_for_test = [&] {
+        if (replaced) {
+          if (rename(host.c_str(), moved.c_str()) != 0 || mkdir(host.c_str(), 0755) != 0) _exit(3);
+          WriteText(host + "/other.txt", "someone else's\n");
+        } else {
+          WriteText(host + "/added-on-host", "mine\n");
+        }
+      };
+      int fd = open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      auto scan = ScanForBreakoutsAt(staged);
+      if (!scan.ok()) _exit(4);
+      auto report = CommitStagedTree(fd, *scan, host, options);
+      if (replaced) {
+        if (report.ok() || report.status().message().find("moved or replaced") == std::string::npos) _exit(5);
+        if (Names(host) != std::set<std::string>{"other.txt"} || ReadText(host + "/other.txt") != "someone else's\n")
+          _exit(6);
+        if (Names(moved) != std::set<std::string>{"a", "build", "src"} || ReadText(moved + "/a") != "old\n") _exit(7);
+        if (Names(dir.path()) != std::set<std::string>{"moved", "staged", "work"}) _exit(8);
+        _exit(0);
+      }
+      if (!report.ok()) {
+        fprintf(stderr, "%s\n", report.status().ToString().c_str());
+        _exit(9);
+      }
+      if (ReadText(host + "/a") != "new\n" || Names(host).count("added-on-host") != 0) _exit(10);
+      const std::string kept = OnlyCommitDir(dir.path());
+      fprintf(stderr, "%s\n", report->cleanup_warning.c_str());
+      if (kept.size() < 5 || kept.substr(kept.size() - 5) != "-kept") _exit(11);
+      if (ReadText(dir / kept + "/added-on-host") != "mine\n" || ReadText(dir / kept + "/a") != "old\n") _exit(12);
+      if (report->cleanup_warning.find(dir / kept) == std::string::npos ||
+          report->cleanup_warning.find("'added-on-host' was created") == std::string::npos) {
+        _exit(13);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0)
+        << (replaced ? "work dir replaced" : "file added")
+        << ": 2: could not drop to uid 23460; 3: setup; 4: scan; 5: not refused as replaced; 6: the directory put "
+           "there was changed; 7: the prepared work dir lost its contents; 8: a temporary dir left behind; 9: commit "
+           "failed; 10: wrong contents; 11: previous contents not kept as -kept; 12: the host's file lost; 13: the "
+           "warning does not say where";
+  }
+}
+
+// The same entry by entry: a file the host adds, between the last check and
+// the install, in a directory the install moves out was removed with it.
+TEST(CommitTest, AHostChangeBetweenTheLastCheckAndTheInstallLosesNothing) {
+  Fixture f;
+  AddEntriesTheSandboxRemoved(f);
+  StagedOriginals record;
+  RecordHostEntries(f.host, "", record);
+  CommitOptions options;
+  options.originals = &record;
+  options.before_install_for_test = [&] { WriteText(f.host + "/gone/added-on-host", "mine\n"); };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(Names(f.host), kInstalled);
+  const std::string kept = OnlyCommitDir(f.parent.path());
+  ASSERT_FALSE(kept.empty()) << "the previous contents, with the host's file, were removed";
+  EXPECT_EQ(kept.substr(kept.size() - 5), "-kept");
+  EXPECT_EQ(ReadText(f.parent / kept + "/gone/added-on-host"), "mine\n");
+  EXPECT_NE(report->cleanup_warning.find(f.parent / kept), std::string::npos) << report->cleanup_warning;
+  EXPECT_NE(report->cleanup_warning.find("'gone/added-on-host' was created"), std::string::npos)
+      << report->cleanup_warning;
+
+  // Unchanged, they are removed as before, a linked original included (a
+  // host FIFO the copy-in left out, linked back: its ctime moved).
+  Fixture g;
+  AddEntriesTheSandboxRemoved(g);
+  testing::MakeDirs(g.host + "/out");  // exchanged: the old one, FIFO and all, goes out
+  ASSERT_EQ(mkfifo((g.host + "/out/pipe").c_str(), 0600), 0);
+  StagedOriginals unchanged;
+  RecordHostEntries(g.host, "", unchanged);
+  struct stat pipe_st {};
+  ASSERT_EQ(lstat((g.host + "/out/pipe").c_str(), &pipe_st), 0);
+  unchanged.not_copied["out/pipe"] = StagedOriginals::Special{pipe_st.st_dev, pipe_st.st_ino};
+  CommitOptions plain;
+  plain.originals = &unchanged;
+  fd = g.StagedFd();
+  report = CommitStagedTree(fd, g.Scan(), g.host, plain);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->cleanup_warning, "");
+  EXPECT_EQ(Names(g.parent.path()), std::set<std::string>{"work"});
+  EXPECT_EQ(testing::Inode(g.host + "/out/pipe"), pipe_st.st_ino) << "the host's FIFO was not linked back";
 }
 
 // Sets or clears FS_IMMUTABLE_FL (ioctl_iflags(2)); needs CAP_LINUX_IMMUTABLE.
