@@ -20,6 +20,7 @@
 #include "audit/record.h"
 #include "audit/sink.h"
 #include "audit/worker_pool.h"
+#include "compiler/common/strict_json.h"
 
 namespace cocoon::audit {
 namespace {
@@ -95,20 +96,11 @@ bool NestsDeeperThan(std::string_view text, size_t limit) {
 // last of two equal keys, a SIEM may keep the first, so the line the hash
 // covers and the line the SIEM shows could differ.
 Result<nlohmann::json> ParseWithoutDuplicateKeys(std::string_view text) {
-  std::vector<std::set<std::string>> open_objects;  // the keys seen so far, per open object
-  bool duplicate = false;
-  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) open_objects.emplace_back();
-    else if (event == Event::object_end && !open_objects.empty()) open_objects.pop_back();
-    else if (event == Event::key && !open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second)
-      duplicate = true;
-    return true;
-  };
-  nlohmann::json parsed = nlohmann::json::parse(text, check, /*allow_exceptions=*/false);
-  if (duplicate) return DataLossError("duplicate object key (a SIEM may read a different value than the one signed)");
-  if (!parsed.is_object()) return DataLossError("not a JSON object");
-  return parsed;
+  StrictJson parsed = ParseJsonRejectingDuplicateKeys(text);
+  if (parsed.error == StrictJson::Error::kDuplicateKey)
+    return DataLossError("duplicate object key (a SIEM may read a different value than the one signed)");
+  if (!parsed.value.is_object()) return DataLossError("not a JSON object");
+  return std::move(parsed.value);
 }
 
 // The namespace a dotted `key` ("event.outcome") falls in, when it is one of
