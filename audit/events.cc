@@ -6,6 +6,7 @@
 #include "audit/event_common.h"
 #include "audit/record.h"
 #include "compiler/common/digest.h"
+#include "compiler/common/display_text.h"
 
 namespace cocoon::audit {
 namespace {
@@ -13,6 +14,15 @@ namespace {
 using nlohmann::json;
 
 std::string S(std::string_view text) { return SanitizeUtf8(text, kMaxStringBytes); }
+
+// Text for people (messages, command lines, paths and names an agent or a
+// sandbox chose): `jq -r .message` on a terminal must not act on an escape
+// sequence, draw a forged line, or show text a bidi override reordered
+// ("Trojan Source"). Control characters (C0, DEL, C1) and the invisible and
+// direction-changing characters (compiler/common/hidden_characters.h) come
+// out as \n, \xNN, \uNNNN; the exact bytes stay where a program reads
+// them (process.args, whose SHA-256 is cocoon.sandbox.argv.sha256).
+std::string H(std::string_view text) { return S(EscapeControlCharacters(text)); }
 
 json Strings(const std::vector<std::string>& values) {
   json out = json::array();
@@ -62,7 +72,14 @@ json ArgvSummary(const std::vector<std::string>& argv, bool truncated) {
           {"truncated", truncated}};
 }
 
-// Unsanitised, uncapped: callers pass it through Capped.
+// True when bash's '...' quoting would show `arg` as it is: no control,
+// invisible or direction-changing character, and valid UTF-8.
+bool Displayable(std::string_view arg) { return EscapeControlCharacters(arg) == arg; }
+
+// Uncapped: callers pass it through Capped. An argument a terminal would act
+// on or hide part of is written in bash's $'...' form (\n, \xNN, \uNNNN,
+// \\, \'), which a shell reads back as the same bytes: the command line
+// stays one visible line and still says exactly what ran.
 std::string ShellJoin(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& arg : argv) {
@@ -70,16 +87,25 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
     bool plain = !arg.empty() && arg.find_first_not_of(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") == std::string::npos;
     if (plain) { out += arg; continue; }
-    out += '\'';
-    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += '\'';
+    if (Displayable(arg)) {
+      out += '\'';
+      for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+      continue;
+    }
+    std::string quoted;
+    for (char c : arg) {
+      if (c == '\\' || c == '\'') quoted += '\\';
+      quoted += c;
+    }
+    out += "$'" + EscapeControlCharacters(quoted) + "'";
   }
   return out;
 }
 
 std::string BaseName(const std::string& path) {
   auto slash = path.rfind('/');
-  return S(slash == std::string::npos ? path : path.substr(slash + 1));
+  return H(slash == std::string::npos ? path : path.substr(slash + 1));
 }
 
 void RunFields(json& e, const std::string& policy_name, const std::string& run_id) {
@@ -109,8 +135,8 @@ Event Rendered(json e) {
 }
 
 json McpFields(const McpCallInfo& call) {
-  json fields = {{"tool", S(call.tool)}, {"request_id", S(call.request_id)}};
-  if (!call.client_name.empty()) fields["client_name"] = S(call.client_name);
+  json fields = {{"tool", H(call.tool)}, {"request_id", H(call.request_id)}};
+  if (!call.client_name.empty()) fields["client_name"] = H(call.client_name);
   return fields;
 }
 
@@ -143,7 +169,7 @@ Event PolicyCompiled(const PolicyCompiledInfo& info) {
   json artifacts = json::object();
   for (const auto& [target, sha] : info.artifacts) artifacts[S(target)] = S(sha);
   policy["artifacts"] = artifacts;
-  e["message"] = S("policy " + info.policy_name + (compile ? " compiled" : " checked") +
+  e["message"] = H("policy " + info.policy_name + (compile ? " compiled" : " checked") +
                    (info.ok ? "" : " with errors"));
   return Rendered(std::move(e));
 }
@@ -176,7 +202,7 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
   process["args"] = std::move(args);
   if (!info.cwd.empty()) process["working_directory"] = S(info.cwd);
   process["user"] = {{"uid", std::to_string(info.uid_inside)}, {"name", S(info.user_inside)}};
-  if (!info.argv.empty()) process["file"] = {{"path", Capped(info.argv[0], cut)}, {"name", name}, {"type_id", 1}};
+  if (!info.argv.empty()) process["file"] = {{"path", Capped(EscapeControlCharacters(info.argv[0]), cut)}, {"name", name}, {"type_id", 1}};
   e["process"] = process;
   EcsEvent(e, "event", {"process"}, {"start"}, "sandbox-launched", "success");
   json& sandbox = e["cocoon"]["sandbox"];
@@ -219,7 +245,7 @@ json SyscallDeniedFields(const SyscallDeniedInfo& info) {
   e["cocoon"]["syscall"] = {{"name", S(info.name)}, {"nr", info.number}, {"args", args},
                             {"action", S(info.action)}, {"count", Safe53(info.count)}};
   RunFields(e, info.policy_name, info.run_id);
-  e["message"] = S("syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" + info.action +
+  e["message"] = H("syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" + info.action +
                    ") x" + std::to_string(info.count));
   return e;
 }
@@ -313,8 +339,8 @@ Event SyscallDenied(const SyscallDeniedInfo& info) {
   t.Str("outcome", logged_only ? "success" : "failure").Cut("sequence", Splice::kSequence);
   t.Raw("type", logged_only ? "[\"info\"]" : "[\"denied\"]").Close();
   t.Object("kernel").Str("name", info.name).Str("type", "System Call").Int("type_id", 2).Close();
-  t.Str("message", "syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" + info.action + ") x" +
-                       std::to_string(info.count));
+  t.Str("message", EscapeControlCharacters("syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" +
+                                           info.action + ") x" + std::to_string(info.count)));
   t.Object("metadata").Str("log_name", "cocoon-audit");
   t.Object("product").Str("name", "Cocoon").Str("vendor_name", "Cocoon").Str("version", ProductVersion()).Close();
   t.Raw("profiles", "[\"host\",\"security_control\"]").Cut("sequence", Splice::kSequence).Cut("uid", Splice::kUid);
@@ -335,20 +361,20 @@ Event LimitHit(const LimitHitInfo& info) {
   e["cocoon"]["limit"] = {{"kind", kind}, {"limit", Safe53(info.limit)}, {"observed", Safe53(info.observed)},
                           {"unit", S(info.unit)}, {"detail", S(info.detail)}};
   RunFields(e, info.policy_name, info.run_id);
-  e["message"] = S("limit hit: " + kind + (info.detail.empty() ? "" : " (" + info.detail + ")"));
+  e["message"] = H("limit hit: " + kind + (info.detail.empty() ? "" : " (" + info.detail + ")"));
   return Rendered(std::move(e));
 }
 
 Event BreakoutFinding(const BreakoutFindingInfo& info) {
   json e = OcsfBase(OcsfClass::kDetectionFinding, 1, 4);
-  e["finding_info"] = {{"uid", S(info.run_id + ":breakout:" + info.path)},
-                       {"title", S("Sandbox breakout artifact: " + info.kind)},
+  e["finding_info"] = {{"uid", H(info.run_id + ":breakout:" + info.path)},
+                       {"title", H("Sandbox breakout artifact: " + info.kind)},
                        {"types", {"sandbox-breakout"}}};
   e["is_alert"] = true;
   EcsEvent(e, "alert", {"intrusion_detection"}, {"indicator"}, "breakout-finding", "unknown");
-  e["cocoon"]["breakout"] = {{"path", S(info.path)}, {"kind", S(info.kind)}, {"target", S(info.target)}};
+  e["cocoon"]["breakout"] = {{"path", H(info.path)}, {"kind", H(info.kind)}, {"target", H(info.target)}};
   RunFields(e, info.policy_name, info.run_id);
-  e["message"] = S("breakout finding: " + info.kind + " at " + info.path +
+  e["message"] = H("breakout finding: " + info.kind + " at " + info.path +
                    (info.target.empty() ? "" : " -> " + info.target));
   return Rendered(std::move(e));
 }
@@ -356,9 +382,10 @@ Event BreakoutFinding(const BreakoutFindingInfo& info) {
 Event ToolCall(const ToolCallInfo& info) {
   json e = OcsfBase(OcsfClass::kProcessActivity, 99, info.refused ? 3 : 1);
   e["activity_name"] = "MCP tool call";
+  e["type_name"] = "Process Activity: MCP tool call";  // as every other activity-99 event: class: activity_name
   e["status_id"] = info.refused ? 2 : 1;
   e["status"] = info.refused ? "Failure" : "Success";
-  if (!info.detail.empty()) e["status_detail"] = S(info.detail);
+  if (!info.detail.empty()) e["status_detail"] = H(info.detail);
   e["process"] = SandboxedProcess(info.server_pid, "cocoon mcp");
   EcsEvent(e, "event", {"process"}, {"info"}, info.refused ? "mcp-tool-call-refused" : "mcp-tool-call",
            info.refused ? "failure" : "success");
@@ -366,7 +393,7 @@ Event ToolCall(const ToolCallInfo& info) {
   e["cocoon"]["mcp"]["refused"] = info.refused;
   if (!info.kind.empty()) e["cocoon"]["mcp"]["kind"] = S(info.kind);
   const std::string tool = info.call.tool.empty() ? "(no tool named)" : info.call.tool;
-  e["message"] = S("MCP tool call " + tool + (info.refused ? " refused: " : ": ") + info.detail);
+  e["message"] = H("MCP tool call " + tool + (info.refused ? " refused: " : ": ") + info.detail);
   return Rendered(std::move(e));
 }
 
@@ -385,22 +412,22 @@ Event ProcessExited(const ProcessExitedInfo& info) {
                          {"peak_memory_source", S(info.peak_memory_source)},
                          {"stdout_bytes", Safe53(info.stdout_bytes)}, {"stderr_bytes", Safe53(info.stderr_bytes)},
                          {"breakout_clean", info.breakout_clean}};
-  if (!info.error.empty()) e["cocoon"]["exit"]["error"] = S(info.error);
+  if (!info.error.empty()) e["cocoon"]["exit"]["error"] = H(info.error);
   if (info.breakout_findings != 0) {
     e["cocoon"]["exit"]["breakout_findings"] = Safe53(info.breakout_findings);
     e["cocoon"]["exit"]["breakout_findings_logged"] = Safe53(info.breakout_findings_logged);
   }
   if (!info.work_mode.empty()) {
     e["cocoon"]["workdir"] = {{"mode", S(info.work_mode)}, {"verified", S(info.verified)}, {"committed", info.committed}};
-    if (!info.verification_error.empty()) e["cocoon"]["workdir"]["error"] = S(info.verification_error);
-    if (!info.commit_warning.empty()) e["cocoon"]["workdir"]["warning"] = S(info.commit_warning);
+    if (!info.verification_error.empty()) e["cocoon"]["workdir"]["error"] = H(info.verification_error);
+    if (!info.commit_warning.empty()) e["cocoon"]["workdir"]["warning"] = H(info.commit_warning);
   }
   if (!info.writable_verified.empty()) {
     e["cocoon"]["writable_mounts"] = {{"verified", S(info.writable_verified)}};
-    if (!info.writable_error.empty()) e["cocoon"]["writable_mounts"]["error"] = S(info.writable_error);
+    if (!info.writable_error.empty()) e["cocoon"]["writable_mounts"]["error"] = H(info.writable_error);
   }
   RunFields(e, info.policy_name, info.run_id);
-  e["message"] = S("process exited: " + info.termination_reason + " code " + std::to_string(info.exit_code) +
+  e["message"] = H("process exited: " + info.termination_reason + " code " + std::to_string(info.exit_code) +
                    (info.signal ? " signal " + std::to_string(info.signal) : ""));
   return Rendered(std::move(e));
 }

@@ -16,6 +16,7 @@
 #include "audit/jcs.h"
 #include "audit/record.h"
 #include "compiler/common/temp_name.h"
+#include "enforcer/workdir/host_path.h"
 
 namespace cocoon::audit {
 namespace {
@@ -73,6 +74,56 @@ Status CheckLogFile(int fd, const std::string& path) {
                                  "could be read or rewritten. Remove the other names (`find / -xdev -samefile " +
                                  path + "`), or move the file aside and start a new log");
   return Status::Ok();
+}
+
+// What ssh's StrictModes asks of ~/.ssh, asked of the log's directories:
+// whoever can write to a directory on the way can swap the log (or a
+// directory below, for a symlink) between two writes, and cocoon, often
+// root, would then append to, rotate into or truncate a file of their
+// choosing, or leave its record where they can edit it. So each directory
+// from / down to the log's must be owned by root or by us and writable by
+// nobody else, unless sticky (/tmp: then only the log itself matters, and
+// CheckLogFile wants it ours). Symlinks on the way are resolved first as the
+// work dir's are (enforcer/workdir/host_path.h: as root, only root's), and
+// the log is then opened with no symlink allowed anywhere (openat2
+// RESOLVE_NO_SYMLINKS). Returns the resolved path to open.
+Result<std::string> CheckLogDirectories(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..")
+    return InvalidArgumentError("audit log " + path + " names a directory; give the path of a log file");
+  auto resolved = enforcer::ResolveHostPath(dir);
+  if (!resolved.ok()) return resolved.status().WithContext("audit log " + path + ": its directory");
+  const uid_t me = geteuid();
+  std::string prefix;
+  for (size_t at = 0; at != std::string::npos;) {
+    const size_t next = resolved->find('/', at + 1);
+    prefix = next == std::string::npos ? *resolved : resolved->substr(0, next);
+    if (prefix.empty()) prefix = "/";
+    at = next;
+    struct stat st;
+    if (lstat(prefix.c_str(), &st) != 0) return ErrnoError("audit log " + path + ": " + prefix);
+    if (!S_ISDIR(st.st_mode))
+      return FailedPreconditionError("audit log " + path + ": " + prefix + " is not a directory (it changed)");
+    if (st.st_uid != 0 && st.st_uid != me) {
+      return PermissionDeniedError(
+          "audit log " + path + ": directory " + prefix + " is owned by uid " + std::to_string(st.st_uid) +
+          ", who could swap the log (or a directory on its path) for another file; cocoon (euid " +
+          std::to_string(me) + ") writes logs only where every directory is owned by root or by itself: "
+          "put the log in such a directory (e.g. /var/log/cocoon), or `chown " + std::to_string(me) + " " + prefix +
+          "`");
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+      char mode[8];
+      snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return PermissionDeniedError("audit log " + path + ": directory " + prefix +
+                                   " is writable by group or others (mode " + mode +
+                                   ") and not sticky: they could swap the log for another file. Run `chmod go-w " +
+                                   prefix + "`, or put the log in a directory only its writer can write");
+    }
+  }
+  return (*resolved == "/" ? std::string() : *resolved) + "/" + name;
 }
 
 int SyslogSeverity(int ocsf_severity_id) {
@@ -276,15 +327,23 @@ FileSink::~FileSink() {
 
 Status FileSink::Reopen() {
   if (fd_ >= 0) close(fd_);
+  fd_ = -1;
   // O_APPEND: every write lands at the current end even with other writers
   // (open(2)); O_RDWR because the next writer must read the tail. O_NOFOLLOW:
   // cocoon often runs as root, and a symlink planted at the log path would
   // otherwise make it append to (and, on recovery, truncate) any file.
-  fd_ = open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd_ < 0 && errno == ELOOP)
-    return InvalidArgumentError("audit log " + path_ + " is a symbolic link; refusing to follow it (give the "
-                                "real path, or remove the link)");
-  if (fd_ < 0) return ErrnoError("audit log " + path_ + ": cannot open for appending");
+  // The directories are checked (and their symlinks resolved) on every
+  // open, rotations' included; the open itself follows no symlink at all.
+  COCOON_ASSIGN_OR_RETURN(const std::string resolved, CheckLogDirectories(path_));
+  auto opened = enforcer::OpenResolvedPath(resolved, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
+  if (!opened.ok()) {
+    struct stat st;
+    if (lstat(resolved.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+      return InvalidArgumentError("audit log " + path_ + " is a symbolic link; refusing to follow it (give the "
+                                  "real path, or remove the link)");
+    return opened.status().WithContext("audit log " + path_ + ": cannot open for appending");
+  }
+  fd_ = *opened;
   Status checked = CheckLogFile(fd_, path_);
   if (!checked.ok()) {
     close(fd_);

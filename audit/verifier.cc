@@ -20,6 +20,7 @@
 #include "audit/record.h"
 #include "audit/sink.h"
 #include "audit/worker_pool.h"
+#include "compiler/common/strict_json.h"
 
 namespace cocoon::audit {
 namespace {
@@ -95,20 +96,11 @@ bool NestsDeeperThan(std::string_view text, size_t limit) {
 // last of two equal keys, a SIEM may keep the first, so the line the hash
 // covers and the line the SIEM shows could differ.
 Result<nlohmann::json> ParseWithoutDuplicateKeys(std::string_view text) {
-  std::vector<std::set<std::string>> open_objects;  // the keys seen so far, per open object
-  bool duplicate = false;
-  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) open_objects.emplace_back();
-    else if (event == Event::object_end && !open_objects.empty()) open_objects.pop_back();
-    else if (event == Event::key && !open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second)
-      duplicate = true;
-    return true;
-  };
-  nlohmann::json parsed = nlohmann::json::parse(text, check, /*allow_exceptions=*/false);
-  if (duplicate) return DataLossError("duplicate object key (a SIEM may read a different value than the one signed)");
-  if (!parsed.is_object()) return DataLossError("not a JSON object");
-  return parsed;
+  StrictJson parsed = ParseJsonRejectingDuplicateKeys(text);
+  if (parsed.error == StrictJson::Error::kDuplicateKey)
+    return DataLossError("duplicate object key (a SIEM may read a different value than the one signed)");
+  if (!parsed.value.is_object()) return DataLossError("not a JSON object");
+  return std::move(parsed.value);
 }
 
 // The namespace a dotted `key` ("event.outcome") falls in, when it is one of
@@ -578,6 +570,65 @@ std::vector<Line> SplitLines(const std::vector<LogInput>& inputs, WorkerPool& po
   return lines;
 }
 
+// The recorded anchor (options.expect_seq/expect_head) against the intact
+// lines: nullopt when the lines hold it. A log cut at a seal boundary, or a
+// series whose newest files were dropped, ends before the anchor; a log
+// rewritten from some line on (or another log) has a different hash there.
+struct AnchorFailure {
+  VerifyVerdict verdict;
+  size_t index = SIZE_MAX;  // the line at the anchor's seq, for kTampered
+  std::string reason;
+};
+
+std::optional<AnchorFailure> CheckAnchor(const std::vector<Line>& lines, size_t first_valid, size_t last_valid,
+                                         const VerifyOptions& options) {
+  if (!options.expect_seq && !options.expect_head) return std::nullopt;
+  const uint64_t first_seq = lines[first_valid].integrity.sequence;
+  const uint64_t last_seq = lines[last_valid].integrity.sequence;
+  const std::string head = "seq " + std::to_string(last_seq) + ", hash " + Hex(lines[last_valid].integrity.hash);
+  const std::string wanted =
+      "the recorded head (" +
+      (options.expect_seq ? "seq " + std::to_string(*options.expect_seq) + (options.expect_head ? ", " : "") : "") +
+      (options.expect_head ? "hash " + Hex(*options.expect_head) : std::string()) + ")";
+  auto holds = [&](size_t i) {
+    const ParsedIntegrity& p = lines[i].integrity;
+    return lines[i].error.empty() && (!options.expect_seq || p.sequence == *options.expect_seq) &&
+           (!options.expect_head || p.hash == *options.expect_head);
+  };
+  if (options.expect_seq) {
+    const uint64_t seq = *options.expect_seq;
+    if (seq > last_seq) {
+      return AnchorFailure{VerifyVerdict::kUnsealed, SIZE_MAX,
+                           "the log ends at " + head + ", but " + wanted + " is " +
+                               std::to_string(seq - last_seq) +
+                               " line(s) further on: those lines are missing, cut from the end (at a seal, which the chain "
+                               "alone cannot show), or the newest rotated file(s) were not given"};
+    }
+    if (seq < first_seq) {
+      return AnchorFailure{VerifyVerdict::kUnsealed, SIZE_MAX,
+                           wanted + " is before the first line given (seq " + std::to_string(first_seq) +
+                               "): give the older rotated file(s) that hold it, oldest first (were they deleted?)"};
+    }
+    for (size_t i = first_valid; i <= last_valid; ++i) {
+      if (!lines[i].error.empty() || lines[i].integrity.sequence != seq) continue;
+      if (holds(i)) return std::nullopt;
+      return AnchorFailure{VerifyVerdict::kTampered, i,
+                           "the line at seq " + std::to_string(seq) + " has hash " + Hex(lines[i].integrity.hash) +
+                               ", not that of " + wanted +
+                               ": the log was rewritten from this line on, or it is not the log the head was "
+                               "recorded from"};
+    }
+  } else {
+    for (size_t i = first_valid; i <= last_valid; ++i)
+      if (holds(i)) return std::nullopt;
+  }
+  return AnchorFailure{VerifyVerdict::kUnsealed, SIZE_MAX,
+                       wanted + " is not in the log, which holds seq " + std::to_string(first_seq) +
+                           " to " + std::to_string(last_seq) + " (" + head +
+                           "): lines were cut from the end (at a seal, which the chain alone cannot show), the "
+                           "rotated file(s) holding it were not given, or it is another log"};
+}
+
 }  // namespace
 
 VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions& options) {
@@ -641,6 +692,11 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
                     "without the key, or left by a writer killed mid-write (the next writer records a recovery)";
     return report;
   }
+  if (walker.last_valid != SIZE_MAX) {
+    report.has_head = true;
+    report.head_seq = lines[walker.last_valid].integrity.sequence;
+    report.head_hash = Hex(lines[walker.last_valid].integrity.hash);
+  }
   const std::string unsealed_sessions = walker.DescribeUnsealedSessions();
   if (walker.last_kind == "rotate") {
     // A rotation is a clean place to cut the series: without the file it
@@ -669,6 +725,21 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
     report.verdict = VerifyVerdict::kRecovered;
     report.reason.clear();
     for (const auto& recovery : walker.recoveries) report.reason += (report.reason.empty() ? "" : "; ") + recovery;
+  }
+  // Last: whatever the log says about its own end, an anchor kept elsewhere
+  // says where it must at least reach.
+  size_t first_valid = 0;
+  while (first_valid < lines.size() && !lines[first_valid].error.empty()) ++first_valid;
+  if (walker.last_valid == SIZE_MAX) return report;
+  if (auto anchor = CheckAnchor(lines, first_valid, walker.last_valid, options)) {
+    if (report.verdict != VerifyVerdict::kSealed) report.notices.push_back(report.reason);
+    report.verdict = anchor->verdict;
+    report.reason = anchor->reason;
+    report.has_head = false;  // not a head to record: it falls short of the one recorded
+    if (anchor->verdict == VerifyVerdict::kTampered) {
+      report.file = inputs[lines[anchor->index].file].name;
+      report.line = lines[anchor->index].number;
+    }
   }
   return report;
 }
@@ -803,6 +874,12 @@ std::string FormatReport(const VerifyReport& report) {
              "writer leaves these, and so does anyone who can append to the log: inspect the recovery " +
              "record(s), then start a new log\n";
       break;
+  }
+  if (report.has_head && report.verdict != VerifyVerdict::kTampered) {
+    out += "head: seq " + std::to_string(report.head_seq) + " hash " + report.head_hash +
+           " (a cut right after a seal leaves an intact, sealed log: keep this head where the log's writers "
+           "cannot reach it, and a later verify with --expect-seq " + std::to_string(report.head_seq) +
+           " --expect-head " + report.head_hash + " fails if the log no longer reaches it)\n";
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,14 @@ struct VerifyOptions {
   std::vector<PublicKey> trusted;
   bool ignore_extra_keys = false;  // drop top-level keys Cocoon never writes (added by shippers)
   unsigned threads = 0;            // 0: every core
+  // An anchor: the head (last line's seq and hash) an earlier verify printed
+  // and the operator kept somewhere the log's writers cannot reach. A hash
+  // chain alone cannot tell a log cut right after a seal from a complete one
+  // (every finished writer session, every cocoon mcp tool call, is such a
+  // cut point); with an anchor, verify fails unless the lines still hold
+  // that head (and extend it). Either or both may be given.
+  std::optional<uint64_t> expect_seq;
+  std::optional<Digest> expect_head;
 };
 
 // Also `cocoon audit verify`'s exit code (3 is its usage error).
@@ -39,6 +48,11 @@ struct VerifyReport {
   uint64_t lines = 0;       // complete lines read
   uint64_t signatures = 0;  // signatures checked
   std::string chain_id;
+  // The last intact line (not set for kTampered): what to record as the
+  // anchor for a later verify (VerifyOptions::expect_seq/expect_head).
+  bool has_head = false;
+  uint64_t head_seq = 0;
+  std::string head_hash;  // 64 hex digits
   std::vector<std::string> notices;  // key rotations, unsigned tail, recoveries...
 };
 

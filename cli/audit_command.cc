@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ struct VerifyArgs {
   std::vector<std::string> trust;
   bool ignore_extra_keys = false;
   unsigned threads = 0;
+  std::optional<uint64_t> expect_seq;
+  std::string expect_head;
 };
 
 int RunVerify(CLI::App& command, const VerifyArgs& args) {
@@ -68,12 +71,23 @@ int RunVerify(CLI::App& command, const VerifyArgs& args) {
     return kVerifyUsage;
   }
   if (args.files.empty() || args.trust.empty()) {
-    std::cerr << "usage: cocoon audit verify FILE... --trust KEYS.pub [--trust MORE.pub] [--ignore-extra-keys]\n";
+    std::cerr << "usage: cocoon audit verify FILE... --trust KEYS.pub [--trust MORE.pub] [--ignore-extra-keys] "
+                 "[--expect-seq N] [--expect-head HASH]\n";
     return kVerifyUsage;
   }
   audit::VerifyOptions options;
   options.ignore_extra_keys = args.ignore_extra_keys;
   options.threads = args.threads;
+  options.expect_seq = args.expect_seq;
+  if (!args.expect_head.empty()) {
+    audit::Digest head{};
+    if (args.expect_head.size() != 2 * head.size() || !audit::HexDecode(args.expect_head, head.data(), head.size())) {
+      std::cerr << "cocoon audit verify: --expect-head '" << args.expect_head.substr(0, 80)
+                << "' is not a line hash (64 hex digits): give the hash of the head line an earlier verify printed\n";
+      return kVerifyUsage;
+    }
+    options.expect_head = head;
+  }
   for (const auto& path : args.trust) {
     auto keys = audit::LoadPublicKeys(path);
     if (!keys.ok()) {
@@ -218,6 +232,10 @@ void SetUpAuditCommand(CLI::App& app, CommandResult& result) {
   verify->add_flag("--ignore-extra-keys", verify_args->ignore_extra_keys,
                    "drop top-level keys a log shipper added before checking");
   verify->add_option("--threads", verify_args->threads, "worker threads (default: every core)");
+  verify->add_option("--expect-seq", verify_args->expect_seq,
+                     "seq of a head recorded from an earlier verify: exit 2 if the log no longer reaches it");
+  verify->add_option("--expect-head", verify_args->expect_head,
+                     "hash of that recorded head: exit 2 if it is missing, 1 if its seq holds another line");
   verify->callback([verify, verify_args, &result] { result.exit_code = RunVerify(*verify, *verify_args); });
 
   auto demo_args = std::make_shared<LogArgs>();

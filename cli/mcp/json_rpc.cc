@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "compiler/common/strict_json.h"
+
 namespace cocoon::mcp {
 namespace {
 
@@ -370,7 +372,17 @@ std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& o
     oversized.oversized_batch = true;
     return oversized;
   }
-  json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  // A key twice in one object (`{"method":"ping","method":"tools/call"}`, a
+  // second "command" in the arguments, a second "id") would be read here as
+  // its last value, and as its first by a proxy or a log that reads the same
+  // line: the line is refused (the audit verifier's rule, same code).
+  StrictJson strict = ParseJsonRejectingDuplicateKeys(line);
+  if (strict.error == StrictJson::Error::kDuplicateKey) {
+    *error = "duplicate key \"" + strict.duplicate_key +
+             "\" in one JSON object (readers disagree on which value counts): send each key once";
+    return std::nullopt;
+  }
+  json value = std::move(strict.value);
   if (value.is_discarded()) {
     *error = "not valid JSON";
     return std::nullopt;

@@ -112,9 +112,12 @@ bool ShowsHostProc(const std::string& resolved) {
   return resolved == "/" || resolved == "/proc" || resolved.rfind("/proc/", 0) == 0;
 }
 
-Result<int> OpenResolvedPath(const std::string& resolved, int flags) {
+Result<int> OpenResolvedPath(const std::string& resolved, int flags, mode_t mode) {
   struct open_how how {};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+  // openat2 refuses a mode without O_CREAT or O_TMPFILE (EINVAL).
+  const bool creates = (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+  how.mode = creates ? mode : 0;
   how.resolve = RESOLVE_NO_SYMLINKS;
   int fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, resolved.c_str(), &how, sizeof how));
   if (fd < 0) {

@@ -63,6 +63,7 @@ bool ShowsHostProc(const std::string& resolved);
 
 // Opens `resolved` (a ResolveHostPath result) with openat2's
 // RESOLVE_NO_SYMLINKS: fails (ELOOP) if a symlink appeared on the way since.
-Result<int> OpenResolvedPath(const std::string& resolved, int flags);
+// `mode`: for O_CREAT.
+Result<int> OpenResolvedPath(const std::string& resolved, int flags, mode_t mode = 0);
 
 }  // namespace cocoon::enforcer

@@ -97,6 +97,71 @@ TEST_F(LogFileSafetyTest, LogOwnedBySomeoneElseIsRefused) {
   EXPECT_NE(log.status().message().find("owned by uid 65534"), std::string::npos) << log.status().message();
 }
 
+// ssh's StrictModes for the log's directories (reviewer finding: as root,
+// `--audit-log ud/a.log` in a directory another user owns worked, and that
+// user could then swap ud/a.log away, or make a directory on the way a
+// symlink, so that root created and wrote logs elsewhere).
+TEST_F(LogFileSafetyTest, ADirectoryAnotherUserOwnsIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): refusing a log directory owned by another uid needs root to give the directory away";
+  ASSERT_EQ(mkdir(Path("ud").c_str(), 0755), 0);
+  ASSERT_EQ(chown(Path("ud").c_str(), 65534, 65534), 0);
+  auto log = AuditLog::Open(Options("ud/a.log"));
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().message(),
+            "audit log " + Path("ud/a.log") + ": directory " + Path("ud") +
+                " is owned by uid 65534, who could swap the log (or a directory on its path) for another file; "
+                "cocoon (euid 0) writes logs only where every directory is owned by root or by itself: put the log "
+                "in such a directory (e.g. /var/log/cocoon), or `chown 0 " + Path("ud") + "`");
+  struct stat st;
+  EXPECT_NE(lstat(Path("ud/a.log").c_str(), &st), 0) << "nothing is created there";
+  // A directory below one of another user's is refused the same way.
+  ASSERT_EQ(mkdir(Path("ud/sub").c_str(), 0755), 0);
+  auto below = AuditLog::Open(Options("ud/sub/a.log"));
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(below.status().message().find("directory " + Path("ud") + " is owned by uid 65534"), std::string::npos)
+      << below.status().message();
+}
+
+// A symlinked directory on the way: another user's symlink is refused (as
+// root), root's own is followed, and the log is opened at the resolved path.
+TEST_F(LogFileSafetyTest, ASymlinkedDirectoryIsFollowedOnlyWhenRootOwnsIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): refusing another user's symlink on the log's path needs root to give the link away";
+  ASSERT_EQ(mkdir(Path("real").c_str(), 0700), 0);
+  ASSERT_EQ(symlink(Path("real").c_str(), Path("theirs").c_str()), 0);
+  ASSERT_EQ(lchown(Path("theirs").c_str(), 65534, 65534), 0);
+  auto log = AuditLog::Open(Options("theirs/a.log"));
+  ASSERT_FALSE(log.ok());
+  EXPECT_NE(log.status().message().find("audit log " + Path("theirs/a.log") + ": its directory: " + Path("theirs") +
+                                        " goes through " + Path("theirs") + ", a symlink owned by uid 65534"),
+            std::string::npos)
+      << log.status().message();
+  struct stat st;
+  EXPECT_NE(lstat(Path("real/a.log").c_str(), &st), 0) << "nothing is created through the link";
+  ASSERT_EQ(symlink(Path("real").c_str(), Path("ours").c_str()), 0);
+  auto ours = AuditLog::Open(Options("ours/a.log"));
+  ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+  ASSERT_TRUE((*ours)->Close().ok());
+  EXPECT_EQ(lstat(Path("real/a.log").c_str(), &st), 0);
+}
+
+// Writable by group or others is refused unless sticky (as /tmp is; the log
+// itself must then be ours, which CheckLogFile already asks).
+TEST_F(LogFileSafetyTest, AGroupOrWorldWritableDirectoryIsRefusedUnlessSticky) {
+  ASSERT_EQ(mkdir(Path("shared").c_str(), 0700), 0);
+  ASSERT_EQ(chmod(Path("shared").c_str(), 0770), 0);
+  auto log = AuditLog::Open(Options("shared/a.log"));
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().message(), "audit log " + Path("shared/a.log") + ": directory " + Path("shared") +
+                                        " is writable by group or others (mode 0770) and not sticky: they could swap "
+                                        "the log for another file. Run `chmod go-w " + Path("shared") +
+                                        "`, or put the log in a directory only its writer can write");
+  ASSERT_EQ(chmod(Path("shared").c_str(), 01777), 0);
+  auto sticky = AuditLog::Open(Options("shared/a.log"));
+  ASSERT_TRUE(sticky.ok()) << sticky.status().ToString();
+  ASSERT_TRUE((*sticky)->Close().ok());
+  EXPECT_EQ(Verify({Path("shared/a.log")}).verdict, VerifyVerdict::kSealed);
+}
+
 // ENOSPC used to be tested through /dev/full, which is no longer a log file
 // cocoon accepts: a 16 KiB tmpfs in a private mount namespace fills instead.
 TEST_F(LogFileSafetyTest, FullDiskIsAClearError) {

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -1804,6 +1805,42 @@ TEST(CocoonEnforce, AnAuditedRunThatFailsAfterItsLaunchIsClosedInTheLog) {
   // read a missing --trust value as a healthy live log.
   EXPECT_EQ(Cocoon({"audit", "verify", log, "--trust"}).status, 3);
   EXPECT_EQ(Cocoon({"audit", "verify", log, "--threads", "x", "--trust", key + ".pub"}).status, 3);
+  fs::remove_all(dir);
+}
+
+// The reviewer's repro: a log cut right after a seal (`head -n N`, each
+// `audit demo` is one sealed session) verifies 0, as no hash chain can tell;
+// verify prints the head, and --expect-seq/--expect-head with it catch the
+// cut (exit 2, naming what is missing).
+TEST(CocoonAudit, VerifyPrintsTheHeadAndAnAnchorCatchesACutAtASeal) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-audit-anchor-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string key = (dir / "key").string(), log = (dir / "audit.log").string(), cut = (dir / "cut.log").string();
+  ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
+  ASSERT_EQ(Cocoon({"audit", "demo", "--key", key, "--log", log}).status, 0);
+  std::ifstream first(log);
+  std::string first_session((std::istreambuf_iterator<char>(first)), {});
+  ASSERT_EQ(Cocoon({"audit", "demo", "--key", key, "--log", log}).status, 0);
+  Ran whole = Cocoon({"audit", "verify", log, "--trust", key + ".pub"});
+  ASSERT_EQ(whole.status, 0) << whole.out << whole.err;
+  std::smatch head;
+  ASSERT_TRUE(std::regex_search(whole.out, head, std::regex("\nhead: seq ([0-9]+) hash ([0-9a-f]{64}) [(]")))
+      << whole.out;
+  const std::string seq = head[1], hash = head[2];
+  std::ofstream(cut) << first_session;  // the first session only: it ends with its seal
+  Ran unanchored = Cocoon({"audit", "verify", cut, "--trust", key + ".pub"});
+  EXPECT_EQ(unanchored.status, 0) << "the chain alone cannot see a cut at a seal: " << unanchored.out;
+  Ran anchored = Cocoon({"audit", "verify", cut, "--trust", key + ".pub", "--expect-seq", seq, "--expect-head", hash});
+  EXPECT_EQ(anchored.status, 2) << anchored.out << anchored.err;
+  EXPECT_NE(anchored.out.find("but the recorded head (seq " + seq + ", hash " + hash + ") is "), std::string::npos)
+      << anchored.out;
+  EXPECT_NE(anchored.out.find("line(s) further on: those lines are missing"), std::string::npos) << anchored.out;
+  Ran still = Cocoon({"audit", "verify", log, "--trust", key + ".pub", "--expect-seq", seq, "--expect-head", hash});
+  EXPECT_EQ(still.status, 0) << still.out << still.err;
+  Ran bad = Cocoon({"audit", "verify", log, "--trust", key + ".pub", "--expect-head", "abc"});
+  EXPECT_EQ(bad.status, 3) << bad.out;
+  EXPECT_NE(bad.err.find("--expect-head 'abc' is not a line hash (64 hex digits)"), std::string::npos) << bad.err;
   fs::remove_all(dir);
 }
 

@@ -417,6 +417,37 @@ TEST_F(McpServerTest, JsonRpcErrorsKeepTheServerServing) {
   EXPECT_EQ(Call(Request(9, "ping"))["result"], json::object());
 }
 
+// A key twice in one object, at any depth, is read by nlohmann as its last
+// value and by other readers (a proxy, a log) as its first: the reviewer's
+// `{"method":"ping","method":"tools/call",...}` ran a sandbox. Every such
+// line is refused as a parse error, and nothing runs.
+TEST_F(McpServerTest, DuplicateKeysAtAnyDepthAreRefusedAndNothingRuns) {
+  const std::string call_params =
+      R"("params":{"name":"run_in_sandbox","arguments":{"command":["/bin/echo","hi"]}})";
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call",)" + call_params + "}");
+  server_->HandleLine(
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":)"
+      R"({"command":["/bin/true"],"command":["/bin/echo","evil"]}}})");
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":3,"id":4,"method":"ping"})");
+  server_->WaitIdle();
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 3u);
+  const char* keys[] = {"method", "command", "id"};
+  for (size_t i = 0; i < messages.size(); ++i) {
+    EXPECT_EQ(messages[i]["error"]["code"], -32700) << messages[i].dump();
+    EXPECT_TRUE(messages[i]["id"].is_null()) << messages[i].dump();
+    EXPECT_NE(messages[i]["error"]["message"].get<std::string>().find(std::string("duplicate key \"") + keys[i] +
+                                                                      "\" in one JSON object"),
+              std::string::npos)
+        << messages[i].dump();
+  }
+  EXPECT_TRUE(executor_.requests().empty()) << "a sandbox ran for a request with a duplicate key";
+  // The same keys in different objects are fine.
+  json ok = Call(ToolCall(5, "run_in_sandbox", {{"command", {"/bin/echo", "id"}}}));
+  EXPECT_EQ(ok["result"]["isError"], false) << ok.dump();
+  EXPECT_EQ(executor_.requests().size(), 1u);
+}
+
 // MCP's RequestId is `string | number`; JSON-RPC 2.0 allows any number.
 // The response carries the id in the client's own digits: nlohmann reads
 // 1e2, 2^64 and 0.1000 as doubles and would write 100.0,
@@ -432,15 +463,16 @@ TEST_F(McpServerTest, ANumberIdIsEchoedAsTheClientWroteIt) {
   server_->HandleLine(R"({"jsonrpc":"2.0","id":7.5,"method":"no/such/method"})");
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1E+1,"method":"ping"}])");
   // -0 in a batch, after an element with strings, nesting and commas in it;
-  // an escaped key; a repeated key (the last one counts, as in the DOM).
+  // an escaped key. (A repeated key refuses the whole line: readers disagree
+  // on which one counts; DuplicateKeysAtAnyDepthAreRefusedAndNothingRuns.)
   server_->HandleLine(R"([{"jsonrpc":"2.0","id":"a,\"}","method":"ping","params":{"id":[1,-0]}},)"
-                      R"({"jsonrpc":"2.0","id":-0,"method":"ping"},{"jsonrpc":"2.0","i\u0064":-0,"method":"ping"},)"
-                      R"({"jsonrpc":"2.0","id":-0,"id":2,"method":"ping"},{"jsonrpc":"2.0","id":"x","id":-0,"method":"ping"}])");
+                      R"({"jsonrpc":"2.0","id":-0,"method":"ping"},{"jsonrpc":"2.0","i\u0064":-0,"method":"ping"}])");
+  server_->HandleLine(R"([{"jsonrpc":"2.0","id":-0,"method":"ping"},{"jsonrpc":"2.0","id":-0,"i\u0064":2,"method":"ping"}])");
   server_->HandleLine(R"({"id":3.0,"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code",)"
                       R"("arguments":{"language":"python","code":"1"}}})");
   server_->WaitIdle();
   std::vector<std::string> lines = out_.Lines();
-  ASSERT_EQ(lines.size(), ids.size() + 4);
+  ASSERT_EQ(lines.size(), ids.size() + 5);
   for (size_t i = 0; i < ids.size(); ++i) {
     EXPECT_EQ(lines[i], R"({"id":)" + ids[i] + R"(,"jsonrpc":"2.0","result":{}})");
   }
@@ -448,9 +480,10 @@ TEST_F(McpServerTest, ANumberIdIsEchoedAsTheClientWroteIt) {
   EXPECT_NE(lines[ids.size()].find(R"(,"id":7.5,"jsonrpc":"2.0"})"), std::string::npos) << lines[ids.size()];
   EXPECT_EQ(lines[ids.size() + 1], R"([{"id":1,"jsonrpc":"2.0","result":{}},{"id":1E+1,"jsonrpc":"2.0","result":{}}])");
   EXPECT_EQ(lines[ids.size() + 2], R"([{"id":"a,\"}","jsonrpc":"2.0","result":{}},{"id":-0,"jsonrpc":"2.0","result":{}},)"
-                                   R"({"id":-0,"jsonrpc":"2.0","result":{}},{"id":2,"jsonrpc":"2.0","result":{}},)"
                                    R"({"id":-0,"jsonrpc":"2.0","result":{}}])");
-  EXPECT_EQ(lines[ids.size() + 3].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 3];
+  EXPECT_EQ(lines[ids.size() + 3].find(R"({"error":{"code":-32700,"message":"Parse error: duplicate key \"id\")"), 0u)
+      << lines[ids.size() + 3];
+  EXPECT_EQ(lines[ids.size() + 4].find(R"({"id":3.0,"jsonrpc":"2.0","result":{)"), 0u) << lines[ids.size() + 4];
   ASSERT_EQ(executor_.requests().size(), 1u);
   EXPECT_EQ(executor_.requests()[0].request_id, "3.0");  // audited as sent
 

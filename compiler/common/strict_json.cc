@@ -1,0 +1,37 @@
+#include "compiler/common/strict_json.h"
+
+#include <set>
+#include <vector>
+
+namespace cocoon {
+
+StrictJson ParseJsonRejectingDuplicateKeys(std::string_view text) {
+  StrictJson out;
+  std::vector<std::set<std::string>> open_objects;  // the keys seen so far, per open object
+  bool duplicate = false;
+  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      open_objects.emplace_back();
+    } else if (event == Event::object_end && !open_objects.empty()) {
+      open_objects.pop_back();
+    } else if (event == Event::key && !open_objects.empty() && !duplicate) {
+      auto key = parsed.get<std::string>();
+      if (!open_objects.back().insert(key).second) {
+        duplicate = true;
+        out.duplicate_key = key.substr(0, 64);
+      }
+    }
+    return true;
+  };
+  out.value = nlohmann::json::parse(text, check, /*allow_exceptions=*/false);
+  if (duplicate) {
+    out.error = StrictJson::Error::kDuplicateKey;
+    out.value = nlohmann::json(nlohmann::json::value_t::discarded);
+  } else if (out.value.is_discarded()) {
+    out.error = StrictJson::Error::kInvalid;
+  }
+  return out;
+}
+
+}  // namespace cocoon
