@@ -151,6 +151,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
 }
 
 int RunPipeline(const PipelineFlags& flags) {
+  IgnoreSigpipe();  // a closed stdout is reported, not the end of cocoon (run_output_util.h)
   if (!std::isfinite(flags.timeout_secs)) {  // NaN passes CLI11's range check
     std::cerr << "cocoon pipeline: --timeout must be a number of seconds\n";
     return kExitUsage;

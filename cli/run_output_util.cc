@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -177,6 +178,13 @@ int ReportLostOutput(const std::string& command_name, const std::string& what, i
   return kExitOutputLost;
 }
 
+void IgnoreSigpipe() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 void NdjsonStreamer::Chunk(enforcer::OutputStream stream, std::string_view data) {
   int index = stream == enforcer::OutputStream::kStdout ? 0 : 1;
   std::string text = pending_[index];
@@ -259,7 +267,11 @@ void ReportRefusal(const Status& why, const std::vector<std::string>& overrides,
       line["stream"] = "outcome";
       line["seq"] = 1;
     }
-    WriteAllFd(STDOUT_FILENO, line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    if (!WriteAllFd(STDOUT_FILENO, line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) {
+      // Said, but the refusal's own status stands: nothing ran.
+      std::cerr << output.command_name << ": the refusal (" << (output.mode == RunOutputMode::kStream ? "--stream" : "--json")
+                << ") could not be written in full on stdout (" << std::strerror(errno) << ")\n";
+    }
   }
   WriteLogJson(output, refused);
 }

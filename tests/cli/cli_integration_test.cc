@@ -4352,3 +4352,101 @@ TEST(CocoonRun, ACacheDirAnotherUserCouldChangeIsNotUsed) {
   }
   fs::remove_all(dir);
 }
+
+// Runs cocoon with stdout a pipe whose reader has gone (the read end closed
+// before cocoon starts: `cocoon run --json | head -c1` once head is done),
+// stderr captured, stdin `stdin_text` (then EOF) or /dev/null.
+Ran CocoonWithClosedStdout(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+  std::string dir = fs::temp_directory_path() / ("cocoon-closed-stdout-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string err_path = dir + "/err", in_path = dir + "/in";
+  std::ofstream(in_path) << stdin_text;
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  close(fds[0]);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in = open(in_path.c_str(), O_RDONLY);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || err < 0 || dup2(in, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(err, 2) < 0) _exit(126);
+    signal(SIGPIPE, SIG_DFL);  // as a shell leaves it
+    std::vector<char*> argv = {const_cast<char*>(COCOON_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(COCOON_BINARY, argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  Ran ran;
+  std::tie(ran.status, ran.err) = WaitAndReadStderr(pid, err_path);
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  return ran;
+}
+
+// A reader of stdout that went away before the Outcome (or the stream, or
+// the pipeline's result) was written: cocoon says so on stderr and exits
+// 125, after the run was verified and its work committed as usual, and
+// --log-json still gets its copy. Seen failing on the old code: SIGPIPE
+// ended cocoon (exit 141) with no word, and the --log-json file was never
+// written.
+TEST(CocoonRun, AClosedStdoutIsReportedNotDiedOf) {
+  const std::string strict = COCOON_POLICIES_DIR "/strict.cocoon";
+  const fs::path base = fs::temp_directory_path() / ("cocoon-epipe-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  struct Case {
+    std::vector<std::string> args;
+    std::string what;
+  };
+  const std::string work = (base / "work").string();
+  const std::string log = (base / "outcome.json").string();
+  const std::vector<Case> cases = {
+      {{"enforce", "--json", strict, "--work", work, "--", "/bin/sh", "-c", "echo made > /work/made.txt; echo hi"},
+       "the Outcome (--json) on stdout could not be written in full"},
+      {{"run", "--json", "--log-json", log, "--work", work, "--", "/bin/sh", "-c", "echo made > made.txt; echo hi"},
+       "the Outcome (--json) on stdout could not be written in full"},
+      {{"run", "--stream", "--work", work, "--", "/bin/sh", "-c", "echo made > made.txt; echo hi"},
+       "the stream (--stream) on stdout could not be written in full"},
+      {{"pipeline", "--json", "--work", work, "-s", "bash:echo made > made.txt; echo hi"},
+       "the result (--json) on stdout could not be written in full"},
+  };
+  for (const Case& c : cases) {
+    if (c.args[0] == "pipeline" && !fs::exists("/bin/bash")) continue;
+    fs::remove_all(base);
+    fs::create_directories(work);
+    chmod(work.c_str(), 0777);
+    Ran ran = CocoonWithClosedStdout(c.args);
+    const std::string shown = c.args[0] + " " + c.args[1];
+    EXPECT_EQ(ran.status, 125) << shown << ": " << ran.err;
+    EXPECT_NE(ran.err.find(c.what), std::string::npos) << shown << ": " << ran.err;
+    EXPECT_TRUE(fs::exists(work + "/made.txt")) << shown << ": the run's work was not committed";
+    if (std::find(c.args.begin(), c.args.end(), "--log-json") != c.args.end()) {
+      std::ifstream in(log);
+      json j = json::parse(in, nullptr, false);
+      EXPECT_FALSE(j.is_discarded()) << shown << ": --log-json not written";
+      if (!j.is_discarded()) {
+        EXPECT_EQ(j["stdout"], "hi\n") << shown;
+      }
+    }
+  }
+  fs::remove_all(base);
+}
+
+// An MCP client that closed its end of the server's stdout can read no
+// answer: the server stops at the first one it cannot write (cancelling the
+// call in flight, whose sandbox is killed), says so and exits 125. Seen
+// failing on the old code: it ran the call to its end, answered nobody and
+// exited 0 (and, with stdin left open, served on).
+TEST(CocoonMcp, AClientThatClosedStdoutStopsTheServer) {
+  const std::string requests =
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"sleep 3; echo done"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":2,"method":"ping"})j"
+      "\n";
+  Ran ran = CocoonWithClosedStdout({"mcp"}, requests);
+  EXPECT_EQ(ran.status, 125) << ran.err;
+  EXPECT_NE(ran.err.find("cocoon mcp: an answer to the client on stdout (the calls in flight were cancelled) could "
+                         "not be written in full"),
+            std::string::npos)
+      << ran.err;
+}
