@@ -49,7 +49,17 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
   } else if (o.timed_out) {
     std::cerr << name << ": timed out after " << o.wall_ms << " ms; sandbox killed\n";
   }
-  if (o.oom_killed) std::cerr << name << ": killed at the memory limit\n";
+  for (const auto& reached : o.limits_reached) {
+    if (reached.ended_the_run || reached.limit == "wall_time" || reached.limit == "cpu_time") continue;
+    if (reached.limit == "memory") {
+      std::cerr << name << ": " << reached.count << " process(es) of the sandbox, not the command itself, killed at the "
+                << "memory limit (" << reached.observed_by << "); the command went on\n";
+    } else if (reached.limit == "processes") {
+      std::cerr << name << ": " << reached.count << " process/thread creation(s) refused at the process limit ("
+                << reached.observed_by << ")\n";
+    }
+  }
+  if (o.termination_reason == enforcer::TerminationReason::kOomKilled) std::cerr << name << ": killed at the memory limit\n";
   // A cancelled commit says so below; a run cancelled before it ends here.
   if (o.termination_reason == enforcer::TerminationReason::kCancelled && o.verification != "cancelled") {
     std::cerr << name << ": interrupted by a signal; sandbox killed"
