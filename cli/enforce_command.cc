@@ -31,6 +31,7 @@ struct EnforceOptions {
 };
 
 int RunEnforce(const EnforceOptions& options) {
+  IgnoreSigpipe();  // a closed stdout is reported, not the end of cocoon (run_output_util.h)
   // A refusal says why on stderr and, with --json, as the one JSON object
   // on stdout that a caller parsing it always gets (as `cocoon run` does).
   RunOutputOptions refusal_output;

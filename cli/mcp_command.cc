@@ -8,6 +8,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -296,7 +298,7 @@ int StartSignalThread() {
 
 int RunMcp(const McpFlags& flags) {
   // A client that goes away mid-response must not kill us with SIGPIPE.
-  signal(SIGPIPE, SIG_IGN);
+  IgnoreSigpipe();
   if (flags.audit_log == "-") {
     // stdout carries the protocol: audit lines there would corrupt it (and
     // tear against the responses the writer thread sends).
@@ -339,11 +341,25 @@ int RunMcp(const McpFlags& flags) {
       " with `files`. Results are the run's Outcome, with an audit reference.";
   // The line, then its newline: `line + "\n"` would copy an answer of
   // megabytes once more. This writer is the only one (outgoing_lines.h).
-  mcp::Server server(executor, [](const std::string& line) {
-    if (WriteAllFd(STDOUT_FILENO, line)) WriteAllFd(STDOUT_FILENO, "\n");
+  // A write that fails (the client closed its end of stdout) means no
+  // answer can reach the client any more: the server stops as for a
+  // signal (the calls in flight are cancelled, their sandboxes killed and
+  // verified, nothing committed), and exits 125 saying so. Before, it went
+  // on running every call it read, answering nobody, and exited 0.
+  auto lost_errno = std::make_shared<std::atomic<int>>(-1);
+  mcp::Server server(executor, [lost_errno, stop](const std::string& line) {
+    if (lost_errno->load() >= 0) return;
+    if (WriteAllFd(STDOUT_FILENO, line) && WriteAllFd(STDOUT_FILENO, "\n")) return;
+    lost_errno->store(errno);
+    uint64_t one = 1;
+    if (write(stop, &one, sizeof(one)) < 0) _exit(kExitOutputLost);
   }, options);
   log::Info("cocoon mcp: serving on stdio (policy: " + (flags.policy.empty() ? std::string("strict") : flags.policy) + ")");
   Status ended = server.Serve(STDIN_FILENO, stop);
+  if (lost_errno->load() >= 0) {
+    return ReportLostOutput("cocoon mcp", "an answer to the client on stdout (the calls in flight were cancelled)",
+                            lost_errno->load());
+  }
   if (!ended.ok() && ended.code() != ErrorCode::kUnavailable) {
     std::cerr << "cocoon mcp: " << ended.message() << "\n";
     return 1;

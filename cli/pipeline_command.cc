@@ -105,10 +105,17 @@ Result<PreparedRun> PrepareStep(const PipelineFlags& flags, std::optional<uint64
   return PrepareRun(std::move(spec));
 }
 
+// What a step handed on to the steps after it through the shared work dir.
+struct HandedOn {
+  bool committed = false;   // its work reached the shared dir (staged: committed; direct: written there)
+  size_t left_out = 0;      // entries breakout verification kept out of it (or removed from it)
+};
+
 // *output_lost is set when the step's output, passed through, could not be
 // written in full (said on stderr).
 nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const Step& step, size_t index,
-                       const SharedWorkDir& work, int* exit_status, bool* cancelled, bool* output_lost) {
+                       const SharedWorkDir& work, int* exit_status, bool* cancelled, bool* output_lost,
+                       HandedOn* handed_on) {
   nlohmann::json result = {{"step", index + 1}, {"runtime", step.runtime}};
   // A host dir the step writes back to, as `cocoon run --work` records it.
   if (!work.ours()) prepared.policy.overrides.push_back("workdir: " + ResolvedHostPath(work.path()) + " (--work, committed back)");
@@ -146,11 +153,14 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
   // Without --json the step's notes (truncation, timeout, work dir entries
   // left out, an unverified work dir) go to stderr as `cocoon run` prints them.
   if (!flags.json) PrintOutcomeNotes(*outcome, name);
+  handed_on->committed = outcome->committed || outcome->work_mode == "direct";
+  handed_on->left_out = outcome->breakout_findings.size();
   result["outcome"] = RunOutcomeJson(std::move(*outcome), prepared.policy);
   return result;
 }
 
 int RunPipeline(const PipelineFlags& flags) {
+  IgnoreSigpipe();  // a closed stdout is reported, not the end of cocoon (run_output_util.h)
   if (!std::isfinite(flags.timeout_secs)) {  // NaN passes CLI11's range check
     std::cerr << "cocoon pipeline: --timeout must be a number of seconds\n";
     return kExitUsage;
@@ -198,15 +208,42 @@ int RunPipeline(const PipelineFlags& flags) {
   bool output_lost = false;
   size_t failed = 0;
   bool interrupted = false;
+  // Earlier steps whose work did not all reach the shared dir: what every
+  // later step ran without (docs/agents.md, "Pipelines").
+  nlohmann::json inputs_missing = nlohmann::json::array();
   for (size_t i = 0; i < steps->size(); ++i) {
     const Step& step = (*steps)[i];
+    const std::string name = "cocoon pipeline: step " + std::to_string(i + 1);
     if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
     int status = 0;
     bool cancelled = false;
-    nlohmann::json result = RunStep(flags, std::move(prepared[i]), step, i, **work, &status, &cancelled, &output_lost);
+    HandedOn handed_on;
+    nlohmann::json result =
+        RunStep(flags, std::move(prepared[i]), step, i, **work, &status, &cancelled, &output_lost, &handed_on);
+    result["inputs_complete"] = inputs_missing.empty();
+    if (!inputs_missing.empty()) {
+      result["inputs_missing"] = inputs_missing;
+      if (!flags.json) std::cerr << name << ": ran without all of its inputs: " << inputs_missing.size()
+                                 << " earlier step(s) did not hand on all of their work (see above)\n";
+    }
+    result["outputs_left_out"] = handed_on.left_out;
+    if (handed_on.committed && handed_on.left_out != 0) {
+      // The command succeeded, but what it wrote did not all reach the
+      // shared dir: the next step would run without it. Not a success.
+      const std::string reason = std::to_string(handed_on.left_out) +
+                                 (handed_on.left_out == 1 ? " entry the step wrote was" : " entries the step wrote were") +
+                                 " left out of the shared work dir by breakout verification "
+                                 "(outcome.breakout.findings lists them); later steps do not get them";
+      result["reason"] = reason;
+      if (status == 0) status = kExitRefused;
+      if (!flags.json) std::cerr << name << ": failed: " << reason << "\n";
+      inputs_missing.push_back({{"step", i + 1}, {"left_out", handed_on.left_out}});
+    } else if (!handed_on.committed) {
+      inputs_missing.push_back({{"step", i + 1}, {"committed", false}});
+    }
     result["exit_status"] = status;
     result["ok"] = status == 0;
-    if (!flags.json && result.contains("error")) std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";
+    if (!flags.json && result.contains("error")) std::cerr << name << ": " << result["error"].get<std::string>() << "\n";
     results.push_back(std::move(result));
     if (status != 0) {
       ++failed;
@@ -257,6 +294,11 @@ void SetUpPipeline(CLI::App& app, CommandResult& result) {
   cmd->footer(
       "Exit status: 0 when every step succeeded, else the first failing step's status;\n"
       "125 when a step's output or the --json result could not be written in full.\n"
+      "A step whose files were left out of the shared work dir by breakout\n"
+      "verification (an escaping link, a FIFO...) failed (ok false, status 1 if the\n"
+      "command exited 0): the next step would not get them. With --keep-going a\n"
+      "later step says inputs_complete false and which steps did not hand on all\n"
+      "of their work (inputs_missing).\n"
       "A step that exits non-zero still has its verified files committed to the\n"
       "shared work dir (the next step, with --keep-going, and --work see them); a\n"
       "step killed by a limit or refused commits nothing. Every step's runtime is\n"

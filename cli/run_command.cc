@@ -191,6 +191,7 @@ int Explain(const PreparedRun& run, const RunOutputOptions& output) {
 }
 
 int RunRun(const RunFlags& flags) {
+  IgnoreSigpipe();  // a closed stdout is reported, not the end of cocoon (run_output_util.h)
   if (flags.list_runtimes) return ListRuntimes(flags.json);
   if (flags.json && flags.stream) {
     std::cerr << "cocoon run: --json and --stream are exclusive (--stream ends with the Outcome line)\n";

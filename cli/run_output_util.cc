@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,7 +49,17 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
   } else if (o.timed_out) {
     std::cerr << name << ": timed out after " << o.wall_ms << " ms; sandbox killed\n";
   }
-  if (o.oom_killed) std::cerr << name << ": killed at the memory limit\n";
+  for (const auto& reached : o.limits_reached) {
+    if (reached.ended_the_run || reached.limit == "wall_time" || reached.limit == "cpu_time") continue;
+    if (reached.limit == "memory") {
+      std::cerr << name << ": " << reached.count << " process(es) of the sandbox, not the command itself, killed at the "
+                << "memory limit (" << reached.observed_by << "); the command went on\n";
+    } else if (reached.limit == "processes") {
+      std::cerr << name << ": " << reached.count << " process/thread creation(s) refused at the process limit ("
+                << reached.observed_by << ")\n";
+    }
+  }
+  if (o.termination_reason == enforcer::TerminationReason::kOomKilled) std::cerr << name << ": killed at the memory limit\n";
   // A cancelled commit says so below; a run cancelled before it ends here.
   if (o.termination_reason == enforcer::TerminationReason::kCancelled && o.verification != "cancelled") {
     std::cerr << name << ": interrupted by a signal; sandbox killed"
@@ -177,6 +188,13 @@ int ReportLostOutput(const std::string& command_name, const std::string& what, i
   return kExitOutputLost;
 }
 
+void IgnoreSigpipe() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 void NdjsonStreamer::Chunk(enforcer::OutputStream stream, std::string_view data) {
   int index = stream == enforcer::OutputStream::kStdout ? 0 : 1;
   std::string text = pending_[index];
@@ -259,7 +277,11 @@ void ReportRefusal(const Status& why, const std::vector<std::string>& overrides,
       line["stream"] = "outcome";
       line["seq"] = 1;
     }
-    WriteAllFd(STDOUT_FILENO, line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    if (!WriteAllFd(STDOUT_FILENO, line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) {
+      // Said, but the refusal's own status stands: nothing ran.
+      std::cerr << output.command_name << ": the refusal (" << (output.mode == RunOutputMode::kStream ? "--stream" : "--json")
+                << ") could not be written in full on stdout (" << std::strerror(errno) << ")\n";
+    }
   }
   WriteLogJson(output, refused);
 }

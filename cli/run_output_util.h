@@ -75,6 +75,16 @@ inline constexpr int kExitOutputLost = 125;
 // 0 if unknown) and returns kExitOutputLost.
 int ReportLostOutput(const std::string& command_name, const std::string& what, int error);
 
+// For the commands that run sandboxes (enforce, run, pipeline, mcp): a
+// reader of cocoon's stdout that went away (`cocoon run --json | head -c1`)
+// makes a write fail with EPIPE, which is reported (ReportLostOutput, exit
+// 125), instead of SIGPIPE ending cocoon with no word after the run: before,
+// the Outcome, --log-json's copy and the note were all lost (exit 141).
+// The sandbox's first process resets every signal before its execve
+// (child_main.cc, ResetSignals), so the command still gets SIGPIPE's
+// default.
+void IgnoreSigpipe();
+
 class NdjsonStreamer {
  public:
   explicit NdjsonStreamer(int fd) : fd_(fd), writer_(fd) {}

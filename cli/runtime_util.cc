@@ -139,7 +139,17 @@ Result<std::string> InterpreterVersion(const std::string& path, const std::vecto
   char path_env[] = "PATH=/usr/local/bin:/usr/bin:/bin";
   char* envp[] = {path_env, nullptr};
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), envp);
+  // `cocoon run` ignores SIGPIPE (run_output_util.h, IgnoreSigpipe), and an
+  // ignored signal survives execve: the probed interpreter gets the default.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t default_signals;
+  sigemptyset(&default_signals);
+  sigaddset(&default_signals, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  int rc = posix_spawn(&pid, path.c_str(), &actions, &attr, argv.data(), envp);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   if (rc != 0) {

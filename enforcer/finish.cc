@@ -62,6 +62,35 @@ void SetTermination(const SuperviseResult& run, bool oom, uint64_t cpu_soft_seco
   }
 }
 
+// What the cgroup counted during the run (0 where it has no such group).
+struct CgroupEvents {
+  uint64_t oom_kills = 0;
+  std::string oom_source;
+  uint64_t refused_forks = 0;
+  std::string pids_source;
+};
+
+// The limits the run reached, as far as anything observed them: the one
+// that ended the command (SetTermination), and what the cgroup counted for
+// any process of the sandbox. A child the kernel OOM-killed, or a fork
+// refused at pids.max, while the command itself went on, used to leave
+// limit_hit null; the command reaps its own children, so a child's SIGXFSZ
+// or SIGXCPU death is seen by nobody here and is not claimed.
+void RecordLimitsReached(const CgroupEvents& events, Outcome& outcome) {
+  const bool ended_by_memory = outcome.termination_reason == TerminationReason::kOomKilled;
+  if (outcome.limit_hit == "wall_time") outcome.limits_reached.push_back({"wall_time", "supervisor wall clock", 1, true});
+  if (outcome.limit_hit == "cpu_time") {
+    outcome.limits_reached.push_back({"cpu_time", "RLIMIT_CPU (the command's wait status and CPU time)", 1, true});
+  }
+  if (events.oom_kills != 0) {
+    outcome.limits_reached.push_back({"memory", events.oom_source, events.oom_kills, ended_by_memory});
+  }
+  if (events.refused_forks != 0) {
+    outcome.limits_reached.push_back({"processes", events.pids_source, events.refused_forks, false});
+  }
+  if (outcome.limit_hit.empty() && !outcome.limits_reached.empty()) outcome.limit_hit = outcome.limits_reached.front().limit;
+}
+
 // Direct mode: what the scan could not inspect (mount, unreadable,
 // too-deep) is still in the host dir. "" when there is nothing.
 std::string UninspectedSummary(const std::vector<BreakoutFinding>& findings) {
@@ -203,9 +232,18 @@ Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::st
   COCOON_ASSIGN_OR_RETURN(SuperviseResult run, Supervise(inputs, out, err));
 
   bool oom = false;
+  CgroupEvents events;
   if (cgroup) {
     auto count = cgroup->OomKillCount();
     oom = count.ok() && *count > 0;
+    if (oom) {
+      events.oom_kills = *count;
+      events.oom_source = cgroup->OomKillSource();
+    }
+    if (auto forks = cgroup->PidsMaxCount(); forks.ok() && *forks > 0) {
+      events.refused_forks = *forks;
+      events.pids_source = cgroup->PidsMaxSource();
+    }
     auto peak = cgroup->PeakMemoryBytes();
     if (peak.ok()) {
       outcome.peak_memory_kib = *peak / 1024;
@@ -219,6 +257,7 @@ Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::st
     outcome.peak_memory_source = "rusage maxrss";
   }
   SetTermination(run, oom, limit_plan.cpu_soft_seconds, outcome);
+  RecordLimitsReached(events, outcome);
   outcome.wall_ms = run.wall_ms;
   outcome.user_cpu_ms = Millis(run.usage.ru_utime);
   outcome.system_cpu_ms = Millis(run.usage.ru_stime);

@@ -52,6 +52,11 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
   j["timed_out"] = outcome.timed_out;
   j["oom_killed"] = outcome.oom_killed;
   j["limit_hit"] = outcome.limit_hit.empty() ? nlohmann::json() : nlohmann::json(outcome.limit_hit);
+  j["limits_reached"] = nlohmann::json::array();
+  for (const auto& reached : outcome.limits_reached) {
+    j["limits_reached"].push_back({{"limit", reached.limit}, {"observed_by", reached.observed_by},
+                                   {"count", reached.count}, {"ended_the_run", reached.ended_the_run}});
+  }
   j["stdout"] = outcome.stdout_data;
   j["stderr"] = outcome.stderr_data;
   j["stdout_truncated"] = outcome.stdout_truncated;

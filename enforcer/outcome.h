@@ -101,15 +101,33 @@ inline bool IsUninspected(const BreakoutFinding& finding) {
   return finding.kind == "mount" || finding.kind == "unreadable" || finding.kind == "too-deep";
 }
 
+// A limit the run was observed to reach, and how it was observed. Only
+// what the kernel or the supervisor records is listed: a process of the
+// sandbox other than the command that hits RLIMIT_FSIZE (SIGXFSZ),
+// RLIMIT_CPU (SIGXCPU, then SIGKILL), RLIMIT_NOFILE (EMFILE) or the disk
+// quota (ENOSPC) is reaped by the command, not by cocoon, and no counter
+// records it: those are not reported (docs/limits_and_workdir.md).
+struct LimitReached {
+  std::string limit;        // "wall_time", "cpu_time", "memory", "processes"
+  std::string observed_by;  // "supervisor wall clock", "cgroup-v1 memory.oom_control oom_kill", ...
+  uint64_t count = 1;       // how many times the mechanism counted it (OOM kills, refused forks)
+  bool ended_the_run = false;  // it ended the command itself (limit_hit, termination_reason)
+};
+
 struct Outcome {
   int exit_code = -1;
   int signal = 0;
   TerminationReason termination_reason = TerminationReason::kExited;
   bool timed_out = false;
   bool oom_killed = false;
-  // The limit that ended the run: "wall_time", "cpu_time", "memory", or ""
-  // (none did). A run a limit ended is not committed (finish.cc).
+  // The limit that ended the run: "wall_time", "cpu_time", "memory"; else
+  // the first limit a process of the sandbox was observed reaching while
+  // the command went on ("memory": a child OOM-killed; "processes": a fork
+  // refused at pids.max); "" when none was. limits_reached lists them all,
+  // with the mechanism that observed each. A run a limit ended is not
+  // committed (finish.cc, by termination_reason).
   std::string limit_hit;
+  std::vector<LimitReached> limits_reached;
 
   std::string stdout_data;
   std::string stderr_data;

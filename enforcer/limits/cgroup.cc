@@ -211,6 +211,19 @@ Result<uint64_t> Cgroup::OomKillCount() const {
   return ReadKeyed(memory_dir_ + "/memory.oom_control", "oom_kill");
 }
 
+std::string Cgroup::OomKillSource() const {
+  return version_ == CgroupVersion::kV2 ? "cgroup-v2 memory.events oom_kill" : "cgroup-v1 memory.oom_control oom_kill";
+}
+
+Result<uint64_t> Cgroup::PidsMaxCount() const {
+  if (pids_dir_.empty()) return NotFoundError("no pids cgroup");
+  return ReadKeyed(pids_dir_ + "/pids.events", "max");
+}
+
+std::string Cgroup::PidsMaxSource() const {
+  return version_ == CgroupVersion::kV2 ? "cgroup-v2 pids.events max" : "cgroup-v1 pids.events max";
+}
+
 Result<uint64_t> Cgroup::ProcessCount() const {
   // cgroup.procs, not pids.current: the latter still counts zombies that
   // their (reparented) parent has not reaped yet.

@@ -103,6 +103,15 @@ class Cgroup {
   // Processes the kernel OOM-killed in this group: v2 memory.events
   // "oom_kill", v1 memory.oom_control "oom_kill" (Linux 4.13).
   Result<uint64_t> OomKillCount() const;
+  // "cgroup-v2 memory.events oom_kill" / "cgroup-v1 memory.oom_control
+  // oom_kill", for the Outcome's limits_reached.
+  std::string OomKillSource() const;
+
+  // Process or thread creations (fork, clone) the kernel refused at
+  // pids.max: "max" in pids.events (v1 and v2). NotFound when there is no
+  // pids group.
+  Result<uint64_t> PidsMaxCount() const;
+  std::string PidsMaxSource() const;  // "cgroup-v2 pids.events max", ...
 
   // Number of live processes in the group right now (cgroup.procs; zombies
   // awaiting their reaper are not counted).

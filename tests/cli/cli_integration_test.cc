@@ -3957,13 +3957,74 @@ TEST(CocoonPipeline, ACancelledStepEndsThePipelineEvenWithKeepGoing) {
 }
 
 // Without --json each step's notes reach stderr, as with `cocoon run`: an
-// escaping link a step leaves is reported as left out of the shared dir.
+// escaping link a step leaves is reported as left out of the shared dir,
+// the step as failed, and (--keep-going) the next step as running without
+// all of its inputs.
 TEST(CocoonPipeline, PlainOutputReportsWhatEachStepLeftOut) {
-  Ran ran = Cocoon({"pipeline", "-s", "bash:echo one; ln -s /etc/passwd escape", "-s", "bash:ls"});
-  EXPECT_EQ(ran.status, 0) << ran.err;
+  Ran ran = Cocoon({"pipeline", "--keep-going", "-s", "bash:echo one; ln -s /etc/passwd escape", "-s", "bash:ls"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
   EXPECT_NE(ran.err.find("cocoon pipeline: step 1: work dir entry left out: escape (symlink-escape)"), std::string::npos)
       << ran.err;
+  EXPECT_NE(ran.err.find("cocoon pipeline: step 1: failed: 1 entry the step wrote was left out of the shared work dir"),
+            std::string::npos)
+      << ran.err;
+  EXPECT_NE(ran.err.find("cocoon pipeline: step 2: ran without all of its inputs"), std::string::npos) << ran.err;
   EXPECT_EQ(ran.out.find("escape"), std::string::npos) << "step 2 must not see the link:\n" << ran.out;
+}
+
+// A step whose files breakout verification left out of the shared dir has
+// not handed on its work: it is not ok (status 1, its command's 0 kept in
+// the Outcome) and the pipeline stops there; with --keep-going the next
+// step says it ran without all of its inputs, and from which step. Seen
+// failing on the old code: step 1 was `ok: true`, step 2 ran, and the
+// pipeline exited 0 although step 2 never got the link and the FIFO.
+TEST(CocoonPipeline, AStepWhoseFilesWereLeftOutFailsAndTheNextSaysItsInputsAreIncomplete) {
+  if (!fs::exists("/bin/bash")) GTEST_SKIP() << "SKIPPED, NOT PASSED: no /bin/bash for the bash preset";
+  const std::string leaves = "bash:echo kept > a.txt; ln -s /etc/passwd link; mkfifo fifo";
+  Ran stop = Cocoon({"pipeline", "--json", "-s", leaves, "-s", "bash:cat a.txt"});
+  EXPECT_EQ(stop.status, 1) << stop.err;
+  json j = Json(stop);
+  ASSERT_EQ(j["steps"].size(), 1u) << stop.out;
+  EXPECT_EQ(j["steps"][0]["ok"], false);
+  EXPECT_EQ(j["steps"][0]["exit_status"], 1);
+  EXPECT_EQ(j["steps"][0]["outcome"]["exit_code"], 0);
+  EXPECT_EQ(j["steps"][0]["outputs_left_out"], 2);
+  EXPECT_NE(j["steps"][0].value("reason", "").find("left out of the shared work dir"), std::string::npos) << stop.out;
+  EXPECT_EQ(j["steps"][0]["inputs_complete"], true);
+  EXPECT_EQ(j["total"]["ok"], false);
+  EXPECT_EQ(j["total"]["failed"], 1);
+  EXPECT_EQ(j["total"]["exit_status"], 1);
+
+  Ran going = Cocoon({"pipeline", "--json", "--keep-going", "-s", leaves, "-s", "bash:cat a.txt", "-s", "bash:exit 4",
+                      "-s", "bash:true"});
+  EXPECT_EQ(going.status, 1) << going.err;
+  j = Json(going);
+  ASSERT_EQ(j["steps"].size(), 4u) << going.out;
+  EXPECT_EQ(j["steps"][1]["outcome"]["stdout"], "kept\n");
+  EXPECT_EQ(j["steps"][1]["ok"], true) << "step 2's own run succeeded";
+  EXPECT_EQ(j["steps"][1]["inputs_complete"], false);
+  EXPECT_EQ(j["steps"][1]["inputs_missing"], json::parse(R"([{"step": 1, "left_out": 2}])"));
+  EXPECT_EQ(j["steps"][1]["outputs_left_out"], 0);
+  // A step that exits non-zero still commits what it wrote (cli.md): it is
+  // not listed as missing; the first step still is.
+  EXPECT_EQ(j["steps"][2]["exit_status"], 4);
+  EXPECT_EQ(j["steps"][3]["inputs_missing"], json::parse(R"([{"step": 1, "left_out": 2}])"));
+  EXPECT_EQ(j["total"]["failed"], 2);
+}
+
+// A step refused or killed by a limit hands on nothing: with --keep-going
+// the steps after it say so.
+TEST(CocoonPipeline, AStepThatCommittedNothingIsAnInputMissingFromLaterSteps) {
+  if (!fs::exists("/bin/bash")) GTEST_SKIP() << "SKIPPED, NOT PASSED: no /bin/bash for the bash preset";
+  Ran ran = Cocoon({"pipeline", "--json", "--keep-going", "--timeout", "1", "-s", "bash:echo x > x; sleep 30", "-s",
+                    "bash:ls"});
+  EXPECT_EQ(ran.status, 124) << ran.err;
+  json j = Json(ran);
+  ASSERT_EQ(j["steps"].size(), 2u) << ran.out;
+  EXPECT_EQ(j["steps"][0]["outcome"]["committed"], false);
+  EXPECT_EQ(j["steps"][1]["inputs_complete"], false);
+  EXPECT_EQ(j["steps"][1]["inputs_missing"], json::parse(R"([{"step": 1, "committed": false}])"));
+  EXPECT_EQ(j["steps"][1]["outcome"]["stdout"], "");
 }
 
 std::vector<json> Lines(const std::string& text) {
@@ -4402,4 +4463,102 @@ TEST(CocoonRun, ACacheDirAnotherUserCouldChangeIsNotUsed) {
     EXPECT_EQ(EntriesUnder(cache), std::vector<std::string>{}) << cache << ": written although untrusted";
   }
   fs::remove_all(dir);
+}
+
+// Runs cocoon with stdout a pipe whose reader has gone (the read end closed
+// before cocoon starts: `cocoon run --json | head -c1` once head is done),
+// stderr captured, stdin `stdin_text` (then EOF) or /dev/null.
+Ran CocoonWithClosedStdout(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+  std::string dir = fs::temp_directory_path() / ("cocoon-closed-stdout-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string err_path = dir + "/err", in_path = dir + "/in";
+  std::ofstream(in_path) << stdin_text;
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  close(fds[0]);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in = open(in_path.c_str(), O_RDONLY);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || err < 0 || dup2(in, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(err, 2) < 0) _exit(126);
+    signal(SIGPIPE, SIG_DFL);  // as a shell leaves it
+    std::vector<char*> argv = {const_cast<char*>(COCOON_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(COCOON_BINARY, argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  Ran ran;
+  std::tie(ran.status, ran.err) = WaitAndReadStderr(pid, err_path);
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  return ran;
+}
+
+// A reader of stdout that went away before the Outcome (or the stream, or
+// the pipeline's result) was written: cocoon says so on stderr and exits
+// 125, after the run was verified and its work committed as usual, and
+// --log-json still gets its copy. Seen failing on the old code: SIGPIPE
+// ended cocoon (exit 141) with no word, and the --log-json file was never
+// written.
+TEST(CocoonRun, AClosedStdoutIsReportedNotDiedOf) {
+  const std::string strict = COCOON_POLICIES_DIR "/strict.cocoon";
+  const fs::path base = fs::temp_directory_path() / ("cocoon-epipe-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  struct Case {
+    std::vector<std::string> args;
+    std::string what;
+  };
+  const std::string work = (base / "work").string();
+  const std::string log = (base / "outcome.json").string();
+  const std::vector<Case> cases = {
+      {{"enforce", "--json", strict, "--work", work, "--", "/bin/sh", "-c", "echo made > /work/made.txt; echo hi"},
+       "the Outcome (--json) on stdout could not be written in full"},
+      {{"run", "--json", "--log-json", log, "--work", work, "--", "/bin/sh", "-c", "echo made > made.txt; echo hi"},
+       "the Outcome (--json) on stdout could not be written in full"},
+      {{"run", "--stream", "--work", work, "--", "/bin/sh", "-c", "echo made > made.txt; echo hi"},
+       "the stream (--stream) on stdout could not be written in full"},
+      {{"pipeline", "--json", "--work", work, "-s", "bash:echo made > made.txt; echo hi"},
+       "the result (--json) on stdout could not be written in full"},
+  };
+  for (const Case& c : cases) {
+    if (c.args[0] == "pipeline" && !fs::exists("/bin/bash")) continue;
+    fs::remove_all(base);
+    fs::create_directories(work);
+    chmod(work.c_str(), 0777);
+    Ran ran = CocoonWithClosedStdout(c.args);
+    const std::string shown = c.args[0] + " " + c.args[1];
+    EXPECT_EQ(ran.status, 125) << shown << ": " << ran.err;
+    EXPECT_NE(ran.err.find(c.what), std::string::npos) << shown << ": " << ran.err;
+    EXPECT_TRUE(fs::exists(work + "/made.txt")) << shown << ": the run's work was not committed";
+    if (std::find(c.args.begin(), c.args.end(), "--log-json") != c.args.end()) {
+      std::ifstream in(log);
+      json j = json::parse(in, nullptr, false);
+      EXPECT_FALSE(j.is_discarded()) << shown << ": --log-json not written";
+      if (!j.is_discarded()) {
+        EXPECT_EQ(j["stdout"], "hi\n") << shown;
+      }
+    }
+  }
+  fs::remove_all(base);
+}
+
+// An MCP client that closed its end of the server's stdout can read no
+// answer: the server stops at the first one it cannot write (cancelling the
+// call in flight, whose sandbox is killed), says so and exits 125. Seen
+// failing on the old code: it ran the call to its end, answered nobody and
+// exited 0 (and, with stdin left open, served on).
+TEST(CocoonMcp, AClientThatClosedStdoutStopsTheServer) {
+  const std::string requests =
+      R"j({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":{"command":"sleep 3; echo done"}}})j"
+      "\n"
+      R"j({"jsonrpc":"2.0","id":2,"method":"ping"})j"
+      "\n";
+  Ran ran = CocoonWithClosedStdout({"mcp"}, requests);
+  EXPECT_EQ(ran.status, 125) << ran.err;
+  EXPECT_NE(ran.err.find("cocoon mcp: an answer to the client on stdout (the calls in flight were cancelled) could "
+                         "not be written in full"),
+            std::string::npos)
+      << ran.err;
 }

@@ -27,6 +27,9 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "enforcer/outcome.h"
 #include "enforcer/sandbox.h"
 #include "enforcer/workdir/scratch_dir.h"
 #include "tests/enforcer/test_util.h"
@@ -850,6 +853,9 @@ TEST_F(WorkDirTest, ARunALimitEndsCommitsNothingAndSaysWhichLimit) {
   ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
   EXPECT_EQ(outcome->termination_reason, TerminationReason::kTimeout);
   EXPECT_EQ(outcome->limit_hit, "cpu_time");
+  ASSERT_FALSE(outcome->limits_reached.empty());
+  EXPECT_EQ(outcome->limits_reached[0].limit, "cpu_time");
+  EXPECT_TRUE(outcome->limits_reached[0].ended_the_run);
   EXPECT_TRUE(outcome->timed_out);
   EXPECT_FALSE(outcome->committed);
   EXPECT_EQ(outcome->verification, "not-run");
@@ -872,6 +878,51 @@ TEST_F(WorkDirTest, ARunALimitEndsCommitsNothingAndSaysWhichLimit) {
   EXPECT_EQ(outcome->limit_hit, "memory");
   EXPECT_FALSE(outcome->committed);
   EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0) << "half-written results of an OOM-killed run reached the host";
+}
+
+// A limit a process of the sandbox other than the command reaches, while
+// the command itself goes on, is reported with the mechanism that observed
+// it: a child the kernel OOM-killed (the memory cgroup's oom_kill count), a
+// fork refused at pids.max (pids.events max). The command finished on its
+// own, so its work is committed. Seen failing on the old code: limit_hit
+// was "" (null in the JSON) in both runs, and nothing said which mechanism
+// saw the limit.
+TEST_F(WorkDirTest, ALimitAChildReachesIsReportedWithWhatObservedIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: memory and pids cgroups need root here";
+  ir::Policy memory = testing::TestPolicy();
+  memory.limits.memory_bytes = {true, 64ull << 20, ir::Enforcement::kRequired};
+  SandboxRequest request = testing::MakeRequest(
+      memory, {"/bin/sh", "-c", "/usr/bin/python3 -c 'x = bytearray(512 << 20)'; echo child=$? > result.txt"});
+  request.work_host_dir = dir_;
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kExited) << outcome->stderr_data;
+  EXPECT_EQ(outcome->exit_code, 0);
+  EXPECT_TRUE(outcome->oom_killed);
+  EXPECT_EQ(outcome->limit_hit, "memory");
+  ASSERT_EQ(outcome->limits_reached.size(), 1u);
+  EXPECT_EQ(outcome->limits_reached[0].limit, "memory");
+  EXPECT_NE(outcome->limits_reached[0].observed_by.find("oom_kill"), std::string::npos)
+      << outcome->limits_reached[0].observed_by;
+  EXPECT_GE(outcome->limits_reached[0].count, 1u);
+  EXPECT_FALSE(outcome->limits_reached[0].ended_the_run);
+  EXPECT_TRUE(outcome->committed);
+  nlohmann::json j = OutcomeToJson(*outcome);
+  EXPECT_EQ(j["limit_hit"], "memory");
+  EXPECT_EQ(j["limits_reached"][0]["ended_the_run"], false);
+
+  ir::Policy procs = testing::TestPolicy();
+  procs.limits.processes = {true, 4, ir::Enforcement::kRequired};
+  request = testing::MakeRequest(
+      procs, {"/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do /bin/sleep 0.2 & done 2>/dev/null; wait; exit 0"});
+  outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kExited) << outcome->stderr_data;
+  EXPECT_EQ(outcome->limit_hit, "processes") << outcome->stderr_data;
+  ASSERT_EQ(outcome->limits_reached.size(), 1u);
+  EXPECT_EQ(outcome->limits_reached[0].limit, "processes");
+  EXPECT_NE(outcome->limits_reached[0].observed_by.find("pids.events max"), std::string::npos);
+  EXPECT_FALSE(outcome->limits_reached[0].ended_the_run);
 }
 
 // `root rootfs DIR`: a bundle's own tree is the sandbox's whole view. The
