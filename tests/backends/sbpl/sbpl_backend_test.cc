@@ -261,7 +261,7 @@ TEST(SbplBackend, AWorkDirItCannotStageIsWarnedAboutAtItsLine) {
 // as is a host name that merely starts with "127." (it used to pass for
 // loopback).
 TEST(SbplBackend, LoopbackAddressesAreWidenedOrBlockedAndWarned) {
-  ir::Policy policy = testing::StrictPolicy();
+  ir::Policy policy = testing::WithNetworkCalls(testing::StrictPolicy());
   policy.network.mode = ir::NetworkMode::kAllowList;
   policy.network.allow = {{"127.0.0.1", 80}, {"127.0.0.2", 22}, {"127.example.com", 23}, {"::1", 9000},
                           {"localhost", 3128}};
@@ -319,7 +319,7 @@ TEST(SbplBackend, HostilePathsNeverReachTheProfileText) {
 }
 
 TEST(SbplBackend, AllowListOnlyOpensLoopbackAndWarnsForTheRest) {
-  Compiled c = Compile(testing::HostilePolicy());
+  Compiled c = Compile(testing::WithNetworkCalls(testing::HostilePolicy()));
   EXPECT_NE(c.sb.find("(allow network-outbound (remote ip \"localhost:8080\"))"), std::string::npos);
   EXPECT_EQ(c.sb.find(":443"), std::string::npos);
   bool warned = false;
@@ -328,11 +328,38 @@ TEST(SbplBackend, AllowListOnlyOpensLoopbackAndWarnsForTheRest) {
 }
 
 TEST(SbplBackend, NetworkOnAllowsOutbound) {
-  ir::Policy policy = testing::StrictPolicy();
+  ir::Policy policy = testing::WithNetworkCalls(testing::StrictPolicy());
   policy.network.mode = ir::NetworkMode::kOn;
   Compiled c = Compile(policy);
   ValidateProfile(c);
   EXPECT_NE(c.sb.find("(allow network-outbound)"), std::string::npos);
+}
+
+// Seatbelt filters no system calls, but refusing every exec, every
+// fork/clone or a network call is an operation it can leave out; the
+// profile stays well formed without them (they used to be granted always).
+TEST(SbplBackend, RefusedExecForkAndNetworkCallsLeaveTheirOperationsOut) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.network.mode = ir::NetworkMode::kOn;
+  std::erase_if(policy.syscalls.rules, [](const ir::SyscallRule& r) { return r.name == "execve"; });
+  policy.syscalls.rules.push_back(testing::Rule("listen", ir::ActionKind::kAllow));
+  for (const char* name : {"bind", "clone", "clone3", "connect", "execve", "execveat", "fork", "vfork"}) {
+    policy.syscalls.rules.push_back(testing::Rule(name, ir::ActionKind::kErrno, 1));
+  }
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_EQ(c.sb.find("process-exec"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("process-fork"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("network-outbound"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("network-bind"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("dnssd"), std::string::npos) << c.sb;
+  EXPECT_NE(c.sb.find("(allow network-inbound (local ip \"localhost:*\"))"), std::string::npos) << c.sb;
+  // execveat refused, execve allowed: programs still run on Linux, so exec stays.
+  policy = testing::StrictPolicy();
+  policy.syscalls.rules.push_back(testing::Rule("execveat", ir::ActionKind::kErrno, 1));
+  c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_NE(c.sb.find("(allow process-exec)"), std::string::npos) << c.sb;
 }
 
 // tty is granted (a /dev/tty rule); gpu and kvm, which Seatbelt cannot
