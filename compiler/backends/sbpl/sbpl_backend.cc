@@ -104,13 +104,15 @@ class SbplWriter {
 
  private:
   std::string AddParam(std::string_view prefix, std::string value, ParamRole role);
-  std::string AddDerivedParam(const std::string& base, std::string_view relative);
+  std::string AddDerivedParam(const std::string& base, std::string_view relative,
+                              ParamRole role = ParamRole::kProtected);
   void Header();
   void SystemReads();
   void PolicyReads();
   void WritableRoot(std::string_view prefix, const std::string& host_path, const std::string& sandbox_path,
                     ParamRole role);
   void WritableRoots();
+  void ProtectedAncestors();
   void Network();
   void Hidden();
   void Limits();
@@ -121,6 +123,10 @@ class SbplWriter {
   sbpl::SbplParams params_;
   std::vector<std::string> warnings_;
   std::vector<std::string> writable_paths_;  // policy paths of writable roots
+  // Parameters of entries that must not be renamed or removed: each writable
+  // root holding a protected path, and (below) the directories in between.
+  std::vector<std::string> unrenamable_roots_;
+  std::vector<std::string> protected_ancestors_;
   std::map<std::string, int> counters_;      // next index per parameter prefix
 };
 
@@ -130,16 +136,15 @@ std::string SbplWriter::AddParam(std::string_view prefix, std::string value, Par
   return name;
 }
 
-std::string SbplWriter::AddDerivedParam(const std::string& base, std::string_view relative) {
+std::string SbplWriter::AddDerivedParam(const std::string& base, std::string_view relative, ParamRole role) {
   size_t index = 0;
-  for (const auto& param : params_.params) index += param.base == base;
-  std::string name = base + "_PROTECTED_" + std::to_string(index);
+  for (const auto& param : params_.params) index += param.base == base && param.role == role;
+  std::string name = base + (role == ParamRole::kProtected ? "_PROTECTED_" : "_ANCESTOR_") + std::to_string(index);
   std::string base_value;
   for (const auto& param : params_.params) {
     if (param.name == base) base_value = param.value;
   }
-  params_.params.push_back({name, base_value + "/" + std::string(relative), ParamRole::kProtected, base,
-                            std::string(relative)});
+  params_.params.push_back({name, base_value + "/" + std::string(relative), role, base, std::string(relative)});
   return name;
 }
 
@@ -181,7 +186,14 @@ void SbplWriter::SystemReads() {
 
 void SbplWriter::PolicyReads() {
   if (policy_.filesystem.root == ir::RootKind::kRootfs) {
-    warnings_.push_back("macos: 'root rootfs' has no macOS equivalent; only the listed read-only paths are readable");
+    std::string system;
+    for (std::string_view path : kSystemReadSubpaths) system += (system.empty() ? "" : ", ") + std::string(path);
+    for (std::string_view path : kSystemReadLiterals) system += ", " + std::string(path);
+    warnings_.push_back("macos: 'root rootfs " + policy_.filesystem.rootfs + "'" +
+                        AtPolicyLine(policy_, "filesystem.root") +
+                        " has no macOS equivalent: the sandbox sees the host's own file system, not that tree; it "
+                        "may read the listed read-only paths, its writable roots, and what every macOS process "
+                        "needs (" + system + ", /dev/null, /dev/zero, /dev/random, /dev/urandom)");
   }
   std::vector<std::string> names;
   for (const ir::Mount& mount : policy_.filesystem.mounts) {
@@ -231,6 +243,23 @@ void SbplWriter::WritableRoot(std::string_view prefix, const std::string& host_p
   }
   std::vector<std::string> protected_names;
   for (const std::string& relative : relatives) protected_names.push_back(AddDerivedParam(name, relative));
+  // The directories between the root and a protected path (.git for
+  // .git/hooks), and the root itself: renaming one would carry the
+  // protected path to a name no rule protects (mv .git .g; write .g/hooks;
+  // mv .g .git). ProtectedAncestors denies that.
+  std::vector<std::string> ancestors;
+  for (const std::string& relative : relatives) {
+    for (size_t slash = relative.find('/'); slash != std::string::npos; slash = relative.find('/', slash + 1)) {
+      std::string ancestor = relative.substr(0, slash);
+      const bool listed = std::find(ancestors.begin(), ancestors.end(), ancestor) != ancestors.end() ||
+                          std::find(relatives.begin(), relatives.end(), ancestor) != relatives.end();
+      if (!listed) ancestors.push_back(std::move(ancestor));
+    }
+  }
+  unrenamable_roots_.push_back(name);
+  for (const std::string& ancestor : ancestors) {
+    protected_ancestors_.push_back(AddDerivedParam(name, ancestor, ParamRole::kProtectedAncestor));
+  }
   text_ += "(allow file-read* (subpath (param " + Quote(name) + ")))\n";
   text_ += "(allow file-write* (require-all (subpath (param " + Quote(name) + "))";
   // Both forms: `literal` stops replacing the protected entry itself (a
@@ -270,6 +299,26 @@ void SbplWriter::WritableRoots() {
 // The network, less what the policy's syscall rules refuse outright: no
 // socket is no network at all, no connect no outbound (and no name service,
 // which only serves connecting), no bind or listen no local endpoint.
+// After every writable root (the last matching rule wins, and one root may
+// lie in another): a protected path's ancestors inside a writable root
+// cannot be renamed or removed (file-write-unlink is what rename(2) needs
+// on its source), nor made anew (a directory prepared elsewhere, renamed
+// into place, would bring its own .git/hooks); the roots themselves cannot
+// be renamed. Writing inside them is untouched: Seatbelt checks a created
+// file's own path.
+void SbplWriter::ProtectedAncestors() {
+  if (!unrenamable_roots_.empty()) {
+    text_ += "(deny file-write-unlink";
+    for (const std::string& name : unrenamable_roots_) text_ += "\n    (literal (param " + Quote(name) + "))";
+    text_ += ")\n";
+  }
+  if (!protected_ancestors_.empty()) {
+    text_ += "(deny file-write-create file-write-unlink";
+    for (const std::string& name : protected_ancestors_) text_ += "\n    (literal (param " + Quote(name) + "))";
+    text_ += ")\n";
+  }
+}
+
 void SbplWriter::Network() {
   const ir::Network& net = policy_.network;
   if (net.mode == ir::NetworkMode::kOff || PolicyDenies(policy_, SyscallCapability::kSocket)) return;
@@ -382,6 +431,7 @@ Result<std::vector<Artifact>> SbplWriter::Build() {
   SystemReads();
   PolicyReads();
   WritableRoots();
+  ProtectedAncestors();
   Network();
   Hidden();
   Limits();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -24,7 +25,8 @@ using testing::SExpr;
 const std::set<std::string> kOperations = {
     "default",         "process-exec",     "process-fork",  "signal",      "process-info*",
     "sysctl-read",     "mach-lookup",      "file-read*",    "file-write*", "file-write-data",
-    "file-ioctl",      "network-outbound", "network-bind",  "network-inbound", "system-socket"};
+    "file-ioctl",      "network-outbound", "network-bind",  "network-inbound", "system-socket",
+    "file-write-unlink", "file-write-create"};
 const std::set<std::string> kFilters = {"literal", "subpath",    "require-all", "require-not", "target",
                                         "remote",  "local",      "global-name", "with",        "param"};
 
@@ -379,6 +381,55 @@ TEST(SbplBackend, DevicesItCannotGrantAreWarnedAboutAtThePolicyLine) {
   }
   EXPECT_TRUE(gpu);
   EXPECT_TRUE(kvm);
+}
+
+// Protected paths are denied by name, so renaming a directory above one
+// inside a writable root would carry it to an unprotected name (mv .git .g;
+// echo x > .g/hooks/pre-commit; mv .g .git). The ancestors between a root
+// and a protected path cannot be renamed, removed or made anew, nor can the
+// roots themselves be renamed; after every writable root, so that no later
+// allow of an enclosing root reopens them.
+TEST(SbplBackend, AncestorsOfProtectedPathsCannotBeRenamed) {
+  ir::Policy policy = testing::StrictPolicy();
+  // A hidden host file two levels down in the tmpfs root (/private/tmp).
+  policy.filesystem.hidden.push_back("/tmp/a/b/secret");
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  std::map<std::string, std::string> ancestors;  // value -> name
+  for (const auto& p : c.params.params) {
+    if (p.role == ParamRole::kProtectedAncestor) ancestors[p.value] = p.name;
+  }
+  ASSERT_TRUE(ancestors.count("/work/.git")) << c.sb;
+  ASSERT_TRUE(ancestors.count("/private/tmp/a")) << c.sb;
+  ASSERT_TRUE(ancestors.count("/private/tmp/a/b")) << c.sb;
+  EXPECT_FALSE(ancestors.count("/work/.git/hooks"));
+  EXPECT_EQ(FindParam(c, ancestors["/work/.git"])->base, "WORK_DIR");
+  EXPECT_EQ(FindParam(c, ancestors["/work/.git"])->relative, ".git");
+  const size_t unlink_roots = c.sb.find("(deny file-write-unlink\n    (literal (param \"WORK_DIR\"))");
+  const size_t ancestors_rule = c.sb.find("(deny file-write-create file-write-unlink");
+  ASSERT_NE(unlink_roots, std::string::npos) << c.sb;
+  ASSERT_NE(ancestors_rule, std::string::npos) << c.sb;
+  EXPECT_NE(c.sb.find("(literal (param \"TMP_DIR_0\"))", unlink_roots), std::string::npos);
+  EXPECT_NE(c.sb.find("(literal (param \"" + ancestors["/private/tmp/a/b"] + "\"))", ancestors_rule), std::string::npos);
+  EXPECT_GT(unlink_roots, c.sb.rfind("(allow file-write*"));
+}
+
+// `root rootfs` on macOS: the sandbox sees the host, and the warning says
+// what it may read there, the system locations included (it used to claim
+// only the listed read-only paths were readable).
+TEST(SbplBackend, RootfsWarningNamesWhatStaysReadable) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.root = ir::RootKind::kRootfs;
+  policy.filesystem.rootfs = "/srv/bundle";
+  policy.provenance["filesystem.root"] = {"strict", "r.cocoon", 3};
+  Compiled c = Compile(policy);
+  bool said = false;
+  for (const auto& w : c.warnings) {
+    said |= w.rfind("macos: 'root rootfs /srv/bundle' (at r.cocoon:3) has no macOS equivalent", 0) == 0 &&
+            w.find("/usr/lib") != std::string::npos && w.find("/System/Library") != std::string::npos;
+    EXPECT_EQ(w.find("only the listed read-only paths are readable"), std::string::npos) << w;
+  }
+  EXPECT_TRUE(said) << ::testing::PrintToString(c.warnings);
 }
 
 TEST(SbplBackend, HiddenRulesComeLast) {
