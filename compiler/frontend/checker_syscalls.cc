@@ -471,6 +471,8 @@ std::string RuleOriginKey(const ir::SyscallRule& rule) {
 
 void ApplySyscalls(Layer& layer, const ast::Statement& stmt) {
   layer.state().has_syscalls = true;
+  // Where a back end that cannot filter syscalls says what it dropped.
+  layer.Origin("syscalls", stmt.span);
   // Architectures first: they decide which syscall names are known.
   for (const ast::Statement& s : stmt.block) {
     if (s.keyword.IsKeyword("arch")) ApplyArch(layer, s);

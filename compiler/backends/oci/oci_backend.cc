@@ -16,6 +16,7 @@
 
 #include "compiler/backends/artifact.h"
 #include "compiler/backends/default_kernel_paths.h"
+#include "compiler/backends/host_paths.h"
 #include "compiler/backends/oci/oci_common.h"
 #include "compiler/backends/oci/oci_seccomp.h"
 #include "compiler/backends/policy_origin.h"
@@ -229,7 +230,15 @@ ordered_json Linux(const ir::Policy& policy, std::vector<std::string>& warnings)
   linux["seccomp"] = nullptr;
   ordered_json masked = ordered_json::array();
   for (std::string_view path : kDefaultMaskedPaths) masked.push_back(path);
-  for (const std::string& path : policy.filesystem.hidden) masked.push_back(path);
+  // What is hidden is the host object: every name the binds give it is
+  // masked, as the enforcer does at launch (host_paths.h: HiddenNames). The
+  // runtime resolves bind sources on the run host, so symlinks among them are
+  // resolved here, on the compiling host (docs/targets.md).
+  for (const std::string& hidden : policy.filesystem.hidden) {
+    for (std::string& path : HiddenNames(policy.filesystem, hidden, HostLookup::kResolveOnThisHost)) {
+      if (std::find(masked.begin(), masked.end(), path) == masked.end()) masked.push_back(std::move(path));
+    }
+  }
   linux["maskedPaths"] = std::move(masked);
   ordered_json readonly = ordered_json::array();
   for (std::string_view path : kDefaultReadOnlyPaths) readonly.push_back(path);

@@ -9,8 +9,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr std::string_view kRoleNames[] = {"read_root", "read_literal", "work_dir", "write_root",
-                                           "tmp_dir",   "protected",    "hidden"};
+constexpr std::string_view kRoleNames[] = {"read_root", "read_literal", "work_dir",          "write_root",
+                                           "tmp_dir",   "protected",    "protected_ancestor", "hidden"};
 
 Result<ParamRole> RoleFromName(std::string_view name) {
   for (size_t i = 0; i < std::size(kRoleNames); ++i) {

@@ -26,6 +26,7 @@ enum class ParamRole {
   kWriteRoot,    // a writable mount
   kTmpDir,       // a tmpfs mount, mapped to a private temp dir
   kProtected,    // inside a writable root but never writable (.git/hooks)
+  kProtectedAncestor,  // a directory between a writable root and a protected path (.git): never renamed
   kHidden,       // neither readable nor writable
 };
 

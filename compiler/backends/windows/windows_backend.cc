@@ -16,6 +16,7 @@
 #include "compiler/backends/artifact.h"
 #include "compiler/backends/host_paths.h"
 #include "compiler/backends/policy_origin.h"
+#include "compiler/backends/syscall_fidelity.h"
 #include "compiler/common/digest.h"
 #include "compiler/backends/windows/sddl.h"
 #include "compiler/backends/windows/windows_plan.h"
@@ -231,6 +232,37 @@ Status AddPaths(const ir::Policy& policy, const std::string& sid, windows::Windo
   return Status::Ok();
 }
 
+// The policy's syscall rules, as far as a job object and the network mode
+// carry them (syscall_fidelity.h): Windows starts every program, and every
+// copy of one, as a new process, so refusing all of exec or all of
+// fork/clone is an active-process limit of 1 (the first process only);
+// refusing socket or connect is network off (which cocoon-windows-run then
+// refuses to run: it has no filtering-platform rules yet). The rest is
+// warned about once, at the syscalls block.
+void ApplySyscallRules(const ir::Policy& policy, windows::WindowsPlan& plan, std::vector<std::string>& warnings) {
+  std::vector<ExpressedDenial> expressed;
+  const bool no_exec = PolicyDenies(policy, SyscallCapability::kExec);
+  const bool no_fork = PolicyDenies(policy, SyscallCapability::kFork);
+  if (no_exec || no_fork) {
+    if ((plan.job.limit_flags & windows::kLimitActiveProcess) == 0) {
+      plan.job.limit_flags |= windows::kLimitActiveProcess;
+      plan.job.limit_flag_names.push_back("JOB_OBJECT_LIMIT_ACTIVE_PROCESS");
+    }
+    plan.job.active_process_limit = 1;
+  }
+  const std::string one = "an active-process limit of 1 (no process but the first";
+  if (no_exec) expressed.push_back({SyscallCapability::kExec, one + ")"});
+  if (no_fork) expressed.push_back({SyscallCapability::kFork, one + "; threads stay allowed)", Fidelity::kPartial});
+  for (SyscallCapability capability : {SyscallCapability::kSocket, SyscallCapability::kConnect}) {
+    if (!PolicyDenies(policy, capability)) continue;
+    plan.network_mode = "off";
+    plan.network_allow.clear();
+    expressed.push_back({capability, "network off"});
+  }
+  std::string warning = UnexpressedSyscallsWarning(policy, "windows", expressed, "a Windows job filters no system calls");
+  if (!warning.empty()) warnings.push_back(std::move(warning));
+}
+
 }  // namespace
 
 Result<std::vector<Artifact>> CompileWindows(const ir::Policy& policy) {
@@ -250,6 +282,7 @@ Result<std::vector<Artifact>> CompileWindows(const ir::Policy& policy) {
   plan.output_bytes = policy.limits.output_bytes.set ? policy.limits.output_bytes.value : 0;
   plan.disk_bytes = policy.limits.disk_bytes.set ? policy.limits.disk_bytes.value : 0;
   plan.work_quota_bytes = policy.filesystem.work.quota_bytes;
+  ApplySyscallRules(policy, plan, warnings);
   WarnUnstagedWorkAndTemp(policy, warnings);
   NoteUnenforced(policy.limits, plan, warnings);
   WarnUngrantedDevices(policy, warnings);

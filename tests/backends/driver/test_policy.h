@@ -58,6 +58,15 @@ inline ir::Policy StrictPolicy() {
   return p;
 }
 
+// StrictPolicy's filter refuses connect, bind and listen (its default, no
+// rule allows them); targets without a syscall filter then leave the
+// network out (syscall_fidelity.h). Network tests of those targets allow
+// the calls, as the shipped strict does.
+inline ir::Policy WithNetworkCalls(ir::Policy p) {
+  for (const char* name : {"bind", "connect", "listen"}) p.syscalls.rules.push_back(Rule(name, ir::ActionKind::kAllow));
+  return p;
+}
+
 // Paths full of quotes, parens, semicolons, backslashes, newlines and
 // SDDL/JSON metacharacters: none of them may change an artifact's structure.
 inline ir::Policy HostilePolicy() {

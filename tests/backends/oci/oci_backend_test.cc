@@ -2,13 +2,17 @@
 // for the fields we write, the seccomp object is the resolved form of
 // ComputeEffectiveSyscalls, and the security-relevant settings are present.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "compiler/backends/artifact.h"
+#include "compiler/backends/host_paths.h"
 #include "compiler/backends/oci/oci_seccomp.h"
 #include "tests/backends/driver/test_policy.h"
 #include "tests/backends/oci/json_schema.h"
@@ -234,6 +238,86 @@ TEST(OciBackend, MountsUnderTheWorkDirComeAfterIt) {
     }
   }
   EXPECT_NE(mounts[at["/work/vendor"]]["options"].dump().find("\"ro\""), std::string::npos);
+}
+
+std::vector<std::string> MaskedPaths(const ir::Policy& policy) {
+  auto artifacts = backends::CompileOci(policy);
+  EXPECT_TRUE(artifacts.ok()) << artifacts.status().ToString();
+  if (!artifacts.ok()) return {};
+  return json::parse((*artifacts)[0].bytes)["linux"]["maskedPaths"].get<std::vector<std::string>>();
+}
+
+bool Has(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// `hide` hides the host object, so every name a bind gives it is masked
+// (docs/language.md), as the enforcer does at launch. maskedPaths used to
+// carry the literal hidden path alone: a child's bind of a directory that
+// holds the hidden file, a bind inside a hidden directory, or /usr/bin/su
+// beside a hidden /bin/su on a merged-/usr host showed it.
+TEST(OciBackend, HiddenPathsAreMaskedUnderEveryNameABindGivesThem) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.hidden = {};
+  // The shape a reviewer found: a base binds /srv/data as /data and hides
+  // /data/sub/secret.txt; a child binds /srv/data/sub as /alias.
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/data", "/data", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/data/sub", "/alias", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kWritable, "/srv/data/sub/inner", "/in", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, "/srv/other", "/other", 0, false});
+  policy.filesystem.hidden = {"/bin/su", "/data/sub/secret.txt", "/etc/shadow"};
+  const std::vector<std::string> masked = MaskedPaths(policy);
+  EXPECT_TRUE(Has(masked, "/data/sub/secret.txt"));
+  EXPECT_TRUE(Has(masked, "/alias/secret.txt"));
+  EXPECT_FALSE(Has(masked, "/other/secret.txt"));
+  // /bin is /usr/bin on a merged-/usr host, where the runtime binds /usr/bin
+  // at /bin: its other name is masked too (absent elsewhere, and skipped).
+  EXPECT_TRUE(Has(masked, "/bin/su"));
+  EXPECT_TRUE(Has(masked, "/usr/bin/su"));
+  // Outside every bind a hide holds no host object: the path alone.
+  EXPECT_TRUE(Has(masked, "/etc/shadow"));
+
+  // Hiding a directory covers binds made inside it, and the same directory
+  // under a parent's bind; a name below another mask is not repeated.
+  policy.filesystem.hidden = {"/alias"};
+  const std::vector<std::string> dir = MaskedPaths(policy);
+  EXPECT_TRUE(Has(dir, "/alias"));
+  EXPECT_TRUE(Has(dir, "/data/sub"));
+  EXPECT_TRUE(Has(dir, "/in"));
+  EXPECT_FALSE(Has(dir, "/data/sub/inner"));
+  EXPECT_FALSE(Has(dir, "/data"));
+
+  // A deeper mount shows something else at the alias: not masked there.
+  policy.filesystem.hidden = {"/alias/secret.txt"};
+  EXPECT_TRUE(Has(MaskedPaths(policy), "/data/sub/secret.txt"));
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kTmpfs, "", "/data/sub", 1 << 20, false});
+  const std::vector<std::string> under_tmpfs = MaskedPaths(policy);
+  EXPECT_TRUE(Has(under_tmpfs, "/alias/secret.txt"));
+  EXPECT_FALSE(Has(under_tmpfs, "/data/sub/secret.txt"));
+}
+
+// A bind whose source is a symlink shows its target, which only the host
+// knows: resolved on the compiling host (docs/targets.md).
+TEST(OciBackend, HiddenPathsAreMaskedThroughSymlinkedBindSourcesOfThisHost) {
+  char tmpl[] = "/tmp/cocoon-oci-hide-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ASSERT_EQ(mkdir((dir + "/data").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir + "/data/sub").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((dir + "/data").c_str(), (dir + "/link").c_str()), 0);
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, dir + "/data/sub", "/a", 0, false});
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, dir + "/link", "/b", 0, false});
+  policy.filesystem.hidden = {"/a"};
+  const std::vector<std::string> masked = MaskedPaths(policy);
+  EXPECT_TRUE(Has(masked, "/a"));
+  EXPECT_TRUE(Has(masked, "/b/sub"));
+  EXPECT_EQ(backends::HiddenNames(policy.filesystem, "/a", backends::HostLookup::kLexical),
+            std::vector<std::string>{"/a"});
+  unlink((dir + "/link").c_str());
+  rmdir((dir + "/data/sub").c_str());
+  rmdir((dir + "/data").c_str());
+  rmdir(dir.c_str());
 }
 
 // Writable binds (the work dir among them) carry the recursive

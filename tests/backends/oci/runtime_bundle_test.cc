@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -313,6 +314,37 @@ TEST_P(RuntimeBundleTest, TheRuntimeLeavesTheHostsDevNullAlone) {
   EXPECT_EQ(after.st_gid, before.st_gid);
   if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
   EXPECT_EQ(run.status, 0) << run.output;
+}
+
+// `hide` masks the host file under every name a bind gives it: the child's
+// bind of the hidden file's directory (/alias) and, on a merged-/usr host,
+// /usr/bin/su beside a hidden /bin/su. maskedPaths used to carry the
+// hidden path alone, and both printed the file.
+TEST_P(RuntimeBundleTest, HiddenFilesAreMaskedUnderEveryName) {
+  fs::create_directories(bundle_ / "data" / "sub");
+  std::ofstream(bundle_ / "data" / "sub" / "secret.txt") << "SECRET\n";
+  std::ofstream(bundle_ / "data" / "pub.txt") << "PUBLIC\n";
+  ir::Policy policy = BundlePolicy();
+  policy.filesystem.mounts.push_back(ir::Mount{ir::MountKind::kReadOnly, (bundle_ / "data").string(), "/data", 0, false});
+  policy.filesystem.mounts.push_back(
+      ir::Mount{ir::MountKind::kReadOnly, (bundle_ / "data" / "sub").string(), "/alias", 0, false});
+  policy.filesystem.hidden = {"/bin/su", "/data/sub/secret.txt"};
+  RunResult run = RunInBundle(
+      "cat /data/pub.txt; cat /data/sub/secret.txt /alias/secret.txt 2>/dev/null; "
+      "if [ -s /usr/bin/su ]; then echo USR_SU_READABLE; fi; if [ -s /bin/su ]; then echo BIN_SU_READABLE; fi; "
+      "echo END",
+      policy);
+  if (auto why = CgroupSetupFailure(run)) GTEST_SKIP() << *why;
+  ASSERT_NE(run.output.find("END"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("PUBLIC"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("SECRET"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("BIN_SU_READABLE"), std::string::npos) << run.output;
+  std::error_code ec;
+  if (fs::equivalent("/bin/su", "/usr/bin/su", ec)) {
+    EXPECT_EQ(run.output.find("USR_SU_READABLE"), std::string::npos) << run.output;
+  } else {
+    std::cerr << "NOT CHECKED: this host is not merged-/usr (/bin/su and /usr/bin/su are not one file)\n";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, RuntimeBundleTest, ::testing::Values("crun", "runc"),

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -24,7 +25,8 @@ using testing::SExpr;
 const std::set<std::string> kOperations = {
     "default",         "process-exec",     "process-fork",  "signal",      "process-info*",
     "sysctl-read",     "mach-lookup",      "file-read*",    "file-write*", "file-write-data",
-    "file-ioctl",      "network-outbound", "network-bind",  "network-inbound", "system-socket"};
+    "file-ioctl",      "network-outbound", "network-bind",  "network-inbound", "system-socket",
+    "file-write-unlink", "file-write-create"};
 const std::set<std::string> kFilters = {"literal", "subpath",    "require-all", "require-not", "target",
                                         "remote",  "local",      "global-name", "with",        "param"};
 
@@ -261,7 +263,7 @@ TEST(SbplBackend, AWorkDirItCannotStageIsWarnedAboutAtItsLine) {
 // as is a host name that merely starts with "127." (it used to pass for
 // loopback).
 TEST(SbplBackend, LoopbackAddressesAreWidenedOrBlockedAndWarned) {
-  ir::Policy policy = testing::StrictPolicy();
+  ir::Policy policy = testing::WithNetworkCalls(testing::StrictPolicy());
   policy.network.mode = ir::NetworkMode::kAllowList;
   policy.network.allow = {{"127.0.0.1", 80}, {"127.0.0.2", 22}, {"127.example.com", 23}, {"::1", 9000},
                           {"localhost", 3128}};
@@ -319,7 +321,7 @@ TEST(SbplBackend, HostilePathsNeverReachTheProfileText) {
 }
 
 TEST(SbplBackend, AllowListOnlyOpensLoopbackAndWarnsForTheRest) {
-  Compiled c = Compile(testing::HostilePolicy());
+  Compiled c = Compile(testing::WithNetworkCalls(testing::HostilePolicy()));
   EXPECT_NE(c.sb.find("(allow network-outbound (remote ip \"localhost:8080\"))"), std::string::npos);
   EXPECT_EQ(c.sb.find(":443"), std::string::npos);
   bool warned = false;
@@ -328,11 +330,38 @@ TEST(SbplBackend, AllowListOnlyOpensLoopbackAndWarnsForTheRest) {
 }
 
 TEST(SbplBackend, NetworkOnAllowsOutbound) {
-  ir::Policy policy = testing::StrictPolicy();
+  ir::Policy policy = testing::WithNetworkCalls(testing::StrictPolicy());
   policy.network.mode = ir::NetworkMode::kOn;
   Compiled c = Compile(policy);
   ValidateProfile(c);
   EXPECT_NE(c.sb.find("(allow network-outbound)"), std::string::npos);
+}
+
+// Seatbelt filters no system calls, but refusing every exec, every
+// fork/clone or a network call is an operation it can leave out; the
+// profile stays well formed without them (they used to be granted always).
+TEST(SbplBackend, RefusedExecForkAndNetworkCallsLeaveTheirOperationsOut) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.network.mode = ir::NetworkMode::kOn;
+  std::erase_if(policy.syscalls.rules, [](const ir::SyscallRule& r) { return r.name == "execve"; });
+  policy.syscalls.rules.push_back(testing::Rule("listen", ir::ActionKind::kAllow));
+  for (const char* name : {"bind", "clone", "clone3", "connect", "execve", "execveat", "fork", "vfork"}) {
+    policy.syscalls.rules.push_back(testing::Rule(name, ir::ActionKind::kErrno, 1));
+  }
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_EQ(c.sb.find("process-exec"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("process-fork"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("network-outbound"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("network-bind"), std::string::npos) << c.sb;
+  EXPECT_EQ(c.sb.find("dnssd"), std::string::npos) << c.sb;
+  EXPECT_NE(c.sb.find("(allow network-inbound (local ip \"localhost:*\"))"), std::string::npos) << c.sb;
+  // execveat refused, execve allowed: programs still run on Linux, so exec stays.
+  policy = testing::StrictPolicy();
+  policy.syscalls.rules.push_back(testing::Rule("execveat", ir::ActionKind::kErrno, 1));
+  c = Compile(policy);
+  ValidateProfile(c);
+  EXPECT_NE(c.sb.find("(allow process-exec)"), std::string::npos) << c.sb;
 }
 
 // tty is granted (a /dev/tty rule); gpu and kvm, which Seatbelt cannot
@@ -352,6 +381,55 @@ TEST(SbplBackend, DevicesItCannotGrantAreWarnedAboutAtThePolicyLine) {
   }
   EXPECT_TRUE(gpu);
   EXPECT_TRUE(kvm);
+}
+
+// Protected paths are denied by name, so renaming a directory above one
+// inside a writable root would carry it to an unprotected name (mv .git .g;
+// echo x > .g/hooks/pre-commit; mv .g .git). The ancestors between a root
+// and a protected path cannot be renamed, removed or made anew, nor can the
+// roots themselves be renamed; after every writable root, so that no later
+// allow of an enclosing root reopens them.
+TEST(SbplBackend, AncestorsOfProtectedPathsCannotBeRenamed) {
+  ir::Policy policy = testing::StrictPolicy();
+  // A hidden host file two levels down in the tmpfs root (/private/tmp).
+  policy.filesystem.hidden.push_back("/tmp/a/b/secret");
+  Compiled c = Compile(policy);
+  ValidateProfile(c);
+  std::map<std::string, std::string> ancestors;  // value -> name
+  for (const auto& p : c.params.params) {
+    if (p.role == ParamRole::kProtectedAncestor) ancestors[p.value] = p.name;
+  }
+  ASSERT_TRUE(ancestors.count("/work/.git")) << c.sb;
+  ASSERT_TRUE(ancestors.count("/private/tmp/a")) << c.sb;
+  ASSERT_TRUE(ancestors.count("/private/tmp/a/b")) << c.sb;
+  EXPECT_FALSE(ancestors.count("/work/.git/hooks"));
+  EXPECT_EQ(FindParam(c, ancestors["/work/.git"])->base, "WORK_DIR");
+  EXPECT_EQ(FindParam(c, ancestors["/work/.git"])->relative, ".git");
+  const size_t unlink_roots = c.sb.find("(deny file-write-unlink\n    (literal (param \"WORK_DIR\"))");
+  const size_t ancestors_rule = c.sb.find("(deny file-write-create file-write-unlink");
+  ASSERT_NE(unlink_roots, std::string::npos) << c.sb;
+  ASSERT_NE(ancestors_rule, std::string::npos) << c.sb;
+  EXPECT_NE(c.sb.find("(literal (param \"TMP_DIR_0\"))", unlink_roots), std::string::npos);
+  EXPECT_NE(c.sb.find("(literal (param \"" + ancestors["/private/tmp/a/b"] + "\"))", ancestors_rule), std::string::npos);
+  EXPECT_GT(unlink_roots, c.sb.rfind("(allow file-write*"));
+}
+
+// `root rootfs` on macOS: the sandbox sees the host, and the warning says
+// what it may read there, the system locations included (it used to claim
+// only the listed read-only paths were readable).
+TEST(SbplBackend, RootfsWarningNamesWhatStaysReadable) {
+  ir::Policy policy = testing::StrictPolicy();
+  policy.filesystem.root = ir::RootKind::kRootfs;
+  policy.filesystem.rootfs = "/srv/bundle";
+  policy.provenance["filesystem.root"] = {"strict", "r.cocoon", 3};
+  Compiled c = Compile(policy);
+  bool said = false;
+  for (const auto& w : c.warnings) {
+    said |= w.rfind("macos: 'root rootfs /srv/bundle' (at r.cocoon:3) has no macOS equivalent", 0) == 0 &&
+            w.find("/usr/lib") != std::string::npos && w.find("/System/Library") != std::string::npos;
+    EXPECT_EQ(w.find("only the listed read-only paths are readable"), std::string::npos) << w;
+  }
+  EXPECT_TRUE(said) << ::testing::PrintToString(c.warnings);
 }
 
 TEST(SbplBackend, HiddenRulesComeLast) {

@@ -193,7 +193,11 @@ TEST(WindowsBackend, ThePlanCarriesThePolicysEnvironment) {
 
 TEST(WindowsBackend, JobLimitsMatchThePolicyAndNeverBreakaway) {
   namespace w = backends::windows;
-  auto plan = CompilePlan(testing::StrictPolicy());
+  // StrictPolicy's filter refuses every fork/clone call (its default), which
+  // is a limit of 1 here (syscall_fidelity.h); allow clone to see the policy's.
+  ir::Policy policy = testing::StrictPolicy();
+  policy.syscalls.rules.push_back(testing::Rule("clone", ir::ActionKind::kAllow));
+  auto plan = CompilePlan(policy);
   const uint32_t flags = plan.job.limit_flags;
   EXPECT_TRUE(flags & w::kLimitKillOnJobClose);
   EXPECT_TRUE(flags & w::kLimitDieOnUnhandledException);
