@@ -159,17 +159,20 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
   return result;
 }
 
-int RunPipeline(const PipelineFlags& flags) {
-  IgnoreSigpipe();  // a closed stdout is reported, not the end of cocoon (run_output_util.h)
+// Parses --steps and --mem and prepares every step's run, so that nothing
+// runs unless every step can. Returns 0, or the exit status after saying why
+// on stderr.
+int PrepareSteps(const PipelineFlags& flags, std::vector<Step>* steps, std::vector<PreparedRun>* prepared) {
   if (!std::isfinite(flags.timeout_secs)) {  // NaN passes CLI11's range check
     std::cerr << "cocoon pipeline: --timeout must be a number of seconds\n";
     return kExitUsage;
   }
-  auto steps = ParseSteps(flags.steps);
-  if (!steps.ok()) {
-    std::cerr << "cocoon pipeline: " << steps.status().message() << "\n";
+  auto parsed = ParseSteps(flags.steps);
+  if (!parsed.ok()) {
+    std::cerr << "cocoon pipeline: " << parsed.status().message() << "\n";
     return kExitUsage;
   }
+  *steps = std::move(*parsed);
   std::optional<uint64_t> memory_bytes;
   if (!flags.mem.empty()) {
     auto mem = ParseMemoryFlag(flags.mem);
@@ -179,7 +182,6 @@ int RunPipeline(const PipelineFlags& flags) {
     }
     memory_bytes = *mem;
   }
-  std::vector<PreparedRun> prepared;
   for (size_t i = 0; i < steps->size(); ++i) {
     auto run = PrepareStep(flags, memory_bytes, (*steps)[i]);
     if (!run.ok()) {
@@ -187,8 +189,72 @@ int RunPipeline(const PipelineFlags& flags) {
                 << "\nno step was run\n";
       return run.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
     }
-    prepared.push_back(std::move(*run));
+    prepared->push_back(std::move(*run));
   }
+  return 0;
+}
+
+// Records in `result` what step `index` handed on to the later steps and
+// what it ran without (*inputs_missing: the earlier steps whose work did not
+// all reach the shared dir, docs/agents.md "Pipelines"). A step whose
+// command succeeded but whose files were left out is not a success:
+// *status becomes kExitRefused.
+void RecordHandOn(const PipelineFlags& flags, size_t index, const HandedOn& handed_on, nlohmann::json* inputs_missing,
+                  nlohmann::json* result, int* status) {
+  const std::string name = "cocoon pipeline: step " + std::to_string(index + 1);
+  (*result)["inputs_complete"] = inputs_missing->empty();
+  if (!inputs_missing->empty()) {
+    (*result)["inputs_missing"] = *inputs_missing;
+    if (!flags.json) std::cerr << name << ": ran without all of its inputs: " << inputs_missing->size()
+                               << " earlier step(s) did not hand on all of their work (see above)\n";
+  }
+  (*result)["outputs_left_out"] = handed_on.left_out;
+  if (handed_on.committed && handed_on.left_out != 0) {
+    const std::string reason = std::to_string(handed_on.left_out) +
+                               (handed_on.left_out == 1 ? " entry the step wrote was" : " entries the step wrote were") +
+                               " left out of the shared work dir by breakout verification "
+                               "(outcome.breakout.findings lists them); later steps do not get them";
+    (*result)["reason"] = reason;
+    if (*status == 0) *status = kExitRefused;
+    if (!flags.json) std::cerr << name << ": failed: " << reason << "\n";
+    inputs_missing->push_back({{"step", index + 1}, {"left_out", handed_on.left_out}});
+  } else if (!handed_on.committed) {
+    inputs_missing->push_back({{"step", index + 1}, {"committed", false}});
+  }
+}
+
+// The steps' results so far, and what went wrong across them.
+struct PipelineTally {
+  nlohmann::json results = nlohmann::json::array();
+  int first_failure = 0;
+  size_t failed = 0;
+  bool interrupted = false;
+  bool output_lost = false;
+};
+
+// What the steps came to, as --json or a stderr line; returns the pipeline's
+// exit status. What the caller did not get outranks the steps' statuses
+// (docs/cli.md).
+int ReportPipeline(const PipelineFlags& flags, size_t step_count, PipelineTally tally, int64_t wall_ms) {
+  if (flags.json) {
+    const size_t run = tally.results.size();
+    nlohmann::json out = {{"steps", std::move(tally.results)},
+                          {"total", {{"steps", step_count}, {"run", run}, {"failed", tally.failed},
+                                     {"ok", tally.failed == 0 && run == step_count},
+                                     {"cancelled", tally.interrupted}, {"exit_status", tally.first_failure},
+                                     {"wall_ms", wall_ms}}}};
+    if (!WriteJsonLine(STDOUT_FILENO, out, 2)) return ReportLostOutput("cocoon pipeline", "the result (--json) on stdout", errno);
+  } else if (tally.failed > 0) {
+    std::cerr << "cocoon pipeline: " << tally.failed << " step(s) failed" << (flags.keep_going ? "" : "; stopped") << "\n";
+  }
+  return tally.output_lost ? kExitOutputLost : tally.first_failure;
+}
+
+int RunPipeline(const PipelineFlags& flags) {
+  IgnoreSigpipe();  // a closed stdout is reported, not the end of cocoon (run_output_util.h)
+  std::vector<Step> steps;
+  std::vector<PreparedRun> prepared;
+  if (int refused = PrepareSteps(flags, &steps, &prepared); refused != 0) return refused;
   if (struct stat st{}; !flags.work.empty() && (stat(flags.work.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     std::cerr << "cocoon pipeline: work dir " << flags.work << " does not exist or is not a directory; no step was run\n";
     return kExitRefused;
@@ -203,73 +269,35 @@ int RunPipeline(const PipelineFlags& flags) {
   // two steps, with the temporary work dir left behind).
   enforcer::SignalGuard::HoldCancelSignalsUntilExit();
   auto start = std::chrono::steady_clock::now();
-  nlohmann::json results = nlohmann::json::array();
-  int first_failure = 0;
-  bool output_lost = false;
-  size_t failed = 0;
-  bool interrupted = false;
-  // Earlier steps whose work did not all reach the shared dir: what every
-  // later step ran without (docs/agents.md, "Pipelines").
+  PipelineTally tally;
   nlohmann::json inputs_missing = nlohmann::json::array();
-  for (size_t i = 0; i < steps->size(); ++i) {
-    const Step& step = (*steps)[i];
-    const std::string name = "cocoon pipeline: step " + std::to_string(i + 1);
-    if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps->size() << " (" << step.runtime << ")\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    if (!flags.json) std::cerr << "== step " << i + 1 << "/" << steps.size() << " (" << step.runtime << ")\n";
     int status = 0;
     bool cancelled = false;
     HandedOn handed_on;
     nlohmann::json result =
-        RunStep(flags, std::move(prepared[i]), step, i, **work, &status, &cancelled, &output_lost, &handed_on);
-    result["inputs_complete"] = inputs_missing.empty();
-    if (!inputs_missing.empty()) {
-      result["inputs_missing"] = inputs_missing;
-      if (!flags.json) std::cerr << name << ": ran without all of its inputs: " << inputs_missing.size()
-                                 << " earlier step(s) did not hand on all of their work (see above)\n";
-    }
-    result["outputs_left_out"] = handed_on.left_out;
-    if (handed_on.committed && handed_on.left_out != 0) {
-      // The command succeeded, but what it wrote did not all reach the
-      // shared dir: the next step would run without it. Not a success.
-      const std::string reason = std::to_string(handed_on.left_out) +
-                                 (handed_on.left_out == 1 ? " entry the step wrote was" : " entries the step wrote were") +
-                                 " left out of the shared work dir by breakout verification "
-                                 "(outcome.breakout.findings lists them); later steps do not get them";
-      result["reason"] = reason;
-      if (status == 0) status = kExitRefused;
-      if (!flags.json) std::cerr << name << ": failed: " << reason << "\n";
-      inputs_missing.push_back({{"step", i + 1}, {"left_out", handed_on.left_out}});
-    } else if (!handed_on.committed) {
-      inputs_missing.push_back({{"step", i + 1}, {"committed", false}});
-    }
+        RunStep(flags, std::move(prepared[i]), step, i, **work, &status, &cancelled, &tally.output_lost, &handed_on);
+    RecordHandOn(flags, i, handed_on, &inputs_missing, &result, &status);
     result["exit_status"] = status;
     result["ok"] = status == 0;
-    if (!flags.json && result.contains("error")) std::cerr << name << ": " << result["error"].get<std::string>() << "\n";
-    results.push_back(std::move(result));
-    if (status != 0) {
-      ++failed;
-      if (first_failure == 0) first_failure = status;
-      if (cancelled) {
-        interrupted = true;
-        if (!flags.json) std::cerr << "cocoon pipeline: cancelled during step " << i + 1 << "; no further step runs\n";
-        break;
-      }
-      if (!flags.keep_going) break;
+    if (!flags.json && result.contains("error"))
+      std::cerr << "cocoon pipeline: step " << i + 1 << ": " << result["error"].get<std::string>() << "\n";
+    tally.results.push_back(std::move(result));
+    if (status == 0) continue;
+    ++tally.failed;
+    if (tally.first_failure == 0) tally.first_failure = status;
+    if (cancelled) {
+      tally.interrupted = true;
+      if (!flags.json) std::cerr << "cocoon pipeline: cancelled during step " << i + 1 << "; no further step runs\n";
+      break;
     }
+    if (!flags.keep_going) break;
   }
   auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   enforcer::SignalGuard::ReleaseCancelSignals();  // every step recorded: from here a signal ends cocoon as usual
-  if (flags.json) {
-    nlohmann::json out = {{"steps", results},
-                          {"total", {{"steps", steps->size()}, {"run", results.size()}, {"failed", failed},
-                                     {"ok", failed == 0 && results.size() == steps->size()},
-                                     {"cancelled", interrupted}, {"exit_status", first_failure},
-                                     {"wall_ms", wall_ms}}}};
-    if (!WriteJsonLine(STDOUT_FILENO, out, 2)) return ReportLostOutput("cocoon pipeline", "the result (--json) on stdout", errno);
-  } else if (failed > 0) {
-    std::cerr << "cocoon pipeline: " << failed << " step(s) failed" << (flags.keep_going ? "" : "; stopped") << "\n";
-  }
-  // What the caller did not get outranks the steps' statuses (docs/cli.md).
-  return output_lost ? kExitOutputLost : first_failure;
+  return ReportPipeline(flags, steps.size(), std::move(tally), wall_ms);
 }
 
 void SetUpPipeline(CLI::App& app, CommandResult& result) {
