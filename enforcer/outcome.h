@@ -101,6 +101,16 @@ inline bool IsUninspected(const BreakoutFinding& finding) {
   return finding.kind == "mount" || finding.kind == "unreadable" || finding.kind == "too-deep";
 }
 
+// Peak memory without a cgroup is wait4's ru_maxrss, the largest of the
+// command's, its reaped descendants' and, as the kernel counts it, the
+// sandbox child's before its execve, when it still ran in cocoon's own
+// memory (memory_sharing_clone.h). kRusagePeak: the figure is above that
+// pre-exec part, so it is the command's (or a descendant's) own peak.
+// kRusagePeakUpperBound: it is not, so it may be cocoon's memory; the
+// command's peak is at most this.
+inline constexpr char kRusagePeak[] = "rusage maxrss";
+inline constexpr char kRusagePeakUpperBound[] = "rusage maxrss (upper bound: cocoon before exec)";
+
 struct Outcome {
   int exit_code = -1;
   int signal = 0;
@@ -122,7 +132,9 @@ struct Outcome {
   uint64_t user_cpu_ms = 0;
   uint64_t system_cpu_ms = 0;
   uint64_t peak_memory_kib = 0;
-  std::string peak_memory_source;  // "cgroup-v2 memory.peak", "cgroup-v1 max_usage_in_bytes", "rusage maxrss"
+  // "cgroup-v2 memory.peak", "cgroup-v1 max_usage_in_bytes" (the sandbox's
+  // group), kRusagePeak or kRusagePeakUpperBound (no cgroup: wait4).
+  std::string peak_memory_source;
 
   std::vector<LimitEnforcement> limits;
   std::string policy_name;

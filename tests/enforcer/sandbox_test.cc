@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -748,6 +749,35 @@ TEST(SandboxTest, MeasuresCpuAndMemory) {
   EXPECT_GT(outcome.user_cpu_ms + outcome.system_cpu_ms, 0u);
   EXPECT_GT(outcome.peak_memory_kib, 0u);
   EXPECT_FALSE(outcome.peak_memory_source.empty());
+}
+
+// Without a cgroup (this binary's unprivileged run) the peak is wait4's
+// ru_maxrss, which the kernel also fills with the child's high-water RSS
+// from before its execve, when it ran in this process's memory. Here this
+// process holds 128 MiB: before, /bin/true was reported as a 128 MiB
+// "rusage maxrss" peak. Now such a figure says it is an upper bound, and a
+// command that does use more (dd's 192 MiB buffer) is reported as its own.
+// As root the sandbox's memory cgroup counts only the sandbox.
+TEST(SandboxTest, APeakMemoryNeverPassesCocoonsOwnMemoryOffAsTheCommands) {
+  constexpr size_t kOwn = size_t{128} << 20;
+  void* own = mmap(nullptr, kOwn, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(own, MAP_FAILED);
+  memset(own, 1, kOwn);  // resident: this process's high-water RSS is now above 128 MiB
+  Outcome tiny = MustRun(MakeRequest(TestPolicy(), {"/bin/true"}));
+  Outcome large = Sh("dd if=/dev/zero of=/dev/null bs=192M count=1 2>&1");
+  munmap(own, kOwn);
+  EXPECT_EQ(tiny.exit_code, 0) << tiny.stderr_data;
+  EXPECT_EQ(large.exit_code, 0) << large.stdout_data << large.stderr_data;
+  std::cerr << "[ peaks    ] /bin/true " << tiny.peak_memory_kib << " KiB (" << tiny.peak_memory_source << "), dd "
+            << large.peak_memory_kib << " KiB (" << large.peak_memory_source << ")\n";
+  if (tiny.peak_memory_source.rfind("cgroup", 0) == 0) {
+    EXPECT_LT(tiny.peak_memory_kib, 64u << 10) << "the sandbox's cgroup counted more than /bin/true";
+  } else {
+    EXPECT_TRUE(tiny.peak_memory_kib < (64u << 10) || tiny.peak_memory_source == kRusagePeakUpperBound)
+        << tiny.peak_memory_kib << " KiB reported as /bin/true's own peak (" << tiny.peak_memory_source << ")";
+  }
+  EXPECT_GE(large.peak_memory_kib, 192u << 10) << large.peak_memory_source;
+  EXPECT_NE(large.peak_memory_source, kRusagePeakUpperBound) << "dd's own 192 MiB is above this process's 128 MiB";
 }
 
 }  // namespace
