@@ -31,6 +31,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -230,6 +231,18 @@ bool CloseInheritedFds(const ChildBootstrap& boot, ChildError* error) noexcept {
   return CloseFdsAboveStdioExcept(keep, 1, error);
 }
 
+// The kernel keeps the high-water RSS of the address space this child
+// leaves at execve in the maxrss that wait4 reports for it (fs/exec.c,
+// exec_mmap): cocoon's own memory, which the child runs in
+// (memory_sharing_clone.h), or its fork-style copy. Taken as late as a
+// system call may still be made (the policy's seccomp filter could deny
+// getrusage), for the parent to tell that figure from the command's.
+void RecordPreExecMaxRss(const ChildSpec& spec) noexcept {
+  struct rusage usage {};
+  if (spec.handoff == nullptr || sys::Call(SYS_getrusage, RUSAGE_SELF, &usage) != 0) return;
+  spec.handoff->pre_exec_maxrss_kib.store(usage.ru_maxrss, std::memory_order_release);
+}
+
 [[noreturn]] void Exec(const ChildBootstrap& boot, const ChildSpec& spec) noexcept {
   int err = ENOENT;
   for (size_t i = 0; i < spec.exec_candidate_count; ++i) {
@@ -333,8 +346,9 @@ void RunChild(const ChildBootstrap& boot) noexcept {
   ok = ok && child::Succeeded(sys::Call(SYS_setsid), &error, ChildStep::kSetsid);
   ok = ok && CloseInheritedFds(boot, &error) && child::BecomeSandboxUser(spec, &error) &&
        child::EnterNestedUserNamespace(spec, &error) && child::DropPrivileges(spec, &error) &&
-       RearmParentDeathSignal(boot, &error) && child::ApplyLandlock(spec, &error) &&
-       child::LoadSeccomp(spec, boot.error_fd, &error);
+       RearmParentDeathSignal(boot, &error) && child::ApplyLandlock(spec, &error);
+  if (ok) RecordPreExecMaxRss(spec);
+  ok = ok && child::LoadSeccomp(spec, boot.error_fd, &error);
   if (!ok) Report(boot, error);
   Exec(boot, spec);
 }

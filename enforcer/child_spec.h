@@ -146,6 +146,13 @@ struct ListenerHandoff {
   std::atomic<int> listener_fd{-1};  // set by the child after seccomp()
   std::atomic<int> taken{0};         // set by the parent after pidfd_getfd()
   std::atomic<int> abandon{0};       // parent gave up: the child must _exit
+  // The child's own getrusage ru_maxrss (KiB) just before seccomp and
+  // execve: what the kernel keeps in the child's maxrss from its life before
+  // exec (exec_mmap saves the old address space's high-water mark), which
+  // is cocoon's own memory (memory_sharing_clone.h). wait4's ru_maxrss for
+  // the sandbox includes it, so a figure not above it says nothing about
+  // the command (finish.cc). 0: not reached.
+  std::atomic<long> pre_exec_maxrss_kib{0};
 };
 
 struct ChildSpec {

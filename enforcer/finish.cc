@@ -253,8 +253,14 @@ Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::st
     // Sandbox::Run) still sweeps the group before removing it.
   }
   if (outcome.peak_memory_source.empty()) {
+    // wait4's maxrss is the largest of the command's, its reaped
+    // descendants' and the child's before execve, when it ran in cocoon's
+    // memory (child_spec.h, ListenerHandoff::pre_exec_maxrss_kib). Not
+    // above that last one, it may be cocoon's own: said so, not passed off
+    // as the command's (a tiny command reported cocoon's 7.5 MiB).
     outcome.peak_memory_kib = static_cast<uint64_t>(run.usage.ru_maxrss);  // KiB (getrusage(2))
-    outcome.peak_memory_source = "rusage maxrss";
+    const long before_exec = started.handoff() != nullptr ? started.handoff()->pre_exec_maxrss_kib.load() : 0;
+    outcome.peak_memory_source = run.usage.ru_maxrss > before_exec ? kRusagePeak : kRusagePeakUpperBound;
   }
   SetTermination(run, oom, limit_plan.cpu_soft_seconds, outcome);
   RecordLimitsReached(events, outcome);

@@ -114,6 +114,16 @@ struct LimitReached {
   bool ended_the_run = false;  // it ended the command itself (limit_hit, termination_reason)
 };
 
+// Peak memory without a cgroup is wait4's ru_maxrss, the largest of the
+// command's, its reaped descendants' and, as the kernel counts it, the
+// sandbox child's before its execve, when it still ran in cocoon's own
+// memory (memory_sharing_clone.h). kRusagePeak: the figure is above that
+// pre-exec part, so it is the command's (or a descendant's) own peak.
+// kRusagePeakUpperBound: it is not, so it may be cocoon's memory; the
+// command's peak is at most this.
+inline constexpr char kRusagePeak[] = "rusage maxrss";
+inline constexpr char kRusagePeakUpperBound[] = "rusage maxrss (upper bound: cocoon before exec)";
+
 struct Outcome {
   int exit_code = -1;
   int signal = 0;
@@ -140,7 +150,9 @@ struct Outcome {
   uint64_t user_cpu_ms = 0;
   uint64_t system_cpu_ms = 0;
   uint64_t peak_memory_kib = 0;
-  std::string peak_memory_source;  // "cgroup-v2 memory.peak", "cgroup-v1 max_usage_in_bytes", "rusage maxrss"
+  // "cgroup-v2 memory.peak", "cgroup-v1 max_usage_in_bytes" (the sandbox's
+  // group), kRusagePeak or kRusagePeakUpperBound (no cgroup: wait4).
+  std::string peak_memory_source;
 
   std::vector<LimitEnforcement> limits;
   std::string policy_name;

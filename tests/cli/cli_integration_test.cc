@@ -11,7 +11,6 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -21,8 +20,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <regex>
@@ -1847,22 +1848,25 @@ TEST(CocoonAudit, VerifyPrintsTheHeadAndAnAnchorCatchesACutAtASeal) {
 // verify maps each log; a log that another program truncates while it is
 // mapped (a writer's crash recovery, logrotate's copytruncate) raised
 // SIGBUS where its lost pages were read, and verify died (exit 135). It now
-// says so and exits 3 (unreadable input). Made deterministic with verify's
-// own shared lock: the test holds an exclusive lock on a second log, so
-// verify, which maps its files in order, waits on it with the first already
-// mapped; the test then truncates the first and lets it go.
+// says so and exits 3 (unreadable input).
+// Deterministic, with no polling and no clock: verify opens and maps its
+// files in order before it reads any of them, and opening a FIFO for
+// reading blocks until a writer opens it (fifo(7)). So when the test's own
+// open of `mapped` (for writing) returns, verify has mapped big.log; it
+// then blocks on `release` until the test, having truncated big.log, opens
+// that one too. (It used to hold a lock on a second log and watch /proc for
+// verify to open it: verify reads without the lock after 10 s, so a test
+// descheduled that long on a loaded CI machine saw an intact log, exit 0.)
 TEST(CocoonAudit, VerifyOfALogThatShrinksWhileMappedFailsClearly) {
   fs::path dir = fs::temp_directory_path() / ("cocoon-verify-shrink-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string key = (dir / "key").string(), log = (dir / "big.log").string();
-  const std::string gate = (dir / "gate.log").string();
+  const std::string mapped = (dir / "mapped.fifo").string(), release = (dir / "release.fifo").string();
   ASSERT_EQ(Cocoon({"audit", "keygen", "--out", key}).status, 0);
   ASSERT_EQ(Cocoon({"audit", "demo", "--key", key, "--log", log, "--count", "2000", "--batch", "500"}).status, 0);
-  std::ofstream(gate).flush();
-  const int gate_fd = open(gate.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(gate_fd, 0);
-  ASSERT_EQ(flock(gate_fd, LOCK_EX), 0);
+  ASSERT_EQ(mkfifo(mapped.c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo(release.c_str(), 0600), 0);
   const std::string err_path = (dir / "err").string();
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -1871,31 +1875,31 @@ TEST(CocoonAudit, VerifyOfALogThatShrinksWhileMappedFailsClearly) {
     int null = open("/dev/null", O_WRONLY);
     dup2(err, STDERR_FILENO);
     dup2(null, STDOUT_FILENO);
-    execl(COCOON_BINARY, COCOON_BINARY, "audit", "verify", log.c_str(), gate.c_str(), "--trust",
+    execl(COCOON_BINARY, COCOON_BINARY, "audit", "verify", log.c_str(), mapped.c_str(), release.c_str(), "--trust",
           (key + ".pub").c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  // verify has mapped big.log once it holds gate.log open (it opens its files
-  // in order, and waits on gate.log's lock with it open). Before its exec the
-  // child still has the test's own descriptor of gate.log (closed on exec).
-  const fs::path test_binary = fs::read_symlink("/proc/self/exe");
-  auto holds_gate = [&] {
-    std::error_code ec;
-    if (fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == test_binary || ec) return false;
-    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-      std::error_code link_ec;
-      if (fs::read_symlink(fd.path(), link_ec) == gate) return true;
-    }
-    return false;
-  };
-  bool waiting = false;
-  for (int i = 0; i < 6000 && !(waiting = holds_gate()); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(waiting) << "verify never opened the second log";
-  ASSERT_EQ(truncate(log.c_str(), 0), 0);
-  close(gate_fd);  // verify goes on, and reads the mapping of a file that is now empty
-  auto [status, err] = WaitAndReadStderr(pid, err_path);
+  // Should verify end early (a failure), the test's blocking opens below
+  // must not wait forever: once it has exited, a reader of our own
+  // (O_RDWR never blocks on a FIFO) lets them return.
+  int wait_status = 0;
+  std::vector<int> unblockers;
+  std::thread reaper([&] {
+    waitpid(pid, &wait_status, 0);
+    for (const std::string& fifo : {mapped, release}) unblockers.push_back(open(fifo.c_str(), O_RDWR | O_CLOEXEC));
+  });
+  const int mapped_fd = open(mapped.c_str(), O_WRONLY | O_CLOEXEC);  // returns once verify opened it: big.log is mapped
+  EXPECT_GE(mapped_fd, 0) << strerror(errno);
+  EXPECT_EQ(truncate(log.c_str(), 0), 0) << strerror(errno);
+  const int release_fd = open(release.c_str(), O_WRONLY | O_CLOEXEC);  // verify goes on, and reads big.log
+  EXPECT_GE(release_fd, 0) << strerror(errno);
+  reaper.join();
+  for (int fd : unblockers) close(fd);
+  close(mapped_fd);
+  close(release_fd);
+  std::ifstream in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const int status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
   EXPECT_EQ(status, 3) << err;
   EXPECT_NE(err.find("cocoon audit verify: " + log + ": the log shrank while being read (truncated or rotated by "
                      "another program); nothing was verified: verify again"),
