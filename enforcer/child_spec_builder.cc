@@ -457,7 +457,9 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
       if (inputs_.work_spec != nullptr) {
         op.kind = ChildMountKind::kWorkDir;
       } else {
-        uint64_t size = mount.size_bytes != 0 ? mount.size_bytes : inputs_.default_work_tmpfs_bytes;
+        uint64_t size = inputs_.work_tmpfs_bytes != 0 ? inputs_.work_tmpfs_bytes
+                        : mount.size_bytes != 0       ? mount.size_bytes
+                                                      : inputs_.default_work_tmpfs_bytes;
         op.kind = ChildMountKind::kTmpfs;
         op.flags = MS_NOSUID | MS_NODEV;
         op.data = Keep("size=" + std::to_string(size) + ",nr_inodes=" + std::to_string(TmpfsInodeLimit(size)) +

@@ -30,6 +30,10 @@ struct ChildSpecInputs {
   std::vector<sock_filter> seccomp;
   bool seccomp_listener = false;
   bool drop_supplementary_groups = false;
+  // Size of the work dir's tmpfs when there is no host work dir (work_spec
+  // null): the limit plan's disk_tmpfs_bytes (the disk limit and the work
+  // quota, the stricter), else the plan's quota, else the default.
+  uint64_t work_tmpfs_bytes = 0;
   uint64_t default_work_tmpfs_bytes = 64ull << 20;
   // Mounts the enforcer adds after the plan's own (the allow-list's
   // generated /etc/hosts, read-only).

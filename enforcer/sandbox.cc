@@ -78,8 +78,9 @@ ir::Limits LimitsFromPlan(const backends::LaunchPlan& plan) {
     else if (l.name == "cpu") limits.cpu_percent = limit;
   }
   // The work dir's quota is a disk limit too, and the stricter of the two
-  // holds: the staging tmpfs's size, or RLIMIT_FSIZE in direct mode (before,
-  // a direct work dir's quota was reported but never applied).
+  // holds: the size of the work dir's tmpfs (staged, or no host work dir),
+  // or RLIMIT_FSIZE for a direct host work dir (before, a direct work dir's
+  // quota was reported but never applied).
   if (plan.work_quota_bytes != 0 && (!limits.disk_bytes.set || plan.work_quota_bytes < limits.disk_bytes.value)) {
     limits.disk_bytes = ir::Limit{true, plan.work_quota_bytes, ir::Enforcement::kRequired};
   }
@@ -142,6 +143,7 @@ Status Sandbox::Impl::PrepareAll() {
   host.sandbox_in_user_namespace = true;
   LimitPlanOptions options;
   options.work_mode = plan.work_mode;
+  options.work_source = request.work_host_dir.empty() ? WorkDirSource::kTmpfsOnly : WorkDirSource::kHostDir;
   options.network = plan.network;
   options.hard_limits = CurrentHardLimits();
   COCOON_ASSIGN_OR_RETURN(limit_plan, PlanLimits(LimitsFromPlan(plan), host, options));
@@ -213,6 +215,7 @@ Status Sandbox::Impl::PrepareAll() {
   child_inputs.work_spec = staging ? &staging->child_spec() : nullptr;
   child_inputs.new_root = new_root;
   child_inputs.rlimits = limit_plan.rlimits;
+  child_inputs.work_tmpfs_bytes = limit_plan.disk_tmpfs_bytes;
   child_inputs.landlock_abi = landlock_abi;
   child_inputs.seccomp = std::move(program);
   child_inputs.seccomp_listener = uses_listener;

@@ -526,6 +526,69 @@ void CheckMountsBesideWorkDir(const State& state, Diagnostics& diagnostics) {
                     "mount somewhere else, or move the work dir with `work PATH`");
 }
 
+// A `copy` is staged into the work dir before the mounts are made: a bind
+// or tmpfs at or above its destination covers it (the sandbox never sees
+// it, and only an empty mount point is left on the host), and one below it
+// covers part of a copied directory. The two may come from different layers.
+void CheckCopiesUnderMounts(const State& state, Diagnostics& diagnostics) {
+  const std::string& work = state.policy.filesystem.work.path;
+  if (work.empty()) return;
+  auto at_or_under = [](const std::string& path, const std::string& dir) {
+    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0);
+  };
+  for (const auto& [destination, site] : state.copy_sites) {
+    if (!state.copies.count(destination)) continue;
+    const std::string inside = (work == "/" ? "" : work) + "/" + destination;
+    for (const auto& [target, mount] : state.mounts) {
+      const bool covers = at_or_under(inside, target);
+      if (!covers && !at_or_under(target, inside)) continue;
+      auto mount_site = state.mount_sites.find(target);
+      std::string where;
+      if (mount_site != state.mount_sites.end() && mount_site->second.source != nullptr) {
+        const auto& m = mount_site->second;
+        where = " (" + m.source->name() + ":" + std::to_string(m.source->Locate(m.span.begin).line) + ")";
+      }
+      const std::string the_mount = "the " + internal::MountKindName(mount.kind) + " mount of " + Quote(target) + where;
+      diagnostics.Error(site.source, site.span,
+                        "copy to " + Quote(destination) + " lands at " + Quote(inside) + ", " +
+                            (covers ? "under " + the_mount + ": the mount hides the copy from the sandbox"
+                                    : "which holds " + the_mount + ": the mount hides that part of the copy from "
+                                      "the sandbox") +
+                            ", and what it hides is lost",
+                        "copy to a path in the work dir that no mount covers, or mount on another target");
+      break;
+    }
+  }
+}
+
+// A conditional rule of the profile checked that an unconditional rule for
+// the same syscall (of this profile or an ancestor) outranks: the compiler
+// gives every call it matches the other rule's action (effective_rules.h),
+// so it never applies, though it reads as if it did (`allow kcmp if arg2 ==
+// 1` under `deny @debug`). Only rules naming their syscall: a group's rules
+// give way to a rule naming one of its syscalls on purpose.
+void CheckOverriddenRules(const State& state, const ast::Profile* checked, Diagnostics& diagnostics) {
+  using internal::ActionText;
+  using internal::RuleEntry;
+  for (const auto& [key, entry] : state.rules) {
+    if (entry.profile != checked || entry.from_group || key.conditions.empty() || entry.source == nullptr) continue;
+    auto covering = state.rules.find(internal::RuleKey{key.name, {}});
+    if (covering == state.rules.end() || !internal::Overrides(covering->second.rule, entry.rule)) continue;
+    const RuleEntry& by = covering->second;
+    std::string where;
+    if (by.source != nullptr) where = " at " + by.source->name() + ":" + std::to_string(by.source->Locate(by.span.begin).line);
+    const std::string from = by.rule.group.empty() ? "" : " (from " + by.rule.group + ")";
+    diagnostics.Warning(entry.source, entry.span,
+                        "this " + ActionText(entry.rule.action) + " rule for " + Quote(key.name) +
+                            " never applies: the unconditional " + ActionText(by.rule.action) + " rule for " +
+                            Quote(key.name) + from + where +
+                            " is more restrictive, and the more restrictive rule wins wherever both match",
+                        "remove this rule; or, to give these calls its action, narrow the covering rule so that "
+                        "it leaves them out (a condition of its own, or a rule that does not name " +
+                            Quote(key.name) + ")");
+  }
+}
+
 ir::Policy Finalize(State& state, const Program& program) {
   ir::Policy policy = std::move(state.policy);
   policy.filesystem.mounts.clear();
@@ -700,6 +763,8 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   CheckHiddenOutsideWorkDir(state, diagnostics);
   CheckHiddenProcPaths(state, diagnostics);
   CheckMountsBesideWorkDir(state, diagnostics);
+  CheckCopiesUnderMounts(state, diagnostics);
+  CheckOverriddenRules(state, self.profile, diagnostics);
   if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;
   ir::Policy policy = Finalize(state, program);
   if (!rule_check) return policy;

@@ -211,6 +211,29 @@ bool SizeInRange(Layer& layer, const ast::Word& word, const std::string& what, c
   return true;
 }
 
+// A mount that replaces an inherited one on the same target and gives the
+// sandbox more: writes where it could only read, or a larger tmpfs. A
+// tmpfs's files are kernel memory, and rootless (no memory cgroup, only
+// RLIMIT_DATA, which does not count them) its size is the only bound on it.
+void WarnIfMountWeakened(Layer& layer, const ir::Mount& before, const ir::Mount& after, Span span) {
+  using Kind = ir::MountKind;
+  const std::string target = Quote(after.target);
+  if (before.kind == Kind::kReadOnly && after.kind == Kind::kWritable) {
+    layer.Weakens("filesystem", span, target + " made writable (it was read-only)");
+  } else if (before.kind == Kind::kReadOnly && after.kind == Kind::kTmpfs) {
+    layer.Weakens("filesystem", span,
+                  target + " made a writable tmpfs of " + FormatBytes(after.size_bytes) + " (it was a read-only bind)");
+  } else if (before.kind == Kind::kTmpfs && after.kind == Kind::kWritable) {
+    layer.Weakens("filesystem", span, target + " made a writable bind of the host's " + Quote(after.source) +
+                                          " (it was a tmpfs, discarded after the run)");
+  } else if (before.kind == Kind::kTmpfs && after.kind == Kind::kTmpfs && after.size_bytes > before.size_bytes) {
+    layer.Weakens("filesystem", span,
+                  "tmpfs " + target + " raised to " + FormatBytes(after.size_bytes) + " (it was " +
+                      FormatBytes(before.size_bytes) + "; its files are kernel memory, and without a memory "
+                      "cgroup its size is all that bounds them)");
+  }
+}
+
 // `span`: the target path (with `as`, the whole `SOURCE as TARGET`).
 void AddMount(Layer& layer, ir::Mount mount, Span span) {
   State& state = layer.state();
@@ -235,9 +258,7 @@ void AddMount(Layer& layer, ir::Mount mount, Span span) {
     return;
   }
   auto [previous, added] = state.mounts.try_emplace(mount.target);  // one lookup: check, then set
-  if (!added && previous->second.kind == ir::MountKind::kReadOnly && mount.kind == ir::MountKind::kWritable) {
-    layer.Weakens("filesystem", span, Quote(mount.target) + " made writable (it was read-only)");
-  }
+  if (!added) WarnIfMountWeakened(layer, previous->second, mount, span);
   layer.Origin("filesystem.mount:" + mount.target, span);
   state.mount_sites[mount.target] = State::RuleSite{layer.file().source, span};
   previous->second = std::move(mount);
@@ -331,6 +352,7 @@ void ApplyCopy(Layer& layer, const ast::Statement& stmt) {
   copy.destination = destination;
   if (!layer.FirstInLayer("filesystem.copy:" + destination, stmt.span, "copy to " + Quote(destination))) return;
   layer.Origin("filesystem.copy:" + destination, stmt.span);
+  layer.state().copy_sites[destination] = State::RuleSite{layer.file().source, to.span};
   layer.state().copies[destination] = std::move(copy);
 }
 

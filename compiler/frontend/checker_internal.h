@@ -30,6 +30,11 @@ struct RuleKeyHash {
 struct RuleEntry {
   ir::SyscallRule rule;
   bool from_group = false;
+  // The statement that set it, and the profile it is in: where the checker
+  // reports a rule that can never apply (CheckOverriddenRules).
+  SourcePtr source;
+  Span span;
+  const ast::Profile* profile = nullptr;
 };
 
 // The largest size a policy may give, in bytes: limits (memory, disk...), a
@@ -60,6 +65,7 @@ struct State {
   std::map<std::string, RuleSite> rule_sites;
   std::map<std::string, RuleSite> hide_sites;  // per hidden path, its word
   std::map<std::string, RuleSite> mount_sites;  // per mount target, its path
+  std::map<std::string, RuleSite> copy_sites;   // per copy destination, its word
 };
 
 // One profile being applied on top of its parent's State.
@@ -85,6 +91,7 @@ class Layer {
   const std::string& profile() const { return ref_.profile->name.text; }
   const std::string& parent() const { return parent_; }
   const LoadedFile& file() const { return *ref_.file; }
+  const ast::Profile* profile_node() const { return ref_.profile; }
   // Whether the environment this profile inherits starts empty (`clear`) or
   // from the caller's (`inherit`), whatever this profile itself says.
   bool inherited_env_clear() const { return inherited_env_clear_; }
@@ -185,5 +192,10 @@ std::string ActionText(const ir::Action& action);
 // them. Keyed by the syscall alone, an inherited rule was credited to the
 // child's last statement naming that syscall.
 std::string RuleOriginKey(const ir::SyscallRule& rule);
+// `overriding` is the unconditional rule for `rule`'s syscall, if any. True
+// when it wins over `rule` (a conditional one) everywhere `rule` matches, by
+// the order the compiler resolves overlapping rules in (ir::ActionOutranks):
+// then `rule` never applies.
+bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule);
 
 }  // namespace cocoon::frontend::internal

@@ -253,7 +253,8 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
   if (site.source == nullptr || from_group <= site.from_group) {
     site = State::RuleSite{layer.file().source, stmt.span, from_group};
   }
-  RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group};
+  RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group, layer.file().source, stmt.span,
+                  layer.profile_node()};
   // A group's rules have one origin per statement, set by AddTarget.
   if (!from_group) layer.Origin(RuleOriginKey(entry.rule), stmt.span);
   if (existed) {
@@ -467,6 +468,11 @@ std::string RuleOriginKey(const ir::SyscallRule& rule) {
            std::to_string(c.value) + "/" + std::to_string(c.mask);
   }
   return key;
+}
+
+bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule) {
+  return overriding.name == rule.name && overriding.conditions.empty() && !rule.conditions.empty() &&
+         ir::ActionOutranks(overriding.action, rule.action);
 }
 
 void ApplySyscalls(Layer& layer, const ast::Statement& stmt) {

@@ -207,9 +207,22 @@ void ExplainSyscalls(Writer& w, const ir::Policy& p) {
     if (group) text += ": " + std::string(group->description);
     w.Line(text + ")", line.origin_key);
   }
+  // A conditional rule an unconditional one outranks never applies (`cocoon
+  // check` warns): it must not read as if it did.
+  std::map<std::string_view, const ir::SyscallRule*> unconditional;
+  for (const ir::SyscallRule& r : s.rules) {
+    if (r.conditions.empty()) unconditional[r.name] = &r;
+  }
   for (const ir::SyscallRule& r : s.rules) {
     if (!r.group.empty()) continue;
-    w.Line(internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions), internal::RuleOriginKey(r));
+    std::string text = internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions);
+    auto covering = unconditional.find(r.name);
+    if (covering != unconditional.end() && internal::Overrides(*covering->second, r)) {
+      const ir::SyscallRule& by = *covering->second;
+      text += " (OVERRIDDEN, never applies: the unconditional " + internal::ActionText(by.action) + " " + by.name +
+              (by.group.empty() ? "" : " from " + by.group) + " wins)";
+    }
+    w.Line(text, internal::RuleOriginKey(r));
   }
   std::string arches;
   for (ir::Arch a : s.architectures) {

@@ -137,6 +137,30 @@ struct Action {
   bool operator==(const Action&) const = default;
 };
 
+// How restrictive an action is (higher is more restrictive): where rules of
+// one syscall overlap, the more restrictive action wins, kill > trap > errno
+// > notify > log > allow (backends/seccomp/effective_rules.h). The checker
+// uses the same order to find rules that can never apply.
+inline int ActionRank(const Action& action) {
+  switch (action.kind) {
+    case ActionKind::kKillProcess: return 6;
+    case ActionKind::kTrap: return 5;
+    case ActionKind::kErrno: return 4;
+    case ActionKind::kNotify: return 3;
+    case ActionKind::kLog: return 2;
+    case ActionKind::kAllow: return 1;
+  }
+  return 0;
+}
+
+// Whether `a` wins over `b` where two of a policy's rules for one syscall
+// overlap: the higher rank, and between two errno actions the lower errno
+// value. (The compiler's prologue outranks a policy rule of equal rank.)
+inline bool ActionOutranks(const Action& a, const Action& b) {
+  if (ActionRank(a) != ActionRank(b)) return ActionRank(a) > ActionRank(b);
+  return a.kind == ActionKind::kErrno && a.errno_value < b.errno_value;
+}
+
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kMaskedEq };
 
 // One comparison on a syscall argument. For kMaskedEq: (arg & mask) == value.

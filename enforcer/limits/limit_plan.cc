@@ -150,7 +150,10 @@ Status Planner::PlanMemory() {
     plan_.cgroup.limits.memory_bytes = limit.value;
     std::string note;
     if (cgroup_.version == CgroupVersion::kV2) {
-      note = "memory.max, memory.swap.max=0";
+      // Cgroup::Create writes memory.swap.max only where the group has one
+      // (no swap accounting, no file): the note claims no more than that.
+      note = "memory.max; memory.swap.max=0 where the kernel accounts swap (without swap accounting, swap use "
+             "is not capped)";
     } else {
       note = host_.v1_memsw ? "memory.limit_in_bytes and memory.memsw.limit_in_bytes (swap counted), swappiness 0"
                             : "memory.limit_in_bytes, swappiness 0; swap accounting is off on this host, so swap "
@@ -249,6 +252,14 @@ Status Planner::PlanFiles() {
 Status Planner::PlanDisk() {
   const ir::Limit& limit = limits_.disk_bytes;
   if (!limit.set) return Status::Ok();
+  if (options_.work_source == WorkDirSource::kTmpfsOnly) {
+    // No host dir: the work dir is a tmpfs whatever the mode, and this is its
+    // size (ChildSpecInputs::work_tmpfs_bytes).
+    plan_.disk_tmpfs_bytes = limit.value;
+    return Row("disk", limit, "bytes", LimitMechanism::kTmpfsSize,
+               "size of the work dir's tmpfs (no host work dir): a hard limit on everything written to the work "
+               "dir");
+  }
   if (options_.work_mode == ir::WorkMode::kStaged) {
     plan_.disk_tmpfs_bytes = limit.value;
     return Row("disk", limit, "bytes", LimitMechanism::kTmpfsSize,

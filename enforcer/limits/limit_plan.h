@@ -9,8 +9,9 @@
 //        for cpu_percent), each with an honest note of what it does not cover.
 //   cpu_time: RLIMIT_CPU (per process; see the note in the table).
 //   open_files: RLIMIT_NOFILE.   file_size: RLIMIT_FSIZE.
-//   disk: size of the staging tmpfs (staged work dir), or RLIMIT_FSIZE only
-//     (direct work dir).
+//   disk: size of the work dir's tmpfs (a staged host work dir's staging
+//     tmpfs, or the work dir itself when there is no host work dir), or
+//     RLIMIT_FSIZE only (direct host work dir).
 //   wall_time, output: the supervisor (the parent).
 // Always, whatever the policy says: RLIMIT_CORE=0 (no core dumps of hostile
 // memory onto the host), RLIMIT_RTPRIO=0 (no real-time starvation of the host),
@@ -41,6 +42,10 @@
 namespace cocoon::enforcer {
 
 enum class CgroupVersion { kNone, kV1, kV2 };
+
+// Where the sandbox's work dir comes from: a host directory (staged or
+// direct), or nothing: a tmpfs that is thrown away after the run.
+enum class WorkDirSource { kHostDir, kTmpfsOnly };
 
 // Signals one sandbox may have queued at once (RLIMIT_SIGPENDING).
 inline constexpr uint64_t kSandboxPendingSignals = 1024;
@@ -83,6 +88,10 @@ struct LimitPlanOptions {
   uint64_t default_open_files = ir::kDefaultOpenFiles;
   uint64_t default_file_size_bytes = ir::kDefaultFileSizeBytes;
   ir::WorkMode work_mode = ir::WorkMode::kStaged;
+  // Whether the run has a host work dir (--work). Without one the work dir
+  // is a tmpfs of its own whatever work_mode says, and the disk limit sizes
+  // it (LimitPlan::disk_tmpfs_bytes).
+  WorkDirSource work_source = WorkDirSource::kHostDir;
   // The policy's network. Unless it is off, the seccomp filter lets the
   // sandbox open netlink sockets, whose receive queues no memory cgroup (v1
   // or v2) charges: the memory row's note says so (with it off the filter
@@ -101,7 +110,10 @@ std::array<rlim_t, RLIM_NLIMITS> CurrentHardLimits();
 struct LimitPlan {
   CgroupSpec cgroup;                      // version kNone: no cgroup at all
   RlimitSet rlimits;                      // applied in the child, after clone
-  uint64_t disk_tmpfs_bytes = 0;          // size= for the staging tmpfs; 0: no quota
+  // size= for the work dir's tmpfs (the staging tmpfs, or the work dir
+  // itself without a host work dir); 0: no disk limit, the defaults apply.
+  // The enforcer must apply it wherever the disk row says tmpfs-size.
+  uint64_t disk_tmpfs_bytes = 0;
   uint64_t wall_time_ms = 0;              // for the supervisor; 0: none
   // RLIMIT_CPU's soft limit in seconds (0: none): a sandbox init killed with
   // SIGKILL after using this much CPU was stopped by the limit (Outcome).

@@ -724,6 +724,47 @@ TEST(CocoonEnforce, AWorkQuotaIsEnforcedInDirectModeToo) {
   fs::remove_all(dir);
 }
 
+// Without --work the work dir is a tmpfs of its own, and the disk limit is
+// its size, in both modes and from `cocoon run --disk` too. It used to keep
+// its 64 MiB default (a 2 MiB write succeeded) while the Outcome's disk row
+// claimed tmpfs-size with the requested 1 MiB.
+TEST(CocoonEnforce, TheDiskLimitSizesTheWorkTmpfsWithoutAHostWorkDir) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-disk-nowork-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::string> command = {"--json", "--", "/bin/sh", "-c",
+                                            "head -c 2097152 /dev/zero > /work/big; echo rc=$?; "
+                                            "wc -c < /work/big; df -k /work | tail -n 1"};
+  std::vector<std::pair<std::string, std::vector<std::string>>> runs;
+  for (std::string mode : {"staged", "direct"}) {
+    fs::path policy = dir / (mode + ".cocoon");
+    std::ofstream(policy) << "import \"strict\"\nprofile d extends strict {\n  relaxes filesystem\n"
+                             "  filesystem { work /work quota 64MiB " << mode << " }\n  limits { disk 1MiB }\n}\n";
+    std::vector<std::string> args = {"enforce", policy.string()};
+    args.insert(args.end(), command.begin(), command.end());
+    runs.emplace_back("enforce " + mode, args);
+  }
+  std::vector<std::string> run = {"run", "--disk", "1"};
+  run.insert(run.end(), command.begin(), command.end());
+  runs.emplace_back("run --disk 1", run);
+  for (const auto& [name, args] : runs) {
+    SCOPED_TRACE(name);
+    Ran ran = Cocoon(args);
+    json outcome = Json(ran);
+    json disk;
+    for (const auto& row : outcome["limits"]) {
+      if (row["limit"] == "disk") disk = row;
+    }
+    ASSERT_FALSE(disk.is_null()) << outcome.dump(2) << ran.err;
+    EXPECT_EQ(disk["requested"], 1048576) << disk.dump();
+    EXPECT_EQ(disk["mechanism"], "tmpfs-size") << disk.dump();
+    const std::string out = outcome["stdout"].get<std::string>();
+    EXPECT_EQ(out.find("rc=0"), std::string::npos) << "a 2 MiB write passed the 1 MiB disk limit: " << out;
+    EXPECT_NE(out.find(" 1024 "), std::string::npos) << "the work tmpfs is not 1024 KiB: " << out;
+  }
+  fs::remove_all(dir);
+}
+
 // A tree deeper than the scan goes (256 levels): staged, nothing is
 // committed (verification "failed", exit 125), because leaving the
 // directory out would remove from the host dir what it holds, files the

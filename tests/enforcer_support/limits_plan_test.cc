@@ -264,6 +264,26 @@ TEST(PlannerTest, DiskIsTmpfsSizeWhenStagedAndFsizeWhenDirect) {
   EXPECT_EQ(Rlimit(*plan, RLIMIT_FSIZE)->value.rlim_cur, 8u << 20);  // stricter than the default
 }
 
+// Without a host work dir the work dir is a tmpfs of its own in either mode,
+// and the disk limit must size it: the row said tmpfs-size while the tmpfs
+// kept its 64 MiB default.
+TEST(PlannerTest, DiskSizesTheWorkTmpfsWithoutAHostWorkDir) {
+  ir::Limits limits;
+  limits.disk_bytes = Req(1 << 20);
+  for (ir::WorkMode mode : {ir::WorkMode::kStaged, ir::WorkMode::kDirect}) {
+    LimitPlanOptions options;
+    options.work_mode = mode;
+    options.work_source = WorkDirSource::kTmpfsOnly;
+    auto plan = PlanLimits(limits, RootV1Host(), options);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->disk_tmpfs_bytes, 1u << 20);
+    const LimitEnforcement* row = Row(*plan, "disk");
+    ASSERT_NE(row, nullptr);
+    EXPECT_EQ(row->mechanism, LimitMechanism::kTmpfsSize);
+    EXPECT_NE(row->note.find("no host work dir"), std::string::npos) << row->note;
+  }
+}
+
 TEST(PlannerTest, SupervisorLimits) {
   ir::Limits limits;
   limits.wall_time_ms = Req(5000);

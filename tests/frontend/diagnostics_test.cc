@@ -235,6 +235,75 @@ const Case kCases[] = {
      " |     allow ptrace\n"
      " |     ^~~~~~~~~~~~\n"
      " = help: if this is deliberate, say so with `relaxes syscalls` in profile 'p'\n"},
+    // Rootless, a tmpfs's size is all that bounds the memory its files
+    // hold: raising an inherited one is a weakening, like a raised limit.
+    {"weakens_tmpfs_size",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /tmp size 16TiB }\n}\n",
+     "WARNING: t.cocoon:3:22: profile 'p' weakens filesystem inherited from 'strict': tmpfs '/tmp' raised to 16 TiB "
+     "(it was 64 MiB; its files are kernel memory, and without a memory cgroup its size is all that bounds them)\n"
+     " |   filesystem { tmpfs /tmp size 16TiB }\n"
+     " |                      ^~~~\n"
+     " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    {"weakens_read_only_bind_into_tmpfs",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /usr }\n}\n",
+     "WARNING: t.cocoon:3:22: profile 'p' weakens filesystem inherited from 'strict': '/usr' made a writable tmpfs "
+     "of 64 MiB (it was a read-only bind)\n"
+     " |   filesystem { tmpfs /usr }\n"
+     " |                      ^~~~\n"
+     " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    {"relaxes_filesystem_covers_a_larger_tmpfs",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n  filesystem { tmpfs /tmp size 1GiB }\n}\n",
+     ""},
+    {"smaller_tmpfs_is_no_weakening",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /tmp size 8MiB }\n}\n", ""},
+    // The more restrictive rule wins where two rules of one syscall overlap:
+    // a conditional allow under an unconditional deny never applies.
+    {"rule_overridden_in_its_own_profile",
+     "profile t {\n  syscalls {\n    deny kcmp\n    allow kcmp if arg2 == 1\n  }\n}\n",
+     "WARNING: t.cocoon:4:5: this allow rule for 'kcmp' never applies: the unconditional errno EPERM rule for "
+     "'kcmp' at t.cocoon:3 is more restrictive, and the more restrictive rule wins wherever both match\n"
+     " |     allow kcmp if arg2 == 1\n"
+     " |     ^~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: remove this rule; or, to give these calls its action, narrow the covering rule so that it leaves "
+     "them out (a condition of its own, or a rule that does not name 'kcmp')\n"},
+    {"rule_overridden_by_a_parents_group",
+     "profile base {\n  syscalls { deny @debug }\n}\nprofile t extends base {\n"
+     "  syscalls { allow kcmp if arg2 == 1 }\n}\n",
+     "WARNING: t.cocoon:5:14: this allow rule for 'kcmp' never applies: the unconditional errno EPERM rule for "
+     "'kcmp' (from @debug) at t.cocoon:2 is more restrictive, and the more restrictive rule wins wherever both "
+     "match\n"
+     " |   syscalls { allow kcmp if arg2 == 1 }\n"
+     " |              ^~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: remove this rule; or, to give these calls its action, narrow the covering rule so that it leaves "
+     "them out (a condition of its own, or a rule that does not name 'kcmp')\n"},
+    // Not overridden: the conditional deny outranks the unconditional allow
+    // where it matches, and the lower errno wins between two errno rules.
+    {"stricter_conditional_rule_is_not_overridden",
+     "profile t {\n  syscalls {\n    allow kcmp\n    deny kcmp if arg2 == 1\n    deny getpid errno EACCES\n"
+     "    deny getpid if arg0 == 1\n  }\n}\n",
+     ""},
+    // A copy is staged before the mounts are made: one covering it hides it.
+    {"copy_under_a_mount",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /tmp/x as /work/vendor\n"
+     "    copy \"in.txt\" to \"vendor/in.txt\"\n  }\n}\n",
+     "ERROR: t.cocoon:5:22: copy to 'vendor/in.txt' lands at '/work/vendor/in.txt', under the read-only mount of "
+     "'/work/vendor' (t.cocoon:4): the mount hides the copy from the sandbox, and what it hides is lost\n"
+     " |     copy \"in.txt\" to \"vendor/in.txt\"\n"
+     " |                      ^~~~~~~~~~~~~~~\n"
+     " = help: copy to a path in the work dir that no mount covers, or mount on another target\n"},
+    {"copy_holding_a_mount",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    tmpfs /work/vendor/cache\n"
+     "    copy \"vendor\" to \"vendor\"\n  }\n}\n",
+     "ERROR: t.cocoon:5:22: copy to 'vendor' lands at '/work/vendor', which holds the tmpfs mount of "
+     "'/work/vendor/cache' (t.cocoon:4): the mount hides that part of the copy from the sandbox, and what it "
+     "hides is lost\n"
+     " |     copy \"vendor\" to \"vendor\"\n"
+     " |                      ^~~~~~~~\n"
+     " = help: copy to a path in the work dir that no mount covers, or mount on another target\n"},
+    {"copy_beside_a_mount",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /tmp/x as /work/vendor\n"
+     "    copy \"in.txt\" to \"vendored/in.txt\"\n  }\n}\n",
+     ""},
     {"syntax_expectation",
      "profile x {\n  network offf\n}\n",
      "ERROR: t.cocoon:2:11: unexpected 'offf'; expected 'off', 'on' or 'allow'\n"

@@ -86,6 +86,19 @@ TEST(Explain, InheritedRulesAreCreditedToTheParent) {
 // A mount that a `hide` covers (inherited or the profile's own) says so on
 // its own line: the enforcer masks it, so "read-only /etc/passwd" alone
 // would tell a reviewer the sandbox reads it.
+// strict's unconditional `deny @debug` outranks a conditional allow of one
+// of its syscalls: the compiler denies every such call, and explain must
+// not list the allow as if it let any through.
+TEST(Explain, AConditionalRuleAnUnconditionalOneOutranksIsMarkedOverridden) {
+  std::string out = Explain("  syscalls {\n    allow kcmp if arg2 == 1\n    allow getpid if arg0 == 1\n  }");
+  EXPECT_NE(LineWith(out, "allow kcmp if arg2 == 0x1").find("OVERRIDDEN, never applies: the unconditional errno "
+                                                              "EPERM kcmp from @debug wins"),
+            std::string::npos)
+      << out;
+  // strict allows getpid outright: a conditional allow beside it is not overridden.
+  EXPECT_EQ(LineWith(out, "allow getpid if arg0 == 0x1").find("OVERRIDDEN"), std::string::npos) << out;
+}
+
 TEST(Explain, AMountAHideCoversSaysItIsHidden) {
   std::string out = Explain(
       "  relaxes filesystem\n"

@@ -292,14 +292,11 @@ void AddConnectBrokerRules(const ir::Syscalls& policy, std::vector<Candidate>& o
 
 // Higher-ranked first; ties broken so that the output never depends on input order.
 bool Outranks(const Candidate& a, const Candidate& b) {
-  const int ra = ActionRank(a.rule.action);
-  const int rb = ActionRank(b.rule.action);
+  const int ra = ir::ActionRank(a.rule.action);
+  const int rb = ir::ActionRank(b.rule.action);
   if (ra != rb) return ra > rb;
   if (a.from_prologue != b.from_prologue) return a.from_prologue;
-  if (a.rule.action.errno_value != b.rule.action.errno_value) {
-    return a.rule.action.errno_value < b.rule.action.errno_value;
-  }
-  return false;
+  return ir::ActionOutranks(a.rule.action, b.rule.action);  // same rank: the lower errno
 }
 
 std::string Describe(const SyscallRule& r) {
@@ -400,18 +397,6 @@ void ResolveSyscall(std::span<Candidate> rules, const ir::Action& default_action
 const std::vector<std::string_view>& I386MultiplexerNames() {
   static const std::vector<std::string_view> names = {"ipc", "socketcall"};
   return names;
-}
-
-int ActionRank(const ir::Action& action) {
-  switch (action.kind) {
-    case ActionKind::kKillProcess: return 6;
-    case ActionKind::kTrap: return 5;
-    case ActionKind::kErrno: return 4;
-    case ActionKind::kNotify: return 3;
-    case ActionKind::kLog: return 2;
-    case ActionKind::kAllow: return 1;
-  }
-  return 0;
 }
 
 namespace {

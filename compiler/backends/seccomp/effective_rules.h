@@ -201,7 +201,8 @@ struct EffectiveSyscallForms {
 EffectiveSyscallForms ComputeEffectiveSyscallForms(const ir::Syscalls& policy, ConnectRouting bpf_connect,
                                                    NetlinkSockets netlink = NetlinkSockets::kRefused);
 
-// The restrictiveness rank used above (higher is more restrictive).
-int ActionRank(const ir::Action& action);
+// The restrictiveness rank used above (higher is more restrictive); the
+// checker uses the same one (policy_ir.h).
+using ir::ActionRank;
 
 }  // namespace cocoon::backends
