@@ -255,6 +255,10 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       // at a line of a host file the client never sees.
       {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\u202Eb"}},
        "'workdir' must not contain U+202E RIGHT-TO-LEFT OVERRIDE"},
+      // Characters past U+FFFF are found too (a tag hides text after it).
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\U000E0041b"}},
+       "'workdir' must not contain U+E0041 a TAG character"},
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\u3164b"}}, "'workdir' must not contain U+3164 HANGUL FILLER"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "17179869185GiB"}}, "too large"},
       {"run_in_sandbox", {{"command", "ls"}, {"timeout", 1.9}}, "must be a whole number"},
