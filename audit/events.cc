@@ -7,6 +7,7 @@
 #include "audit/record.h"
 #include "compiler/common/digest.h"
 #include "compiler/common/display_text.h"
+#include "compiler/common/hidden_characters.h"
 
 namespace cocoon::audit {
 namespace {
@@ -20,14 +21,51 @@ std::string S(std::string_view text) { return SanitizeUtf8(text, kMaxStringBytes
 // sequence, draw a forged line, or show text a bidi override reordered
 // ("Trojan Source"). Control characters (C0, DEL, C1) and the invisible and
 // direction-changing characters (compiler/common/hidden_characters.h) come
-// out as \n, \xNN, \uNNNN; the exact bytes stay where a program reads
-// them (process.args, whose SHA-256 is cocoon.sandbox.argv.sha256).
-std::string H(std::string_view text) { return S(EscapeControlCharacters(text)); }
+// out as \n, \xNN, \uNNNN, and a backslash as \\ (so that a literal
+// "\x1b" the sandbox wrote does not read as an ESC it did not); the exact
+// bytes stay where a program reads them (process.args, whose SHA-256 is
+// cocoon.sandbox.argv.sha256).
+std::string H(std::string_view text) { return S(EscapeControlCharacters(text, Backslash::kEscaped)); }
 
 json Strings(const std::vector<std::string>& values) {
   json out = json::array();
-  for (const auto& v : values) out.push_back(S(v));
+  for (const auto& v : values) out.push_back(H(v));
   return out;
+}
+
+// Inside bash's $'...': \\, \', \n, \t, \r, and \xNN for each byte of
+// anything a terminal would act on or hide (control and invisible
+// characters, invalid UTF-8). Bytes, not \uNNNN: bash turns \uNNNN into a
+// character through the locale, and under LC_ALL=C leaves it as text.
+std::string AnsiCQuoted(std::string_view arg) {
+  std::string out = "$'";
+  char escaped[8];
+  for (size_t i = 0; i < arg.size();) {
+    uint32_t code_point = 0;
+    size_t length = DecodeUtf8(arg, i, code_point);
+    const bool shown = length != 0 && code_point >= 0x20 && code_point != 0x7F &&
+                       !(code_point >= 0x80 && code_point <= 0x9F) && !IsHiddenCharacter(code_point);
+    if (length == 0) length = 1;
+    if (code_point == '\\' || code_point == '\'') {
+      out += '\\';
+      out += static_cast<char>(code_point);
+    } else if (code_point == '\n') {
+      out += "\\n";
+    } else if (code_point == '\t') {
+      out += "\\t";
+    } else if (code_point == '\r') {
+      out += "\\r";
+    } else if (shown) {
+      out.append(arg.substr(i, length));
+    } else {
+      for (size_t k = 0; k < length; ++k) {
+        std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<uint8_t>(arg[i + k]));
+        out += escaped;
+      }
+    }
+    i += length;
+  }
+  return out + "'";
 }
 
 // uint64 syscall arguments exceed 2^53, so they are hex strings (integers in
@@ -77,9 +115,9 @@ json ArgvSummary(const std::vector<std::string>& argv, bool truncated) {
 bool Displayable(std::string_view arg) { return EscapeControlCharacters(arg) == arg; }
 
 // Uncapped: callers pass it through Capped. An argument a terminal would act
-// on or hide part of is written in bash's $'...' form (\n, \xNN, \uNNNN,
-// \\, \'), which a shell reads back as the same bytes: the command line
-// stays one visible line and still says exactly what ran.
+// on or hide part of is written in bash's $'...' form (\n, \xNN, \\, \'),
+// which a shell reads back as the same bytes in any locale: the command
+// line stays one visible line and still says exactly what ran.
 std::string ShellJoin(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& arg : argv) {
@@ -93,12 +131,7 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
       out += '\'';
       continue;
     }
-    std::string quoted;
-    for (char c : arg) {
-      if (c == '\\' || c == '\'') quoted += '\\';
-      quoted += c;
-    }
-    out += "$'" + EscapeControlCharacters(quoted) + "'";
+    out += AnsiCQuoted(arg);
   }
   return out;
 }
@@ -200,9 +233,9 @@ Event SandboxLaunched(const SandboxLaunchedInfo& info) {
     args.push_back(std::move(kept));
   }
   process["args"] = std::move(args);
-  if (!info.cwd.empty()) process["working_directory"] = S(info.cwd);
+  if (!info.cwd.empty()) process["working_directory"] = H(info.cwd);
   process["user"] = {{"uid", std::to_string(info.uid_inside)}, {"name", S(info.user_inside)}};
-  if (!info.argv.empty()) process["file"] = {{"path", Capped(EscapeControlCharacters(info.argv[0]), cut)}, {"name", name}, {"type_id", 1}};
+  if (!info.argv.empty()) process["file"] = {{"path", Capped(EscapeControlCharacters(info.argv[0], Backslash::kEscaped), cut)}, {"name", name}, {"type_id", 1}};
   e["process"] = process;
   EcsEvent(e, "event", {"process"}, {"start"}, "sandbox-launched", "success");
   json& sandbox = e["cocoon"]["sandbox"];
@@ -340,7 +373,8 @@ Event SyscallDenied(const SyscallDeniedInfo& info) {
   t.Raw("type", logged_only ? "[\"info\"]" : "[\"denied\"]").Close();
   t.Object("kernel").Str("name", info.name).Str("type", "System Call").Int("type_id", 2).Close();
   t.Str("message", EscapeControlCharacters("syscall " + info.name + " " + (logged_only ? "logged" : "denied") + " (" +
-                                           info.action + ") x" + std::to_string(info.count)));
+                                               info.action + ") x" + std::to_string(info.count),
+                                           Backslash::kEscaped));
   t.Object("metadata").Str("log_name", "cocoon-audit");
   t.Object("product").Str("name", "Cocoon").Str("vendor_name", "Cocoon").Str("version", ProductVersion()).Close();
   t.Raw("profiles", "[\"host\",\"security_control\"]").Cut("sequence", Splice::kSequence).Cut("uid", Splice::kUid);

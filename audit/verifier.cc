@@ -99,6 +99,8 @@ Result<nlohmann::json> ParseWithoutDuplicateKeys(std::string_view text) {
   StrictJson parsed = ParseJsonRejectingDuplicateKeys(text);
   if (parsed.error == StrictJson::Error::kDuplicateKey)
     return DataLossError("duplicate object key (a SIEM may read a different value than the one signed)");
+  if (parsed.error == StrictJson::Error::kNulInKey)
+    return DataLossError("an object key holds U+0000 (a reader that ends keys at a NUL reads another key)");
   if (!parsed.value.is_object()) return DataLossError("not a JSON object");
   return std::move(parsed.value);
 }

@@ -378,8 +378,14 @@ std::optional<ParsedLine> ParseLine(std::string_view line, const ParseOptions& o
   // line: the line is refused (the audit verifier's rule, same code).
   StrictJson strict = ParseJsonRejectingDuplicateKeys(line);
   if (strict.error == StrictJson::Error::kDuplicateKey) {
-    *error = "duplicate key \"" + strict.duplicate_key +
+    *error = "duplicate key \"" + strict.key +
              "\" in one JSON object (readers disagree on which value counts): send each key once";
+    return std::nullopt;
+  }
+  // A reader that cuts keys at a NUL reads "method\u0000" as "method".
+  if (strict.error == StrictJson::Error::kNulInKey) {
+    *error = "object key \"" + strict.key +
+             "\" holds U+0000 (a reader that ends keys at a NUL reads another key): remove it";
     return std::nullopt;
   }
   json value = std::move(strict.value);

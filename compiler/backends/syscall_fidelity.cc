@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <utility>
 #include <span>
 
 #include "compiler/backends/policy_origin.h"
@@ -44,18 +46,6 @@ bool SyscallDenied(const ir::Syscalls& syscalls, std::string_view name) {
   return any ? unconditional_denial : Restricts(syscalls.default_action);
 }
 
-// Written by the compiled profile's own syscalls block: the checker records
-// each rule's statement under "syscalls.rule:NAME ACTION..." (a group's as
-// "syscalls.group:@GROUP ACTION...") in the provenance.
-bool OwnRule(const ir::Policy& policy, const ir::SyscallRule& rule) {
-  const std::string prefix = (rule.group.empty() ? "syscalls.rule:" + rule.name : "syscalls.group:" + rule.group) + " ";
-  for (auto it = policy.provenance.lower_bound(prefix);
-       it != policy.provenance.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    if (it->second.profile == policy.name) return true;
-  }
-  return false;
-}
-
 // Small numbers in decimal, the rest (flags, ioctl requests) in hex.
 std::string Number(uint64_t value) {
   if (value < 256) return std::to_string(value);
@@ -71,13 +61,119 @@ std::string ConditionText(const ir::ArgCondition& c) {
   return arg + " " + kOps[static_cast<int>(c.op)] + " " + Number(c.value);
 }
 
-// As the policy wrote it: the syscall, or the @group it came from.
-std::string RuleText(const ir::SyscallRule& rule) {
-  std::string text = rule.group.empty() ? rule.name : rule.group;
-  for (size_t i = 0; i < rule.conditions.size(); ++i) {
-    text += (i == 0 ? " if " : " and ") + ConditionText(rule.conditions[i]);
+// A rule statement the compiled profile's own syscalls block wrote, read
+// back from its provenance key: the checker records each under
+// "syscalls.rule:NAME ACTION[ argN/OP/VALUE/MASK...]" (a group's as
+// "syscalls.group:@GROUP ..."; checker_syscalls.cc RuleOriginKey). Read
+// from there, not from policy.syscalls.rules: the checker drops an
+// unconditional rule that repeats the default action (`deny ptrace errno
+// EPERM` under `default errno EPERM`), and such a rule is not carried out
+// on these targets either.
+struct OwnStatement {
+  std::string target;  // "ptrace" or "@aio"
+  bool group = false;
+  bool restricts = false;
+  std::vector<ir::ArgCondition> conditions;
+};
+
+// One "argN/OP/VALUE/MASK"; false when the key is not in that form.
+bool ParseCondition(std::string_view text, ir::ArgCondition& condition) {
+  unsigned arg = 0, op = 0;
+  unsigned long long value = 0, mask = 0;
+  int used = 0;
+  const std::string copy(text);
+  if (std::sscanf(copy.c_str(), "arg%u/%u/%llu/%llu%n", &arg, &op, &value, &mask, &used) != 4 ||
+      static_cast<size_t>(used) != copy.size() || arg > 5 || op > static_cast<unsigned>(ir::CompareOp::kMaskedEq)) {
+    return false;
+  }
+  condition = {static_cast<uint8_t>(arg), static_cast<ir::CompareOp>(op), value, mask};
+  return true;
+}
+
+std::optional<OwnStatement> ParseOwnStatement(std::string_view key) {
+  OwnStatement statement;
+  for (std::string_view prefix : {std::string_view("syscalls.rule:"), std::string_view("syscalls.group:")}) {
+    if (key.starts_with(prefix)) {
+      statement.group = prefix == "syscalls.group:";
+      key.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  if (key.size() == 0) return std::nullopt;
+  std::vector<std::string_view> words;
+  while (!key.empty()) {
+    const size_t space = key.find(' ');
+    words.push_back(key.substr(0, space));
+    key.remove_prefix(space == std::string_view::npos ? key.size() : space + 1);
+  }
+  if (words.size() < 2) return std::nullopt;
+  statement.target = std::string(words[0]);
+  statement.restricts = words[1] != "allow" && words[1] != "log";
+  for (size_t i = words[1] == "errno" ? 3 : 2; i < words.size(); ++i) {
+    ir::ArgCondition condition;
+    if (!ParseCondition(words[i], condition)) return std::nullopt;
+    statement.conditions.push_back(condition);
+  }
+  return statement;
+}
+
+std::vector<OwnStatement> OwnStatements(const ir::Policy& policy) {
+  std::vector<OwnStatement> out;
+  for (const auto& [key, origin] : policy.provenance) {
+    if (origin.profile != policy.name) continue;
+    if (!key.starts_with("syscalls.rule:") && !key.starts_with("syscalls.group:")) continue;
+    if (auto statement = ParseOwnStatement(key)) out.push_back(std::move(*statement));
+  }
+  return out;
+}
+
+// As the policy wrote it: the syscall or the @group, and its conditions.
+std::string StatementText(const OwnStatement& statement) {
+  std::string text = statement.target;
+  for (size_t i = 0; i < statement.conditions.size(); ++i) {
+    text += (i == 0 ? " if " : " and ") + ConditionText(statement.conditions[i]);
   }
   return text;
+}
+
+const ExpressedDenial* Cover(const std::vector<ExpressedDenial>& expressed, const std::string& name) {
+  for (const ExpressedDenial& denial : expressed) {
+    const auto names = CapabilitySyscalls(denial.capability);
+    if (std::find(names.begin(), names.end(), name) != names.end()) return &denial;
+  }
+  return nullptr;
+}
+
+// Linux's errno names for the values a default is written with; the full
+// table is the front end's (frontend/constants.h), not linked here.
+std::string LinuxErrnoName(int value) {
+  static constexpr std::pair<int, std::string_view> kNames[] = {
+      {1, "EPERM"},   {2, "ENOENT"},  {4, "EINTR"},  {5, "EIO"},     {9, "EBADF"},  {11, "EAGAIN"},
+      {12, "ENOMEM"}, {13, "EACCES"}, {16, "EBUSY"}, {22, "EINVAL"}, {30, "EROFS"}, {38, "ENOSYS"},
+      {95, "EOPNOTSUPP"}, {97, "EAFNOSUPPORT"},
+  };
+  for (const auto& [number, name] : kNames) {
+    if (number == value) return std::string(name);
+  }
+  return std::to_string(value);
+}
+
+// The profile's own `default`, when it refuses: "default kill". A default
+// the profile inherited is the parent's, like its rules.
+std::string OwnRestrictiveDefault(const ir::Policy& policy) {
+  const auto it = policy.provenance.find("syscalls.default");
+  if (it == policy.provenance.end() || it->second.profile != policy.name) return "";
+  const ir::Action& action = policy.syscalls.default_action;
+  if (!Restricts(action)) return "";
+  switch (action.kind) {
+    case ir::ActionKind::kErrno: return "default errno " + LinuxErrnoName(action.errno_value);
+    case ir::ActionKind::kKillProcess: return "default kill";
+    case ir::ActionKind::kNotify: return "default notify";
+    case ir::ActionKind::kTrap: return "default trap";
+    case ir::ActionKind::kAllow:
+    case ir::ActionKind::kLog: break;
+  }
+  return "";
 }
 
 }  // namespace
@@ -100,25 +196,44 @@ std::string UnexpressedSyscallsWarning(const ir::Policy& policy, std::string_vie
   };
   std::vector<Written> written;
   bool partly = false;  // an own rule is mapped to a form that lets part of it through
-  for (const ir::SyscallRule& rule : policy.syscalls.rules) {
-    if (!Restricts(rule.action) || !OwnRule(policy, rule)) continue;
-    const ExpressedDenial* cover = nullptr;
-    for (const ExpressedDenial& denial : expressed) {
-      const auto names = CapabilitySyscalls(denial.capability);
-      if (rule.conditions.empty() && std::find(names.begin(), names.end(), rule.name) != names.end()) cover = &denial;
+  for (const OwnStatement& statement : OwnStatements(policy)) {
+    if (!statement.restricts) continue;
+    Written w{StatementText(statement)};
+    if (!statement.group) {
+      const ExpressedDenial* cover = statement.conditions.empty() ? Cover(expressed, statement.target) : nullptr;
+      if (cover != nullptr && cover->fidelity == Fidelity::kPartial) partly = true;
+      (cover == nullptr ? w.dropped : w.covered) = true;
+    } else {
+      // No shipped group is made of the mapped calls alone (and the group
+      // table is not linked here): some of its calls are always dropped.
+      // Those carried out are read from the group's rules that remain.
+      w.dropped = true;
+      for (const ir::SyscallRule& rule : policy.syscalls.rules) {
+        if (rule.group != statement.target || rule.conditions != statement.conditions || !rule.conditions.empty() ||
+            !Restricts(rule.action)) {
+          continue;
+        }
+        if (const ExpressedDenial* cover = Cover(expressed, rule.name)) {
+          w.covered = true;
+          if (cover->fidelity == Fidelity::kPartial) partly = true;
+        }
+      }
     }
-    if (cover != nullptr && cover->fidelity == Fidelity::kPartial) partly = true;
-    const std::string text = RuleText(rule);
-    auto it = std::find_if(written.begin(), written.end(), [&](const Written& w) { return w.text == text; });
-    if (it == written.end()) it = written.insert(written.end(), Written{text});
-    (cover == nullptr ? it->dropped : it->covered) = true;
+    auto it = std::find_if(written.begin(), written.end(), [&](const Written& x) { return x.text == w.text; });
+    if (it == written.end()) {
+      written.push_back(w);
+    } else {
+      it->dropped |= w.dropped;
+      it->covered |= w.covered;
+    }
   }
   std::vector<std::string> mapped, dropped;
   for (const Written& w : written) {
     if (w.dropped) dropped.push_back(w.text + (w.covered ? " (in part)" : ""));
   }
   std::sort(dropped.begin(), dropped.end());
-  if (dropped.empty() && !partly) return "";
+  const std::string default_text = OwnRestrictiveDefault(policy);
+  if (dropped.empty() && !partly && default_text.empty()) return "";
   for (const ExpressedDenial& denial : expressed) {
     std::string names;
     for (std::string_view name : CapabilitySyscalls(denial.capability)) {
@@ -128,6 +243,10 @@ std::string UnexpressedSyscallsWarning(const ir::Policy& policy, std::string_vie
   }
   std::string text = std::string(target) + ": the 'syscalls' block" + AtPolicyLine(policy, "syscalls") +
                      " is not enforced as written: " + std::string(note);
+  if (!default_text.empty()) {
+    text += "; " + default_text + AtPolicyLine(policy, "syscalls.default") +
+            " is not enforced: every syscall outside the allow list is allowed on this target";
+  }
   if (!mapped.empty()) {
     text += "; it takes effect only as";
     for (size_t i = 0; i < mapped.size(); ++i) text += (i == 0 ? " " : "; ") + mapped[i];

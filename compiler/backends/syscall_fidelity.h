@@ -44,12 +44,14 @@ struct ExpressedDenial {
   Fidelity fidelity = Fidelity::kExact;
 };
 
-// The one warning for `target` ("macos") when the profile's own syscall
-// rules (those its own syscalls block wrote, not inherited ones) restrict
-// something that `expressed` does not cover, or covers only partially; ""
-// when none does. Said at the
-// syscalls block's line, listing each such rule. `note` follows the list
-// (what the target does instead).
+// The one warning for `target` ("macos") when the profile's own syscalls
+// block (not an inherited one) sets a `default` that refuses, or writes a
+// rule that restricts something `expressed` does not cover, or covers only
+// partially; "" when it does neither. The rules are the statements the
+// profile wrote, read from the provenance: one that repeats the default
+// action is listed too, though the checker drops it from the rule list.
+// Said at the syscalls block's line, listing each such rule. `note`
+// follows the list (what the target does instead).
 std::string UnexpressedSyscallsWarning(const ir::Policy& policy, std::string_view target,
                                        const std::vector<ExpressedDenial>& expressed, std::string_view note);
 

@@ -72,7 +72,7 @@ size_t DecodeUtf8(std::string_view text, size_t i, uint32_t& code_point) {
 }
 
 
-std::string EscapeControlCharacters(std::string_view text) {
+std::string EscapeControlCharacters(std::string_view text, Backslash backslash) {
   std::string out;
   out.reserve(text.size());
   char escaped[16];
@@ -84,7 +84,9 @@ std::string EscapeControlCharacters(std::string_view text) {
       out += escaped;
       continue;
     }
-    if (code_point == '\n') {
+    if (code_point == '\\' && backslash == Backslash::kEscaped) {
+      out += "\\\\";
+    } else if (code_point == '\n') {
       out += "\\n";
     } else if (code_point == '\t') {
       out += "\\t";
@@ -95,7 +97,7 @@ std::string EscapeControlCharacters(std::string_view text) {
       out += escaped;
     } else if ((code_point >= 0x80 && code_point <= 0x9F) || IsHiddenCharacter(code_point)) {
       // C1 (a terminal may read U+009B as CSI), or invisible in the message.
-      snprintf(escaped, sizeof escaped, "\\u%04x", code_point);
+      snprintf(escaped, sizeof escaped, code_point > 0xFFFF ? "\\U%08x" : "\\u%04x", code_point);
       out += escaped;
     } else {
       out.append(text.substr(i, length));

@@ -13,11 +13,18 @@
 
 namespace cocoon {
 
+// Whether EscapeControlCharacters writes a backslash of the text as \\.
+// Escaped: the result reads back unambiguously (a literal "\x1b" in the
+// text is not an ESC), as the audit log's human-readable fields need.
+// Compiler diagnostics quote policy text as written and keep it as it is.
+enum class Backslash { kAsIs, kEscaped };
+
 // `text` with nothing a terminal would act on or hide: control characters
 // (C0, DEL, C1) come out as \n, \t, \r, \xNN or \uNNNN, invisible and
-// direction-changing characters (hidden_characters.h) as \uNNNN, and bytes
-// that are not valid UTF-8 as \xNN. One line of text stays one line.
-std::string EscapeControlCharacters(std::string_view text);
+// direction-changing characters (hidden_characters.h) as \uNNNN (\UNNNNNNNN
+// past U+FFFF, as bash and C write them), and bytes that are not valid
+// UTF-8 as \xNN. One line of text stays one line.
+std::string EscapeControlCharacters(std::string_view text, Backslash backslash = Backslash::kAsIs);
 
 // A policy line echoed under a diagnostic, byte for byte (so a span's byte
 // offsets still index it): C0 controls and DEL show as spaces; C1 controls,

@@ -3,47 +3,74 @@
 #include <algorithm>
 #include <iterator>
 
+#include "compiler/common/display_text.h"
+
 namespace cocoon {
 namespace {
 
 struct Named {
-  uint32_t code_point;
+  uint32_t first;
+  uint32_t last;
   std::string_view name;
 };
 
-// Unicode's bidirectional formatting characters (UAX #9) and the zero-width
-// and invisible format characters (general category Cf) that fit inside a
-// word. Sorted by code point.
+// Characters a reader does not see, sorted by code point: Unicode's
+// bidirectional formatting characters (UAX #9), the invisible format
+// characters (general category Cf; the visible ones such as U+0600 ARABIC
+// NUMBER SIGN are left out), the line and paragraph separators (Zl, Zp: a
+// line break to some readers, nothing to others), the variation selectors,
+// the tag characters (an emoji tag sequence hides ASCII text after a flag),
+// the Hangul fillers (blank letters), and the other default-ignorable code
+// points that draw nothing (U+034F, U+17B4, U+17B5, U+2065).
 constexpr Named kHidden[] = {
-    {0x00AD, "SOFT HYPHEN"},
-    {0x061C, "ARABIC LETTER MARK"},
-    {0x180E, "MONGOLIAN VOWEL SEPARATOR"},
-    {0x200B, "ZERO WIDTH SPACE"},
-    {0x200C, "ZERO WIDTH NON-JOINER"},
-    {0x200D, "ZERO WIDTH JOINER"},
-    {0x200E, "LEFT-TO-RIGHT MARK"},
-    {0x200F, "RIGHT-TO-LEFT MARK"},
-    {0x202A, "LEFT-TO-RIGHT EMBEDDING"},
-    {0x202B, "RIGHT-TO-LEFT EMBEDDING"},
-    {0x202C, "POP DIRECTIONAL FORMATTING"},
-    {0x202D, "LEFT-TO-RIGHT OVERRIDE"},
-    {0x202E, "RIGHT-TO-LEFT OVERRIDE"},
-    {0x2060, "WORD JOINER"},
-    {0x2061, "FUNCTION APPLICATION"},
-    {0x2062, "INVISIBLE TIMES"},
-    {0x2063, "INVISIBLE SEPARATOR"},
-    {0x2064, "INVISIBLE PLUS"},
-    {0x2066, "LEFT-TO-RIGHT ISOLATE"},
-    {0x2067, "RIGHT-TO-LEFT ISOLATE"},
-    {0x2068, "FIRST STRONG ISOLATE"},
-    {0x2069, "POP DIRECTIONAL ISOLATE"},
-    {0xFEFF, "ZERO WIDTH NO-BREAK SPACE, the byte-order mark"},
+    {0x00AD, 0x00AD, "SOFT HYPHEN"},
+    {0x034F, 0x034F, "COMBINING GRAPHEME JOINER"},
+    {0x061C, 0x061C, "ARABIC LETTER MARK"},
+    {0x115F, 0x115F, "HANGUL CHOSEONG FILLER"},
+    {0x1160, 0x1160, "HANGUL JUNGSEONG FILLER"},
+    {0x17B4, 0x17B5, "KHMER INHERENT VOWEL"},
+    {0x180B, 0x180D, "MONGOLIAN FREE VARIATION SELECTOR"},
+    {0x180E, 0x180E, "MONGOLIAN VOWEL SEPARATOR"},
+    {0x180F, 0x180F, "MONGOLIAN FREE VARIATION SELECTOR"},
+    {0x200B, 0x200B, "ZERO WIDTH SPACE"},
+    {0x200C, 0x200C, "ZERO WIDTH NON-JOINER"},
+    {0x200D, 0x200D, "ZERO WIDTH JOINER"},
+    {0x200E, 0x200E, "LEFT-TO-RIGHT MARK"},
+    {0x200F, 0x200F, "RIGHT-TO-LEFT MARK"},
+    {0x2028, 0x2028, "LINE SEPARATOR"},
+    {0x2029, 0x2029, "PARAGRAPH SEPARATOR"},
+    {0x202A, 0x202A, "LEFT-TO-RIGHT EMBEDDING"},
+    {0x202B, 0x202B, "RIGHT-TO-LEFT EMBEDDING"},
+    {0x202C, 0x202C, "POP DIRECTIONAL FORMATTING"},
+    {0x202D, 0x202D, "LEFT-TO-RIGHT OVERRIDE"},
+    {0x202E, 0x202E, "RIGHT-TO-LEFT OVERRIDE"},
+    {0x2060, 0x2060, "WORD JOINER"},
+    {0x2061, 0x2061, "FUNCTION APPLICATION"},
+    {0x2062, 0x2062, "INVISIBLE TIMES"},
+    {0x2063, 0x2063, "INVISIBLE SEPARATOR"},
+    {0x2064, 0x2064, "INVISIBLE PLUS"},
+    {0x2065, 0x2065, "an unassigned invisible format character"},
+    {0x2066, 0x2066, "LEFT-TO-RIGHT ISOLATE"},
+    {0x2067, 0x2067, "RIGHT-TO-LEFT ISOLATE"},
+    {0x2068, 0x2068, "FIRST STRONG ISOLATE"},
+    {0x2069, 0x2069, "POP DIRECTIONAL ISOLATE"},
+    {0x206A, 0x206F, "a deprecated format character"},
+    {0x3164, 0x3164, "HANGUL FILLER"},
+    {0xFE00, 0xFE0F, "VARIATION SELECTOR"},
+    {0xFEFF, 0xFEFF, "ZERO WIDTH NO-BREAK SPACE, the byte-order mark"},
+    {0xFFA0, 0xFFA0, "HALFWIDTH HANGUL FILLER"},
+    {0xFFF9, 0xFFFB, "an interlinear annotation character"},
+    {0x13430, 0x1343F, "an Egyptian hieroglyph format control"},
+    {0x1BCA0, 0x1BCA3, "a shorthand format control"},
+    {0x1D173, 0x1D17A, "a musical symbol format character"},
+    {0xE0000, 0xE007F, "a TAG character"},
+    {0xE0100, 0xE01EF, "VARIATION SELECTOR"},
 };
 
 const Named* FindNamed(uint32_t code_point) {
   auto it = std::lower_bound(std::begin(kHidden), std::end(kHidden), code_point,
-                             [](const Named& n, uint32_t value) { return n.code_point < value; });
-  return it != std::end(kHidden) && it->code_point == code_point ? it : nullptr;
+                             [](const Named& n, uint32_t value) { return n.last < value; });
+  return it != std::end(kHidden) && it->first <= code_point ? it : nullptr;
 }
 
 }  // namespace
@@ -54,15 +81,16 @@ std::vector<HiddenCharacter> FindHiddenCharacters(std::string_view text) {
   std::vector<HiddenCharacter> found;
   size_t i = 0;
   while (i < text.size()) {
-    unsigned char lead = static_cast<unsigned char>(text[i]);
-    // Every hidden character is 2 or 3 bytes long; ASCII is the common case.
-    size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : 4;
-    if (length == 1 || length == 4 || i + length > text.size()) {
-      i += std::min(length, text.size() - i);
+    if (static_cast<unsigned char>(text[i]) < 0x80) {  // ASCII: the common case
+      ++i;
       continue;
     }
-    uint32_t cp = length == 2 ? (lead & 0x1Fu) : (lead & 0x0Fu);
-    for (size_t k = 1; k < length; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3Fu);
+    uint32_t cp = 0;
+    const size_t length = DecodeUtf8(text, i, cp);
+    if (length == 0) {  // not valid UTF-8: not a character at all
+      ++i;
+      continue;
+    }
     const Named* named = FindNamed(cp);
     if (named != nullptr && !(cp == 0xFEFF && i == 0)) found.push_back({i, length, cp, named->name});
     i += length;

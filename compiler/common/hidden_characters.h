@@ -1,6 +1,7 @@
 // Characters a policy review cannot see: bidirectional controls (the
 // "Trojan Source" attack, CVE-2021-42574) reorder what an editor or a diff
-// shows, and zero-width characters hide inside a path or a name, so the
+// shows, and zero-width characters, variation selectors, tag characters,
+// Hangul fillers and line separators hide inside a path or a name, so the
 // policy that was approved is not the policy that runs. No policy needs
 // them; the parser refuses them wherever they appear, comments included (a
 // reordered comment can swallow code on screen).

@@ -43,6 +43,19 @@ TEST_F(IgnoreExtraKeysTest, DuplicateKeyAtAnyDepthIsTampered) {
   EXPECT_EQ(Verify({Path("log")}, true).verdict, VerifyVerdict::kTampered);
 }
 
+// A key holding U+0000 is not one of Cocoon's, so it used to be ignored as
+// a shipper's; a SIEM that ends keys at a NUL reads "message\u0000" as a
+// second "message" and shows its value instead of the signed one.
+TEST_F(IgnoreExtraKeysTest, AKeyHoldingANulIsTampered) {
+  auto lines = WriteWith(SampleDenial(1));
+  lines[1].insert(1, "\"message\\u0000\":\"all fine\",");
+  WriteFile(Path("log"), JoinLines(lines));
+  VerifyReport report = Verify({Path("log")}, /*ignore_extra_keys=*/true);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kTampered) << FormatReport(report);
+  EXPECT_EQ(report.line, 2u);
+  EXPECT_NE(report.reason.find("U+0000"), std::string::npos) << report.reason;
+}
+
 // 100,000 nested arrays inside a Cocoon object overflowed the stack of the
 // re-canonicalisation (a crash, not a verdict); in a shipper's own key they
 // were silently dropped. Both are refused before anything is parsed.

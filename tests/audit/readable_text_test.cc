@@ -36,7 +36,7 @@ TEST(ReadableTextTest, TheLaunchEventShowsControlAndBidiCharactersAsEscapes) {
   info.run_id = "run-1";
   info.mcp = {"run_in_sandbox", "7\u202e", "agent\x1b]0;owned\x07\u2067"};
   json e = EventFields(SandboxLaunched(info));
-  const std::string expected = R"(/bin/echo $'safe\u202e\u2066 txt.exe' $'x\'\n\x1b[1Aecho benign')";
+  const std::string expected = R"(/bin/echo $'safe\xe2\x80\xae\xe2\x81\xa6 txt.exe' $'x\'\n\x1b[1Aecho benign')";
   EXPECT_EQ(e["process"]["command_line"], expected);
   EXPECT_EQ(e["process"]["cmd_line"], expected);
   EXPECT_EQ(e["message"], "sandbox launched: " + expected);
@@ -48,30 +48,68 @@ TEST(ReadableTextTest, TheLaunchEventShowsControlAndBidiCharactersAsEscapes) {
 }
 
 // The $'...' form is bash's: a shell reads the command line back as the
-// exact argv (in a UTF-8 locale, for \uNNNN).
+// exact argv, in any locale. It used to write \uNNNN, which bash turns into
+// a character through the locale: under LC_ALL=C `$'rlo\u202e1'` stayed
+// the literal text \u202e. Non-ASCII is now written as its UTF-8 bytes.
 TEST(ReadableTextTest, TheCommandLineIsTheExactArgvForAShell) {
   SandboxLaunchedInfo info;
   info.argv = kArgv;
   info.argv.push_back("back\\slash 'q' \x7f\xc2\x9b end");
+  info.argv.push_back("rlo\u202e1 tag\U000E0041 vs\uFE0F caf\u00e9 \\x1b \xff");
   json e = EventFields(SandboxLaunched(info));
   const std::string command_line = e["process"]["command_line"];
   EXPECT_TRUE(Visible("command_line", command_line));
+  EXPECT_EQ(command_line.find("\\u"), std::string::npos) << command_line;
   char script[] = "/tmp/cocoon-readable-XXXXXX";
   int fd = mkstemp(script);
   ASSERT_GE(fd, 0);
   const std::string text = "printf '%s\\0' " + command_line + "\n";
   ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
   close(fd);
-  FILE* out = popen(("LC_ALL=C.UTF-8 bash " + std::string(script)).c_str(), "r");
-  ASSERT_NE(out, nullptr);
-  std::string printed;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, out)) > 0;) printed.append(buffer, n);
-  EXPECT_EQ(pclose(out), 0);
-  unlink(script);
   std::string expected;
   for (const auto& arg : info.argv) expected += arg + '\0';
-  EXPECT_EQ(printed, expected);
+  for (const char* locale : {"C.UTF-8", "C"}) {
+    FILE* out = popen(("LC_ALL=" + std::string(locale) + " bash " + std::string(script)).c_str(), "r");
+    ASSERT_NE(out, nullptr);
+    std::string printed;
+    char buffer[4096];
+    for (size_t n; (n = fread(buffer, 1, sizeof buffer, out)) > 0;) printed.append(buffer, n);
+    EXPECT_EQ(pclose(out), 0);
+    EXPECT_EQ(printed, expected) << "LC_ALL=" << locale;
+  }
+  unlink(script);
+}
+
+// A backslash the sandbox wrote is shown as \\: a planted literal "\x1b"
+// and a real ESC used to read the same ("/etc/\x1b[2Jx" twice).
+TEST(ReadableTextTest, ALiteralBackslashEscapeAndARealControlCharacterReadDifferently) {
+  json literal = EventFields(BreakoutFinding({"out/l", "symlink-escape", "/etc/\\x1b[2Jx", "p", "r"}));
+  json real = EventFields(BreakoutFinding({"out/l", "symlink-escape", "/etc/\x1b[2Jx", "p", "r"}));
+  EXPECT_EQ(literal["cocoon"]["breakout"]["target"], R"(/etc/\\x1b[2Jx)");
+  EXPECT_EQ(real["cocoon"]["breakout"]["target"], R"(/etc/\x1b[2Jx)");
+  EXPECT_NE(literal["message"], real["message"]);
+
+  SandboxLaunchedInfo info;
+  info.argv = {"/work/a\\x1b", "b\\c"};
+  json e = EventFields(SandboxLaunched(info));
+  EXPECT_EQ(e["process"]["file"]["path"], R"(/work/a\\x1b)");
+  EXPECT_EQ(e["process"]["name"], R"(a\\x1b)");
+  EXPECT_EQ(e["process"]["command_line"], R"('/work/a\x1b' 'b\c')") << "inside '...' a backslash is itself";
+}
+
+// The work dir's and the cwd's names are the sandbox's or the agent's
+// choice: cocoon.sandbox.overrides and process.working_directory reached
+// the log raw.
+TEST(ReadableTextTest, OverridesAndTheWorkingDirectoryAreEscaped) {
+  SandboxLaunchedInfo info;
+  info.argv = {"/bin/true"};
+  info.cwd = "/work/x\x1b[2J\u202eexe.txt";
+  info.overrides = {"workdir=/tmp/w\x1b]0;owned\x07\u2066"};
+  json e = EventFields(SandboxLaunched(info));
+  EXPECT_EQ(e["process"]["working_directory"], R"(/work/x\x1b[2J\u202eexe.txt)");
+  EXPECT_EQ(e["cocoon"]["sandbox"]["overrides"][0], R"(workdir=/tmp/w\x1b]0;owned\x07\u2066)");
+  EXPECT_TRUE(Visible("working_directory", e["process"]["working_directory"]));
+  EXPECT_TRUE(Visible("overrides", e["cocoon"]["sandbox"]["overrides"][0]));
 }
 
 TEST(ReadableTextTest, BreakoutToolCallAndExitTextIsEscaped) {

@@ -255,6 +255,10 @@ TEST_F(McpServerTest, BadInputIsAnAuditedIsErrorResult) {
       // at a line of a host file the client never sees.
       {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\u202Eb"}},
        "'workdir' must not contain U+202E RIGHT-TO-LEFT OVERRIDE"},
+      // Characters past U+FFFF are found too (a tag hides text after it).
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\U000E0041b"}},
+       "'workdir' must not contain U+E0041 a TAG character"},
+      {"run_in_sandbox", {{"command", "ls"}, {"workdir", "a\u3164b"}}, "'workdir' must not contain U+3164 HANGUL FILLER"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "12parsecs"}}, "unknown unit"},
       {"run_in_sandbox", {{"command", "ls"}, {"memory_max", "17179869185GiB"}}, "too large"},
       {"run_in_sandbox", {{"command", "ls"}, {"timeout", 1.9}}, "must be a whole number"},
@@ -446,6 +450,31 @@ TEST_F(McpServerTest, DuplicateKeysAtAnyDepthAreRefusedAndNothingRuns) {
   json ok = Call(ToolCall(5, "run_in_sandbox", {{"command", {"/bin/echo", "id"}}}));
   EXPECT_EQ(ok["result"]["isError"], false) << ok.dump();
   EXPECT_EQ(executor_.requests().size(), 1u);
+}
+
+// A key holding U+0000 is cut to the text before it by a reader that keeps
+// keys as C strings: `{"method":"ping","method\u0000":"tools/call"}` was
+// answered as ping here and could be a tools/call there. Refused as a parse
+// error, at any depth, and nothing runs.
+TEST_F(McpServerTest, KeysHoldingANulAreRefusedAndNothingRuns) {
+  const std::string call_params =
+      R"("params":{"name":"run_in_sandbox","arguments":{"command":["/bin/echo","hi"]}})";
+  server_->HandleLine(R"({"jsonrpc":"2.0","id":1,"method":"ping","method\u0000":"tools/call",)" + call_params + "}");
+  server_->HandleLine(
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_in_sandbox","arguments":)"
+      R"({"command":["/bin/true"],"command\u0000x":["/bin/echo","evil"]}}})");
+  server_->WaitIdle();
+  auto messages = out_.Messages();
+  ASSERT_EQ(messages.size(), 2u);
+  const char* keys[] = {"method\\u0000", "command\\u0000x"};
+  for (size_t i = 0; i < messages.size(); ++i) {
+    EXPECT_EQ(messages[i]["error"]["code"], -32700) << messages[i].dump();
+    EXPECT_NE(messages[i]["error"]["message"].get<std::string>().find(std::string("object key \"") + keys[i] +
+                                                                      "\" holds U+0000"),
+              std::string::npos)
+        << messages[i].dump();
+  }
+  EXPECT_TRUE(executor_.requests().empty()) << "a sandbox ran for a request with a NUL in a key";
 }
 
 // MCP's RequestId is `string | number`; JSON-RPC 2.0 allows any number.

@@ -137,6 +137,26 @@ TEST(Robustness, InvisibleAndDirectionChangingCharactersAreErrors) {
   EXPECT_EQ(leading.find("ERROR"), std::string::npos) << leading;
 }
 
+// The rest of what a reader cannot see: a line separator (a line break to
+// some editors, nothing to others), a tag character (4 bytes, past U+FFFF),
+// a variation selector and a Hangul filler. They used to pass.
+TEST(Robustness, LineSeparatorsTagsVariationSelectorsAndFillersAreErrors) {
+  std::optional<ir::Policy> policy;
+  std::string out = testing::Diagnose("profile t {  # a\u2028 comment\n"
+                                      "  filesystem { hide /etc/pass\U000E0041wd }\n"
+                                      "  environment { set A \"x\uFE0Fy\" set B \"\u3164\" }\n}\n",
+                                      &policy);
+  EXPECT_FALSE(policy.has_value());
+  EXPECT_NE(out.find("ERROR: t.cocoon:1:17: invisible character U+2028 (LINE SEPARATOR)"), std::string::npos) << out;
+  EXPECT_NE(out.find("ERROR: t.cocoon:2:30: invisible character U+E0041 (a TAG character)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" |   filesystem { hide /etc/pass????wd }\n |                              ^~~~\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("invisible character U+FE0F (VARIATION SELECTOR)"), std::string::npos) << out;
+  EXPECT_NE(out.find("invisible character U+3164 (HANGUL FILLER)"), std::string::npos) << out;
+}
+
 TEST(Robustness, NonAsciiSpansPointAtTheRightBytes) {
   std::string out = testing::Diagnose("profile t { description \"\xC3\xA9\xC3\xA9\" netwrk off }");
   EXPECT_NE(out.find("t.cocoon:1:32: unknown setting 'netwrk'"), std::string::npos) << out;

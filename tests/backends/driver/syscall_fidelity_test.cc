@@ -127,5 +127,70 @@ TEST(SyscallFidelity, InheritedRulesAndAllowsAreNotWarnedAbout) {
                   .warnings.empty());
 }
 
+// A restrictive default the profile's own block sets is named: on these
+// targets every call outside the allow list is allowed. It used to pass
+// without a word (`default kill` + `allow @system-service` gave no warning).
+TEST(SyscallFidelity, AnOwnRestrictiveDefaultIsNamed) {
+  const Output out = Compile(CompileText(R"(profile b {
+  network off
+  filesystem { root host readonly /usr /bin /lib work /work quota 64MiB }
+  syscalls {
+    default kill
+    allow @system-service
+  }
+}
+)"));
+  ASSERT_EQ(out.warnings.size(), 2u) << ::testing::PrintToString(out.warnings);
+  for (const std::string& w : out.warnings) {
+    EXPECT_TRUE(Has(w, "default kill (at p.cocoon:5) is not enforced: every syscall outside the allow list is "
+                       "allowed on this target"))
+        << w;
+    EXPECT_FALSE(Has(w, "not enforced at all")) << w;
+  }
+}
+
+// Rules that repeat the default action are the profile's own rules too:
+// the checker drops them from the rule list (they change nothing on
+// Linux), but these targets do not carry them out either. Only
+// `personality` used to be listed here.
+TEST(SyscallFidelity, RulesThatRepeatTheDefaultAreListed) {
+  const Output out = Compile(CompileText(R"(profile b {
+  network off
+  filesystem { root host readonly /usr /bin /lib work /work quota 64MiB }
+  syscalls {
+    default errno EPERM
+    allow @system-service
+    deny ptrace errno EPERM
+    deny @aio errno EPERM
+    deny personality errno ENOSYS
+  }
+}
+)"));
+  ASSERT_EQ(out.warnings.size(), 2u) << ::testing::PrintToString(out.warnings);
+  for (const std::string& w : out.warnings) {
+    EXPECT_TRUE(Has(w, "default errno EPERM (at p.cocoon:5) is not enforced")) << w;
+    EXPECT_TRUE(Has(w, "not enforced at all: @aio, personality, ptrace")) << w;
+  }
+}
+
+// strict itself: its `deny @aio errno ENOSYS` repeats its default.
+TEST(SyscallFidelity, StrictListsItsAioRuleAndItsDefault) {
+  const Output out = Compile(CompileText("import \"strict\"\nprofile s extends strict { }\n"));
+  EXPECT_TRUE(out.warnings.empty()) << ::testing::PrintToString(out.warnings);
+  frontend::FrontendOptions options;
+  options.search_paths = {(kRepo / "policies").string()};
+  Diagnostics diagnostics;
+  auto strict = frontend::CompilePolicyFile((kRepo / "policies" / "strict.cocoon").string(), "strict", options,
+                                            diagnostics);
+  ASSERT_TRUE(strict.has_value()) << diagnostics.Render();
+  const Output own = Compile(*strict);
+  ASSERT_EQ(own.warnings.size(), 2u) << ::testing::PrintToString(own.warnings);
+  for (const std::string& w : own.warnings) {
+    EXPECT_TRUE(Has(w, "default errno ENOSYS (at ")) << w;
+    EXPECT_TRUE(Has(w, "@aio, ")) << w;
+    EXPECT_TRUE(Has(w, "@mount")) << w;
+  }
+}
+
 }  // namespace
 }  // namespace cocoon
