@@ -416,7 +416,8 @@ Status Staging::Populate(int cancel_fd) {
     originals_.host_entries_recorded = true;
     hooks.on_entry = [this](const std::string& path, const struct stat& source) {
       originals_.host_entries[path] =
-          StagedOriginals::Seen{source.st_ino, source.st_ctim, source.st_mode, source.st_uid, source.st_gid};
+          StagedOriginals::Seen{source.st_ino, source.st_ctim, source.st_mode, source.st_uid, source.st_gid,
+                                source.st_mtim, source.st_size};
     };
     hooks.on_special = [this](const std::string& path, const struct stat& source) {
       originals_.not_copied[path] = StagedOriginals::Special{source.st_dev, source.st_ino};
