@@ -968,6 +968,39 @@ TEST_F(WorkDirTest, ARunALimitEndsCommitsNothingAndSaysWhichLimit) {
   EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0) << "half-written results of an OOM-killed run reached the host";
 }
 
+// A child the OOM killer ended, then the command killed by the CPU limit:
+// the memory cgroup's oom_kill count and the command's SIGKILL were read as
+// the command's OOM kill (termination_reason oom_killed, memory
+// ended_the_run, no cpu_time entry) although it had used its whole CPU time.
+// The command's CPU time now decides (finish.cc, CpuLimitKilledRatherThanOom):
+// the CPU limit ended the run, the child's OOM kill is listed as not having
+// ended it. Seen failing on the old code (oom_killed, memory ended the run).
+TEST_F(WorkDirTest, ACPULimitKillAfterAChildsOomKillIsTheCPULimits) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: a memory cgroup needs root here";
+  ir::Policy policy = testing::TestPolicy();
+  policy.limits.memory_bytes = {true, 64ull << 20, ir::Enforcement::kRequired};
+  policy.limits.cpu_time_ms = {true, 1000, ir::Enforcement::kRequired};
+  policy.limits.wall_time_ms = {true, 20000, ir::Enforcement::kRequired};
+  SandboxRequest request = testing::MakeRequest(
+      policy, {"/bin/sh", "-c", "/usr/bin/python3 -c 'x = bytearray(512 << 20)'; while :; do :; done"});
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  ASSERT_TRUE(outcome->oom_killed) << "the child was not OOM-killed: nothing checked; " << outcome->stderr_data;
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kTimeout) << outcome->stderr_data;
+  EXPECT_EQ(outcome->limit_hit, "cpu_time");
+  EXPECT_GE(outcome->user_cpu_ms + outcome->system_cpu_ms, 1500u);
+  bool cpu_ended = false, memory_listed = false;
+  for (const LimitReached& reached : outcome->limits_reached) {
+    if (reached.limit == "cpu_time") cpu_ended = reached.ended_the_run;
+    if (reached.limit == "memory") {
+      memory_listed = true;
+      EXPECT_FALSE(reached.ended_the_run) << "the child's OOM kill is said to have ended the run";
+    }
+  }
+  EXPECT_TRUE(cpu_ended) << "no cpu_time entry that ended the run";
+  EXPECT_TRUE(memory_listed) << "the child's OOM kill is not listed";
+}
+
 // A limit a process of the sandbox other than the command reaches, while
 // the command itself goes on, is reported with the mechanism that observed
 // it: a child the kernel OOM-killed (the memory cgroup's oom_kill count), a
