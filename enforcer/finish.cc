@@ -5,11 +5,15 @@
 // it first and reports itself in the Outcome (supervisor_error, exit 125).
 #include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <exception>
+#include <string>
 
 #include "enforcer/notify.h"
 #include "enforcer/sandbox_impl.h"
@@ -196,6 +200,41 @@ void RecordWritableBinds(WritableBindsResult binds, Outcome& outcome) {
   if (!binds.findings.empty() || binds.incomplete) outcome.breakout_clean = false;
   for (BreakoutFinding& finding : binds.findings) outcome.breakout_findings.push_back(std::move(finding));
   NotePreexisting(binds.preexisting, outcome);
+}
+
+// The signals the CLI's signalfd holds (started_child.cc, AddCancelSignals).
+std::string CancelSignalName(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
+  }
+  return "signal " + std::to_string(signal);
+}
+
+// A cancel that came after the commit's last cancel check (during the
+// install, which holds every signal until the work dir is whole, or after
+// it) stopped nothing: the commit stands. It was drained unrecorded when
+// the signal guard went (~SignalGuard), and cocoon exited 0 as if nothing
+// had come. Now it is read here (the signalfd), or seen on the cancel flag,
+// and the Outcome says so; ShellExitStatus gives 130, as for any cancel.
+void RecordCancelAfterCommit(int signal_fd, const std::atomic<bool>* cancel, Outcome& outcome) {
+  if (!outcome.committed || outcome.verification == "cancelled") return;
+  std::string what;
+  struct signalfd_siginfo info {};
+  if (signal_fd >= 0 && read(signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    what = CancelSignalName(static_cast<int>(info.ssi_signo));
+  } else if (cancel != nullptr && cancel->load()) {
+    what = "a cancel";
+  } else {
+    return;
+  }
+  outcome.cancelled_after_commit = what + " came while the work dir was being committed, after the last moment it "
+                                          "could stop the commit: the commit is whole and stands";
 }
 
 // Runs one step of the finish, turning an exception into a failed Status:
@@ -419,6 +458,11 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(StartedChild& started, std::ch
                                                  "inspect them before trusting them";
     }
   }
+  Status recorded = Guarded("recording a late cancel", [&] {
+    RecordCancelAfterCommit(signal_fd, request.cancel ? request.cancel->flag() : nullptr, outcome);
+    return Status::Ok();
+  });
+  (void)recorded;  // only a note: the Outcome stands without it
   return outcome;
 }
 

@@ -599,6 +599,7 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   CommitOptions commit_options;
   commit_options.cancel = cancel;
   commit_options.cancel_fd = cancel_fd;
+  commit_options.after_install_step_for_test = options_.after_commit_install_step_for_test;
   commit_options.max_bytes = quota_bytes_;
   commit_options.expected_host_dir = HostDirIdentity{static_cast<dev_t>(spec_.host_dev), static_cast<ino_t>(spec_.host_ino)};
   if (spec_.strategy == StagingStrategy::kCopy) {
