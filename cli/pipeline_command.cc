@@ -108,8 +108,29 @@ Result<PreparedRun> PrepareStep(const PipelineFlags& flags, std::optional<uint64
 // What a step handed on to the steps after it through the shared work dir.
 struct HandedOn {
   bool committed = false;   // its work reached the shared dir (staged: committed; direct: written there)
-  size_t left_out = 0;      // entries breakout verification kept out of it (or removed from it)
+  bool direct = false;      // the step wrote the shared dir itself (direct work mode)
+  size_t left_out = 0;      // entries breakout verification kept out of it (direct: removed from it)
 };
+
+// How many of the step's entries the later steps do not get: staged, every
+// finding in the work dir (each was left out of the commit); direct, only
+// those removed from it. A direct step's set-id file whose bit was cleared,
+// and an entry that could not be inspected or removed (the run is then
+// unverified: 125), are still in the shared dir. A writable mount's
+// findings are not in the shared dir at all.
+size_t EntriesNotHandedOn(const enforcer::Outcome& outcome) {
+  const bool direct = outcome.work_mode == "direct";
+  size_t count = 0;
+  for (const auto& finding : outcome.breakout_findings) {
+    if (!finding.mount.empty()) continue;
+    if (direct && (finding.left_in_place || enforcer::IsUninspected(finding) || finding.kind == "setuid" ||
+                   finding.kind == "setgid")) {
+      continue;
+    }
+    ++count;
+  }
+  return count;
+}
 
 // *output_lost is set when the step's output, passed through, could not be
 // written in full (said on stderr).
@@ -149,12 +170,13 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
   }
   *exit_status = enforcer::ShellExitStatus(*outcome);
   *cancelled = outcome->termination_reason == enforcer::TerminationReason::kCancelled ||
-               outcome->verification == "cancelled";
+               outcome->verification == "cancelled" || !outcome->cancelled_after_commit.empty();
   // Without --json the step's notes (truncation, timeout, work dir entries
   // left out, an unverified work dir) go to stderr as `cocoon run` prints them.
   if (!flags.json) PrintOutcomeNotes(*outcome, name);
   handed_on->committed = outcome->committed || outcome->work_mode == "direct";
-  handed_on->left_out = outcome->breakout_findings.size();
+  handed_on->direct = outcome->work_mode == "direct";
+  handed_on->left_out = EntriesNotHandedOn(*outcome);
   result["outcome"] = RunOutcomeJson(std::move(*outcome), prepared.policy);
   return result;
 }
@@ -212,8 +234,9 @@ void RecordHandOn(const PipelineFlags& flags, size_t index, const HandedOn& hand
   if (handed_on.committed && handed_on.left_out != 0) {
     const std::string reason = std::to_string(handed_on.left_out) +
                                (handed_on.left_out == 1 ? " entry the step wrote was" : " entries the step wrote were") +
-                               " left out of the shared work dir by breakout verification "
-                               "(outcome.breakout.findings lists them); later steps do not get them";
+                               (handed_on.direct ? " removed from the shared work dir" : " left out of the shared work dir") +
+                               " by breakout verification (outcome.breakout.findings lists them); later steps do not "
+                               "get them";
     (*result)["reason"] = reason;
     if (*status == 0) *status = kExitRefused;
     if (!flags.json) std::cerr << name << ": failed: " << reason << "\n";

@@ -5,11 +5,15 @@
 // it first and reports itself in the Outcome (supervisor_error, exit 125).
 #include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <exception>
+#include <string>
 
 #include "enforcer/notify.h"
 #include "enforcer/sandbox_impl.h"
@@ -23,22 +27,52 @@ uint64_t Millis(const struct timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000;
 }
 
-// `cpu_soft_seconds`: RLIMIT_CPU's soft limit (0: none). The sandbox's init
-// is the command, and the kernel does not deliver SIGXCPU (or any signal it
-// has no handler for, SIGKILL and SIGSTOP aside) to a pid namespace's init:
-// the soft limit passes unnoticed and the hard limit, one second later,
-// kills it with SIGKILL (setrlimit(2), pid_namespaces(7)). Nothing inside
-// can SIGKILL its own init, and cocoon's own kills are the timeout and the
-// cancel, so a SIGKILL after that much CPU time is the limit.
-void SetTermination(const SuperviseResult& run, bool oom, uint64_t cpu_soft_seconds, Outcome& outcome) {
+// RLIMIT_CPU's soft and hard limits in seconds (0: none). The sandbox's
+// init is the command, and the kernel does not deliver SIGXCPU (or any
+// signal it has no handler for, SIGKILL and SIGSTOP aside) to a pid
+// namespace's init: the soft limit passes unnoticed and the hard limit, one
+// second later, kills it with SIGKILL (setrlimit(2), pid_namespaces(7)).
+// Nothing inside can SIGKILL its own init, and cocoon's own kills are the
+// timeout and the cancel, so a SIGKILL after that much CPU time is the limit.
+struct CpuLimits {
+  uint64_t soft_seconds = 0;
+  uint64_t hard_seconds = 0;
+};
+
+// Whether the OOM killer, when the memory cgroup counted a kill and the
+// command died by SIGKILL, killed the command itself or another process of
+// the sandbox (a child it ran before, `python3 -c ...; while :; do :; done`)
+// while the CPU limit killed the command. The kernel says neither whom it
+// killed nor why a SIGKILL came, so the command's CPU time decides: the CPU
+// limit kills at the hard limit, and a command that got that far was
+// killed by it. "That far" is halfway from the soft limit to the hard one:
+// the kernel's check counts CPU time in ticks, wait4 reports it scaled to
+// the scheduler's runtime, and the two were seen 30 ms apart (2,969 ms
+// reported at a 3 s hard limit); a command the OOM killer ended in the
+// half second before its hard limit is reported as the CPU limit's.
+bool CpuLimitKilled(const CpuLimits& cpu, int signal, uint64_t cpu_ms) {
+  if (cpu.soft_seconds == 0) return false;
+  if (signal == SIGXCPU) return true;
+  return signal == SIGKILL && cpu_ms >= cpu.soft_seconds * 1000;
+}
+bool CpuLimitKilledRatherThanOom(const CpuLimits& cpu, int signal, uint64_t cpu_ms) {
+  if (!CpuLimitKilled(cpu, signal, cpu_ms)) return false;
+  if (signal == SIGXCPU || cpu.hard_seconds <= cpu.soft_seconds) return true;
+  return cpu_ms >= (cpu.soft_seconds + cpu.hard_seconds) * 500;
+}
+
+void SetTermination(const SuperviseResult& run, bool oom, const CpuLimits& cpu, Outcome& outcome) {
   int status = run.wait_status;
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
   outcome.oom_killed = oom;
   outcome.timed_out = run.timed_out;
   const uint64_t cpu_ms = Millis(run.usage.ru_utime) + Millis(run.usage.ru_stime);
-  const bool cpu_limit = cpu_soft_seconds != 0 && (outcome.signal == SIGXCPU ||
-                                                   (outcome.signal == SIGKILL && cpu_ms >= cpu_soft_seconds * 1000));
+  const bool cpu_limit = CpuLimitKilled(cpu, outcome.signal, cpu_ms);
+  // An OOM kill counted while the CPU limit killed the command was of
+  // another process of the sandbox: memory is then in limits_reached, not
+  // what ended the run.
+  const bool oom_ended = oom && outcome.signal == SIGKILL && !CpuLimitKilledRatherThanOom(cpu, outcome.signal, cpu_ms);
   if (run.cancelled) {
     outcome.termination_reason = TerminationReason::kCancelled;
   } else if (run.timed_out) {
@@ -48,7 +82,7 @@ void SetTermination(const SuperviseResult& run, bool oom, uint64_t cpu_soft_seco
     // SECCOMP_RET_KILL_PROCESS ends the process with SIGSYS (seccomp(2)); a
     // kill rule routed through user notification is killed by us.
     outcome.termination_reason = TerminationReason::kSeccompKill;
-  } else if (oom && outcome.signal == SIGKILL) {
+  } else if (oom_ended) {
     outcome.termination_reason = TerminationReason::kOomKilled;
     outcome.limit_hit = "memory";
   } else if (cpu_limit) {
@@ -168,6 +202,41 @@ void RecordWritableBinds(WritableBindsResult binds, Outcome& outcome) {
   NotePreexisting(binds.preexisting, outcome);
 }
 
+// The signals the CLI's signalfd holds (started_child.cc, AddCancelSignals).
+std::string CancelSignalName(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
+  }
+  return "signal " + std::to_string(signal);
+}
+
+// A cancel that came after the commit's last cancel check (during the
+// install, which holds every signal until the work dir is whole, or after
+// it) stopped nothing: the commit stands. It was drained unrecorded when
+// the signal guard went (~SignalGuard), and cocoon exited 0 as if nothing
+// had come. Now it is read here (the signalfd), or seen on the cancel flag,
+// and the Outcome says so; ShellExitStatus gives 130, as for any cancel.
+void RecordCancelAfterCommit(int signal_fd, const std::atomic<bool>* cancel, Outcome& outcome) {
+  if (!outcome.committed || outcome.verification == "cancelled") return;
+  std::string what;
+  struct signalfd_siginfo info {};
+  if (signal_fd >= 0 && read(signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    what = CancelSignalName(static_cast<int>(info.ssi_signo));
+  } else if (cancel != nullptr && cancel->load()) {
+    what = "a cancel";
+  } else {
+    return;
+  }
+  outcome.cancelled_after_commit = what + " came while the work dir was being committed, after the last moment it "
+                                          "could stop the commit: the commit is whole and stands";
+}
+
 // Runs one step of the finish, turning an exception into a failed Status:
 // a throw from the caller's output callback, the notification handler or an
 // allocation must not skip the verification that follows.
@@ -262,7 +331,7 @@ Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::st
     const long before_exec = started.handoff() != nullptr ? started.handoff()->pre_exec_maxrss_kib.load() : 0;
     outcome.peak_memory_source = run.usage.ru_maxrss > before_exec ? kRusagePeak : kRusagePeakUpperBound;
   }
-  SetTermination(run, oom, limit_plan.cpu_soft_seconds, outcome);
+  SetTermination(run, oom, CpuLimits{limit_plan.cpu_soft_seconds, limit_plan.cpu_hard_seconds}, outcome);
   RecordLimitsReached(events, outcome);
   outcome.wall_ms = run.wall_ms;
   outcome.user_cpu_ms = Millis(run.usage.ru_utime);
@@ -389,6 +458,11 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(StartedChild& started, std::ch
                                                  "inspect them before trusting them";
     }
   }
+  Status recorded = Guarded("recording a late cancel", [&] {
+    RecordCancelAfterCommit(signal_fd, request.cancel ? request.cancel->flag() : nullptr, outcome);
+    return Status::Ok();
+  });
+  (void)recorded;  // only a note: the Outcome stands without it
   return outcome;
 }
 

@@ -36,6 +36,7 @@ int ShellExitStatus(const Outcome& outcome) {
   }
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
   if (outcome.verification == "cancelled") return 130;  // cancelled during the commit
+  if (!outcome.cancelled_after_commit.empty()) return 130;  // during the install: the commit stands
   // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
   // not the SIGKILL we used on the sandbox.
   if (outcome.termination_reason == TerminationReason::kCancelled) return 130;
@@ -115,6 +116,9 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     j["breakout"]["verified"] = outcome.verification;
     if (!outcome.verification_error.empty()) j["breakout"]["error"] = outcome.verification_error;
     if (!outcome.commit_warning.empty()) j["breakout"]["commit_warning"] = outcome.commit_warning;
+    if (!outcome.cancelled_after_commit.empty()) {
+      j["breakout"]["cancelled_after_commit"] = outcome.cancelled_after_commit;
+    }
     if (!outcome.work_note.empty()) j["breakout"]["note"] = outcome.work_note;
   }
   if (!outcome.writable_verification.empty()) {

@@ -196,6 +196,12 @@ struct Outcome {
   // Committed, but the host dir's previous contents could not be removed
   // from beside it (where they are, and why); empty otherwise.
   std::string commit_warning;
+  // Committed, and a cancel (a SIGINT/SIGTERM/... to cocoon, or the
+  // caller's CancelHandle) came after the commit's last cancel check: during
+  // the install, which it can no longer stop, or after it. The commit is
+  // whole and stands; this says so, and ShellExitStatus gives 130 as for any
+  // cancel. Empty otherwise.
+  std::string cancelled_after_commit;
   // What the sandbox found different about its work dir (Staging::note()),
   // e.g. entries a rootless overlay cannot change; empty otherwise.
   std::string work_note;

@@ -178,6 +178,7 @@ Status Sandbox::Impl::PrepareAll() {
     staging_options.mode = plan.work_mode;
     staging_options.quota_bytes = limit_plan.disk_tmpfs_bytes != 0 ? limit_plan.disk_tmpfs_bytes : plan.work_quota_bytes;
     staging_options.copies = copies;
+    staging_options.after_commit_install_step_for_test = request.after_commit_install_step_for_test;
     const std::string inside = plan.work_path + "/";
     for (const backends::PlanMount& mount : plan.mounts) {
       if (mount.target.size() > inside.size() && mount.target.compare(0, inside.size(), inside) == 0) {

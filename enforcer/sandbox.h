@@ -125,6 +125,9 @@ struct SandboxRequest {
   // prepared run needs and otherwise kills it and starts another; Prepare
   // failing, or the Sandbox being destroyed unrun, kills it too.
   std::shared_ptr<StartedChild> started_child;
+  // Test hook: runs after each step of a staged commit's install
+  // (CommitOptions::after_install_step_for_test).
+  std::function<void(uint64_t)> after_commit_install_step_for_test;
 };
 
 class Sandbox {

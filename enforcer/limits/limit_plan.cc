@@ -230,6 +230,7 @@ Status Planner::PlanCpuTime() {
   rlim_t hard = Clamp(RLIMIT_CPU, seconds + 1, nullptr);
   AddRlimit(RLIMIT_CPU, soft, hard);
   plan_.cpu_soft_seconds = soft;
+  plan_.cpu_hard_seconds = hard;
   return Row("cpu_time", limit, "ms", LimitMechanism::kRlimit, note);
 }
 

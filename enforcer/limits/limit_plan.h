@@ -118,6 +118,9 @@ struct LimitPlan {
   // RLIMIT_CPU's soft limit in seconds (0: none): a sandbox init killed with
   // SIGKILL after using this much CPU was stopped by the limit (Outcome).
   uint64_t cpu_soft_seconds = 0;
+  // Its hard limit (SIGKILL there), 0 with none: which of the CPU limit and
+  // the OOM killer ended a SIGKILLed command (finish.cc, SetTermination).
+  uint64_t cpu_hard_seconds = 0;
   uint64_t output_bytes = 0;              // per stream, for the supervisor; 0: none
   std::vector<LimitEnforcement> table;    // one row per limit, for Outcome::limits
 };

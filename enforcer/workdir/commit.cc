@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "compiler/common/digest.h"
@@ -186,6 +188,11 @@ class Committer {
   std::vector<char> compare_left_, compare_right_;  // SameContents' buffers
   std::vector<std::pair<std::string, std::string>> written_symlinks_;  // path, target: from the sandbox's tree
   std::vector<std::string> host_specials_;  // overlay: the host's FIFOs, sockets and devices linked in
+  // Staged copy: the host inodes linked into the new tree (untouched
+  // originals, kept FIFOs, sockets and devices). Linking moved their ctime;
+  // whatever names they have in the previous contents, they are in the
+  // work dir still (CheckPreviousUnchanged).
+  std::set<std::pair<dev_t, ino_t>> linked_originals_;
 };
 
 Status Committer::CancelRequested() const {
@@ -418,7 +425,9 @@ Result<bool> Committer::LinkUntouchedOriginal(const HostDir& host, const std::st
   }
   if (!SameContents(host_file.get(), staged_file.get(), compare_left_, compare_right_)) return false;
   std::string proc = "/proc/self/fd/" + std::to_string(host_file.get());
-  return linkat(AT_FDCWD, proc.c_str(), dst_dir, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+  if (linkat(AT_FDCWD, proc.c_str(), dst_dir, name.c_str(), AT_SYMLINK_FOLLOW) != 0) return false;
+  linked_originals_.emplace(now.st_dev, now.st_ino);
+  return true;
 }
 
 // The host's FIFOs, sockets and devices were never copied in, so the
@@ -445,7 +454,10 @@ Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
       continue;
     }
     std::string proc = "/proc/self/fd/" + std::to_string(entry.get());
-    if (linkat(AT_FDCWD, proc.c_str(), into->first.get(), into->second.c_str(), AT_SYMLINK_FOLLOW) == 0) continue;
+    if (linkat(AT_FDCWD, proc.c_str(), into->first.get(), into->second.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      linked_originals_.emplace(now.st_dev, now.st_ino);
+      continue;
+    }
     // Without /proc: by name, then check that the name still led to the
     // entry checked above; if another process swapped it in between, the
     // link is taken back (the entry is left out, as it once always was).
@@ -454,6 +466,8 @@ Status Committer::KeepHostSpecials(const HostDir& host, int temp_fd) {
     if (fstatat(into->first.get(), into->second.c_str(), &linked, AT_SYMLINK_NOFOLLOW) != 0 ||
         linked.st_dev != now.st_dev || linked.st_ino != now.st_ino) {
       (void)unlinkat(into->first.get(), into->second.c_str(), 0);
+    } else {
+      linked_originals_.emplace(now.st_dev, now.st_ino);
     }
   }
   return Status::Ok();
@@ -525,10 +539,18 @@ Status Committer::CheckHostUnchanged(int dir_fd, const std::string& prefix, size
 // build, and a host process may have changed the work dir since (during a
 // long build, or between the last check and the swap). What the copy-in did
 // not record, or recorded with another inode or ctime, is the host's change,
-// and removing it would lose it. Except: an original linked into the new
-// tree (a file, or a FIFO, socket or device: KeepHostSpecials), which moved
-// its ctime, is the very inode now at its path in the work dir; and a top-level entry the install moved out (`moved_out`) had
-// its ctime moved by the rename, so only its inode is compared.
+// and removing it would lose it. Except:
+//  - a host inode linked into the new tree (an untouched original, or a
+//    FIFO, socket or device: KeepHostSpecials), whose ctime the link moved:
+//    it is in the work dir still, whatever name it has in the previous
+//    contents (a file the host had hard-linked under two names, one of them
+//    replaced by the sandbox, is no change of the host's);
+//  - a top-level entry the install moved out (`moved_out`), whose ctime
+//    the rename moved: a directory's own ctime says nothing then (what is
+//    in it is compared below), and a file, symlink or special is compared
+//    by what rename(2) leaves alone: its mtime, size, mode and owner, so
+//    that an edit made in place on the host after the last check (an
+//    append to notes.txt) is still seen.
 Status Committer::CheckPreviousUnchanged(int old_fd, int installed_fd, const std::string& prefix,
                                          bool moved_out) const {
   auto changed = [](const std::string& path, const char* what) {
@@ -541,9 +563,15 @@ Status Committer::CheckPreviousUnchanged(int old_fd, int installed_fd, const std
     if (fstatat(old_fd, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return ErrnoError("stat " + path);
     auto it = options_.originals->host_entries.find(path);
     if (it == options_.originals->host_entries.end()) return changed(path, "was created");
-    const bool same_ctime = SameTime(it->second.ctime, st.st_ctim) || (moved_out && prefix.empty());
-    if (it->second.ino != st.st_ino) return changed(path, "was replaced");
-    if (!same_ctime) {
+    const StagedOriginals::Seen& seen = it->second;
+    if (seen.ino != st.st_ino) return changed(path, "was replaced");
+    bool same = SameTime(seen.ctime, st.st_ctim);
+    if (!same && moved_out && prefix.empty()) {
+      same = S_ISDIR(st.st_mode) || (SameTime(seen.mtime, st.st_mtim) && seen.size == st.st_size &&
+                                     seen.mode == st.st_mode && seen.uid == st.st_uid && seen.gid == st.st_gid);
+    }
+    if (!same && !S_ISDIR(st.st_mode) && linked_originals_.count({st.st_dev, st.st_ino}) != 0) same = true;
+    if (!same) {
       struct stat installed {};
       if (S_ISDIR(st.st_mode) || fstatat(installed_fd, path.c_str(), &installed, AT_SYMLINK_NOFOLLOW) != 0 ||
           installed.st_dev != st.st_dev || installed.st_ino != st.st_ino) {
@@ -722,15 +750,27 @@ std::string LeftoverWarning(const HostDir& host, const std::string& temp_name, c
          "(sudo rm -rf -- " + ShellQuoted(where) + ")";
 }
 
+// A root committer made the commit directory root's, 0700: kept for the
+// work dir's owner to take what they need from and remove (the warning
+// says so), it becomes theirs, as everything the commit wrote is. Its
+// entries keep their owners: they are the work dir's previous entries,
+// moved, not copied (and, kept half installed, the owner's new ones).
+// Through the fd of the directory cocoon made, never by name (another user
+// may write the parent). Best effort: the warning names it either way.
+void GiveKeptDirToOwner(const HostDir& host, int kept_fd) {
+  if (geteuid() == 0) (void)fchown(kept_fd, host.st.st_uid, host.st.st_gid);
+}
+
 // An install that could not be undone (install_entries.h): the commit
 // directory holds what the work dir lacks, so it is renamed out of the
 // sweep's reach (SweepAbandonedCommitDirs takes only its exact names) and
 // named in the error.
-Status KeepHalfInstalled(const HostDir& host, const std::string& temp_name, const Status& failed) {
+Status KeepHalfInstalled(const HostDir& host, int temp_fd, const std::string& temp_name, const Status& failed) {
   std::string kept = temp_name + "-kept";
   if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) != 0) {
     kept = temp_name;
   }
+  GiveKeptDirToOwner(host, temp_fd);
   return Status(ErrorCode::kDataLoss, failed.message() + " (" + InParent(host, kept) + "); check both by hand");
 }
 
@@ -778,7 +818,7 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
     install.fail_after_steps = options_.fail_install_after_steps;
     install.after_step_for_test = options_.after_install_step_for_test;
     built = InstallEntries(temp->get(), host.dir.get(), host_dir, install);
-    if (built.code() == ErrorCode::kDataLoss) return KeepHalfInstalled(host, temp_name, built);
+    if (built.code() == ErrorCode::kDataLoss) return KeepHalfInstalled(host, temp->get(), temp_name, built);
   }
   if (whole_dir && options_.before_whole_dir_swap_for_test) options_.before_whole_dir_swap_for_test();
   if (whole_dir) built = SwapWholeDir(host, temp->get(), temp_name);
@@ -815,6 +855,7 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
                            old_st.st_ino != previous.st_ino)) {
       unchanged = FailedPreconditionError("'" + temp_name + "' is no longer the directory cocoon made there");
     }
+    const bool ours = unchanged.ok();
     if (unchanged.ok()) {
       unchanged = CheckPreviousUnchanged(old_dir->get(), whole_dir ? temp->get() : host.dir.get(), "", !whole_dir);
     }
@@ -823,6 +864,8 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
       if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) != 0) {
         kept = temp_name;
       }
+      // (After a whole-dir swap it is the old work dir itself: the owner's already.)
+      if (ours) GiveKeptDirToOwner(host, old_dir->get());
       report_.cleanup_warning = "committed, but the previous contents of the work dir were not removed, for they "
                                 "may hold a change made on the host during the commit (" + unchanged.message() +
                                 "): they are kept in " + InParent(host, kept) +

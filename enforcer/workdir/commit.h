@@ -105,6 +105,11 @@ struct StagedOriginals {
     mode_t mode = 0;  // and its owner: a directory the commit makes again keeps them
     uid_t uid = 0;
     gid_t gid = 0;
+    // Its mtime and size: a top-level entry the install moves out had its
+    // ctime moved by that rename, so an edit made in place on the host after
+    // the last check shows only in these (and rename(2) moves neither).
+    struct timespec mtime {};
+    off_t size = 0;
   };
   std::map<std::string, Seen> host_entries;
 };

@@ -416,7 +416,8 @@ Status Staging::Populate(int cancel_fd) {
     originals_.host_entries_recorded = true;
     hooks.on_entry = [this](const std::string& path, const struct stat& source) {
       originals_.host_entries[path] =
-          StagedOriginals::Seen{source.st_ino, source.st_ctim, source.st_mode, source.st_uid, source.st_gid};
+          StagedOriginals::Seen{source.st_ino, source.st_ctim, source.st_mode, source.st_uid, source.st_gid,
+                                source.st_mtim, source.st_size};
     };
     hooks.on_special = [this](const std::string& path, const struct stat& source) {
       originals_.not_copied[path] = StagedOriginals::Special{source.st_dev, source.st_ino};
@@ -598,6 +599,7 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   CommitOptions commit_options;
   commit_options.cancel = cancel;
   commit_options.cancel_fd = cancel_fd;
+  commit_options.after_install_step_for_test = options_.after_commit_install_step_for_test;
   commit_options.max_bytes = quota_bytes_;
   commit_options.expected_host_dir = HostDirIdentity{static_cast<dev_t>(spec_.host_dev), static_cast<ino_t>(spec_.host_ino)};
   if (spec_.strategy == StagingStrategy::kCopy) {

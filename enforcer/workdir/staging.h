@@ -58,6 +58,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -111,6 +112,8 @@ struct StagingOptions {
   // have are removed again, when still empty, before verification, so that
   // a bare mount point is never committed (VerifyAndCommit).
   std::vector<std::string> inner_mount_points;
+  // Test hook: CommitOptions::after_install_step_for_test of the commit.
+  std::function<void(uint64_t)> after_commit_install_step_for_test;
 };
 
 // mount(2) copies at most one page of options (copy_mount_options) and cuts

@@ -4057,6 +4057,37 @@ TEST(CocoonPipeline, AStepWhoseFilesWereLeftOutFailsAndTheNextSaysItsInputsAreIn
   EXPECT_EQ(j["total"]["failed"], 2);
 }
 
+// Direct work mode: the step writes the shared dir itself, and breakout
+// verification removes an escaping link from it but only clears a set-id
+// file's bit (the file stays, and later steps get it). Every finding was
+// counted in outputs_left_out and the reason said "left out of the shared
+// work dir", the set-id file included, though it was still there. Now only
+// what was removed is counted, and said to be removed. Seen failing on the
+// old code (outputs_left_out 2, "left out of").
+TEST(CocoonPipeline, ADirectStepCountsOnlyWhatWasRemovedFromTheSharedDir) {
+  if (!fs::exists("/bin/bash")) GTEST_SKIP() << "SKIPPED, NOT PASSED: no /bin/bash for the bash preset";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-pipeline-direct-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "w");
+  // As root the sandbox runs as 65534: the shared dir must be writable to it.
+  fs::permissions(dir / "w", fs::perms::all);
+  const std::string policy = (dir / "p.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile p extends strict {\n  filesystem {\n"
+                           "    work /work quota 64MiB direct\n  }\n}\n";
+  Ran ran = Cocoon({"pipeline", "--json", "--policy", policy, "--work", (dir / "w").string(), "-s",
+                    "bash:cp /bin/true s; chmod 4755 s; ln -s /etc/passwd esc"});
+  json j = Json(ran);
+  ASSERT_EQ(j["steps"].size(), 1u) << ran.out << ran.err;
+  EXPECT_EQ(j["steps"][0]["outcome"]["breakout"]["work_mode"], "direct") << ran.out;
+  EXPECT_EQ(j["steps"][0]["outcome"]["breakout"]["findings"].size(), 2u) << ran.out;
+  EXPECT_EQ(j["steps"][0]["outputs_left_out"], 1) << ran.out;
+  const std::string reason = j["steps"][0].value("reason", "");
+  EXPECT_NE(reason.find("1 entry the step wrote was removed from the shared work dir"), std::string::npos) << reason;
+  EXPECT_TRUE(fs::exists(dir / "w" / "s")) << "the set-id file (bit cleared) is in the shared dir";
+  EXPECT_FALSE(fs::is_symlink(dir / "w" / "esc"));
+  fs::remove_all(dir);
+}
+
 // A step refused or killed by a limit hands on nothing: with --keep-going
 // the steps after it say so.
 TEST(CocoonPipeline, AStepThatCommittedNothingIsAnInputMissingFromLaterSteps) {

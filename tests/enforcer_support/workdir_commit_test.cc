@@ -489,7 +489,8 @@ void RecordHostEntries(const std::string& dir, const std::string& prefix, Staged
     const std::string path = prefix.empty() ? name : prefix + "/" + name;
     struct stat st {};
     if (lstat((dir + "/" + name).c_str(), &st) != 0) continue;
-    record.host_entries[path] = StagedOriginals::Seen{st.st_ino, st.st_ctim, st.st_mode, st.st_uid, st.st_gid};
+    record.host_entries[path] =
+        StagedOriginals::Seen{st.st_ino, st.st_ctim, st.st_mode, st.st_uid, st.st_gid, st.st_mtim, st.st_size};
     if (S_ISDIR(st.st_mode)) RecordHostEntries(dir + "/" + name, path, record);
   }
   record.host_entries_recorded = true;
@@ -633,6 +634,122 @@ TEST(CommitTest, AHostChangeBetweenTheLastCheckAndTheInstallLosesNothing) {
   EXPECT_EQ(testing::Inode(g.host + "/out/pipe"), pipe_st.st_ino) << "the host's FIFO was not linked back";
 }
 
+// A host edit made in place (same inode) to a top-level file of the work
+// dir after the last check, before the install, was lost without a word:
+// the install moved the old file out (a rename, which moves its ctime),
+// and a moved-out top-level entry was compared by inode only, so the old
+// contents, the host's edit with them, were removed. Now its mtime, size,
+// mode and owner are compared too (rename(2) moves none of them): the
+// previous contents are kept (-kept) and the warning names the file. Seen
+// failing on the old code: no warning, nothing kept, the edit gone.
+TEST(CommitTest, AnInPlaceHostEditOfATopLevelFileAfterTheLastCheckIsKept) {
+  Fixture f;
+  AddEntriesTheSandboxRemoved(f);
+  StagedOriginals record;
+  RecordHostEntries(f.host, "", record);
+  const ino_t edited = testing::Inode(f.host + "/orig.txt");
+  CommitOptions options;
+  options.originals = &record;
+  options.before_install_for_test = [&] {
+    int fd = open((f.host + "/orig.txt").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "HOSTEDIT\n", 9), 9);
+    close(fd);
+  };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(ReadText(f.host + "/orig.txt"), "changed by the sandbox\n");
+  const std::string kept = OnlyCommitDir(f.parent.path());
+  ASSERT_FALSE(kept.empty()) << "the previous contents, with the host's edit, were removed";
+  EXPECT_EQ(kept.substr(kept.size() - 5), "-kept");
+  EXPECT_EQ(ReadText(f.parent / kept + "/orig.txt"), "original\nHOSTEDIT\n");
+  EXPECT_EQ(testing::Inode(f.parent / kept + "/orig.txt"), edited);
+  EXPECT_NE(report->cleanup_warning.find("'orig.txt' was changed"), std::string::npos) << report->cleanup_warning;
+  EXPECT_NE(report->cleanup_warning.find(f.parent / kept), std::string::npos) << report->cleanup_warning;
+}
+
+// Hard links the host work dir already had: sub/a and sub/b one inode, the
+// sandbox replaced sub/b and left sub/a. The commit linked the untouched
+// sub/a back into the new tree, which moved the shared inode's ctime, and
+// then took the old sub/b (that same inode) for a change made on the host:
+// a false warning and a -kept directory, though nothing on the host had
+// changed. An inode linked into the new tree is in the work dir still,
+// under whatever name: accepted. Seen failing on the old code ("'sub/b'
+// was changed on the host after the last check", -kept left behind).
+TEST(CommitTest, AHardLinkTheHostAlreadyHadIsNoHostChange) {
+  TempDir parent("cocoon-parent");
+  TempDir staged("cocoon-staged");
+  const std::string host = parent / "work";
+  testing::MakeDirs(host + "/sub");
+  WriteText(host + "/sub/a", "data\n");
+  ASSERT_EQ(link((host + "/sub/a").c_str(), (host + "/sub/b").c_str()), 0);
+  struct stat original {};
+  ASSERT_EQ(lstat((host + "/sub/a").c_str(), &original), 0);
+  // The copy-in: sub/a copied with the host's times and recorded; the
+  // sandbox then replaced sub/b.
+  testing::MakeDirs(staged / "sub");
+  WriteText(staged / "sub/a", "data\n");
+  const struct timespec times[2] = {original.st_atim, original.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, (staged / "sub/a").c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
+  struct stat copy {};
+  ASSERT_EQ(lstat((staged / "sub/a").c_str(), &copy), 0);
+  WriteText(staged / "sub/b", "new\n");
+  StagedOriginals record;
+  RecordHostEntries(host, "", record);
+  record.files["sub/a"] =
+      StagedOriginals::File{original.st_dev, original.st_ino, copy.st_ino, copy.st_size, copy.st_mtim, copy.st_ctim};
+  CommitOptions options;
+  options.originals = &record;
+  auto scan = ScanForBreakoutsAt(staged.path());
+  ASSERT_TRUE(scan.ok());
+  int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto report = CommitStagedTree(fd, *scan, host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(testing::Inode(host + "/sub/a"), original.st_ino) << "the untouched original was not linked back";
+  EXPECT_EQ(ReadText(host + "/sub/b"), "new\n");
+  EXPECT_EQ(report->cleanup_warning, "");
+  EXPECT_EQ(Names(parent.path()), std::set<std::string>{"work"}) << "previous contents kept or left behind";
+}
+
+// As root, the kept previous contents were in a root:root 0700 directory
+// (the commit directory root made): the work dir's owner, whom the warning
+// tells to take what they need and remove it, could do neither. It is now
+// the work dir owner's; what is in it keeps its owner (the work dir's
+// previous entries, moved). Seen failing on the old code (uid 0).
+TEST(CommitTest, AsRootTheKeptPreviousContentsAreTheWorkDirOwners) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: only a root committer makes the kept directory another's";
+  constexpr uid_t kUser = 23461;
+  Fixture f;
+  AddEntriesTheSandboxRemoved(f);
+  for (const std::string& path :
+       {f.host, f.host + "/orig.txt", f.host + "/gone", f.host + "/gone/old", f.host + "/removed-by-the-sandbox"}) {
+    ASSERT_EQ(lchown(path.c_str(), kUser, kUser), 0) << path;
+  }
+  ASSERT_EQ(lchown((f.host + "/gone/old").c_str(), 0, 0), 0);  // another user's entry keeps its owner
+  StagedOriginals record;
+  RecordHostEntries(f.host, "", record);
+  CommitOptions options;
+  options.originals = &record;
+  options.before_install_for_test = [&] { WriteText(f.host + "/gone/added-on-host", "mine\n"); };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const std::string kept = OnlyCommitDir(f.parent.path());
+  ASSERT_FALSE(kept.empty() || kept.substr(kept.size() - 5) != "-kept") << kept;
+  struct stat st {};
+  ASSERT_EQ(lstat((f.parent / kept).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kUser) << "the kept directory is not the work dir owner's";
+  EXPECT_EQ(st.st_gid, kUser);
+  ASSERT_EQ(lstat((f.parent / kept + "/gone").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kUser);
+  ASSERT_EQ(lstat((f.parent / kept + "/gone/old").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "an entry of another user's in the kept contents changed owner";
+}
+
 // Sets or clears FS_IMMUTABLE_FL (ioctl_iflags(2)); needs CAP_LINUX_IMMUTABLE.
 bool SetImmutable(const std::string& path, bool on) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -754,7 +871,8 @@ TEST(CommitTest, NewDirectoriesCountAgainstTheQuotaAndTheHostsOwnDoNot) {
       struct stat st {};
       ASSERT_EQ(lstat((host + "/" + name).c_str(), &st), 0);
       originals.host_entries[name] =
-          StagedOriginals::Seen{st.st_ino, st.st_ctim, type | (st.st_mode & 07777), st.st_uid, st.st_gid};
+          StagedOriginals::Seen{st.st_ino,  st.st_ctim, type | (st.st_mode & 07777), st.st_uid, st.st_gid,
+                                st.st_mtim, st.st_size};
     }
   };
   int fd = open(staged.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
