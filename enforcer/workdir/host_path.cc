@@ -88,6 +88,14 @@ Result<std::string> HostPathResolver::Resolve(const std::string& path) {
     }
     std::string candidate = resolved + "/" + part;
     const Lookup& lookup = LookUp(candidate);
+    // lstat saw a symlink and readlink then found none (EINVAL): the entry
+    // was swapped between the two calls. Refused, as any change is, but said
+    // plainly: "Invalid argument" would send the user looking for a typo.
+    if (lookup.error == EINVAL && S_ISLNK(lookup.st.st_mode)) {
+      return FailedPreconditionError(path + ": " + candidate +
+                                     " was replaced while cocoon checked it (a symlink, then not one): do not "
+                                     "change a host path the policy names while a sandbox starts");
+    }
     if (lookup.error != 0) return ErrnoError(path, lookup.error);
     if (!S_ISLNK(lookup.st.st_mode)) {
       if (!todo.empty() && !S_ISDIR(lookup.st.st_mode)) return ErrnoError(path, ENOTDIR);

@@ -579,6 +579,7 @@ TEST(SandboxTest, AMountPointSwappedForASymlinkDuringSetupIsRefusedNeverMisplace
       ++refused;
       const std::string message = outcome.status().message();
       EXPECT_TRUE(message.find("after cocoon checked it") != std::string::npos ||
+                  message.find("was replaced while cocoon checked it") != std::string::npos ||
                   message.find("hide the real path") != std::string::npos ||
                   message.find("must exist (and not be a symlink)") != std::string::npos)
           << message;
@@ -636,6 +637,7 @@ TEST(SandboxTest, AnOptionalBindSourceThatComesAndGoesNeverMountsAnythingElse) {
       ++refused;
       const std::string message = outcome.status().message();
       EXPECT_TRUE(message.find("after cocoon checked it") != std::string::npos ||
+                  message.find("was replaced while cocoon checked it") != std::string::npos ||
                   message.find("a symlink owned by uid 65534") != std::string::npos)
           << message;
       continue;
