@@ -2156,6 +2156,46 @@ TEST(CocoonRun, AWorkDirOverTheCacheOrTheAuditTrailIsRefused) {
   fs::remove_all(dir);
 }
 
+// A `--copy` lands in the work dir before the policy's mounts are made: one
+// the policy mounts over (`readonly X as /work/tools`) or into was hidden
+// from the sandbox and lost, and the host's work dir got an empty tools/
+// back. Now it is refused before anything runs or is written, in the
+// words `cocoon check` uses for a policy `copy`.
+TEST(CocoonEnforce, AnExtraCopyAPolicyMountHidesIsRefusedBeforeAnythingRuns) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-copy-hidden-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  fs::create_directories(dir / "tools");
+  fs::create_directories(dir / "host" / "tools");
+  fs::create_directories(dir / "host" / "data");
+  std::ofstream(dir / "host" / "tools" / "t") << "copied";
+  std::ofstream(dir / "host" / "data" / "d") << "copied";
+  std::ofstream(dir / "p.cocoon") << "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly "
+                                  << (dir / "tools").string() << " as /work/tools\n    tmpfs /work/data/cache\n  }\n}\n";
+  Ran at = Cocoon({"enforce", (dir / "p.cocoon").string(), "--work", (dir / "work").string(), "--copy",
+                   (dir / "host" / "tools").string(), "--", "/bin/sh", "-c", "echo ran > /work/ran"});
+  EXPECT_EQ(at.status, 1) << at.out << at.err;  // a refused run
+  EXPECT_NE(at.err.find("copy to 'tools' lands at '/work/tools', under the read-only mount of '/work/tools': the "
+                        "mount hides the copy from the sandbox, and what it hides is lost"),
+            std::string::npos)
+      << at.err;
+  Ran holds = Cocoon({"enforce", (dir / "p.cocoon").string(), "--work", (dir / "work").string(), "--copy",
+                      (dir / "host" / "data").string(), "--", "/bin/sh", "-c", "echo ran > /work/ran"});
+  EXPECT_EQ(holds.status, 1) << holds.out << holds.err;
+  EXPECT_NE(holds.err.find("copy to 'data' lands at '/work/data', which holds the tmpfs mount of '/work/data/cache': "
+                           "the mount hides that part of the copy from the sandbox, and what it hides is lost"),
+            std::string::npos)
+      << holds.err;
+  EXPECT_TRUE(fs::is_empty(dir / "work")) << "nothing ran and nothing was written to the host's work dir";
+  // A copy no mount touches still runs.
+  std::ofstream(dir / "host" / "other") << "copied";
+  Ran fine = Cocoon({"enforce", (dir / "p.cocoon").string(), "--work", (dir / "work").string(), "--copy",
+                     (dir / "host" / "other").string(), "--", "/bin/cat", "/work/other"});
+  EXPECT_EQ(fine.status, 0) << fine.err;
+  EXPECT_EQ(fine.out, "copied");
+  fs::remove_all(dir);
+}
+
 // `runuser -u USER -- cocoon ARGS...` (root only), or cocoon itself for "".
 Ran CocoonAs(const std::string& user, std::vector<std::string> args, const std::string& cwd = "") {
   if (user.empty()) return Cocoon(args, cwd);
