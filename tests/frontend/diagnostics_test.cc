@@ -339,6 +339,21 @@ const Case kCases[] = {
      "profile t {\n  syscalls {\n    allow kcmp\n    deny kcmp if arg2 == 1\n    deny getpid errno EACCES\n"
      "    deny getpid if arg0 == 1\n  }\n}\n",
      ""},
+    // The prologue answers every clone3 with ENOSYS whatever the policy
+    // says (before: no warning). A rule whose action outranks it (kill, a
+    // lower errno), or that repeats it, is not reported.
+    {"rule_overridden_by_the_prologue",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    allow clone3 if arg1 == 88\n  }\n}\n",
+     "WARNING: t.cocoon:4:5: this allow rule for 'clone3' never applies: the compiler's prologue answers every "
+     "clone3 with errno ENOSYS, whatever the policy says\n"
+     " |     allow clone3 if arg1 == 88\n"
+     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: remove this rule: no policy rule reopens 'clone3' (seccomp cannot read its flags, which are behind a "
+     "pointer; glibc falls back to clone, whose flags rules can test)\n"},
+    {"rule_outranking_the_prologue_is_not_overridden",
+     "profile t {\n  syscalls {\n    kill clone3 if arg1 == 88\n    deny clone3\n  }\n}\n", ""},
+    {"rule_repeating_the_prologue_is_not_overridden",
+     "profile t {\n  syscalls {\n    deny clone3 errno ENOSYS\n  }\n}\n", ""},
     // A copy is staged before the mounts are made: one covering it hides it.
     {"copy_under_a_mount",
      "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /tmp/x as /work/vendor\n"
