@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
@@ -137,8 +138,64 @@ Result<PolicyArtifacts> LoadPolicyFileArtifacts(const std::string& policy, const
 
 }  // namespace
 
+namespace {
+
+// `--copy data/` names the directory data, as cp does: the name the copy
+// gets in the work dir, or empty when the path has none.
+std::string CopyName(const std::string& copy) {
+  std::string named = copy;
+  while (named.size() > 1 && named.back() == '/') named.pop_back();
+  std::string base = named.substr(named.find_last_of('/') == std::string::npos ? 0 : named.find_last_of('/') + 1);
+  return base == "." || base == ".." ? "" : base;
+}
+
+std::string MountKindWord(backends::PlanMountKind kind) {
+  switch (kind) {
+    case backends::PlanMountKind::kBindReadOnly: return "read-only";
+    case backends::PlanMountKind::kBindWritable: return "writable";
+    case backends::PlanMountKind::kTmpfs: return "tmpfs";
+    case backends::PlanMountKind::kMask: return "hide";
+    default: return "policy";
+  }
+}
+
+// An extra copy is staged into the work dir before the mounts are made: a
+// mount at or above its destination hides it from the sandbox (and the
+// host's work dir gets only an empty mount point back), one below it hides
+// part of it. Refused before anything runs or is written, as `cocoon
+// check` refuses a policy `copy` (checker.cc CheckCopiesUnderMounts).
+Status CheckCopiesBesideMounts(const backends::LaunchPlan& plan, const std::vector<std::string>& copies) {
+  auto work = std::find_if(plan.mounts.begin(), plan.mounts.end(),
+                           [](const backends::PlanMount& m) { return m.kind == backends::PlanMountKind::kWork; });
+  if (work == plan.mounts.end()) return Status::Ok();
+  auto at_or_under = [](const std::string& path, const std::string& dir) {
+    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0);
+  };
+  for (const std::string& copy : copies) {
+    const std::string name = CopyName(copy);
+    if (name.empty()) continue;  // refused below with its own message
+    const std::string inside = (work->target == "/" ? "" : work->target) + "/" + name;
+    for (const backends::PlanMount& mount : plan.mounts) {
+      if (mount.kind == backends::PlanMountKind::kWork) continue;
+      const bool covers = at_or_under(inside, mount.target);
+      if (!covers && !at_or_under(mount.target, inside)) continue;
+      const std::string the_mount = "the " + MountKindWord(mount.kind) + " mount of '" + mount.target + "'";
+      return InvalidArgumentError(
+          "--copy " + copy + ": copy to '" + name + "' lands at '" + inside + "', " +
+          (covers ? "under " + the_mount + ": the mount hides the copy from the sandbox"
+                  : "which holds " + the_mount + ": the mount hides that part of the copy from the sandbox") +
+          ", and what it hides is lost; copy a path of another name, or mount on another target");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
   if (request.argv.empty()) return InvalidArgumentError("missing command: give it after `--`");
+  // Before anything is staged into (or written to) the work dir.
+  COCOON_RETURN_IF_ERROR(CheckCopiesBesideMounts(artifacts.plan, request.copies));
   if (!request.work_dir.empty()) {
     struct stat st;
     if (stat(request.work_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -189,11 +246,8 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
   sandbox_request.discard_work_dir = request.discard_work_dir;
   for (size_t i = 0; i < request.copies.size(); ++i) {
     const std::string& copy = request.copies[i];
-    // `--copy data/` names the directory data, as cp does.
-    std::string named = copy;
-    while (named.size() > 1 && named.back() == '/') named.pop_back();
-    std::string base = named.substr(named.find_last_of('/') == std::string::npos ? 0 : named.find_last_of('/') + 1);
-    if (base.empty() || base == "." || base == "..") return InvalidArgumentError("--copy " + copy + ": no file name");
+    std::string base = CopyName(copy);
+    if (base.empty()) return InvalidArgumentError("--copy " + copy + ": no file name");
     sandbox_request.extra_copies.push_back({guarded.copies[i], base});  // named as given, read from where it resolved
   }
   sandbox_request.output_mode = request.output_mode;

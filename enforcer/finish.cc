@@ -5,11 +5,13 @@
 // it first and reports itself in the Outcome (supervisor_error, exit 125).
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <exception>
@@ -282,6 +284,26 @@ void RecordSupervisorFailure(const Status& failure, std::chrono::steady_clock::t
   }
 }
 
+// How far apart two readings of one address space's resident size may be
+// while the true size is the same (KiB). The kernel counts resident pages in
+// per-CPU counters (mm->rss_stat, a percpu_counter per kind since Linux 6.2):
+// each CPU holds up to `batch` pages of changes before folding them into the
+// shared count (lib/percpu_counter.c: percpu_counter_batch = max(32, 2 x
+// online CPUs)), and getrusage, wait4 and execve's saved high-water mark read
+// only the shared count (get_mm_counter: percpu_counter_read_positive). So a
+// reading of the resident size (file + anon + shmem pages: three counters)
+// is off by up to 3 x CPUs x batch pages either way, and two readings by
+// twice that. Seen: a `grep` of 2 MiB reported as its own 3460 KiB peak
+// because wait4's figure was 128 KiB above the child's own record of the
+// memory it ran in. (Before 6.2 each task cached up to 64 page events,
+// TASK_RSS_EVENTS_THRESH, which this bound also covers for a few threads.)
+long RssCounterErrorKib() {
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_CONF));
+  const long batch = std::max(32L, 2 * cpus);
+  const long page_kib = std::max(1L, sysconf(_SC_PAGESIZE) / 1024);
+  return 2 * 3 * cpus * batch * page_kib;
+}
+
 }  // namespace
 
 Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::steady_clock::time_point start,
@@ -325,11 +347,16 @@ Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::st
     // wait4's maxrss is the largest of the command's, its reaped
     // descendants' and the child's before execve, when it ran in cocoon's
     // memory (child_spec.h, ListenerHandoff::pre_exec_maxrss_kib). Not
-    // above that last one, it may be cocoon's own: said so, not passed off
-    // as the command's (a tiny command reported cocoon's 7.5 MiB).
+    // clearly above that last one, it may be cocoon's own: said so, not
+    // passed off as the command's (a tiny command reported cocoon's 7.5
+    // MiB). The child's record is taken before its last system calls, and
+    // this process kept using the memory until the execve: its own
+    // high-water mark after the exec covers that (launcher.cc), and both
+    // are readings of per-CPU counters (RssCounterErrorKib).
     outcome.peak_memory_kib = static_cast<uint64_t>(run.usage.ru_maxrss);  // KiB (getrusage(2))
     const long before_exec = started.handoff() != nullptr ? started.handoff()->pre_exec_maxrss_kib.load() : 0;
-    outcome.peak_memory_source = run.usage.ru_maxrss > before_exec ? kRusagePeak : kRusagePeakUpperBound;
+    const long cocoons = std::max(before_exec, launcher_maxrss_after_exec_kib) + RssCounterErrorKib();
+    outcome.peak_memory_source = run.usage.ru_maxrss > cocoons ? kRusagePeak : kRusagePeakUpperBound;
   }
   SetTermination(run, oom, CpuLimits{limit_plan.cpu_soft_seconds, limit_plan.cpu_hard_seconds}, outcome);
   RecordLimitsReached(events, outcome);

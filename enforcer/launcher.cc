@@ -2,6 +2,7 @@
 // its spec, handshake, supervision, verification, Outcome.
 #include <poll.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -223,7 +224,15 @@ Result<Outcome> Sandbox::Impl::RunOnce() {
     }
     auto got = ReadChildMessage(started->error_fd(), &message, 30000);
     if (!got.ok()) return abort_child(got.status());
-    if (!*got) break;  // EOF: execve succeeded
+    if (!*got) {
+      // EOF: execve succeeded. Until then the child may have run in this
+      // process's memory, which this process kept using meanwhile: its
+      // high-water mark now covers what the kernel kept of it at the
+      // child's execve (finish.cc).
+      struct rusage self {};
+      if (getrusage(RUSAGE_SELF, &self) == 0) launcher_maxrss_after_exec_kib = self.ru_maxrss;
+      break;
+    }
     if (message.step == static_cast<int>(ChildStep::kListenerHandoff) && message.err == 0 && uses_listener) {
       // The child is about to call seccomp(); the window is microseconds.
       auto give_up = Clock::now() + std::chrono::seconds(10);

@@ -118,7 +118,9 @@ struct LimitReached {
 // command's, its reaped descendants' and, as the kernel counts it, the
 // sandbox child's before its execve, when it still ran in cocoon's own
 // memory (memory_sharing_clone.h). kRusagePeak: the figure is above that
-// pre-exec part, so it is the command's (or a descendant's) own peak.
+// pre-exec part (and cocoon's own high-water mark after the exec) by more
+// than the kernel's per-CPU counting error (finish.cc RssCounterErrorKib),
+// so it is the command's (or a descendant's) own peak.
 // kRusagePeakUpperBound: it is not, so it may be cocoon's memory; the
 // command's peak is at most this.
 inline constexpr char kRusagePeak[] = "rusage maxrss";

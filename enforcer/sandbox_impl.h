@@ -67,6 +67,12 @@ class Sandbox::Impl {
   OwnedFd stdin_data_file;  // StdinMode::kData: a memfd with request.stdin_data, relayed to the child
   pid_t pid = -1;
   bool ran = false;
+  // This process's getrusage ru_maxrss (KiB) once the error pipe closed
+  // (the child exec'd, or died): the high-water RSS of the memory the child
+  // ran in until its execve, when it shared it (memory_sharing_clone.h), or
+  // that its fork-style copy started from. finish.cc tells cocoon's part of
+  // wait4's maxrss from the command's with it.
+  long launcher_maxrss_after_exec_kib = 0;
 
   Status PrepareAll();
   // Resolves the allow-list and writes the sandbox's /etc/hosts; fails

@@ -571,7 +571,17 @@ void CheckOverriddenRules(const State& state, const ast::Profile* checked, Diagn
   using internal::ActionText;
   using internal::RuleEntry;
   for (const auto& [key, entry] : state.rules) {
-    if (entry.profile != checked || entry.from_group || key.conditions.empty() || entry.source == nullptr) continue;
+    if (entry.profile != checked || entry.from_group || entry.source == nullptr) continue;
+    if (const std::string why = internal::PrologueOverrideText(entry.rule); !why.empty()) {
+      diagnostics.Warning(entry.source, entry.span,
+                          "this " + ActionText(entry.rule.action) + " rule for " + Quote(key.name) +
+                              " never applies: " + why,
+                          "remove this rule: no policy rule reopens " + Quote(key.name) +
+                              " (seccomp cannot read its flags, which are behind a pointer; glibc falls back to "
+                              "clone, whose flags rules can test)");
+      continue;
+    }
+    if (key.conditions.empty()) continue;
     auto covering = state.rules.find(internal::RuleKey{key.name, {}});
     if (covering == state.rules.end() || !internal::Overrides(covering->second.rule, entry.rule)) continue;
     const RuleEntry& by = covering->second;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "compiler/frontend/checker_internal.h"
 
@@ -211,6 +212,52 @@ bool SizeInRange(Layer& layer, const ast::Word& word, const std::string& what, c
   return true;
 }
 
+// Two sizes for one message: exact bytes where the rounded figures would
+// read the same ("raised to 64 MiB (it was 64 MiB").
+std::pair<std::string, std::string> TwoSizes(uint64_t a, uint64_t b) {
+  std::string first = FormatBytes(a);
+  std::string second = FormatBytes(b);
+  if (first == second && a != b) return {std::to_string(a) + " bytes", std::to_string(b) + " bytes"};
+  return {first, second};
+}
+
+constexpr char kTmpfsMemory[] =
+    "its files are kernel memory, and without a memory cgroup its size is all that bounds them";
+
+// The nearest mount above `target` that the profile inherited (not one of
+// this profile's own), or null: what the sandbox would see at `target`
+// without the new mount.
+const ir::Mount* NearestInheritedAncestor(Layer& layer, const std::string& target) {
+  const auto& mounts = layer.state().mounts;
+  for (std::string dir = target; dir.size() > 1;) {
+    dir.resize(std::max<size_t>(dir.rfind('/'), 1));
+    if (layer.layer_mounts().count(dir) != 0) continue;
+    auto found = mounts.find(dir);
+    if (found != mounts.end()) return &found->second;
+  }
+  return nullptr;
+}
+
+// A mount on a target the parent had none on, that gives the sandbox more:
+// any tmpfs (its size adds to the memory the sandbox can fill; rootless
+// nothing else bounds it), and a writable mount in a directory the parent
+// bound read-only.
+void WarnIfNewMountWeakens(Layer& layer, const ir::Mount& after, Span span) {
+  using Kind = ir::MountKind;
+  if (after.kind != Kind::kTmpfs && after.kind != Kind::kWritable) return;
+  const ir::Mount* above = NearestInheritedAncestor(layer, after.target);
+  const bool under_read_only = above != nullptr && above->kind == Kind::kReadOnly;
+  const std::string target = Quote(after.target);
+  const std::string tmpfs = "a new tmpfs of " + FormatBytes(after.size_bytes) + " (" + kTmpfsMemory +
+                            ": it adds to the memory the sandbox can write)";
+  if (under_read_only) {
+    const std::string what = after.kind == Kind::kTmpfs ? tmpfs : "a writable bind of the host's " + Quote(after.source);
+    layer.Weakens("filesystem", span, target + " made writable under read-only " + Quote(above->target) + ": " + what);
+  } else if (after.kind == Kind::kTmpfs) {
+    layer.Weakens("filesystem", span, target + " is " + tmpfs);
+  }
+}
+
 // A mount that replaces an inherited one on the same target and gives the
 // sandbox more: writes where it could only read, or a larger tmpfs. A
 // tmpfs's files are kernel memory, and rootless (no memory cgroup, only
@@ -227,10 +274,9 @@ void WarnIfMountWeakened(Layer& layer, const ir::Mount& before, const ir::Mount&
     layer.Weakens("filesystem", span, target + " made a writable bind of the host's " + Quote(after.source) +
                                           " (it was a tmpfs, discarded after the run)");
   } else if (before.kind == Kind::kTmpfs && after.kind == Kind::kTmpfs && after.size_bytes > before.size_bytes) {
+    const auto [now, was] = TwoSizes(after.size_bytes, before.size_bytes);
     layer.Weakens("filesystem", span,
-                  "tmpfs " + target + " raised to " + FormatBytes(after.size_bytes) + " (it was " +
-                      FormatBytes(before.size_bytes) + "; its files are kernel memory, and without a memory "
-                      "cgroup its size is all that bounds them)");
+                  "tmpfs " + target + " raised to " + now + " (it was " + was + "; " + kTmpfsMemory + ")");
   }
 }
 
@@ -258,7 +304,11 @@ void AddMount(Layer& layer, ir::Mount mount, Span span) {
     return;
   }
   auto [previous, added] = state.mounts.try_emplace(mount.target);  // one lookup: check, then set
-  if (!added) WarnIfMountWeakened(layer, previous->second, mount, span);
+  if (!added) {
+    WarnIfMountWeakened(layer, previous->second, mount, span);
+  } else {
+    WarnIfNewMountWeakens(layer, mount, span);
+  }
   layer.Origin("filesystem.mount:" + mount.target, span);
   state.mount_sites[mount.target] = State::RuleSite{layer.file().source, span};
   previous->second = std::move(mount);

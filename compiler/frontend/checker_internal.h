@@ -197,5 +197,8 @@ std::string RuleOriginKey(const ir::SyscallRule& rule);
 // the order the compiler resolves overlapping rules in (ir::ActionOutranks):
 // then `rule` never applies.
 bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule);
+// Why the prologue's fixed answer (syscalls::PrologueFixedAnswer) overrides
+// `rule`, which then never applies; empty if it does not.
+std::string PrologueOverrideText(const ir::SyscallRule& rule);
 
 }  // namespace cocoon::frontend::internal

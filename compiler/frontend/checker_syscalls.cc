@@ -470,6 +470,13 @@ std::string RuleOriginKey(const ir::SyscallRule& rule) {
   return key;
 }
 
+std::string PrologueOverrideText(const ir::SyscallRule& rule) {
+  const ir::Action* fixed = syscalls::PrologueFixedAnswer(rule.name);
+  if (fixed == nullptr || rule.action == *fixed || ir::ActionOutranks(rule.action, *fixed)) return "";
+  return "the compiler's prologue answers every " + rule.name + " with " + ActionText(*fixed) +
+         ", whatever the policy says";
+}
+
 bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule) {
   return overriding.name == rule.name && overriding.conditions.empty() && !rule.conditions.empty() &&
          ir::ActionOutranks(overriding.action, rule.action);

@@ -217,7 +217,9 @@ void ExplainSyscalls(Writer& w, const ir::Policy& p) {
     if (!r.group.empty()) continue;
     std::string text = internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions);
     auto covering = unconditional.find(r.name);
-    if (covering != unconditional.end() && internal::Overrides(*covering->second, r)) {
+    if (const std::string why = internal::PrologueOverrideText(r); !why.empty()) {
+      text += " (OVERRIDDEN, never applies: " + why + ")";
+    } else if (covering != unconditional.end() && internal::Overrides(*covering->second, r)) {
       const ir::SyscallRule& by = *covering->second;
       text += " (OVERRIDDEN, never applies: the unconditional " + internal::ActionText(by.action) + " " + by.name +
               (by.group.empty() ? "" : " from " + by.group) + " wins)";

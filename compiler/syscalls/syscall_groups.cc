@@ -18,6 +18,7 @@
 #include "compiler/syscalls/syscall_groups.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <set>
@@ -243,6 +244,11 @@ const std::vector<std::string_view>& PrologueDeniedSyscalls() {
 
 std::string ReopenWarning(std::string_view name) {
   return "policy reopens " + std::string(name) + ", which the prologue denies by default";
+}
+
+const ir::Action* PrologueFixedAnswer(std::string_view name) {
+  static const ir::Action kClone3{ir::ActionKind::kErrno, ENOSYS};
+  return name == "clone3" ? &kClone3 : nullptr;
 }
 
 bool IsPrologueDenied(std::string_view name) {

@@ -49,6 +49,14 @@ bool IsPrologueDenied(std::string_view name);
 // reopens one of them: "policy reopens bpf, which the prologue denies by default".
 std::string ReopenWarning(std::string_view name);
 
+// The prologue's fixed answer to a syscall, whatever the policy says (no rule
+// reopens it), or null: clone3 fails with errno ENOSYS (its flags are behind
+// a pointer seccomp cannot read; glibc then falls back to clone). The back
+// end adds it (effective_rules.cc); the checker and `explain` say which
+// policy rules it overrides (a policy rule wins only with an action that
+// ir::ActionOutranks it: the prologue wins ties).
+const ir::Action* PrologueFixedAnswer(std::string_view name);
+
 // libseccomp's architecture token (SCMP_ARCH_*) and the AUDIT_ARCH_* value the
 // kernel puts in seccomp_data.arch, for one IR architecture.
 uint32_t ScmpArchToken(ir::Arch arch);

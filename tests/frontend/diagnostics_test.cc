@@ -161,7 +161,7 @@ const Case kCases[] = {
      " |                     ^\n"
      " = help: use a directory such as /work\n"},
     {"mount_on_work_dir",
-     "import \"strict\"\nprofile p extends strict {\n  filesystem { work /data\n    tmpfs /data }\n}\n",
+     "import \"strict\"\nprofile p extends strict { relaxes filesystem\n  filesystem { work /data\n    tmpfs /data }\n}\n",
      "ERROR: t.cocoon:4:11: cannot mount on '/data': it is the work dir\n"
      " |     tmpfs /data }\n"
      " |           ^~~~~\n"
@@ -251,6 +251,63 @@ const Case kCases[] = {
      " |   filesystem { tmpfs /usr }\n"
      " |                      ^~~~\n"
      " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    // A tmpfs needs no inherited one to weaken: a new one of any size adds
+    // to the kernel memory the sandbox can fill (before: no warning).
+    {"weakens_new_tmpfs",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /scratch size 16TiB }\n}\n",
+     "WARNING: t.cocoon:3:22: profile 'p' weakens filesystem inherited from 'strict': '/scratch' is a new tmpfs of "
+     "16 TiB (its files are kernel memory, and without a memory cgroup its size is all that bounds them: it adds to "
+     "the memory the sandbox can write)\n"
+     " |   filesystem { tmpfs /scratch size 16TiB }\n"
+     " |                      ^~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    {"weakens_new_tmpfs_under_an_inherited_tmpfs",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /tmp/big size 16TiB }\n}\n",
+     "WARNING: t.cocoon:3:22: profile 'p' weakens filesystem inherited from 'strict': '/tmp/big' is a new tmpfs of "
+     "16 TiB (its files are kernel memory, and without a memory cgroup its size is all that bounds them: it adds to "
+     "the memory the sandbox can write)\n"
+     " |   filesystem { tmpfs /tmp/big size 16TiB }\n"
+     " |                      ^~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    {"weakens_read_only_bind_with_a_tmpfs_under_it",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /usr/local size 1MiB }\n}\n",
+     "WARNING: t.cocoon:3:22: profile 'p' weakens filesystem inherited from 'strict': '/usr/local' made writable "
+     "under read-only '/usr': a new tmpfs of 1 MiB (its files are kernel memory, and without a memory cgroup its "
+     "size is all that bounds them: it adds to the memory the sandbox can write)\n"
+     " |   filesystem { tmpfs /usr/local size 1MiB }\n"
+     " |                      ^~~~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    {"weakens_read_only_bind_with_a_writable_bind_under_it",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { writable /opt as /usr/share/x }\n}\n",
+     "WARNING: t.cocoon:3:25: writable bind mount of host path '/opt': the sandbox can change the host there\n"
+     " |   filesystem { writable /opt as /usr/share/x }\n"
+     " |                         ^~~~~~~~~~~~~~~~~~~~\n"
+     " = help: prefer `work` (staged and verified) or `tmpfs` unless the host must see the writes\n"
+     "WARNING: t.cocoon:3:25: profile 'p' weakens filesystem inherited from 'strict': '/usr/share/x' made writable "
+     "under read-only '/usr': a writable bind of the host's '/opt'\n"
+     " |   filesystem { writable /opt as /usr/share/x }\n"
+     " |                         ^~~~~~~~~~~~~~~~~~~~\n"
+     " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    // Rounded alike, the sizes are given exactly (before: "raised to 64 MiB
+    // (it was 64 MiB").
+    {"weakens_tmpfs_size_by_less_than_the_rounding",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { tmpfs /tmp size 65537KiB }\n}\n",
+     "WARNING: t.cocoon:3:22: profile 'p' weakens filesystem inherited from 'strict': tmpfs '/tmp' raised to "
+     "67109888 bytes (it was 67108864 bytes; its files are kernel memory, and without a memory cgroup its size is "
+     "all that bounds them)\n"
+     " |   filesystem { tmpfs /tmp size 65537KiB }\n"
+     " |                      ^~~~\n"
+     " = help: if this is deliberate, say so with `relaxes filesystem` in profile 'p'\n"},
+    {"relaxes_filesystem_covers_a_new_tmpfs",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n  filesystem { tmpfs /scratch size 1GiB }\n}\n",
+     ""},
+    // Read-only under read-only, a tmpfs under the profile's own new
+    // read-only bind, and a tmpfs in a profile that extends nothing: none
+    // gives the sandbox more than its parent did.
+    {"read_only_bind_under_read_only_is_no_weakening",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly /opt as /usr/share/x }\n}\n", ""},
+    {"tmpfs_in_a_profile_extending_nothing_is_no_weakening",
+     "profile p {\n  filesystem { tmpfs /scratch size 16TiB }\n  syscalls { allow read }\n}\n", ""},
     {"relaxes_filesystem_covers_a_larger_tmpfs",
      "import \"strict\"\nprofile p extends strict {\n  relaxes filesystem\n  filesystem { tmpfs /tmp size 1GiB }\n}\n",
      ""},
@@ -282,6 +339,21 @@ const Case kCases[] = {
      "profile t {\n  syscalls {\n    allow kcmp\n    deny kcmp if arg2 == 1\n    deny getpid errno EACCES\n"
      "    deny getpid if arg0 == 1\n  }\n}\n",
      ""},
+    // The prologue answers every clone3 with ENOSYS whatever the policy
+    // says (before: no warning). A rule whose action outranks it (kill, a
+    // lower errno), or that repeats it, is not reported.
+    {"rule_overridden_by_the_prologue",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    allow clone3 if arg1 == 88\n  }\n}\n",
+     "WARNING: t.cocoon:4:5: this allow rule for 'clone3' never applies: the compiler's prologue answers every "
+     "clone3 with errno ENOSYS, whatever the policy says\n"
+     " |     allow clone3 if arg1 == 88\n"
+     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: remove this rule: no policy rule reopens 'clone3' (seccomp cannot read its flags, which are behind a "
+     "pointer; glibc falls back to clone, whose flags rules can test)\n"},
+    {"rule_outranking_the_prologue_is_not_overridden",
+     "profile t {\n  syscalls {\n    kill clone3 if arg1 == 88\n    deny clone3\n  }\n}\n", ""},
+    {"rule_repeating_the_prologue_is_not_overridden",
+     "profile t {\n  syscalls {\n    deny clone3 errno ENOSYS\n  }\n}\n", ""},
     // A copy is staged before the mounts are made: one covering it hides it.
     {"copy_under_a_mount",
      "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /tmp/x as /work/vendor\n"
@@ -292,7 +364,7 @@ const Case kCases[] = {
      " |                      ^~~~~~~~~~~~~~~\n"
      " = help: copy to a path in the work dir that no mount covers, or mount on another target\n"},
     {"copy_holding_a_mount",
-     "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    tmpfs /work/vendor/cache\n"
+     "import \"strict\"\nprofile p extends strict { relaxes filesystem\n  filesystem {\n    tmpfs /work/vendor/cache\n"
      "    copy \"vendor\" to \"vendor\"\n  }\n}\n",
      "ERROR: t.cocoon:5:22: copy to 'vendor' lands at '/work/vendor', which holds the tmpfs mount of "
      "'/work/vendor/cache' (t.cocoon:4): the mount hides that part of the copy from the sandbox, and what it "

@@ -99,6 +99,17 @@ TEST(Explain, AConditionalRuleAnUnconditionalOneOutranksIsMarkedOverridden) {
   EXPECT_EQ(LineWith(out, "allow getpid if arg0 == 0x1").find("OVERRIDDEN"), std::string::npos) << out;
 }
 
+// The compiler's prologue answers every clone3 with ENOSYS whatever the
+// policy says: a conditional allow of it never applies (before: listed
+// as if it did).
+TEST(Explain, ARuleThePrologueOverridesIsMarkedOverridden) {
+  std::string out = Explain("  syscalls {\n    allow clone3 if arg1 == 88\n  }");
+  EXPECT_NE(LineWith(out, "allow clone3 if arg1 == 0x58").find("OVERRIDDEN, never applies: the compiler's prologue "
+                                                               "answers every clone3 with errno ENOSYS"),
+            std::string::npos)
+      << out;
+}
+
 TEST(Explain, AMountAHideCoversSaysItIsHidden) {
   std::string out = Explain(
       "  relaxes filesystem\n"

@@ -90,7 +90,7 @@ void AddFixedPrologue(std::vector<Candidate>& out, const GuardForms& forms,
                       const std::vector<uint64_t>& refused_families) {
   // clone3 passes its flags in a struct behind a pointer, which seccomp
   // cannot read; ENOSYS makes glibc fall back to clone (moby#42680).
-  out.push_back({PrologueRule("clone3", Errno(ENOSYS)), true});
+  out.push_back({PrologueRule("clone3", *syscalls::PrologueFixedAnswer("clone3")), true});
   if (forms.clone == PrologueGuardForm::kRules) AddCloneGuards(out);  // else clone_new_mask_in_prefix
   // ioctl's cmd is an unsigned int: the kernel drops the upper 32 bits, so
   // compare only the low 32 (else 0x1_00005412 would slip past an Eq).
