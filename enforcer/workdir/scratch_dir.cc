@@ -153,11 +153,31 @@ size_t SweepAbandonedFallbackStateDirs(const std::string& tmp, uid_t euid, std::
   return removed;
 }
 
+namespace {
+
+// The process's state dir, chosen once (PrivateStateDir).
+struct ProcessStateDir {
+  std::mutex mutex;
+  std::unique_ptr<StateDir> chosen;
+};
+
+ProcessStateDir& TheProcessStateDir() {
+  static ProcessStateDir state;
+  return state;
+}
+
+}  // namespace
+
+void RemoveProcessStateDir() {
+  ProcessStateDir& state = TheProcessStateDir();
+  std::lock_guard<std::mutex> hold(state.mutex);
+  state.chosen.reset();
+}
+
 Result<std::string> PrivateStateDir() {
-  // Chosen once; kept (and a fallback dir removed) until the process exits.
-  static std::mutex mutex;
-  static std::unique_ptr<StateDir> chosen;
-  std::lock_guard<std::mutex> hold(mutex);
+  ProcessStateDir& state = TheProcessStateDir();
+  std::lock_guard<std::mutex> hold(state.mutex);
+  std::unique_ptr<StateDir>& chosen = state.chosen;
   if (chosen == nullptr) {
     StateDirPlaces places;
     places.euid = geteuid();

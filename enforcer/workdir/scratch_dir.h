@@ -63,6 +63,10 @@ class ScratchDir {
 //    killed (SweepAbandonedFallbackStateDirs).
 Result<std::string> PrivateStateDir();
 
+// Before an _exit (which runs no destructors): removes this process's
+// fallback state dir, if it made one. A later PrivateStateDir chooses again.
+void RemoveProcessStateDir();
+
 // Where StateDir::Choose looks; tests point it elsewhere.
 struct StateDirPlaces {
   uid_t euid = 0;
