@@ -706,7 +706,7 @@ TEST(StagingPrepareTest, AnotherUsersFlockOnTheWorkDirDoesNotHoldItsRunsOff) {
     if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(3);
     if (write(ready[1], "L", 1) != 1) _exit(4);
     char c;
-    (void)read(done[0], &c, 1);  // holds the lock until the test is done
+    (void)!read(done[0], &c, 1);  // holds the lock until the test is done
     _exit(0);
   }
   close(ready[1]);
