@@ -14,6 +14,7 @@
 #include "cli/terminal_text.h"
 #include "cocoon_version.h"
 #include "compiler/common/log.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::cli {
 namespace {
@@ -40,6 +41,7 @@ int FinishProcess(int exit_code) {
   std::cout.flush();
   std::cerr.flush();
   log::Flush();
+  enforcer::RemoveProcessStateDir();  // a fallback /tmp/.cocoon-<uid>-XXXXXX (scratch_dir.h)
   fflush(nullptr);
   _exit(exit_code);
 #endif

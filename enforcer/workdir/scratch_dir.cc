@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstdio>
 #include <ctime>
+#include <mutex>
 
 #include "enforcer/sweep_sampler.h"
 #include "enforcer/workdir/tree_ops.h"
@@ -53,7 +56,151 @@ Result<std::string> EnsurePrivateDir(const std::string& path, mode_t mode) {
   return path;
 }
 
-Result<std::string> PrivateStateDir() { return EnsurePrivateDir("/tmp/.cocoon-" + std::to_string(geteuid()), 0711); }
+namespace {
+
+constexpr char kFallbackLockName[] = "lock";
+
+std::string FallbackPrefix(uid_t euid) { return ".cocoon-" + std::to_string(euid) + "-"; }
+
+// A directory (not a link to one) of `euid`'s that no one else can use:
+// what the XDG Base Directory spec promises of $XDG_RUNTIME_DIR (0700), and
+// checked, since the variable is only a name.
+bool IsOwnPrivateDir(const std::string& path, uid_t euid) {
+  struct stat st {};
+  return !path.empty() && path[0] == '/' && lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+         st.st_uid == euid && (st.st_mode & 077) == 0;
+}
+
+// tmp/.cocoon-<euid>-XXXXXX, 0711, with its lock held. The lock is inside
+// it, not beside it in /tmp: another user could plant that name between
+// the mkdtemp and the lock's O_EXCL create.
+Result<std::string> MakeFallbackStateDir(const std::string& tmp, uid_t euid, OwnedFd* lock) {
+  std::string path = tmp + "/" + FallbackPrefix(euid) + "XXXXXX";
+  if (mkdtemp(path.data()) == nullptr) return ErrnoError("making a state directory in " + tmp);
+  OwnedFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.valid() && fchmod(dir.get(), 0711) == 0) {
+    lock->Reset(openat(dir.get(), kFallbackLockName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (lock->valid() && flock(lock->get(), LOCK_EX | LOCK_NB) == 0) return path;
+  }
+  Status error = ErrnoError("making the state directory " + path);
+  lock->Reset();
+  const size_t slash = path.rfind('/');
+  OwnedFd parent(open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent.valid()) (void)tree::RemoveTree(parent.get(), path.substr(slash + 1));
+  return error;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StateDir>> StateDir::Choose(const StateDirPlaces& places) {
+  if (places.euid == 0) {
+    // Only root can make a name in /run; without one (a container), /tmp.
+    auto run = EnsurePrivateDir(places.run + "/cocoon", 0711);
+    if (run.ok()) return std::unique_ptr<StateDir>(new StateDir(*run, OwnedFd()));
+  } else if (IsOwnPrivateDir(places.xdg_runtime_dir, places.euid)) {
+    auto xdg = EnsurePrivateDir(places.xdg_runtime_dir + "/cocoon", 0711);
+    if (xdg.ok()) return std::unique_ptr<StateDir>(new StateDir(*xdg, OwnedFd()));
+  }
+  auto fixed = EnsurePrivateDir(places.tmp + "/.cocoon-" + std::to_string(places.euid), 0711);
+  if (fixed.ok()) return std::unique_ptr<StateDir>(new StateDir(*fixed, OwnedFd()));
+  // Taken by another user (or unusable): never used, and no reason to fail.
+  OwnedFd lock;
+  auto made = MakeFallbackStateDir(places.tmp, places.euid, &lock);
+  if (!made.ok()) return made.status().WithContext(fixed.status().message());
+  return std::unique_ptr<StateDir>(new StateDir(std::move(*made), std::move(lock)));
+}
+
+StateDir::~StateDir() {
+  if (!lock_.valid() || getpid() != creator_) return;
+  const size_t slash = path_.rfind('/');
+  OwnedFd parent(open(path_.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent.valid()) (void)tree::RemoveTree(parent.get(), path_.substr(slash + 1));
+}
+
+size_t SweepAbandonedFallbackStateDirs(const std::string& tmp, uid_t euid, std::chrono::seconds min_age) {
+  OwnedFd parent_fd(open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent_fd.valid()) return 0;
+  auto entries = tree::ListDir(parent_fd.get());
+  if (!entries.ok()) return 0;
+  const std::string prefix = FallbackPrefix(euid);
+  size_t removed = 0;
+  for (const tree::DirEntry& entry : *entries) {
+    const std::string& name = entry.name;
+    if (name.size() != prefix.size() + kUniqueChars || name.compare(0, prefix.size(), prefix) != 0) continue;
+    // Only a directory of ours is opened: another user's of this name (or a
+    // link) is theirs, and left alone.
+    struct stat st {};
+    if (fstatat(parent_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != euid) {
+      continue;
+    }
+    OwnedFd dir(openat(parent_fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat opened {};
+    if (!dir.valid() || fstat(dir.get(), &opened) != 0 || opened.st_dev != st.st_dev || opened.st_ino != st.st_ino) {
+      continue;
+    }
+    // No lock: its creator died between mkdtemp and the lock (the age check
+    // waits that moment out). A lock nobody holds: its creator is gone.
+    OwnedFd lock;
+    struct stat lock_st {};
+    if (fstatat(dir.get(), kFallbackLockName, &lock_st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (!OldEnough(st, min_age)) continue;
+    } else if (!TakeAbandonedLock(dir.get(), kFallbackLockName, &lock)) {
+      continue;
+    }
+    if (tree::RemoveTreeIfItIs(parent_fd.get(), name, st.st_dev, st.st_ino).ok()) ++removed;
+  }
+  return removed;
+}
+
+namespace {
+
+// The process's state dir, chosen once (PrivateStateDir).
+struct ProcessStateDir {
+  std::mutex mutex;
+  std::unique_ptr<StateDir> chosen;
+};
+
+ProcessStateDir& TheProcessStateDir() {
+  static ProcessStateDir state;
+  return state;
+}
+
+}  // namespace
+
+void RemoveProcessStateDir() {
+  ProcessStateDir& state = TheProcessStateDir();
+  std::lock_guard<std::mutex> hold(state.mutex);
+  state.chosen.reset();
+}
+
+Result<std::string> PrivateStateDir() {
+  ProcessStateDir& state = TheProcessStateDir();
+  std::lock_guard<std::mutex> hold(state.mutex);
+  std::unique_ptr<StateDir>& chosen = state.chosen;
+  if (chosen == nullptr) {
+    StateDirPlaces places;
+    places.euid = geteuid();
+    if (const char* xdg = getenv("XDG_RUNTIME_DIR")) places.xdg_runtime_dir = xdg;
+    COCOON_ASSIGN_OR_RETURN(chosen, StateDir::Choose(places));
+    // What killed processes left: their fallback dirs, and stage dirs in
+    // /tmp/.cocoon-<euid> when this process uses another state dir (a
+    // process of this user with another $XDG_RUNTIME_DIR, or of an older
+    // cocoon, made them there). Sampled (sweep_sampler.h): /tmp may be big.
+    static SweepSampler state_dir_sweeps;
+    if (state_dir_sweeps.ShouldSweepNow()) {
+      (void)SweepAbandonedFallbackStateDirs(places.tmp, places.euid, std::chrono::minutes(10));
+      const std::string fixed = places.tmp + "/.cocoon-" + std::to_string(places.euid);
+      struct stat st {};
+      // Ours, so no other user can rename another in its place (sticky /tmp).
+      if (chosen->path() != fixed && lstat(fixed.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+          st.st_uid == places.euid && (st.st_mode & 022) == 0) {
+        (void)SweepAbandonedScratchDirs(fixed, kStageDirPrefix, std::chrono::minutes(10));
+      }
+    }
+  }
+  return chosen->path();
+}
 
 size_t SweepAbandonedScratchDirs(const std::string& parent, const std::string& prefix, std::chrono::seconds min_age) {
   OwnedFd parent_fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -129,6 +276,48 @@ ScratchDir::~ScratchDir() {
   // it as in use.
   if (tree::RemoveTree(parent_.get(), name_).ok()) {
     unlinkat(parent_.get(), (name_ + std::string(kLockSuffix)).c_str(), 0);
+  }
+}
+
+Result<std::unique_ptr<WorkDirLock>> WorkDirLock::Take(const std::string& state_dir, dev_t dev, ino_t ino, Kind kind) {
+  OwnedFd dir(open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return ErrnoError("opening the state directory " + state_dir);
+  char name[64];
+  snprintf(name, sizeof name, "work-%llx-%llx.lock", static_cast<unsigned long long>(dev),
+           static_cast<unsigned long long>(ino));
+  const std::string path = state_dir + "/" + name;
+  // The holder that releases last unlinks the file (~WorkDirLock): a lock
+  // taken on a file just unlinked locks nothing, so it is taken again on
+  // the one now at the name. Each round means another run came and went.
+  for (int round = 0; round < 64; ++round) {
+    OwnedFd lock(openat(dir.get(), name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600));
+    if (!lock.valid()) return ErrnoError("opening the work dir lock " + path);
+    struct stat held {};
+    if (fstat(lock.get(), &held) != 0) return ErrnoError("stat " + path);
+    if (!S_ISREG(held.st_mode) || held.st_uid != geteuid()) {
+      return PermissionDeniedError(path + " is not a file of ours; remove it");
+    }
+    if (flock(lock.get(), (kind == Kind::kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) return std::unique_ptr<WorkDirLock>();
+      return ErrnoError("locking " + path);
+    }
+    struct stat named {};
+    if (fstatat(dir.get(), name, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_dev == held.st_dev &&
+        named.st_ino == held.st_ino) {
+      return std::unique_ptr<WorkDirLock>(new WorkDirLock(std::move(dir), name, std::move(lock)));
+    }
+  }
+  return FailedPreconditionError("the work dir lock " + path + " kept being replaced; try again");
+}
+
+WorkDirLock::~WorkDirLock() {
+  // Exclusive only when no other run holds it (a shared holder converting
+  // loses its own lock first, flock(2), which is fine on the way out).
+  if (flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) return;
+  struct stat named {}, held {};
+  if (fstat(lock_.get(), &held) == 0 && fstatat(dir_.get(), name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+      named.st_dev == held.st_dev && named.st_ino == held.st_ino) {
+    unlinkat(dir_.get(), name_.c_str(), 0);
   }
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -45,12 +46,86 @@ class ScratchDir {
   OwnedFd lock_;
 };
 
-// /tmp/.cocoon-<euid>: this user's own directory for per-run state (the new
-// root's mount point, the overlay's stage dirs), made 0711 and refused when
-// it is not ours or others can write it. Not /tmp itself: there another user
-// can plant a name that a run is about to make (a lock beside a stage dir
-// failed 19 runs in 30 with EEXIST) or a FIFO where a sweep opens a lock.
+// This user's own directory for per-run state (the new root's mount point,
+// the overlay's stage dirs, the work dir locks), made 0711 and never used
+// when it is not ours or others can write it. Not /tmp itself: there
+// another user can plant a name that a run is about to make (a lock beside
+// a stage dir failed 19 runs in 30 with EEXIST) or a FIFO where a sweep
+// opens a lock. Chosen once per process (StateDir::Choose), in this order:
+//  - root: /run/cocoon (only root can make names in /run);
+//  - $XDG_RUNTIME_DIR/cocoon, when XDG_RUNTIME_DIR is an absolute path to a
+//    directory of ours that only we can use (0700, /run/user/<uid>);
+//  - /tmp/.cocoon-<euid>;
+//  - when that name is taken by another user (who can make it first in the
+//    sticky /tmp, and whose directory we cannot remove), a fresh
+//    /tmp/.cocoon-<euid>-XXXXXX of this process, silently: the process
+//    removes it when it exits, and a later process's sweep when it was
+//    killed (SweepAbandonedFallbackStateDirs).
 Result<std::string> PrivateStateDir();
+
+// Before an _exit (which runs no destructors): removes this process's
+// fallback state dir, if it made one. A later PrivateStateDir chooses again.
+void RemoveProcessStateDir();
+
+// Where StateDir::Choose looks; tests point it elsewhere.
+struct StateDirPlaces {
+  uid_t euid = 0;
+  std::string run = "/run";    // root's: <run>/cocoon
+  std::string xdg_runtime_dir;  // $XDG_RUNTIME_DIR, "" when unset
+  std::string tmp = "/tmp";
+};
+
+class StateDir {
+ public:
+  // The state dir for `places` (PrivateStateDir's order). A fallback dir
+  // holds a file "lock" that its process keeps an exclusive flock on.
+  static Result<std::unique_ptr<StateDir>> Choose(const StateDirPlaces& places);
+  // A fallback dir is removed, with all in it, by the process that made it.
+  ~StateDir();
+  StateDir(const StateDir&) = delete;
+  StateDir& operator=(const StateDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool is_fallback() const { return lock_.valid(); }
+
+ private:
+  StateDir(std::string path, OwnedFd lock) : path_(std::move(path)), lock_(std::move(lock)) {}
+  std::string path_;
+  OwnedFd lock_;       // fallback only
+  pid_t creator_ = getpid();  // a forked child that calls exit() must not remove it
+};
+
+// Removes tmp/.cocoon-<euid>-XXXXXX fallback state dirs whose lock nobody
+// holds (or that have none and are unchanged for `min_age`: the moment
+// between mkdtemp and the lock), when they are directories of `euid`'s:
+// another user's entry of that name is left alone, never opened. Best
+// effort; returns how many went.
+size_t SweepAbandonedFallbackStateDirs(const std::string& tmp, uid_t euid, std::chrono::seconds min_age);
+
+// The overlay's stage dirs in the state dir: ScratchDir prefix.
+inline constexpr char kStageDirPrefix[] = "cocoon-stage-";
+
+// An flock that only this user's cocoon runs can take: on a file
+// "work-<dev>-<ino>.lock" in the state dir (private, 0711), keyed by the
+// work dir's device and inode. A lock on the work dir itself could be taken
+// by anyone who can read it, and so hold off the owner's runs for good.
+class WorkDirLock {
+ public:
+  enum class Kind { kShared, kExclusive };
+  // The held lock; nullptr when another run holds it (a conflicting kind).
+  static Result<std::unique_ptr<WorkDirLock>> Take(const std::string& state_dir, dev_t dev, ino_t ino, Kind kind);
+  // Removes the file when no other run holds it.
+  ~WorkDirLock();
+  WorkDirLock(const WorkDirLock&) = delete;
+  WorkDirLock& operator=(const WorkDirLock&) = delete;
+
+ private:
+  WorkDirLock(OwnedFd dir, std::string name, OwnedFd lock)
+      : dir_(std::move(dir)), name_(std::move(name)), lock_(std::move(lock)) {}
+  OwnedFd dir_;
+  std::string name_;
+  OwnedFd lock_;
+};
 
 // Makes `path` with `mode` when it is missing, and returns it when it is a
 // directory (not a link to one) that we own and that neither group nor

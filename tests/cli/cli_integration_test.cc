@@ -11,6 +11,8 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -1033,6 +1035,87 @@ TEST(CocoonRun, RootlessMemoryRlimitLetsNodeStartAndStopsAFill) {
   EXPECT_NE(f["exit_code"], 0) << f.dump(2);
   EXPECT_EQ(f["stdout"], "") << "300 MiB filled under a 128 MiB limit (" << mechanism << ")";
   fs::remove_all(home);
+}
+
+// Runs `argv` with stdout and stderr to `log` (appended); its exit status.
+int RunLogged(const std::vector<std::string>& argv, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(125);
+    unsetenv("XDG_RUNTIME_DIR");
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Another user could make /tmp/.cocoon-<victim uid> first (sticky /tmp: the
+// victim cannot remove it), and every run of the victim's was refused for
+// good ("... is not a directory owned by us ...; remove it"), root's too.
+// In a mount namespace of its own with a fresh /tmp (the host's
+// /tmp/.cocoon-* of other runs stay untouched), uid 65534 plants the names
+// of root and of uid 4243; both run, the planted dirs are left as they were,
+// and 4243's fallback state dir is gone after its run. Seen failing before
+// the fix (both runs refused, exit 1).
+TEST(CocoonRun, AStateDirNamePlantedByAnotherUserDoesNotBlockRuns) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to plant directories of another user";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: no setpriv to run cocoon as uid 4243";
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(report[0]);
+    auto say = [&](const std::string& text) { (void)!write(report[1], text.data(), text.size()); };
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777,size=64m") != 0) {
+      say(std::string("namespace setup: ") + strerror(errno));
+      _exit(1);
+    }
+    for (const char* planted : {"/tmp/.cocoon-0", "/tmp/.cocoon-4243"}) {
+      if (mkdir(planted, 0711) != 0 || chown(planted, 65534, 65534) != 0) _exit(1);
+    }
+    if (mkdir("/tmp/home", 0755) != 0 || chown("/tmp/home", 4243, 4243) != 0) _exit(1);
+    const std::string log = "/tmp/log";
+    const int root_run = RunLogged({COCOON_BINARY, "run", "--", "/bin/true"}, log);
+    setenv("HOME", "/tmp/home", 1);
+    setenv("XDG_CACHE_HOME", "/tmp/home", 1);
+    const int user_run = RunLogged({"/usr/bin/setpriv", "--reuid=4243", "--regid=4243", "--clear-groups",
+                                    COCOON_BINARY, "run", "--", "/bin/sh", "-c", "echo ran-as-user"},
+                                   log);
+    std::string text = "root=" + std::to_string(root_run) + " user=" + std::to_string(user_run) + "\n";
+    for (const char* planted : {"/tmp/.cocoon-0", "/tmp/.cocoon-4243"}) {
+      struct stat st {};
+      const bool same = lstat(planted, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 65534 &&
+                        (st.st_mode & 07777) == 0711 && st.st_nlink == 2;
+      text += std::string(planted) + (same ? " untouched\n" : " changed\n");
+    }
+    for (const auto& entry : fs::directory_iterator("/tmp")) {
+      if (entry.path().filename().string().rfind(".cocoon-4243-", 0) == 0) text += "left: " + entry.path().string() + "\n";
+    }
+    std::ifstream in(log);
+    text += "log:\n" + std::string((std::istreambuf_iterator<char>(in)), {});
+    say(text);
+    _exit(0);
+  }
+  close(report[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(report[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  close(report[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("root=0 user=0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("/tmp/.cocoon-0 untouched"), std::string::npos) << text;
+  EXPECT_NE(text.find("/tmp/.cocoon-4243 untouched"), std::string::npos) << text;
+  EXPECT_NE(text.find("ran-as-user"), std::string::npos) << text;
+  EXPECT_EQ(text.find("left: "), std::string::npos) << "the fallback state dir outlived its run: " << text;
 }
 
 // A staged work dir's results are committed through a directory made beside

@@ -119,5 +119,172 @@ TEST(ScratchDirTest, SweepLeavesAnotherUsersDirectory) {
   EXPECT_TRUE(Exists(parent / "run-DDDDDD"));
 }
 
+// The user's state dir at /tmp/.cocoon-<uid> can be made first by another
+// user (sticky /tmp: its owner cannot remove it), which refused every run
+// of the victim's for good ("... is not a directory owned by us ...; remove
+// it", root's too). That directory is still never used, but the run goes
+// on in a fresh fallback dir of its own, which goes when it is done. Seen
+// failing before the fix (there was no fallback: the refusal above).
+TEST(StateDirTest, ANamePlantedByAnotherUserIsLeftAloneAndAFallbackIsUsed) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to plant a directory of another user";
+  TempDir tmp("cocoon-statedir");
+  ASSERT_EQ(chmod(tmp.path().c_str(), 01777), 0);
+  const std::string planted = tmp / ".cocoon-0";
+  ASSERT_EQ(mkdir(planted.c_str(), 0711), 0);
+  ASSERT_EQ(chown(planted.c_str(), 65534, 65534), 0);
+  struct stat before {};
+  ASSERT_EQ(lstat(planted.c_str(), &before), 0);
+  StateDirPlaces places;
+  places.euid = 0;
+  places.run = tmp / "no-run";  // as in a container without /run
+  places.tmp = tmp.path();
+  std::string used;
+  {
+    auto chosen = StateDir::Choose(places);
+    ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+    used = (*chosen)->path();
+    EXPECT_TRUE((*chosen)->is_fallback());
+    EXPECT_EQ(used.rfind(tmp / ".cocoon-0-", 0), 0u) << used;
+    struct stat st {};
+    ASSERT_EQ(lstat(used.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u);
+    EXPECT_EQ(st.st_mode & 07777, 0711u);
+    // Live: a sweep leaves it.
+    EXPECT_EQ(SweepAbandonedFallbackStateDirs(tmp.path(), 0, kNow), 0u);
+    EXPECT_TRUE(Exists(used));
+  }
+  EXPECT_FALSE(Exists(used)) << "the fallback dir goes with its process's use of it";
+  struct stat after {};
+  ASSERT_EQ(lstat(planted.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_uid, 65534u);
+  EXPECT_EQ(after.st_mode & 07777, 0711u);
+}
+
+// Root's state dir is /run/cocoon, where no other user can make a name.
+TEST(StateDirTest, RootUsesRunFirst) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: the /run choice is root's";
+  TempDir tmp("cocoon-statedir");
+  StateDirPlaces places;
+  places.euid = 0;
+  places.run = tmp / "run";
+  places.tmp = tmp / "tmp";
+  MakeDirs(places.run);
+  auto chosen = StateDir::Choose(places);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ((*chosen)->path(), tmp / "run/cocoon");
+  EXPECT_FALSE((*chosen)->is_fallback());
+}
+
+// A user's $XDG_RUNTIME_DIR (0700, theirs) comes first; one that is not
+// private to them is not used. Run as uid 65534 in a child.
+TEST(StateDirTest, AUsersOwnXdgRuntimeDirComesFirst) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to act as another user";
+  TempDir tmp("cocoon-statedir");
+  ASSERT_EQ(chmod(tmp.path().c_str(), 01777), 0);
+  MakeDirs(tmp / "xdg");
+  ASSERT_EQ(chown((tmp / "xdg").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chmod((tmp / "xdg").c_str(), 0700), 0);
+  MakeDirs(tmp / "open-xdg");
+  ASSERT_EQ(chown((tmp / "open-xdg").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chmod((tmp / "open-xdg").c_str(), 0755), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    StateDirPlaces places;
+    places.euid = 65534;
+    places.tmp = tmp.path();
+    places.xdg_runtime_dir = tmp / "xdg";
+    auto chosen = StateDir::Choose(places);
+    if (!chosen.ok() || (*chosen)->path() != tmp / "xdg/cocoon") _exit(3);
+    places.xdg_runtime_dir = tmp / "open-xdg";
+    chosen = StateDir::Choose(places);
+    if (!chosen.ok() || (*chosen)->path() != tmp / ".cocoon-65534") _exit(4);
+    places.xdg_runtime_dir = "relative/xdg";
+    chosen = StateDir::Choose(places);
+    if (!chosen.ok() || (*chosen)->path() != tmp / ".cocoon-65534") _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: setuid, 3: own XDG dir not used, 4: open XDG dir used, 5: relative used";
+}
+
+// A fallback dir whose process died (SIGKILLed: no destructor) is removed
+// by a later sweep, with all in it; another user's entry of the name, and a
+// link of ours pointing at a directory, are never entered.
+TEST(StateDirTest, SweepRemovesADeadProcesssFallbackDirAndNothingElse) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to plant a directory of another user";
+  TempDir tmp("cocoon-statedir");
+  ASSERT_EQ(chmod(tmp.path().c_str(), 01777), 0);
+  ASSERT_EQ(mkdir((tmp / ".cocoon-0").c_str(), 0711), 0);
+  ASSERT_EQ(chown((tmp / ".cocoon-0").c_str(), 65534, 65534), 0);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    StateDirPlaces places;
+    places.run = tmp / "no-run";
+    places.tmp = tmp.path();
+    auto chosen = StateDir::Choose(places);
+    if (!chosen.ok()) _exit(1);
+    MakeDirs((*chosen)->path() + "/root");
+    MakeDirs((*chosen)->path() + "/cocoon-stage-AAAAAA/upper");
+    const std::string path = (*chosen)->path();
+    if (write(fds[1], path.data(), path.size()) != static_cast<ssize_t>(path.size())) _exit(1);
+    _exit(0);  // no destructor: as if killed
+  }
+  close(fds[1]);
+  char buffer[4096];
+  const ssize_t n = read(fds[0], buffer, sizeof buffer);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_GT(n, 0);
+  const std::string dead(buffer, static_cast<size_t>(n));
+  ASSERT_TRUE(Exists(dead + "/cocoon-stage-AAAAAA/upper"));
+  // Another user's dir of the pattern, with a file in it; and our link to
+  // a directory of the pattern.
+  MakeDirs(tmp / ".cocoon-0-BBBBBB");
+  WriteText(tmp / ".cocoon-0-BBBBBB/lock", "");
+  ASSERT_EQ(chown((tmp / ".cocoon-0-BBBBBB").c_str(), 65534, 65534), 0);
+  MakeDirs(tmp / "target");
+  ASSERT_EQ(symlink((tmp / "target").c_str(), (tmp / ".cocoon-0-CCCCCC").c_str()), 0);
+  EXPECT_EQ(SweepAbandonedFallbackStateDirs(tmp.path(), 0, kNow), 1u);
+  EXPECT_FALSE(Exists(dead));
+  EXPECT_TRUE(Exists(tmp / ".cocoon-0-BBBBBB/lock"));
+  EXPECT_TRUE(Exists(tmp / "target"));
+  EXPECT_TRUE(Exists(tmp / ".cocoon-0"));
+}
+
+// This user's runs on one work dir exclude each other through a lock file
+// in the private state dir; the last holder removes it.
+TEST(WorkDirLockTest, ExcludesThisUsersRunsAndGoesWithTheLast) {
+  TempDir state("cocoon-statedir");
+  auto first = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kExclusive);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_NE(*first, nullptr);
+  auto second = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kShared);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, nullptr) << "a second run on the dir while the first holds it";
+  auto other_dir = WorkDirLock::Take(state.path(), 1, 3, WorkDirLock::Kind::kExclusive);
+  ASSERT_TRUE(other_dir.ok());
+  EXPECT_NE(*other_dir, nullptr) << "another work dir is another lock";
+  first->reset();
+  auto shared = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kShared);
+  auto shared_too = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kShared);
+  ASSERT_TRUE(shared.ok() && shared_too.ok());
+  EXPECT_NE(*shared, nullptr);
+  EXPECT_NE(*shared_too, nullptr);
+  shared->reset();
+  EXPECT_TRUE(Exists(state / "work-1-2.lock")) << "still held (shared) by another";
+  shared_too->reset();
+  other_dir->reset();
+  EXPECT_FALSE(Exists(state / "work-1-2.lock"));
+  EXPECT_FALSE(Exists(state / "work-1-3.lock"));
+}
+
 }  // namespace
 }  // namespace cocoon::enforcer

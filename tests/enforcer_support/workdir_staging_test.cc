@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -683,6 +684,47 @@ TEST(StagingPrepareTest, DirectRunsShareADirButNeverWithAStagedRun) {
   ASSERT_FALSE(direct_refused.ok());
   EXPECT_NE(direct_refused.status().message().find("that stages it"), std::string::npos)
       << direct_refused.status().message();
+}
+
+// The exclusion lock was an flock on the work dir itself, which anyone who
+// can read the dir can take: another user holding it refused every staged
+// run on the dir ("in use by another cocoon run"), root's too. The lock is
+// now a file in the caller's private state dir. Seen failing before the fix.
+TEST(StagingPrepareTest, AnotherUsersFlockOnTheWorkDirDoesNotHoldItsRunsOff) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to hold the lock as another user";
+  TempDir host;
+  ASSERT_EQ(chmod(host.path().c_str(), 0755), 0);
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(ready[0]);
+    close(done[1]);
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    int fd = open(host.path().c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(3);
+    if (write(ready[1], "L", 1) != 1) _exit(4);
+    char c;
+    (void)!read(done[0], &c, 1);  // holds the lock until the test is done
+    _exit(0);
+  }
+  close(ready[1]);
+  close(done[0]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the other user could not lock the dir";
+  StagingOptions options;
+  options.host_dir = host.path();
+  auto staging = Staging::Prepare(options);
+  EXPECT_TRUE(staging.ok()) << staging.status().ToString();
+  if (staging.ok()) {
+    EXPECT_FALSE(Staging::Prepare(options).ok()) << "this user's own second run is still refused";
+  }
+  close(done[1]);
+  close(ready[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST(StagingPrepareTest, RejectsBadInput) {
