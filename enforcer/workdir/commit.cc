@@ -957,11 +957,14 @@ size_t SweepAbandonedCommitDirs(const std::string& host_dir, std::chrono::second
     if (entry.name.compare(0, prefix.size(), prefix) != 0 || entry.name.size() != prefix.size() + 6) continue;
     struct stat st {};
     if (fstatat(host->parent.get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
-    // Only a directory a commit of ours could have left: made by this user,
-    // or the work dir owner's (an earlier cocoon swapped the whole work dir
-    // out, leaving the old contents under the owner's directory). Another user who can write the parent
-    // (/tmp) may plant a directory of that name; it is theirs, and left.
-    if (st.st_uid != geteuid() && st.st_uid != host->st.st_uid) continue;
+    // Only a directory a commit of this user's could have left. The work
+    // dir lock that keeps a live commit out of this sweep's reach is per
+    // user (staging.cc), so another user's directory of that name may be
+    // their live commit (the work dir owner's own run, a whole-dir swap
+    // building for longer than min_age) or a plant (/tmp is writable by
+    // anyone): never entered. The owner's own next run sweeps what the
+    // owner's runs left.
+    if (st.st_uid != geteuid()) continue;
     // ctime: a commit directory changes as entries go in, and as the
     // install moves entries in and out of it.
     if (now - st.st_ctim.tv_sec < min_age.count()) continue;
