@@ -69,7 +69,12 @@ void SetTermination(const SuperviseResult& run, bool oom, const CpuLimits& cpu, 
   if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
   outcome.oom_killed = oom;
   outcome.timed_out = run.timed_out;
-  const uint64_t cpu_ms = Millis(run.usage.ru_utime) + Millis(run.usage.ru_stime);
+  // RLIMIT_CPU counts the command's own CPU time: the time of the children
+  // it reaped (in wait4's rusage) must not make a command the OOM killer
+  // ended look as if the CPU limit had (a review: children used 2.8 s, the
+  // command 0.01 s, then it was OOM-killed, and the run was called a CPU
+  // timeout). Only where /proc could not say is the total used.
+  const uint64_t cpu_ms = run.own_cpu_ms.value_or(Millis(run.usage.ru_utime) + Millis(run.usage.ru_stime));
   const bool cpu_limit = CpuLimitKilled(cpu, outcome.signal, cpu_ms);
   // An OOM kill counted while the CPU limit killed the command was of
   // another process of the sandbox: memory is then in limits_reached, not

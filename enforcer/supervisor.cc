@@ -1,5 +1,6 @@
 #include "enforcer/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 namespace cocoon::enforcer {
 namespace {
@@ -29,6 +32,36 @@ void KillSandbox(int pidfd) {
 }
 
 // Reads what is available without blocking; returns false at EOF or error.
+// The CPU time (user + system, ms) the exited, not yet reaped, process
+// `pid` used itself, without its reaped children: fields 14 and 15 of
+// /proc/PID/stat, which a zombie keeps until it is reaped (proc(5)). wait4's
+// rusage adds the children the command reaped, and RLIMIT_CPU counts a
+// process's own time only, so only this says whether the CPU limit can have
+// killed it. nullopt when it cannot be read.
+std::optional<uint64_t> OwnCpuMillis(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char text[1024];
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return std::nullopt;
+  text[n] = '\0';
+  // The command name (field 2) is in parentheses and may hold spaces and
+  // parentheses itself: the fields after it start past the LAST ')'.
+  const char* rest = strrchr(text, ')');
+  if (rest == nullptr) return std::nullopt;
+  unsigned long long utime = 0, stime = 0;
+  // state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+  if (sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) {
+    return std::nullopt;
+  }
+  const long ticks_per_second = sysconf(_SC_CLK_TCK);
+  if (ticks_per_second <= 0) return std::nullopt;
+  return (utime + stime) * 1000 / static_cast<unsigned long long>(ticks_per_second);
+}
+
 bool Drain(int fd, OutputCapture& capture) {
   char buffer[65536];
   for (int rounds = 0; rounds < 16; ++rounds) {  // bounded so the other stream is not starved
@@ -133,6 +166,8 @@ Result<SuperviseResult> Supervise(const SuperviseInputs& inputs, OutputCapture& 
     }
   }
   if (!exited) result.wall_ms = MillisSince(inputs.start);
+  // Read while the command is a zombie: reaping it removes /proc/PID.
+  if (exited) result.own_cpu_ms = OwnCpuMillis(inputs.pid);
   pid_t reaped;
   do {
     reaped = wait4(inputs.pid, &result.wait_status, 0, &result.usage);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct SuperviseInputs {
 struct SuperviseResult {
   int wait_status = 0;
   struct rusage usage {};
+  // The command's own CPU time (ms), without the children it reaped, which
+  // `usage` includes; nullopt when /proc could not say (supervisor.cc).
+  std::optional<uint64_t> own_cpu_ms;
   bool timed_out = false;
   bool cancelled = false;
   bool killed_by_notify = false;  // a kill rule fired through user notification

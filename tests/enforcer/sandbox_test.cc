@@ -1043,6 +1043,43 @@ TEST_F(WorkDirTest, ACPULimitKillAfterAChildsOomKillIsTheCPULimits) {
   EXPECT_TRUE(memory_listed) << "the child's OOM kill is not listed";
 }
 
+// The converse: children that used more CPU time than the limit (each one
+// under it), then the command itself OOM-killed. RLIMIT_CPU is per process,
+// so the CPU limit cannot have ended it; the OOM killer did. wait4's rusage
+// adds the reaped children's time, and with it the run was called a CPU
+// timeout (exit 124, limit_hit cpu_time) in a review; the command's own CPU
+// time, read from /proc before it is reaped, decides now.
+TEST_F(WorkDirTest, AnOomKillAfterChildrenUsedMoreThanTheCpuLimitIsTheOomKill) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: a memory cgroup needs root here";
+  ir::Policy policy = testing::TestPolicy();
+  policy.limits.memory_bytes = {true, 64ull << 20, ir::Enforcement::kRequired};
+  policy.limits.cpu_time_ms = {true, 1000, ir::Enforcement::kRequired};
+  policy.limits.wall_time_ms = {true, 30000, ir::Enforcement::kRequired};
+  // Three children of 0.8 s CPU each (each under the 1 s limit), then the
+  // command grows until the memory cgroup's OOM killer ends it.
+  const char* command = R"PY(
+import subprocess
+burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.8: pass"
+for i in range(3): subprocess.run(["/usr/bin/python3", "-c", burn])
+a = []
+while True: a.append(b"x" * (1 << 20))
+)PY";
+  SandboxRequest request = testing::MakeRequest(policy, {"/usr/bin/python3", "-c", command});
+  auto outcome = RunSandbox(std::move(request));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  ASSERT_GE(outcome->user_cpu_ms + outcome->system_cpu_ms, 2000u)
+      << "the children did not use more than the CPU limit: nothing checked; " << outcome->stderr_data;
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kOomKilled) << outcome->stderr_data;
+  EXPECT_EQ(outcome->limit_hit, "memory");
+  EXPECT_FALSE(outcome->timed_out);
+  for (const LimitReached& reached : outcome->limits_reached) {
+    EXPECT_NE(reached.limit, "cpu_time") << "the children's CPU time was taken for the command's";
+    if (reached.limit == "memory") {
+      EXPECT_TRUE(reached.ended_the_run);
+    }
+  }
+}
+
 // A limit a process of the sandbox other than the command reaches, while
 // the command itself goes on, is reported with the mechanism that observed
 // it: a child the kernel OOM-killed (the memory cgroup's oom_kill count), a
