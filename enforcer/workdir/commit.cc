@@ -567,8 +567,12 @@ Status Committer::CheckPreviousUnchanged(int old_fd, int installed_fd, const std
     if (seen.ino != st.st_ino) return changed(path, "was replaced");
     bool same = SameTime(seen.ctime, st.st_ctim);
     if (!same && moved_out && prefix.empty()) {
-      same = S_ISDIR(st.st_mode) || (SameTime(seen.mtime, st.st_mtim) && seen.size == st.st_size &&
-                                     seen.mode == st.st_mode && seen.uid == st.st_uid && seen.gid == st.st_gid);
+      // A rename changes neither mode nor owner, so those are compared for
+      // directories too (a host `chmod 700` of a top-level directory during
+      // the commit was undone unnoticed); a directory's contents are
+      // compared below, entry by entry.
+      same = seen.mode == st.st_mode && seen.uid == st.st_uid && seen.gid == st.st_gid &&
+             (S_ISDIR(st.st_mode) || (SameTime(seen.mtime, st.st_mtim) && seen.size == st.st_size));
     }
     if (!same && !S_ISDIR(st.st_mode) && linked_originals_.count({st.st_dev, st.st_ino}) != 0) same = true;
     if (!same) {

@@ -670,6 +670,37 @@ TEST(CommitTest, AnInPlaceHostEditOfATopLevelFileAfterTheLastCheckIsKept) {
   EXPECT_NE(report->cleanup_warning.find(f.parent / kept), std::string::npos) << report->cleanup_warning;
 }
 
+// A host chmod of a top-level directory after the last check: the install
+// moves the directory out (its ctime changes), and only its contents were
+// compared, so a `chmod 700` the owner made was undone unnoticed (a review,
+// as root on a user's work dir). Its mode and owner are compared now; the
+// previous contents are kept. Seen failing with the contents-only check.
+TEST(CommitTest, AHostChmodOfATopLevelDirectoryAfterTheLastCheckIsKept) {
+  Fixture f;
+  AddEntriesTheSandboxRemoved(f);
+  testing::MakeDirs(f.host + "/priv");
+  WriteText(f.host + "/priv/s", "s\n");
+  ASSERT_EQ(chmod((f.host + "/priv").c_str(), 0755), 0);
+  testing::MakeDirs(f.staged / "priv");  // the staged copy holds it too, as a copy-in makes it
+  WriteText(f.staged / "priv/s", "s\n");
+  StagedOriginals record;
+  RecordHostEntries(f.host, "", record);
+  CommitOptions options;
+  options.originals = &record;
+  options.before_install_for_test = [&] { ASSERT_EQ(chmod((f.host + "/priv").c_str(), 0700), 0); };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const std::string kept = OnlyCommitDir(f.parent.path());
+  ASSERT_FALSE(kept.empty()) << "the previous contents, with the host's chmod, were removed";
+  EXPECT_EQ(kept.substr(kept.size() - 5), "-kept");
+  struct stat st {};
+  ASSERT_EQ(stat((f.parent / kept + "/priv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_NE(report->cleanup_warning.find("'priv' was changed"), std::string::npos) << report->cleanup_warning;
+}
+
 // Hard links the host work dir already had: sub/a and sub/b one inode, the
 // sandbox replaced sub/b and left sub/a. The commit linked the untouched
 // sub/a back into the new tree, which moved the shared inode's ctime, and
