@@ -177,6 +177,10 @@ Status CheckCopiesBesideMounts(const backends::LaunchPlan& plan, const std::vect
     const std::string inside = (work->target == "/" ? "" : work->target) + "/" + name;
     for (const backends::PlanMount& mount : plan.mounts) {
       if (mount.kind == backends::PlanMountKind::kWork) continue;
+      // An optional bind whose source this host lacks is not mounted (the
+      // child spec skips it), so it hides nothing.
+      struct stat source_st;
+      if (mount.optional && lstat(mount.source.c_str(), &source_st) != 0 && errno == ENOENT) continue;
       const bool covers = at_or_under(inside, mount.target);
       if (!covers && !at_or_under(mount.target, inside)) continue;
       const std::string the_mount = "the " + MountKindWord(mount.kind) + " mount of '" + mount.target + "'";

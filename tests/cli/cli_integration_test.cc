@@ -2276,6 +2276,16 @@ TEST(CocoonEnforce, AnExtraCopyAPolicyMountHidesIsRefusedBeforeAnythingRuns) {
                      (dir / "host" / "other").string(), "--", "/bin/cat", "/work/other"});
   EXPECT_EQ(fine.status, 0) << fine.err;
   EXPECT_EQ(fine.out, "copied");
+  // An optional bind whose source this host lacks is not mounted, so it
+  // hides nothing: the copy at its target runs (it was refused).
+  std::ofstream(dir / "q.cocoon") << "import \"strict\"\nprofile q extends strict {\n  filesystem {\n    readonly optional "
+                                  << (dir / "absent").string() << " as /work/tools\n  }\n}\n";
+  fs::remove_all(dir / "work");
+  fs::create_directories(dir / "work");
+  Ran optional = Cocoon({"enforce", (dir / "q.cocoon").string(), "--work", (dir / "work").string(), "--copy",
+                         (dir / "host" / "tools").string(), "--", "/bin/cat", "/work/tools/t"});
+  EXPECT_EQ(optional.status, 0) << optional.err;
+  EXPECT_EQ(optional.out, "copied");
   fs::remove_all(dir);
 }
 
