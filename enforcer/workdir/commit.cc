@@ -765,15 +765,36 @@ void GiveKeptDirToOwner(const HostDir& host, int kept_fd) {
   if (geteuid() == 0) (void)fchown(kept_fd, host.st.st_uid, host.st.st_gid);
 }
 
+// Renames the commit directory `temp_name` out of the sweep's reach
+// (SweepAbandonedCommitDirs takes only its exact names) and returns its new
+// name: "<temp>-kept", or, where another user who can write the parent
+// (/tmp) took that name first, "<temp>-kept-<random>". Only if every name is
+// taken does it stay where it is (and the sweep may remove it after ten
+// minutes; the warning names it either way).
+std::string RenameOutOfTheSweep(const HostDir& host, const std::string& temp_name) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::string kept = temp_name + "-kept";
+    if (attempt > 0) {
+      unsigned char random_bytes[6] = {};
+      if (getrandom(random_bytes, sizeof random_bytes, 0) != sizeof random_bytes) break;
+      static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+      kept += '-';
+      for (unsigned char byte : random_bytes) kept += kAlphabet[byte % 36];
+    }
+    if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) == 0) {
+      return kept;
+    }
+    if (errno != EEXIST) break;
+  }
+  return temp_name;
+}
+
 // An install that could not be undone (install_entries.h): the commit
 // directory holds what the work dir lacks, so it is renamed out of the
 // sweep's reach (SweepAbandonedCommitDirs takes only its exact names) and
 // named in the error.
 Status KeepHalfInstalled(const HostDir& host, int temp_fd, const std::string& temp_name, const Status& failed) {
-  std::string kept = temp_name + "-kept";
-  if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) != 0) {
-    kept = temp_name;
-  }
+  const std::string kept = RenameOutOfTheSweep(host, temp_name);
   GiveKeptDirToOwner(host, temp_fd);
   return Status(ErrorCode::kDataLoss, failed.message() + " (" + InParent(host, kept) + "); check both by hand");
 }
@@ -864,10 +885,7 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
       unchanged = CheckPreviousUnchanged(old_dir->get(), whole_dir ? temp->get() : host.dir.get(), "", !whole_dir);
     }
     if (!unchanged.ok()) {
-      std::string kept = temp_name + "-kept";
-      if (renameat2(host.parent.get(), temp_name.c_str(), host.parent.get(), kept.c_str(), RENAME_NOREPLACE) != 0) {
-        kept = temp_name;
-      }
+      const std::string kept = RenameOutOfTheSweep(host, temp_name);
       // (After a whole-dir swap it is the old work dir itself: the owner's already.)
       if (ours) GiveKeptDirToOwner(host, old_dir->get());
       report_.cleanup_warning = "committed, but the previous contents of the work dir were not removed, for they "

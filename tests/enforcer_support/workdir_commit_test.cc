@@ -670,6 +670,40 @@ TEST(CommitTest, AnInPlaceHostEditOfATopLevelFileAfterTheLastCheckIsKept) {
   EXPECT_NE(report->cleanup_warning.find(f.parent / kept), std::string::npos) << report->cleanup_warning;
 }
 
+// The -kept name taken first by another user who can write the parent
+// (/tmp): the rename to it failed and the kept contents stayed under the
+// commit directory's own name, which the next run's sweep removes. They go
+// to "-kept-<random>" now, out of the sweep's reach.
+TEST(CommitTest, AKeptNameTakenFirstStillKeepsThePreviousContentsOutOfTheSweep) {
+  Fixture f;
+  AddEntriesTheSandboxRemoved(f);
+  StagedOriginals record;
+  RecordHostEntries(f.host, "", record);
+  CommitOptions options;
+  options.originals = &record;
+  std::string planted;
+  options.before_install_for_test = [&] {
+    planted = OnlyCommitDir(f.parent.path()) + "-kept";
+    ASSERT_EQ(mkdir((f.parent / planted).c_str(), 0755), 0);
+    int fd = open((f.host + "/orig.txt").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "HOSTEDIT\n", 9), 9);
+    close(fd);
+  };
+  int fd = f.StagedFd();
+  auto report = CommitStagedTree(fd, f.Scan(), f.host, options);
+  close(fd);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::string kept;
+  for (const std::string& name : Names(f.parent.path())) {
+    if (name.rfind(".cocoon-commit-", 0) == 0 && name != planted) kept = name;
+  }
+  ASSERT_EQ(kept.rfind(planted + "-", 0), 0u) << kept;
+  EXPECT_EQ(ReadText(f.parent / kept + "/orig.txt"), "original\nHOSTEDIT\n");
+  EXPECT_EQ(SweepAbandonedCommitDirs(f.host, std::chrono::seconds(0)), 0u) << "the kept contents are swept";
+  EXPECT_NE(report->cleanup_warning.find(f.parent / kept), std::string::npos) << report->cleanup_warning;
+}
+
 // A host chmod of a top-level directory after the last check: the install
 // moves the directory out (its ctime changes), and only its contents were
 // compared, so a `chmod 700` the owner made was undone unnoticed (a review,
