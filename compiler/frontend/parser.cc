@@ -112,6 +112,11 @@ class ErrorListener : public antlr4::BaseErrorListener {
 
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* token, size_t, size_t,
                    const std::string& antlr_message, std::exception_ptr) override {
+    // Recovery may report a second error at the token it just reported
+    // (`(arg0 & X != 0`: once in the condition, once more as the next
+    // statement): the same mistake, said once.
+    if (token != nullptr && last_token_ && *last_token_ == token->getTokenIndex()) return;
+    if (token != nullptr) last_token_ = token->getTokenIndex();
     ++count_;
     std::string message = "unexpected " + Describe(token);
     std::string hint;
@@ -178,14 +183,49 @@ class ErrorListener : public antlr4::BaseErrorListener {
       while (word > 0 && std::isalnum(static_cast<unsigned char>(text[word - 1]))) --word;
       const bool after_argument =
           (at > 0 && text[at - 1] == ')') || std::string_view(text).substr(word, at - word).rfind("arg", 0) == 0;
-      hint = after_argument ? "a comparison is written '==' (or !=, <, <=, >, >=)"
-                            : "there is no '=' in the language: a setting is its name, then its value (memory 1GiB)";
+      if (after_argument) {
+        message = "'=' is not an operator; a comparison is written '=='";
+        hint = "the comparisons are ==, !=, <, <=, >, >= (and `in { ... }`)";
+      } else {
+        hint = "there is no '=' in the language: a setting is its name, then its value (memory 1GiB)";
+      }
+      return;
+    }
+    if (token != nullptr && InUnclosedMask(parser, token)) {
+      // `(arg0 & CLONE_NEWUSER != 0`: the parser, unable to tell a masked
+      // operand from a parenthesized condition, would list what may start one.
+      message = "unexpected " + Describe(token) + "; expected ')'";
+      hint = "close the mask before comparing: (arg0 & MASK) " + token->getText() + " VALUE";
       return;
     }
     if (token != nullptr && token->getType() != antlr4::Token::EOF) {
       std::string suggestion = DidYouMean(token->getText(), keywords);
       if (!suggestion.empty()) hint = "did you mean '" + suggestion + "'?";
     }
+  }
+
+  // True when `token` comes right after `( argN & VALUE [| VALUE]...`, a
+  // masked operand whose ')' is missing.
+  static bool InUnclosedMask(antlr4::Parser* parser, antlr4::Token* token) {
+    antlr4::TokenStream* tokens = parser->getTokenStream();
+    if (tokens == nullptr || token->getType() == antlr4::Token::EOF) return false;
+    size_t i = token->getTokenIndex();
+    auto type_at = [&](size_t at) { return tokens->get(at)->getType(); };
+    auto previous = [&]() {  // the on-channel token before i, or false
+      while (i > 0) {
+        --i;
+        if (tokens->get(i)->getChannel() == antlr4::Token::DEFAULT_CHANNEL) return true;
+      }
+      return false;
+    };
+    // VALUE (| VALUE)*, read backwards
+    for (;;) {
+      if (!previous() || (type_at(i) != CocoonParser::IDENT && type_at(i) != CocoonParser::NUMBER)) return false;
+      if (!previous()) return false;
+      if (type_at(i) != CocoonParser::PIPE) break;
+    }
+    return type_at(i) == CocoonParser::AMP && previous() && type_at(i) == CocoonParser::ARG && previous() &&
+           type_at(i) == CocoonParser::LPAREN;
   }
 
   Span SpanOf(antlr4::Token* token) const {
@@ -204,6 +244,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
   size_t cap_;
   Diagnostics& diagnostics_;
   size_t count_ = 0;
+  std::optional<size_t> last_token_;  // the token of the last error reported
   std::optional<FirstError> first_;
 };
 
