@@ -130,6 +130,20 @@ bool CheckPolicyFileFound(const std::string& path, const std::string& profile, c
                       "define one: profile NAME { ... }");
     return false;
   }
+  // A profile with a syntax error inside, or one that extends it, is not
+  // checked: what recovery made of its statements would only give errors
+  // that follow from the syntax error.
+  auto broken = [&program](const ProfileRef& ref) {
+    std::set<std::string> walked;
+    for (const ast::Profile* p = ref.profile; p != nullptr;) {
+      if (p->has_syntax_errors) return true;
+      if (!p->has_parent || !walked.insert(p->name.text).second) return false;
+      auto parent = program.profiles.find(p->parent.text);
+      p = parent == program.profiles.end() ? nullptr : parent->second.profile;
+    }
+    return false;
+  };
+  std::erase_if(definitions, broken);
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
   CheckSession session(program);
   for (const ProfileRef& definition : definitions) {

@@ -104,6 +104,29 @@ TEST_F(ResolutionTest, CheckCountsSyntaxErrorsPastTheCap) {
   EXPECT_NE(out.find("stopped parsing after 25 syntax errors"), std::string::npos) << out;
 }
 
+// A syntax error stops checking only the profile it is in (and the ones
+// that extend it): the other profiles' mistakes are still reported, and a
+// '#' that swallows a line hides no syntax error before it.
+TEST_F(ResolutionTest, CheckReportsOtherProfilesMistakesDespiteASyntaxError) {
+  std::string out;
+  EXPECT_FALSE(Check(Write("s.cocoon",
+                           "profile a {\n  network offf\n}\n"
+                           "profile b {\n  limits { memroy 1GiB }\n}\n"
+                           "profile c extends a {\n  limits { wall_tme 1s }\n}\n"),
+                     &out));
+  EXPECT_NE(out.find("s.cocoon:2:11: unexpected 'offf'"), std::string::npos) << out;
+  EXPECT_NE(out.find("s.cocoon:5:12: unknown limit 'memroy'"), std::string::npos) << out;
+  // c extends the broken a: not checked, so nothing that follows from a.
+  EXPECT_EQ(out.find("wall_tme"), std::string::npos) << out;
+  EXPECT_EQ(last_errors_, 2u) << out;
+
+  EXPECT_FALSE(Check(Write("o.cocoon", "profile p {\n  network of\n  filesystem { hide /etc/shadow#x }\n}\n"), &out));
+  EXPECT_NE(out.find("o.cocoon:2:11: unexpected 'of'"), std::string::npos) << out;
+  EXPECT_NE(out.find("o.cocoon:3:32: '#' right after the path"), std::string::npos) << out;
+  EXPECT_EQ(out.find("block opened here"), std::string::npos) << out;
+  EXPECT_EQ(last_errors_, 2u) << out;
+}
+
 TEST_F(ResolutionTest, DiagnosticsInAnotherFileSayWhyItWasRead) {
   Write("lib/base.cocoon", "profile base {\n  filesystem { writable /opt }\n  syscalls { allow read }\n}\n");
   Write("mid.cocoon", "import \"lib/base\"\nprofile mid extends base {\n}\n");
