@@ -125,6 +125,10 @@ TEST_F(ResolutionTest, CheckReportsOtherProfilesMistakesDespiteASyntaxError) {
   EXPECT_NE(out.find("o.cocoon:3:32: '#' right after the path"), std::string::npos) << out;
   EXPECT_EQ(out.find("block opened here"), std::string::npos) << out;
   EXPECT_EQ(last_errors_, 2u) << out;
+
+  // Two profiles whose names recovery made up are not "defined twice".
+  EXPECT_FALSE(Check(Write("n.cocoon", "profile {\n  network off\n}\nprofile {\n  network off\n}\n"), &out));
+  EXPECT_EQ(out.find("already defined"), std::string::npos) << out;
 }
 
 TEST_F(ResolutionTest, DiagnosticsInAnotherFileSayWhyItWasRead) {
