@@ -56,9 +56,13 @@ profileStmt
   | IDENT anyArg* (LBRACE anyStmt* RBRACE)?              // unknownStmt
   ;
 
+// A name, number or address without its port is read as an endpoint too, so
+// that the checker says "has no port; write host:port" at it and the block's
+// other endpoints are still read.
 endpoint
   : HOSTPORT
   | STRING
+  | IDENT | NUMBER | QUANTITY                           // no port: the checker's error
   ;
 
 pathArg
@@ -107,6 +111,7 @@ syscallStmt
     (IDENT | GROUP | STRING)+                            // syscalls and @groups
     (IF condition)? (ERRNO (IDENT | NUMBER))?            // ruleStmt
   | ARCH IDENT+                                          // archStmt
+  | IDENT anyArg* (LBRACE anyStmt* RBRACE)?              // unknownSyscallStmt (alow read)
   ;
 
 action
@@ -147,6 +152,7 @@ envStmt
   | SET IDENT STRING
   | PASS IDENT+
   | UNSET IDENT+
+  | IDENT anyArg* (LBRACE anyStmt* RBRACE)?              // unknownEnvStmt (sett FOO "x")
   ;
 
 runtimeStmt

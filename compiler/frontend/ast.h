@@ -75,6 +75,10 @@ struct Profile {
   Word parent;
   std::vector<Statement> body;
   Span span;
+  // A syntax error (or a mistake found before parsing) is inside it, when
+  // the parser returns an AST despite errors (SlipRecovery::kAstForChecking):
+  // its statements may be what recovery made of them, so it is not checked.
+  bool has_syntax_errors = false;
 };
 
 struct Directive {
@@ -96,7 +100,7 @@ struct File {
   // sec`: the number), when it returns an AST despite them
   // (SlipRecovery::kAstForChecking); the checker says nothing more of them.
   std::vector<Span> reported;
-  size_t slip_errors = 0;  // how many errors those slips were
+  size_t slip_errors = 0;  // how many errors those slips were, and the syntax errors in its profiles
 };
 
 }  // namespace cocoon::frontend::ast

@@ -228,6 +228,28 @@ const std::vector<std::string>& ProfileKeys() {
   return *keys;
 }
 
+// A statement of a `syscalls` block that starts with a name, not a verb
+// (`alow read`): the grammar reads it as an unknown statement so that the
+// rest of the block still parses. Reported here, and left out of the rules.
+void ApplySyscallsBlock(Layer& layer, const ast::Statement& stmt) {
+  static const std::vector<std::string> kWords{"default", "allow", "deny", "kill", "log", "notify", "trap", "arch"};
+  auto unknown = [](const ast::Statement& s) { return s.keyword.kind == ast::WordKind::kIdent; };
+  if (std::none_of(stmt.block.begin(), stmt.block.end(), unknown)) return internal::ApplySyscalls(layer, stmt);
+  ast::Statement known = stmt;
+  known.block.clear();
+  for (const ast::Statement& s : stmt.block) {
+    if (!unknown(s)) {
+      known.block.push_back(s);
+      continue;
+    }
+    const std::string suggestion = DidYouMean(s.keyword.text, kWords);
+    layer.Error(s.keyword.span, "unknown syscalls statement " + Quote(s.keyword.text),
+                suggestion.empty() ? "a rule starts with allow, deny, kill, log, notify or trap; also default, arch"
+                                   : "did you mean '" + suggestion + "'?");
+  }
+  internal::ApplySyscalls(layer, known);
+}
+
 const std::vector<std::string>& RelaxableSettings() {
   static const auto* keys = new std::vector<std::string>{
       "network", "filesystem", "devices", "limits", "syscalls", "environment", "user"};
@@ -329,7 +351,7 @@ void ApplyStatement(Layer& layer, const ast::Statement& stmt) {
   } else if (key == "limits") {
     for (const ast::Statement& s : stmt.block) internal::ApplyLimits(layer, s);
   } else if (key == "syscalls") {
-    internal::ApplySyscalls(layer, stmt);
+    ApplySyscallsBlock(layer, stmt);
   } else if (key == "environment") {
     for (const ast::Statement& s : stmt.block) internal::ApplyEnvironment(layer, s);
   } else if (key == "cwd") {

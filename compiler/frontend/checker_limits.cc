@@ -211,6 +211,13 @@ void ApplyEnvironment(Layer& layer, const ast::Statement& stmt) {
     if (state.env_pass.erase(name.text) != 0) state.policy.provenance.erase("environment.pass:" + name.text);
     if (state.env_unset.erase(name.text) != 0) state.policy.provenance.erase("environment.unset:" + name.text);
     layer.Origin(setting, stmt.span);
+  } else if (key != "pass" && key != "unset") {
+    // `sett FOO "x"`: read as an unknown statement so that the rest of the
+    // block still parses (grammar/CocoonParser.g4, envStmt).
+    const std::string suggestion = DidYouMean(key, {"clear", "inherit", "set", "pass", "unset"});
+    layer.Error(stmt.keyword.span, "unknown environment statement " + Quote(key),
+                suggestion.empty() ? "the statements are clear, inherit, set, pass and unset"
+                                   : "did you mean '" + suggestion + "'?");
   } else {  // pass, unset
     for (const ast::Word& name : stmt.args) {
       if (!EnvName(layer, name)) continue;

@@ -78,10 +78,15 @@ std::optional<ir::Policy> CompilePolicyText(const std::string& display_name, con
   return CompileProgram(program, profile, options, diagnostics);
 }
 
-bool CheckPolicyFile(const std::string& path, const std::string& profile, const FrontendOptions& options,
-                     Diagnostics& diagnostics) {
+namespace {
+
+bool CheckPolicyFileFound(const std::string& path, const std::string& profile, const FrontendOptions& options,
+                          Diagnostics& diagnostics) {
   const size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
   LoadOptions load = MakeLoadOptions(options);
+  // `diagnostics` is uncapped here (CheckPolicyFile caps it): every syntax
+  // error up to the parser's own limit is counted, past --max-errors too.
+  load.parse.max_syntax_errors = 25;
   // A unit written apart (`wall_time 5 sec`) is reported, and the rest of
   // the file still checked (`memroy` on the same line).
   load.parse.slip_recovery = SlipRecovery::kAstForChecking;
@@ -125,6 +130,20 @@ bool CheckPolicyFile(const std::string& path, const std::string& profile, const 
                       "define one: profile NAME { ... }");
     return false;
   }
+  // A profile with a syntax error inside, or one that extends it, is not
+  // checked: what recovery made of its statements would only give errors
+  // that follow from the syntax error.
+  auto broken = [&program](const ProfileRef& ref) {
+    std::set<std::string> walked;
+    for (const ast::Profile* p = ref.profile; p != nullptr;) {
+      if (p->has_syntax_errors) return true;
+      if (!p->has_parent || !walked.insert(p->name.text).second) return false;
+      auto parent = program.profiles.find(p->parent.text);
+      p = parent == program.profiles.end() ? nullptr : parent->second.profile;
+    }
+    return false;
+  };
+  std::erase_if(definitions, broken);
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
   CheckSession session(program);
   for (const ProfileRef& definition : definitions) {
@@ -140,6 +159,39 @@ bool CheckPolicyFile(const std::string& path, const std::string& profile, const 
   session.ReportMissingSyscalls(missing_syscalls);
   MergeUnique(missing_syscalls, diagnostics, seen);
   return !diagnostics.has_errors();
+}
+
+}  // namespace
+
+bool CheckPolicyFile(const std::string& path, const std::string& profile, const FrontendOptions& options,
+                     Diagnostics& diagnostics) {
+  // Everything is found uncapped, then reported in source order (syntax
+  // errors, the checker's per profile, and the Linux filter's came in that
+  // order) and capped: the cap then keeps the first errors of the file, and
+  // counts the rest.
+  Diagnostics found(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
+  const bool ok = CheckPolicyFileFound(path, profile, options, found);
+  // Sorted by file (in the order the files first appear) and position; a
+  // diagnostic with no position (a note such as "stopped parsing after 25
+  // syntax errors") keeps its place after the one before it.
+  std::vector<std::string> files;
+  std::vector<std::tuple<size_t, uint32_t, size_t>> keys;  // file rank, offset, index
+  const std::vector<Diagnostic>& all = found.all();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].source == nullptr) {
+      keys.emplace_back(keys.empty() ? 0 : std::get<0>(keys.back()), keys.empty() ? 0 : std::get<1>(keys.back()), i);
+      continue;
+    }
+    const std::string& name = all[i].source->name();
+    size_t rank = std::find(files.begin(), files.end(), name) - files.begin();
+    if (rank == files.size()) files.push_back(name);
+    keys.emplace_back(rank, all[i].span.begin, i);
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  for (const auto& key : keys) diagnostics.Add(all[std::get<2>(key)]);
+  return ok && !diagnostics.has_errors();
 }
 
 std::vector<std::string> ListProfiles(const std::string& path, const FrontendOptions& options,

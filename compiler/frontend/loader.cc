@@ -197,6 +197,10 @@ class Loader {
   void IndexProfiles(const LoadedFile& file) {
     for (const ast::Profile& profile : file.ast.profiles) {
       auto [it, inserted] = program_.profiles.emplace(profile.name.text, ProfileRef{&profile, &file});
+      // A profile with a syntax error (cocoon check) may have a name that
+      // recovery made up (`profile {`): it is not checked, and not reported
+      // as a second definition either.
+      if (!inserted && (profile.has_syntax_errors || it->second.profile->has_syntax_errors)) continue;
       if (!inserted) {
         const LoadedFile& first = *it->second.file;
         LineCol at = first.source->Locate(it->second.profile->name.span.begin);

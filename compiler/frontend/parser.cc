@@ -112,6 +112,17 @@ class ErrorListener : public antlr4::BaseErrorListener {
 
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* token, size_t, size_t,
                    const std::string& antlr_message, std::exception_ptr) override {
+    // Recovery may report a second error at the token it just reported
+    // (`(arg0 & X != 0`: once in the condition, once more as the next
+    // statement): the same mistake, said once.
+    if (token != nullptr && last_token_ && *last_token_ == token->getTokenIndex()) return;
+    // After a '#' that swallowed the rest of a line (CheckCommentsAfterPaths
+    // reported it), what the parser says follows from it.
+    if (quiet_from_ && (token == nullptr || token->getType() == antlr4::Token::EOF ||
+                        offsets_.Byte(token->getStartIndex()) >= *quiet_from_)) {
+      return;
+    }
+    if (token != nullptr) last_token_ = token->getTokenIndex();
     ++count_;
     std::string message = "unexpected " + Describe(token);
     std::string hint;
@@ -129,6 +140,8 @@ class ErrorListener : public antlr4::BaseErrorListener {
   }
 
   size_t count() const { return count_; }
+  // Syntax errors at or after byte `offset` are not reported (nor counted).
+  void QuietFrom(uint32_t offset) { quiet_from_ = offset; }
 
   // The first syntax error the parser reported: where it is among the
   // diagnostics (to attach a note to it) and among the tokens.
@@ -178,14 +191,49 @@ class ErrorListener : public antlr4::BaseErrorListener {
       while (word > 0 && std::isalnum(static_cast<unsigned char>(text[word - 1]))) --word;
       const bool after_argument =
           (at > 0 && text[at - 1] == ')') || std::string_view(text).substr(word, at - word).rfind("arg", 0) == 0;
-      hint = after_argument ? "a comparison is written '==' (or !=, <, <=, >, >=)"
-                            : "there is no '=' in the language: a setting is its name, then its value (memory 1GiB)";
+      if (after_argument) {
+        message = "'=' is not an operator; a comparison is written '=='";
+        hint = "the comparisons are ==, !=, <, <=, >, >= (and `in { ... }`)";
+      } else {
+        hint = "there is no '=' in the language: a setting is its name, then its value (memory 1GiB)";
+      }
+      return;
+    }
+    if (token != nullptr && InUnclosedMask(parser, token)) {
+      // `(arg0 & CLONE_NEWUSER != 0`: the parser, unable to tell a masked
+      // operand from a parenthesized condition, would list what may start one.
+      message = "unexpected " + Describe(token) + "; expected ')'";
+      hint = "close the mask before comparing: (arg0 & MASK) " + token->getText() + " VALUE";
       return;
     }
     if (token != nullptr && token->getType() != antlr4::Token::EOF) {
       std::string suggestion = DidYouMean(token->getText(), keywords);
       if (!suggestion.empty()) hint = "did you mean '" + suggestion + "'?";
     }
+  }
+
+  // True when `token` comes right after `( argN & VALUE [| VALUE]...`, a
+  // masked operand whose ')' is missing.
+  static bool InUnclosedMask(antlr4::Parser* parser, antlr4::Token* token) {
+    antlr4::TokenStream* tokens = parser->getTokenStream();
+    if (tokens == nullptr || token->getType() == antlr4::Token::EOF) return false;
+    size_t i = token->getTokenIndex();
+    auto type_at = [&](size_t at) { return tokens->get(at)->getType(); };
+    auto previous = [&]() {  // the on-channel token before i, or false
+      while (i > 0) {
+        --i;
+        if (tokens->get(i)->getChannel() == antlr4::Token::DEFAULT_CHANNEL) return true;
+      }
+      return false;
+    };
+    // VALUE (| VALUE)*, read backwards
+    for (;;) {
+      if (!previous() || (type_at(i) != CocoonParser::IDENT && type_at(i) != CocoonParser::NUMBER)) return false;
+      if (!previous()) return false;
+      if (type_at(i) != CocoonParser::PIPE) break;
+    }
+    return type_at(i) == CocoonParser::AMP && previous() && type_at(i) == CocoonParser::ARG && previous() &&
+           type_at(i) == CocoonParser::LPAREN;
   }
 
   Span SpanOf(antlr4::Token* token) const {
@@ -204,6 +252,8 @@ class ErrorListener : public antlr4::BaseErrorListener {
   size_t cap_;
   Diagnostics& diagnostics_;
   size_t count_ = 0;
+  std::optional<size_t> last_token_;  // the token of the last error reported
+  std::optional<uint32_t> quiet_from_;
   std::optional<FirstError> first_;
 };
 
@@ -886,11 +936,12 @@ bool CheckBarePaths(antlr4::CommonTokenStream& tokens, const SourcePtr& source, 
 
 // `hide /etc/shadow#x }`: a '#' right after a bare path starts a comment, so
 // the rest of the line (here the `}`) is not read, and the parser would
-// report whatever comes after it. Reported at the '#'; the caller does not
-// parse further (what the parser would say follows from the comment).
-bool CheckCommentsAfterPaths(antlr4::CommonTokenStream& tokens, const SourcePtr& source,
-                             const OffsetMap& offsets, Diagnostics& diagnostics) {
-  bool ok = true;
+// report whatever comes after it. Reported at the '#'; returns where the
+// first one is: the parser's errors from there on follow from it, and are
+// not reported.
+std::optional<uint32_t> CheckCommentsAfterPaths(antlr4::CommonTokenStream& tokens, const SourcePtr& source,
+                                                const OffsetMap& offsets, Diagnostics& diagnostics) {
+  std::optional<uint32_t> first;
   const std::vector<antlr4::Token*> all = tokens.getTokens();
   for (size_t i = 0; i + 1 < all.size(); ++i) {
     if (all[i]->getType() != CocoonLexer::PATH || all[i + 1]->getType() != CocoonLexer::COMMENT) continue;
@@ -901,9 +952,9 @@ bool CheckCommentsAfterPaths(antlr4::CommonTokenStream& tokens, const SourcePtr&
     diagnostics.Error(source, Span{path_end, path_end + 1},
                       "'#' right after the path '" + path + "' starts a comment: the rest of the line is not read",
                       "put a space before a comment; if the '#' belongs to the file name, quote the whole path");
-    ok = false;
+    if (!first) first = path_end;
   }
-  return ok;
+  return first;
 }
 
 // `allow kill`: a syscall whose name is a keyword, unquoted, right after a
@@ -1389,16 +1440,21 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
   tokens.fill();
   if (listener.count() > 0) return std::nullopt;
   if (!CheckNesting(tokens, source, offsets, options.max_nesting, diagnostics)) return std::nullopt;
+  const size_t diagnostics_before = diagnostics.all().size();
   // Reported with any syntax errors below; either way there is no AST.
   const bool strings_ok = CheckStringContents(tokens, source, offsets, diagnostics);
   std::vector<Span> units_reported;
   const size_t errors_before_units = diagnostics.error_count() + diagnostics.suppressed();
+  const size_t units_from = diagnostics.all().size();
   const bool units_ok = CheckUnitsWrittenApart(tokens, source, offsets, diagnostics, units_reported);
+  const size_t units_to = diagnostics.all().size();
   const size_t unit_errors = diagnostics.error_count() + diagnostics.suppressed() - errors_before_units;
   const bool names_ok = CheckKeywordSyscallNames(tokens, source, offsets, diagnostics);
   const bool paths_ok = CheckBarePaths(tokens, source, offsets, diagnostics);
-  if (!CheckCommentsAfterPaths(tokens, source, offsets, diagnostics)) return std::nullopt;
-  if (!CheckUnmatchedBraces(tokens, source, offsets, diagnostics)) return std::nullopt;
+  const std::optional<uint32_t> comment_slip = CheckCommentsAfterPaths(tokens, source, offsets, diagnostics);
+  if (comment_slip) listener.QuietFrom(*comment_slip);
+  // A '#' may have swallowed a brace: the brace scan would only report that.
+  if (!comment_slip && !CheckUnmatchedBraces(tokens, source, offsets, diagnostics)) return std::nullopt;
 
   AstListener ast_listener(offsets, source->text());
   PolicyParser parser(&tokens, ast_listener);
@@ -1423,20 +1479,43 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
     try {
       parser.file();
     } catch (const TooManyErrors&) {
-      if (listener.first()) NoteUnclosedBlock(tokens, source, offsets, *listener.first(), diagnostics);
+      if (listener.first() && !comment_slip) NoteUnclosedBlock(tokens, source, offsets, *listener.first(), diagnostics);
       diagnostics.Note(nullptr, Span{}, source->name() + ": stopped parsing after " +
                                             std::to_string(listener.count()) + " syntax errors");
       return std::nullopt;
     }
-    if (listener.first()) NoteUnclosedBlock(tokens, source, offsets, *listener.first(), diagnostics);
-    // SLL can reject what full LL accepts; only LL's verdict counts.
-    if (listener.count() > 0) return std::nullopt;
+    if (listener.first() && !comment_slip) NoteUnclosedBlock(tokens, source, offsets, *listener.first(), diagnostics);
   }
-  if (!strings_ok || !names_ok || !paths_ok) return std::nullopt;
-  if (!units_ok && options.slip_recovery != SlipRecovery::kAstForChecking) return std::nullopt;
+  // SLL can reject what full LL accepts; only LL's verdict counts.
+  const bool syntax_ok = listener.count() == 0 && !comment_slip;
+  const bool for_checking = options.slip_recovery == SlipRecovery::kAstForChecking;
+  if (!for_checking && (!syntax_ok || !strings_ok || !names_ok || !paths_ok || !units_ok)) return std::nullopt;
   ast::File file = ast_listener.Take();
   file.reported = std::move(units_reported);
   file.slip_errors = unit_errors;
+  if (!syntax_ok || !strings_ok || !names_ok || !paths_ok) {
+    // For `check`: the profiles with an error inside are marked, and not
+    // checked; the others are. An error outside every profile (a directive,
+    // between profiles) leaves no AST: a missing import would make its
+    // profiles' parents unknown, which is only noise.
+    const std::vector<Diagnostic>& all = diagnostics.all();
+    size_t errors = 0;
+    for (size_t i = diagnostics_before; i < all.size(); ++i) {
+      if (all[i].severity != Severity::kError || (i >= units_from && i < units_to)) continue;
+      ++errors;
+      const uint32_t at = all[i].span.begin;
+      bool inside = false;
+      for (ast::Profile& profile : file.profiles) {
+        if (at >= profile.span.begin && at <= profile.span.end) inside = profile.has_syntax_errors = true;
+      }
+      if (!inside) return std::nullopt;
+    }
+    // Past a '#' that swallowed a line, the parse is recovery's guess.
+    for (ast::Profile& profile : file.profiles) {
+      if (comment_slip && profile.span.end > *comment_slip) profile.has_syntax_errors = true;
+    }
+    file.slip_errors += errors;
+  }
   file.source = source;
   file.comments = CollectComments(tokens, offsets);
   return file;

@@ -22,8 +22,11 @@ enum class DfaReuse {
   kProcessWide,
 };
 
-// Whether a file whose only errors are slips the parser mended (a unit
-// written apart from its number) still gets an AST.
+// Whether a file with errors still gets an AST: one whose errors are slips
+// the parser mended (a unit written apart from its number), or lie inside
+// profiles (each such profile marked has_syntax_errors, and not to be
+// checked). Errors outside every profile, unbalanced braces, too deep a
+// nesting, or too many syntax errors still give no AST.
 enum class SlipRecovery {
   kNoAst,           // nullopt, as for any error: what fmt and the fuzzers expect
   kAstForChecking,  // the AST, for `check` to report the file's other mistakes too

@@ -545,10 +545,42 @@ const Case kCases[] = {
      " = help: write 1.5GiB, without a space\n"},
     {"an_equals_sign_where_none_goes",
      "import \"strict\"\nprofile p extends strict {\n  syscalls { allow socket if arg0 = 1 }\n}\n",
-     "ERROR: t.cocoon:3:35: unexpected '='; expected '(' or arg0..arg5\n"
+     "ERROR: t.cocoon:3:35: '=' is not an operator; a comparison is written '=='\n"
      " |   syscalls { allow socket if arg0 = 1 }\n"
      " |                                   ^\n"
-     " = help: a comparison is written '==' (or !=, <, <=, >, >=)\n"},
+     " = help: the comparisons are ==, !=, <, <=, >, >= (and `in { ... }`)\n"},
+    // A typo in a block's statement is one error at it; the valid lines
+    // after it, and a mistake further on, are still read.
+    {"a_misspelt_syscall_verb_hides_nothing_after_it",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    alow read\n    deny ptrace\n  }\n"
+     "  environment { set FOO \"bar\" }\n  hostname \"a b\"\n}\n",
+     "ERROR: t.cocoon:4:5: unknown syscalls statement 'alow'\n"
+     " |     alow read\n"
+     " |     ^~~~\n"
+     " = help: did you mean 'allow'?\n"
+     "ERROR: t.cocoon:8:12: invalid hostname 'a b'\n"
+     " |   hostname \"a b\"\n"
+     " |            ^~~~~\n"
+     " = help: use letters, digits, '-' and '.', at most 64 characters\n"},
+    {"a_misspelt_environment_statement_is_one_error",
+     "import \"strict\"\nprofile p extends strict {\n  environment { sett FOO \"x\"\n    pass BAR }\n}\n",
+     "ERROR: t.cocoon:3:17: unknown environment statement 'sett'\n"
+     " |   environment { sett FOO \"x\"\n"
+     " |                 ^~~~\n"
+     " = help: did you mean 'set'?\n"},
+    {"an_endpoint_without_its_port_is_one_error",
+     "import \"strict\"\nprofile p extends strict {\n  network allow { a.com:443 b.com\n    c.com:80 }\n"
+     "  relaxes network\n}\n",
+     "ERROR: t.cocoon:3:29: endpoint 'b.com' has no port; write host:port\n"
+     " |   network allow { a.com:443 b.com\n"
+     " |                             ^~~~~\n"},
+    {"a_mask_left_open_expects_its_parenthesis",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    deny clone if (arg0 & CLONE_NEWUSER != 0\n"
+     "    allow read\n  }\n}\n",
+     "ERROR: t.cocoon:4:41: unexpected '!='; expected ')'\n"
+     " |     deny clone if (arg0 & CLONE_NEWUSER != 0\n"
+     " |                                         ^~\n"
+     " = help: close the mask before comparing: (arg0 & MASK) != VALUE\n"},
     {"a_setting_written_as_an_assignment",
      "import \"strict\"\nprofile p extends strict {\n  limits { memory = 1GiB }\n}\n",
      "ERROR: t.cocoon:3:19: unexpected '='; expected 'unlimited', a number, a quantity (5s, 128MiB, 95%) or a name\n"

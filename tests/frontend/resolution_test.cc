@@ -69,6 +69,68 @@ constexpr char kBase[] =
 // A diagnostic inside a file the user's policy did not name itself says why
 // that file was read: the `extends` (checker) or the `import` chain (parser,
 // loader) in the user's file, each a note with its caret.
+// `check` reports in source order: an escape error (found before parsing)
+// at line 4 came before the syntax error at line 3, and a warning the
+// checker found after the errors of its profile came after them.
+TEST_F(ResolutionTest, CheckReportsInSourceOrder) {
+  std::string out;
+  EXPECT_FALSE(Check(Write("o.cocoon", "profile p {\n  description \"x\"\n  network of\n"
+                                       "  description \"bad \\q\"\n}\n"),
+                     &out));
+  const size_t syntax = out.find("o.cocoon:3:11:");
+  const size_t escape = out.find("o.cocoon:4:");
+  ASSERT_NE(syntax, std::string::npos) << out;
+  ASSERT_NE(escape, std::string::npos) << out;
+  EXPECT_LT(syntax, escape) << out;
+
+  EXPECT_FALSE(Check(Write("e.cocoon", "profile p {\n  environment { sett FOO \"x\" }\n}\n"), &out));
+  const size_t warning = out.find("WARNING: ");
+  const size_t error = out.find("ERROR: ");
+  ASSERT_NE(warning, std::string::npos) << out;
+  ASSERT_NE(error, std::string::npos) << out;
+  EXPECT_LT(warning, error) << out;  // the warning is at line 1, the error at line 2
+}
+
+// --max-errors caps what is shown, not what is counted: syntax errors past
+// it are counted (up to the parser's own stop at 25).
+TEST_F(ResolutionTest, CheckCountsSyntaxErrorsPastTheCap) {
+  std::string text = "profile p {\n";
+  for (int i = 0; i < 40; ++i) text += "  hostname = x" + std::to_string(i) + "\n";
+  text += "}\n";
+  std::string out;
+  EXPECT_FALSE(Check(Write("many.cocoon", text), &out, DiagnosticsOptions{3}));
+  EXPECT_EQ(last_errors_, 3u) << out;
+  EXPECT_EQ(last_errors_ + last_suppressed_, 25u) << out;
+  EXPECT_NE(out.find("stopped parsing after 25 syntax errors"), std::string::npos) << out;
+}
+
+// A syntax error stops checking only the profile it is in (and the ones
+// that extend it): the other profiles' mistakes are still reported, and a
+// '#' that swallows a line hides no syntax error before it.
+TEST_F(ResolutionTest, CheckReportsOtherProfilesMistakesDespiteASyntaxError) {
+  std::string out;
+  EXPECT_FALSE(Check(Write("s.cocoon",
+                           "profile a {\n  network offf\n}\n"
+                           "profile b {\n  limits { memroy 1GiB }\n}\n"
+                           "profile c extends a {\n  limits { wall_tme 1s }\n}\n"),
+                     &out));
+  EXPECT_NE(out.find("s.cocoon:2:11: unexpected 'offf'"), std::string::npos) << out;
+  EXPECT_NE(out.find("s.cocoon:5:12: unknown limit 'memroy'"), std::string::npos) << out;
+  // c extends the broken a: not checked, so nothing that follows from a.
+  EXPECT_EQ(out.find("wall_tme"), std::string::npos) << out;
+  EXPECT_EQ(last_errors_, 2u) << out;
+
+  EXPECT_FALSE(Check(Write("o.cocoon", "profile p {\n  network of\n  filesystem { hide /etc/shadow#x }\n}\n"), &out));
+  EXPECT_NE(out.find("o.cocoon:2:11: unexpected 'of'"), std::string::npos) << out;
+  EXPECT_NE(out.find("o.cocoon:3:32: '#' right after the path"), std::string::npos) << out;
+  EXPECT_EQ(out.find("block opened here"), std::string::npos) << out;
+  EXPECT_EQ(last_errors_, 2u) << out;
+
+  // Two profiles whose names recovery made up are not "defined twice".
+  EXPECT_FALSE(Check(Write("n.cocoon", "profile {\n  network off\n}\nprofile {\n  network off\n}\n"), &out));
+  EXPECT_EQ(out.find("already defined"), std::string::npos) << out;
+}
+
 TEST_F(ResolutionTest, DiagnosticsInAnotherFileSayWhyItWasRead) {
   Write("lib/base.cocoon", "profile base {\n  filesystem { writable /opt }\n  syscalls { allow read }\n}\n");
   Write("mid.cocoon", "import \"lib/base\"\nprofile mid extends base {\n}\n");
