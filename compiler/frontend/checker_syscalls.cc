@@ -470,11 +470,53 @@ std::string RuleOriginKey(const ir::SyscallRule& rule) {
   return key;
 }
 
-std::string PrologueOverrideText(const ir::SyscallRule& rule) {
-  const ir::Action* fixed = syscalls::PrologueFixedAnswer(rule.name);
-  if (fixed == nullptr || rule.action == *fixed || ir::ActionOutranks(rule.action, *fixed)) return "";
-  return "the compiler's prologue answers every " + rule.name + " with " + ActionText(*fixed) +
-         ", whatever the policy says";
+namespace {
+
+// Every call `rule_conditions` match also matches `guard` ((arg & mask) ==
+// value): some condition on the same argument pins those bits.
+bool Implies(const std::vector<ir::ArgCondition>& rule_conditions, const ir::ArgCondition& guard) {
+  return std::any_of(rule_conditions.begin(), rule_conditions.end(), [&](const ir::ArgCondition& c) {
+    if (c.arg != guard.arg) return false;
+    if (c.op == ir::CompareOp::kEq) return (c.value & guard.mask) == guard.value;
+    if (c.op == ir::CompareOp::kMaskedEq) return (guard.mask & ~c.mask) == 0 && (c.value & guard.mask) == guard.value;
+    return false;
+  });
+}
+
+}  // namespace
+
+std::string PrologueOverrideText(const ir::SyscallRule& rule, bool netlink_refused) {
+  if (const ir::Action* fixed = syscalls::PrologueFixedAnswer(rule.name); fixed != nullptr) {
+    if (rule.action == *fixed || ir::ActionOutranks(rule.action, *fixed)) return "";
+    return "the compiler's prologue answers every " + rule.name + " with " + ActionText(*fixed) +
+           ", whatever the policy says";
+  }
+  if (rule.conditions.empty()) return "";
+  for (const syscalls::PrologueArgGuard& guard : syscalls::PrologueArgGuards(netlink_refused)) {
+    if (guard.syscall != rule.name) continue;
+    if (rule.action == guard.action || ir::ActionOutranks(rule.action, guard.action)) continue;
+    const bool all = std::all_of(guard.conditions.begin(), guard.conditions.end(),
+                                 [&](const ir::ArgCondition& g) { return Implies(rule.conditions, g); });
+    if (!all) continue;
+    return "the compiler's prologue answers every " + rule.name + " call with " + guard.what + " with " +
+           ActionText(guard.action) + ", whatever the policy says";
+  }
+  return "";
+}
+
+std::string PrologueExceptionsText(const ir::SyscallRule& rule, bool netlink_refused) {
+  if (!rule.conditions.empty()) return "";
+  std::vector<std::string> whats;
+  for (const syscalls::PrologueArgGuard& guard : syscalls::PrologueArgGuards(netlink_refused)) {
+    if (guard.syscall != rule.name || rule.action == guard.action || ir::ActionOutranks(rule.action, guard.action)) {
+      continue;
+    }
+    const std::string what = guard.what + ": " + ActionText(guard.action);
+    if (std::find(whats.begin(), whats.end(), what) == whats.end()) whats.push_back(what);
+  }
+  std::string text;
+  for (const std::string& what : whats) text += (text.empty() ? "" : ", ") + what;
+  return text;
 }
 
 bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule) {

@@ -217,8 +217,11 @@ void ExplainSyscalls(Writer& w, const ir::Policy& p) {
     if (!r.group.empty()) continue;
     std::string text = internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions);
     auto covering = unconditional.find(r.name);
-    if (const std::string why = internal::PrologueOverrideText(r); !why.empty()) {
+    const bool netlink_refused = p.network.mode == ir::NetworkMode::kOff;
+    if (const std::string why = internal::PrologueOverrideText(r, netlink_refused); !why.empty()) {
       text += " (OVERRIDDEN, never applies: " + why + ")";
+    } else if (const std::string except = internal::PrologueExceptionsText(r, netlink_refused); !except.empty()) {
+      text += " (except where the compiler's prologue answers: " + except + ")";
     } else if (covering != unconditional.end() && internal::Overrides(*covering->second, r)) {
       const ir::SyscallRule& by = *covering->second;
       text += " (OVERRIDDEN, never applies: the unconditional " + internal::ActionText(by.action) + " " + by.name +

@@ -350,6 +350,27 @@ const Case kCases[] = {
      " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~\n"
      " = help: remove this rule: no policy rule reopens 'clone3' (seccomp cannot read its flags, which are behind a "
      "pointer; glibc falls back to clone, whose flags rules can test)\n"},
+    // The prologue's fixed answers to argument values (before: check said ok
+    // to these three rules, reviewer's x3.cocoon).
+    {"rule_for_arguments_the_prologue_answers",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n"
+     "    allow socket if arg0 == AF_VSOCK\n    allow ioctl if arg1 == TIOCSTI\n    allow fcntl if arg1 == 1024\n"
+     "    kill ioctl if arg1 == TIOCLINUX\n    allow socket if arg0 == AF_UNIX\n  }\n}\n",
+     "WARNING: t.cocoon:5:5: this allow rule for 'socket' never applies: the compiler's prologue answers every "
+     "socket call with AF_VSOCK with errno EAFNOSUPPORT, whatever the policy says\n"
+     " |     allow socket if arg0 == AF_VSOCK\n"
+     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"
+     "WARNING: t.cocoon:6:5: this allow rule for 'ioctl' never applies: the compiler's prologue answers every "
+     "ioctl call with TIOCSTI with errno EPERM, whatever the policy says\n"
+     " |     allow ioctl if arg1 == TIOCSTI\n"
+     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"
+     "WARNING: t.cocoon:7:5: this allow rule for 'fcntl' never applies: the compiler's prologue answers every "
+     "fcntl call with F_SETLEASE with errno EPERM, whatever the policy says\n"
+     " |     allow fcntl if arg1 == 1024\n"
+     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"},
     {"rule_outranking_the_prologue_is_not_overridden",
      "profile t {\n  syscalls {\n    kill clone3 if arg1 == 88\n    deny clone3\n  }\n}\n", ""},
     {"rule_repeating_the_prologue_is_not_overridden",
