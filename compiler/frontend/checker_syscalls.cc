@@ -307,42 +307,49 @@ void WarnWhereMissing(Layer& layer, const ast::Word& target, const std::vector<i
   layer.Warning(target.span, message, hint);
 }
 
+// Reports `target` if it names no group or no syscall known on `arches`:
+// true then. Checked first, so that a bad errno or condition in the same
+// rule does not hide a misspelt name (`deny ptrac errno EPERX`).
+bool ReportUnknownTarget(Layer& layer, const ast::Word& target, const std::vector<ir::Arch>& arches) {
+  if (target.kind == ast::WordKind::kGroup) {
+    if (syscalls::FindGroup(target.text) != nullptr) return false;
+    std::vector<std::string> names;
+    for (const auto& group : syscalls::AllGroups()) names.emplace_back(group.name);
+    std::string suggestion = DidYouMean(target.text, names);
+    layer.Error(target.span, "unknown syscall group " + Quote(target.text),
+                suggestion.empty() ? "see the group table in docs/language.md" : "did you mean '" + suggestion + "'?");
+    return true;
+  }
+  if (syscalls::IsKnownSyscall(target.text, arches)) return false;
+  // `dney ptrace` on a line of its own: a misspelt action, which the
+  // grammar reads as one more syscall of the rule on the line before.
+  static const std::vector<std::string> kActions{"allow", "deny", "kill", "log", "notify", "trap"};
+  const std::string_view text = layer.file().source->text();
+  const size_t line_start = text.rfind('\n', target.span.begin == 0 ? 0 : target.span.begin - 1);
+  const size_t from = line_start == std::string_view::npos ? 0 : line_start + 1;
+  const bool starts_line = text.substr(from, target.span.begin - from).find_first_not_of(" \t") ==
+                           std::string_view::npos;
+  const std::string action = starts_line ? DidYouMean(target.text, kActions) : std::string();
+  if (!action.empty()) {
+    layer.Error(target.span, "unknown syscall " + Quote(target.text),
+                "did you mean '" + action + "'? A rule starts with its action; as written, this line continues "
+                "the rule before it");
+    return true;
+  }
+  std::string suggestion = DidYouMean(target.text, syscalls::KnownSyscallNames());
+  layer.Error(target.span, "unknown syscall " + Quote(target.text),
+              suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+  return true;
+}
+
+// `target` names a known group or syscall (ReportUnknownTarget).
 void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const Dnf& dnf,
                const std::vector<ir::Arch>& arches) {
   if (target.kind == ast::WordKind::kGroup) {
-    if (syscalls::FindGroup(target.text) == nullptr) {
-      std::vector<std::string> names;
-      for (const auto& group : syscalls::AllGroups()) names.emplace_back(group.name);
-      std::string suggestion = DidYouMean(target.text, names);
-      layer.Error(target.span, "unknown syscall group " + Quote(target.text),
-                  suggestion.empty() ? "see the group table in docs/language.md" : "did you mean '" + suggestion + "'?");
-      return;
-    }
     for (const std::string& name : syscalls::ExpandGroup(target.text)) {
       for (const Conjunction& c : dnf) AddRule(layer, stmt, name, c, target.text);
     }
     for (const Conjunction& c : dnf) layer.Origin(RuleOriginKey({"", stmt.action, c, target.text}), stmt.span);
-    return;
-  }
-  if (!syscalls::IsKnownSyscall(target.text, arches)) {
-    // `dney ptrace` on a line of its own: a misspelt action, which the
-    // grammar reads as one more syscall of the rule on the line before.
-    static const std::vector<std::string> kActions{"allow", "deny", "kill", "log", "notify", "trap"};
-    const std::string_view text = layer.file().source->text();
-    const size_t line_start = text.rfind('\n', target.span.begin == 0 ? 0 : target.span.begin - 1);
-    const size_t from = line_start == std::string_view::npos ? 0 : line_start + 1;
-    const bool starts_line = text.substr(from, target.span.begin - from).find_first_not_of(" \t") ==
-                             std::string_view::npos;
-    const std::string action = starts_line ? DidYouMean(target.text, kActions) : std::string();
-    if (!action.empty()) {
-      layer.Error(target.span, "unknown syscall " + Quote(target.text),
-                  "did you mean '" + action + "'? A rule starts with its action; as written, this line continues "
-                  "the rule before it");
-      return;
-    }
-    std::string suggestion = DidYouMean(target.text, syscalls::KnownSyscallNames());
-    layer.Error(target.span, "unknown syscall " + Quote(target.text),
-                suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
     return;
   }
   WarnWhereMissing(layer, target, arches);
@@ -382,6 +389,11 @@ void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::A
       targets.push_back(&stmt.args[i]);
     }
   }
+  // The names first: a bad errno or condition must not hide a bad name.
+  std::vector<const ast::Word*> known;
+  for (const ast::Word* target : targets) {
+    if (!ReportUnknownTarget(layer, *target, arches)) known.push_back(target);
+  }
   Dnf dnf;
   if (stmt.condition) {
     if (!Lower(layer, *stmt.condition, dnf) || !ok) return;
@@ -395,7 +407,7 @@ void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::A
     if (!ok) return;
     dnf.push_back({});
   }
-  for (const ast::Word* target : targets) AddTarget(layer, rule, *target, dnf, arches);
+  for (const ast::Word* target : known) AddTarget(layer, rule, *target, dnf, arches);
   if (!rule.reallowed.empty()) {
     std::string names;
     for (size_t i = 0; i < rule.reallowed.size() && i < 3; ++i) names += (i ? ", " : "") + Quote(rule.reallowed[i]);

@@ -350,6 +350,27 @@ const Case kCases[] = {
      " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~\n"
      " = help: remove this rule: no policy rule reopens 'clone3' (seccomp cannot read its flags, which are behind a "
      "pointer; glibc falls back to clone, whose flags rules can test)\n"},
+    // A bad errno or constant used to hide the misspelt syscall of the same
+    // rule (only EPERX and FOOO were reported).
+    {"unknown_syscall_beside_a_bad_errno_or_constant",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    deny ptrac errno EPERX\n"
+     "    deny ptrac if arg0 == FOOO\n  }\n}\n",
+     "ERROR: t.cocoon:4:10: unknown syscall 'ptrac'\n"
+     " |     deny ptrac errno EPERX\n"
+     " |          ^~~~~\n"
+     " = help: did you mean 'ptrace'?\n"
+     "ERROR: t.cocoon:4:22: unknown errno 'EPERX'\n"
+     " |     deny ptrac errno EPERX\n"
+     " |                      ^~~~~\n"
+     " = help: did you mean 'EPERM'?\n"
+     "ERROR: t.cocoon:5:10: unknown syscall 'ptrac'\n"
+     " |     deny ptrac if arg0 == FOOO\n"
+     " |          ^~~~~\n"
+     " = help: did you mean 'ptrace'?\n"
+     "ERROR: t.cocoon:5:27: unknown constant 'FOOO'\n"
+     " |     deny ptrac if arg0 == FOOO\n"
+     " |                           ^~~~\n"
+     " = help: write a number, or see docs/language.md#constants\n"},
     // The prologue's fixed answers to argument values (before: check said ok
     // to these three rules, reviewer's x3.cocoon).
     {"rule_for_arguments_the_prologue_answers",
