@@ -277,7 +277,15 @@ void ExplainProcess(Writer& w, const ir::Policy& p) {
 std::string ExplainPolicy(const ir::Policy& p) {
   Writer w(p);
   w.out() << "Profile " << Printable(p.name);
-  if (!p.description.empty()) w.out() << ": " << Printable(p.description);
+  if (!p.description.empty()) {
+    w.out() << ": " << Printable(p.description);
+    // A parent's words may not fit the child (its limits, its network): say
+    // whose they are.
+    auto origin = p.provenance.find("description");
+    if (origin != p.provenance.end() && !origin->second.profile.empty() && origin->second.profile != p.name) {
+      w.out() << " (description inherited from " << Printable(origin->second.profile) << ")";
+    }
+  }
   w.out() << "\n";
   std::string lineage;
   for (const std::string& name : p.lineage) lineage += (lineage.empty() ? "" : " <- ") + name;

@@ -34,6 +34,18 @@ TEST(Explain, PolicyStringsCannotForgeLines) {
   EXPECT_EQ(out.find("\n  network: off"), std::string::npos) << out;
 }
 
+// A description the profile did not write is its ancestor's, and may
+// contradict the profile (strict's "128 MiB" under `memory 256MiB`): the
+// header says whose it is (before: shown as the profile's own).
+TEST(Explain, AnInheritedDescriptionSaysWhoseItIs) {
+  std::string out = Explain("  relaxes limits\n  limits { memory 256MiB }");
+  const std::string header = out.substr(0, out.find('\n'));
+  EXPECT_TRUE(header.starts_with("Profile p: ")) << header;
+  EXPECT_TRUE(header.ends_with(" (description inherited from strict)")) << header;
+  out = Explain("  description \"mine\"");
+  EXPECT_EQ(out.substr(0, out.find('\n')), "Profile p: mine") << out;
+}
+
 TEST(Explain, ConditionalGroupRulesShowTheirConditions) {
   std::string out = Explain("  relaxes syscalls\n  syscalls { kill @debug if arg1 in {1, 2} }");
   const syscalls::SyscallGroup* debug = syscalls::FindGroup("@debug");
