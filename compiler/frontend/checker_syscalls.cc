@@ -213,6 +213,7 @@ struct RuleStatement {
   ir::Action action;
   Span span;
   std::vector<std::string> reallowed;
+  Span word;  // the syscall or group being added: where a warning about its rule points
 };
 
 void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const Conjunction& conditions,
@@ -225,9 +226,9 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
     if (!first.from_group && !from_group) {
       uint32_t line = layer.file().source->Locate(first.span.begin).line;
       if (first.action == stmt.action) {
-        layer.Warning(stmt.span, "duplicate rule for " + Quote(name) + " (first at line " + std::to_string(line) + ")");
+        layer.Warning(stmt.word, "duplicate rule for " + Quote(name) + " (first at line " + std::to_string(line) + ")");
       } else {
-        layer.Error(stmt.span, "conflicting rules: " + Quote(name) + " is " + ActionPhrase(first.action) +
+        layer.Error(stmt.word, "conflicting rules: " + Quote(name) + " is " + ActionPhrase(first.action) +
                                    " at line " + std::to_string(line) + " and " + ActionPhrase(stmt.action) +
                                    " here");
       }
@@ -253,8 +254,8 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
   if (site.source == nullptr || from_group <= site.from_group) {
     site = State::RuleSite{layer.file().source, stmt.span, from_group};
   }
-  RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group, layer.file().source, stmt.span,
-                  layer.profile_node()};
+  RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group, layer.file().source,
+                  from_group ? stmt.span : stmt.word, layer.profile_node()};
   // A group's rules have one origin per statement, set by AddTarget.
   if (!from_group) layer.Origin(RuleOriginKey(entry.rule), stmt.span);
   if (existed) {
@@ -375,7 +376,7 @@ ir::Action VerbAction(const std::string& verb) {
 
 // `arches`: the profile's architectures, which decide the known syscalls.
 void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::Arch>& arches) {
-  RuleStatement rule{VerbAction(stmt.keyword.text), stmt.span, {}};
+  RuleStatement rule{VerbAction(stmt.keyword.text), stmt.span, {}, stmt.span};
   std::vector<const ast::Word*> targets;
   bool ok = true;  // keep going after a problem, to report every one
   for (size_t i = 0; i < stmt.args.size(); ++i) {
@@ -407,7 +408,10 @@ void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::A
     if (!ok) return;
     dnf.push_back({});
   }
-  for (const ast::Word* target : known) AddTarget(layer, rule, *target, dnf, arches);
+  for (const ast::Word* target : known) {
+    rule.word = target->span;
+    AddTarget(layer, rule, *target, dnf, arches);
+  }
   if (!rule.reallowed.empty()) {
     std::string names;
     for (size_t i = 0; i < rule.reallowed.size() && i < 3; ++i) names += (i ? ", " : "") + Quote(rule.reallowed[i]);

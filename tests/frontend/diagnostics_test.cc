@@ -91,9 +91,9 @@ const Case kCases[] = {
     {"allowed_and_denied",
      "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n"
      "  syscalls {\n    allow ptrace\n    deny ptrace\n  }\n}\n",
-     "ERROR: t.cocoon:6:5: conflicting rules: 'ptrace' is allowed at line 5 and denied (errno EPERM) here\n"
+     "ERROR: t.cocoon:6:10: conflicting rules: 'ptrace' is allowed at line 5 and denied (errno EPERM) here\n"
      " |     deny ptrace\n"
-     " |     ^~~~~~~~~~~\n"},
+     " |          ^~~~~~\n"},
     {"unknown_constant_and_errno",
      "import \"strict\"\nprofile p extends strict {\n"
      "  syscalls { deny clone if (arg0 & CLONE_NEWUSR) != 0 errno EPREM }\n}\n",
@@ -317,20 +317,20 @@ const Case kCases[] = {
     // a conditional allow under an unconditional deny never applies.
     {"rule_overridden_in_its_own_profile",
      "profile t {\n  syscalls {\n    deny kcmp\n    allow kcmp if arg2 == 1\n  }\n}\n",
-     "WARNING: t.cocoon:4:5: this allow rule for 'kcmp' never applies: the unconditional errno EPERM rule for "
+     "WARNING: t.cocoon:4:11: this allow rule for 'kcmp' never applies: the unconditional errno EPERM rule for "
      "'kcmp' at t.cocoon:3 is more restrictive, and the more restrictive rule wins wherever both match\n"
      " |     allow kcmp if arg2 == 1\n"
-     " |     ^~~~~~~~~~~~~~~~~~~~~~~\n"
+     " |           ^~~~\n"
      " = help: remove this rule; or, to give these calls its action, narrow the covering rule so that it leaves "
      "them out (a condition of its own, or a rule that does not name 'kcmp')\n"},
     {"rule_overridden_by_a_parents_group",
      "profile base {\n  syscalls { deny @debug }\n}\nprofile t extends base {\n"
      "  syscalls { allow kcmp if arg2 == 1 }\n}\n",
-     "WARNING: t.cocoon:5:14: this allow rule for 'kcmp' never applies: the unconditional errno EPERM rule for "
+     "WARNING: t.cocoon:5:20: this allow rule for 'kcmp' never applies: the unconditional errno EPERM rule for "
      "'kcmp' (from @debug) at t.cocoon:2 is more restrictive, and the more restrictive rule wins wherever both "
      "match\n"
      " |   syscalls { allow kcmp if arg2 == 1 }\n"
-     " |              ^~~~~~~~~~~~~~~~~~~~~~~\n"
+     " |                    ^~~~\n"
      " = help: remove this rule; or, to give these calls its action, narrow the covering rule so that it leaves "
      "them out (a condition of its own, or a rule that does not name 'kcmp')\n"},
     // Not overridden: the conditional deny outranks the unconditional allow
@@ -344,10 +344,24 @@ const Case kCases[] = {
     // lower errno), or that repeats it, is not reported.
     {"rule_overridden_by_the_prologue",
      "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    allow clone3 if arg1 == 88\n  }\n}\n",
-     "WARNING: t.cocoon:4:5: this allow rule for 'clone3' never applies: the compiler's prologue answers every "
+     "WARNING: t.cocoon:4:11: this allow rule for 'clone3' never applies: the compiler's prologue answers every "
      "clone3 with errno ENOSYS, whatever the policy says\n"
      " |     allow clone3 if arg1 == 88\n"
-     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " |           ^~~~~~\n"
+     " = help: remove this rule: no policy rule reopens 'clone3' (seccomp cannot read its flags, which are behind a "
+     "pointer; glibc falls back to clone, whose flags rules can test)\n"},
+    // A warning about one syscall of a rule points at that syscall, not at
+    // the whole statement (before: the caret ran under all of it).
+    {"warnings_point_at_the_syscall_they_are_about",
+     "import \"strict\"\nprofile p extends strict {\n  syscalls {\n    allow read write read\n"
+     "    allow getpid clone3 getppid\n  }\n}\n",
+     "WARNING: t.cocoon:4:22: duplicate rule for 'read' (first at line 4)\n"
+     " |     allow read write read\n"
+     " |                      ^~~~\n"
+     "WARNING: t.cocoon:5:18: this allow rule for 'clone3' never applies: the compiler's prologue answers every "
+     "clone3 with errno ENOSYS, whatever the policy says\n"
+     " |     allow getpid clone3 getppid\n"
+     " |                  ^~~~~~\n"
      " = help: remove this rule: no policy rule reopens 'clone3' (seccomp cannot read its flags, which are behind a "
      "pointer; glibc falls back to clone, whose flags rules can test)\n"},
     // A bad errno or constant used to hide the misspelt syscall of the same
@@ -377,20 +391,20 @@ const Case kCases[] = {
      "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n"
      "    allow socket if arg0 == AF_VSOCK\n    allow ioctl if arg1 == TIOCSTI\n    allow fcntl if arg1 == 1024\n"
      "    kill ioctl if arg1 == TIOCLINUX\n    allow socket if arg0 == AF_UNIX\n  }\n}\n",
-     "WARNING: t.cocoon:5:5: this allow rule for 'socket' never applies: the compiler's prologue answers every "
+     "WARNING: t.cocoon:5:11: this allow rule for 'socket' never applies: the compiler's prologue answers every "
      "socket call with AF_VSOCK with errno EAFNOSUPPORT, whatever the policy says\n"
      " |     allow socket if arg0 == AF_VSOCK\n"
-     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " |           ^~~~~~\n"
      " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"
-     "WARNING: t.cocoon:6:5: this allow rule for 'ioctl' never applies: the compiler's prologue answers every "
+     "WARNING: t.cocoon:6:11: this allow rule for 'ioctl' never applies: the compiler's prologue answers every "
      "ioctl call with TIOCSTI with errno EPERM, whatever the policy says\n"
      " |     allow ioctl if arg1 == TIOCSTI\n"
-     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " |           ^~~~~\n"
      " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"
-     "WARNING: t.cocoon:7:5: this allow rule for 'fcntl' never applies: the compiler's prologue answers every "
+     "WARNING: t.cocoon:7:11: this allow rule for 'fcntl' never applies: the compiler's prologue answers every "
      "fcntl call with F_SETLEASE with errno EPERM, whatever the policy says\n"
      " |     allow fcntl if arg1 == 1024\n"
-     " |     ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " |           ^~~~~\n"
      " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"},
     {"rule_outranking_the_prologue_is_not_overridden",
      "profile t {\n  syscalls {\n    kill clone3 if arg1 == 88\n    deny clone3\n  }\n}\n", ""},
