@@ -73,7 +73,52 @@ const Named* FindNamed(uint32_t code_point) {
   return it != std::end(kHidden) && it->first <= code_point ? it : nullptr;
 }
 
+// The control characters a terminal acts on instead of drawing: the C0 set
+// (ESC starts a sequence that can erase a line, a backspace or a lone CR
+// moves the cursor back so later text overprints earlier text), DEL, and the
+// C1 set (U+009B is an ESC [ of its own, U+0085 a line break to some
+// readers). TAB and LF are text; CR only as part of a CRLF line ending.
+constexpr std::string_view kC0Names[0x20] = {
+    "NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS (backspace)", "TAB", "LF",
+    "VT (vertical tab)", "FF (form feed)", "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
+    "SYN", "ETB", "CAN", "EM", "SUB", "ESC (escape)", "FS", "GS", "RS", "US",
+};
+constexpr Named kC1[] = {
+    {0x0085, 0x0085, "NEL (next line)"},
+    {0x009B, 0x009B, "CSI (control sequence introducer)"},
+    {0x009D, 0x009D, "OSC (operating system command)"},
+    {0x0080, 0x009F, "a C1 control character"},  // the rest; looked up last
+};
+
+std::string_view C1Name(uint32_t code_point) {
+  for (const Named& n : kC1) {
+    if (n.first <= code_point && code_point <= n.last) return n.name;
+  }
+  return {};
+}
+
 }  // namespace
+
+std::vector<HiddenCharacter> FindControlCharacters(std::string_view text) {
+  std::vector<HiddenCharacter> found;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20) {
+      if (byte == '\t' || byte == '\n') continue;
+      if (byte == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;  // CRLF
+      found.push_back({i, 1, byte, byte == '\r' ? std::string_view("lone CR (carriage return)") : kC0Names[byte]});
+    } else if (byte == 0x7F) {
+      found.push_back({i, 1, byte, "DEL"});
+    } else if (byte == 0xC2 && i + 1 < text.size()) {  // U+0080..U+00BF
+      const auto next = static_cast<unsigned char>(text[i + 1]);
+      if (next >= 0x80 && next <= 0x9F) {
+        found.push_back({i, 2, next, C1Name(next)});
+        ++i;
+      }
+    }
+  }
+  return found;
+}
 
 bool IsHiddenCharacter(uint32_t code_point) { return FindNamed(code_point) != nullptr; }
 

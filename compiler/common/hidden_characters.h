@@ -26,6 +26,14 @@ struct HiddenCharacter {
 // at offset 0 is the file's encoding mark, not content, and is skipped.
 std::vector<HiddenCharacter> FindHiddenCharacters(std::string_view text);
 
+// Every control character a terminal acts on instead of drawing, in order:
+// C0 except TAB and LF, a CR not followed by LF (a lone CR returns the
+// cursor, so the rest of the line overprints what came before it), DEL, and
+// the C1 controls U+0080..U+009F (CSI, NEL...). `name` says which. The
+// parser refuses them like the invisible characters: a comment ending in
+// "\x1b[2K\r" erases itself and the line it sits on from a terminal.
+std::vector<HiddenCharacter> FindControlCharacters(std::string_view text);
+
 // True when `code_point` is one of the characters FindHiddenCharacters finds.
 bool IsHiddenCharacter(uint32_t code_point);
 

@@ -594,13 +594,16 @@ void CheckOverriddenRules(const State& state, const ast::Profile* checked, Diagn
   using internal::RuleEntry;
   for (const auto& [key, entry] : state.rules) {
     if (entry.profile != checked || entry.from_group || entry.source == nullptr) continue;
-    if (const std::string why = internal::PrologueOverrideText(entry.rule); !why.empty()) {
+    const bool netlink_refused = state.policy.network.mode == ir::NetworkMode::kOff;
+    if (const std::string why = internal::PrologueOverrideText(entry.rule, netlink_refused); !why.empty()) {
       diagnostics.Warning(entry.source, entry.span,
                           "this " + ActionText(entry.rule.action) + " rule for " + Quote(key.name) +
                               " never applies: " + why,
-                          "remove this rule: no policy rule reopens " + Quote(key.name) +
-                              " (seccomp cannot read its flags, which are behind a pointer; glibc falls back to "
-                              "clone, whose flags rules can test)");
+                          key.name == "clone3"
+                              ? "remove this rule: no policy rule reopens " + Quote(key.name) +
+                                    " (seccomp cannot read its flags, which are behind a pointer; glibc falls back "
+                                    "to clone, whose flags rules can test)"
+                              : "remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)");
       continue;
     }
     if (key.conditions.empty()) continue;

@@ -197,8 +197,14 @@ std::string RuleOriginKey(const ir::SyscallRule& rule);
 // the order the compiler resolves overlapping rules in (ir::ActionOutranks):
 // then `rule` never applies.
 bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule);
-// Why the prologue's fixed answer (syscalls::PrologueFixedAnswer) overrides
-// `rule`, which then never applies; empty if it does not.
-std::string PrologueOverrideText(const ir::SyscallRule& rule);
+// Why the prologue's fixed answer (syscalls::PrologueFixedAnswer, or one of
+// syscalls::PrologueArgGuards for the argument values `rule` requires)
+// overrides `rule`, which then never applies; empty if it does not.
+// `netlink_refused`: the network is off, so AF_NETLINK sockets are refused.
+std::string PrologueOverrideText(const ir::SyscallRule& rule, bool netlink_refused);
+// For an unconditional `rule`, the argument values the prologue still
+// answers its own way ("TIOCSTI: errno EPERM, TIOCLINUX: errno EPERM"), as
+// explain shows them; empty if none.
+std::string PrologueExceptionsText(const ir::SyscallRule& rule, bool netlink_refused);
 
 }  // namespace cocoon::frontend::internal

@@ -213,6 +213,7 @@ struct RuleStatement {
   ir::Action action;
   Span span;
   std::vector<std::string> reallowed;
+  Span word;  // the syscall or group being added: where a warning about its rule points
 };
 
 void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const Conjunction& conditions,
@@ -225,9 +226,9 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
     if (!first.from_group && !from_group) {
       uint32_t line = layer.file().source->Locate(first.span.begin).line;
       if (first.action == stmt.action) {
-        layer.Warning(stmt.span, "duplicate rule for " + Quote(name) + " (first at line " + std::to_string(line) + ")");
+        layer.Warning(stmt.word, "duplicate rule for " + Quote(name) + " (first at line " + std::to_string(line) + ")");
       } else {
-        layer.Error(stmt.span, "conflicting rules: " + Quote(name) + " is " + ActionPhrase(first.action) +
+        layer.Error(stmt.word, "conflicting rules: " + Quote(name) + " is " + ActionPhrase(first.action) +
                                    " at line " + std::to_string(line) + " and " + ActionPhrase(stmt.action) +
                                    " here");
       }
@@ -253,8 +254,8 @@ void AddRule(Layer& layer, RuleStatement& stmt, const std::string& name, const C
   if (site.source == nullptr || from_group <= site.from_group) {
     site = State::RuleSite{layer.file().source, stmt.span, from_group};
   }
-  RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group, layer.file().source, stmt.span,
-                  layer.profile_node()};
+  RuleEntry entry{ir::SyscallRule{name, stmt.action, conditions, group}, from_group, layer.file().source,
+                  from_group ? stmt.span : stmt.word, layer.profile_node()};
   // A group's rules have one origin per statement, set by AddTarget.
   if (!from_group) layer.Origin(RuleOriginKey(entry.rule), stmt.span);
   if (existed) {
@@ -307,42 +308,49 @@ void WarnWhereMissing(Layer& layer, const ast::Word& target, const std::vector<i
   layer.Warning(target.span, message, hint);
 }
 
+// Reports `target` if it names no group or no syscall known on `arches`:
+// true then. Checked first, so that a bad errno or condition in the same
+// rule does not hide a misspelt name (`deny ptrac errno EPERX`).
+bool ReportUnknownTarget(Layer& layer, const ast::Word& target, const std::vector<ir::Arch>& arches) {
+  if (target.kind == ast::WordKind::kGroup) {
+    if (syscalls::FindGroup(target.text) != nullptr) return false;
+    std::vector<std::string> names;
+    for (const auto& group : syscalls::AllGroups()) names.emplace_back(group.name);
+    std::string suggestion = DidYouMean(target.text, names);
+    layer.Error(target.span, "unknown syscall group " + Quote(target.text),
+                suggestion.empty() ? "see the group table in docs/language.md" : "did you mean '" + suggestion + "'?");
+    return true;
+  }
+  if (syscalls::IsKnownSyscall(target.text, arches)) return false;
+  // `dney ptrace` on a line of its own: a misspelt action, which the
+  // grammar reads as one more syscall of the rule on the line before.
+  static const std::vector<std::string> kActions{"allow", "deny", "kill", "log", "notify", "trap"};
+  const std::string_view text = layer.file().source->text();
+  const size_t line_start = text.rfind('\n', target.span.begin == 0 ? 0 : target.span.begin - 1);
+  const size_t from = line_start == std::string_view::npos ? 0 : line_start + 1;
+  const bool starts_line = text.substr(from, target.span.begin - from).find_first_not_of(" \t") ==
+                           std::string_view::npos;
+  const std::string action = starts_line ? DidYouMean(target.text, kActions) : std::string();
+  if (!action.empty()) {
+    layer.Error(target.span, "unknown syscall " + Quote(target.text),
+                "did you mean '" + action + "'? A rule starts with its action; as written, this line continues "
+                "the rule before it");
+    return true;
+  }
+  std::string suggestion = DidYouMean(target.text, syscalls::KnownSyscallNames());
+  layer.Error(target.span, "unknown syscall " + Quote(target.text),
+              suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+  return true;
+}
+
+// `target` names a known group or syscall (ReportUnknownTarget).
 void AddTarget(Layer& layer, RuleStatement& stmt, const ast::Word& target, const Dnf& dnf,
                const std::vector<ir::Arch>& arches) {
   if (target.kind == ast::WordKind::kGroup) {
-    if (syscalls::FindGroup(target.text) == nullptr) {
-      std::vector<std::string> names;
-      for (const auto& group : syscalls::AllGroups()) names.emplace_back(group.name);
-      std::string suggestion = DidYouMean(target.text, names);
-      layer.Error(target.span, "unknown syscall group " + Quote(target.text),
-                  suggestion.empty() ? "see the group table in docs/language.md" : "did you mean '" + suggestion + "'?");
-      return;
-    }
     for (const std::string& name : syscalls::ExpandGroup(target.text)) {
       for (const Conjunction& c : dnf) AddRule(layer, stmt, name, c, target.text);
     }
     for (const Conjunction& c : dnf) layer.Origin(RuleOriginKey({"", stmt.action, c, target.text}), stmt.span);
-    return;
-  }
-  if (!syscalls::IsKnownSyscall(target.text, arches)) {
-    // `dney ptrace` on a line of its own: a misspelt action, which the
-    // grammar reads as one more syscall of the rule on the line before.
-    static const std::vector<std::string> kActions{"allow", "deny", "kill", "log", "notify", "trap"};
-    const std::string_view text = layer.file().source->text();
-    const size_t line_start = text.rfind('\n', target.span.begin == 0 ? 0 : target.span.begin - 1);
-    const size_t from = line_start == std::string_view::npos ? 0 : line_start + 1;
-    const bool starts_line = text.substr(from, target.span.begin - from).find_first_not_of(" \t") ==
-                             std::string_view::npos;
-    const std::string action = starts_line ? DidYouMean(target.text, kActions) : std::string();
-    if (!action.empty()) {
-      layer.Error(target.span, "unknown syscall " + Quote(target.text),
-                  "did you mean '" + action + "'? A rule starts with its action; as written, this line continues "
-                  "the rule before it");
-      return;
-    }
-    std::string suggestion = DidYouMean(target.text, syscalls::KnownSyscallNames());
-    layer.Error(target.span, "unknown syscall " + Quote(target.text),
-                suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
     return;
   }
   WarnWhereMissing(layer, target, arches);
@@ -368,7 +376,7 @@ ir::Action VerbAction(const std::string& verb) {
 
 // `arches`: the profile's architectures, which decide the known syscalls.
 void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::Arch>& arches) {
-  RuleStatement rule{VerbAction(stmt.keyword.text), stmt.span, {}};
+  RuleStatement rule{VerbAction(stmt.keyword.text), stmt.span, {}, stmt.span};
   std::vector<const ast::Word*> targets;
   bool ok = true;  // keep going after a problem, to report every one
   for (size_t i = 0; i < stmt.args.size(); ++i) {
@@ -381,6 +389,11 @@ void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::A
     } else {
       targets.push_back(&stmt.args[i]);
     }
+  }
+  // The names first: a bad errno or condition must not hide a bad name.
+  std::vector<const ast::Word*> known;
+  for (const ast::Word* target : targets) {
+    if (!ReportUnknownTarget(layer, *target, arches)) known.push_back(target);
   }
   Dnf dnf;
   if (stmt.condition) {
@@ -395,7 +408,10 @@ void ApplyRule(Layer& layer, const ast::Statement& stmt, const std::vector<ir::A
     if (!ok) return;
     dnf.push_back({});
   }
-  for (const ast::Word* target : targets) AddTarget(layer, rule, *target, dnf, arches);
+  for (const ast::Word* target : known) {
+    rule.word = target->span;
+    AddTarget(layer, rule, *target, dnf, arches);
+  }
   if (!rule.reallowed.empty()) {
     std::string names;
     for (size_t i = 0; i < rule.reallowed.size() && i < 3; ++i) names += (i ? ", " : "") + Quote(rule.reallowed[i]);
@@ -470,11 +486,53 @@ std::string RuleOriginKey(const ir::SyscallRule& rule) {
   return key;
 }
 
-std::string PrologueOverrideText(const ir::SyscallRule& rule) {
-  const ir::Action* fixed = syscalls::PrologueFixedAnswer(rule.name);
-  if (fixed == nullptr || rule.action == *fixed || ir::ActionOutranks(rule.action, *fixed)) return "";
-  return "the compiler's prologue answers every " + rule.name + " with " + ActionText(*fixed) +
-         ", whatever the policy says";
+namespace {
+
+// Every call `rule_conditions` match also matches `guard` ((arg & mask) ==
+// value): some condition on the same argument pins those bits.
+bool Implies(const std::vector<ir::ArgCondition>& rule_conditions, const ir::ArgCondition& guard) {
+  return std::any_of(rule_conditions.begin(), rule_conditions.end(), [&](const ir::ArgCondition& c) {
+    if (c.arg != guard.arg) return false;
+    if (c.op == ir::CompareOp::kEq) return (c.value & guard.mask) == guard.value;
+    if (c.op == ir::CompareOp::kMaskedEq) return (guard.mask & ~c.mask) == 0 && (c.value & guard.mask) == guard.value;
+    return false;
+  });
+}
+
+}  // namespace
+
+std::string PrologueOverrideText(const ir::SyscallRule& rule, bool netlink_refused) {
+  if (const ir::Action* fixed = syscalls::PrologueFixedAnswer(rule.name); fixed != nullptr) {
+    if (rule.action == *fixed || ir::ActionOutranks(rule.action, *fixed)) return "";
+    return "the compiler's prologue answers every " + rule.name + " with " + ActionText(*fixed) +
+           ", whatever the policy says";
+  }
+  if (rule.conditions.empty()) return "";
+  for (const syscalls::PrologueArgGuard& guard : syscalls::PrologueArgGuards(netlink_refused)) {
+    if (guard.syscall != rule.name) continue;
+    if (rule.action == guard.action || ir::ActionOutranks(rule.action, guard.action)) continue;
+    const bool all = std::all_of(guard.conditions.begin(), guard.conditions.end(),
+                                 [&](const ir::ArgCondition& g) { return Implies(rule.conditions, g); });
+    if (!all) continue;
+    return "the compiler's prologue answers every " + rule.name + " call with " + guard.what + " with " +
+           ActionText(guard.action) + ", whatever the policy says";
+  }
+  return "";
+}
+
+std::string PrologueExceptionsText(const ir::SyscallRule& rule, bool netlink_refused) {
+  if (!rule.conditions.empty()) return "";
+  std::vector<std::string> whats;
+  for (const syscalls::PrologueArgGuard& guard : syscalls::PrologueArgGuards(netlink_refused)) {
+    if (guard.syscall != rule.name || rule.action == guard.action || ir::ActionOutranks(rule.action, guard.action)) {
+      continue;
+    }
+    const std::string what = guard.what + ": " + ActionText(guard.action);
+    if (std::find(whats.begin(), whats.end(), what) == whats.end()) whats.push_back(what);
+  }
+  std::string text;
+  for (const std::string& what : whats) text += (text.empty() ? "" : ", ") + what;
+  return text;
 }
 
 bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule) {

@@ -217,8 +217,11 @@ void ExplainSyscalls(Writer& w, const ir::Policy& p) {
     if (!r.group.empty()) continue;
     std::string text = internal::ActionText(r.action) + " " + r.name + ConditionsText(r.conditions);
     auto covering = unconditional.find(r.name);
-    if (const std::string why = internal::PrologueOverrideText(r); !why.empty()) {
+    const bool netlink_refused = p.network.mode == ir::NetworkMode::kOff;
+    if (const std::string why = internal::PrologueOverrideText(r, netlink_refused); !why.empty()) {
       text += " (OVERRIDDEN, never applies: " + why + ")";
+    } else if (const std::string except = internal::PrologueExceptionsText(r, netlink_refused); !except.empty()) {
+      text += " (except where the compiler's prologue answers: " + except + ")";
     } else if (covering != unconditional.end() && internal::Overrides(*covering->second, r)) {
       const ir::SyscallRule& by = *covering->second;
       text += " (OVERRIDDEN, never applies: the unconditional " + internal::ActionText(by.action) + " " + by.name +
@@ -274,7 +277,15 @@ void ExplainProcess(Writer& w, const ir::Policy& p) {
 std::string ExplainPolicy(const ir::Policy& p) {
   Writer w(p);
   w.out() << "Profile " << Printable(p.name);
-  if (!p.description.empty()) w.out() << ": " << Printable(p.description);
+  if (!p.description.empty()) {
+    w.out() << ": " << Printable(p.description);
+    // A parent's words may not fit the child (its limits, its network): say
+    // whose they are.
+    auto origin = p.provenance.find("description");
+    if (origin != p.provenance.end() && !origin->second.profile.empty() && origin->second.profile != p.name) {
+      w.out() << " (description inherited from " << Printable(origin->second.profile) << ")";
+    }
+  }
   w.out() << "\n";
   std::string lineage;
   for (const std::string& name : p.lineage) lineage += (lineage.empty() ? "" : " <- ") + name;

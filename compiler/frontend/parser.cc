@@ -1378,6 +1378,8 @@ std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, con
   return comments;
 }
 
+constexpr size_t kMaxControlErrors = 10;
+
 bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostics& diagnostics) {
   const std::string& text = source->text();
   if (text.size() > options.max_file_bytes) {
@@ -1413,7 +1415,39 @@ bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostic
                           "): what a reviewer reads would not be what runs",
                       "remove it; no policy needs invisible or direction-changing characters");
   }
-  return hidden.empty();
+  // Control characters: a terminal acts on them instead of drawing them (a
+  // lone CR or an ESC [2K can make a line or a comment erase what precedes
+  // it), so a policy shown on a screen would not be the policy that runs.
+  // A file with old Mac line endings has a lone CR on every line: one error.
+  // Random bytes hold one every few dozen: ten are reported, then a count.
+  std::vector<HiddenCharacter> controls = FindControlCharacters(text);
+  size_t lone_crs = 0, reported = 0;
+  for (const HiddenCharacter& c : controls) {
+    uint32_t at = static_cast<uint32_t>(c.offset);
+    Span span{at, at + static_cast<uint32_t>(c.length)};
+    if (c.code_point == '\r') {
+      if (lone_crs++ == 0) {
+        diagnostics.Error(source, span,
+                          "lone carriage return: a terminal shows what follows it over what precedes it, "
+                          "and lines would be numbered differently by different readers",
+                          "use LF (or CRLF) line endings");
+      }
+      continue;
+    }
+    if (reported++ >= kMaxControlErrors) continue;
+    char code[16];
+    snprintf(code, sizeof code, "U+%04X", c.code_point);
+    diagnostics.Error(source, span,
+                      std::string("control character ") + code + " " + std::string(c.name) +
+                          ": a terminal acts on it instead of showing it, so what a reviewer reads would not be "
+                          "what runs",
+                      "remove it; in a string, write what it stands for another way");
+  }
+  if (reported > kMaxControlErrors) {
+    diagnostics.Note(nullptr, Span{}, source->name() + ": " + std::to_string(reported - kMaxControlErrors) +
+                                          " more control characters are not shown");
+  }
+  return hidden.empty() && controls.empty();
 }
 
 std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOptions& options,

@@ -251,6 +251,36 @@ const ir::Action* PrologueFixedAnswer(std::string_view name) {
   return name == "clone3" ? &kClone3 : nullptr;
 }
 
+std::vector<PrologueArgGuard> PrologueArgGuards(bool netlink_refused) {
+  using ir::CompareOp;
+  using namespace prologue;
+  const ir::Action eperm{ir::ActionKind::kErrno, EPERM};
+  const ir::Action no_family{ir::ActionKind::kErrno, EAFNOSUPPORT};
+  std::vector<PrologueArgGuard> guards;
+  for (std::string_view name : {"clone", "unshare"}) {
+    for (int bit = 0; bit < 32; ++bit) {
+      const uint64_t b = uint64_t{1} << bit;
+      if ((kCloneNewMask & b) != 0) guards.push_back({name, {{0, CompareOp::kMaskedEq, b, b}}, eperm, "a CLONE_NEW* flag"});
+    }
+  }
+  guards.push_back({"ioctl", {{1, CompareOp::kMaskedEq, kTiocsti, kLow32}}, eperm, "TIOCSTI"});
+  guards.push_back({"ioctl", {{1, CompareOp::kMaskedEq, kTioclinux, kLow32}}, eperm, "TIOCLINUX"});
+  for (std::string_view name : {"fcntl", "fcntl64"}) {
+    guards.push_back({name, {{1, CompareOp::kMaskedEq, kFSetLease, kLow32}}, eperm, "F_SETLEASE"});
+  }
+  guards.push_back({"socket", {{0, CompareOp::kMaskedEq, kAfVsock, kLow32}}, no_family, "AF_VSOCK"});
+  guards.push_back({"socket", {{0, CompareOp::kMaskedEq, kAfAlg, kLow32}}, no_family, "AF_ALG"});
+  if (netlink_refused) {
+    guards.push_back({"socket", {{0, CompareOp::kMaskedEq, kAfNetlink, kLow32}}, no_family,
+                      "AF_NETLINK with the network off"});
+  }
+  guards.push_back({"seccomp",
+                    {{0, CompareOp::kMaskedEq, kSetModeFilter, kLow32},
+                     {1, CompareOp::kMaskedEq, kFilterFlagNewListener, kFilterFlagNewListener}},
+                    eperm, "a filter with a notification listener"});
+  return guards;
+}
+
 bool IsPrologueDenied(std::string_view name) {
   const auto& names = PrologueDeniedSyscalls();
   return std::binary_search(names.begin(), names.end(), name);

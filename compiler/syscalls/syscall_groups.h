@@ -57,6 +57,41 @@ std::string ReopenWarning(std::string_view name);
 // ir::ActionOutranks it: the prologue wins ties).
 const ir::Action* PrologueFixedAnswer(std::string_view name);
 
+// The argument values the prologue answers the same way whatever the policy
+// says (docs/language.md, Prologue). The back end builds its guards from
+// these (effective_rules.cc); the checker and `explain` use them to say
+// which policy rules never apply.
+namespace prologue {
+// CLONE_NEWNS|CLONE_NEWCGROUP|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWUSER|
+// CLONE_NEWPID|CLONE_NEWNET, as in sandboxed-api's policy.cc.
+inline constexpr uint64_t kCloneNewMask = 0x7E020000;
+inline constexpr uint64_t kLow32 = 0xffffffffULL;
+inline constexpr uint64_t kTiocsti = 0x5412;  // <asm-generic/ioctls.h>
+inline constexpr uint64_t kTioclinux = 0x541C;
+// <linux/fcntl.h>: F_LINUX_SPECIFIC_BASE + 0. fcntl's cmd is an int (the
+// kernel's parameter is `unsigned int cmd`), so only the low 32 bits count.
+inline constexpr uint64_t kFSetLease = 1024;
+inline constexpr uint64_t kAfNetlink = 16;  // <linux/socket.h>
+inline constexpr uint64_t kAfAlg = 38;
+inline constexpr uint64_t kAfVsock = 40;
+inline constexpr uint64_t kSetModeFilter = 1;         // SECCOMP_SET_MODE_FILTER
+inline constexpr uint64_t kFilterFlagNewListener = 8;  // SECCOMP_FILTER_FLAG_NEW_LISTENER
+}  // namespace prologue
+
+// One fixed answer of the prologue to a call whose arguments match every
+// condition ((arg & mask) == value, kMaskedEq), e.g. ioctl(_, TIOCSTI).
+struct PrologueArgGuard {
+  std::string_view syscall;
+  std::vector<ir::ArgCondition> conditions;
+  ir::Action action;
+  std::string what;  // "TIOCSTI (pushes input into the terminal)"
+};
+// Every such guard: clone/unshare with a CLONE_NEW* flag, ioctl TIOCSTI and
+// TIOCLINUX, fcntl (and i386's fcntl64) F_SETLEASE, socket AF_VSOCK and
+// AF_ALG (and AF_NETLINK when `netlink_refused`: the network off), and
+// seccomp creating a listener.
+std::vector<PrologueArgGuard> PrologueArgGuards(bool netlink_refused);
+
 // libseccomp's architecture token (SCMP_ARCH_*) and the AUDIT_ARCH_* value the
 // kernel puts in seccomp_data.arch, for one IR architecture.
 uint32_t ScmpArchToken(ir::Arch arch);

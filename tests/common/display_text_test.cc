@@ -63,6 +63,23 @@ TEST(HiddenCharacters, InvisibleCharactersAreFoundWhateverTheirLength) {
   EXPECT_EQ(found[1].offset, 6u);
 }
 
+TEST(HiddenCharacters, ControlCharactersAreFoundButTabLfAndCrlfAreText) {
+  const auto found = FindControlCharacters(std::string_view("a\tb\r\nc\rd\x1b\x7f\xC2\x85\xC2\x9B\xC2\xA0\x00" "e\r", 19));
+  ASSERT_EQ(found.size(), 7u);
+  EXPECT_EQ(found[0].offset, 6u);  // the lone CR, not the CRLF's
+  EXPECT_EQ(found[0].code_point, 0x0Du);
+  EXPECT_EQ(found[1].code_point, 0x1Bu);
+  EXPECT_EQ(found[1].name, "ESC (escape)");
+  EXPECT_EQ(found[2].code_point, 0x7Fu);
+  EXPECT_EQ(found[3].code_point, 0x85u);
+  EXPECT_EQ(found[3].length, 2u);
+  EXPECT_EQ(found[3].name, "NEL (next line)");
+  EXPECT_EQ(found[4].code_point, 0x9Bu);
+  EXPECT_EQ(found[4].offset, 12u);
+  EXPECT_EQ(found[5].code_point, 0x00u);  // U+00A0 NO-BREAK SPACE between them is visible text
+  EXPECT_EQ(found[6].code_point, 0x0Du);  // a CR at the very end is lone
+}
+
 TEST(HiddenCharacters, EscapesUseFourOrEightHexDigits) {
   EXPECT_EQ(EscapeControlCharacters("a" + Utf8(0x2028) + "b"), "a\\u2028b");
   EXPECT_EQ(EscapeControlCharacters("a" + Utf8(0xFE0F) + "b"), "a\\ufe0fb");

@@ -26,12 +26,24 @@ size_t CountLines(const std::string& text, const std::string& needle) {
 TEST(Explain, PolicyStringsCannotForgeLines) {
   std::string out = Explain(
       "  relaxes environment\n"
-      "  description \"ok\\n  network: off\x1b[2J\"\n"
+      "  description \"ok\\n  network: off\\t\"\n"
       "  environment { set A \"x\\ny\\tz\" }");
-  EXPECT_NE(out.find("Profile p: ok\\n  network: off\\x1b[2J\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Profile p: ok\\n  network: off\\t\n"), std::string::npos) << out;
   EXPECT_NE(out.find("set  A=x\\ny\\tz"), std::string::npos) << out;
   EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
   EXPECT_EQ(out.find("\n  network: off"), std::string::npos) << out;
+}
+
+// A description the profile did not write is its ancestor's, and may
+// contradict the profile (strict's "128 MiB" under `memory 256MiB`): the
+// header says whose it is (before: shown as the profile's own).
+TEST(Explain, AnInheritedDescriptionSaysWhoseItIs) {
+  std::string out = Explain("  relaxes limits\n  limits { memory 256MiB }");
+  const std::string header = out.substr(0, out.find('\n'));
+  EXPECT_TRUE(header.starts_with("Profile p: ")) << header;
+  EXPECT_TRUE(header.ends_with(" (description inherited from strict)")) << header;
+  out = Explain("  description \"mine\"");
+  EXPECT_EQ(out.substr(0, out.find('\n')), "Profile p: mine") << out;
 }
 
 TEST(Explain, ConditionalGroupRulesShowTheirConditions) {
@@ -108,6 +120,38 @@ TEST(Explain, ARuleThePrologueOverridesIsMarkedOverridden) {
                                                                "answers every clone3 with errno ENOSYS"),
             std::string::npos)
       << out;
+}
+
+// Every other fixed answer of the prologue (docs/language.md, Prologue):
+// a rule asking for one of those argument values never applies, and an
+// unconditional rule says which values the prologue still answers. Before,
+// `allow ioctl if arg1 == TIOCSTI` read as if it applied.
+TEST(Explain, RulesForArgumentsThePrologueAnswersAreMarkedOverridden) {
+  std::string out = Explain(
+      "  relaxes syscalls\n  syscalls {\n"
+      "    allow socket if arg0 == AF_VSOCK\n    allow socket if arg0 == AF_ALG\n"
+      "    allow socket if arg0 == AF_NETLINK\n    allow socket if arg0 == AF_UNIX\n"
+      "    allow ioctl if arg1 == TIOCSTI\n    kill ioctl if arg1 == TIOCLINUX\n    allow \"ioctl\"\n"
+      "    allow fcntl if arg1 == 1024\n    allow unshare if arg0 == 0x10000000\n  }");
+  for (const char* overridden :
+       {"allow socket if arg0 == 0x28 (OVERRIDDEN, never applies: the compiler's prologue answers every socket call "
+        "with AF_VSOCK with errno EAFNOSUPPORT",
+        "allow socket if arg0 == 0x26 (OVERRIDDEN", "allow socket if arg0 == 0x10 (OVERRIDDEN",
+        "allow ioctl if arg1 == 0x5412 (OVERRIDDEN, never applies: the compiler's prologue answers every ioctl call "
+        "with TIOCSTI with errno EPERM",
+        "allow fcntl if arg1 == 0x400 (OVERRIDDEN", "allow unshare if arg0 == 0x10000000 (OVERRIDDEN"}) {
+    EXPECT_NE(out.find(overridden), std::string::npos) << overridden << "\n" << out;
+  }
+  // AF_UNIX is not refused; a kill outranks the prologue's EPERM.
+  EXPECT_EQ(LineWith(out, "allow socket if arg0 == 0x1").find("OVERRIDDEN"), std::string::npos) << out;
+  EXPECT_EQ(LineWith(out, "kill ioctl if arg1 == 0x541c").find("OVERRIDDEN"), std::string::npos) << out;
+  EXPECT_NE(out.find("allow ioctl (except where the compiler's prologue answers: TIOCSTI: errno EPERM, TIOCLINUX: "
+                     "errno EPERM)"),
+            std::string::npos)
+      << out;
+  // With the network on, AF_NETLINK sockets are the policy's to allow.
+  out = Explain("  relaxes syscalls network\n  network on\n  syscalls { allow socket if arg0 == AF_NETLINK }");
+  EXPECT_EQ(LineWith(out, "allow socket if arg0 == 0x10").find("OVERRIDDEN"), std::string::npos) << out;
 }
 
 TEST(Explain, AMountAHideCoversSaysItIsHidden) {

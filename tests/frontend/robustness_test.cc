@@ -157,6 +157,58 @@ TEST(Robustness, LineSeparatorsTagsVariationSelectorsAndFillersAreErrors) {
   EXPECT_NE(out.find("invisible character U+3164 (HANGUL FILLER)"), std::string::npos) << out;
 }
 
+// Terminal control characters: a lone CR returns the cursor, so the rest of
+// the line is drawn over what came before it; ESC [2K erases the line; a
+// backspace, DEL or a C1 control (CSI U+009B, NEL U+0085) acts instead of
+// drawing. In a comment they used to pass silently, so a policy could show
+// `network off` on a terminal and run with the network on. Each is refused
+// where it is, comments and strings included; CRLF line endings still work.
+TEST(Robustness, TerminalControlCharactersAreErrorsEvenInComments) {
+  std::optional<ir::Policy> policy;
+  std::string out = testing::Diagnose(
+      "profile base {\n  network on\r  # network off: no network at all\n  syscalls {\n"
+      "    default allow #\x1b[2K\r    # default errno ENOSYS\n    allow @system-service\n  }\n}\n",
+      &policy);
+  EXPECT_FALSE(policy.has_value()) << out;
+  EXPECT_NE(out.find("ERROR: t.cocoon:2:13: lone carriage return"), std::string::npos) << out;
+  EXPECT_NE(out.find("help: use LF (or CRLF) line endings"), std::string::npos) << out;
+  EXPECT_NE(out.find("ERROR: t.cocoon:4:20: control character U+001B ESC (escape)"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << "echoed raw";
+  EXPECT_EQ(out.find('\r'), std::string::npos) << "echoed raw";
+
+  out = testing::Diagnose("profile p {  # a\x08\x08" "b \x7f c\xC2\x9B" "2K \xC2\x85 d\x0c\n  network off\n}\n", &policy);
+  EXPECT_FALSE(policy.has_value()) << out;
+  for (const char* what : {"1:17: control character U+0008 BS (backspace)", "1:18: control character U+0008 BS",
+                           "1:21: control character U+007F DEL", "1:24: control character U+009B CSI",
+                           "1:29: control character U+0085 NEL (next line)",
+                           "1:33: control character U+000C FF (form feed)"}) {
+    EXPECT_NE(out.find(std::string("ERROR: t.cocoon:") + what), std::string::npos) << what << "\n" << out;
+  }
+
+  // A CR inside a string: the same error, not "unterminated string?".
+  out = testing::Diagnose("profile p {\n  environment { set A \"x\ry\" }\n}\n", &policy);
+  EXPECT_FALSE(policy.has_value()) << out;
+  EXPECT_NE(out.find("ERROR: t.cocoon:2:25: lone carriage return"), std::string::npos) << out;
+  EXPECT_EQ(out.find("unterminated"), std::string::npos) << out;
+
+  // A file of lone CRs (old Mac line endings) is one error, not one a line.
+  out = testing::Diagnose("import \"strict\"\rprofile p extends strict {\r  limits { memroy 1GiB }\r}\r", &policy);
+  EXPECT_EQ(out.find("memroy"), out.rfind("memroy")) << out;  // stops before checking
+  EXPECT_NE(out.find("ERROR: t.cocoon:1:16: lone carriage return"), std::string::npos) << out;
+  EXPECT_EQ(out.find("ERROR", 1), std::string::npos) << out;
+
+  // Random bytes: ten are reported, then a count.
+  std::string many = "profile p { network off }\n#";
+  for (int i = 0; i < 25; ++i) many += "\x1b";
+  out = testing::Diagnose(many + "\n", &policy);
+  EXPECT_NE(out.find("15 more control characters are not shown"), std::string::npos) << out;
+
+  // CRLF line endings, a tab and a CRLF inside a comment are text.
+  out = testing::Diagnose("import \"strict\"\r\nprofile p extends strict {\r\n\tnetwork off  # ok\r\n}\r\n", &policy);
+  EXPECT_TRUE(policy.has_value()) << out;
+  EXPECT_EQ(out.find("ERROR"), std::string::npos) << out;
+}
+
 TEST(Robustness, NonAsciiSpansPointAtTheRightBytes) {
   std::string out = testing::Diagnose("profile t { description \"\xC3\xA9\xC3\xA9\" netwrk off }");
   EXPECT_NE(out.find("t.cocoon:1:32: unknown setting 'netwrk'"), std::string::npos) << out;

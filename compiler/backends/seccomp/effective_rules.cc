@@ -22,18 +22,17 @@ using ir::CompareOp;
 using ir::SyscallRule;
 
 constexpr char kPrologueGroup[] = "prologue";
-// CLONE_NEWNS|CLONE_NEWCGROUP|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWUSER|
-// CLONE_NEWPID|CLONE_NEWNET, as in sandboxed-api's policy.cc.
-constexpr uint64_t kCloneNewMask = 0x7E020000;
-constexpr uint64_t kLow32 = 0xffffffffULL;
-constexpr uint64_t kTiocsti = 0x5412;   // <asm-generic/ioctls.h>
-constexpr uint64_t kTioclinux = 0x541C;
-// <linux/fcntl.h>: F_LINUX_SPECIFIC_BASE + 0. fcntl's cmd is an int (the
-// kernel's parameter is `unsigned int cmd`), so only the low 32 bits count.
-constexpr uint64_t kFSetLease = 1024;
-constexpr uint64_t kAfNetlink = 16;  // <linux/socket.h>
-constexpr uint64_t kAfAlg = 38;
-constexpr uint64_t kAfVsock = 40;
+// The guards' values are shared with the checker (syscall_groups.h).
+using syscalls::prologue::kAfAlg;
+using syscalls::prologue::kAfNetlink;
+using syscalls::prologue::kAfVsock;
+using syscalls::prologue::kCloneNewMask;
+using syscalls::prologue::kFSetLease;
+using syscalls::prologue::kLow32;
+using syscalls::prologue::kTiocsti;
+using syscalls::prologue::kTioclinux;
+static_assert(syscalls::prologue::kSetModeFilter == bpf::kSetModeFilter);
+static_assert(syscalls::prologue::kFilterFlagNewListener == bpf::kFilterFlagNewListener);
 
 // The families the socket guard refuses (AddFixedPrologue says why).
 std::vector<uint64_t> RefusedSocketFamilies(NetlinkSockets netlink) {
