@@ -501,16 +501,25 @@ bool Implies(const std::vector<ir::ArgCondition>& rule_conditions, const ir::Arg
 
 }  // namespace
 
+// Whether a policy rule with `action` takes effect over the prologue's
+// `answer` for the same call: only an action of a higher rank does (kill or
+// trap over an errno), or the very same action. At the same rank the
+// prologue wins (effective_rules.cc, Outranks), whatever the errno: `deny
+// clone3 errno EPERM` still gets ENOSYS, though EPERM is the lower errno.
+bool TakesEffectOverThePrologue(const ir::Action& action, const ir::Action& answer) {
+  return action == answer || ir::ActionRank(action) > ir::ActionRank(answer);
+}
+
 std::string PrologueOverrideText(const ir::SyscallRule& rule, bool netlink_refused) {
   if (const ir::Action* fixed = syscalls::PrologueFixedAnswer(rule.name); fixed != nullptr) {
-    if (rule.action == *fixed || ir::ActionOutranks(rule.action, *fixed)) return "";
+    if (TakesEffectOverThePrologue(rule.action, *fixed)) return "";
     return "the compiler's prologue answers every " + rule.name + " with " + ActionText(*fixed) +
            ", whatever the policy says";
   }
   if (rule.conditions.empty()) return "";
   for (const syscalls::PrologueArgGuard& guard : syscalls::PrologueArgGuards(netlink_refused)) {
     if (guard.syscall != rule.name) continue;
-    if (rule.action == guard.action || ir::ActionOutranks(rule.action, guard.action)) continue;
+    if (TakesEffectOverThePrologue(rule.action, guard.action)) continue;
     const bool all = std::all_of(guard.conditions.begin(), guard.conditions.end(),
                                  [&](const ir::ArgCondition& g) { return Implies(rule.conditions, g); });
     if (!all) continue;
@@ -524,7 +533,7 @@ std::string PrologueExceptionsText(const ir::SyscallRule& rule, bool netlink_ref
   if (!rule.conditions.empty()) return "";
   std::vector<std::string> whats;
   for (const syscalls::PrologueArgGuard& guard : syscalls::PrologueArgGuards(netlink_refused)) {
-    if (guard.syscall != rule.name || rule.action == guard.action || ir::ActionOutranks(rule.action, guard.action)) {
+    if (guard.syscall != rule.name || TakesEffectOverThePrologue(rule.action, guard.action)) {
       continue;
     }
     const std::string what = guard.what + ": " + ActionText(guard.action);

@@ -407,7 +407,17 @@ const Case kCases[] = {
      " |           ^~~~~\n"
      " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"},
     {"rule_outranking_the_prologue_is_not_overridden",
-     "profile t {\n  syscalls {\n    kill clone3 if arg1 == 88\n    deny clone3\n  }\n}\n", ""},
+     "profile t {\n  syscalls {\n    kill clone3 if arg1 == 88\n    deny clone3 errno ENOSYS\n  }\n}\n", ""},
+    // Same rank as the prologue's errno: the prologue wins whatever the
+    // errno (effective_rules.cc), so EPERM, the lower one, never applies.
+    {"errno_rule_under_the_prologues_errno",
+     "profile t {\n  syscalls {\n    deny clone3 errno EPERM\n  }\n}\n",
+     "WARNING: t.cocoon:3:10: this errno EPERM rule for 'clone3' never applies: the compiler's prologue answers every "
+     "clone3 with errno ENOSYS, whatever the policy says\n"
+     " |     deny clone3 errno EPERM\n"
+     " |          ^~~~~~\n"
+     " = help: remove this rule: no policy rule reopens 'clone3' (seccomp cannot read its flags, which are behind a "
+     "pointer; glibc falls back to clone, whose flags rules can test)\n"},
     {"rule_repeating_the_prologue_is_not_overridden",
      "profile t {\n  syscalls {\n    deny clone3 errno ENOSYS\n  }\n}\n", ""},
     // A copy is staged before the mounts are made: one covering it hides it.
