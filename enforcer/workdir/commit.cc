@@ -979,13 +979,10 @@ size_t SweepAbandonedCommitDirs(const std::string& host_dir, std::chrono::second
     if (entry.name.compare(0, prefix.size(), prefix) != 0 || entry.name.size() != prefix.size() + 6) continue;
     struct stat st {};
     if (fstatat(host->parent.get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
-    // Only a directory a commit of this user's could have left. The work
-    // dir lock that keeps a live commit out of this sweep's reach is per
-    // user (staging.cc), so another user's directory of that name may be
-    // their live commit (the work dir owner's own run, a whole-dir swap
-    // building for longer than min_age) or a plant (/tmp is writable by
-    // anyone): never entered. The owner's own next run sweeps what the
-    // owner's runs left.
+    // Only a directory a commit of this user's could have left: another
+    // user's of that name may be a plant (/tmp is writable by anyone), and
+    // is never entered. The owner's own next run sweeps what the owner's
+    // runs left (a rootless whole-dir swap leaves the owner's directory).
     if (st.st_uid != geteuid()) continue;
     // ctime: a commit directory changes as entries go in, and as the
     // install moves entries in and out of it.

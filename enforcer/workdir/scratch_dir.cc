@@ -279,46 +279,4 @@ ScratchDir::~ScratchDir() {
   }
 }
 
-Result<std::unique_ptr<WorkDirLock>> WorkDirLock::Take(const std::string& state_dir, dev_t dev, ino_t ino, Kind kind) {
-  OwnedFd dir(open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return ErrnoError("opening the state directory " + state_dir);
-  char name[64];
-  snprintf(name, sizeof name, "work-%llx-%llx.lock", static_cast<unsigned long long>(dev),
-           static_cast<unsigned long long>(ino));
-  const std::string path = state_dir + "/" + name;
-  // The holder that releases last unlinks the file (~WorkDirLock): a lock
-  // taken on a file just unlinked locks nothing, so it is taken again on
-  // the one now at the name. Each round means another run came and went.
-  for (int round = 0; round < 64; ++round) {
-    OwnedFd lock(openat(dir.get(), name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600));
-    if (!lock.valid()) return ErrnoError("opening the work dir lock " + path);
-    struct stat held {};
-    if (fstat(lock.get(), &held) != 0) return ErrnoError("stat " + path);
-    if (!S_ISREG(held.st_mode) || held.st_uid != geteuid()) {
-      return PermissionDeniedError(path + " is not a file of ours; remove it");
-    }
-    if (flock(lock.get(), (kind == Kind::kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) return std::unique_ptr<WorkDirLock>();
-      return ErrnoError("locking " + path);
-    }
-    struct stat named {};
-    if (fstatat(dir.get(), name, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_dev == held.st_dev &&
-        named.st_ino == held.st_ino) {
-      return std::unique_ptr<WorkDirLock>(new WorkDirLock(std::move(dir), name, std::move(lock)));
-    }
-  }
-  return FailedPreconditionError("the work dir lock " + path + " kept being replaced; try again");
-}
-
-WorkDirLock::~WorkDirLock() {
-  // Exclusive only when no other run holds it (a shared holder converting
-  // loses its own lock first, flock(2), which is fine on the way out).
-  if (flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) return;
-  struct stat named {}, held {};
-  if (fstat(lock_.get(), &held) == 0 && fstatat(dir_.get(), name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-      named.st_dev == held.st_dev && named.st_ino == held.st_ino) {
-    unlinkat(dir_.get(), name_.c_str(), 0);
-  }
-}
-
 }  // namespace cocoon::enforcer

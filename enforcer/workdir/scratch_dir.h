@@ -105,28 +105,6 @@ size_t SweepAbandonedFallbackStateDirs(const std::string& tmp, uid_t euid, std::
 // The overlay's stage dirs in the state dir: ScratchDir prefix.
 inline constexpr char kStageDirPrefix[] = "cocoon-stage-";
 
-// An flock that only this user's cocoon runs can take: on a file
-// "work-<dev>-<ino>.lock" in the state dir (private, 0711), keyed by the
-// work dir's device and inode. A lock on the work dir itself could be taken
-// by anyone who can read it, and so hold off the owner's runs for good.
-class WorkDirLock {
- public:
-  enum class Kind { kShared, kExclusive };
-  // The held lock; nullptr when another run holds it (a conflicting kind).
-  static Result<std::unique_ptr<WorkDirLock>> Take(const std::string& state_dir, dev_t dev, ino_t ino, Kind kind);
-  // Removes the file when no other run holds it.
-  ~WorkDirLock();
-  WorkDirLock(const WorkDirLock&) = delete;
-  WorkDirLock& operator=(const WorkDirLock&) = delete;
-
- private:
-  WorkDirLock(OwnedFd dir, std::string name, OwnedFd lock)
-      : dir_(std::move(dir)), name_(std::move(name)), lock_(std::move(lock)) {}
-  OwnedFd dir_;
-  std::string name_;
-  OwnedFd lock_;
-};
-
 // Makes `path` with `mode` when it is missing, and returns it when it is a
 // directory (not a link to one) that we own and that neither group nor
 // others can write; refused otherwise, since in a parent others could write

@@ -134,37 +134,35 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
   // Staged modes replace the work dir whole when they commit, so two staged
   // runs on one dir must not overlap: the later commit would find a
   // directory the first put there (and refuse, discarding its run's work).
-  // The later run is refused before it starts instead. The lock is this
-  // user's own (WorkDirLock: a file in the private state dir, keyed by the
-  // dir's device and inode), held until the Staging is gone. Not an flock
-  // on the work dir itself: anyone who can read the dir could take that one
-  // and hold off its owner's runs for good. Runs of other users (root's and
-  // the owner's) do not exclude each other; to each, the other is a host
-  // program changing the dir, which the commit checks for (it refuses and
-  // keeps the host's change, CheckHostUnchanged).
+  // The later run is refused before it starts instead. The lock is an
+  // flock on this open directory, held until the Staging is gone, so it is
+  // the same lock for every run on the dir whatever user runs it and
+  // whatever private state dir it picked: root's direct run and the owner's
+  // staged run exclude each other too. (A lock file in each user's state
+  // dir was tried: runs that picked different state dirs, or a user whose
+  // /tmp/.cocoon-UID another user had planted, no longer excluded each
+  // other, and a staged run committed a direct sandbox's fresh escaping
+  // link; a review showed it.) The price: anyone who can read the dir can
+  // take the lock and hold its runs off; the refusal says so. Advisory:
+  // other programs may ignore it; the commit's identity check still
+  // stands. A filesystem without flock (some network mounts) runs unlocked.
   // Direct runs take it shared: several may write one dir at once, but not
   // while a staged run has it. Otherwise a staged run would take a direct
   // sandbox's fresh escapes for the host's own files and commit them back
   // (and the direct run's scan would then look at the swapped-out tree).
   const bool direct = strategy == StagingStrategy::kDirect;
   if (direct) staging->changed_since_ = RunChangeFloor(host_dir_fd);
-  std::string state_dir = options.state_dir;
-  if (state_dir.empty()) {
-    COCOON_ASSIGN_OR_RETURN(state_dir, PrivateStateDir());
-  }
-  {
-    struct stat dir_st {};
-    if (fstat(host_fd.get(), &dir_st) != 0) return ErrnoError("work dir " + host);
-    COCOON_ASSIGN_OR_RETURN(staging->work_lock_,
-                            WorkDirLock::Take(state_dir, dir_st.st_dev, dir_st.st_ino,
-                                              direct ? WorkDirLock::Kind::kShared : WorkDirLock::Kind::kExclusive));
-  }
-  if (staging->work_lock_ == nullptr) {
+  if (flock(host_fd.get(), (direct ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
     return FailedPreconditionError(
         "work dir " + host + " is in use by another cocoon run" +
         (direct ? " that stages it" : "") +
+        " (or another process that can read it holds a lock on it: `fuser " + host + "` names it)" +
         ": a staged run replaces the work dir whole when it commits, so it must not overlap with any other run on "
         "that dir; wait for that run to finish, or use another work dir");
+  }
+  std::string state_dir = options.state_dir;
+  if (state_dir.empty()) {
+    COCOON_ASSIGN_OR_RETURN(state_dir, PrivateStateDir());
   }
   std::optional<ScanReport> host_scan;
   if (strategy != StagingStrategy::kDirect) {
@@ -177,10 +175,8 @@ Result<std::unique_ptr<Staging>> Staging::Prepare(const StagingOptions& options)
                                      "would reach into that filesystem; unmount it or choose another work dir");
     }
     COCOON_RETURN_IF_ERROR(CheckCommitPossible(host));
-    // Under the exclusive lock taken above: no other staged run of this user
-    // on this dir is committing (another user's, which the lock does not
-    // exclude, is told by its age). Ten minutes: a live commit directory
-    // changes more often.
+    // Under the exclusive lock taken above: no other staged run on this dir
+    // is committing. Ten minutes: a live commit directory changes more often.
     // Sampled (sweep_sampler.h): it lists the work dir's parent, which may
     // be big (/tmp).
     static SweepSampler commit_dir_sweeps;

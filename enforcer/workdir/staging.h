@@ -92,7 +92,7 @@ struct StagingOptions {
   uint64_t overlay_threshold_bytes = 64ull << 20;  // 64 MiB
   // An empty directory is created here as the private mount point of the
   // staging tmpfs inside the child's mount namespace ("": this user's
-  // PrivateStateDir). The work dir lock (WorkDirLock) goes here too.
+  // PrivateStateDir).
   std::string state_dir;
   // The HOST uid/gid the sandbox user maps to (IdMaps::sandbox_host_uid).
   // When set (>= 0), the staged work dir's root and everything copied in are
@@ -244,7 +244,6 @@ class Staging {
   // after the run), staged modes hold their flock on it, and it keeps the
   // inode (and any automount) in place, so that its device and inode
   // numbers are still the same when the commit compares them.
-  std::unique_ptr<WorkDirLock> work_lock_;  // this user's runs on the work dir exclude each other
   OwnedFd host_dir_fd_;  // its device and inode: spec_.host_dev/host_ino (the commit refuses any other)
   // Direct mode: entries whose ctime is at or after this the run created or
   // changed (change_floor.h); taken in Prepare, before the sandbox exists.

@@ -1072,10 +1072,29 @@ TEST(CocoonRun, AStateDirNamePlantedByAnotherUserDoesNotBlockRuns) {
   if (pid == 0) {
     close(report[0]);
     auto say = [&](const std::string& text) { (void)!write(report[1], text.data(), text.size()); };
+    // A checkout under /tmp (a CI clone there) would vanish under the fresh
+    // /tmp with the binary and the shipped policies: it is bound aside on
+    // /mnt first and moved back to its own path inside the new /tmp.
+    const std::string repo = fs::path(COCOON_POLICIES_DIR).parent_path().string();
+    const bool repo_in_tmp = repo.rfind("/tmp/", 0) == 0;
+    const std::string binary = COCOON_BINARY;
+    if (binary.rfind("/tmp/", 0) == 0 && binary.rfind(repo + "/", 0) != 0) {
+      say("the build dir is under /tmp but outside the checkout " + repo + ": this test cannot keep it visible");
+      _exit(1);
+    }
     if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        (repo_in_tmp && mount(repo.c_str(), "/mnt", nullptr, MS_BIND, nullptr) != 0) ||
         mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777,size=64m") != 0) {
       say(std::string("namespace setup: ") + strerror(errno));
       _exit(1);
+    }
+    if (repo_in_tmp) {
+      std::error_code ec;
+      fs::create_directories(repo, ec);
+      if (ec || mount("/mnt", repo.c_str(), nullptr, MS_MOVE, nullptr) != 0) {
+        say("moving the checkout back into the new /tmp: " + (ec ? ec.message() : std::string(strerror(errno))));
+        _exit(1);
+      }
     }
     for (const char* planted : {"/tmp/.cocoon-0", "/tmp/.cocoon-4243"}) {
       if (mkdir(planted, 0711) != 0 || chown(planted, 65534, 65534) != 0) _exit(1);

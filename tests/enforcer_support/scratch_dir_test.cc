@@ -259,32 +259,5 @@ TEST(StateDirTest, SweepRemovesADeadProcesssFallbackDirAndNothingElse) {
   EXPECT_TRUE(Exists(tmp / ".cocoon-0"));
 }
 
-// This user's runs on one work dir exclude each other through a lock file
-// in the private state dir; the last holder removes it.
-TEST(WorkDirLockTest, ExcludesThisUsersRunsAndGoesWithTheLast) {
-  TempDir state("cocoon-statedir");
-  auto first = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kExclusive);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  ASSERT_NE(*first, nullptr);
-  auto second = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kShared);
-  ASSERT_TRUE(second.ok());
-  EXPECT_EQ(*second, nullptr) << "a second run on the dir while the first holds it";
-  auto other_dir = WorkDirLock::Take(state.path(), 1, 3, WorkDirLock::Kind::kExclusive);
-  ASSERT_TRUE(other_dir.ok());
-  EXPECT_NE(*other_dir, nullptr) << "another work dir is another lock";
-  first->reset();
-  auto shared = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kShared);
-  auto shared_too = WorkDirLock::Take(state.path(), 1, 2, WorkDirLock::Kind::kShared);
-  ASSERT_TRUE(shared.ok() && shared_too.ok());
-  EXPECT_NE(*shared, nullptr);
-  EXPECT_NE(*shared_too, nullptr);
-  shared->reset();
-  EXPECT_TRUE(Exists(state / "work-1-2.lock")) << "still held (shared) by another";
-  shared_too->reset();
-  other_dir->reset();
-  EXPECT_FALSE(Exists(state / "work-1-2.lock"));
-  EXPECT_FALSE(Exists(state / "work-1-3.lock"));
-}
-
 }  // namespace
 }  // namespace cocoon::enforcer

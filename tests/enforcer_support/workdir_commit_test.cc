@@ -1338,8 +1338,7 @@ TEST(CommitTest, AbandonedCommitDirsOfTheWorkDirAreSwept) {
     ASSERT_EQ(chown((f.parent / planted).c_str(), 4321, 4321), 0);
     EXPECT_EQ(SweepAbandonedCommitDirs(f.host, std::chrono::seconds(0)), 0u);
     EXPECT_TRUE(Names(f.parent.path()).count(planted));
-    // The work dir owner's: it may be the owner's live commit (their lock is
-    // theirs, not root's), so root leaves it too.
+    // The work dir owner's: their own next run sweeps it; root leaves it.
     const std::string owners = ".cocoon-commit-" + Sha256Hex("work").substr(0, 16) + "-own000";
     testing::MakeDirs(f.parent / owners);
     ASSERT_EQ(chown(f.host.c_str(), 4321, 4321), 0);
