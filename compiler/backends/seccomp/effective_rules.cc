@@ -164,17 +164,26 @@ void AddReopenableDenials(const ir::Syscalls& policy, std::vector<Candidate>& ou
   // non-denying rule reopens it, else the first group rule that tried to.
   const std::vector<std::string_view>& denied = syscalls::PrologueDeniedSyscalls();  // sorted
   std::vector<bool> named(denied.size(), false);
+  // Named on its own, unconditionally, with another errno (`deny setns
+  // errno EACCES`): as strict as the prologue's EPERM, and what the policy
+  // says, so it answers instead. The prologue's denial won at the same rank
+  // and the call got EPERM while `explain` showed EACCES (a review).
+  std::vector<bool> own_errno(denied.size(), false);
   std::vector<const SyscallRule*> via_group(denied.size(), nullptr);
   for (const SyscallRule& r : policy.rules) {
-    if (Denies(r.action)) continue;
     const auto it = std::lower_bound(denied.begin(), denied.end(), std::string_view(r.name));
     if (it == denied.end() || *it != r.name) continue;
     const auto index = static_cast<size_t>(it - denied.begin());
+    if (Denies(r.action)) {
+      if (r.group.empty() && r.conditions.empty() && r.action.kind == ActionKind::kErrno) own_errno[index] = true;
+      continue;
+    }
     if (r.group.empty()) named[index] = true;
     else if (via_group[index] == nullptr) via_group[index] = &r;
   }
   for (size_t i = 0; i < denied.size(); ++i) {
     const std::string_view name = denied[i];
+    if (own_errno[i] && !named[i]) continue;  // the policy's own errno rule answers
     if (named[i] || std::find(policy.reopened.begin(), policy.reopened.end(), name) != policy.reopened.end()) {
       warnings.push_back(syscalls::ReopenWarning(name));
       continue;

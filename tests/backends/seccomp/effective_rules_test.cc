@@ -82,6 +82,27 @@ TEST(EffectiveRules, NamedAllowReopensWithWarning) {
   EXPECT_TRUE(HasWarning(e, "policy reopens bpf"));
 }
 
+// A prologue-denied call the policy names, unconditionally, with another
+// errno gets that errno: as strict, and what the policy says. It got the
+// prologue's EPERM (same rank, the prologue first) while explain showed
+// EACCES (a review: `deny setns errno EACCES` under strict). A conditional
+// one leaves the prologue's denial for every other call.
+TEST(EffectiveRules, ANamedErrnoRuleAnswersForAPrologueDeniedCall) {
+  ir::Syscalls s;
+  AddRule(s, "setns", Errno(EACCES));
+  EffectiveSyscalls e = ComputeEffectiveSyscalls(s);
+  auto rules = RulesFor(e, "setns");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0].action, Errno(EACCES));
+  EXPECT_FALSE(HasWarning(e, "policy reopens setns"));
+  ir::Syscalls conditional;
+  conditional.rules.push_back(ir::SyscallRule{"setns", Errno(EACCES), {{1, ir::CompareOp::kEq, 0, 0}}, ""});
+  auto kept = RulesFor(ComputeEffectiveSyscalls(conditional), "setns");
+  EXPECT_TRUE(std::any_of(kept.begin(), kept.end(), [](const ir::SyscallRule& r) {
+    return r.conditions.empty() && r.action == Errno(EPERM);
+  })) << "a conditional errno rule dropped the prologue's denial of every other setns";
+}
+
 TEST(EffectiveRules, ReopenedListIsHonoured) {
   ir::Syscalls s;
   AddGroup(s, "@keyring", Allow());
