@@ -163,7 +163,7 @@ TEST(StateDirTest, ANamePlantedByAnotherUserIsLeftAloneAndAFallbackIsUsed) {
 
 // Root's state dir is /run/cocoon, where no other user can make a name.
 TEST(StateDirTest, RootUsesRunFirst) {
-  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: the /run choice is root's";
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: the /run choice is root's, and this is not root";
   TempDir tmp("cocoon-statedir");
   StateDirPlaces places;
   places.euid = 0;
