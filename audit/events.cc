@@ -43,8 +43,7 @@ std::string AnsiCQuoted(std::string_view arg) {
   for (size_t i = 0; i < arg.size();) {
     uint32_t code_point = 0;
     size_t length = DecodeUtf8(arg, i, code_point);
-    const bool shown = length != 0 && code_point >= 0x20 && code_point != 0x7F &&
-                       !(code_point >= 0x80 && code_point <= 0x9F) && !IsHiddenCharacter(code_point);
+    const bool shown = length != 0 && IsDrawnAsItself(code_point);
     if (length == 0) length = 1;
     if (code_point == '\\' || code_point == '\'') {
       out += '\\';

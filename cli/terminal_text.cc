@@ -14,7 +14,7 @@ namespace {
 size_t PrintableSequence(std::string_view text, size_t i) {
   uint32_t code = 0;
   size_t length = DecodeUtf8(text, i, code);
-  if (length == 0 || code < 0x20 || (code >= 0x7F && code <= 0x9F) || IsHiddenCharacter(code)) return 0;
+  if (length == 0 || !IsDrawnAsItself(code)) return 0;
   return length;
 }
 

@@ -122,6 +122,10 @@ std::vector<HiddenCharacter> FindControlCharacters(std::string_view text) {
 
 bool IsHiddenCharacter(uint32_t code_point) { return FindNamed(code_point) != nullptr; }
 
+bool IsDrawnAsItself(uint32_t code_point) {
+  return code_point >= 0x20 && !(code_point >= 0x7F && code_point <= 0x9F) && !IsHiddenCharacter(code_point);
+}
+
 std::vector<HiddenCharacter> FindHiddenCharacters(std::string_view text) {
   std::vector<HiddenCharacter> found;
   size_t i = 0;

@@ -37,6 +37,11 @@ std::vector<HiddenCharacter> FindControlCharacters(std::string_view text);
 // True when `code_point` is one of the characters FindHiddenCharacters finds.
 bool IsHiddenCharacter(uint32_t code_point);
 
+// True when a terminal draws `code_point` as itself: not a C0 control, DEL,
+// a C1 control, nor a hidden character. What text for people shows as is;
+// everything else is escaped (audit fields, cocoon's own stderr).
+bool IsDrawnAsItself(uint32_t code_point);
+
 }  // namespace cocoon
 
 #endif  // COCOON_COMPILER_COMMON_HIDDEN_CHARACTERS_H_
