@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -38,13 +39,23 @@ void OnSigbus(int, siginfo_t* info, void*) {
     signal(SIGBUS, SIG_DFL);  // not ours: the fault repeats on return and ends the process as it would have
     return;
   }
-  auto put = [](const char* text) {
-    if (write(STDERR_FILENO, text, strlen(text)) < 0) {}
-  };
-  put("cocoon audit verify: ");
-  put(log);
-  put(": the log shrank while being read (truncated or rotated by another program); nothing was verified: "
-      "verify again\n");
+  // Verify reads with several threads, and each may fault on the lost
+  // pages at once: only the first reports (two interleaved their pieces of
+  // the message in a CI run); the others wait for its _exit.
+  static std::atomic_flag reporting = ATOMIC_FLAG_INIT;
+  if (reporting.test_and_set()) {
+    for (;;) pause();
+  }
+  // One write(2): the message arrives whole, not in pieces.
+  char message[4096];
+  size_t used = 0;
+  for (const char* part : {"cocoon audit verify: ", log,
+                           ": the log shrank while being read (truncated or rotated by another program); nothing "
+                           "was verified: verify again\n"}) {
+    for (; *part != '\0' && used < sizeof message; ++part) message[used++] = *part;
+  }
+  if (used == sizeof message) message[used - 1] = '\n';
+  if (write(STDERR_FILENO, message, used) < 0) {}
   _exit(kVerifyUsage);
 }
 
