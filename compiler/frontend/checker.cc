@@ -781,11 +781,14 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   State state = ApplyChain(*chain, ancestors, diagnostics);
   AddExtendsNotes(*chain, diagnostics, first_reported);
   const ProfileRef& self = chain->front();
-  if (!state.has_syscalls && missing_syscalls == nullptr) {
+  // A syntax error may be in the syscalls section the parser then dropped.
+  const bool broken = std::any_of(chain->begin(), chain->end(),
+                                  [](const ProfileRef& r) { return r.profile->has_syntax_errors; });
+  if (!state.has_syscalls && !broken && missing_syscalls == nullptr) {
     diagnostics.Warning(self.file->source, self.profile->name.span,
                         "profile '" + profile + "' has no syscalls section: every syscall will fail with ENOSYS",
                         kNoSyscallsHint);
-  } else if (!state.has_syscalls) {
+  } else if (!state.has_syscalls && !broken) {
     // Said once per chain top, after the session (a file of 65 profiles
     // extending one without a section said it 65 times).
     const ProfileRef& top = chain->back();

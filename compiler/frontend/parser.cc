@@ -1450,6 +1450,25 @@ bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostic
   return hidden.empty() && controls.empty();
 }
 
+// Drops from `statements` the statement a syntax error at byte `at` is in,
+// or right after (`limits { memory }`: the statement recovery left short):
+// the last one that starts at or before it. When recovery made the token in
+// error a statement of its own (`network offf`, `cwd relative`: `offf` and
+// `relative` read as unknown statements), the one before it goes too: it is
+// the one left short. A block that holds the error keeps its other
+// statements (`limits { memory 1GiB bogus }` keeps `memory 1GiB`).
+// Conservative: a complete statement followed by a stray token goes too.
+void PruneDamagedStatements(std::vector<ast::Statement>& statements, uint32_t at) {
+  auto last = std::find_if(statements.rbegin(), statements.rend(),
+                           [at](const ast::Statement& s) { return s.span.begin <= at; });
+  if (last == statements.rend()) return;
+  ast::Statement& s = *last;
+  if (s.has_block && at > s.block_open.begin && at < s.span.end) return PruneDamagedStatements(s.block, at);
+  auto first = std::next(last).base();  // as a forward iterator
+  if (s.span.begin == at && first != statements.begin()) --first;
+  statements.erase(first, std::next(last).base() + 1);
+}
+
 std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOptions& options,
                                       Diagnostics& diagnostics) {
   // A UTF-8 byte-order mark is not part of the program.
@@ -1540,13 +1559,21 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
       const uint32_t at = all[i].span.begin;
       bool inside = false;
       for (ast::Profile& profile : file.profiles) {
-        if (at >= profile.span.begin && at <= profile.span.end) inside = profile.has_syntax_errors = true;
+        if (at >= profile.span.begin && at <= profile.span.end) {
+          inside = profile.has_syntax_errors = true;
+          profile.syntax_errors.push_back(at);
+          PruneDamagedStatements(profile.body, at);
+        }
       }
       if (!inside) return std::nullopt;
     }
-    // Past a '#' that swallowed a line, the parse is recovery's guess.
+    // Past a '#' that swallowed a line, the parse is recovery's guess: the
+    // statements from there on are dropped.
     for (ast::Profile& profile : file.profiles) {
-      if (comment_slip && profile.span.end > *comment_slip) profile.has_syntax_errors = true;
+      if (!comment_slip || profile.span.end <= *comment_slip) continue;
+      profile.has_syntax_errors = true;
+      profile.syntax_errors.push_back(std::max(*comment_slip, profile.span.begin));
+      std::erase_if(profile.body, [&](const ast::Statement& st) { return st.span.end > *comment_slip; });
     }
     file.slip_errors += errors;
   }
