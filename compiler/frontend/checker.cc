@@ -606,6 +606,21 @@ void CheckOverriddenRules(const State& state, const ast::Profile* checked, Diagn
                               : "remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)");
       continue;
     }
+    const std::vector<ir::Arch> arches(state.arches.begin(), state.arches.end());
+    if (std::optional<internal::I386Multiplexing> m = internal::I386MultiplexerProblem(entry.rule, arches)) {
+      if (m->error) {
+        diagnostics.Error(entry.source, entry.span, m->message, m->help);
+      } else {
+        diagnostics.Warning(entry.source, entry.span, m->message, m->help);
+      }
+      continue;
+    }
+    if (const std::string why = internal::PersonalityNarrowingText(entry.rule); !why.empty()) {
+      diagnostics.Warning(entry.source, entry.span,
+                          "this " + ActionText(entry.rule.action) + " rule for 'personality' applies in part: " + why,
+                          "narrow the condition to the values it can allow, or use an errno rule for the others "
+                          "(docs/language.md, Prologue)");
+    }
     if (key.conditions.empty()) continue;
     auto covering = state.rules.find(internal::RuleKey{key.name, {}});
     if (covering == state.rules.end() || !internal::Overrides(covering->second.rule, entry.rule)) continue;

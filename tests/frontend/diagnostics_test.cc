@@ -545,6 +545,38 @@ const Case kCases[] = {
      "WARNING: t.cocoon:6:10: 'mmap2' does not exist on x86_64: the rule applies to it on x86 only\n"
      " |     deny mmap2\n"
      " |          ^~~~~\n"},
+    // Under `arch x86` a rule on a call the i386 socketcall/ipc multiplexers
+    // carry is not enforced as written there (they are refused with ENOSYS):
+    // said at the rule; an error where the rule's action is stronger (kill).
+    {"i386_kill_of_a_multiplexed_call_is_an_error",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch x86\n    kill connect\n    allow accept4\n    allow socketcall\n  }\n}\n",
+     "NOTE: t.cocoon:5:10: on x86 (i386) the socketcall and ipc multiplexers fail with ENOSYS whatever the policy says: their arguments sit behind a pointer seccomp cannot read; i386 programs must use the direct socket and SysV IPC syscalls (Linux 4.3+)\n"
+     " |     arch x86\n"
+     " |          ^~~\n"
+     "ERROR: t.cocoon:6:10: on x86 this kill rule for 'connect' applies to the direct i386 connect syscall only: under `arch x86` the compiler refuses every i386 socketcall call with errno ENOSYS, before any rule (its arguments sit behind a pointer seccomp cannot read); so the rule cannot be enforced as written (kill there is errno ENOSYS)\n"
+     " |     kill connect\n"
+     " |          ^~~~~~~\n"
+     " = help: write an errno rule (`deny connect`) if refusing the call is enough, or remove `arch x86`\n"
+     "WARNING: t.cocoon:7:11: on x86 this allow rule for 'accept4' applies to the direct i386 accept4 syscall only: under `arch x86` the compiler refuses every i386 socketcall call with errno ENOSYS, before any rule (its arguments sit behind a pointer seccomp cannot read)\n"
+     " |     allow accept4\n"
+     " |           ^~~~~~~\n"
+     " = help: i386 programs must call accept4 directly (Linux 4.3+); through socketcall it fails with ENOSYS\n"
+     "WARNING: t.cocoon:8:11: this allow rule for 'socketcall' cannot apply on x86; under `arch x86` the compiler refuses every i386 socketcall call with errno ENOSYS, before any rule (its arguments sit behind a pointer seccomp cannot read)\n"
+     " |     allow socketcall\n"
+     " |           ^~~~~~~~~~\n"
+     " = help: remove this rule: under `arch x86`, i386 programs get ENOSYS for socketcall (docs/language.md, Syscalls)\n"},
+    // A permitting personality rule is narrowed to the safe personas: one
+    // that matches none never applies, one that matches others in part.
+    {"personality_rule_outside_the_safe_personas",
+     "profile p {\n  syscalls {\n    allow read\n    allow personality if arg0 == 0x400000\n    log personality if arg0 > 5\n  }\n}\n",
+     "WARNING: t.cocoon:4:11: this allow rule for 'personality' never applies: the compiler's prologue lets a permitting personality rule through only for the safe personas (PER_LINUX 0, PER_LINUX32 8, UNAME26 0x20000, both 0x20008, and the 0xffffffff query), and this rule matches none of them\n"
+     " |     allow personality if arg0 == 0x400000\n"
+     " |           ^~~~~~~~~~~\n"
+     " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"
+     "WARNING: t.cocoon:5:9: this log rule for 'personality' applies in part: the compiler's prologue narrows every permitting personality rule to the safe personas (PER_LINUX 0, PER_LINUX32 8, UNAME26 0x20000, both 0x20008, and the 0xffffffff query): its other values fall to the other rules and the default\n"
+     " |     log personality if arg0 > 5\n"
+     " |         ^~~~~~~~~~~\n"
+     " = help: narrow the condition to the values it can allow, or use an errno rule for the others (docs/language.md, Prologue)\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
