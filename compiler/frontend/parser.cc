@@ -199,6 +199,21 @@ class ErrorListener : public antlr4::BaseErrorListener {
       }
       return;
     }
+    if (token != nullptr && token->getType() == CocoonLexer::BAD_NAME && token->getText().size() > 1 &&
+        std::isdigit(static_cast<unsigned char>(token->getText()[1]))) {
+      // `processes -5`, `size -5MiB`: the language has no negative values.
+      message = "unexpected " + Describe(token) + ": a negative number, and no value in a policy is negative";
+      hint = "sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`";
+      return;
+    }
+    if (token != nullptr && PreviousTokenType(parser, token) == CocoonParser::USER) {
+      // `user root`, `user nobody`: only numbers.
+      message = "unexpected " + Describe(token) + "; `user` takes numeric ids, uid:gid, each 0..65534";
+      hint = "names are not looked up: the sandbox has its own user namespace, whose ids the host's /etc/passwd "
+             "does not name. Write `user 0:0` for root (check warns: a weakening), or keep the default "
+             "65534:65534 (nobody)";
+      return;
+    }
     if (token != nullptr && InUnclosedMask(parser, token)) {
       // `(arg0 & CLONE_NEWUSER != 0`: the parser, unable to tell a masked
       // operand from a parenthesized condition, would list what may start one.
@@ -210,6 +225,17 @@ class ErrorListener : public antlr4::BaseErrorListener {
       std::string suggestion = DidYouMean(token->getText(), keywords);
       if (!suggestion.empty()) hint = "did you mean '" + suggestion + "'?";
     }
+  }
+
+  // The type of the on-channel token before `token`, or EOF when none.
+  static size_t PreviousTokenType(antlr4::Parser* parser, antlr4::Token* token) {
+    antlr4::TokenStream* tokens = parser->getTokenStream();
+    if (tokens == nullptr || token->getType() == antlr4::Token::EOF) return antlr4::Token::EOF;
+    for (size_t i = token->getTokenIndex(); i > 0;) {
+      --i;
+      if (tokens->get(i)->getChannel() == antlr4::Token::DEFAULT_CHANNEL) return tokens->get(i)->getType();
+    }
+    return antlr4::Token::EOF;
   }
 
   // True when `token` comes right after `( argN & VALUE [| VALUE]...`, a

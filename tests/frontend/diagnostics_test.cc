@@ -577,6 +577,23 @@ const Case kCases[] = {
      " |     log personality if arg0 > 5\n"
      " |         ^~~~~~~~~~~\n"
      " = help: narrow the condition to the values it can allow, or use an errno rule for the others (docs/language.md, Prologue)\n"},
+    // What `user` takes, and why no name; a negative value said as such.
+    {"user_name_instead_of_ids",
+     "import \"strict\"\nprofile p extends strict {\n  user root\n}\n",
+     "ERROR: t.cocoon:3:8: unexpected 'root'; `user` takes numeric ids, uid:gid, each 0..65534\n"
+     " |   user root\n"
+     " |        ^~~~\n"
+     " = help: names are not looked up: the sandbox has its own user namespace, whose ids the host's /etc/passwd does not name. Write `user 0:0` for root (check warns: a weakening), or keep the default 65534:65534 (nobody)\n"},
+    {"negative_size_or_count",
+     "import \"strict\"\nprofile p extends strict {\n  limits { processes -5 }\n  filesystem { tmpfs /tmp size -5MiB }\n}\n",
+     "ERROR: t.cocoon:3:22: unexpected '-5': a negative number, and no value in a policy is negative\n"
+     " |   limits { processes -5 }\n"
+     " |                      ^~\n"
+     " = help: sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`\n"
+     "ERROR: t.cocoon:4:32: unexpected '-5MiB': a negative number, and no value in a policy is negative\n"
+     " |   filesystem { tmpfs /tmp size -5MiB }\n"
+     " |                                ^~~~~\n"
+     " = help: sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
