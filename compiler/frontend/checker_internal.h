@@ -66,6 +66,7 @@ struct State {
   std::map<std::string, RuleSite> hide_sites;  // per hidden path, its word
   std::map<std::string, RuleSite> mount_sites;  // per mount target, its path
   std::map<std::string, RuleSite> copy_sites;   // per copy destination, its word
+  std::optional<RuleSite> work_site;            // the `work` path word in effect, if written
 };
 
 // One profile being applied on top of its parent's State.

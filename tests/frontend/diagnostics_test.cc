@@ -594,6 +594,13 @@ const Case kCases[] = {
      " |   filesystem { tmpfs /tmp size -5MiB }\n"
      " |                                ^~~~~\n"
      " = help: sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`\n"},
+    // What `cocoon enforce` refuses (ir/work_dir_rules.h), at the work line.
+    {"work_dir_inside_a_read_only_bind",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { work /usr/local/bin }\n}\n",
+     "ERROR: t.cocoon:3:21: the work dir /usr/local/bin is inside a bound host directory (/usr); put the work dir on the sandbox's own tree, outside every bind\n"
+     " |   filesystem { work /usr/local/bin }\n"
+     " |                     ^~~~~~~~~~~~~~\n"
+     " = help: move the work dir with `work PATH` to a path no bind holds (such as /work), or leave '/usr' out of the binds\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"
