@@ -9,6 +9,7 @@
 //     tokens while it parses (no parse tree is built).
 #include "compiler/frontend/parser.h"
 
+#include "compiler/common/display_text.h"
 #include "compiler/common/hidden_characters.h"
 
 #include <antlr4-runtime.h>
@@ -1406,6 +1407,52 @@ std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, con
 
 constexpr size_t kMaxControlErrors = 10;
 
+// Whether the hidden character `c` is a presentation selector a policy may
+// hold: U+FE0E (text style) or U+FE0F (emoji style), right after a visible
+// character that is not a space nor itself hidden (so none stacked, none
+// after whitespace, none at a line's start), in a comment or in the string
+// of a `description` on its own line. Anywhere else it stays refused
+// (docs/language.md, Lexical structure): in a name, a path or any other
+// string its bytes reach a program or a file system, where "✅" and "✅️"
+// differ though they look the same. A line is scanned like the lexer does
+// (strings and comments never span lines; `"` opens and closes a string,
+// `\` escapes inside it, `#` outside one starts a comment).
+bool IsAllowedPresentationSelector(std::string_view text, const HiddenCharacter& c) {
+  if (c.code_point != 0xFE0E && c.code_point != 0xFE0F) return false;
+  size_t base = c.offset;
+  if (base == 0) return false;
+  do {
+    --base;
+  } while (base > 0 && (static_cast<unsigned char>(text[base]) & 0xC0) == 0x80);
+  uint32_t cp = 0;
+  if (DecodeUtf8(text, base, cp) != c.offset - base || !IsDrawnAsItself(cp)) return false;
+  constexpr uint32_t kSpaces[] = {0x20, 0xA0, 0x1680, 0x202F, 0x205F, 0x3000};
+  if (std::find(std::begin(kSpaces), std::end(kSpaces), cp) != std::end(kSpaces) || (cp >= 0x2000 && cp <= 0x200A)) {
+    return false;
+  }
+  const size_t line = text.rfind('\n', c.offset) == std::string_view::npos ? 0 : text.rfind('\n', c.offset) + 1;
+  bool in_string = false;
+  size_t string_start = 0;
+  for (size_t i = line; i < c.offset; ++i) {
+    if (in_string && text[i] == '\\') {
+      ++i;
+    } else if (text[i] == '"') {
+      in_string = !in_string;
+      string_start = i;
+    } else if (!in_string && text[i] == '#') {
+      return true;  // in a comment
+    }
+  }
+  if (!in_string) return false;
+  // The string must follow `description` on the same line (the statement's
+  // keyword, after the line's indentation or a `{`).
+  std::string_view before = text.substr(line, string_start - line);
+  while (!before.empty() && (before.back() == ' ' || before.back() == '\t')) before.remove_suffix(1);
+  if (!before.ends_with("description")) return false;
+  before.remove_suffix(std::string_view("description").size());
+  return before.empty() || before.back() == ' ' || before.back() == '\t' || before.back() == '{';
+}
+
 bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostics& diagnostics) {
   const std::string& text = source->text();
   if (text.size() > options.max_file_bytes) {
@@ -1432,6 +1479,7 @@ bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostic
   }
   // Invisible and direction-changing characters: every one is reported.
   std::vector<HiddenCharacter> hidden = FindHiddenCharacters(text);
+  std::erase_if(hidden, [&text](const HiddenCharacter& c) { return IsAllowedPresentationSelector(text, c); });
   for (const HiddenCharacter& c : hidden) {
     char code[16];
     snprintf(code, sizeof code, "U+%04X", c.code_point);
