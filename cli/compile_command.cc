@@ -71,7 +71,7 @@ void SetUpCompileCommand(CLI::App& app, CommandResult& result) {
       "Examples:\n"
       "  cocoon compile policies/strict.cocoon --target all -o out/strict\n"
       "  cocoon compile my.cocoon --profile build --target linux,oci -o out/build");
-  cmd->add_option("POLICY", options->policy, "Policy file (.cocoon)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("POLICY", options->policy, "Policy file (.cocoon)")->required();
   cmd->add_option("--profile", options->profile, "Profile to compile (default: the file's only or same-named one)");
   cmd->add_option("-I,--include-dir", options->include_dirs, "Extra directory searched by `import`");
   cmd->add_option("-t,--target", options->target, "linux|macos|windows|oci|k8s|all, or a comma-separated list");

@@ -72,7 +72,7 @@ void SetUpExplainCommand(CLI::App& app, CommandResult& result) {
       "named like the file.\n\n"
       "Example:\n"
       "  cocoon explain policies/build.cocoon");
-  cmd->add_option("FILE", options->file, "Policy file (.cocoon)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("FILE", options->file, "Policy file (.cocoon)")->required();
   cmd->add_option("--profile", options->profile, "Profile to explain");
   cmd->add_option("-I,--include-dir", options->include_dirs, "Extra directory searched by `import`");
   cmd->add_option("--target", options->target, "Also print a back end's statistics (linux: BPF size and worst case)")

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string_view>
 
+#include "compiler/ir/work_dir_rules.h"
 #include "enforcer/landlock.h"
 #include "enforcer/tmpfs_inodes.h"
 #include "enforcer/workdir/host_path.h"
@@ -282,13 +283,11 @@ void PreparedChild::PushOp(ChildMountOp op, const std::string& target, std::stri
 bool PreparedChild::InsideBoundHostDirectory(const std::string& target) const {
   // The innermost earlier mount holding `target` decides: a bind is a host
   // directory; a tmpfs, /proc or the work dir is the sandbox's own.
-  const std::string* innermost = nullptr;
-  for (const auto& mounted : mounted_targets_) {
-    if (mounted.first != target && IsUnder(target, mounted.first) &&
-        (innermost == nullptr || mounted.first.size() > innermost->size())) {
-      innermost = &mounted.first;
-    }
-  }
+  // The rule `cocoon check` applies too (ir/work_dir_rules.h).
+  const std::string* innermost =
+      ir::InnermostMountHolding(target, mounted_targets_, [](const auto& mounted) -> const std::string& {
+        return mounted.first;
+      });
   return innermost != nullptr && std::any_of(binds_.begin(), binds_.end(), [&](const auto& bind) {
            return bind.first == *innermost;
          });
@@ -546,9 +545,8 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
     // Checked above to exist on the host. The child neither creates it nor
     // follows a symlink to it (mounts.cc says why).
     if (op.kind == ChildMountKind::kWorkDir) {
-      return FailedPreconditionError("the work dir " + mount.target + " is inside a bound host directory (" +
-                                     (parent_bind ? parent_bind->second : host_equivalent()) +
-                                     "); put the work dir on the sandbox's own tree, outside every bind");
+      return FailedPreconditionError(
+          ir::WorkDirInsideBindReason(mount.target, parent_bind ? parent_bind->second : host_equivalent()));
     }
     op.target_in_host_tree = true;
     op.mount_point_exists = true;

@@ -4,7 +4,9 @@
 // Hangul fillers and line separators hide inside a path or a name, so the
 // policy that was approved is not the policy that runs. No policy needs
 // them; the parser refuses them wherever they appear, comments included (a
-// reordered comment can swallow code on screen).
+// reordered comment can swallow code on screen), except an emoji's
+// presentation selector in a comment or a description (parser.cc,
+// IsAllowedPresentationSelector).
 #ifndef COCOON_COMPILER_COMMON_HIDDEN_CHARACTERS_H_
 #define COCOON_COMPILER_COMMON_HIDDEN_CHARACTERS_H_
 

@@ -76,9 +76,12 @@ struct Profile {
   std::vector<Statement> body;
   Span span;
   // A syntax error (or a mistake found before parsing) is inside it, when
-  // the parser returns an AST despite errors (SlipRecovery::kAstForChecking):
-  // its statements may be what recovery made of them, so it is not checked.
+  // the parser returns an AST despite errors (SlipRecovery::kAstForChecking).
+  // The statement each error is in or right after was dropped from `body`
+  // (PruneDamagedStatements): what is left was parsed as written, and is
+  // checked, but a profile that extends this one is not.
   bool has_syntax_errors = false;
+  std::vector<uint32_t> syntax_errors;  // byte offset of each such error
 };
 
 struct Directive {

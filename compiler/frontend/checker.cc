@@ -10,6 +10,7 @@
 
 #include "compiler/common/digest.h"
 #include "compiler/frontend/checker_internal.h"
+#include "compiler/ir/work_dir_rules.h"
 
 namespace cocoon::frontend {
 namespace internal {
@@ -548,6 +549,27 @@ void CheckMountsBesideWorkDir(const State& state, Diagnostics& diagnostics) {
                     "mount somewhere else, or move the work dir with `work PATH`");
 }
 
+// The enforcer mounts the work dir on the sandbox's own tree only, never
+// inside a bound host directory (`work /usr/local/bin` under `readonly
+// /usr`): the same rule and words (ir/work_dir_rules.h), at the work line.
+void CheckWorkDirOutsideBinds(const State& state, const ast::Profile* checked, const LoadedFile& file,
+                              Diagnostics& diagnostics) {
+  const std::string& work = state.policy.filesystem.work.path;
+  const std::string* holder = ir::InnermostMountHolding(
+      work, state.mounts, [](const auto& entry) -> const std::string& { return entry.first; });
+  if (work.empty() || holder == nullptr) return;
+  const ir::Mount& mount = state.mounts.at(*holder);
+  if (mount.kind == ir::MountKind::kTmpfs) return;
+  auto mount_site = state.mount_sites.find(*holder);
+  const State::RuleSite* site = state.work_site ? &*state.work_site
+                                : mount_site != state.mount_sites.end() ? &mount_site->second
+                                                                        : nullptr;
+  diagnostics.Error(site && site->source ? site->source : file.source, site ? site->span : checked->name.span,
+                    ir::WorkDirInsideBindReason(work, mount.source),
+                    "move the work dir with `work PATH` to a path no bind holds (such as /work), or leave " +
+                        Quote(*holder) + " out of the binds");
+}
+
 // A `copy` is staged into the work dir before the mounts are made: a bind
 // or tmpfs at or above its destination covers it (the sandbox never sees
 // it, and only an empty mount point is left on the host), and one below it
@@ -605,6 +627,21 @@ void CheckOverriddenRules(const State& state, const ast::Profile* checked, Diagn
                                     "to clone, whose flags rules can test)"
                               : "remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)");
       continue;
+    }
+    const std::vector<ir::Arch> arches(state.arches.begin(), state.arches.end());
+    if (std::optional<internal::I386Multiplexing> m = internal::I386MultiplexerProblem(entry.rule, arches)) {
+      if (m->error) {
+        diagnostics.Error(entry.source, entry.span, m->message, m->help);
+      } else {
+        diagnostics.Warning(entry.source, entry.span, m->message, m->help);
+      }
+      continue;
+    }
+    if (const std::string why = internal::PersonalityNarrowingText(entry.rule); !why.empty()) {
+      diagnostics.Warning(entry.source, entry.span,
+                          "this " + ActionText(entry.rule.action) + " rule for 'personality' applies in part: " + why,
+                          "narrow the condition to the values it can allow, or use an errno rule for the others "
+                          "(docs/language.md, Prologue)");
     }
     if (key.conditions.empty()) continue;
     auto covering = state.rules.find(internal::RuleKey{key.name, {}});
@@ -781,11 +818,14 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   State state = ApplyChain(*chain, ancestors, diagnostics);
   AddExtendsNotes(*chain, diagnostics, first_reported);
   const ProfileRef& self = chain->front();
-  if (!state.has_syscalls && missing_syscalls == nullptr) {
+  // A syntax error may be in the syscalls section the parser then dropped.
+  const bool broken = std::any_of(chain->begin(), chain->end(),
+                                  [](const ProfileRef& r) { return r.profile->has_syntax_errors; });
+  if (!state.has_syscalls && !broken && missing_syscalls == nullptr) {
     diagnostics.Warning(self.file->source, self.profile->name.span,
                         "profile '" + profile + "' has no syscalls section: every syscall will fail with ENOSYS",
                         kNoSyscallsHint);
-  } else if (!state.has_syscalls) {
+  } else if (!state.has_syscalls && !broken) {
     // Said once per chain top, after the session (a file of 65 profiles
     // extending one without a section said it 65 times).
     const ProfileRef& top = chain->back();
@@ -798,6 +838,7 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   CheckHiddenOutsideWorkDir(state, diagnostics);
   CheckHiddenProcPaths(state, diagnostics);
   CheckMountsBesideWorkDir(state, diagnostics);
+  CheckWorkDirOutsideBinds(state, self.profile, *self.file, diagnostics);
   CheckCopiesUnderMounts(state, diagnostics);
   CheckOverriddenRules(state, self.profile, diagnostics);
   if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;

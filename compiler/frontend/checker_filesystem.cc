@@ -372,6 +372,7 @@ void ApplyWork(Layer& layer, const ast::Statement& stmt) {
     layer.Weakens("filesystem.work", stmt.span, "the work dir quota is raised");
   }
   work = next;
+  layer.state().work_site = State::RuleSite{layer.file().source, stmt.args[0].span};
   layer.Origin("filesystem.work", stmt.span);
 }
 

@@ -66,6 +66,7 @@ struct State {
   std::map<std::string, RuleSite> hide_sites;  // per hidden path, its word
   std::map<std::string, RuleSite> mount_sites;  // per mount target, its path
   std::map<std::string, RuleSite> copy_sites;   // per copy destination, its word
+  std::optional<RuleSite> work_site;            // the `work` path word in effect, if written
 };
 
 // One profile being applied on top of its parent's State.
@@ -206,5 +207,21 @@ std::string PrologueOverrideText(const ir::SyscallRule& rule, bool netlink_refus
 // answers its own way ("TIOCSTI: errno EPERM, TIOCLINUX: errno EPERM"), as
 // explain shows them; empty if none.
 std::string PrologueExceptionsText(const ir::SyscallRule& rule, bool netlink_refused);
+// For a conditional permitting personality rule that also matches values
+// outside the safe personas, what the prologue's narrowing does to it;
+// empty otherwise.
+std::string PersonalityNarrowingText(const ir::SyscallRule& rule);
+// Under `arch x86`: a rule on the i386 socketcall/ipc multiplexers, or on a
+// call libseccomp folds into one (socket, connect, accept, shmget, semop,
+// ...), is not enforced as written: the multiplexers are refused with errno
+// ENOSYS (backends/seccomp/effective_rules.h I386MultiplexerNames). An error
+// when the rule's action is stronger than that refusal (kill, trap).
+struct I386Multiplexing {
+  bool error = false;
+  std::string message;
+  std::string help;
+};
+std::optional<I386Multiplexing> I386MultiplexerProblem(const ir::SyscallRule& rule,
+                                                       const std::vector<ir::Arch>& arches);
 
 }  // namespace cocoon::frontend::internal

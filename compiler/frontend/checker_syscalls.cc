@@ -2,6 +2,7 @@
 // the group name), lowers conditions into ANDed lists (one rule per
 // disjunct), and detects conflicting rules within a profile.
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "compiler/frontend/checker_internal.h"
@@ -291,6 +292,13 @@ void WarnWhereMissing(Layer& layer, const ast::Word& target, const std::vector<i
     (syscalls::KernelSyscallNumber(target.text, arch) < 0 ? missing : present).push_back(arch);
   }
   if (missing.empty()) return;
+  // On x86 the multiplexers and the calls only they carry (accept, semop)
+  // apply nowhere: I386MultiplexerProblem says so at the rule instead.
+  const bool x86 = std::find(arches.begin(), arches.end(), ir::Arch::kX86) != arches.end();
+  if (x86 && (target.text == "socketcall" || target.text == "ipc" ||
+              syscalls::ResolveSyscall(target.text, ir::Arch::kX86) < -1)) {
+    return;
+  }
   std::string message = Quote(target.text) + " does not exist on " + ArchList(missing) + ": ";
   std::string hint;
   if (!present.empty()) {
@@ -510,7 +518,82 @@ bool TakesEffectOverThePrologue(const ir::Action& action, const ir::Action& answ
   return action == answer || ir::ActionRank(action) > ir::ActionRank(answer);
 }
 
+namespace {
+
+// personality(2)'s values the prologue lets a permitting rule through for
+// (backends/seccomp/effective_rules.cc kPersonalitySafe, on the low 32 bits:
+// the kernel reads an unsigned int).
+constexpr uint64_t kSafePersonalities[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+constexpr char kSafePersonalitiesText[] =
+    "PER_LINUX 0, PER_LINUX32 8, UNAME26 0x20000, both 0x20008, and the 0xffffffff query";
+
+bool Holds(const ir::ArgCondition& c, uint64_t v) {
+  switch (c.op) {
+    case ir::CompareOp::kEq: return v == c.value;
+    case ir::CompareOp::kNe: return v != c.value;
+    case ir::CompareOp::kLt: return v < c.value;
+    case ir::CompareOp::kLe: return v <= c.value;
+    case ir::CompareOp::kGt: return v > c.value;
+    case ir::CompareOp::kGe: return v >= c.value;
+    case ir::CompareOp::kMaskedEq: return (v & c.mask) == c.value;
+  }
+  return false;
+}
+
+// Whether `rule` matches some personality(v) whose low 32 bits are
+// `low` (kUnsafe: none of kSafePersonalities). The upper 32 bits tried are
+// those next to each compared value's, 0 and all ones: the conditions
+// change their verdict only there.
+constexpr uint64_t kUnsafe = ~uint64_t{0};
+bool MatchesPersonality(const ir::SyscallRule& rule, uint64_t low) {
+  std::vector<uint64_t> highs = {0, 0xffffffff};
+  std::vector<uint64_t> lows = {low};
+  for (const ir::ArgCondition& c : rule.conditions) {
+    const uint64_t h = c.value >> 32;
+    highs.insert(highs.end(), {h, (h + 1) & 0xffffffff, (h - 1) & 0xffffffff});
+    if (low == kUnsafe) {
+      const uint64_t l = c.value & 0xffffffff;
+      lows.insert(lows.end(), {l, (l + 1) & 0xffffffff, (l - 1) & 0xffffffff, l | 0x400000});
+    }
+  }
+  if (low == kUnsafe) {
+    lows = {lows.begin() + 1, lows.end()};
+    lows.insert(lows.end(), {0x400000, 0x0040008, 0xfffffffe});
+    std::erase_if(lows, [](uint64_t l) {
+      return std::find(std::begin(kSafePersonalities), std::end(kSafePersonalities), l) != std::end(kSafePersonalities);
+    });
+  }
+  for (uint64_t h : highs) {
+    for (uint64_t l : lows) {
+      const uint64_t v = h << 32 | l;
+      if (std::all_of(rule.conditions.begin(), rule.conditions.end(),
+                      [v](const ir::ArgCondition& c) { return c.arg != 0 || Holds(c, v); })) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool PermitsPersonality(const ir::SyscallRule& rule) {
+  return rule.name == "personality" && ir::ActionRank(rule.action) < ir::ActionRank(ir::Action{ir::ActionKind::kErrno, 1});
+}
+
+}  // namespace
+
+std::string PersonalityNarrowingText(const ir::SyscallRule& rule) {
+  if (!PermitsPersonality(rule) || rule.conditions.empty() || !MatchesPersonality(rule, kUnsafe)) return "";
+  return std::string("the compiler's prologue narrows every permitting personality rule to the safe personas (") +
+         kSafePersonalitiesText + "): its other values fall to the other rules and the default";
+}
+
 std::string PrologueOverrideText(const ir::SyscallRule& rule, bool netlink_refused) {
+  if (PermitsPersonality(rule) && std::none_of(std::begin(kSafePersonalities), std::end(kSafePersonalities),
+                                               [&rule](uint64_t v) { return MatchesPersonality(rule, v); })) {
+    return std::string("the compiler's prologue lets a permitting personality rule through only for the safe "
+                       "personas (") +
+           kSafePersonalitiesText + "), and this rule matches none of them";
+  }
   if (const ir::Action* fixed = syscalls::PrologueFixedAnswer(rule.name); fixed != nullptr) {
     if (TakesEffectOverThePrologue(rule.action, *fixed)) return "";
     return "the compiler's prologue answers every " + rule.name + " with " + ActionText(*fixed) +
@@ -531,6 +614,7 @@ std::string PrologueOverrideText(const ir::SyscallRule& rule, bool netlink_refus
 
 std::string PrologueExceptionsText(const ir::SyscallRule& rule, bool netlink_refused) {
   if (!rule.conditions.empty()) return "";
+  if (PermitsPersonality(rule)) return std::string("every value but ") + kSafePersonalitiesText;
   std::vector<std::string> whats;
   for (const syscalls::PrologueArgGuard& guard : syscalls::PrologueArgGuards(netlink_refused)) {
     if (guard.syscall != rule.name || TakesEffectOverThePrologue(rule.action, guard.action)) {
@@ -542,6 +626,49 @@ std::string PrologueExceptionsText(const ir::SyscallRule& rule, bool netlink_ref
   std::string text;
   for (const std::string& what : whats) text += (text.empty() ? "" : ", ") + what;
   return text;
+}
+
+std::optional<I386Multiplexing> I386MultiplexerProblem(const ir::SyscallRule& rule,
+                                                       const std::vector<ir::Arch>& arches) {
+  if (std::find(arches.begin(), arches.end(), ir::Arch::kX86) == arches.end()) return std::nullopt;
+  const ir::Action enosys{ir::ActionKind::kErrno, 38 /* ENOSYS */};
+  const bool multiplexer = rule.name == "socketcall" || rule.name == "ipc";
+  // libseccomp's pseudo numbers (below -1) mark the calls it folds into a
+  // multiplexer on i386 (syscall_groups.h ResolveSyscall).
+  const bool multiplexed = !multiplexer && syscalls::ResolveSyscall(rule.name, ir::Arch::kX86) < -1;
+  if (!multiplexer && !multiplexed) return std::nullopt;
+  // libseccomp numbers socketcall's calls from -101, ipc's from -201.
+  const std::string via = multiplexer                                                ? rule.name
+                          : syscalls::ResolveSyscall(rule.name, ir::Arch::kX86) > -200 ? "socketcall"
+                                                                                       : "ipc";
+  const bool direct = !multiplexer && syscalls::KernelSyscallNumber(rule.name, ir::Arch::kX86) >= 0;
+  const std::string refused = "under `arch x86` the compiler refuses every i386 " + via +
+                              " call with errno ENOSYS, before any rule (its arguments sit behind a pointer seccomp "
+                              "cannot read)";
+  const std::string action = ActionText(rule.action);
+  const bool stronger = ir::ActionRank(rule.action) > ir::ActionRank(enosys);  // kill, trap
+  I386Multiplexing out;
+  if (multiplexer || !direct) {
+    if (rule.action == enosys) return std::nullopt;
+    const std::string what = multiplexer ? "" : ": i386 has no direct " + rule.name + " syscall, only " + via + "'s";
+    out.message = "this " + action + " rule for " + Quote(rule.name) + " cannot apply on x86" + what + "; " + refused;
+  } else {
+    if (rule.action.kind == ir::ActionKind::kErrno) return std::nullopt;  // refused either way
+    out.message = "on x86 this " + action + " rule for " + Quote(rule.name) + " applies to the direct i386 " +
+                  rule.name + " syscall only: " + refused;
+  }
+  if (stronger) {
+    out.error = true;
+    out.message += "; so the rule cannot be enforced as written (" + action + " there is errno ENOSYS)";
+    out.help = "write an errno rule (`deny " + rule.name + "`) if refusing the call is enough, or remove `arch x86`";
+  } else {
+    out.help = multiplexer || !direct
+                   ? "remove this rule: under `arch x86`, i386 programs get ENOSYS for " + rule.name +
+                         " (docs/language.md, Syscalls)"
+                   : "i386 programs must call " + rule.name + " directly (Linux 4.3+); through " + via +
+                         " it fails with ENOSYS";
+  }
+  return out;
 }
 
 bool Overrides(const ir::SyscallRule& overriding, const ir::SyscallRule& rule) {

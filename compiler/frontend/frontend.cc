@@ -80,6 +80,43 @@ std::optional<ir::Policy> CompilePolicyText(const std::string& display_name, con
 
 namespace {
 
+// What checking a profile with a syntax error inside reports, of what the
+// checker found in what the parser left of it. Kept: a diagnostic inside a
+// statement that holds no syntax error (`memroy` in the `limits` block
+// after a broken `network offf`), at the `extends` name, or in another
+// profile (an ancestor's). Dropped, as what may only follow from the
+// statements the parser dropped: one at the profile's name ("no syscalls
+// section", when that was the section dropped), in a block that holds an
+// error but not in one of its intact statements, and those that weigh one
+// statement against one that may have been dropped (`relaxes` acknowledging
+// nothing, a cwd, hide or mount against the work dir, which is /work when its
+// `work` line was the one dropped), listed in kDependsOnOtherStatements.
+bool KeepForBrokenProfile(const Diagnostic& d, const LoadedFile& file, const ast::Profile& profile) {
+  if (d.source == nullptr || d.source != file.source) return true;
+  const uint32_t at = d.span.begin;
+  if (at < profile.span.begin || at >= profile.span.end) return true;
+  if (profile.has_parent && at >= profile.parent.span.begin && at < profile.parent.span.end) return true;
+  auto has_error = [&profile](const Span& span) {
+    return std::any_of(profile.syntax_errors.begin(), profile.syntax_errors.end(),
+                       [&span](uint32_t e) { return e >= span.begin && e <= span.end; });
+  };
+  const std::vector<ast::Statement>* level = &profile.body;
+  const ast::Statement* deepest = nullptr;
+  for (;;) {
+    auto it = std::find_if(level->begin(), level->end(),
+                           [at](const ast::Statement& s) { return at >= s.span.begin && at < s.span.end; });
+    if (it == level->end()) break;
+    deepest = &*it;
+    level = &it->block;
+  }
+  if (deepest == nullptr || has_error(deepest->span)) return false;
+  static constexpr std::string_view kDependsOnOtherStatements[] = {
+      "acknowledges nothing", "work dir", "working directory",
+  };
+  return std::none_of(std::begin(kDependsOnOtherStatements), std::end(kDependsOnOtherStatements),
+                      [&d](std::string_view s) { return d.message.find(s) != std::string::npos; });
+}
+
 bool CheckPolicyFileFound(const std::string& path, const std::string& profile, const FrontendOptions& options,
                           Diagnostics& diagnostics) {
   const size_t errors_before = diagnostics.error_count() + diagnostics.suppressed();
@@ -130,20 +167,22 @@ bool CheckPolicyFileFound(const std::string& path, const std::string& profile, c
                       "define one: profile NAME { ... }");
     return false;
   }
-  // A profile with a syntax error inside, or one that extends it, is not
-  // checked: what recovery made of its statements would only give errors
-  // that follow from the syntax error.
-  auto broken = [&program](const ProfileRef& ref) {
-    std::set<std::string> walked;
+  // A profile that extends one with a syntax error inside is not checked:
+  // what it inherits is unknown. The profile with the error is: the parser
+  // dropped the statements the errors are in (PruneDamagedStatements), and
+  // what it finds is then filtered (KeepForBrokenProfile).
+  auto broken_ancestor = [&program](const ProfileRef& ref) {
+    std::set<std::string> walked{ref.profile->name.text};
     for (const ast::Profile* p = ref.profile; p != nullptr;) {
-      if (p->has_syntax_errors) return true;
-      if (!p->has_parent || !walked.insert(p->name.text).second) return false;
+      if (p != ref.profile && p->has_syntax_errors) return true;
+      if (!p->has_parent) return false;
       auto parent = program.profiles.find(p->parent.text);
       p = parent == program.profiles.end() ? nullptr : parent->second.profile;
+      if (p != nullptr && !walked.insert(p->name.text).second) return p->has_syntax_errors && p != ref.profile;
     }
     return false;
   };
-  std::erase_if(definitions, broken);
+  std::erase_if(definitions, broken_ancestor);
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
   CheckSession session(program);
   for (const ProfileRef& definition : definitions) {
@@ -153,6 +192,14 @@ bool CheckPolicyFileFound(const std::string& path, const std::string& profile, c
     // profile's statements, which are already in memory.
     Diagnostics one(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
     CheckProfile(program, definition, session, one, options.syscall_rule_check);
+    if (definition.profile->has_syntax_errors) {
+      Diagnostics kept(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});
+      for (const Diagnostic& d : one.all()) {
+        if (KeepForBrokenProfile(d, *definition.file, *definition.profile)) kept.Add(d);
+      }
+      MergeUnique(kept, diagnostics, seen);
+      continue;
+    }
     MergeUnique(one, diagnostics, seen);
   }
   Diagnostics missing_syscalls(DiagnosticsOptions{.max_errors = std::numeric_limits<size_t>::max()});

@@ -247,6 +247,12 @@ void AddReadFromNotes(const Program& program, Diagnostics& diagnostics, size_t f
 }
 
 bool ReadPolicyFile(const std::string& path, size_t max_bytes, std::string& text, std::string& error) {
+  if (path == "-") {
+    // Not standard input: a policy's includes, imports and diagnostics need
+    // a file name and a directory.
+    error = "cannot read a policy from standard input ('-'): give the policy's file name (save it to a file first)";
+    return false;
+  }
   // O_NONBLOCK: opening a FIFO must not hang; non-regular files are refused below.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {

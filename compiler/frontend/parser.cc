@@ -9,6 +9,7 @@
 //     tokens while it parses (no parse tree is built).
 #include "compiler/frontend/parser.h"
 
+#include "compiler/common/display_text.h"
 #include "compiler/common/hidden_characters.h"
 
 #include <antlr4-runtime.h>
@@ -199,6 +200,21 @@ class ErrorListener : public antlr4::BaseErrorListener {
       }
       return;
     }
+    if (token != nullptr && token->getType() == CocoonLexer::BAD_NAME && token->getText().size() > 1 &&
+        std::isdigit(static_cast<unsigned char>(token->getText()[1]))) {
+      // `processes -5`, `size -5MiB`: the language has no negative values.
+      message = "unexpected " + Describe(token) + ": a negative number, and no value in a policy is negative";
+      hint = "sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`";
+      return;
+    }
+    if (token != nullptr && PreviousTokenType(parser, token) == CocoonParser::USER) {
+      // `user root`, `user nobody`: only numbers.
+      message = "unexpected " + Describe(token) + "; `user` takes numeric ids, uid:gid, each 0..65534";
+      hint = "names are not looked up: the sandbox has its own user namespace, whose ids the host's /etc/passwd "
+             "does not name. Write `user 0:0` for root (check warns: a weakening), or keep the default "
+             "65534:65534 (nobody)";
+      return;
+    }
     if (token != nullptr && InUnclosedMask(parser, token)) {
       // `(arg0 & CLONE_NEWUSER != 0`: the parser, unable to tell a masked
       // operand from a parenthesized condition, would list what may start one.
@@ -210,6 +226,17 @@ class ErrorListener : public antlr4::BaseErrorListener {
       std::string suggestion = DidYouMean(token->getText(), keywords);
       if (!suggestion.empty()) hint = "did you mean '" + suggestion + "'?";
     }
+  }
+
+  // The type of the on-channel token before `token`, or EOF when none.
+  static size_t PreviousTokenType(antlr4::Parser* parser, antlr4::Token* token) {
+    antlr4::TokenStream* tokens = parser->getTokenStream();
+    if (tokens == nullptr || token->getType() == antlr4::Token::EOF) return antlr4::Token::EOF;
+    for (size_t i = token->getTokenIndex(); i > 0;) {
+      --i;
+      if (tokens->get(i)->getChannel() == antlr4::Token::DEFAULT_CHANNEL) return tokens->get(i)->getType();
+    }
+    return antlr4::Token::EOF;
   }
 
   // True when `token` comes right after `( argN & VALUE [| VALUE]...`, a
@@ -1380,6 +1407,52 @@ std::vector<ast::Comment> CollectComments(antlr4::CommonTokenStream& tokens, con
 
 constexpr size_t kMaxControlErrors = 10;
 
+// Whether the hidden character `c` is a presentation selector a policy may
+// hold: U+FE0E (text style) or U+FE0F (emoji style), right after a visible
+// character that is not a space nor itself hidden (so none stacked, none
+// after whitespace, none at a line's start), in a comment or in the string
+// of a `description` on its own line. Anywhere else it stays refused
+// (docs/language.md, Lexical structure): in a name, a path or any other
+// string its bytes reach a program or a file system, where "✅" and "✅️"
+// differ though they look the same. A line is scanned like the lexer does
+// (strings and comments never span lines; `"` opens and closes a string,
+// `\` escapes inside it, `#` outside one starts a comment).
+bool IsAllowedPresentationSelector(std::string_view text, const HiddenCharacter& c) {
+  if (c.code_point != 0xFE0E && c.code_point != 0xFE0F) return false;
+  size_t base = c.offset;
+  if (base == 0) return false;
+  do {
+    --base;
+  } while (base > 0 && (static_cast<unsigned char>(text[base]) & 0xC0) == 0x80);
+  uint32_t cp = 0;
+  if (DecodeUtf8(text, base, cp) != c.offset - base || !IsDrawnAsItself(cp)) return false;
+  constexpr uint32_t kSpaces[] = {0x20, 0xA0, 0x1680, 0x202F, 0x205F, 0x3000};
+  if (std::find(std::begin(kSpaces), std::end(kSpaces), cp) != std::end(kSpaces) || (cp >= 0x2000 && cp <= 0x200A)) {
+    return false;
+  }
+  const size_t line = text.rfind('\n', c.offset) == std::string_view::npos ? 0 : text.rfind('\n', c.offset) + 1;
+  bool in_string = false;
+  size_t string_start = 0;
+  for (size_t i = line; i < c.offset; ++i) {
+    if (in_string && text[i] == '\\') {
+      ++i;
+    } else if (text[i] == '"') {
+      in_string = !in_string;
+      string_start = i;
+    } else if (!in_string && text[i] == '#') {
+      return true;  // in a comment
+    }
+  }
+  if (!in_string) return false;
+  // The string must follow `description` on the same line (the statement's
+  // keyword, after the line's indentation or a `{`).
+  std::string_view before = text.substr(line, string_start - line);
+  while (!before.empty() && (before.back() == ' ' || before.back() == '\t')) before.remove_suffix(1);
+  if (!before.ends_with("description")) return false;
+  before.remove_suffix(std::string_view("description").size());
+  return before.empty() || before.back() == ' ' || before.back() == '\t' || before.back() == '{';
+}
+
 bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostics& diagnostics) {
   const std::string& text = source->text();
   if (text.size() > options.max_file_bytes) {
@@ -1406,6 +1479,7 @@ bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostic
   }
   // Invisible and direction-changing characters: every one is reported.
   std::vector<HiddenCharacter> hidden = FindHiddenCharacters(text);
+  std::erase_if(hidden, [&text](const HiddenCharacter& c) { return IsAllowedPresentationSelector(text, c); });
   for (const HiddenCharacter& c : hidden) {
     char code[16];
     snprintf(code, sizeof code, "U+%04X", c.code_point);
@@ -1448,6 +1522,25 @@ bool CheckInput(const SourcePtr& source, const ParseOptions& options, Diagnostic
                                           " more control characters are not shown");
   }
   return hidden.empty() && controls.empty();
+}
+
+// Drops from `statements` the statement a syntax error at byte `at` is in,
+// or right after (`limits { memory }`: the statement recovery left short):
+// the last one that starts at or before it. When recovery made the token in
+// error a statement of its own (`network offf`, `cwd relative`: `offf` and
+// `relative` read as unknown statements), the one before it goes too: it is
+// the one left short. A block that holds the error keeps its other
+// statements (`limits { memory 1GiB bogus }` keeps `memory 1GiB`).
+// Conservative: a complete statement followed by a stray token goes too.
+void PruneDamagedStatements(std::vector<ast::Statement>& statements, uint32_t at) {
+  auto last = std::find_if(statements.rbegin(), statements.rend(),
+                           [at](const ast::Statement& s) { return s.span.begin <= at; });
+  if (last == statements.rend()) return;
+  ast::Statement& s = *last;
+  if (s.has_block && at > s.block_open.begin && at < s.span.end) return PruneDamagedStatements(s.block, at);
+  auto first = std::next(last).base();  // as a forward iterator
+  if (s.span.begin == at && first != statements.begin()) --first;
+  statements.erase(first, std::next(last).base() + 1);
 }
 
 std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOptions& options,
@@ -1540,13 +1633,21 @@ std::optional<ast::File> ParseChecked(const SourcePtr& source, const ParseOption
       const uint32_t at = all[i].span.begin;
       bool inside = false;
       for (ast::Profile& profile : file.profiles) {
-        if (at >= profile.span.begin && at <= profile.span.end) inside = profile.has_syntax_errors = true;
+        if (at >= profile.span.begin && at <= profile.span.end) {
+          inside = profile.has_syntax_errors = true;
+          profile.syntax_errors.push_back(at);
+          PruneDamagedStatements(profile.body, at);
+        }
       }
       if (!inside) return std::nullopt;
     }
-    // Past a '#' that swallowed a line, the parse is recovery's guess.
+    // Past a '#' that swallowed a line, the parse is recovery's guess: the
+    // statements from there on are dropped.
     for (ast::Profile& profile : file.profiles) {
-      if (comment_slip && profile.span.end > *comment_slip) profile.has_syntax_errors = true;
+      if (!comment_slip || profile.span.end <= *comment_slip) continue;
+      profile.has_syntax_errors = true;
+      profile.syntax_errors.push_back(std::max(*comment_slip, profile.span.begin));
+      std::erase_if(profile.body, [&](const ast::Statement& st) { return st.span.end > *comment_slip; });
     }
     file.slip_errors += errors;
   }

@@ -3749,6 +3749,51 @@ TEST(CocoonCheck, AFileThatCannotBeReadIsReportedAndTheOthersStillChecked) {
   EXPECT_NE(checked.out.find("/tmp: FAILED"), std::string::npos) << checked.out;
 }
 
+// `explain` and `compile` report a file they cannot read in cocoon's own
+// words, as `check` does (CLI11's ExistingFile check said "FILE: File does
+// not exist" and exit 2), and '-' is refused clearly rather than taken for
+// a file named '-'.
+TEST(CocoonCheck, AMissingFileOrStandardInputIsReportedInCocoonsWords) {
+  const std::string missing =
+      (fs::temp_directory_path() / ("cocoon-missing-" + std::to_string(getpid()) + ".cocoon")).string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"explain", missing}, {"compile", missing, "--out", missing + ".d"}}) {
+    Ran ran = Cocoon(args);
+    EXPECT_EQ(ran.status, 1) << args[0] << ": " << ran.err;
+    EXPECT_NE(ran.err.find("ERROR: cannot open " + missing + ": No such file or directory"), std::string::npos)
+        << args[0] << ": " << ran.err;
+    EXPECT_EQ(ran.err.find("File does not exist"), std::string::npos) << ran.err;
+  }
+  for (const std::string command : {"check", "explain"}) {
+    Ran ran = Cocoon({command, "-"});
+    EXPECT_EQ(ran.status, 1) << command << ": " << ran.err;
+    EXPECT_NE(ran.err.find("ERROR: cannot read a policy from standard input ('-'): give the policy's file name"),
+              std::string::npos)
+        << command << ": " << ran.err;
+  }
+}
+
+// `check` refuses a work dir inside a bound host directory as `enforce`
+// does, with the same reason (one rule, ir/work_dir_rules.h): check used
+// to pass `work /usr/local/bin` under strict's `readonly /usr`.
+TEST(CocoonCheck, AWorkDirInsideABindIsRefusedAsEnforceRefusesIt) {
+  const fs::path dir = fs::temp_directory_path() / ("cocoon-workbind-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "host-work");
+  const std::string policy = (dir / "p.cocoon").string();
+  std::ofstream(policy) << "import \"strict\"\nprofile p extends strict {\n  filesystem { work /usr/local/bin }\n}\n";
+  const std::string reason =
+      "the work dir /usr/local/bin is inside a bound host directory (/usr); put the work dir on the sandbox's own "
+      "tree, outside every bind";
+  Ran checked = Cocoon({"check", policy});
+  EXPECT_EQ(checked.status, 1) << checked.err;
+  EXPECT_NE(checked.err.find("ERROR: " + policy + ":3:21: " + reason), std::string::npos) << checked.err;
+  Ran enforced = Cocoon({"enforce", "--work", (dir / "host-work").string(), policy, "--", "/bin/true"});
+  EXPECT_NE(enforced.status, 0) << enforced.err;
+  EXPECT_NE(enforced.err.find(reason), std::string::npos) << enforced.err;
+  fs::remove_all(dir);
+}
+
 // An empty value is a usage error, never the option left out: `--work
 // "$OUT"` with OUT unset ran without a work dir (results lost, exit 0), and
 // an empty --audit-log ran without the audit trail.

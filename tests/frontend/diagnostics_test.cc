@@ -545,6 +545,62 @@ const Case kCases[] = {
      "WARNING: t.cocoon:6:10: 'mmap2' does not exist on x86_64: the rule applies to it on x86 only\n"
      " |     deny mmap2\n"
      " |          ^~~~~\n"},
+    // Under `arch x86` a rule on a call the i386 socketcall/ipc multiplexers
+    // carry is not enforced as written there (they are refused with ENOSYS):
+    // said at the rule; an error where the rule's action is stronger (kill).
+    {"i386_kill_of_a_multiplexed_call_is_an_error",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch x86\n    kill connect\n    allow accept4\n    allow socketcall\n  }\n}\n",
+     "NOTE: t.cocoon:5:10: on x86 (i386) the socketcall and ipc multiplexers fail with ENOSYS whatever the policy says: their arguments sit behind a pointer seccomp cannot read; i386 programs must use the direct socket and SysV IPC syscalls (Linux 4.3+)\n"
+     " |     arch x86\n"
+     " |          ^~~\n"
+     "ERROR: t.cocoon:6:10: on x86 this kill rule for 'connect' applies to the direct i386 connect syscall only: under `arch x86` the compiler refuses every i386 socketcall call with errno ENOSYS, before any rule (its arguments sit behind a pointer seccomp cannot read); so the rule cannot be enforced as written (kill there is errno ENOSYS)\n"
+     " |     kill connect\n"
+     " |          ^~~~~~~\n"
+     " = help: write an errno rule (`deny connect`) if refusing the call is enough, or remove `arch x86`\n"
+     "WARNING: t.cocoon:7:11: on x86 this allow rule for 'accept4' applies to the direct i386 accept4 syscall only: under `arch x86` the compiler refuses every i386 socketcall call with errno ENOSYS, before any rule (its arguments sit behind a pointer seccomp cannot read)\n"
+     " |     allow accept4\n"
+     " |           ^~~~~~~\n"
+     " = help: i386 programs must call accept4 directly (Linux 4.3+); through socketcall it fails with ENOSYS\n"
+     "WARNING: t.cocoon:8:11: this allow rule for 'socketcall' cannot apply on x86; under `arch x86` the compiler refuses every i386 socketcall call with errno ENOSYS, before any rule (its arguments sit behind a pointer seccomp cannot read)\n"
+     " |     allow socketcall\n"
+     " |           ^~~~~~~~~~\n"
+     " = help: remove this rule: under `arch x86`, i386 programs get ENOSYS for socketcall (docs/language.md, Syscalls)\n"},
+    // A permitting personality rule is narrowed to the safe personas: one
+    // that matches none never applies, one that matches others in part.
+    {"personality_rule_outside_the_safe_personas",
+     "profile p {\n  syscalls {\n    allow read\n    allow personality if arg0 == 0x400000\n    log personality if arg0 > 5\n  }\n}\n",
+     "WARNING: t.cocoon:4:11: this allow rule for 'personality' never applies: the compiler's prologue lets a permitting personality rule through only for the safe personas (PER_LINUX 0, PER_LINUX32 8, UNAME26 0x20000, both 0x20008, and the 0xffffffff query), and this rule matches none of them\n"
+     " |     allow personality if arg0 == 0x400000\n"
+     " |           ^~~~~~~~~~~\n"
+     " = help: remove this rule: no policy rule reopens these calls (docs/language.md, Prologue)\n"
+     "WARNING: t.cocoon:5:9: this log rule for 'personality' applies in part: the compiler's prologue narrows every permitting personality rule to the safe personas (PER_LINUX 0, PER_LINUX32 8, UNAME26 0x20000, both 0x20008, and the 0xffffffff query): its other values fall to the other rules and the default\n"
+     " |     log personality if arg0 > 5\n"
+     " |         ^~~~~~~~~~~\n"
+     " = help: narrow the condition to the values it can allow, or use an errno rule for the others (docs/language.md, Prologue)\n"},
+    // What `user` takes, and why no name; a negative value said as such.
+    {"user_name_instead_of_ids",
+     "import \"strict\"\nprofile p extends strict {\n  user root\n}\n",
+     "ERROR: t.cocoon:3:8: unexpected 'root'; `user` takes numeric ids, uid:gid, each 0..65534\n"
+     " |   user root\n"
+     " |        ^~~~\n"
+     " = help: names are not looked up: the sandbox has its own user namespace, whose ids the host's /etc/passwd does not name. Write `user 0:0` for root (check warns: a weakening), or keep the default 65534:65534 (nobody)\n"},
+    {"negative_size_or_count",
+     "import \"strict\"\nprofile p extends strict {\n  limits { processes -5 }\n  filesystem { tmpfs /tmp size -5MiB }\n}\n",
+     "ERROR: t.cocoon:3:22: unexpected '-5': a negative number, and no value in a policy is negative\n"
+     " |   limits { processes -5 }\n"
+     " |                      ^~\n"
+     " = help: sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`\n"
+     "ERROR: t.cocoon:4:32: unexpected '-5MiB': a negative number, and no value in a policy is negative\n"
+     " |   filesystem { tmpfs /tmp size -5MiB }\n"
+     " |                                ^~~~~\n"
+     " = help: sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`\n"},
+    // What `cocoon enforce` refuses (ir/work_dir_rules.h), at the work line.
+    {"work_dir_inside_a_read_only_bind",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { work /usr/local/bin }\n}\n",
+     "ERROR: t.cocoon:3:21: the work dir /usr/local/bin is inside a bound host directory (/usr); put the work dir on the sandbox's own tree, outside every bind\n"
+     " |   filesystem { work /usr/local/bin }\n"
+     " |                     ^~~~~~~~~~~~~~\n"
+     " = help: move the work dir with `work PATH` to a path no bind holds (such as /work), or leave '/usr' out of the binds\n"},
     {"unterminated_string",
      "profile x {\n  description \"oops\n}\n",
      "ERROR: t.cocoon:2:15: unexpected '\"oops' (unterminated string?); expected a \"string\"\n"

@@ -104,9 +104,9 @@ TEST_F(ResolutionTest, CheckCountsSyntaxErrorsPastTheCap) {
   EXPECT_NE(out.find("stopped parsing after 25 syntax errors"), std::string::npos) << out;
 }
 
-// A syntax error stops checking only the profile it is in (and the ones
-// that extend it): the other profiles' mistakes are still reported, and a
-// '#' that swallows a line hides no syntax error before it.
+// A syntax error stops checking only the statement it is in (and the
+// profiles that extend its profile): the other profiles' mistakes are still
+// reported, and a '#' that swallows a line hides no syntax error before it.
 TEST_F(ResolutionTest, CheckReportsOtherProfilesMistakesDespiteASyntaxError) {
   std::string out;
   EXPECT_FALSE(Check(Write("s.cocoon",
@@ -129,6 +129,43 @@ TEST_F(ResolutionTest, CheckReportsOtherProfilesMistakesDespiteASyntaxError) {
   // Two profiles whose names recovery made up are not "defined twice".
   EXPECT_FALSE(Check(Write("n.cocoon", "profile {\n  network off\n}\nprofile {\n  network off\n}\n"), &out));
   EXPECT_EQ(out.find("already defined"), std::string::npos) << out;
+}
+
+// The rest of a profile with a syntax error is checked too: its other
+// mistakes are reported (`memroy`, the hostname), at their lines, and
+// nothing that only follows from the statements the parser dropped: no
+// "no syscalls section" for a profile whose section may be the broken one,
+// no `relaxes` "acknowledges nothing" when the weakening was the broken
+// line, no "inside the work dir" against /work when `work /x` was.
+TEST_F(ResolutionTest, CheckReportsTheOtherMistakesOfAProfileWithASyntaxError) {
+  std::string out;
+  const std::string path = Write("b.cocoon",
+                                 "profile a {\n  network offf\n  limits { memroy 1GiB }\n  cwd relative\n"
+                                 "  limits { memory 1GiB bogus }\n  hostname \"bad name!\"\n}\n");
+  EXPECT_FALSE(Check(path, &out));
+  EXPECT_NE(out.find("b.cocoon:2:11: unexpected 'offf'"), std::string::npos) << out;
+  EXPECT_NE(out.find("ERROR: " + path + ":3:12: unknown limit 'memroy'\n"
+                     " |   limits { memroy 1GiB }\n"
+                     " |            ^~~~~~\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("b.cocoon:4:7: unexpected 'relative'"), std::string::npos) << out;
+  EXPECT_NE(out.find("b.cocoon:5:30: unexpected '}'"), std::string::npos) << out;
+  EXPECT_NE(out.find("b.cocoon:6:12: invalid hostname 'bad name!'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("syscalls section"), std::string::npos) << out;
+  EXPECT_EQ(last_errors_, 5u) << out;
+
+  EXPECT_FALSE(Check(Write("c.cocoon", "profile base {\n  limits { memory 64MiB }\n  syscalls { allow read }\n}\n"
+                                       "profile c extends base {\n  relaxes limits\n  limits { memory = 2GiB }\n"
+                                       "  filesystem { work /x quota 1GiB = 3  hide /work/y }\n"
+                                       "  limits { wall_tme 1s }\n}\n"),
+                     &out));
+  EXPECT_NE(out.find("c.cocoon:7:19: unexpected '='"), std::string::npos) << out;
+  EXPECT_NE(out.find("c.cocoon:8:35: unexpected '='"), std::string::npos) << out;
+  EXPECT_NE(out.find("c.cocoon:9:12: unknown limit 'wall_tme'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("acknowledges nothing"), std::string::npos) << out;
+  EXPECT_EQ(out.find("work dir"), std::string::npos) << out;
+  EXPECT_EQ(last_errors_, 3u) << out;
 }
 
 TEST_F(ResolutionTest, DiagnosticsInAnotherFileSayWhyItWasRead) {

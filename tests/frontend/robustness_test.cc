@@ -157,6 +157,38 @@ TEST(Robustness, LineSeparatorsTagsVariationSelectorsAndFillersAreErrors) {
   EXPECT_NE(out.find("invisible character U+3164 (HANGUL FILLER)"), std::string::npos) << out;
 }
 
+// An emoji's presentation selector (U+FE0F, or U+FE0E) right after it, in
+// a comment or a description, is what editors write for "✅️": allowed.
+// Anywhere it could hide meaning it stays an error: in a name, a path or
+// any other string, stacked, after a space or at a line's start, and any
+// other variation selector.
+TEST(Robustness, APresentationSelectorOnAVisibleCharacterIsAllowedOnlyInCommentsAndDescriptions) {
+  std::optional<ir::Policy> policy;
+  std::string out = testing::Diagnose("profile t {  # done \u2705\uFE0F, #\uFE0F\u20E3 and \u2764\uFE0E\n"
+                                      "  description \"Shield \u26D4\uFE0F here\" # \"q\" \u2705\uFE0F\n"
+                                      "  syscalls { allow read }\n}\n",
+                                      &policy);
+  EXPECT_TRUE(policy.has_value()) << out;
+  EXPECT_EQ(out.find("invisible"), std::string::npos) << out;
+
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"a path", "  filesystem { readonly \"/data/\u2705\uFE0F\" }\n"},
+      {"an environment value", "  environment { set A \"\u2705\uFE0F\" }\n"},
+      {"a name", "  hostname a\u2705\uFE0F\n"},
+      {"a string that is no description's on its line", "  description\n  \"\u2705\uFE0F\"\n"},
+      {"a stacked one", "  # \u2705\uFE0F\uFE0F\n"},
+      {"one after a space", "  # ok \uFE0F\n"},
+      {"one after a no-break space", "  # ok\u00A0\uFE0F\n"},
+      {"one at a line's start", "\uFE0F  # x\n"},
+      {"another variation selector", "  # \u2705\uFE00\n"},
+  };
+  for (const auto& [where, line] : refused) {
+    out = testing::Diagnose("profile t {\n" + line + "  syscalls { allow read }\n}\n", &policy);
+    EXPECT_FALSE(policy.has_value()) << where;
+    EXPECT_NE(out.find("invisible character U+FE0"), std::string::npos) << where << "\n" << out;
+  }
+}
+
 // Terminal control characters: a lone CR returns the cursor, so the rest of
 // the line is drawn over what came before it; ESC [2K erases the line; a
 // backspace, DEL or a C1 control (CSI U+009B, NEL U+0085) acts instead of
