@@ -117,7 +117,11 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
               << "): " << EscapeForTerminal(o.verification_error) << "\n";
   }
   if (o.verification == "cancelled") std::cerr << name << ": cancelled during the commit; the host work dir is unchanged\n";
-  if (!o.cancelled_after_commit.empty()) std::cerr << name << ": " << o.cancelled_after_commit << "\n";
+  if (!o.cancelled_after_commit.empty()) {
+    std::cerr << name << ": " << o.cancelled_after_commit << "\n";
+  } else if (!o.cancelled_after_end.empty()) {
+    std::cerr << name << ": " << o.cancelled_after_end << "\n";
+  }
   if (!o.commit_warning.empty()) std::cerr << name << ": " << EscapeForTerminal(o.commit_warning) << "\n";
   if (!o.work_note.empty()) std::cerr << name << ": note: " << EscapeForTerminal(o.work_note) << "\n";
 }

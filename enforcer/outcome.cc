@@ -37,6 +37,7 @@ int ShellExitStatus(const Outcome& outcome) {
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
   if (outcome.verification == "cancelled") return 130;  // cancelled during the commit
   if (!outcome.cancelled_after_commit.empty()) return 130;  // during the install: the commit stands
+  if (!outcome.cancelled_after_end.empty()) return 130;     // after the command ended: the run stands
   // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
   // not the SIGKILL we used on the sandbox.
   if (outcome.termination_reason == TerminationReason::kCancelled) return 130;
@@ -129,6 +130,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     j["breakout"]["preexisting"] = {{"count", outcome.preexisting_entries}, {"first", outcome.first_preexisting}};
   }
   j["committed"] = outcome.committed;
+  if (!outcome.cancelled_after_end.empty()) j["cancelled_after_end"] = outcome.cancelled_after_end;
   if (!outcome.supervisor_error.empty()) j["supervisor_error"] = outcome.supervisor_error;
   if (!outcome.audit_error.empty()) j["audit_error"] = outcome.audit_error;
   return j;
