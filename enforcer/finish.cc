@@ -209,20 +209,6 @@ void RecordWritableBinds(WritableBindsResult binds, Outcome& outcome) {
   NotePreexisting(binds.preexisting, outcome);
 }
 
-// The signals the CLI's signalfd holds (started_child.cc, AddCancelSignals).
-std::string CancelSignalName(int signal) {
-  switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGALRM: return "SIGALRM";
-  }
-  return "signal " + std::to_string(signal);
-}
-
 // A cancel (a SIGINT/SIGTERM/... to cocoon, read here from the run's
 // signalfd, or the caller's CancelHandle) that came after the command had
 // ended stopped nothing: the command's end, the verification and any commit

@@ -1,6 +1,8 @@
 // Outcome -> JSON: the one result structure every caller parses.
 #include "enforcer/outcome.h"
 
+#include <signal.h>
+
 #include <nlohmann/json.hpp>
 
 namespace cocoon::enforcer {
@@ -28,6 +30,28 @@ std::string_view LimitMechanismName(LimitMechanism mechanism) {
     case LimitMechanism::kNotEnforced: return "not-enforced";
   }
   return "unknown";
+}
+
+// The signals the CLI holds (started_child.cc, AddCancelSignals).
+std::string CancelSignalName(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
+  }
+  return "signal " + std::to_string(signal);
+}
+
+void RecordCancelAfterTheRecord(int signal, Outcome& outcome) {
+  if (signal == 0 || !outcome.cancelled_after_end.empty()) return;
+  if (outcome.termination_reason == TerminationReason::kCancelled || outcome.verification == "cancelled") return;
+  outcome.cancelled_after_end = CancelSignalName(signal) +
+                                " came after the command had ended, once the run was recorded (its audit events "
+                                "were written without it): it stopped nothing, and the run stands as reported";
 }
 
 int ShellExitStatus(const Outcome& outcome) {

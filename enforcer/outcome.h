@@ -227,6 +227,13 @@ struct Outcome {
 };
 
 std::string_view TerminationReasonName(TerminationReason reason);
+// "SIGINT", "SIGTERM", ... for the signals that cancel a run; "signal N" else.
+std::string CancelSignalName(int signal);
+// A cancelling signal (0: none) that came after the run's Outcome was
+// assembled and its audit events written (SignalGuard::ReleaseCancelSignals
+// consumed it): cancelled_after_end says so, unless a cancel is recorded
+// already; ShellExitStatus then gives 130.
+void RecordCancelAfterTheRecord(int signal, Outcome& outcome);
 std::string_view LimitMechanismName(LimitMechanism mechanism);
 
 // The exit status `cocoon enforce` returns without --json: the command's exit
