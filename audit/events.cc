@@ -446,6 +446,7 @@ Event ProcessExited(const ProcessExitedInfo& info) {
                          {"stdout_bytes", Safe53(info.stdout_bytes)}, {"stderr_bytes", Safe53(info.stderr_bytes)},
                          {"breakout_clean", info.breakout_clean}};
   if (!info.error.empty()) e["cocoon"]["exit"]["error"] = H(info.error);
+  if (!info.cancelled_after_end.empty()) e["cocoon"]["exit"]["cancelled_after_end"] = H(info.cancelled_after_end);
   if (info.breakout_findings != 0) {
     e["cocoon"]["exit"]["breakout_findings"] = Safe53(info.breakout_findings);
     e["cocoon"]["exit"]["breakout_findings_logged"] = Safe53(info.breakout_findings_logged);

@@ -154,6 +154,9 @@ struct ProcessExitedInfo {
   // its launch event (a step of the isolation sequence, or the supervisor
   // after the command started: Outcome::supervisor_error).
   std::string error;
+  // A cancel that came after the command had ended (Outcome::
+  // cancelled_after_end): it stopped nothing; empty: none came.
+  std::string cancelled_after_end;
   std::string policy_name;
   std::string run_id;
 };

@@ -83,6 +83,7 @@ inline std::vector<Event> EventsFromOutcome(const enforcer::Outcome& outcome, in
   // termination_reason "failed": the supervisor failed after the command
   // started (the sandbox was killed, then verified).
   exited.error = outcome.supervisor_error;
+  exited.cancelled_after_end = outcome.cancelled_after_end;
   exited.policy_name = outcome.policy_name;
   exited.run_id = run_id;
   events.push_back(ProcessExited(exited));

@@ -45,6 +45,7 @@ struct Line {
   uint64_t number = 0;  // 1-based within its file
   std::string_view text;
   std::string normalized;  // --ignore-extra-keys: the re-canonicalised line
+  std::vector<std::string> dropped_keys;  // --ignore-extra-keys: the keys it dropped from this line
   std::string error;       // scan/parse failure
   ParsedIntegrity integrity;
   Digest computed{};
@@ -120,7 +121,9 @@ std::optional<std::string_view> SignedNamespaceOf(std::string_view key) {
 }
 
 // Drops top-level keys Cocoon never writes, then re-canonicalises.
-Result<std::string> Normalize(std::string_view text) {
+// `dropped` gets the top-level keys it removed (--ignore-extra-keys reports
+// how many and which).
+Result<std::string> Normalize(std::string_view text, std::vector<std::string>& dropped) {
   // The same depth the canonical scanner allows: no Cocoon line nests deeper.
   if (NestsDeeperThan(text, ScanLimits{}.max_depth)) return DataLossError("nesting too deep");
   COCOON_ASSIGN_OR_RETURN(nlohmann::json parsed, ParseWithoutDuplicateKeys(text));
@@ -139,6 +142,7 @@ Result<std::string> Normalize(std::string_view text) {
                            "\": a SIEM that reads dotted keys would show it as a field of the signed event "
                            "(overriding or added to it); only keys outside Cocoon's namespaces may be added");
     }
+    dropped.push_back(key);
     it = parsed.erase(it);
   }
   return Canonicalize(parsed);
@@ -186,7 +190,7 @@ void Analyse(Line& line, bool ignore_extra_keys, ScannedLine& scanned) {
   if (!inner.ok()) { line.error = inner.status().message(); return; }
   std::string_view text = *inner;
   if (ignore_extra_keys) {
-    auto normalized = Normalize(text);
+    auto normalized = Normalize(text, line.dropped_keys);
     if (!normalized.ok()) { line.error = normalized.status().message(); return; }
     line.normalized = std::move(*normalized);
     text = line.normalized;
@@ -631,6 +635,40 @@ std::optional<AnchorFailure> CheckAnchor(const std::vector<Line>& lines, size_t 
                            "rotated file(s) holding it were not given, or it is another log"};
 }
 
+// --ignore-extra-keys: how many keys were dropped from how many lines, and
+// the first kMaxExtraKeyNames distinct names (each cut to kMaxExtraKeyNameBytes,
+// printed JSON-escaped: a shipper's key may hold anything), as a notice and
+// in the report. Dropping was silent: a key someone added to every line
+// went unseen.
+constexpr size_t kMaxExtraKeyNames = 8;
+constexpr size_t kMaxExtraKeyNameBytes = 64;
+void NoteDroppedKeys(const std::vector<Line>& lines, VerifyReport& report) {
+  for (const Line& line : lines) {
+    if (line.dropped_keys.empty()) continue;
+    ++report.lines_with_extra_keys;
+    report.extra_keys_dropped += line.dropped_keys.size();
+    for (const std::string& key : line.dropped_keys) {
+      if (report.extra_key_names.size() >= kMaxExtraKeyNames) break;
+      std::string name = key.substr(0, kMaxExtraKeyNameBytes);
+      if (std::find(report.extra_key_names.begin(), report.extra_key_names.end(), name) == report.extra_key_names.end()) {
+        report.extra_key_names.push_back(std::move(name));
+      }
+    }
+  }
+  if (report.extra_keys_dropped == 0) return;
+  std::string names;
+  for (const std::string& name : report.extra_key_names) {
+    names += (names.empty() ? "" : ", ") +
+             nlohmann::json(name).dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+  }
+  report.notices.push_back("--ignore-extra-keys dropped " + std::to_string(report.extra_keys_dropped) +
+                           (report.extra_keys_dropped == 1 ? " key" : " keys") + " from " +
+                           std::to_string(report.lines_with_extra_keys) +
+                           (report.lines_with_extra_keys == 1 ? " line" : " lines") + " before checking (" +
+                           (report.extra_key_names.size() < kMaxExtraKeyNames ? "" : "the first names: ") + names +
+                           "): they are not signed, and nothing vouches for them");
+}
+
 }  // namespace
 
 VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions& options) {
@@ -655,6 +693,7 @@ VerifyReport VerifyLogs(const std::vector<LogInput>& inputs, const VerifyOptions
     for (size_t i = begin; i < end; ++i)
       if (lines[i].error.empty()) Analyse(lines[i], options.ignore_extra_keys, scanned);
   });
+  if (options.ignore_extra_keys) NoteDroppedKeys(lines, report);
   ChainWalker walker(lines, inputs, options, report);
   std::vector<SignatureCheck> checks;
   walker.Walk(failure, checks);

@@ -54,6 +54,12 @@ struct VerifyReport {
   uint64_t head_seq = 0;
   std::string head_hash;  // 64 hex digits
   std::vector<std::string> notices;  // key rotations, unsigned tail, recoveries...
+  // --ignore-extra-keys: the top-level keys dropped before checking (in
+  // all), the lines they were on, and the first few distinct names (at most
+  // 8, each cut to 64 bytes). Also a notice.
+  uint64_t extra_keys_dropped = 0;
+  uint64_t lines_with_extra_keys = 0;
+  std::vector<std::string> extra_key_names;
 };
 
 struct LogInput {

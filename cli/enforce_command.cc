@@ -77,7 +77,10 @@ int RunEnforce(const EnforceOptions& options) {
     return kExitRefused;
   }
   auto outcome = LaunchSandboxed(*artifacts, std::move(request));
-  enforcer::SignalGuard::ReleaseCancelSignals();  // recorded: from here a signal ends cocoon as usual
+  // Recorded: from here a signal ends cocoon as usual. One that came while
+  // the run was recorded is said in the Outcome (exit 130).
+  const int late_cancel = enforcer::SignalGuard::ReleaseCancelSignals();
+  if (outcome.ok()) enforcer::RecordCancelAfterTheRecord(late_cancel, *outcome);
   const bool out_written = out.Flush(), err_written = err.Flush();
   if (!outcome.ok()) {
     ReportRefusal(outcome.status(), {}, refusal_output);

@@ -58,7 +58,10 @@ mcp::ExecStatus StatusOf(const enforcer::Outcome& o) {
     case TerminationReason::kExited: break;
   }
   if (o.timed_out) return mcp::ExecStatus::kTimeout;
-  if (o.oom_killed) return mcp::ExecStatus::kOomKilled;
+  // The command exited on its own, and the memory cgroup counted an OOM
+  // kill: a child's (the command's own is kOomKilled above). It used to be
+  // reported as the command's.
+  if (o.oom_killed) return mcp::ExecStatus::kChildOomKilled;
   // Links or devices left in the work dir are a policy violation even when
   // the command itself exited cleanly (and whatever happened to the commit).
   if (!o.breakout_findings.empty()) return mcp::ExecStatus::kPolicyKill;

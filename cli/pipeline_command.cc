@@ -170,7 +170,7 @@ nlohmann::json RunStep(const PipelineFlags& flags, PreparedRun prepared, const S
   }
   *exit_status = enforcer::ShellExitStatus(*outcome);
   *cancelled = outcome->termination_reason == enforcer::TerminationReason::kCancelled ||
-               outcome->verification == "cancelled" || !outcome->cancelled_after_commit.empty();
+               outcome->verification == "cancelled" || !outcome->cancelled_after_end.empty();
   // Without --json the step's notes (truncation, timeout, work dir entries
   // left out, an unverified work dir) go to stderr as `cocoon run` prints them.
   if (!flags.json) PrintOutcomeNotes(*outcome, name);

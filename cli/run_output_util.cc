@@ -117,7 +117,11 @@ void PrintOutcomeNotes(const enforcer::Outcome& o, const std::string& name) {
               << "): " << EscapeForTerminal(o.verification_error) << "\n";
   }
   if (o.verification == "cancelled") std::cerr << name << ": cancelled during the commit; the host work dir is unchanged\n";
-  if (!o.cancelled_after_commit.empty()) std::cerr << name << ": " << o.cancelled_after_commit << "\n";
+  if (!o.cancelled_after_commit.empty()) {
+    std::cerr << name << ": " << o.cancelled_after_commit << "\n";
+  } else if (!o.cancelled_after_end.empty()) {
+    std::cerr << name << ": " << o.cancelled_after_end << "\n";
+  }
   if (!o.commit_warning.empty()) std::cerr << name << ": " << EscapeForTerminal(o.commit_warning) << "\n";
   if (!o.work_note.empty()) std::cerr << name << ": note: " << EscapeForTerminal(o.work_note) << "\n";
 }
@@ -322,7 +326,10 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
     output.log_json_destination = *std::move(destination);
   }
   auto outcome = LaunchPrepared(run, std::move(request));
-  enforcer::SignalGuard::ReleaseCancelSignals();  // recorded: from here a signal ends cocoon as usual
+  // Recorded: from here a signal ends cocoon as usual. One that came while
+  // the run was recorded is said in the Outcome (exit 130).
+  const int late_cancel = enforcer::SignalGuard::ReleaseCancelSignals();
+  if (outcome.ok()) enforcer::RecordCancelAfterTheRecord(late_cancel, *outcome);
   const bool out_written = out.Flush(), err_written = err.Flush();
   if (!outcome.ok()) {
     streamer.Flush();

@@ -209,28 +209,20 @@ void RecordWritableBinds(WritableBindsResult binds, Outcome& outcome) {
   NotePreexisting(binds.preexisting, outcome);
 }
 
-// The signals the CLI's signalfd holds (started_child.cc, AddCancelSignals).
-std::string CancelSignalName(int signal) {
-  switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGALRM: return "SIGALRM";
-  }
-  return "signal " + std::to_string(signal);
-}
-
-// A cancel that came after the commit's last cancel check (during the
-// install, which holds every signal until the work dir is whole, or after
-// it) stopped nothing: the commit stands. It was drained unrecorded when
+// A cancel (a SIGINT/SIGTERM/... to cocoon, read here from the run's
+// signalfd, or the caller's CancelHandle) that came after the command had
+// ended stopped nothing: the command's end, the verification and any commit
+// stand as the Outcome reports them. It used to be drained unrecorded when
 // the signal guard went (~SignalGuard), and cocoon exited 0 as if nothing
-// had come. Now it is read here (the signalfd), or seen on the cancel flag,
-// and the Outcome says so; ShellExitStatus gives 130, as for any cancel.
-void RecordCancelAfterCommit(int signal_fd, const std::atomic<bool>* cancel, Outcome& outcome) {
-  if (!outcome.committed || outcome.verification == "cancelled") return;
+// had come: for a committed run whose cancel came during the install (after
+// the commit's last cancel check) and, until later, for every run with no
+// staged commit (no work dir, direct mode, nothing committed). Now the
+// Outcome says so in every case (cancelled_after_end, and for a commit
+// cancelled_after_commit), and ShellExitStatus gives 130, as for any cancel.
+// A run the cancel ended (kCancelled) or whose commit it stopped
+// ("cancelled") says so already.
+void RecordLateCancel(int signal_fd, const std::atomic<bool>* cancel, Outcome& outcome) {
+  if (outcome.termination_reason == TerminationReason::kCancelled || outcome.verification == "cancelled") return;
   std::string what;
   struct signalfd_siginfo info {};
   if (signal_fd >= 0 && read(signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
@@ -240,6 +232,10 @@ void RecordCancelAfterCommit(int signal_fd, const std::atomic<bool>* cancel, Out
   } else {
     return;
   }
+  outcome.cancelled_after_end = what + " came after the command had ended, while cocoon finished the run (" +
+                                (outcome.committed ? "its commit of the work dir" : "its verification and Outcome") +
+                                "): it stopped nothing, and the run stands as reported";
+  if (!outcome.committed) return;
   outcome.cancelled_after_commit = what + " came while the work dir was being committed, after the last moment it "
                                           "could stop the commit: the commit is whole and stands";
 }
@@ -490,8 +486,9 @@ Result<Outcome> Sandbox::Impl::SuperviseAndFinish(StartedChild& started, std::ch
                                                  "inspect them before trusting them";
     }
   }
+  if (request.after_run_verified_for_test) request.after_run_verified_for_test();
   Status recorded = Guarded("recording a late cancel", [&] {
-    RecordCancelAfterCommit(signal_fd, request.cancel ? request.cancel->flag() : nullptr, outcome);
+    RecordLateCancel(signal_fd, request.cancel ? request.cancel->flag() : nullptr, outcome);
     return Status::Ok();
   });
   (void)recorded;  // only a note: the Outcome stands without it

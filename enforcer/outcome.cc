@@ -1,6 +1,8 @@
 // Outcome -> JSON: the one result structure every caller parses.
 #include "enforcer/outcome.h"
 
+#include <signal.h>
+
 #include <nlohmann/json.hpp>
 
 namespace cocoon::enforcer {
@@ -30,6 +32,28 @@ std::string_view LimitMechanismName(LimitMechanism mechanism) {
   return "unknown";
 }
 
+// The signals the CLI holds (started_child.cc, AddCancelSignals).
+std::string CancelSignalName(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
+  }
+  return "signal " + std::to_string(signal);
+}
+
+void RecordCancelAfterTheRecord(int signal, Outcome& outcome) {
+  if (signal == 0 || !outcome.cancelled_after_end.empty()) return;
+  if (outcome.termination_reason == TerminationReason::kCancelled || outcome.verification == "cancelled") return;
+  outcome.cancelled_after_end = CancelSignalName(signal) +
+                                " came after the command had ended, once the run was recorded (its audit events "
+                                "were written without it): it stopped nothing, and the run stands as reported";
+}
+
 int ShellExitStatus(const Outcome& outcome) {
   if (!outcome.verification_error.empty() || !outcome.writable_error.empty() || !outcome.supervisor_error.empty()) {
     return kExitWorkDirUnverified;
@@ -37,6 +61,7 @@ int ShellExitStatus(const Outcome& outcome) {
   if (outcome.timed_out || outcome.termination_reason == TerminationReason::kTimeout) return 124;
   if (outcome.verification == "cancelled") return 130;  // cancelled during the commit
   if (!outcome.cancelled_after_commit.empty()) return 130;  // during the install: the commit stands
+  if (!outcome.cancelled_after_end.empty()) return 130;     // after the command ended: the run stands
   // Cancelled (SIGINT/SIGTERM to cocoon): the shell convention for SIGINT,
   // not the SIGKILL we used on the sandbox.
   if (outcome.termination_reason == TerminationReason::kCancelled) return 130;
@@ -129,6 +154,7 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
     j["breakout"]["preexisting"] = {{"count", outcome.preexisting_entries}, {"first", outcome.first_preexisting}};
   }
   j["committed"] = outcome.committed;
+  if (!outcome.cancelled_after_end.empty()) j["cancelled_after_end"] = outcome.cancelled_after_end;
   if (!outcome.supervisor_error.empty()) j["supervisor_error"] = outcome.supervisor_error;
   if (!outcome.audit_error.empty()) j["audit_error"] = outcome.audit_error;
   return j;

@@ -204,6 +204,13 @@ struct Outcome {
   // whole and stands; this says so, and ShellExitStatus gives 130 as for any
   // cancel. Empty otherwise.
   std::string cancelled_after_commit;
+  // A cancel (a SIGINT/SIGTERM/... to cocoon, or the caller's CancelHandle)
+  // came after the command had ended, while cocoon verified the run,
+  // committed its work dir or assembled this Outcome: it stopped nothing,
+  // and the run stands as reported. Said for every run, with a work dir or
+  // without (for a commit, cancelled_after_commit says so too);
+  // ShellExitStatus gives 130 as for any cancel. Empty otherwise.
+  std::string cancelled_after_end;
   // What the sandbox found different about its work dir (Staging::note()),
   // e.g. entries a rootless overlay cannot change; empty otherwise.
   std::string work_note;
@@ -220,6 +227,13 @@ struct Outcome {
 };
 
 std::string_view TerminationReasonName(TerminationReason reason);
+// "SIGINT", "SIGTERM", ... for the signals that cancel a run; "signal N" else.
+std::string CancelSignalName(int signal);
+// A cancelling signal (0: none) that came after the run's Outcome was
+// assembled and its audit events written (SignalGuard::ReleaseCancelSignals
+// consumed it): cancelled_after_end says so, unless a cancel is recorded
+// already; ShellExitStatus then gives 130.
+void RecordCancelAfterTheRecord(int signal, Outcome& outcome);
 std::string_view LimitMechanismName(LimitMechanism mechanism);
 
 // The exit status `cocoon enforce` returns without --json: the command's exit

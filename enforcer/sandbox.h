@@ -128,6 +128,10 @@ struct SandboxRequest {
   // Test hook: runs after each step of a staged commit's install
   // (CommitOptions::after_install_step_for_test).
   std::function<void(uint64_t)> after_commit_install_step_for_test;
+  // Test hook: runs once the command has ended and the work dir and the
+  // writable binds are verified (and committed), before the Outcome is
+  // complete.
+  std::function<void()> after_run_verified_for_test;
 };
 
 class Sandbox {

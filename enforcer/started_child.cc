@@ -120,13 +120,17 @@ void SignalGuard::HoldCancelSignalsUntilExit() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-void SignalGuard::ReleaseCancelSignals() {
+int SignalGuard::ReleaseCancelSignals() {
   sigset_t set;
   sigemptyset(&set);
   AddCancelSignals(&set);
   struct timespec zero {};
-  while (sigtimedwait(&set, nullptr, &zero) > 0) {}
+  int first = 0;
+  for (int signal; (signal = sigtimedwait(&set, nullptr, &zero)) > 0;) {
+    if (first == 0) first = signal;
+  }
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  return first;
 }
 
 SignalGuard::SignalGuard(SignalHandling handling) : owner_(pthread_self()) {

@@ -91,8 +91,9 @@ class SignalGuard {
   // the held signals that came meanwhile are consumed (the run they came
   // after is complete and recorded), and the rest are unblocked, so that a
   // SIGTERM or Ctrl-C while cocoon writes its output to a reader that does
-  // not read ends cocoon as it would any program.
-  static void ReleaseCancelSignals();
+  // not read ends cocoon as it would any program. Returns the first signal
+  // it consumed (0: none), for the caller to record (RecordLateCancel).
+  static int ReleaseCancelSignals();
 
   explicit SignalGuard(SignalHandling handling);
   ~SignalGuard();

@@ -66,7 +66,11 @@ struct ExecRequest {
 enum class ExecStatus {
   kCompleted,    // the command ran and exited (any exit code)
   kTimeout,
-  kOomKilled,
+  kOomKilled,    // the command itself was OOM-killed (it ended the run)
+  // Another process of the sandbox (a child of the command) was OOM-killed
+  // while the command went on to its end: an OOM all the same (isError),
+  // but the command's exit_code and termination_reason stand.
+  kChildOomKilled,
   kPolicyKill,   // seccomp kill, or a breakout finding in the work dir
   kSignaled,
   kCancelled,

@@ -59,6 +59,7 @@ json OutcomeSchema() {
             {"stderr", {{"type", "string"}}},
             {"timed_out", {{"type", "boolean"}}},
             {"oom_killed", {{"type", "boolean"}}},
+            {"oom_kill", {{"type", "string"}, {"enum", {"command", "child"}}}},
             {"termination_reason", {{"type", "string"}}},
             {"stdout_truncated", {{"type", "boolean"}}},
             {"stderr_truncated", {{"type", "boolean"}}},
@@ -412,6 +413,7 @@ std::string_view ExecStatusName(ExecStatus status) {
     case ExecStatus::kCompleted: return "exited";
     case ExecStatus::kTimeout: return "timeout";
     case ExecStatus::kOomKilled: return "oom_killed";
+    case ExecStatus::kChildOomKilled: return "child_oom_killed";
     case ExecStatus::kPolicyKill: return "policy_kill";
     case ExecStatus::kSignaled: return "signaled";
     case ExecStatus::kCancelled: return "cancelled";
@@ -431,7 +433,12 @@ json CallResultFromExec(ExecResult result) {
   ensure("stdout", "");
   ensure("stderr", "");
   ensure("timed_out", result.status == ExecStatus::kTimeout);
-  ensure("oom_killed", result.status == ExecStatus::kOomKilled);
+  const bool oom = result.status == ExecStatus::kOomKilled || result.status == ExecStatus::kChildOomKilled;
+  ensure("oom_killed", oom);
+  // Whose OOM kill it was: the command's own (termination_reason
+  // "oom_killed") or a child's, while the command went on to the end its
+  // exit_code and termination_reason tell. Both are errors.
+  if (oom) structured["oom_kill"] = result.status == ExecStatus::kOomKilled ? "command" : "child";
   ensure("termination_reason", std::string(ExecStatusName(result.status)));
   structured["audit"] = {{"sequence", result.audit_sequence}, {"event_id", result.audit_event_id}};
   if (!result.audit_note.empty()) structured["audit"]["note"] = result.audit_note;

@@ -799,6 +799,58 @@ Status KeepHalfInstalled(const HostDir& host, int temp_fd, const std::string& te
   return Status(ErrorCode::kDataLoss, failed.message() + " (" + InParent(host, kept) + "); check both by hand");
 }
 
+// Rootless, a whole-dir swap puts the built tree in the work dir's place,
+// and every entry the commit made in it is this user's. An entry the host
+// has at the same path of another user's (a root-owned build/ that the
+// copy-in staged and the sandbox kept or changed) came back as this
+// user's: its owner silently changed, which an unprivileged committer
+// cannot undo. The host dir's entries against the built tree's at their
+// paths (an entry the new tree lacks is not recreated: it goes out with the
+// previous contents, and the cleanup warning names it): the first
+// kMaxNamed + 1 whose owner the swap would change, with the host's uid.
+void FindOwnersTheSwapWouldChange(int host_fd, int built_fd, const std::string& prefix, int depth,
+                                  std::vector<std::pair<std::string, uid_t>>& found) {
+  auto entries = tree::ListDir(host_fd);
+  if (!entries.ok() || depth > 64) return;
+  for (const auto& entry : *entries) {
+    if (found.size() > kMaxNamed) return;
+    struct stat host_st {};
+    struct stat built_st {};
+    if (fstatat(host_fd, entry.name.c_str(), &host_st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (fstatat(built_fd, entry.name.c_str(), &built_st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const std::string path = tree::Join(prefix, entry.name);
+    if (host_st.st_uid != built_st.st_uid) {
+      found.emplace_back(path, host_st.st_uid);
+    } else if (S_ISDIR(host_st.st_mode) && S_ISDIR(built_st.st_mode)) {
+      auto host_child = tree::OpenDir(host_fd, entry.name);
+      auto built_child = tree::OpenDir(built_fd, entry.name);
+      if (host_child.ok() && built_child.ok()) {
+        FindOwnersTheSwapWouldChange(host_child->get(), built_child->get(), path, depth + 1, found);
+      }
+    }
+  }
+}
+
+// The whole-dir swap would change the owners in `changed`: nothing is
+// committed (the host dir is as it was), and the built tree, the run's
+// result, is kept out of the sweep's reach for the user to take from.
+Status KeepUnswapped(const HostDir& host, const std::string& temp_name, const Status& why_whole,
+                     const std::vector<std::pair<std::string, uid_t>>& changed) {
+  const std::string kept = RenameOutOfTheSweep(host, temp_name);
+  std::string named;
+  for (size_t i = 0; i < changed.size() && i < kMaxNamed; ++i) {
+    named += (i == 0 ? "'" : ", '") + changed[i].first + "' (uid " + std::to_string(changed[i].second) + "'s)";
+  }
+  if (changed.size() > kMaxNamed) named += " and more";
+  return Status(ErrorCode::kFailedPrecondition,
+                "nothing was committed: the work dir could only be replaced whole (" + why_whole.message() +
+                    "), and that would have made " + named + " this user's (uid " + std::to_string(geteuid()) +
+                    "), who cannot give another user's entry back to its owner. The host work dir is unchanged; the run's "
+                    "result is kept in " + InParent(host, kept) +
+                    ": take what you need from there, then remove it (or have the owner remove those entries, "
+                    "or run cocoon as root, and run again)");
+}
+
 Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
   COCOON_ASSIGN_OR_RETURN(HostDir host, OpenHostDir(host_dir));
   if (options_.expected_host_dir && !options_.expected_host_dir->Matches(host.st)) return ReplacedWorkDir(host_dir);
@@ -844,6 +896,13 @@ Result<CommitReport> Committer::Run(int tree_fd, const std::string& host_dir) {
     install.after_step_for_test = options_.after_install_step_for_test;
     built = InstallEntries(temp->get(), host.dir.get(), host_dir, install);
     if (built.code() == ErrorCode::kDataLoss) return KeepHalfInstalled(host, temp->get(), temp_name, built);
+  }
+  // Rootless, the swap would give the built tree's copies of other users'
+  // entries to this user: refused, and the result kept (KeepUnswapped).
+  if (whole_dir && geteuid() != 0) {
+    std::vector<std::pair<std::string, uid_t>> changed;
+    FindOwnersTheSwapWouldChange(host.dir.get(), temp->get(), "", 0, changed);
+    if (!changed.empty()) return KeepUnswapped(host, temp_name, per_entry, changed);
   }
   if (whole_dir && options_.before_whole_dir_swap_for_test) options_.before_whole_dir_swap_for_test();
   if (whole_dir) built = SwapWholeDir(host, temp->get(), temp_name);

@@ -192,3 +192,59 @@ TEST_F(IgnoreExtraKeysTest, EveryTopLevelKeyWrittenIsOnTheAllowList) {
 
 }  // namespace
 }  // namespace cocoon::audit::testing
+
+namespace cocoon::audit::testing {
+namespace {
+
+// --ignore-extra-keys dropped a shipper's keys without a word: a key added
+// to every line (or one an attacker hoped a SIEM would show) went unseen.
+// Now the report counts the keys and the lines, names the first 8 distinct
+// keys (JSON-escaped, each cut to 64 bytes), and prints it as a note; the
+// verdict is unchanged. Seen failing with the reporting disabled (no note,
+// zero counts).
+TEST_F(IgnoreExtraKeysTest, WhatItDroppedIsCountedAndNamed) {
+  auto log = AuditLog::Open(Options("log"));
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE((*log)->Append(SampleDenial(1)).ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  auto lines = SplitLines(ReadFile(Path("log")));
+  ASSERT_EQ(lines.size(), 3u);
+  for (auto& line : lines) line.insert(1, "\"agent\":\"filebeat\",\"host.name\":\"h\",");
+  lines[1].insert(1, "\"x\\u001b[31m\":1,\"" + std::string(100, 'k') + "\":2,");
+  WriteFile(Path("log"), JoinLines(lines));
+  VerifyReport report = Verify({Path("log")}, /*ignore_extra_keys=*/true);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  const std::string text = FormatReport(report);
+  EXPECT_NE(text.find("note: --ignore-extra-keys dropped 8 keys from 3 lines before checking"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"x\\u001b[31m\""), std::string::npos) << "the ESC is shown escaped: " << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << "a raw ESC reached the report";
+  EXPECT_EQ(report.extra_keys_dropped, 8u);
+  EXPECT_EQ(report.lines_with_extra_keys, 3u);
+  std::set<std::string> names(report.extra_key_names.begin(), report.extra_key_names.end());
+  EXPECT_EQ(names, (std::set<std::string>{"agent", "host.name", "x\x1b[31m", std::string(64, 'k')}));
+
+  // Many distinct keys: at most 8 names, the count is whole.
+  std::string many;
+  for (int i = 0; i < 20; ++i) many += "\"extra" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  lines = SplitLines(ReadFile(Path("log")));
+  lines[1].insert(1, many);
+  WriteFile(Path("log"), JoinLines(lines));
+  report = Verify({Path("log")}, true);
+  EXPECT_EQ(report.verdict, VerifyVerdict::kSealed) << FormatReport(report);
+  EXPECT_EQ(report.extra_keys_dropped, 28u);
+  EXPECT_EQ(report.extra_key_names.size(), 8u);
+  EXPECT_NE(FormatReport(report).find("the first names: "), std::string::npos) << FormatReport(report);
+
+  // Without extra keys: nothing said.
+  ASSERT_TRUE(std::filesystem::remove(Path("log")));
+  auto clean = AuditLog::Open(Options("log"));
+  ASSERT_TRUE(clean.ok());
+  ASSERT_TRUE((*clean)->Close().ok());
+  report = Verify({Path("log")}, true);
+  EXPECT_EQ(report.extra_keys_dropped, 0u);
+  EXPECT_EQ(FormatReport(report).find("--ignore-extra-keys"), std::string::npos) << FormatReport(report);
+}
+
+}  // namespace
+}  // namespace cocoon::audit::testing

@@ -949,9 +949,53 @@ TEST_F(WorkDirTest, ACancelSignalDuringTheInstallLeavesTheCommitWholeAndSaysSo) 
     EXPECT_EQ(ShellExitStatus(*outcome), 130) << name;
     nlohmann::json j = OutcomeToJson(*outcome);
     EXPECT_EQ(j["breakout"].value("cancelled_after_commit", ""), outcome->cancelled_after_commit);
+    EXPECT_NE(outcome->cancelled_after_end.find(name + " came after the command had ended"), std::string::npos)
+        << name << ": " << outcome->cancelled_after_end;
     sigset_t pending;
     sigpending(&pending);
     EXPECT_FALSE(sigismember(&pending, signal)) << name << " is still pending";
+  }
+}
+
+// A cancel that came after the command had ended, in a run with no staged
+// commit (no work dir, a direct work dir, a staged run discarded by
+// request), was drained unrecorded when the signal guard went: the Outcome
+// said nothing and cocoon exited as if nothing had come, while a committed
+// run said cancelled_after_commit and exited 130. Now every such run says
+// cancelled_after_end, and ShellExitStatus gives 130. Synchronised on the
+// run's own step (the hook raises the signal in this thread once the
+// command has ended and the run is verified; the run's signalfd holds it). Seen failing before
+// the change (no note, exit 0).
+TEST_F(WorkDirTest, ACancelSignalAfterTheCommandEndedIsRecordedWithoutAStagedCommit) {
+  enum class Work { kNone, kDirect, kDiscarded };
+  for (Work work : {Work::kNone, Work::kDirect, Work::kDiscarded}) {
+    const std::string name = work == Work::kNone ? "no work dir" : work == Work::kDirect ? "direct" : "discarded";
+    ir::Policy policy = testing::TestPolicy();
+    if (work == Work::kDirect) policy.filesystem.work.mode = ir::WorkMode::kDirect;
+    SandboxRequest request = testing::MakeRequest(policy, {"/bin/sh", "-c", "echo done"});
+    if (work != Work::kNone) request.work_host_dir = dir_;
+    request.discard_work_dir = work == Work::kDiscarded;
+    request.signals = SignalHandling::kCancelOnSigintSigterm;
+    int raised = 0;
+    request.after_run_verified_for_test = [&] {
+      if (raise(SIGTERM) == 0) ++raised;
+    };
+    auto outcome = RunSandbox(std::move(request));
+    ASSERT_TRUE(outcome.ok()) << name << ": " << outcome.status().ToString();
+    ASSERT_EQ(raised, 1) << name << ": the hook did not run: nothing checked";
+    EXPECT_EQ(outcome->termination_reason, TerminationReason::kExited) << name;
+    EXPECT_EQ(outcome->exit_code, 0) << name;
+    EXPECT_EQ(outcome->stdout_data, "done\n") << name;
+    EXPECT_FALSE(outcome->committed) << name;
+    EXPECT_TRUE(outcome->cancelled_after_commit.empty()) << name << ": " << outcome->cancelled_after_commit;
+    EXPECT_NE(outcome->cancelled_after_end.find("SIGTERM came after the command had ended"), std::string::npos)
+        << name << ": " << outcome->cancelled_after_end;
+    EXPECT_EQ(ShellExitStatus(*outcome), 130) << name;
+    nlohmann::json j = OutcomeToJson(*outcome);
+    EXPECT_EQ(j.value("cancelled_after_end", ""), outcome->cancelled_after_end) << name;
+    sigset_t pending;
+    sigpending(&pending);
+    EXPECT_FALSE(sigismember(&pending, SIGTERM)) << name << ": SIGTERM is still pending";
   }
 }
 

@@ -92,6 +92,44 @@ bool ChildSeesAMappingMadeAfterClone(bool share_memory) {
   return text.str().find(start.str()) != std::string::npos;
 }
 
+// A cancelling signal that came after the run's Outcome was assembled,
+// while its audit events were written (cocoon holds the signals until
+// then), was consumed by ReleaseCancelSignals without a word: cocoon
+// printed the Outcome and exited 0. Release now returns it, and the CLI
+// records it as cancelled_after_end (exit 130) unless a cancel is recorded
+// already. Synchronised by raising the signal in this thread while held.
+TEST(SignalGuardTest, ASignalHeldUntilTheRunIsRecordedIsReturnedAndRecorded) {
+  struct sigaction current {};
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &current), 0);
+  if (current.sa_handler == SIG_IGN) GTEST_SKIP() << "SKIPPED, NOT PASSED: SIGTERM is ignored here, and so never held";
+  SignalGuard::HoldCancelSignalsUntilExit();
+  ASSERT_EQ(raise(SIGTERM), 0);
+  EXPECT_EQ(SignalGuard::ReleaseCancelSignals(), SIGTERM);
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_FALSE(sigismember(&pending, SIGTERM)) << "SIGTERM is still pending";
+  SignalGuard::HoldCancelSignalsUntilExit();
+  EXPECT_EQ(SignalGuard::ReleaseCancelSignals(), 0) << "nothing came";
+
+  Outcome outcome;
+  outcome.exit_code = 0;
+  RecordCancelAfterTheRecord(0, outcome);
+  EXPECT_TRUE(outcome.cancelled_after_end.empty());
+  EXPECT_EQ(ShellExitStatus(outcome), 0);
+  RecordCancelAfterTheRecord(SIGTERM, outcome);
+  EXPECT_NE(outcome.cancelled_after_end.find("SIGTERM came after the command had ended, once the run was recorded"),
+            std::string::npos)
+      << outcome.cancelled_after_end;
+  EXPECT_EQ(ShellExitStatus(outcome), 130);
+  const std::string first = outcome.cancelled_after_end;
+  RecordCancelAfterTheRecord(SIGINT, outcome);
+  EXPECT_EQ(outcome.cancelled_after_end, first) << "the first record stands";
+  Outcome cancelled;
+  cancelled.termination_reason = TerminationReason::kCancelled;
+  RecordCancelAfterTheRecord(SIGINT, cancelled);
+  EXPECT_TRUE(cancelled.cancelled_after_end.empty()) << "a cancelled run says so already";
+}
+
 TEST(StartedChildTest, SharesTheLaunchersMemoryOnlyWhereThatIsSafe) {
   bool may = LauncherMayShareMemory();
   if (geteuid() == 0) {

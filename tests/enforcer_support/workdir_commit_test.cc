@@ -482,6 +482,73 @@ TEST(CommitTest, PreviousContentsOfAnotherUsersThatRemainAreNamedWithWhatToDo) {
   }
 }
 
+// Rootless, a work dir holding a root-owned build/ is swapped whole (the
+// committer may not move build/), and the built tree's build/, the staged
+// copy the sandbox kept, came back as the caller's: root's directory (and
+// the file in it) silently changed owner. Now such a swap is refused:
+// nothing is committed, the host dir keeps build/ as root's and its other
+// entries as they were, and the run's result is kept in a "-kept" dir that
+// the error names, with whose entries and why. Seen failing before (the
+// commit succeeded and build/ was uid 23461's). As root the commit runs in a
+// child that dropped to an unprivileged uid.
+std::string OnlyCommitDir(const std::string& parent);
+
+TEST(CommitTest, ARootlessWholeDirSwapThatWouldChangeAnOwnerKeepsTheResultInstead) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED: needs root to put a root-owned build/ in a user's work dir";
+  constexpr uid_t kUser = 23461;
+  TempDir dir{"cocoon-owner-swap"};
+  const std::string host = dir / "work", staged = dir / "staged";
+  testing::MakeDirs(host + "/src");
+  testing::MakeDirs(staged + "/src");
+  testing::MakeDirs(staged + "/build");  // the copy-in's copy of build/, kept by the sandbox
+  WriteText(host + "/a", "old\n");
+  WriteText(host + "/src/s", "old\n");
+  WriteText(staged + "/a", "new\n");
+  WriteText(staged + "/src/s", "new\n");
+  WriteText(staged + "/build/out", "root's, rebuilt\n");
+  for (const std::string& path : {dir.path(), host, host + "/a", host + "/src", host + "/src/s", staged, staged + "/a",
+                                  staged + "/src", staged + "/src/s", staged + "/build", staged + "/build/out"}) {
+    ASSERT_EQ(chown(path.c_str(), kUser, kUser), 0) << path;
+  }
+  testing::MakeDirs(host + "/build");  // root's: not movable by the committer, so the dir is swapped whole
+  WriteText(host + "/build/out", "root's\n");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (setgid(kUser) != 0 || setuid(kUser) != 0) _exit(2);
+    int fd = open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    auto scan = ScanForBreakoutsAt(staged);
+    if (!scan.ok()) _exit(3);
+    auto report = CommitStagedTree(fd, *scan, host);
+    if (report.ok()) _exit(4);
+    const std::string message = report.status().message();
+    fprintf(stderr, "%s\n", message.c_str());
+    const std::string kept = OnlyCommitDir(dir.path());
+    if (kept.size() < 5 || kept.substr(kept.size() - 5) != "-kept") _exit(5);
+    if (message.find("nothing was committed") == std::string::npos ||
+        message.find("'build' (uid 0's)") == std::string::npos || message.find(dir / kept) == std::string::npos) {
+      _exit(6);
+    }
+    if (ReadText(dir / kept + "/a") != "new\n" || ReadText(dir / kept + "/build/out") != "root's, rebuilt\n") _exit(7);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not drop to uid 23461; 3: scan; 4: committed (an owner changed); 5: "
+                                       "no -kept dir; 6: the error does not say what, whose and where; 7: the run's "
+                                       "result is not all in the -kept dir";
+  // The host dir as it was: build/ still root's, nothing of the run in it.
+  struct stat st {};
+  ASSERT_EQ(lstat((host + "/build").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "build/ changed owner";
+  ASSERT_EQ(lstat((host + "/build/out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(ReadText(host + "/build/out"), "root's\n");
+  EXPECT_EQ(ReadText(host + "/a"), "old\n");
+  EXPECT_EQ(Names(host), (std::set<std::string>{"a", "build", "src"}));
+}
+
 // The copy-in's record of the host dir (StagedOriginals::host_entries), as
 // a staged run makes it before the sandbox starts.
 void RecordHostEntries(const std::string& dir, const std::string& prefix, StagedOriginals& record) {
