@@ -33,7 +33,12 @@ using Clock = std::chrono::steady_clock;
 #define PIDFD_THREAD O_EXCL  // <linux/pidfd.h>, Linux 6.9
 #endif
 
+// The Outcome's denied destinations (NetworkReport): a bounded list, so a
+// sandbox can flood it, but only with destinations of its own kind: rows
+// for internal ones (IpEndpoint::IsInternal: private, link-local, the
+// metadata service) have their own cap, which public decoys cannot use up.
 constexpr size_t kMaxDenialRows = 256;
+constexpr size_t kMaxInternalDenialRows = 64;
 constexpr size_t kRelayBuffer = 64 * 1024;  // per direction: bounded memory per connection
 constexpr char kMechanism[] =
     "network namespace (loopback only) + seccomp user-notification connect broker (TCP, host-side connect, "
@@ -304,7 +309,15 @@ void NetBroker::Deny(int notify_fd, uint64_t id, const IpEndpoint& destination, 
       return;
     }
   }
-  if (report_.denied.size() < kMaxDenialRows) report_.denied.push_back({text, reason, 1});
+  const bool internal = destination.IsInternal();
+  size_t& rows = internal ? internal_denial_rows_ : public_denial_rows_;
+  if (rows < (internal ? kMaxInternalDenialRows : kMaxDenialRows)) {
+    ++rows;
+    report_.denied.push_back({text, reason, 1});
+    return;
+  }
+  report_.denied_truncated = true;
+  ++report_.denied_not_listed;
 }
 
 void NetBroker::HandleConnect(int notify_fd, const struct seccomp_notif& request) {

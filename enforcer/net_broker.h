@@ -90,6 +90,8 @@ class NetBroker {
   std::timed_mutex accept_mutex_;  // one connect+accept on the inside listener at a time
   mutable std::mutex mutex_;  // guards report_ and workers_
   NetworkReport report_;
+  size_t public_denial_rows_ = 0;    // rows of report_.denied, by kind (kMaxDenialRows)
+  size_t internal_denial_rows_ = 0;
   std::vector<Worker> workers_;
   bool shut_down_ = false;
 };

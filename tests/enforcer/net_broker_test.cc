@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -271,6 +272,38 @@ TEST_F(NetBrokerTest, OtherPortOnTheAllowedIpIsRefusedAndReported) {
   bool audited = false;
   for (const auto& row : outcome->denied_syscalls) audited = audited || (row.name == "connect" && row.count == 1);
   EXPECT_TRUE(audited);
+}
+
+// The denied list is bounded. It used to drop every destination after 256
+// rows without a word, so 256 decoys hid the one that mattered. Now the
+// Outcome says it is truncated and how many connects it left out, and
+// internal destinations (the metadata service, private ranges) have rows of
+// their own that public decoys cannot use up. Nothing leaves the sandbox:
+// every destination here is refused by the broker before any packet.
+TEST_F(NetBrokerTest, DecoysCannotHideAnInternalDestinationFromTheDeniedList) {
+  std::string script =
+      "python3 -c \"import socket\n"
+      "def tryto(a):\n s=socket.socket(); s.connect_ex(a); s.close()\n"
+      "for p in range(1,301): tryto(('203.0.113.9',p))\n"
+      "tryto(('169.254.169.254',80)); tryto(('10.1.2.3',22)); tryto(('203.0.113.9',1))\"";
+  auto outcome = Run(AllowPolicy(), script);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  const NetworkReport& n = outcome->network;
+  EXPECT_EQ(n.connections_denied, 303u);
+  EXPECT_EQ(n.denied.size(), 258u);
+  bool metadata = false, private_range = false;
+  for (const auto& row : n.denied) {
+    metadata = metadata || row.destination == "169.254.169.254:80";
+    private_range = private_range || row.destination == "10.1.2.3:22";
+  }
+  EXPECT_TRUE(metadata);
+  EXPECT_TRUE(private_range);
+  EXPECT_TRUE(n.denied_truncated);
+  EXPECT_EQ(n.denied_not_listed, 44u);  // ports 257..300; the repeated port 1 is counted on its row
+  auto j = OutcomeToJson(*outcome);
+  EXPECT_EQ(j["network"]["denied_truncated"], true);
+  EXPECT_EQ(j["network"]["denied_not_listed"], 44);
 }
 
 TEST_F(NetBrokerTest, OtherIpIsRefused) {
