@@ -59,6 +59,14 @@ bool IpEndpoint::IsLocalOnly() const {
   return IsLoopback() || std::equal(addr.begin(), addr.begin() + static_cast<long>(size), kZero.begin());
 }
 
+bool IpEndpoint::IsInternal() const {
+  if (family == AF_INET) {
+    return addr[0] == 10 || (addr[0] == 172 && (addr[1] & 0xf0) == 16) || (addr[0] == 192 && addr[1] == 168) ||
+           (addr[0] == 100 && (addr[1] & 0xc0) == 64) || (addr[0] == 169 && addr[1] == 254);
+  }
+  return family == AF_INET6 && ((addr[0] & 0xfe) == 0xfc || (addr[0] == 0xfe && (addr[1] & 0xc0) == 0x80));
+}
+
 std::string IpEndpoint::ToString() const {
   std::string address = AddressText(*this);
   if (family == AF_INET6) address = "[" + address + "]";

@@ -32,6 +32,12 @@ struct IpEndpoint {
   // Loopback, or the unspecified address (0.0.0.0, ::), which connect(2)
   // treats as "this host": inside the sandbox, its own namespace.
   bool IsLocalOnly() const;
+  // An address inside the host's own networks or its cloud's control plane:
+  // private (10/8, 172.16/12, 192.168/16, fc00::/7, which holds AWS's
+  // fd00:ec2::254), shared (100.64/10), link-local (169.254/16, which holds
+  // the metadata service 169.254.169.254; fe80::/10). A denied connect to one
+  // is what an audit most needs to see, so the Outcome keeps rows for them.
+  bool IsInternal() const;
   std::string ToString() const;      // "1.2.3.4:80", "[::1]:80"
   // The endpoint as a sockaddr (sockaddr_in or sockaddr_in6); returns its length.
   socklen_t ToSockaddr(sockaddr_storage* out) const;

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +33,12 @@ using Clock = std::chrono::steady_clock;
 #define PIDFD_THREAD O_EXCL  // <linux/pidfd.h>, Linux 6.9
 #endif
 
+// The Outcome's denied destinations (NetworkReport): a bounded list, so a
+// sandbox can flood it, but only with destinations of its own kind: rows
+// for internal ones (IpEndpoint::IsInternal: private, link-local, the
+// metadata service) have their own cap, which public decoys cannot use up.
 constexpr size_t kMaxDenialRows = 256;
+constexpr size_t kMaxInternalDenialRows = 64;
 constexpr size_t kRelayBuffer = 64 * 1024;  // per direction: bounded memory per connection
 constexpr char kMechanism[] =
     "network namespace (loopback only) + seccomp user-notification connect broker (TCP, host-side connect, "
@@ -93,16 +100,17 @@ int OpenTaskPidfd(pid_t tid) {
 // Workers make calls on sockets they share with the sandbox, and two of those
 // can block for as long as the sandbox likes: a connect whose O_NONBLOCK the
 // sandbox cleared between our F_SETFL and the call (file status flags belong
-// to the open file, which the sandbox holds too; with TCP_SYNCNT raised and
-// the listener's backlog full it retries for hours), and a close that
-// lingers (SO_LINGER set by the sandbox, a send queue that never drains)
-// when ours is the last reference. Neither has a timeout the sandbox cannot
-// change. Both give up when a signal arrives, so Shutdown interrupts its
-// workers with kInterruptSignal: a handler that does nothing, installed
-// without SA_RESTART, and unblocked in worker threads only (pthread_kill
-// aims at one thread). An interrupted connect fails with EINTR; an
-// interrupted close still releases the fd. The calls of the thread that
-// supervises the run never touch a sandbox socket.
+// to the open file, which the sandbox holds too, so no flag we set is ours;
+// with TCP_SYNCNT raised and the listener's backlog full it retries for
+// hours), and a close that lingers (SO_LINGER set by the sandbox, a send
+// queue that never drains) when ours is the last reference. Neither has a
+// timeout the sandbox cannot change. Both give up when a signal arrives:
+// InterruptSignal(), a handler that does nothing, installed without
+// SA_RESTART, and unblocked in worker threads only. A worker's inside
+// connect is bounded by a per-thread timer that sends it (InterruptAlarm),
+// and Shutdown sends it to every worker still running. An interrupted
+// connect fails with EINTR; an interrupted close still releases the fd. The
+// calls of the thread that supervises the run never touch a sandbox socket.
 int InterruptSignal() { return SIGRTMIN + 4; }  // glibc keeps SIGRTMIN+0..2 for itself
 
 void InstallInterruptHandler() {
@@ -123,6 +131,57 @@ void UnblockInterruptSignal() {
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid  // timer_create(2); glibc < 2.35 lacks the name
+#endif
+
+// Sends InterruptSignal to the calling thread at `deadline`, then every
+// 10 ms (in case one lands just before the call it is meant to end), until
+// destroyed: a call on a sandbox socket made meanwhile cannot outlive the
+// deadline, whatever the sandbox did to the socket's flags or timeouts.
+class InterruptAlarm {
+ public:
+  explicit InterruptAlarm(Clock::time_point deadline) {
+    struct sigevent event {};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = InterruptSignal();
+    event.sigev_notify_thread_id = gettid();
+    if (timer_create(CLOCK_MONOTONIC, &event, &timer_) != 0) return;
+    auto left = std::max<int64_t>(
+        1, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count());
+    struct itimerspec spec {};
+    spec.it_value.tv_sec = static_cast<time_t>(left / 1000000000);
+    spec.it_value.tv_nsec = static_cast<long>(left % 1000000000);
+    spec.it_interval.tv_nsec = 10 * 1000 * 1000;
+    armed_ = timer_settime(timer_, 0, &spec, nullptr) == 0;
+    if (!armed_) timer_delete(timer_);
+  }
+  ~InterruptAlarm() {
+    if (armed_) timer_delete(timer_);  // a signal still pending only interrupts a later call once (EINTR)
+  }
+  InterruptAlarm(const InterruptAlarm&) = delete;
+  InterruptAlarm& operator=(const InterruptAlarm&) = delete;
+  bool armed() const { return armed_; }
+
+ private:
+  timer_t timer_{};
+  bool armed_ = false;
+};
+
+// A connect on a socket that is not in TCP_CLOSE never starts a new
+// connection: it fails at once (non-blocking), or (blocking) waits for the
+// one under way, which the sandbox can keep pending for hours. So the broker
+// refuses it with what a non-blocking connect(2) answers
+// (net/ipv4/af_inet.c __inet_stream_connect): EALREADY while a handshake is
+// under way, EISCONN otherwise. Returns 0 for a socket it may connect.
+int ConnectStateError(int fd) {
+  struct tcp_info info {};
+  socklen_t len = sizeof(info);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return errno;
+  if (info.tcpi_state == TCP_CLOSE) return 0;
+  return info.tcpi_state == TCP_SYN_SENT || info.tcpi_state == TCP_SYN_RECV ? EALREADY : EISCONN;
+}
+
 // Waits for `events` on `fd` or for the stop eventfd; returns the poll
 // revents of `fd`, 0 on timeout, -1 when stopped.
 int WaitFor(int fd, short events, int stop_fd, Clock::time_point deadline) {
@@ -136,6 +195,11 @@ int WaitFor(int fd, short events, int stop_fd, Clock::time_point deadline) {
     if (fds[1].revents != 0) return -1;
     if (fds[0].revents != 0) return fds[0].revents;
   }
+}
+
+bool Stopped(int stop_fd) {
+  struct pollfd fd = {stop_fd, POLLIN, 0};
+  return poll(&fd, 1, 0) > 0;
 }
 
 int SocketError(int fd) {
@@ -210,17 +274,23 @@ void NetBroker::Shutdown() {
   uint64_t one = 1;
   ssize_t ignored = write(stop_fd_, &one, sizeof(one));  // every worker polls it
   (void)ignored;
-  for (auto& worker : workers) {
-    // A worker that polls returns at once; one still there after a moment
-    // is blocked in a call on the sandbox's socket (see InterruptSignal):
-    // interrupt it, again and again, since the signal may land just before
-    // it enters the call.
-    for (int waited_ms = 0; !worker.done->load(); ++waited_ms) {
+  // A worker that polls returns at once; one still running after a moment
+  // is blocked in a call on the sandbox's socket (see InterruptSignal) or
+  // waits for accept_mutex_: interrupt every such worker, again and again,
+  // since the signal may land just before it enters the call. All of them
+  // on each pass: the one that blocks may be any of them, and the others
+  // may wait for it.
+  for (int waited_ms = 0;; ++waited_ms) {
+    bool running = false;
+    for (auto& worker : workers) {
+      if (worker.done->load()) continue;
+      running = true;
       if (waited_ms >= 2) pthread_kill(worker.thread.native_handle(), InterruptSignal());
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    worker.thread.join();
+    if (!running) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  for (auto& worker : workers) worker.thread.join();
 }
 
 NetworkReport NetBroker::Report() const {
@@ -239,7 +309,15 @@ void NetBroker::Deny(int notify_fd, uint64_t id, const IpEndpoint& destination, 
       return;
     }
   }
-  if (report_.denied.size() < kMaxDenialRows) report_.denied.push_back({text, reason, 1});
+  const bool internal = destination.IsInternal();
+  size_t& rows = internal ? internal_denial_rows_ : public_denial_rows_;
+  if (rows < (internal ? kMaxInternalDenialRows : kMaxDenialRows)) {
+    ++rows;
+    report_.denied.push_back({text, reason, 1});
+    return;
+  }
+  report_.denied_truncated = true;
+  ++report_.denied_not_listed;
 }
 
 void NetBroker::HandleConnect(int notify_fd, const struct seccomp_notif& request) {
@@ -337,6 +415,11 @@ void NetBroker::Broker(int notify_fd, uint64_t id, int pidfd, int sandbox_fd, Ip
     close(sandbox_socket);
     return;
   }
+  if (int state_error = ConnectStateError(sandbox_socket); state_error != 0) {
+    Fail(notify_fd, id, state_error);
+    close(sandbox_socket);  // after the answer: it may linger (InterruptSignal)
+    return;
+  }
   int err = 0;
   int host = ConnectHost(destination, &err);
   int inside = -1;
@@ -395,7 +478,12 @@ int NetBroker::ConnectHost(const IpEndpoint& destination, int* err) {
 // the same socket, living in the sandbox's namespace) to the in-namespace
 // listener and accepts its peer. Returns the accepted fd or -errno.
 int NetBroker::ConnectInside(int sandbox_socket) {
-  std::lock_guard<std::mutex> lock(accept_mutex_);
+  // Never a plain lock: the holder's calls are bounded (InterruptAlarm), but
+  // Shutdown must not wait for a queue of workers to take turns.
+  std::unique_lock<std::timed_mutex> lock(accept_mutex_, std::defer_lock);
+  while (!lock.try_lock_for(std::chrono::milliseconds(10))) {
+    if (Stopped(stop_fd_)) return -ECONNABORTED;
+  }
   sockaddr_storage listener{};
   socklen_t listener_len = sizeof(listener);
   if (getsockname(inside_listener_, reinterpret_cast<sockaddr*>(&listener), &listener_len) != 0) return -errno;
@@ -420,13 +508,18 @@ int NetBroker::ConnectInside(int sandbox_socket) {
   // The file status flags are shared with the sandbox: make the connect
   // non-blocking for our bounded wait, then restore what the program set
   // (its task is blocked in connect meanwhile). Another of its threads may
-  // clear the flag again before our connect; that connect then blocks until
-  // it completes or Shutdown interrupts it (InterruptSignal).
+  // clear the flag again before our connect, or start a connect of its own
+  // on the socket after the state check: our connect may then block, until
+  // the alarm interrupts it at the deadline (EINTR, answered as ETIMEDOUT).
+  auto deadline = Clock::now() + std::chrono::milliseconds(options_.inside_timeout_ms);
+  InterruptAlarm alarm(deadline);
+  if (!alarm.armed()) return -EAGAIN;  // no bound on the connect: refuse it rather than risk blocking
+  if (int state_error = ConnectStateError(sandbox_socket); state_error != 0) return -state_error;
   int flags = fcntl(sandbox_socket, F_GETFL);
   if (flags < 0 || fcntl(sandbox_socket, F_SETFL, flags | O_NONBLOCK) != 0) return -errno;
-  auto deadline = Clock::now() + std::chrono::milliseconds(options_.inside_timeout_ms);
   int rc = connect(sandbox_socket, reinterpret_cast<sockaddr*>(&listener), listener_len);
   int err = rc == 0 ? 0 : errno;
+  if (err == EINTR) err = ETIMEDOUT;  // the alarm (or Shutdown) ended a connect that blocked
   if (err == EINPROGRESS) {
     int revents = WaitFor(sandbox_socket, POLLOUT, stop_fd_, deadline);
     err = revents == 0 ? ETIMEDOUT : revents < 0 ? ECONNABORTED : SocketError(sandbox_socket);

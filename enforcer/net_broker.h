@@ -60,7 +60,8 @@ class NetBroker {
   void HandleConnect(int notify_fd, const struct seccomp_notif& request);
 
   // Stops every relay, answers nothing more, joins the workers (interrupting
-  // one blocked in a call on a sandbox socket). Idempotent.
+  // every one blocked in a call on a sandbox socket). Idempotent. Bounded:
+  // no worker waits for anything that ignores the stop eventfd or a signal.
   void Shutdown();
 
   // Counters and denials so far (call after Shutdown for final figures).
@@ -86,9 +87,11 @@ class NetBroker {
   int inside_listener_;
   int stop_fd_;  // eventfd: readable once Shutdown began
   NetBrokerOptions options_;
-  std::mutex accept_mutex_;  // one connect+accept on the inside listener at a time
+  std::timed_mutex accept_mutex_;  // one connect+accept on the inside listener at a time
   mutable std::mutex mutex_;  // guards report_ and workers_
   NetworkReport report_;
+  size_t public_denial_rows_ = 0;    // rows of report_.denied, by kind (kMaxDenialRows)
+  size_t internal_denial_rows_ = 0;
   std::vector<Worker> workers_;
   bool shut_down_ = false;
 };

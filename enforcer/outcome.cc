@@ -127,7 +127,9 @@ nlohmann::json OutcomeToJson(const Outcome& outcome) {
                     {"connections_allowed", n.connections_allowed},
                     {"connections_denied", n.connections_denied},
                     {"connections_failed", n.connections_failed},
-                    {"denied", std::move(denied)}};
+                    {"denied", std::move(denied)},
+                    {"denied_truncated", n.denied_truncated},
+                    {"denied_not_listed", n.denied_not_listed}};
   }
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& finding : outcome.breakout_findings) {

@@ -72,6 +72,12 @@ struct NetworkReport {
   uint64_t connections_denied = 0;    // connect(2) answered with an error by the broker
   uint64_t connections_failed = 0;    // allowed, but the host connect failed (refused, timeout)
   std::vector<NetworkDenial> denied;
+  // The list is bounded (256 rows, plus 64 kept for internal destinations:
+  // IpEndpoint::IsInternal). Once full, a new destination is not listed: it
+  // sets denied_truncated and adds its connects to denied_not_listed
+  // (connections_denied still counts every one).
+  bool denied_truncated = false;
+  uint64_t denied_not_listed = 0;
 };
 
 struct BreakoutFinding {

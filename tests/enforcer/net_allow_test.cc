@@ -105,6 +105,38 @@ TEST(NetAllow, OutcomeHasANetworkSectionOnlyForAllowLists) {
   EXPECT_EQ(j["network"]["connections_allowed"], 2);
   EXPECT_EQ(j["network"]["connections_denied"], 1);
   EXPECT_EQ(j["network"]["denied"][0]["destination"], "192.0.2.7:22");
+  EXPECT_EQ(j["network"]["denied_truncated"], false);
+  EXPECT_EQ(j["network"]["denied_not_listed"], 0);
+  brokered.network.denied_truncated = true;
+  brokered.network.denied_not_listed = 7;
+  j = OutcomeToJson(brokered);
+  EXPECT_EQ(j["network"]["denied_truncated"], true);
+  EXPECT_EQ(j["network"]["denied_not_listed"], 7);
+}
+
+TEST(NetAllow, InternalAddresses) {
+  auto v4 = [](const char* text) {
+    in_addr a{};
+    inet_pton(AF_INET, text, &a);
+    return IpEndpoint::FromV4(a, 80);
+  };
+  auto v6 = [](const char* text) {
+    in6_addr a{};
+    inet_pton(AF_INET6, text, &a);
+    return IpEndpoint::FromV6(a, 80);
+  };
+  for (const char* inside : {"10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1",
+                             "100.127.255.255", "169.254.169.254", "169.254.0.1"}) {
+    EXPECT_TRUE(v4(inside).IsInternal()) << inside;
+  }
+  for (const char* outside : {"8.8.8.8", "172.15.0.1", "172.32.0.1", "192.169.0.1", "100.63.0.1", "100.128.0.1",
+                              "169.253.0.1", "203.0.113.9"}) {
+    EXPECT_FALSE(v4(outside).IsInternal()) << outside;
+  }
+  for (const char* inside : {"fd00:ec2::254", "fc00::1", "fe80::1", "febf::1", "::ffff:169.254.169.254"}) {
+    EXPECT_TRUE(v6(inside).IsInternal()) << inside;
+  }
+  for (const char* outside : {"2001:db8::1", "fec0::1", "::ffff:8.8.8.8"}) EXPECT_FALSE(v6(outside).IsInternal()) << outside;
 }
 
 }  // namespace

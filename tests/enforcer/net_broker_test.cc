@@ -14,8 +14,12 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <future>
 #include <iostream>
 #include <thread>
 
@@ -183,6 +187,78 @@ TEST_F(NetBrokerTest, StrayConnectsToTheBrokersListenerDoNotBlockLaterConnection
   EXPECT_EQ(outcome->network.connections_allowed, 2u);
 }
 
+// A connect on a socket that already has a handshake under way: s2 is left
+// in SYN_SENT toward the broker's own in-namespace listener (its backlog
+// kept full, TCP_SYNCNT 127, so the SYN is dropped for hours), then
+// connect(s2, allowed) while two forked processes keep clearing O_NONBLOCK
+// on the shared open file. The broker's worker made its inside connect on
+// that socket after setting O_NONBLOCK; when a clearer won the race, the
+// connect waited for the pending handshake, for ever, holding the accept
+// lock, so no later allowed connect went through, and a worker waiting for
+// that lock made Shutdown spin for ever (no Outcome; SIGTERM ignored). Now
+// such a socket is refused (EALREADY, what a non-blocking connect answers),
+// and any inside connect is bounded by a timer. The run must end on its own,
+// with an Outcome, and the broker must still work afterwards.
+TEST_F(NetBrokerTest, ConnectOnASocketAlreadyConnectingNeverBlocksTheBroker) {
+  std::string script =
+      "python3 -c \"import socket,threading,time,os,fcntl,errno,signal\n"
+      "A=('" + ip_ + "'," + std::to_string(echo_->port()) + ")\n"
+      "first=socket.create_connection(A,timeout=10); P=('127.0.0.1',first.getpeername()[1]); first.close()\n"
+      "def state(s): return s.getsockopt(socket.IPPROTO_TCP,socket.TCP_INFO,1)[0]\n"
+      "run=[True]\n"
+      "def flood():\n"
+      " ring=[]\n"
+      " while run[0]:\n"
+      "  t=socket.socket(); t.setblocking(False)\n"
+      "  try: t.connect(P)\n"
+      "  except OSError: pass\n"
+      "  ring.append(t)\n"
+      "  if len(ring)>100: ring.pop(0).close()\n"
+      "  time.sleep(0.0003)\n"
+      "fl=threading.Thread(target=flood); fl.start(); time.sleep(0.3)\n"
+      "results={}; raced=0\n"
+      "for attempt in range(200):\n"
+      " s=socket.socket(); s.setsockopt(socket.IPPROTO_TCP,socket.TCP_SYNCNT,127); s.setblocking(False)\n"
+      " try: s.connect(P)\n"
+      " except BlockingIOError: pass\n"
+      " time.sleep(0.05)\n"
+      " if state(s)!=2:\n"
+      "  s.close(); continue\n"
+      " kids=[]\n"
+      " for i in range(3):\n"
+      "  pid=os.fork()\n"
+      "  if pid==0:\n"
+      "   while True: fcntl.fcntl(s.fileno(),fcntl.F_SETFL,0)\n"
+      "  kids.append(pid)\n"
+      " raced+=1; e=s.connect_ex(A)\n"
+      " for pid in kids: os.kill(pid,signal.SIGKILL); os.waitpid(pid,0)\n"
+      " name=errno.errorcode.get(e,str(e)); results[name]=results.get(name,0)+1; s.close()\n"
+      "run[0]=False; fl.join()\n"
+      "print('raced',raced,sorted(results.items()))\n"
+      "c=socket.create_connection(A,timeout=10); c.sendall(b'ping'); print('echo',c.recv(10))\"";
+  ir::Policy policy = AllowPolicy();
+  constexpr int kWallMs = 60000;
+  policy.limits.wall_time_ms = {true, kWallMs, ir::Enforcement::kRequired};
+  // The harness's own bound on "the run ends": the wall limit plus a minute.
+  // Past it the run is stuck in the supervisor, which no assertion can
+  // unwind: say so and end the test binary.
+  auto running = std::async(std::launch::async, [&] { return Run(policy, script); });
+  if (running.wait_for(std::chrono::milliseconds(kWallMs) + std::chrono::minutes(1)) != std::future_status::ready) {
+    std::cerr << "FAILED: the run did not end within its wall limit plus a minute: the broker's shutdown is stuck\n";
+    std::_Exit(1);
+  }
+  auto outcome = running.get();
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->termination_reason, TerminationReason::kExited) << outcome->stdout_data << outcome->stderr_data;
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stdout_data << outcome->stderr_data;
+  EXPECT_NE(outcome->stdout_data.find("echo b'ping'"), std::string::npos) << outcome->stdout_data << outcome->stderr_data;
+  EXPECT_EQ(outcome->stdout_data.find("raced 0 "), std::string::npos)
+      << "the in-namespace listener's backlog never filled: nothing was checked\n" << outcome->stdout_data;
+  EXPECT_EQ(outcome->stdout_data.find("'0'"), std::string::npos) << "a connect on a connecting socket succeeded\n"
+                                                                   << outcome->stdout_data;
+  std::cerr << outcome->stdout_data;
+}
+
 TEST_F(NetBrokerTest, OtherPortOnTheAllowedIpIsRefusedAndReported) {
   auto outcome = Run(AllowPolicy(), "exec 3<>" + Tcp(ip_, other_->port()) + " && echo connected || echo refused");
   ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
@@ -196,6 +272,38 @@ TEST_F(NetBrokerTest, OtherPortOnTheAllowedIpIsRefusedAndReported) {
   bool audited = false;
   for (const auto& row : outcome->denied_syscalls) audited = audited || (row.name == "connect" && row.count == 1);
   EXPECT_TRUE(audited);
+}
+
+// The denied list is bounded. It used to drop every destination after 256
+// rows without a word, so 256 decoys hid the one that mattered. Now the
+// Outcome says it is truncated and how many connects it left out, and
+// internal destinations (the metadata service, private ranges) have rows of
+// their own that public decoys cannot use up. Nothing leaves the sandbox:
+// every destination here is refused by the broker before any packet.
+TEST_F(NetBrokerTest, DecoysCannotHideAnInternalDestinationFromTheDeniedList) {
+  std::string script =
+      "python3 -c \"import socket\n"
+      "def tryto(a):\n s=socket.socket(); s.connect_ex(a); s.close()\n"
+      "for p in range(1,301): tryto(('203.0.113.9',p))\n"
+      "tryto(('169.254.169.254',80)); tryto(('10.1.2.3',22)); tryto(('203.0.113.9',1))\"";
+  auto outcome = Run(AllowPolicy(), script);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->stderr_data;
+  const NetworkReport& n = outcome->network;
+  EXPECT_EQ(n.connections_denied, 303u);
+  EXPECT_EQ(n.denied.size(), 258u);
+  bool metadata = false, private_range = false;
+  for (const auto& row : n.denied) {
+    metadata = metadata || row.destination == "169.254.169.254:80";
+    private_range = private_range || row.destination == "10.1.2.3:22";
+  }
+  EXPECT_TRUE(metadata);
+  EXPECT_TRUE(private_range);
+  EXPECT_TRUE(n.denied_truncated);
+  EXPECT_EQ(n.denied_not_listed, 44u);  // ports 257..300; the repeated port 1 is counted on its row
+  auto j = OutcomeToJson(*outcome);
+  EXPECT_EQ(j["network"]["denied_truncated"], true);
+  EXPECT_EQ(j["network"]["denied_not_listed"], 44);
 }
 
 TEST_F(NetBrokerTest, OtherIpIsRefused) {
