@@ -200,7 +200,9 @@ bool NotifyResponder::HandleOne(int listener_fd) {
   alignas(8) unsigned char response_buffer[512] = {};
   if (sizes.seccomp_notif > sizeof(request_buffer) || sizes.seccomp_notif_resp > sizeof(response_buffer)) return false;
   auto* request = reinterpret_cast<struct seccomp_notif*>(request_buffer);
-  if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) return true;  // ENOENT: target died
+  // ENOENT: the task died before we took its call (the kernel drops it); it
+  // never ran, and there is nothing to record.
+  if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) return true;
   const auto* args = reinterpret_cast<const uint64_t*>(request->data.args);
   const SupervisedRule& rule = Match(request->data.arch, request->data.nr, args);
   if (broker_ != nullptr && request->data.arch == AUDIT_ARCH_X86_64 && request->data.nr == SYS_connect &&
@@ -208,6 +210,8 @@ bool NotifyResponder::HandleOne(int listener_fd) {
     broker_->HandleConnect(listener_fd, *request);  // answers it, and records its own denials
     return true;
   }
+  // Recorded before any answer: a call we received is in denied_syscalls
+  // even when its task dies before the answer (SEND then fails with ENOENT).
   Record(rule, request->data.arch, request->data.nr, args);
   if (rule.action == SupervisedAction::kKill) {
     // No answer at all: the caller kills the sandbox while this task is still
