@@ -361,7 +361,7 @@ Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::st
     outcome.peak_memory_kib = static_cast<uint64_t>(run.usage.ru_maxrss);  // KiB (getrusage(2))
     const long before_exec = started.handoff() != nullptr ? started.handoff()->pre_exec_maxrss_kib.load() : 0;
     const long cocoons = std::max(before_exec, launcher_maxrss_after_exec_kib) + RssCounterErrorKib();
-    outcome.peak_memory_source = run.usage.ru_maxrss > cocoons ? kRusagePeak : kRusagePeakUpperBound;
+    outcome.peak_memory_source = run.usage.ru_maxrss > cocoons ? kRusagePeak : kRusagePeakMayBeCocoons;
   }
   SetTermination(run, oom, CpuLimits{limit_plan.cpu_soft_seconds, limit_plan.cpu_hard_seconds}, outcome);
   RecordLimitsReached(events, outcome);

@@ -900,7 +900,7 @@ TEST(CocoonEnforce, RootlessPeakMemoryOfATinyCommandIsNeverLabelledItsOwn) {
     const std::string source = j["peak_memory_source"];
     if (source.rfind("cgroup", 0) == 0) continue;
     ++rusage_runs;
-    if (source != "rusage maxrss (upper bound: cocoon before exec)") {
+    if (source.find("or of cocoon before exec") == std::string::npos) {
       labelled_own += " " + j["peak_mem_kib"].dump() + " KiB (" + source + ")";
     }
   }
@@ -910,7 +910,10 @@ TEST(CocoonEnforce, RootlessPeakMemoryOfATinyCommandIsNeverLabelledItsOwn) {
   json j = Json(big);
   ASSERT_EQ(j["exit_code"], 0) << j.dump(2) << big.err;
   EXPECT_GE(j["peak_mem_kib"].get<uint64_t>(), 64u << 10) << j.dump(2);
-  EXPECT_EQ(j["peak_memory_source"], "rusage maxrss") << "dd's own 64 MiB buffer is its own peak";
+  EXPECT_EQ(j["peak_memory_source"],
+            "rusage maxrss of the command and the children it reaped (processes still running at the end are not "
+            "counted)")
+      << "dd's own 64 MiB buffer is its own peak";
   fs::remove_all(dir);
 }
 
