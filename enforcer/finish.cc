@@ -29,11 +29,11 @@ uint64_t Millis(const struct timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000;
 }
 
-// RLIMIT_CPU's soft and hard limits in seconds (0: none). The sandbox's
-// init is the command, and the kernel does not deliver SIGXCPU (or any
-// signal it has no handler for, SIGKILL and SIGSTOP aside) to a pid
-// namespace's init: the soft limit passes unnoticed and the hard limit, one
-// second later, kills it with SIGKILL (setrlimit(2), pid_namespaces(7)).
+// RLIMIT_CPU's soft and hard limits in seconds (0: none); the plan sets
+// both to the limit (limit_plan.cc, PlanCpuTime). The sandbox's init is the
+// command, and the kernel does not deliver SIGXCPU (or any signal it has no
+// handler for, SIGKILL and SIGSTOP aside) to a pid namespace's init: the
+// hard limit kills it with SIGKILL (setrlimit(2), pid_namespaces(7)).
 // Nothing inside can SIGKILL its own init, and cocoon's own kills are the
 // timeout and the cancel, so a SIGKILL after that much CPU time is the limit.
 struct CpuLimits {
@@ -41,26 +41,26 @@ struct CpuLimits {
   uint64_t hard_seconds = 0;
 };
 
-// Whether the OOM killer, when the memory cgroup counted a kill and the
-// command died by SIGKILL, killed the command itself or another process of
-// the sandbox (a child it ran before, `python3 -c ...; while :; do :; done`)
-// while the CPU limit killed the command. The kernel says neither whom it
-// killed nor why a SIGKILL came, so the command's CPU time decides: the CPU
-// limit kills at the hard limit, and a command that got that far was
-// killed by it. "That far" is halfway from the soft limit to the hard one:
-// the kernel's check counts CPU time in ticks, wait4 reports it scaled to
-// the scheduler's runtime, and the two were seen 30 ms apart (2,969 ms
-// reported at a 3 s hard limit); a command the OOM killer ended in the
-// half second before its hard limit is reported as the CPU limit's.
+// How far below the hard limit wait4's CPU time of a command the limit
+// killed may read: the kernel's check counts CPU time in ticks, wait4
+// reports it scaled to the scheduler's runtime, and the two were seen 30 ms
+// apart (2,969 ms reported at a 3 s hard limit).
+constexpr uint64_t kCpuLimitSlackMs = 250;
+
+// Whether the CPU limit killed the command: SIGXCPU (a soft limit below the
+// hard one, which the plan no longer sets), or SIGKILL with CPU time of its
+// own within kCpuLimitSlackMs of the hard limit. Also decides, when the
+// memory cgroup counted an OOM kill and the command died by SIGKILL, whether
+// the OOM killer killed the command itself or another process of the
+// sandbox (a child it ran before, `python3 -c ...; while :; do :; done`)
+// while the CPU limit killed the command: the kernel says neither whom it
+// killed nor why a SIGKILL came, so the command's CPU time decides, and a
+// command the OOM killer ended in the last kCpuLimitSlackMs before its hard
+// limit is reported as the CPU limit's.
 bool CpuLimitKilled(const CpuLimits& cpu, int signal, uint64_t cpu_ms) {
-  if (cpu.soft_seconds == 0) return false;
+  if (cpu.hard_seconds == 0) return false;
   if (signal == SIGXCPU) return true;
-  return signal == SIGKILL && cpu_ms >= cpu.soft_seconds * 1000;
-}
-bool CpuLimitKilledRatherThanOom(const CpuLimits& cpu, int signal, uint64_t cpu_ms) {
-  if (!CpuLimitKilled(cpu, signal, cpu_ms)) return false;
-  if (signal == SIGXCPU || cpu.hard_seconds <= cpu.soft_seconds) return true;
-  return cpu_ms >= (cpu.soft_seconds + cpu.hard_seconds) * 500;
+  return signal == SIGKILL && cpu_ms + kCpuLimitSlackMs >= cpu.hard_seconds * 1000;
 }
 
 void SetTermination(const SuperviseResult& run, bool oom, const CpuLimits& cpu, Outcome& outcome) {
@@ -79,7 +79,7 @@ void SetTermination(const SuperviseResult& run, bool oom, const CpuLimits& cpu, 
   // An OOM kill counted while the CPU limit killed the command was of
   // another process of the sandbox: memory is then in limits_reached, not
   // what ended the run.
-  const bool oom_ended = oom && outcome.signal == SIGKILL && !CpuLimitKilledRatherThanOom(cpu, outcome.signal, cpu_ms);
+  const bool oom_ended = oom && outcome.signal == SIGKILL && !cpu_limit;
   if (run.cancelled) {
     outcome.termination_reason = TerminationReason::kCancelled;
   } else if (run.timed_out) {
@@ -357,7 +357,7 @@ Status Sandbox::Impl::SuperviseAndMeasure(StartedChild& started, std::chrono::st
     outcome.peak_memory_kib = static_cast<uint64_t>(run.usage.ru_maxrss);  // KiB (getrusage(2))
     const long before_exec = started.handoff() != nullptr ? started.handoff()->pre_exec_maxrss_kib.load() : 0;
     const long cocoons = std::max(before_exec, launcher_maxrss_after_exec_kib) + RssCounterErrorKib();
-    outcome.peak_memory_source = run.usage.ru_maxrss > cocoons ? kRusagePeak : kRusagePeakUpperBound;
+    outcome.peak_memory_source = run.usage.ru_maxrss > cocoons ? kRusagePeak : kRusagePeakMayBeCocoons;
   }
   SetTermination(run, oom, CpuLimits{limit_plan.cpu_soft_seconds, limit_plan.cpu_hard_seconds}, outcome);
   RecordLimitsReached(events, outcome);

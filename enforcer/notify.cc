@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,14 @@ Result<NotifyTable> ParseSeccompSidecar(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
     table.needs_listener = j.value("needs_listener", false);
+    table.default_supervised = j.value("default_supervised", false);
+    for (const auto& name : j.value("architectures", nlohmann::json::array())) {
+      AdmittedArch admitted;
+      int number = 0;
+      if (!ArchOf(name.get<std::string>(), 0, &admitted.arch, &number)) continue;  // never matched: killed
+      admitted.x32 = number != 0;
+      table.architectures.push_back(admitted);
+    }
     const auto& def = j.at("default_action");
     COCOON_ASSIGN_OR_RETURN(table.default_rule.action, ActionFromName(def.at("action").get<std::string>()));
     table.default_rule.errno_value = def.value("errno", EPERM);
@@ -131,11 +140,24 @@ const SupervisedRule& NotifyResponder::Match(uint32_t arch, int nr, const uint64
     if (all) return rule;
   }
   if (known) return table_.default_rule;  // its conditions did not hold, as the filter's did not
-  // The filter sent a call the table has no rule for (another architecture
-  // or number than the sidecar lists): the two disagree, so fail closed.
-  // Falling back to the default would turn a kill rule into the default
-  // action (`default allow`: into allow) for a calling convention the
-  // table does not cover.
+  // No rule names (arch, nr). Under `default log` / `default notify` the
+  // filter routes every call no rule names to the listener, so this is the
+  // default's call: the default rule answers it, on an architecture the
+  // filter admits (it kills the others in the kernel, so one from there
+  // means the two disagree). The sidecar lists every supervised rule's
+  // number on each admitted arch as the filter places it (KernelSyscallNumber),
+  // so a supervised rule's call is never taken for the default's here.
+  const bool x32 = arch == AUDIT_ARCH_X86_64 && (nr & kX32SyscallBit) != 0;
+  if (table_.default_supervised &&
+      std::any_of(table_.architectures.begin(), table_.architectures.end(),
+                  [&](const AdmittedArch& a) { return a.arch == arch && a.x32 == x32; })) {
+    return table_.default_rule;
+  }
+  // Otherwise the filter sent a call the table has no rule for (another
+  // architecture or number than the sidecar lists): the two disagree, so
+  // fail closed. Falling back to the default would turn a kill rule into the
+  // default action (`default allow`: into allow) for a calling convention
+  // the table does not cover.
   static const SupervisedRule kUnknown = [] {
     SupervisedRule unknown;
     unknown.syscall = "(not in the notification table)";
@@ -178,7 +200,9 @@ bool NotifyResponder::HandleOne(int listener_fd) {
   alignas(8) unsigned char response_buffer[512] = {};
   if (sizes.seccomp_notif > sizeof(request_buffer) || sizes.seccomp_notif_resp > sizeof(response_buffer)) return false;
   auto* request = reinterpret_cast<struct seccomp_notif*>(request_buffer);
-  if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) return true;  // ENOENT: target died
+  // ENOENT: the task died before we took its call (the kernel drops it); it
+  // never ran, and there is nothing to record.
+  if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, request) != 0) return true;
   const auto* args = reinterpret_cast<const uint64_t*>(request->data.args);
   const SupervisedRule& rule = Match(request->data.arch, request->data.nr, args);
   if (broker_ != nullptr && request->data.arch == AUDIT_ARCH_X86_64 && request->data.nr == SYS_connect &&
@@ -186,6 +210,8 @@ bool NotifyResponder::HandleOne(int listener_fd) {
     broker_->HandleConnect(listener_fd, *request);  // answers it, and records its own denials
     return true;
   }
+  // Recorded before any answer: a call we received is in denied_syscalls
+  // even when its task dies before the answer (SEND then fails with ENOENT).
   Record(rule, request->data.arch, request->data.nr, args);
   if (rule.action == SupervisedAction::kKill) {
     // No answer at all: the caller kills the sandbox while this task is still

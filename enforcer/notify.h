@@ -35,10 +35,23 @@ struct SupervisedRule {
   std::vector<SupervisedCondition> conditions;
 };
 
+// A calling convention the filter admits: seccomp_data.arch, and whether its
+// numbers carry __X32_SYSCALL_BIT (x32 shares x86_64's audit arch).
+struct AdmittedArch {
+  uint32_t arch = 0;
+  bool x32 = false;
+};
+
 struct NotifyTable {
   std::vector<SupervisedRule> rules;  // first match wins
   SupervisedRule default_rule;        // when nothing matches
   bool needs_listener = false;
+  // The sidecar's "default_supervised": the filter routes every call no rule
+  // names (on an admitted arch) to the listener, so such a call gets
+  // default_rule. When false, a notification no rule lists means the filter
+  // and the table disagree, and it is killed.
+  bool default_supervised = false;
+  std::vector<AdmittedArch> architectures;  // the sidecar's "architectures"
 };
 
 // Parses linux.seccomp.json.

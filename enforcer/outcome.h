@@ -121,16 +121,23 @@ struct LimitReached {
 };
 
 // Peak memory without a cgroup is wait4's ru_maxrss, the largest of the
-// command's, its reaped descendants' and, as the kernel counts it, the
-// sandbox child's before its execve, when it still ran in cocoon's own
-// memory (memory_sharing_clone.h). kRusagePeak: the figure is above that
-// pre-exec part (and cocoon's own high-water mark after the exec) by more
-// than the kernel's per-CPU counting error (finish.cc RssCounterErrorKib),
-// so it is the command's (or a descendant's) own peak.
-// kRusagePeakUpperBound: it is not, so it may be cocoon's memory; the
-// command's peak is at most this.
-inline constexpr char kRusagePeak[] = "rusage maxrss";
-inline constexpr char kRusagePeakUpperBound[] = "rusage maxrss (upper bound: cocoon before exec)";
+// command's, the descendants' it (or they) reaped and, as the kernel counts
+// it, the sandbox child's before its execve, when it still ran in cocoon's
+// own memory (memory_sharing_clone.h). A process still running when the
+// command exits is killed with the pid namespace and reaped by the kernel,
+// not by anyone whose figure reaches wait4: its memory is not counted
+// (a background `python3` of 100 MiB left the figure at 3 MiB), so neither
+// label calls the figure an upper bound of the sandbox's peak.
+// kRusagePeak: the figure is above that pre-exec part (and cocoon's own
+// high-water mark after the exec) by more than the kernel's per-CPU counting
+// error (finish.cc RssCounterErrorKib), so it is the command's (or a reaped
+// descendant's) own peak. kRusagePeakMayBeCocoons: it is not, so it may be
+// cocoon's memory before the exec rather than the command's.
+inline constexpr char kRusagePeak[] =
+    "rusage maxrss of the command and the children it reaped (processes still running at the end are not counted)";
+inline constexpr char kRusagePeakMayBeCocoons[] =
+    "rusage maxrss of the command and the children it reaped, or of cocoon before exec if that was larger "
+    "(processes still running at the end are not counted)";
 
 struct Outcome {
   int exit_code = -1;
@@ -159,7 +166,7 @@ struct Outcome {
   uint64_t system_cpu_ms = 0;
   uint64_t peak_memory_kib = 0;
   // "cgroup-v2 memory.peak", "cgroup-v1 max_usage_in_bytes" (the sandbox's
-  // group), kRusagePeak or kRusagePeakUpperBound (no cgroup: wait4).
+  // group), kRusagePeak or kRusagePeakMayBeCocoons (no cgroup: wait4).
   std::string peak_memory_source;
 
   std::vector<LimitEnforcement> limits;

@@ -22,6 +22,12 @@ using Clock = std::chrono::steady_clock;
 // period only guards against a writer we do not know about.
 constexpr auto kDrainGrace = std::chrono::milliseconds(2000);
 
+// Notifications answered per wake-up before the output gets its turn, and
+// at most drained from the listener once the command has exited (a dead
+// task's notification is gone from it, so this is only what was queued).
+constexpr int kMaxPerRound = 64;
+constexpr int kMaxDrainedAtExit = 4096;
+
 uint64_t MillisSince(Clock::time_point start) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
 }
@@ -60,6 +66,28 @@ std::optional<uint64_t> OwnCpuMillis(pid_t pid) {
   const long ticks_per_second = sysconf(_SC_CLK_TCK);
   if (ticks_per_second <= 0) return std::nullopt;
   return (utime + stime) * 1000 / static_cast<unsigned long long>(ticks_per_second);
+}
+
+// Whether `fd` has input now (poll with a zero timeout).
+bool ReadableNow(int fd) {
+  struct pollfd p = {fd, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, 0);
+  } while (ready < 0 && errno == EINTR);
+  return ready > 0 && (p.revents & POLLIN) != 0;
+}
+
+// Answers the notifications pending on the listener, up to `max` (so output
+// is not starved by a flood), without ever blocking: SECCOMP_IOCTL_NOTIF_RECV
+// waits when none is pending, so each is taken only after poll said one is
+// there (a notification whose task died in between makes RECV fail with
+// ENOENT at once, seccomp_notify_recv). Returns false if a kill rule fired.
+bool AnswerPending(const NotificationHandler& handler, int listener_fd, int max) {
+  for (int i = 0; i < max && ReadableNow(listener_fd); ++i) {
+    if (!handler(listener_fd)) return false;
+  }
+  return true;
 }
 
 bool Drain(int fd, OutputCapture& capture) {
@@ -102,6 +130,15 @@ Result<SuperviseResult> Supervise(const SuperviseInputs& inputs, OutputCapture& 
   Clock::time_point exit_time;
   auto deadline = inputs.timeout_ms > 0 ? inputs.start + std::chrono::milliseconds(inputs.timeout_ms) : Clock::time_point::max();
 
+  // A kill rule fired (`answered` false): recorded as such even when the
+  // sandbox was already being killed or had exited (the run then ends as a
+  // kill-rule attempt unless it was cancelled or timed out first; finish.cc).
+  auto on_kill_rule = [&](bool answered) {
+    if (answered) return;
+    result.killed_by_notify = true;
+    if (!killed && !exited) KillSandbox(inputs.pidfd);
+    killed = true;
+  };
   while (true) {
     if (exited && stdout_fd < 0 && stderr_fd < 0) break;
     if (exited && Clock::now() - exit_time > kDrainGrace) break;
@@ -110,11 +147,15 @@ Result<SuperviseResult> Supervise(const SuperviseInputs& inputs, OutputCapture& 
     auto add = [&](int fd) {
       if (fd >= 0) fds[count++] = {fd, POLLIN, 0};
     };
+    // The listener comes first, so that it is answered before the output is
+    // drained when both are ready: a task blocked in a notification dies
+    // unrecorded if the process exits before the notification is received
+    // (docs/security.md, "Supervision").
+    if (!exited) add(listener_fd);
     add(stdout_fd);
     add(stderr_fd);
     if (!exited) {
       add(inputs.pidfd);
-      add(listener_fd);
       if (!killed) {
         add(inputs.cancel_fd);
         add(inputs.signal_fd);
@@ -145,13 +186,17 @@ Result<SuperviseResult> Supervise(const SuperviseInputs& inputs, OutputCapture& 
         exited = true;
         exit_time = Clock::now();
         result.wall_ms = MillisSince(inputs.start);
+        // What the listener still holds is no longer polled: answer (and
+        // record) it now. A kill rule's call received here ends the run as a
+        // kill-rule attempt although the command also exited.
+        if (listener_fd >= 0 && inputs.on_notification) {
+          on_kill_rule(AnswerPending(inputs.on_notification, listener_fd, kMaxDrainedAtExit));
+        }
       } else if (fd == listener_fd) {
-        if ((fds[i].revents & (POLLHUP | POLLERR)) != 0) {
+        if ((fds[i].revents & POLLIN) != 0 && inputs.on_notification) {
+          on_kill_rule(inputs.on_notification(fd) && AnswerPending(inputs.on_notification, fd, kMaxPerRound));
+        } else if ((fds[i].revents & (POLLHUP | POLLERR)) != 0) {
           listener_fd = -1;
-        } else if (inputs.on_notification && !inputs.on_notification(fd) && !killed) {
-          result.killed_by_notify = true;
-          killed = true;
-          KillSandbox(inputs.pidfd);
         }
       } else if (fd == inputs.cancel_fd || fd == inputs.signal_fd) {
         if (fd == inputs.signal_fd) {

@@ -67,7 +67,9 @@ struct SuperviseResult {
   std::optional<uint64_t> own_cpu_ms;
   bool timed_out = false;
   bool cancelled = false;
-  bool killed_by_notify = false;  // a kill rule fired through user notification
+  // A kill rule's call was taken through user notification (also one taken
+  // as the command exited): the run is a kill-rule attempt (finish.cc).
+  bool killed_by_notify = false;
   uint64_t wall_ms = 0;
 };
 

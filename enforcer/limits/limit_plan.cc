@@ -221,16 +221,24 @@ Status Planner::PlanCpuPercent() {
 Status Planner::PlanCpuTime() {
   const ir::Limit& limit = limits_.cpu_time_ms;
   if (!limit.set) return Status::Ok();
-  // Whole seconds, rounded up; SIGXCPU at the soft limit, SIGKILL one second
-  // later at the hard limit (setrlimit(2)).
-  uint64_t seconds = std::max<uint64_t>(1, (limit.value + 999) / 1000);
-  std::string note = "RLIMIT_CPU is per process, in whole seconds (rounded up); the supervisor's wall-clock "
-                     "timeout bounds the sandbox as a whole";
-  rlim_t soft = Clamp(RLIMIT_CPU, seconds, &note);
-  rlim_t hard = Clamp(RLIMIT_CPU, seconds + 1, nullptr);
-  AddRlimit(RLIMIT_CPU, soft, hard);
-  plan_.cpu_soft_seconds = soft;
-  plan_.cpu_hard_seconds = hard;
+  // Whole seconds, rounded up, as soft and hard limit alike: at the hard
+  // limit the kernel sends SIGKILL (kernel/time/posix-cpu-timers.c,
+  // check_process_timers), and the SIGXCPU of a lower soft limit never
+  // reaches the command: it is the init of its pid namespace, and the kernel
+  // drops a signal it sends (SEND_SIG_PRIV) to an init without a handler
+  // unless it is SIGKILL or SIGSTOP (sig_task_ignored, pid_namespaces(7)).
+  // With soft = hard - 1 the command ran a whole second past the limit
+  // (`cpu_time 100ms` let a 1.9 s spin exit normally), and a descendant with
+  // a SIGXCPU handler too. Every process gets the same limit.
+  const uint64_t seconds = std::max<uint64_t>(1, (limit.value + 999) / 1000);
+  std::string note = "requested " + std::to_string(limit.value) + " ms; enforced as RLIMIT_CPU " +
+                     std::to_string(seconds) +
+                     " s per process (SIGKILL at that much CPU time of its own; whole seconds, rounded up); the "
+                     "supervisor's wall-clock timeout bounds the sandbox as a whole";
+  rlim_t value = Clamp(RLIMIT_CPU, seconds, &note);
+  AddRlimit(RLIMIT_CPU, value, value);
+  plan_.cpu_soft_seconds = value;
+  plan_.cpu_hard_seconds = value;
   return Row("cpu_time", limit, "ms", LimitMechanism::kRlimit, note);
 }
 

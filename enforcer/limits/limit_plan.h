@@ -115,11 +115,11 @@ struct LimitPlan {
   // The enforcer must apply it wherever the disk row says tmpfs-size.
   uint64_t disk_tmpfs_bytes = 0;
   uint64_t wall_time_ms = 0;              // for the supervisor; 0: none
-  // RLIMIT_CPU's soft limit in seconds (0: none): a sandbox init killed with
-  // SIGKILL after using this much CPU was stopped by the limit (Outcome).
+  // RLIMIT_CPU's soft and hard limits in seconds (0: none), both the
+  // policy's cpu_time rounded up (SIGKILL there; an init gets no SIGXCPU):
+  // a sandbox init killed with SIGKILL after using this much CPU was stopped
+  // by the limit, not by the OOM killer (finish.cc, SetTermination).
   uint64_t cpu_soft_seconds = 0;
-  // Its hard limit (SIGKILL there), 0 with none: which of the CPU limit and
-  // the OOM killer ended a SIGKILLed command (finish.cc, SetTermination).
   uint64_t cpu_hard_seconds = 0;
   uint64_t output_bytes = 0;              // per stream, for the supervisor; 0: none
   std::vector<LimitEnforcement> table;    // one row per limit, for Outcome::limits

@@ -900,7 +900,7 @@ TEST(CocoonEnforce, RootlessPeakMemoryOfATinyCommandIsNeverLabelledItsOwn) {
     const std::string source = j["peak_memory_source"];
     if (source.rfind("cgroup", 0) == 0) continue;
     ++rusage_runs;
-    if (source != "rusage maxrss (upper bound: cocoon before exec)") {
+    if (source.find("or of cocoon before exec") == std::string::npos) {
       labelled_own += " " + j["peak_mem_kib"].dump() + " KiB (" + source + ")";
     }
   }
@@ -910,7 +910,10 @@ TEST(CocoonEnforce, RootlessPeakMemoryOfATinyCommandIsNeverLabelledItsOwn) {
   json j = Json(big);
   ASSERT_EQ(j["exit_code"], 0) << j.dump(2) << big.err;
   EXPECT_GE(j["peak_mem_kib"].get<uint64_t>(), 64u << 10) << j.dump(2);
-  EXPECT_EQ(j["peak_memory_source"], "rusage maxrss") << "dd's own 64 MiB buffer is its own peak";
+  EXPECT_EQ(j["peak_memory_source"],
+            "rusage maxrss of the command and the children it reaped (processes still running at the end are not "
+            "counted)")
+      << "dd's own 64 MiB buffer is its own peak";
   fs::remove_all(dir);
 }
 
@@ -1682,6 +1685,83 @@ TEST(CocoonEnforce, ARuleOnExecveAppliesToTheCommandsOwnExec) {
   EXPECT_EQ(killed.out, "");
   EXPECT_NE(killed.err.find("kill rule matched"), std::string::npos) << killed.err;
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(20)) << "a launch waited for a timeout";
+  fs::remove_all(dir);
+}
+
+// `default log` allows and records each call no rule names, `default
+// notify` answers it EPERM and records it; a named kill rule still kills.
+// Before, the supervisor had no rule for such a call and killed the whole
+// sandbox (exit 137, seccomp_kill, a "kill" row for #27). As root and as
+// uid 65534 (through setpriv).
+TEST(CocoonEnforce, ASupervisedDefaultAnswersTheCallsNoRuleNames) {
+  const bool root = geteuid() == 0;
+  fs::path dir = fs::temp_directory_path() / ("cocoon-default-log-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "home");
+  for (const char* action : {"log", "notify"}) {
+    std::ofstream(dir / (std::string(action) + ".cocoon"))
+        << "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    default " << action
+        << "\n    kill getppid\n  }\n}\n";
+  }
+  if (root) {
+    for (const char* name : {"", "home", "log.cocoon", "notify.cocoon"}) {
+      ASSERT_EQ(chown((dir / name).c_str(), 65534, 65534), 0) << name;
+    }
+  }
+  // mincore, cachestat, statmount and a number no kernel has, each with
+  // zero arguments: "result/errno" per call.
+  const std::string calls =
+      "import ctypes, os\nl = ctypes.CDLL(None, use_errno=True)\n"
+      "for n in (27, 451, 457, 999):\n"
+      "    ctypes.set_errno(0)\n"
+      "    print(l.syscall(n, 0, 0, 0, 0), ctypes.get_errno(), end=' ')\n"
+      "print(flush=True)\n";
+  auto run = [&](const char* action, const std::string& script, bool as_root) {
+    std::vector<std::string> args = {"enforce", (dir / (std::string(action) + ".cocoon")).string(), "--json", "--",
+                                     "/usr/bin/python3", "-c", script};
+    std::string binary = COCOON_BINARY;
+    if (!as_root) {
+      args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+      binary = "/usr/bin/setpriv";
+    }
+    return Cocoon(args, "/", {{"HOME", (dir / "home").string()}, {"XDG_CACHE_HOME", (dir / "home").string()}},
+                  binary);
+  };
+  std::vector<bool> modes = {root};
+  if (root && access("/usr/bin/setpriv", X_OK) == 0) modes.push_back(false);
+  if (root && modes.size() == 1) {
+    std::cerr << "SKIPPED, NOT PASSED (in part): no setpriv, the rootless run was not checked\n";
+  }
+  for (bool as_root : modes) {
+    const std::string who = as_root ? "root" : "rootless";
+    for (const char* action : {"log", "notify"}) {
+      Ran ran = run(action, calls, as_root);
+      json j = Json(ran);
+      ASSERT_EQ(j["termination_reason"], "exited") << who << " " << action << ": " << j.dump(2) << ran.err;
+      EXPECT_EQ(j["exit_code"], 0) << who << " " << action << ": " << j.dump(2);
+      // log: mincore(0, 0, 0) runs and succeeds (the others run and fail
+      // on their arguments or as unknown); notify: each is EPERM.
+      if (std::string(action) == "log") {
+        EXPECT_EQ(j["stdout"].get<std::string>().substr(0, 4), "0 0 ") << who << ": " << j.dump(2);
+      } else {
+        EXPECT_EQ(j["stdout"], "-1 1 -1 1 -1 1 -1 1 \n") << who << ": " << j.dump(2);
+      }
+      for (int nr : {27, 451, 457, 999}) {
+        bool recorded = false;
+        for (const auto& row : j["denied_syscalls"]) {
+          if (row["number"] == nr && row["arch"] == "x86_64") {
+            recorded = true;
+            EXPECT_EQ(row["action"], action) << who << ": " << row.dump();
+          }
+        }
+        EXPECT_TRUE(recorded) << who << " " << action << ": no row for " << nr << " in " << j.dump(2);
+      }
+      Ran killed = run(action, "import os\nos.getppid()\nprint('survived')\n", as_root);
+      json k = Json(killed);
+      EXPECT_EQ(k["termination_reason"], "seccomp_kill") << who << " " << action << ": " << k.dump(2);
+      EXPECT_EQ(k["stdout"], "") << who << " " << action;
+    }
+  }
   fs::remove_all(dir);
 }
 

@@ -814,11 +814,31 @@ TEST(SandboxTest, MeasuresCpuAndMemory) {
   EXPECT_FALSE(outcome.peak_memory_source.empty());
 }
 
+// Without a cgroup the peak is wait4's ru_maxrss, which does not count a
+// process still running when the command exits (the kernel kills and reaps
+// it with the pid namespace). A background python3 holding 100 MiB past the
+// command's exit left a 3 MiB figure labelled "upper bound"; the label now
+// says which processes the figure covers. As root the sandbox's memory
+// cgroup counts every process, and this is not checked.
+TEST(SandboxTest, ARusagePeakSaysProcessesStillRunningAreNotCounted) {
+  Outcome outcome = Sh("/usr/bin/python3 -c 'a = bytearray(100 << 20); a[::4096] = b\"x\" * len(a[::4096]); "
+                       "import time; time.sleep(5)' & sleep 1; echo done");
+  EXPECT_EQ(outcome.stdout_data, "done\n") << outcome.stderr_data;
+  std::cerr << "[ peak     ] " << outcome.peak_memory_kib << " KiB (" << outcome.peak_memory_source << ")\n";
+  if (outcome.peak_memory_source.rfind("cgroup", 0) == 0) {
+    GTEST_SKIP() << "SKIPPED, NOT PASSED: the sandbox has a memory cgroup here (root); the rusage label was not "
+                    "checked (the unprivileged run of this binary checks it)";
+  }
+  EXPECT_NE(outcome.peak_memory_source.find("processes still running at the end are not counted"), std::string::npos)
+      << outcome.peak_memory_source;
+  EXPECT_EQ(outcome.peak_memory_source.find("upper bound"), std::string::npos) << outcome.peak_memory_source;
+}
+
 // Without a cgroup (this binary's unprivileged run) the peak is wait4's
 // ru_maxrss, which the kernel also fills with the child's high-water RSS
 // from before its execve, when it ran in this process's memory. Here this
 // process holds 128 MiB: before, /bin/true was reported as a 128 MiB
-// "rusage maxrss" peak. Now such a figure says it is an upper bound, and a
+// "rusage maxrss" peak. Now such a figure says it may be cocoon's, and a
 // command that does use more (dd's 192 MiB buffer) is reported as its own.
 // As root the sandbox's memory cgroup counts only the sandbox.
 TEST(SandboxTest, APeakMemoryNeverPassesCocoonsOwnMemoryOffAsTheCommands) {
@@ -836,11 +856,11 @@ TEST(SandboxTest, APeakMemoryNeverPassesCocoonsOwnMemoryOffAsTheCommands) {
   if (tiny.peak_memory_source.rfind("cgroup", 0) == 0) {
     EXPECT_LT(tiny.peak_memory_kib, 64u << 10) << "the sandbox's cgroup counted more than /bin/true";
   } else {
-    EXPECT_TRUE(tiny.peak_memory_kib < (64u << 10) || tiny.peak_memory_source == kRusagePeakUpperBound)
+    EXPECT_TRUE(tiny.peak_memory_kib < (64u << 10) || tiny.peak_memory_source == kRusagePeakMayBeCocoons)
         << tiny.peak_memory_kib << " KiB reported as /bin/true's own peak (" << tiny.peak_memory_source << ")";
   }
   EXPECT_GE(large.peak_memory_kib, 192u << 10) << large.peak_memory_source;
-  EXPECT_NE(large.peak_memory_source, kRusagePeakUpperBound) << "dd's own 192 MiB is above this process's 128 MiB";
+  EXPECT_NE(large.peak_memory_source, kRusagePeakMayBeCocoons) << "dd's own 192 MiB is above this process's 128 MiB";
 }
 
 }  // namespace
@@ -864,6 +884,59 @@ class WorkDirTest : public ::testing::Test {
   void TearDown() override { ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0); }
   std::string dir_;
 };
+
+// A kill rule's call made while another thread exits the process: the
+// kernel drops the notification if the process dies before the supervisor
+// takes it (docs/security.md, "Supervision"), so whether the call is seen
+// varies from run to run. What must hold in every run: a kill-rule call the
+// supervisor took is recorded, the run is then a seccomp kill and commits
+// nothing; a run that ends "exited" recorded none and commits. (Unit tests
+// in supervisor_test.cc show the exit-time drain deterministically.)
+TEST_F(WorkDirTest, AKillRuleCallRacingTheExitIsRecordedAndCommitsNothingWhenSeen) {
+  const std::string bpf = AssembleFilter({{SYS_uname, SECCOMP_RET_USER_NOTIF}, {SYS_getppid, SECCOMP_RET_USER_NOTIF}});
+  const char* sidecar = R"({"format":"cocoon.seccomp.v1","needs_listener":true,
+      "default_action":{"action":"allow"},
+      "supervised":[{"syscall":"uname","action":"log","numbers":{"x86_64":63}},
+                    {"syscall":"getppid","action":"kill","numbers":{"x86_64":110}}]})";
+  const std::string script =
+      "import ctypes, os, threading\n"
+      "l = ctypes.CDLL(None)\n"
+      "open('result.txt', 'w').write('x')\n"
+      "buf = ctypes.create_string_buffer(1024)\n"
+      "def spin():\n"
+      "    while True: l.syscall(63, buf)\n"
+      "for _ in range(16): threading.Thread(target=spin, daemon=True).start()\n"
+      "r, w = os.pipe()\n"
+      "def killer():\n"
+      "    os.write(w, b'x')\n"
+      "    l.syscall(110)\n"
+      "threading.Thread(target=killer, daemon=True).start()\n"
+      "os.read(r, 1)\n"
+      "os._exit(0)\n";
+  int seen = 0;
+  constexpr int kRuns = 5;
+  for (int i = 0; i < kRuns; ++i) {
+    std::filesystem::remove(dir_ + "/result.txt");
+    SandboxRequest request = MakeRequest(TestPolicy(), {"/usr/bin/python3", "-c", script}, bpf);
+    request.seccomp_sidecar_json = sidecar;
+    request.work_host_dir = dir_;
+    Outcome outcome = MustRun(std::move(request));
+    bool kill_row = false;
+    for (const auto& row : outcome.denied_syscalls) kill_row |= row.action == "kill" && row.number == SYS_getppid;
+    const bool committed_file = std::filesystem::exists(dir_ + "/result.txt");
+    if (kill_row) {
+      ++seen;
+      EXPECT_EQ(outcome.termination_reason, TerminationReason::kSeccompKill) << "run " << i << ": " << outcome.stderr_data;
+      EXPECT_FALSE(outcome.committed) << "run " << i;
+      EXPECT_FALSE(committed_file) << "run " << i;
+    } else {
+      EXPECT_EQ(outcome.termination_reason, TerminationReason::kExited) << "run " << i << ": " << outcome.stderr_data;
+      EXPECT_EQ(outcome.exit_code, 0) << "run " << i << ": " << outcome.stderr_data;
+      EXPECT_TRUE(outcome.committed) << "run " << i;
+    }
+  }
+  std::cerr << "kill-rule call seen in " << seen << " of " << kRuns << " runs\n";
+}
 
 TEST_F(WorkDirTest, StagedResultsAreCommittedAndEscapesLeftOut) {
   SandboxRequest request = testing::MakeRequest(
@@ -1014,7 +1087,7 @@ TEST_F(WorkDirTest, TimedOutRunCommitsNothing) {
 
 // A run that a limit ends is interrupted like a timed-out one: what it half
 // wrote is not committed. The CPU limit kills the sandbox's init with
-// SIGKILL one second past RLIMIT_CPU's soft limit (an init gets no SIGXCPU):
+// SIGKILL at RLIMIT_CPU's hard limit (an init gets no SIGXCPU):
 // reported as a CPU timeout, not as an anonymous signal. The memory limit
 // (cgroups, root only here) is reported as an OOM kill.
 TEST_F(WorkDirTest, ARunALimitEndsCommitsNothingAndSaysWhichLimit) {
@@ -1033,7 +1106,7 @@ TEST_F(WorkDirTest, ARunALimitEndsCommitsNothingAndSaysWhichLimit) {
   EXPECT_TRUE(outcome->timed_out);
   EXPECT_FALSE(outcome->committed);
   EXPECT_EQ(outcome->verification, "not-run");
-  EXPECT_GE(outcome->user_cpu_ms + outcome->system_cpu_ms, 1000u);
+  EXPECT_GE(outcome->user_cpu_ms + outcome->system_cpu_ms, 750u);  // 1 s, less finish.cc's kCpuLimitSlackMs
   struct stat st;
   EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0) << "half-written results of a killed run reached the host";
 
@@ -1052,6 +1125,33 @@ TEST_F(WorkDirTest, ARunALimitEndsCommitsNothingAndSaysWhichLimit) {
   EXPECT_EQ(outcome->limit_hit, "memory");
   EXPECT_FALSE(outcome->committed);
   EXPECT_NE(stat((dir_ + "/result.txt").c_str(), &st), 0) << "half-written results of an OOM-killed run reached the host";
+}
+
+// `cpu_time 100ms`: RLIMIT_CPU is whole seconds, and its SIGXCPU at the soft
+// limit never reaches the sandbox's init, so only the hard limit acts.
+// Before, that was one second past the rounded-up soft limit: a command that
+// used 1.5 s of CPU and exited ran to its end ("exited", mechanism rlimit,
+// required). Now the hard limit is the rounded-up value: killed at 1 s, a
+// CPU timeout, and the row says what was enforced.
+TEST(SandboxTest, ASubSecondCpuTimeKillsAtTheFirstSecond) {
+  ir::Policy policy = TestPolicy();
+  policy.limits.cpu_time_ms = {true, 100, ir::Enforcement::kRequired};
+  policy.limits.wall_time_ms = {true, 20000, ir::Enforcement::kRequired};
+  Outcome outcome = MustRun(MakeRequest(
+      policy, {"/usr/bin/python3", "-c",
+               "import time\nwhile time.process_time() < 1.5: pass\nprint('ran past the limit', flush=True)\n"}));
+  EXPECT_EQ(outcome.termination_reason, TerminationReason::kTimeout) << outcome.stdout_data << outcome.stderr_data;
+  EXPECT_EQ(outcome.limit_hit, "cpu_time");
+  EXPECT_EQ(outcome.stdout_data, "");
+  EXPECT_LT(outcome.user_cpu_ms + outcome.system_cpu_ms, 1500u);
+  bool row = false;
+  for (const auto& limit : outcome.limits) {
+    if (limit.limit != "cpu_time") continue;
+    row = true;
+    EXPECT_NE(limit.note.find("requested 100 ms; enforced as RLIMIT_CPU 1 s per process"), std::string::npos)
+        << limit.note;
+  }
+  EXPECT_TRUE(row) << "no cpu_time row";
 }
 
 // A child the OOM killer ended, then the command killed by the CPU limit:
@@ -1074,7 +1174,7 @@ TEST_F(WorkDirTest, ACPULimitKillAfterAChildsOomKillIsTheCPULimits) {
   ASSERT_TRUE(outcome->oom_killed) << "the child was not OOM-killed: nothing checked; " << outcome->stderr_data;
   EXPECT_EQ(outcome->termination_reason, TerminationReason::kTimeout) << outcome->stderr_data;
   EXPECT_EQ(outcome->limit_hit, "cpu_time");
-  EXPECT_GE(outcome->user_cpu_ms + outcome->system_cpu_ms, 1500u);
+  EXPECT_GE(outcome->user_cpu_ms + outcome->system_cpu_ms, 750u);
   bool cpu_ended = false, memory_listed = false;
   for (const LimitReached& reached : outcome->limits_reached) {
     if (reached.limit == "cpu_time") cpu_ended = reached.ended_the_run;

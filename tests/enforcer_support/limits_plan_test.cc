@@ -235,15 +235,25 @@ TEST(PlannerTest, ClampsToCallersHardLimit) {
   EXPECT_NE(Row(*plan, "open_files")->note.find("clamped"), std::string::npos);
 }
 
-TEST(PlannerTest, CpuTimeRoundsUpToSecondsWithKillOneSecondLater) {
-  ir::Limits limits;
-  limits.cpu_time_ms = Req(1500);
-  auto plan = PlanLimits(limits, RootV1Host(), LimitPlanOptions{});
-  ASSERT_TRUE(plan.ok());
-  const RlimitEntry* cpu = Rlimit(*plan, RLIMIT_CPU);
-  ASSERT_NE(cpu, nullptr);
-  EXPECT_EQ(cpu->value.rlim_cur, 2u);
-  EXPECT_EQ(cpu->value.rlim_max, 3u);
+// RLIMIT_CPU is whole seconds: the limit is rounded up, and soft = hard, so
+// the SIGKILL comes at the rounded-up limit (the init of a pid namespace gets
+// no SIGXCPU: a soft limit one second lower let the command run a second
+// past it). The row says what is enforced.
+TEST(PlannerTest, CpuTimeRoundsUpToSecondsAndKillsThere) {
+  for (auto [ms, seconds] : {std::pair<uint64_t, rlim_t>{1500, 2}, {100, 1}, {1000, 1}}) {
+    ir::Limits limits;
+    limits.cpu_time_ms = Req(ms);
+    auto plan = PlanLimits(limits, RootV1Host(), LimitPlanOptions{});
+    ASSERT_TRUE(plan.ok());
+    const RlimitEntry* cpu = Rlimit(*plan, RLIMIT_CPU);
+    ASSERT_NE(cpu, nullptr);
+    EXPECT_EQ(cpu->value.rlim_cur, seconds) << ms;
+    EXPECT_EQ(cpu->value.rlim_max, seconds) << ms;
+    EXPECT_NE(Row(*plan, "cpu_time")->note.find("requested " + std::to_string(ms) + " ms; enforced as RLIMIT_CPU " +
+                                                 std::to_string(seconds) + " s per process"),
+              std::string::npos)
+        << Row(*plan, "cpu_time")->note;
+  }
 }
 
 TEST(PlannerTest, DiskIsTmpfsSizeWhenStagedAndFsizeWhenDirect) {

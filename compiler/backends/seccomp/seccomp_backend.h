@@ -40,7 +40,12 @@
 //   "rules": 150, "warnings": ["policy reopens bpf"]
 // }
 // A notification that no "supervised" entry matches (same arch number, all
-// conditions true on the 64-bit args) gets "default_action".
+// conditions true on the 64-bit args) gets "default_action" when an entry
+// lists that (arch, number), or when "default_supervised" is true and the
+// arch is one of "architectures"; any other one is killed (the filter and
+// the table disagree). So "numbers" holds every number the filter places a
+// rule on (syscalls::KernelSyscallNumber: i386 socket is 359, not
+// socketcall's pseudo number).
 #pragma once
 
 #include <string>

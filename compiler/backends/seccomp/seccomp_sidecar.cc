@@ -55,7 +55,11 @@ bool Supervised(ir::ActionKind kind) {
 json SupervisedEntry(const ir::SyscallRule& rule, const std::vector<ir::Arch>& arches) {
   json numbers = json::object();
   for (ir::Arch arch : arches) {
-    const int nr = syscalls::ResolveSyscall(rule.name, arch);
+    // The number the filter places the rule on (libseccomp puts i386 socket
+    // rules on the direct syscall, 359, not only on socketcall): under a
+    // supervised default the enforcer would take an unlisted one for the
+    // default's call (enforcer/notify.cc, Match).
+    const int nr = syscalls::KernelSyscallNumber(rule.name, arch);
     if (nr >= 0) numbers[std::string(syscalls::ArchName(arch))] = nr;
   }
   json conditions = json::array();

@@ -29,10 +29,12 @@ constexpr uint32_t kX32Bit = 0x40000000;
 
 class Filter {
  public:
-  explicit Filter(const ir::Syscalls& syscalls, SupervisedRouting routing = SupervisedRouting::kNative) {
+  explicit Filter(const ir::Syscalls& syscalls, SupervisedRouting routing = SupervisedRouting::kNative,
+                  DefaultAllowance allowance = DefaultAllowance::kRefuse) {
     rules_ = ComputeEffectiveSyscalls(syscalls, PrologueGuardForm::kBpfPrefix);
     SeccompFilterOptions options;
     options.routing = routing;
+    options.default_allowance = allowance;
     auto built = BuildSeccompFilter(rules_, options);
     EXPECT_TRUE(built.ok()) << built.status().ToString();
     if (!built.ok()) return;
@@ -310,6 +312,36 @@ TEST(SeccompBackend, RoutedActionsGoToUserNotif) {
   EXPECT_TRUE(saw_ptrace);
   EXPECT_EQ(json["default_action"]["errno"], 38);
   EXPECT_GT(json["stats"]["worst_case_allow"].get<int>(), 0);
+}
+
+// Under `default log` every call no rule names reaches the listener too, so
+// the enforcer answers an unlisted (arch, number) with the default: the
+// sidecar must list each supervised rule at every number the filter places
+// it on. libseccomp puts an i386 `kill socket` on the direct syscall (359)
+// although its name resolves to socketcall's pseudo number; the sidecar left
+// x86 out, and the enforcer would have logged (allowed) that socket call.
+TEST(SeccompBackend, TheSidecarListsASupervisedRuleAtEveryNumberTheFilterRoutes) {
+  ir::Syscalls s;
+  s.default_action = Log();
+  s.architectures = {ir::Arch::kX86_64, ir::Arch::kX86};
+  AddRule(s, "socket", Kill());
+  AddRule(s, "getpid", Allow());
+  Filter routed(s, SupervisedRouting::kRouteToNotify, DefaultAllowance::kPolicyExplicit);
+  EXPECT_EQ(routed.Run(359, {2, 1, 0}, AUDIT_ARCH_I386), "notify");
+  EXPECT_EQ(routed.Run(SYS_socket, {2, 1, 0}), "notify");
+  EXPECT_EQ(routed.Run(SYS_mincore), "notify");  // the default's call
+  auto json = nlohmann::json::parse(SeccompSidecarJson(routed.rules(), routed.compiled(),
+                                                       SupervisedRouting::kRouteToNotify));
+  EXPECT_EQ(json["default_supervised"], true);
+  bool saw_socket = false;
+  for (const auto& e : json["supervised"]) {
+    if (e["syscall"] != "socket") continue;
+    saw_socket = true;
+    EXPECT_EQ(e["action"], "kill");
+    EXPECT_EQ(e["numbers"]["x86_64"], SYS_socket);
+    EXPECT_EQ(e["numbers"]["x86"], 359) << e.dump();
+  }
+  EXPECT_TRUE(saw_socket);
 }
 
 // SeccompCompileInput keys the compiled-filter cache (cli/policy_compile_util.cc):
