@@ -41,8 +41,9 @@ void StartChildBeforeParsing(std::string_view plan_json, LaunchRequest* launch) 
 // docs/targets.md says every consumer does. Only the linux artifacts are
 // read and hashed (a launch needs nothing else, and this is the
 // precompiled launch's path), each opened with O_NOFOLLOW from the
-// directory's fd; the whole manifest is checked.
-Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* launch) {
+// directory's fd; the whole manifest is checked. A compiled dir holds one
+// profile: `--profile` must name it (another is refused, never ignored).
+Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, const std::string& profile, LaunchRequest* launch) {
   constexpr const char* kPlan = "linux.plan.json";
   constexpr const char* kBpf = "linux.seccomp.bpf";
   constexpr const char* kSidecar = "linux.seccomp.json";
@@ -62,8 +63,15 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* l
                            ", not linux; refusing to run it");
     }
   }
+  if (!profile.empty() && profile != compiled->manifest.profile) {
+    return InvalidArgumentError("--profile " + profile + ": " + dir + " was compiled from profile '" +
+                                compiled->manifest.profile + "' (its manifest.json), and holds no other; drop " +
+                                "--profile, or compile that profile with `cocoon compile POLICY --profile " + profile +
+                                " -o DIR`, or enforce the policy file itself");
+  }
   PolicyArtifacts artifacts;
   artifacts.origin = "dir";
+  artifacts.profile = compiled->manifest.profile;
   artifacts.policy_path = dir;
   // The manifest's hashes sit beside what they check: whoever can write
   // the dir can rewrite both.
@@ -97,7 +105,7 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
                                             LaunchRequest* launch) {
   struct stat st;
   if (stat(policy.c_str(), &st) != 0) return ErrnoError("policy " + policy);
-  if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy, launch);
+  if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy, profile, launch);
 
   return LoadPolicyFileArtifacts(policy, nullptr, profile, launch);
 }

@@ -287,6 +287,32 @@ TEST(CocoonEnforce, ACompiledDirIsReadWithoutSymlinksAndByItsManifestsSchema) {
   fs::remove_all(dir);
 }
 
+// A compiled dir holds one profile: `--profile` naming another (or none the
+// policy has) is refused, as it is for the policy file, never ignored (it
+// used to run the dir's profile, build's 1 GiB and 256 processes for
+// --profile strict).
+TEST(CocoonEnforce, AProfileOtherThanTheCompiledDirsIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-enforce-dir-profile-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/build.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  for (const std::string profile : {"strict", "no-such-profile"}) {
+    Ran ran = Cocoon({"enforce", out.string(), "--profile", profile, "--json", "--", "/bin/true"});
+    EXPECT_EQ(ran.status, 1) << profile << ": " << ran.out << ran.err;
+    EXPECT_NE(ran.err.find("--profile " + profile + ": " + out.string() + " was compiled from profile 'build'"),
+              std::string::npos)
+        << ran.err;
+    EXPECT_EQ(Json(ran).value("refused", false), true) << ran.out;
+  }
+  Ran ran = Cocoon({"enforce", out.string(), "--profile", "build", "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  fs::remove_all(dir);
+}
+
 // Empty files use no bytes of the disk quota, but each is an inode of host
 // kernel memory, a line of verification and an entry of the commit: the
 // staged work dir holds at most one entry per KiB of its quota (4096 here).
