@@ -313,6 +313,27 @@ TEST(CocoonEnforce, AProfileOtherThanTheCompiledDirsIsRefused) {
   fs::remove_all(dir);
 }
 
+// run, pipeline and mcp extend their --policy: a compiled dir (no source)
+// is refused saying to use `cocoon enforce DIR` (it used to fail with "is
+// not a regular file ... the policy does not check").
+TEST(CocoonRun, ACompiledDirAsPolicyIsRefusedPointingAtEnforce) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-run-dir-policy-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/strict.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  const std::string said = "use `cocoon enforce " + out.string() + " -- CMD`";
+  Ran ran = Cocoon({"run", "--policy", out.string(), "--", "/bin/echo", "ok"});
+  EXPECT_NE(ran.status, 0) << ran.out;
+  EXPECT_EQ(ran.out.find("ok"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.err.find(said), std::string::npos) << ran.err;
+  ran = Cocoon({"pipeline", "--policy", out.string(), "--step", "python:print(1)"});
+  EXPECT_NE(ran.status, 0) << ran.out;
+  EXPECT_NE((ran.out + ran.err).find(said), std::string::npos) << ran.out << ran.err;
+  fs::remove_all(dir);
+}
+
 // Empty files use no bytes of the disk quota, but each is an inode of host
 // kernel memory, a line of verification and an entry of the commit: the
 // staged work dir holds at most one entry per KiB of its quota (4096 here).
