@@ -10,10 +10,13 @@ std::vector<Rlimit> Rlimits(const ir::Limits& limits) {
     const uint64_t seconds = (limits.cpu_time_ms.value + 999) / 1000;
     out.push_back({"RLIMIT_CPU", seconds, seconds + 1});  // SIGXCPU, then SIGKILL a second later
   }
-  if (limits.open_files.set) out.push_back({"RLIMIT_NOFILE", limits.open_files.value, limits.open_files.value});
-  if (limits.file_size_bytes.set) {
-    out.push_back({"RLIMIT_FSIZE", limits.file_size_bytes.value, limits.file_size_bytes.value});
-  }
+  // As the enforcer (enforcer/limits/limit_plan.h): these are always set,
+  // with its defaults when the policy sets none (`unlimited` included).
+  const uint64_t nofile = limits.open_files.set ? limits.open_files.value : ir::kDefaultOpenFiles;
+  const uint64_t fsize = limits.file_size_bytes.set ? limits.file_size_bytes.value : ir::kDefaultFileSizeBytes;
+  out.push_back({"RLIMIT_NOFILE", nofile, nofile});
+  out.push_back({"RLIMIT_FSIZE", fsize, fsize});
+  out.push_back({"RLIMIT_SIGPENDING", ir::kSandboxPendingSignals, ir::kSandboxPendingSignals});
   return out;
 }
 

@@ -145,6 +145,33 @@ TEST(OciBackend, ConfigPassesSchemaAndLocksDown) {
   EXPECT_NE(config["linux"]["seccomp"].dump().find("\"unshare\""), std::string::npos);
 }
 
+// The config's rlimits are the enforcer's (enforcer/limits/limit_plan.h):
+// RLIMIT_NOFILE and RLIMIT_FSIZE always, with its defaults when the policy
+// sets none (or `unlimited`), and RLIMIT_SIGPENDING always. They used to be
+// left out, so the container got the runtime's (often unlimited) values.
+TEST(OciBackend, RlimitsAreTheEnforcersWithItsDefaults) {
+  auto rlimits = [](const ir::Policy& policy) {
+    std::map<std::string, std::pair<uint64_t, uint64_t>> out;
+    auto docs = CompileAll(policy);
+    for (const auto& r : docs["oci/config.json"]["process"]["rlimits"]) {
+      out[r["type"]] = {r["soft"].get<uint64_t>(), r["hard"].get<uint64_t>()};
+    }
+    return out;
+  };
+  ir::Policy policy = testing::StrictPolicy();
+  auto set = rlimits(policy);
+  EXPECT_EQ(set["RLIMIT_NOFILE"], std::make_pair(uint64_t{256}, uint64_t{256}));
+  EXPECT_EQ(set["RLIMIT_FSIZE"], std::make_pair(uint64_t{64} << 20, uint64_t{64} << 20));
+  EXPECT_EQ(set["RLIMIT_SIGPENDING"], std::make_pair(ir::kSandboxPendingSignals, ir::kSandboxPendingSignals));
+  policy.limits.open_files = {};
+  policy.limits.file_size_bytes = {};
+  policy.limits.disk_bytes = {};
+  auto unset = rlimits(policy);
+  EXPECT_EQ(unset["RLIMIT_NOFILE"], std::make_pair(ir::kDefaultOpenFiles, ir::kDefaultOpenFiles));
+  EXPECT_EQ(unset["RLIMIT_FSIZE"], std::make_pair(ir::kDefaultFileSizeBytes, ir::kDefaultFileSizeBytes));
+  EXPECT_EQ(unset["RLIMIT_SIGPENDING"], std::make_pair(ir::kSandboxPendingSignals, ir::kSandboxPendingSignals));
+}
+
 TEST(KubernetesBackend, PodAndNetworkPolicyPassSchema) {
   auto docs = CompileAll(testing::StrictPolicy());
   ASSERT_TRUE(docs.count("k8s/pod.json"));
