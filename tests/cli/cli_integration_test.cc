@@ -334,6 +334,49 @@ TEST(CocoonRun, ACompiledDirAsPolicyIsRefusedPointingAtEnforce) {
   fs::remove_all(dir);
 }
 
+// RLIMIT_FSIZE is the compiled plan's (docs/language.md): without
+// file_size, the disk limit caps each file, in a writable mount too; with a
+// direct work dir the disk limit caps file_size. The enforcer keeps the
+// stricter of its own value and the plan's, and the Outcome row says where
+// it came from. A 5 MB file used to land in the host's writable dir under
+// `disk 1MiB` (the enforcer applied its 16 GiB default, or file_size).
+TEST(CocoonEnforce, TheDiskLimitCapsEachFileInAWritableMount) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-fsize-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "w");
+  fs::permissions(dir / "w", fs::perms::all);  // the sandbox's user writes there
+  const std::string head = "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    writable " +
+                           (dir / "w").string() + " as /mnt/w\n";
+  const std::vector<std::pair<std::string, std::string>> policies = {
+      {"staged, no file_size", head + "  }\n  limits {\n    file_size unlimited\n    disk 1MiB\n  }\n}\n"},
+      {"direct, file_size above disk",
+       head + "    work /work direct\n  }\n  limits {\n    file_size 10MiB\n    disk 1MiB\n  }\n}\n"},
+  };
+  for (const auto& [what, text] : policies) {
+    SCOPED_TRACE(what);
+    const fs::path policy = dir / "p.cocoon";
+    std::ofstream(policy, std::ios::trunc) << text;
+    fs::remove(dir / "w" / "big");
+    Ran ran = Cocoon({"enforce", policy.string(), "--json", "--", "/bin/sh", "-c",
+                      "head -c 5000000 /dev/zero > /mnt/w/big; echo done"});
+    json j = Json(ran);
+    EXPECT_EQ(j.value("stdout", ""), "done\n") << ran.out << ran.err;
+    ASSERT_TRUE(fs::exists(dir / "w" / "big")) << ran.out << ran.err;
+    EXPECT_LE(fs::file_size(dir / "w" / "big"), 1u << 20);
+    bool row = false;
+    for (const auto& limit : j["limits"]) {
+      if (limit["limit"] != "file_size") continue;
+      row = true;
+      const std::string note = limit.value("note", "");
+      EXPECT_TRUE(note.find("the disk limit") != std::string::npos ||
+                  note.find("the launch plan's stricter RLIMIT_FSIZE 1048576") != std::string::npos)
+          << limit.dump();
+    }
+    EXPECT_TRUE(row) << j.dump(2);
+  }
+  fs::remove_all(dir);
+}
+
 // Empty files use no bytes of the disk quota, but each is an inode of host
 // kernel memory, a line of verification and an entry of the commit: the
 // staged work dir holds at most one entry per KiB of its quota (4096 here).

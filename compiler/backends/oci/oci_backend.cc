@@ -94,7 +94,7 @@ ordered_json Process(const ir::Policy& policy, std::vector<std::string>& warning
   process["capabilities"] = {{"bounding", none}, {"effective", none}, {"inheritable", none},
                              {"permitted", none}, {"ambient", none}};
   ordered_json rlimits = ordered_json::array();
-  for (const oci::Rlimit& limit : oci::Rlimits(policy.limits)) {
+  for (const oci::Rlimit& limit : oci::Rlimits(policy.limits, policy.filesystem.work)) {
     rlimits.push_back({{"type", limit.type}, {"hard", limit.hard}, {"soft", limit.soft}});
   }
   process["rlimits"] = std::move(rlimits);

@@ -1,10 +1,11 @@
 #include "compiler/backends/oci/oci_common.h"
 
 #include "cocoon_version.h"
+#include "compiler/ir/file_size_rlimit.h"
 
 namespace cocoon::backends::oci {
 
-std::vector<Rlimit> Rlimits(const ir::Limits& limits) {
+std::vector<Rlimit> Rlimits(const ir::Limits& limits, const ir::WorkDir& work) {
   std::vector<Rlimit> out = {{"RLIMIT_CORE", 0, 0}, {"RLIMIT_RTPRIO", 0, 0}};
   if (limits.cpu_time_ms.set) {
     const uint64_t seconds = (limits.cpu_time_ms.value + 999) / 1000;
@@ -13,7 +14,11 @@ std::vector<Rlimit> Rlimits(const ir::Limits& limits) {
   // As the enforcer (enforcer/limits/limit_plan.h): these are always set,
   // with its defaults when the policy sets none (`unlimited` included).
   const uint64_t nofile = limits.open_files.set ? limits.open_files.value : ir::kDefaultOpenFiles;
-  const uint64_t fsize = limits.file_size_bytes.set ? limits.file_size_bytes.value : ir::kDefaultFileSizeBytes;
+  // The OCI work dir is a bind of the host's: a direct one, whatever the
+  // policy's mode (no staging tmpfs holds the disk limit).
+  ir::WorkDir bound = work;
+  bound.mode = ir::WorkMode::kDirect;
+  const uint64_t fsize = ir::FileSizeRlimitBytes(limits, bound);
   out.push_back({"RLIMIT_NOFILE", nofile, nofile});
   out.push_back({"RLIMIT_FSIZE", fsize, fsize});
   out.push_back({"RLIMIT_SIGPENDING", ir::kSandboxPendingSignals, ir::kSandboxPendingSignals});

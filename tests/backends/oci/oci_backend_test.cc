@@ -166,10 +166,17 @@ TEST(OciBackend, RlimitsAreTheEnforcersWithItsDefaults) {
   policy.limits.open_files = {};
   policy.limits.file_size_bytes = {};
   policy.limits.disk_bytes = {};
+  policy.filesystem.work.quota_bytes = 0;
   auto unset = rlimits(policy);
   EXPECT_EQ(unset["RLIMIT_NOFILE"], std::make_pair(ir::kDefaultOpenFiles, ir::kDefaultOpenFiles));
   EXPECT_EQ(unset["RLIMIT_FSIZE"], std::make_pair(ir::kDefaultFileSizeBytes, ir::kDefaultFileSizeBytes));
   EXPECT_EQ(unset["RLIMIT_SIGPENDING"], std::make_pair(ir::kSandboxPendingSignals, ir::kSandboxPendingSignals));
+  // The work dir is a bind (direct): the disk limit caps each file, as
+  // ir::FileSizeRlimitBytes says for the Linux plan.
+  policy.limits.disk_bytes = ir::Limit{true, 1 << 20, ir::Enforcement::kRequired};
+  EXPECT_EQ(rlimits(policy)["RLIMIT_FSIZE"], std::make_pair(uint64_t{1} << 20, uint64_t{1} << 20));
+  policy.limits.file_size_bytes = ir::Limit{true, 8 << 20, ir::Enforcement::kRequired};
+  EXPECT_EQ(rlimits(policy)["RLIMIT_FSIZE"], std::make_pair(uint64_t{1} << 20, uint64_t{1} << 20));
 }
 
 TEST(KubernetesBackend, PodAndNetworkPolicyPassSchema) {
