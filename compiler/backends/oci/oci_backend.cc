@@ -257,7 +257,9 @@ Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, co
   std::vector<std::string> warnings;
   warnings.insert(warnings.end(), profile.rule_warnings.begin(), profile.rule_warnings.end());
   ordered_json config = oci::ReservedObject(8);
-  config["ociVersion"] = "1.0.2";
+  // 1.1.0: the config uses SCMP_ACT_KILL_PROCESS, defaultErrnoRet, errnoRet
+  // and the rnosuid/rnodev mount options, all added in runtime-spec 1.1.0.
+  config["ociVersion"] = "1.1.0";
   config["process"] = Process(policy, warnings);
   config["root"] = {{"path", policy.filesystem.root == ir::RootKind::kRootfs ? policy.filesystem.rootfs : "rootfs"},
                     {"readonly", true}};

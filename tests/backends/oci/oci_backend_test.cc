@@ -122,6 +122,9 @@ TEST(OciBackend, ConfigPassesSchemaAndLocksDown) {
   const json& config = docs["oci/config.json"];
   ExpectValid(testing::kOciConfigSchema, config);
   ExpectValid(testing::kSeccompSchema, config["linux"]["seccomp"]);
+  // It uses runtime-spec 1.1.0 features (SCMP_ACT_KILL_PROCESS,
+  // defaultErrnoRet, errnoRet, rnosuid/rnodev): it says 1.1.0, not 1.0.2.
+  EXPECT_EQ(config["ociVersion"], "1.1.0");
   EXPECT_EQ(config["process"]["noNewPrivileges"], true);
   EXPECT_TRUE(config["process"]["capabilities"]["bounding"].empty());
   EXPECT_EQ(config["process"]["user"]["uid"], 65534);
