@@ -377,6 +377,62 @@ TEST(CocoonEnforce, TheDiskLimitCapsEachFileInAWritableMount) {
   fs::remove_all(dir);
 }
 
+// A compiled dir is trusted as the artifact cache is: a dir or artifact
+// another user can write, or owned by another user, is refused (as root, a
+// dir uid 1001 compiled from `network on` used to run with no warning, and a
+// 0777 dir with 0666 files was accepted), and so is a manifest whose profile
+// is not the plan's.
+TEST(CocoonEnforce, ACompiledDirAnotherUserCouldWriteIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-enforce-dir-trust-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/strict.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  const std::string advice = "refusing to run it: compile into a directory of your own";
+  ASSERT_EQ(Cocoon({"enforce", out.string(), "--", "/bin/true"}).status, 0);
+  const fs::perms dir_mode = fs::status(out).permissions();
+  fs::permissions(out, fs::perms::all);
+  Ran ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find(advice), std::string::npos) << ran.err;
+  fs::permissions(out, dir_mode);
+  const fs::perms file_mode = fs::status(out / "linux.plan.json").permissions();
+  fs::permissions(out / "linux.plan.json", fs::perms::others_write, fs::perm_options::add);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("linux.plan.json is writable by group or others"), std::string::npos) << ran.err;
+  fs::permissions(out / "linux.plan.json", file_mode);
+
+  const fs::path manifest_path = out / "manifest.json";
+  std::ifstream in(manifest_path);
+  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  json manifest = json::parse(original);
+  manifest["profile"] = "build";
+  std::ofstream(manifest_path, std::ios::trunc) << manifest.dump(2);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("manifest.json says profile 'build' but linux.plan.json is profile 'strict'"),
+            std::string::npos)
+      << ran.err;
+  std::ofstream(manifest_path, std::ios::trunc) << original;
+  EXPECT_EQ(Cocoon({"enforce", out.string(), "--", "/bin/true"}).status, 0);
+
+  if (geteuid() != 0) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "not root: a compiled dir owned by another uid was not checked";
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(out)) ASSERT_EQ(lchown(entry.path().c_str(), 1001, 1001), 0);
+  ASSERT_EQ(lchown(out.c_str(), 1001, 1001), 0);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find(advice), std::string::npos) << ran.err;
+  fs::remove_all(dir);
+}
+
 // Empty files use no bytes of the disk quota, but each is an inode of host
 // kernel memory, a line of verification and an entry of the commit: the
 // staged work dir holds at most one entry per KiB of its quota (4096 here).
