@@ -57,6 +57,14 @@ Result<Base> ResolveBase(const QuickPolicyOptions& options) {
   std::string profile = options.profile;
   if (!options.policy_file.empty()) {
     std::error_code ec;
+    // run, pipeline and mcp write a policy that extends this one: they need
+    // its source, which a `cocoon compile` output does not hold.
+    if (fs::is_directory(options.policy_file, ec)) {
+      return InvalidArgumentError("--policy " + options.policy_file +
+                                  " is a directory: run, pipeline and mcp need a policy file (.cocoon), since " +
+                                  "they extend it; to run a directory written by `cocoon compile`, use " +
+                                  "`cocoon enforce " + options.policy_file + " -- CMD`");
+    }
     base.import_path = fs::absolute(options.policy_file, ec).lexically_normal().string();
     base.source = "policy file";
   } else if (!options.runtime.empty()) {

@@ -127,7 +127,7 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");
   cmd->add_option("POLICY", options->policy, "Policy file or compiled directory")->required();
   cmd->add_option("COMMAND", options->command, "Command and arguments, after --");
-  cmd->add_option("--profile", options->profile, "Profile to use when the file has several")
+  cmd->add_option("--profile", options->profile, "Profile to use when the file has several (a compiled directory: its own)")
       ->check(NonEmptyValue());
   cmd->add_option("--work", options->work_dir, "Host work dir (staged; verified results are committed back)")
       ->check(NonEmptyValue());

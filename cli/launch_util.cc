@@ -1,5 +1,6 @@
 #include "cli/launch_util.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,12 +38,44 @@ void StartChildBeforeParsing(std::string_view plan_json, LaunchRequest* launch) 
   if (started.ok()) launch->started_child = std::move(*started);  // else Run starts one, and says why it failed
 }
 
+// A compiled dir decides what a sandbox may do, as a cache entry does: it,
+// each directory above it and the files read from it must be owned by the
+// caller or root and writable by nobody else (the cache's walk,
+// OpenTrustedCacheDir), else another user could have written the policy
+// that runs. Checked after the load: the dir being trusted, only the caller
+// or root could have swapped a file meanwhile.
+Status CheckCompiledDirIsTrusted(const std::string& dir, const std::vector<std::string>& files) {
+  char real[PATH_MAX];
+  if (realpath(dir.c_str(), real) == nullptr) return ErrnoError("compiled dir " + dir);
+  const std::string advice = "; refusing to run it: compile into a directory of your own (`cocoon compile POLICY -o "
+                             "DIR`), or make it and its files yours (or root's) and not group- or world-writable";
+  Result<int> fd = enforcer::OpenTrustedCacheDir(real, enforcer::CacheDirCreation::kExisting);
+  if (!fd.ok()) return PermissionDeniedError("compiled dir " + dir + ": " + fd.status().message() + advice);
+  for (const std::string& name : files) {
+    struct stat st{};
+    const bool ok = fstatat(*fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    const bool owner_ok = ok && (st.st_uid == geteuid() || st.st_uid == 0);
+    if (!owner_ok || (st.st_mode & 022) != 0) {
+      close(*fd);
+      return PermissionDeniedError(
+          dir + "/" + name +
+          (!ok ? " cannot be inspected"
+               : !owner_ok ? " is owned by uid " + std::to_string(st.st_uid) + ", not by you or root"
+                           : " is writable by group or others") +
+          advice);
+    }
+  }
+  close(*fd);
+  return Status::Ok();
+}
+
 // `cocoon compile` output: through the driver's loader (manifest.h), as
 // docs/targets.md says every consumer does. Only the linux artifacts are
 // read and hashed (a launch needs nothing else, and this is the
 // precompiled launch's path), each opened with O_NOFOLLOW from the
-// directory's fd; the whole manifest is checked.
-Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* launch) {
+// directory's fd; the whole manifest is checked. A compiled dir holds one
+// profile: `--profile` must name it (another is refused, never ignored).
+Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, const std::string& profile, LaunchRequest* launch) {
   constexpr const char* kPlan = "linux.plan.json";
   constexpr const char* kBpf = "linux.seccomp.bpf";
   constexpr const char* kSidecar = "linux.seccomp.json";
@@ -62,8 +95,16 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* l
                            ", not linux; refusing to run it");
     }
   }
+  if (!profile.empty() && profile != compiled->manifest.profile) {
+    return InvalidArgumentError("--profile " + profile + ": " + dir + " was compiled from profile '" +
+                                compiled->manifest.profile + "' (its manifest.json), and holds no other; drop " +
+                                "--profile, or compile that profile with `cocoon compile POLICY --profile " + profile +
+                                " -o DIR`, or enforce the policy file itself");
+  }
+  COCOON_RETURN_IF_ERROR(CheckCompiledDirIsTrusted(dir, {std::string(driver::kManifestFile), kPlan, kBpf, kSidecar}));
   PolicyArtifacts artifacts;
   artifacts.origin = "dir";
+  artifacts.profile = compiled->manifest.profile;
   artifacts.policy_path = dir;
   // The manifest's hashes sit beside what they check: whoever can write
   // the dir can rewrite both.
@@ -73,6 +114,11 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, LaunchRequest* l
   artifacts.seccomp_sidecar_json = std::move(compiled->files[kSidecar]);
   StartChildBeforeParsing(plan_text, launch);
   COCOON_ASSIGN_OR_RETURN(artifacts.plan, backends::LaunchPlanFromJson(plan_text));
+  if (artifacts.plan.policy_name != compiled->manifest.profile) {
+    return DataLossError(dir + "/manifest.json says profile '" + compiled->manifest.profile +
+                         "' but linux.plan.json is profile '" + artifacts.plan.policy_name +
+                         "'; refusing to run it: compile the policy again with `cocoon compile`");
+  }
   return artifacts;
 }
 
@@ -97,7 +143,7 @@ Result<PolicyArtifacts> LoadPolicyArtifacts(const std::string& policy, const std
                                             LaunchRequest* launch) {
   struct stat st;
   if (stat(policy.c_str(), &st) != 0) return ErrnoError("policy " + policy);
-  if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy, launch);
+  if (S_ISDIR(st.st_mode)) return LoadCompiledDir(policy, profile, launch);
 
   return LoadPolicyFileArtifacts(policy, nullptr, profile, launch);
 }

@@ -99,21 +99,49 @@ int RlimitResource(const std::string& name) {
   return -1;
 }
 
-// The plan's rlimits that the limit planner did not already set (RLIMIT_CORE
-// and RLIMIT_RTPRIO are always in both), clamped to our own hard limits.
-Status MergePlanRlimits(const backends::LaunchPlan& plan, RlimitSet& set) {
+// The Outcome row of the limit an rlimit enforces, or nullptr.
+LimitEnforcement* RowOf(int resource, std::vector<LimitEnforcement>& table) {
+  const char* name = resource == RLIMIT_NOFILE ? "open_files"
+                     : resource == RLIMIT_FSIZE ? "file_size"
+                     : resource == RLIMIT_CPU   ? "cpu_time"
+                                                : nullptr;
+  if (name == nullptr) return nullptr;
+  for (LimitEnforcement& row : table) {
+    if (row.limit == name) return &row;
+  }
+  return nullptr;
+}
+
+// The plan's rlimits merged into the limit planner's, the stricter of the
+// two winning (as Planner::AddRlimit merges its own requests), clamped to
+// our own hard limits. A plan value that wins is said in its Outcome row:
+// before, a plan rlimit the planner had set was dropped, so a compiled
+// RLIMIT_FSIZE of 1 MiB ran as the planner's 16 GiB.
+Status MergePlanRlimits(const backends::LaunchPlan& plan, LimitPlan& limit_plan) {
+  RlimitSet& set = limit_plan.rlimits;
   for (const auto& r : plan.rlimits) {
     int resource = RlimitResource(r.resource);
     if (resource < 0) return InvalidArgumentError("unknown rlimit " + r.resource + " in the launch plan");
-    bool present = false;
-    for (size_t i = 0; i < set.count; ++i) present = present || set.entries[i].resource == resource;
-    if (present) continue;
-    if (set.count >= RlimitSet::kMax) return InternalError("too many rlimits");
     struct rlimit current {};
     getrlimit(resource, &current);
     rlim_t hard = std::min<rlim_t>(static_cast<rlim_t>(r.hard), current.rlim_max);
     rlim_t soft = std::min<rlim_t>(static_cast<rlim_t>(r.soft), hard);
-    set.entries[set.count++] = RlimitEntry{resource, {soft, hard}};
+    RlimitEntry* entry = nullptr;
+    for (size_t i = 0; i < set.count; ++i) {
+      if (set.entries[i].resource == resource) entry = &set.entries[i];
+    }
+    if (entry == nullptr) {
+      if (set.count >= RlimitSet::kMax) return InternalError("too many rlimits");
+      set.entries[set.count++] = RlimitEntry{resource, {soft, hard}};
+      continue;
+    }
+    if (soft >= entry->value.rlim_cur && hard >= entry->value.rlim_max) continue;
+    entry->value.rlim_cur = std::min(entry->value.rlim_cur, soft);
+    entry->value.rlim_max = std::min(entry->value.rlim_max, hard);
+    if (LimitEnforcement* row = RowOf(resource, limit_plan.table)) {
+      row->note += (row->note.empty() ? "" : "; ") + std::string("the launch plan's stricter ") + r.resource + " " +
+                   std::to_string(entry->value.rlim_cur) + " applies";
+    }
   }
   return Status::Ok();
 }
@@ -147,7 +175,7 @@ Status Sandbox::Impl::PrepareAll() {
   options.network = plan.network;
   options.hard_limits = CurrentHardLimits();
   COCOON_ASSIGN_OR_RETURN(limit_plan, PlanLimits(LimitsFromPlan(plan), host, options));
-  COCOON_RETURN_IF_ERROR(MergePlanRlimits(plan, limit_plan.rlimits));
+  COCOON_RETURN_IF_ERROR(MergePlanRlimits(plan, limit_plan));
   if (limit_plan.cgroup.version != CgroupVersion::kNone) {
     // Never repeats, across threads (`cocoon mcp` prepares sandboxes on
     // several at once) and across processes that get the same pid

@@ -13,6 +13,7 @@
 #include "compiler/frontend/frontend.h"
 #include "compiler/frontend/units.h"
 #include "compiler/common/display_text.h"
+#include "compiler/ir/file_size_rlimit.h"
 #include "compiler/syscalls/syscall_groups.h"
 
 namespace cocoon::frontend {
@@ -173,8 +174,11 @@ void ExplainLimits(Writer& w, const ir::Policy& p) {
   w.Line("open files  " +
              (l.open_files.set ? LimitText(l.open_files, Count) : Count(ir::kDefaultOpenFiles) + kDefault),
          "limits.open_files");
+  // Unset, file_size is the disk limit when there is one (file_size_rlimit.h).
+  const bool from_disk = !l.file_size_bytes.set && (l.disk_bytes.set || p.filesystem.work.quota_bytes != 0);
   w.Line("file size   " + (l.file_size_bytes.set ? LimitText(l.file_size_bytes, FormatBytes)
-                                                   : FormatBytes(ir::kDefaultFileSizeBytes) + kDefault),
+                           : from_disk ? FormatBytes(ir::FileSizeRlimitBytes(l, p.filesystem.work)) + " (the disk limit)"
+                                       : FormatBytes(ir::kDefaultFileSizeBytes) + kDefault),
          "limits.file_size");
   w.Line("disk        " + LimitText(l.disk_bytes, FormatBytes), "limits.disk");
   w.Line("output      " + LimitText(l.output_bytes, FormatBytes) + " per stream", "limits.output");

@@ -108,6 +108,10 @@ struct Limit {
 // shows them.
 inline constexpr uint64_t kDefaultOpenFiles = 1024;
 inline constexpr uint64_t kDefaultFileSizeBytes = 16ull << 30;  // 16 GiB
+// Signals one sandbox may have queued at once: RLIMIT_SIGPENDING, always set
+// by the enforcer and the OCI config (queued signals are charged to the host
+// user too).
+inline constexpr uint64_t kSandboxPendingSignals = 1024;
 
 struct Limits {
   Limit wall_time_ms;

@@ -250,9 +250,18 @@ Status Planner::PlanFiles() {
   AddRlimit(RLIMIT_NOFILE, nofile, nofile);
   COCOON_RETURN_IF_ERROR(Row("open_files", open_files, "count", LimitMechanism::kRlimit, nofile_note));
 
+  // As the plan back end (ir::FileSizeRlimitBytes): no file_size means the
+  // disk limit, a cap per file that also holds in writable binds, which no
+  // work dir tmpfs covers; else the default.
   ir::Limit file_size = limits_.file_size_bytes;
-  std::string fsize_note = file_size.set ? "" : "default (policy sets none)";
-  if (!file_size.set) file_size = ir::Limit{true, options_.default_file_size_bytes, ir::Enforcement::kRequired};
+  std::string fsize_note;
+  if (!file_size.set && limits_.disk_bytes.set) {
+    file_size = limits_.disk_bytes;
+    fsize_note = "the disk limit (policy sets no file_size): a cap per file, writable mounts included";
+  } else if (!file_size.set) {
+    file_size = ir::Limit{true, options_.default_file_size_bytes, ir::Enforcement::kRequired};
+    fsize_note = "default (policy sets none)";
+  }
   rlim_t fsize = Clamp(RLIMIT_FSIZE, file_size.value, &fsize_note);
   AddRlimit(RLIMIT_FSIZE, fsize, fsize);
   return Row("file_size", file_size, "bytes", LimitMechanism::kRlimit, fsize_note);

@@ -47,8 +47,9 @@ enum class CgroupVersion { kNone, kV1, kV2 };
 // direct), or nothing: a tmpfs that is thrown away after the run.
 enum class WorkDirSource { kHostDir, kTmpfsOnly };
 
-// Signals one sandbox may have queued at once (RLIMIT_SIGPENDING).
-inline constexpr uint64_t kSandboxPendingSignals = 1024;
+// Signals one sandbox may have queued at once (RLIMIT_SIGPENDING); shared
+// with the OCI back end, which sets the same.
+inline constexpr uint64_t kSandboxPendingSignals = ir::kSandboxPendingSignals;
 
 // What to write into the sandbox's cgroup(s). Zero means "not limited by the
 // cgroup" (the group may still be created, to measure and to kill).

@@ -287,6 +287,152 @@ TEST(CocoonEnforce, ACompiledDirIsReadWithoutSymlinksAndByItsManifestsSchema) {
   fs::remove_all(dir);
 }
 
+// A compiled dir holds one profile: `--profile` naming another (or none the
+// policy has) is refused, as it is for the policy file, never ignored (it
+// used to run the dir's profile, build's 1 GiB and 256 processes for
+// --profile strict).
+TEST(CocoonEnforce, AProfileOtherThanTheCompiledDirsIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-enforce-dir-profile-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/build.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  for (const std::string profile : {"strict", "no-such-profile"}) {
+    Ran ran = Cocoon({"enforce", out.string(), "--profile", profile, "--json", "--", "/bin/true"});
+    EXPECT_EQ(ran.status, 1) << profile << ": " << ran.out << ran.err;
+    EXPECT_NE(ran.err.find("--profile " + profile + ": " + out.string() + " was compiled from profile 'build'"),
+              std::string::npos)
+        << ran.err;
+    EXPECT_EQ(Json(ran).value("refused", false), true) << ran.out;
+  }
+  Ran ran = Cocoon({"enforce", out.string(), "--profile", "build", "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  fs::remove_all(dir);
+}
+
+// run, pipeline and mcp extend their --policy: a compiled dir (no source)
+// is refused saying to use `cocoon enforce DIR` (it used to fail with "is
+// not a regular file ... the policy does not check").
+TEST(CocoonRun, ACompiledDirAsPolicyIsRefusedPointingAtEnforce) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-run-dir-policy-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/strict.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  const std::string said = "use `cocoon enforce " + out.string() + " -- CMD`";
+  Ran ran = Cocoon({"run", "--policy", out.string(), "--", "/bin/echo", "ok"});
+  EXPECT_NE(ran.status, 0) << ran.out;
+  EXPECT_EQ(ran.out.find("ok"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.err.find(said), std::string::npos) << ran.err;
+  ran = Cocoon({"pipeline", "--policy", out.string(), "--step", "python:print(1)"});
+  EXPECT_NE(ran.status, 0) << ran.out;
+  EXPECT_NE((ran.out + ran.err).find(said), std::string::npos) << ran.out << ran.err;
+  fs::remove_all(dir);
+}
+
+// RLIMIT_FSIZE is the compiled plan's (docs/language.md): without
+// file_size, the disk limit caps each file, in a writable mount too; with a
+// direct work dir the disk limit caps file_size. The enforcer keeps the
+// stricter of its own value and the plan's, and the Outcome row says where
+// it came from. A 5 MB file used to land in the host's writable dir under
+// `disk 1MiB` (the enforcer applied its 16 GiB default, or file_size).
+TEST(CocoonEnforce, TheDiskLimitCapsEachFileInAWritableMount) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-fsize-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "w");
+  fs::permissions(dir / "w", fs::perms::all);  // the sandbox's user writes there
+  const std::string head = "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    writable " +
+                           (dir / "w").string() + " as /mnt/w\n";
+  const std::vector<std::pair<std::string, std::string>> policies = {
+      {"staged, no file_size", head + "  }\n  limits {\n    file_size unlimited\n    disk 1MiB\n  }\n}\n"},
+      {"direct, file_size above disk",
+       head + "    work /work direct\n  }\n  limits {\n    file_size 10MiB\n    disk 1MiB\n  }\n}\n"},
+  };
+  for (const auto& [what, text] : policies) {
+    SCOPED_TRACE(what);
+    const fs::path policy = dir / "p.cocoon";
+    std::ofstream(policy, std::ios::trunc) << text;
+    fs::remove(dir / "w" / "big");
+    Ran ran = Cocoon({"enforce", policy.string(), "--json", "--", "/bin/sh", "-c",
+                      "head -c 5000000 /dev/zero > /mnt/w/big; echo done"});
+    json j = Json(ran);
+    EXPECT_EQ(j.value("stdout", ""), "done\n") << ran.out << ran.err;
+    ASSERT_TRUE(fs::exists(dir / "w" / "big")) << ran.out << ran.err;
+    EXPECT_LE(fs::file_size(dir / "w" / "big"), 1u << 20);
+    bool row = false;
+    for (const auto& limit : j["limits"]) {
+      if (limit["limit"] != "file_size") continue;
+      row = true;
+      const std::string note = limit.value("note", "");
+      EXPECT_TRUE(note.find("the disk limit") != std::string::npos ||
+                  note.find("the launch plan's stricter RLIMIT_FSIZE 1048576") != std::string::npos)
+          << limit.dump();
+    }
+    EXPECT_TRUE(row) << j.dump(2);
+  }
+  fs::remove_all(dir);
+}
+
+// A compiled dir is trusted as the artifact cache is: a dir or artifact
+// another user can write, or owned by another user, is refused (as root, a
+// dir uid 1001 compiled from `network on` used to run with no warning, and a
+// 0777 dir with 0666 files was accepted), and so is a manifest whose profile
+// is not the plan's.
+TEST(CocoonEnforce, ACompiledDirAnotherUserCouldWriteIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-enforce-dir-trust-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  const fs::path out = dir / "out";
+  Ran compiled = Cocoon({"compile", COCOON_POLICIES_DIR "/strict.cocoon", "--target", "linux", "-o", out.string()});
+  ASSERT_EQ(compiled.status, 0) << compiled.err;
+  const std::string advice = "refusing to run it: compile into a directory of your own";
+  ASSERT_EQ(Cocoon({"enforce", out.string(), "--", "/bin/true"}).status, 0);
+  const fs::perms dir_mode = fs::status(out).permissions();
+  fs::permissions(out, fs::perms::all);
+  Ran ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find(advice), std::string::npos) << ran.err;
+  fs::permissions(out, dir_mode);
+  const fs::perms file_mode = fs::status(out / "linux.plan.json").permissions();
+  fs::permissions(out / "linux.plan.json", fs::perms::others_write, fs::perm_options::add);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("linux.plan.json is writable by group or others"), std::string::npos) << ran.err;
+  fs::permissions(out / "linux.plan.json", file_mode);
+
+  const fs::path manifest_path = out / "manifest.json";
+  std::ifstream in(manifest_path);
+  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  json manifest = json::parse(original);
+  manifest["profile"] = "build";
+  std::ofstream(manifest_path, std::ios::trunc) << manifest.dump(2);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find("manifest.json says profile 'build' but linux.plan.json is profile 'strict'"),
+            std::string::npos)
+      << ran.err;
+  std::ofstream(manifest_path, std::ios::trunc) << original;
+  EXPECT_EQ(Cocoon({"enforce", out.string(), "--", "/bin/true"}).status, 0);
+
+  if (geteuid() != 0) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "not root: a compiled dir owned by another uid was not checked";
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(out)) ASSERT_EQ(lchown(entry.path().c_str(), 1001, 1001), 0);
+  ASSERT_EQ(lchown(out.c_str(), 1001, 1001), 0);
+  ran = Cocoon({"enforce", out.string(), "--", "/bin/true"});
+  EXPECT_EQ(ran.status, 1) << ran.err;
+  EXPECT_NE(ran.err.find(advice), std::string::npos) << ran.err;
+  fs::remove_all(dir);
+}
+
 // Empty files use no bytes of the disk quota, but each is an inode of host
 // kernel memory, a line of verification and an entry of the commit: the
 // staged work dir holds at most one entry per KiB of its quota (4096 here).

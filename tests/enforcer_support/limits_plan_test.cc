@@ -274,6 +274,26 @@ TEST(PlannerTest, DiskIsTmpfsSizeWhenStagedAndFsizeWhenDirect) {
   EXPECT_EQ(Rlimit(*plan, RLIMIT_FSIZE)->value.rlim_cur, 8u << 20);  // stricter than the default
 }
 
+// No file_size: the disk limit is the cap per file, as the compiled plan
+// says (ir::FileSizeRlimitBytes), so it holds in writable mounts too, which
+// no work dir tmpfs covers; the row says where it came from. It used to be
+// the 16 GiB default.
+TEST(PlannerTest, WithoutFileSizeTheDiskLimitIsTheFsize) {
+  ir::Limits limits;
+  limits.disk_bytes = Req(1 << 20);
+  auto plan = PlanLimits(limits, RootV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_NE(Rlimit(*plan, RLIMIT_FSIZE), nullptr);
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_FSIZE)->value.rlim_cur, 1u << 20);
+  ASSERT_NE(Row(*plan, "file_size"), nullptr);
+  EXPECT_EQ(Row(*plan, "file_size")->requested, 1u << 20);
+  EXPECT_NE(Row(*plan, "file_size")->note.find("the disk limit"), std::string::npos) << Row(*plan, "file_size")->note;
+  limits.file_size_bytes = Req(8 << 20);
+  plan = PlanLimits(limits, RootV1Host(), LimitPlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(Rlimit(*plan, RLIMIT_FSIZE)->value.rlim_cur, 8u << 20) << "staged: file_size stays the cap";
+}
+
 // Without a host work dir the work dir is a tmpfs of its own in either mode,
 // and the disk limit must size it: the row said tmpfs-size while the tmpfs
 // kept its 64 MiB default.

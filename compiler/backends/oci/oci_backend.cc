@@ -94,7 +94,7 @@ ordered_json Process(const ir::Policy& policy, std::vector<std::string>& warning
   process["capabilities"] = {{"bounding", none}, {"effective", none}, {"inheritable", none},
                              {"permitted", none}, {"ambient", none}};
   ordered_json rlimits = ordered_json::array();
-  for (const oci::Rlimit& limit : oci::Rlimits(policy.limits)) {
+  for (const oci::Rlimit& limit : oci::Rlimits(policy.limits, policy.filesystem.work)) {
     rlimits.push_back({{"type", limit.type}, {"hard", limit.hard}, {"soft", limit.soft}});
   }
   process["rlimits"] = std::move(rlimits);
@@ -257,7 +257,9 @@ Result<std::vector<Artifact>> CompileOciWithProfile(const ir::Policy& policy, co
   std::vector<std::string> warnings;
   warnings.insert(warnings.end(), profile.rule_warnings.begin(), profile.rule_warnings.end());
   ordered_json config = oci::ReservedObject(8);
-  config["ociVersion"] = "1.0.2";
+  // 1.1.0: the config uses SCMP_ACT_KILL_PROCESS, defaultErrnoRet, errnoRet
+  // and the rnosuid/rnodev mount options, all added in runtime-spec 1.1.0.
+  config["ociVersion"] = "1.1.0";
   config["process"] = Process(policy, warnings);
   config["root"] = {{"path", policy.filesystem.root == ir::RootKind::kRootfs ? policy.filesystem.rootfs : "rootfs"},
                     {"readonly", true}};

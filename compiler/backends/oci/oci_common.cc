@@ -1,19 +1,27 @@
 #include "compiler/backends/oci/oci_common.h"
 
 #include "cocoon_version.h"
+#include "compiler/ir/file_size_rlimit.h"
 
 namespace cocoon::backends::oci {
 
-std::vector<Rlimit> Rlimits(const ir::Limits& limits) {
+std::vector<Rlimit> Rlimits(const ir::Limits& limits, const ir::WorkDir& work) {
   std::vector<Rlimit> out = {{"RLIMIT_CORE", 0, 0}, {"RLIMIT_RTPRIO", 0, 0}};
   if (limits.cpu_time_ms.set) {
     const uint64_t seconds = (limits.cpu_time_ms.value + 999) / 1000;
     out.push_back({"RLIMIT_CPU", seconds, seconds + 1});  // SIGXCPU, then SIGKILL a second later
   }
-  if (limits.open_files.set) out.push_back({"RLIMIT_NOFILE", limits.open_files.value, limits.open_files.value});
-  if (limits.file_size_bytes.set) {
-    out.push_back({"RLIMIT_FSIZE", limits.file_size_bytes.value, limits.file_size_bytes.value});
-  }
+  // As the enforcer (enforcer/limits/limit_plan.h): these are always set,
+  // with its defaults when the policy sets none (`unlimited` included).
+  const uint64_t nofile = limits.open_files.set ? limits.open_files.value : ir::kDefaultOpenFiles;
+  // The OCI work dir is a bind of the host's: a direct one, whatever the
+  // policy's mode (no staging tmpfs holds the disk limit).
+  ir::WorkDir bound = work;
+  bound.mode = ir::WorkMode::kDirect;
+  const uint64_t fsize = ir::FileSizeRlimitBytes(limits, bound);
+  out.push_back({"RLIMIT_NOFILE", nofile, nofile});
+  out.push_back({"RLIMIT_FSIZE", fsize, fsize});
+  out.push_back({"RLIMIT_SIGPENDING", ir::kSandboxPendingSignals, ir::kSandboxPendingSignals});
   return out;
 }
 

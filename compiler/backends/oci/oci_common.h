@@ -16,10 +16,11 @@ struct Rlimit {
   uint64_t hard = 0;
 };
 
-// RLIMIT_CORE=0 and RLIMIT_RTPRIO=0 always; CPU, NOFILE, FSIZE from the
-// policy. Not RLIMIT_NPROC: it counts every process of the uid on the host
+// RLIMIT_CORE=0, RLIMIT_RTPRIO=0 and RLIMIT_SIGPENDING always; CPU from the
+// policy; NOFILE and FSIZE always, as the enforcer sets them
+// (ir::FileSizeRlimitBytes, for a work dir bound directly). Not RLIMIT_NPROC: it counts every process of the uid on the host
 // (setrlimit(2)), so the pids cgroup carries the process limit instead.
-std::vector<Rlimit> Rlimits(const ir::Limits& limits);
+std::vector<Rlimit> Rlimits(const ir::Limits& limits, const ir::WorkDir& work);
 
 // The policy does not name the command; the artifact carries the runtime's
 // first interpreter (or /bin/sh) and the launcher replaces process.args.

@@ -8,6 +8,7 @@
 
 #include "compiler/backends/default_kernel_paths.h"
 #include "compiler/backends/plan/launch_plan.h"
+#include "compiler/ir/file_size_rlimit.h"
 
 namespace cocoon::backends {
 namespace {
@@ -126,17 +127,14 @@ void AddLimit(const ir::Limit& limit, std::string name, std::string unit, Launch
 }
 
 void AddLimits(const ir::Limits& limits, const ir::WorkDir& work, LaunchPlan& plan) {
-  constexpr uint64_t kInfinity = ~uint64_t{0};
   plan.rlimits.push_back({"RLIMIT_CORE", 0, 0});    // no core dumps of sandbox memory on the host
   plan.rlimits.push_back({"RLIMIT_RTPRIO", 0, 0});  // no real-time scheduling to starve the host
   uint64_t nofile = limits.open_files.set ? limits.open_files.value : kDefaultOpenFiles;
   plan.rlimits.push_back({"RLIMIT_NOFILE", nofile, nofile});
-  uint64_t fsize = limits.file_size_bytes.set ? limits.file_size_bytes.value
-                   : limits.disk_bytes.set    ? limits.disk_bytes.value
-                                              : kInfinity;
-  // A direct work dir has no tmpfs to cap it: its quota can only be a cap
-  // per file written.
-  if (work.mode == ir::WorkMode::kDirect && work.quota_bytes != 0) fsize = std::min(fsize, work.quota_bytes);
+  // What the enforcer applies (file_size_rlimit.h): file_size, else the disk
+  // limit, else its default (it used to say unlimited there, while the
+  // enforcer applied 16 GiB).
+  const uint64_t fsize = ir::FileSizeRlimitBytes(limits, work);
   plan.rlimits.push_back({"RLIMIT_FSIZE", fsize, fsize});
   if (limits.cpu_time_ms.set) {
     // RLIMIT_CPU is in whole seconds: SIGXCPU at the soft limit, SIGKILL one second later.

@@ -122,6 +122,9 @@ TEST(OciBackend, ConfigPassesSchemaAndLocksDown) {
   const json& config = docs["oci/config.json"];
   ExpectValid(testing::kOciConfigSchema, config);
   ExpectValid(testing::kSeccompSchema, config["linux"]["seccomp"]);
+  // It uses runtime-spec 1.1.0 features (SCMP_ACT_KILL_PROCESS,
+  // defaultErrnoRet, errnoRet, rnosuid/rnodev): it says 1.1.0, not 1.0.2.
+  EXPECT_EQ(config["ociVersion"], "1.1.0");
   EXPECT_EQ(config["process"]["noNewPrivileges"], true);
   EXPECT_TRUE(config["process"]["capabilities"]["bounding"].empty());
   EXPECT_EQ(config["process"]["user"]["uid"], 65534);
@@ -143,6 +146,40 @@ TEST(OciBackend, ConfigPassesSchemaAndLocksDown) {
   EXPECT_NE(masked.find("/etc/shadow"), std::string::npos);
   // The prologue reaches OCI too: unshare with CLONE_NEW* is denied whatever the policy says.
   EXPECT_NE(config["linux"]["seccomp"].dump().find("\"unshare\""), std::string::npos);
+}
+
+// The config's rlimits are the enforcer's (enforcer/limits/limit_plan.h):
+// RLIMIT_NOFILE and RLIMIT_FSIZE always, with its defaults when the policy
+// sets none (or `unlimited`), and RLIMIT_SIGPENDING always. They used to be
+// left out, so the container got the runtime's (often unlimited) values.
+TEST(OciBackend, RlimitsAreTheEnforcersWithItsDefaults) {
+  auto rlimits = [](const ir::Policy& policy) {
+    std::map<std::string, std::pair<uint64_t, uint64_t>> out;
+    auto docs = CompileAll(policy);
+    for (const auto& r : docs["oci/config.json"]["process"]["rlimits"]) {
+      out[r["type"]] = {r["soft"].get<uint64_t>(), r["hard"].get<uint64_t>()};
+    }
+    return out;
+  };
+  ir::Policy policy = testing::StrictPolicy();
+  auto set = rlimits(policy);
+  EXPECT_EQ(set["RLIMIT_NOFILE"], std::make_pair(uint64_t{256}, uint64_t{256}));
+  EXPECT_EQ(set["RLIMIT_FSIZE"], std::make_pair(uint64_t{64} << 20, uint64_t{64} << 20));
+  EXPECT_EQ(set["RLIMIT_SIGPENDING"], std::make_pair(ir::kSandboxPendingSignals, ir::kSandboxPendingSignals));
+  policy.limits.open_files = {};
+  policy.limits.file_size_bytes = {};
+  policy.limits.disk_bytes = {};
+  policy.filesystem.work.quota_bytes = 0;
+  auto unset = rlimits(policy);
+  EXPECT_EQ(unset["RLIMIT_NOFILE"], std::make_pair(ir::kDefaultOpenFiles, ir::kDefaultOpenFiles));
+  EXPECT_EQ(unset["RLIMIT_FSIZE"], std::make_pair(ir::kDefaultFileSizeBytes, ir::kDefaultFileSizeBytes));
+  EXPECT_EQ(unset["RLIMIT_SIGPENDING"], std::make_pair(ir::kSandboxPendingSignals, ir::kSandboxPendingSignals));
+  // The work dir is a bind (direct): the disk limit caps each file, as
+  // ir::FileSizeRlimitBytes says for the Linux plan.
+  policy.limits.disk_bytes = ir::Limit{true, 1 << 20, ir::Enforcement::kRequired};
+  EXPECT_EQ(rlimits(policy)["RLIMIT_FSIZE"], std::make_pair(uint64_t{1} << 20, uint64_t{1} << 20));
+  policy.limits.file_size_bytes = ir::Limit{true, 8 << 20, ir::Enforcement::kRequired};
+  EXPECT_EQ(rlimits(policy)["RLIMIT_FSIZE"], std::make_pair(uint64_t{1} << 20, uint64_t{1} << 20));
 }
 
 TEST(KubernetesBackend, PodAndNetworkPolicyPassSchema) {

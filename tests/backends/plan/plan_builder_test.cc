@@ -103,6 +103,34 @@ TEST(PlanBuilderTest, TtyOnlyWhenAllowed) {
   EXPECT_NE(std::find(targets.begin(), targets.end(), "device:/dev/tty"), targets.end());
 }
 
+// RLIMIT_FSIZE is what the enforcer applies (ir::FileSizeRlimitBytes):
+// file_size, else the disk limit, else the enforcer's 16 GiB default (the
+// plan said unlimited there), and a direct work dir's disk limit caps it.
+TEST(PlanBuilderTest, FsizeIsFileSizeElseDiskElseTheEnforcersDefault) {
+  auto fsize = [](const ir::Policy& policy) -> uint64_t {
+    auto plan = BuildLaunchPlan(policy, "bb");
+    EXPECT_TRUE(plan.ok());
+    if (!plan.ok()) return 0;
+    for (const auto& r : plan->rlimits) {
+      if (r.resource == "RLIMIT_FSIZE") return r.soft;
+    }
+    return 0;
+  };
+  ir::Policy policy = StrictLikePolicy();
+  policy.limits.file_size_bytes = {};
+  policy.limits.disk_bytes = {};
+  policy.filesystem.work.quota_bytes = 0;
+  EXPECT_EQ(fsize(policy), ir::kDefaultFileSizeBytes);
+  policy.limits.disk_bytes = ir::Limit{true, 1 << 20, ir::Enforcement::kRequired};
+  EXPECT_EQ(fsize(policy), 1u << 20);
+  policy.filesystem.work.quota_bytes = 512 << 10;
+  EXPECT_EQ(fsize(policy), 512u << 10) << "the stricter of disk and the quota";
+  policy.limits.file_size_bytes = ir::Limit{true, 8 << 20, ir::Enforcement::kRequired};
+  EXPECT_EQ(fsize(policy), 8u << 20) << "staged: file_size is the cap per file";
+  policy.filesystem.work.mode = ir::WorkMode::kDirect;
+  EXPECT_EQ(fsize(policy), 512u << 10) << "direct: the disk limit caps it too";
+}
+
 TEST(PlanBuilderTest, AlwaysCoreRtprioNofileFsize) {
   auto plan = BuildLaunchPlan(StrictLikePolicy(), "bb");
   ASSERT_TRUE(plan.ok());
