@@ -247,6 +247,32 @@ TEST_P(StagingTest, LinksBroughtInByCopyAreTheHostsOwnUnlessTheSandboxChangedThe
   EXPECT_FALSE(std::filesystem::is_symlink(host_ + "/tree/was-here"));
 }
 
+// A file's modification time set in the sandbox (touch -d, an unpacked
+// archive) reaches the host: the commit's copy was dated the commit.
+TEST_P(StagingTest, TimesSetInTheSandboxAreKeptAtCommit) {
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    WriteText(work + "/out.o", "b\n");
+    WriteText(work + "/input.txt", "edited\n");
+    const struct timespec times[2] = {{1000000000, 0}, {1012608000, 0}};  // 2001-09-09, 2002-02-02
+    if (utimensat(AT_FDCWD, (work + "/out.o").c_str(), times, 0) != 0) return 1;
+    if (utimensat(AT_FDCWD, (work + "/input.txt").c_str(), times, 0) != 0) return 2;
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  ASSERT_TRUE(result.committed);
+  for (const char* name : {"/out.o", "/input.txt"}) {
+    struct stat st {};
+    ASSERT_EQ(stat((host_ + name).c_str(), &st), 0) << name;
+    EXPECT_EQ(st.st_mtim.tv_sec, 1012608000) << name << ": the mtime the sandbox set";
+    EXPECT_EQ(st.st_atim.tv_sec, 1000000000) << name << ": the atime the sandbox set";
+  }
+  EXPECT_EQ(ReadText(host_ + "/input.txt"), "edited\n");
+}
+
 // Someone edits the host work dir while the sandbox runs. The overlay's
 // commit starts from the host dir as it is then and keeps the edit; the
 // copy's commit would replace the dir with the copy-in plus the sandbox's
