@@ -404,6 +404,13 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   const std::optional<uint64_t> memory_limit =
       ResolveLimit("memory", "--mem", memory, limits.memory_bytes, options.openings, out, relaxes);
   add_limit("memory", memory_limit, false);
+  // A runtime's heap cap follows the memory limit in effect (runtime_util.h,
+  // kMemoryMibPlaceholder): node's 96 MiB of strict's 128 MiB stayed 96 MiB
+  // under --mem 1G, and the heap ran out long before the limit.
+  if (out.runtime) {
+    const uint64_t in_effect = memory_limit ? *memory_limit : limits.memory_bytes.set ? limits.memory_bytes.value : 0;
+    COCOON_ASSIGN_OR_RETURN(out.runtime->flags, ScaleMemoryFlags(*out.runtime, in_effect));
+  }
   // A staged work dir is a tmpfs: its files are RAM. The same ceiling as
   // --mem keeps a rootless run (no memory cgroup to charge them to) from
   // holding more of the host's memory than a memory limit could.
