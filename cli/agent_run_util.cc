@@ -41,17 +41,6 @@ struct Base {
   ir::Policy policy;
 };
 
-Result<std::string> FindStrict() {
-  for (const std::string& dir : frontend::DefaultSearchPaths()) {
-    std::error_code ec;
-    std::string path = (fs::path(dir) / "strict.cocoon").string();
-    // Absolute: the generated policy imports it from the quick dir, where a
-    // relative COCOON_POLICY_PATH entry (read from here) means nothing.
-    if (fs::is_regular_file(path, ec)) return fs::absolute(path, ec).lexically_normal().string();
-  }
-  return NotFoundError("strict.cocoon not found in the policy search path; set COCOON_POLICY_PATH");
-}
-
 Result<Base> ResolveBase(const QuickPolicyOptions& options) {
   Base base;
   std::string profile = options.profile;
@@ -214,6 +203,18 @@ bool BaseHasMount(const ir::Policy& p, const std::string& target) {
 }
 
 }  // namespace
+
+Result<std::string> FindStrict() {
+  for (const std::string& dir : frontend::DefaultSearchPaths()) {
+    std::error_code ec;
+    std::string path = (fs::path(dir) / "strict.cocoon").string();
+    // Absolute: the generated policy imports it from the quick dir, where a
+    // relative COCOON_POLICY_PATH entry (read from here) means nothing.
+    if (fs::is_regular_file(path, ec)) return fs::absolute(path, ec).lexically_normal().string();
+  }
+  return NotFoundError("strict.cocoon not found in the policy search path; set COCOON_POLICY_PATH to a directory "
+                       "holding it (the repository's or the install's policies/)");
+}
 
 std::string QuotePolicyString(const std::string& value) {
   std::string out = "\"";

@@ -4424,6 +4424,35 @@ TEST(CocoonDoctor, DefaultPolicyEnforceableHere) {
   EXPECT_NE(text.out.find("ok    user namespaces"), std::string::npos) << text.out;
 }
 
+// Without strict.cocoon in the policy search path every `cocoon run`
+// without --policy fails ("strict.cocoon not found"); doctor said the
+// default policy could be enforced and exited 0. It is a required check.
+TEST(CocoonDoctor, ADefaultPolicyThatCannotBeFoundIsARequiredFailure) {
+  const std::vector<std::pair<std::string, std::string>> nowhere = {{"COCOON_POLICY_PATH", "/nonexistent"}};
+  Ran ran = Cocoon({"doctor", "--json"}, "/tmp", nowhere);
+  EXPECT_EQ(ran.status, 1) << ran.out << ran.err;
+  json j = Json(ran);
+  EXPECT_EQ(j["default_policy_enforceable"], false);
+  bool found = false;
+  for (const auto& c : j["checks"]) {
+    if (c["name"] != "default policy") continue;
+    found = true;
+    EXPECT_EQ(c["status"], "fail") << c;
+    EXPECT_NE(c.value("fix", "").find("COCOON_POLICY_PATH"), std::string::npos) << c;
+  }
+  EXPECT_TRUE(found) << j.dump(2);
+  Ran text = Cocoon({"doctor"}, "/tmp", nowhere);
+  EXPECT_EQ(text.status, 1);
+  EXPECT_NE(text.out.find("CANNOT be enforced"), std::string::npos) << text.out;
+  // Where it is found, the check passes.
+  json here = Json(Cocoon({"doctor", "--json"}, "/tmp"));
+  for (const auto& c : here["checks"]) {
+    if (c["name"] == "default policy") {
+      EXPECT_EQ(c["status"], "ok") << c;
+    }
+  }
+}
+
 // Rootless on a host whose memory and pids controllers are on cgroup v1
 // (this one), no user can be delegated a group: doctor says so instead of
 // suggesting systemd-run, which only delegates cgroup v2.
