@@ -202,6 +202,20 @@ bool BaseHasMount(const ir::Policy& p, const std::string& target) {
                      [&](const ir::Mount& m) { return m.target == target; });
 }
 
+// The base's writable mount (tmpfs, writable bind, work dir) that `path`
+// lies under, or "": a read-only bind there inherits its Landlock write
+// rights (see CheckReadOnlyUnderWritable in compiler/frontend/checker.cc).
+std::string WritableMountAbove(const ir::Policy& p, const std::string& path) {
+  for (const ir::Mount& m : p.filesystem.mounts) {
+    if ((m.kind == ir::MountKind::kTmpfs || m.kind == ir::MountKind::kWritable) && path != m.target &&
+        AtOrUnder(path, m.target)) {
+      return m.target;
+    }
+  }
+  const std::string& work = p.filesystem.work.path;
+  return !work.empty() && path != work && AtOrUnder(path, work) ? work : "";
+}
+
 }  // namespace
 
 Result<std::string> FindStrict() {
@@ -526,6 +540,12 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   for (const std::string& path : out.readonly_dirs) {
     if (std::string why = WhySandboxUserCannotRead(path, out.readonly_dirs); !why.empty()) {
       out.notes.push_back(why + ": it is bound read-only but unreadable inside (chmod o+rX, or run rootless)");
+    }
+    if (std::string above = WritableMountAbove(base.policy, path); !above.empty()) {
+      out.notes.push_back(path + " is bound read-only inside the sandbox's writable " + above +
+                          ", whose write access reaches into it: its files cannot be changed, but its FIFOs can be "
+                          "opened for writing (docs/security.md, Limitations); run from a directory outside " +
+                          above + " if host processes read any there");
     }
   }
   for (const auto& [host, target] : options.readonly_binds) {

@@ -1764,6 +1764,31 @@ TEST(CocoonRun, TheRuntimesHeapFlagFollowsTheMemoryLimit) {
   EXPECT_EQ(big.find("memory_mib"), std::string::npos) << big;
 }
 
+// `cocoon run` binds the current directory read-only at its own path; under
+// /tmp that is inside the sandbox's writable tmpfs, whose Landlock write
+// rights reach into the bind, so a host FIFO there can be opened for
+// writing (a review fed a host reader that way). The Outcome says so; a
+// directory outside every writable mount gets no such note.
+TEST(CocoonRun, ACurrentDirectoryUnderTheSandboxesTmpfsIsNotedForItsFifos) {
+  char templ[] = "/tmp/cocoon-fifo-note-XXXXXX";
+  ASSERT_NE(mkdtemp(templ), nullptr);
+  const std::string under_tmp = templ;
+  json j = Json(Cocoon({"run", "--json", "--", "/bin/true"}, under_tmp));
+  EXPECT_EQ(j["exit_code"], 0) << j.dump();
+  EXPECT_NE(j["notes"].dump().find(under_tmp + " is bound read-only inside the sandbox's writable /tmp"),
+            std::string::npos)
+      << j["notes"].dump();
+  EXPECT_NE(j["notes"].dump().find("FIFOs can be opened for writing"), std::string::npos) << j["notes"].dump();
+  fs::remove_all(under_tmp);
+  char elsewhere_templ[] = "/var/tmp/cocoon-fifo-note-XXXXXX";
+  ASSERT_NE(mkdtemp(elsewhere_templ), nullptr);
+  const std::string elsewhere = elsewhere_templ;
+  ASSERT_EQ(chmod(elsewhere.c_str(), 0755), 0);
+  json outside = Json(Cocoon({"run", "--json", "--", "/bin/true"}, elsewhere));
+  EXPECT_EQ(outside["notes"].dump().find("FIFOs"), std::string::npos) << outside["notes"].dump();
+  fs::remove_all(elsewhere);
+}
+
 // An agent asking what a run would do gets JSON when it asks for JSON, and
 // nothing runs.
 TEST(CocoonRun, ExplainWithJsonPrintsOneObject) {
