@@ -41,17 +41,6 @@ struct Base {
   ir::Policy policy;
 };
 
-Result<std::string> FindStrict() {
-  for (const std::string& dir : frontend::DefaultSearchPaths()) {
-    std::error_code ec;
-    std::string path = (fs::path(dir) / "strict.cocoon").string();
-    // Absolute: the generated policy imports it from the quick dir, where a
-    // relative COCOON_POLICY_PATH entry (read from here) means nothing.
-    if (fs::is_regular_file(path, ec)) return fs::absolute(path, ec).lexically_normal().string();
-  }
-  return NotFoundError("strict.cocoon not found in the policy search path; set COCOON_POLICY_PATH");
-}
-
 Result<Base> ResolveBase(const QuickPolicyOptions& options) {
   Base base;
   std::string profile = options.profile;
@@ -221,7 +210,33 @@ bool BaseHasMount(const ir::Policy& p, const std::string& target) {
                      [&](const ir::Mount& m) { return m.target == target; });
 }
 
+// The base's writable mount (tmpfs, writable bind, work dir) that `path`
+// lies under, or "": a read-only bind there inherits its Landlock write
+// rights (see CheckReadOnlyUnderWritable in compiler/frontend/checker.cc).
+std::string WritableMountAbove(const ir::Policy& p, const std::string& path) {
+  for (const ir::Mount& m : p.filesystem.mounts) {
+    if ((m.kind == ir::MountKind::kTmpfs || m.kind == ir::MountKind::kWritable) && path != m.target &&
+        AtOrUnder(path, m.target)) {
+      return m.target;
+    }
+  }
+  const std::string& work = p.filesystem.work.path;
+  return !work.empty() && path != work && AtOrUnder(path, work) ? work : "";
+}
+
 }  // namespace
+
+Result<std::string> FindStrict() {
+  for (const std::string& dir : frontend::DefaultSearchPaths()) {
+    std::error_code ec;
+    std::string path = (fs::path(dir) / "strict.cocoon").string();
+    // Absolute: the generated policy imports it from the quick dir, where a
+    // relative COCOON_POLICY_PATH entry (read from here) means nothing.
+    if (fs::is_regular_file(path, ec)) return fs::absolute(path, ec).lexically_normal().string();
+  }
+  return NotFoundError("strict.cocoon not found in the policy search path; set COCOON_POLICY_PATH to a directory "
+                       "holding it (the repository's or the install's policies/)");
+}
 
 std::string QuotePolicyString(const std::string& value) {
   std::string out = "\"";
@@ -412,6 +427,13 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   const std::optional<uint64_t> memory_limit =
       ResolveLimit("memory", "--mem", memory, limits.memory_bytes, options.openings, out, relaxes);
   add_limit("memory", memory_limit, false);
+  // A runtime's heap cap follows the memory limit in effect (runtime_util.h,
+  // kMemoryMibPlaceholder): node's 96 MiB of strict's 128 MiB stayed 96 MiB
+  // under --mem 1G, and the heap ran out long before the limit.
+  if (out.runtime) {
+    const uint64_t in_effect = memory_limit ? *memory_limit : limits.memory_bytes.set ? limits.memory_bytes.value : 0;
+    COCOON_ASSIGN_OR_RETURN(out.runtime->flags, ScaleMemoryFlags(*out.runtime, in_effect));
+  }
   // A staged work dir is a tmpfs: its files are RAM. The same ceiling as
   // --mem keeps a rootless run (no memory cgroup to charge them to) from
   // holding more of the host's memory than a memory limit could.
@@ -526,6 +548,12 @@ Result<QuickPolicy> BuildQuickPolicy(const QuickPolicyOptions& options) {
   for (const std::string& path : out.readonly_dirs) {
     if (std::string why = WhySandboxUserCannotRead(path, out.readonly_dirs); !why.empty()) {
       out.notes.push_back(why + ": it is bound read-only but unreadable inside (chmod o+rX, or run rootless)");
+    }
+    if (std::string above = WritableMountAbove(base.policy, path); !above.empty()) {
+      out.notes.push_back(path + " is bound read-only inside the sandbox's writable " + above +
+                          ", whose write access reaches into it: its files cannot be changed, but its FIFOs can be "
+                          "opened for writing (docs/security.md, Limitations); run from a directory outside " +
+                          above + " if host processes read any there");
     }
   }
   for (const auto& [host, target] : options.readonly_binds) {

@@ -37,6 +37,10 @@ enum class OpeningPolicy {
   kClampToBase,     // MCP: the base policy is the ceiling; larger requests are clamped
 };
 
+// The default policy's file: strict.cocoon, the first in the policy search
+// path (frontend::DefaultSearchPaths), as an absolute path.
+Result<std::string> FindStrict();
+
 struct QuickPolicyOptions {
   std::string policy_file;  // --policy FILE ("" = the runtime's preset, else strict)
   std::string profile;      // --profile, for --policy files with several

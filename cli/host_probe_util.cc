@@ -17,7 +17,10 @@
 #include <cstring>
 #include <functional>
 
+#include "cli/agent_run_util.h"
+#include "cli/policy_compile.h"
 #include "cli/runtime_util.h"
+#include "compiler/frontend/search_paths.h"
 #include "enforcer/landlock.h"
 #include "enforcer/limits/cgroup_names.h"
 #include "enforcer/limits/host_caps.h"
@@ -398,6 +401,33 @@ std::vector<HostCheck> CheckRuntimes() {
   return checks;
 }
 
+// The default policy itself: `cocoon run` without --policy builds on
+// strict, found in the policy search path; without it every such run fails
+// ("strict.cocoon not found"), whatever the kernel can do. Found, and
+// compiled for the Linux enforcer (a policy mistake fails here too).
+HostCheck CheckDefaultPolicy() {
+  HostCheck check = Check("default policy", CheckWeight::kRequired);
+  auto path = FindStrict();
+  if (!path.ok()) {
+    check.status = CheckStatus::kFail;
+    std::string searched;
+    for (const std::string& dir : frontend::DefaultSearchPaths()) searched += (searched.empty() ? "" : ":") + dir;
+    check.detail = "strict.cocoon is not in the policy search path (" + (searched.empty() ? "empty" : searched) +
+                   "): every `cocoon run` without --policy fails";
+    check.fix = "set COCOON_POLICY_PATH to the directory holding strict.cocoon (the repository's or the install's policies/)";
+    return check;
+  }
+  auto compiled = CompilePolicyOnCacheMiss(*path, "strict");
+  if (!compiled.ok()) {
+    check.status = CheckStatus::kFail;
+    check.detail = *path + " does not compile: " + Trim(compiled.status().message());
+    check.fix = "fix or replace " + *path + " (`cocoon check " + *path + "` shows the diagnostics)";
+    return check;
+  }
+  check.detail = "strict, " + *path + " (compiles)";
+  return check;
+}
+
 std::vector<HostCheck> CheckAudit(const DoctorOptions& options) {
   HostCheck log = Check("audit log", CheckWeight::kAdvisory);
   HostCheck key = Check("audit key", CheckWeight::kAdvisory);
@@ -529,6 +559,7 @@ std::vector<HostCheck> RunHostChecks(const DoctorOptions& options) {
   std::vector<HostCheck> checks = {CheckUserNamespaces(), CheckNamespaces(), CheckMounts(),    CheckSeccomp(),
                                    CheckLandlock(),       CheckCgroups(),    CheckFilesystems(), CheckKvm()};
   if (options.scope == CheckScope::kIsolationOnly) return checks;
+  checks.push_back(CheckDefaultPolicy());
   for (auto& c : CheckRuntimes()) checks.push_back(std::move(c));
   for (auto& c : CheckAudit(options)) checks.push_back(std::move(c));
   return checks;

@@ -4,6 +4,7 @@
 // and scratch environment of one run.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,18 @@ nlohmann::json RuntimesToJson(const std::vector<RuntimeInfo>& runtimes);
 // A runtime flag meaning "the interpreter is a compiler without a run mode":
 // compile to /tmp/cocoon-main inside the sandbox, then exec it (rust).
 inline constexpr const char* kCompileAndRun = "@compile-and-run";
+
+// A runtime flag's part that follows the memory limit: "{memory_mib:75%}"
+// becomes 75% of the run's memory limit in MiB (node's
+// "--max-old-space-size={memory_mib:75%}", java's "-Xmx{memory_mib:50%}m"),
+// so that a heap cap written for the preset's limit moves with --mem. A
+// flag holding it is left out when the run has no memory limit.
+inline constexpr const char* kMemoryMibPlaceholder = "{memory_mib:";
+
+// The runtime's flags with every kMemoryMibPlaceholder filled in for
+// `memory_bytes` (0: no limit, such flags are dropped). A malformed one
+// (not "{memory_mib:N%}" with N from 1 to 100) is an error naming the flag.
+Result<std::vector<std::string>> ScaleMemoryFlags(const ir::Runtime& runtime, uint64_t memory_bytes);
 
 // How the code reaches the interpreter.
 enum class CodeDelivery {

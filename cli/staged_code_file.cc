@@ -5,9 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 
 #include "cli/agent_run_util.h"
+#include "enforcer/sweep_sampler.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::cli {
 namespace {
@@ -28,7 +31,30 @@ int FlockRetryingEintr(int fd, int operation) {
   return result;
 }
 
+// The quick dir's names of staged code: "<sha256 hex><extension>", the
+// extension one word (".py"; a temporary has more dots). Not ".cocoon": the
+// generated policies beside them are cached, not held.
+bool IsStagedCodeName(const std::string& name) {
+  constexpr size_t kHashChars = 64;
+  if (name.size() < kHashChars) return false;
+  for (size_t i = 0; i < kHashChars; ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
+  }
+  const std::string extension = name.substr(kHashChars);
+  if (extension.empty()) return true;
+  if (extension[0] != '.' || extension.size() == 1 || extension == ".cocoon") return false;
+  for (size_t i = 1; i < extension.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(extension[i]);
+    if (!std::isalnum(c) && c != '_' && c != '-' && c != '+') return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+size_t StagedCodeFile::SweepAbandoned(const std::string& quick_dir) {
+  return enforcer::SweepUnlockedFiles(quick_dir, IsStagedCodeName);
+}
 
 Result<std::shared_ptr<StagedCodeFile>> StagedCodeFile::Stage(const std::string& bytes, const std::string& suffix) {
   // The last holder of an earlier run may remove the file between our
@@ -48,7 +74,14 @@ Result<std::shared_ptr<StagedCodeFile>> StagedCodeFile::Stage(const std::string&
       close(fd);
       return failed;
     }
-    if (StillNamed(fd, path)) return std::shared_ptr<StagedCodeFile>(new StagedCodeFile(std::move(path), fd));
+    if (StillNamed(fd, path)) {
+      // A killed run (SIGKILL, the OOM killer) never removed its file: the
+      // agent's code stayed on disk. Now and then (sweep_sampler.h), the
+      // ones nobody holds go; ours is held already.
+      static enforcer::SweepSampler sweeps;
+      if (sweeps.ShouldSweepNow()) (void)SweepAbandoned(path.substr(0, path.rfind('/')));
+      return std::shared_ptr<StagedCodeFile>(new StagedCodeFile(std::move(path), fd));
+    }
     close(fd);
   }
   return Status(ErrorCode::kUnavailable, "the staged code file kept being removed by other runs finishing; retry");

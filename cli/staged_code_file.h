@@ -13,9 +13,11 @@
 // policy is compiled until the run has ended; the last holder (the one that
 // can take the lock exclusively) removes it. Removing it costs the cache
 // nothing: the next run of the same code writes the same name again, and
-// the policy naming it is still the cached one.
+// the policy naming it is still the cached one. A holder that was killed
+// leaves its file; a later Stage sweeps those nobody holds (SweepAbandoned).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -30,6 +32,10 @@ class StagedCodeFile {
   // Removes the file unless another holder, in this process or another,
   // still holds it.
   ~StagedCodeFile();
+  // Removes the staged code files in quick_dir that nobody holds: those of
+  // runs that were killed (no destructor ran). Stage calls it now and then
+  // (one call in 16); returns how many went.
+  static size_t SweepAbandoned(const std::string& quick_dir);
   StagedCodeFile(const StagedCodeFile&) = delete;
   StagedCodeFile& operator=(const StagedCodeFile&) = delete;
 

@@ -7,6 +7,8 @@
 #include <list>
 #include <string_view>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "compiler/common/digest.h"
 #include "compiler/frontend/checker_internal.h"
@@ -570,6 +572,42 @@ void CheckWorkDirOutsideBinds(const State& state, const ast::Profile* checked, c
                         Quote(*holder) + " out of the binds");
 }
 
+// A read-only bind below a writable mount (a tmpfs, a writable bind, the
+// work dir) is read-only for files only. Landlock's rights follow the path
+// across mount points, so the writable mount's rule reaches into the bind,
+// and the read-only mount flag stops writes to files but not an open of a
+// FIFO for writing nor a connect to a unix socket: a host process reading
+// a FIFO (or listening on a socket) there can be fed, or drained, by the
+// sandbox. The same bind where no writable mount is above it is refused by
+// Landlock. The two may come from different layers.
+void CheckReadOnlyUnderWritable(const State& state, Diagnostics& diagnostics) {
+  auto under = [](const std::string& path, const std::string& dir) {
+    return dir == "/" ? path != "/" : path.size() > dir.size() && path.compare(0, dir.size() + 1, dir + "/") == 0;
+  };
+  std::vector<std::pair<std::string, std::string>> writable;  // target, what it is
+  for (const auto& [target, mount] : state.mounts) {
+    if (mount.kind == ir::MountKind::kTmpfs) writable.emplace_back(target, "tmpfs");
+    if (mount.kind == ir::MountKind::kWritable) writable.emplace_back(target, "writable bind");
+  }
+  if (const std::string& work = state.policy.filesystem.work.path; !work.empty()) writable.emplace_back(work, "work dir");
+  for (const auto& [target, mount] : state.mounts) {
+    if (mount.kind != ir::MountKind::kReadOnly) continue;
+    auto site = state.mount_sites.find(target);
+    if (site == state.mount_sites.end() || site->second.source == nullptr) continue;
+    for (const auto& [above, what] : writable) {
+      if (!under(target, above)) continue;
+      diagnostics.Warning(site->second.source, site->second.span,
+                          "read-only " + Quote(target) + " is inside the " + what + " " + Quote(above) +
+                              ", whose write access reaches into it (Landlock rights follow paths across mounts): "
+                              "its files cannot be changed, but a FIFO in it can be opened for writing, so a host "
+                              "process reading one there can be fed by the sandbox",
+                          "bind it at a target no writable mount is above, or keep FIFOs that host processes use "
+                          "out of it (docs/security.md, Limitations)");
+      break;
+    }
+  }
+}
+
 // A `copy` is staged into the work dir before the mounts are made: a bind
 // or tmpfs at or above its destination covers it (the sandbox never sees
 // it, and only an empty mount point is left on the host), and one below it
@@ -840,6 +878,7 @@ std::optional<ir::Policy> CheckChain(const ProfileRef& ref, LineageResolver& lin
   CheckMountsBesideWorkDir(state, diagnostics);
   CheckWorkDirOutsideBinds(state, self.profile, *self.file, diagnostics);
   CheckCopiesUnderMounts(state, diagnostics);
+  CheckReadOnlyUnderWritable(state, diagnostics);
   CheckOverriddenRules(state, self.profile, diagnostics);
   if (diagnostics.error_count() + diagnostics.suppressed() > errors_before) return std::nullopt;
   ir::Policy policy = Finalize(state, program);

@@ -246,6 +246,25 @@ size_t SweepAbandonedScratchDirs(const std::string& parent, const std::string& p
   return removed;
 }
 
+size_t SweepUnlockedFiles(const std::string& parent, const std::function<bool(const std::string& name)>& wanted) {
+  OwnedFd parent_fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent_fd.valid()) return 0;
+  auto entries = tree::ListDir(parent_fd.get());
+  if (!entries.ok()) return 0;
+  size_t removed = 0;
+  for (const tree::DirEntry& entry : *entries) {
+    if (!wanted(entry.name)) continue;
+    // Exclusive only when no holder has it, shared or exclusive; removed
+    // while held, so a holder-to-be that opened it meanwhile finds its name
+    // gone once it has its lock (and makes it again).
+    OwnedFd lock;
+    if (TakeAbandonedLock(parent_fd.get(), entry.name, &lock) && unlinkat(parent_fd.get(), entry.name.c_str(), 0) == 0) {
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 Result<std::unique_ptr<ScratchDir>> ScratchDir::Create(const std::string& parent, const std::string& prefix) {
   // Sampled (sweep_sampler.h): a parent such as /tmp may be big.
   static SweepSampler scratch_sweeps;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -116,5 +117,13 @@ Result<std::string> EnsurePrivateDir(const std::string& path, mode_t mode);
 // unchanged for `min_age`: the age covers the moment between a directory's
 // mkdtemp and its lock. Best effort; returns how many directories went.
 size_t SweepAbandonedScratchDirs(const std::string& parent, const std::string& prefix, std::chrono::seconds min_age);
+
+// Removes the regular files parent/<name> of this user's, for the names
+// `wanted` accepts, that nobody holds a flock(2) on: files whose users hold
+// a lock on the file itself while they need it (StagedCodeFile), left
+// behind by a user that was killed. The lock must be taken (shared is
+// enough) before the file is relied on, and the name checked again after:
+// a sweep may remove it in between. Best effort; returns how many went.
+size_t SweepUnlockedFiles(const std::string& parent, const std::function<bool(const std::string& name)>& wanted);
 
 }  // namespace cocoon::enforcer

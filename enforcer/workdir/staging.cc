@@ -443,6 +443,15 @@ Status Staging::Populate(int cancel_fd) {
     hooks.on_file = nullptr;
     hooks.on_special = nullptr;
   }
+  // What --copy brings in is the host's too: its symlinks are recorded like
+  // the work dir's own, so that one the sandbox left as it was is kept and
+  // not reported as a breakout (one it changed or made is still judged).
+  // Its files and specials are not recorded as originals: those are linked
+  // back from the work dir's own path at commit, and a --copy source lives
+  // elsewhere (the work dir must not share inodes with it).
+  hooks.on_symlink = [this](const std::string& path, const std::string& target) {
+    preexisting_symlinks_[path] = target;
+  };
   for (const ir::Copy& copy : options_.copies) {
     std::string dest = copy.destination;
     size_t slash = dest.rfind('/');
@@ -455,6 +464,11 @@ Status Staging::Populate(int cancel_fd) {
     if (lstat(source->c_str(), &st) != 0) return ErrnoError("--copy source " + copy.source);
     // The destination is replaced, never written through (it may be a link).
     COCOON_RETURN_IF_ERROR(tree::RemoveTree(parent.get(), name));
+    // So are the work dir's own links there: what the sandbox makes at
+    // their paths is its own.
+    std::erase_if(preexisting_symlinks_, [&dest](const auto& link) {
+      return link.first == dest || link.first.starts_with(dest + "/");
+    });
     if (S_ISDIR(st.st_mode)) {
       auto opened = OpenResolvedPath(*source, O_RDONLY | O_DIRECTORY);
       if (!opened.ok()) return opened.status().WithContext("--copy source");
@@ -613,9 +627,10 @@ void Staging::VerifyAndCommitStaged(const std::atomic<bool>* cancel, int cancel_
   commit_options.expected_host_dir = HostDirIdentity{static_cast<dev_t>(spec_.host_dev), static_cast<ino_t>(spec_.host_ino)};
   if (spec_.strategy == StagingStrategy::kCopy) {
     commit_options.originals = &originals_;
-    commit_options.host_symlinks = &preexisting_symlinks_;
     if (options_.sandbox_host_uid >= 0) commit_options.sandbox_uid = static_cast<uid_t>(options_.sandbox_host_uid);
   }
+  // The host's own links (copy mode) and those --copy brought in (both modes).
+  commit_options.host_symlinks = &preexisting_symlinks_;
   commit_options.source =
       spec_.strategy == StagingStrategy::kOverlay ? CommitSource::kOverlayUpper : CommitSource::kStagedTree;
   auto committed = CommitStagedTree(tree_fd_, result.scan, options_.host_dir, commit_options);

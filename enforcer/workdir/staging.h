@@ -232,7 +232,7 @@ class Staging {
   WorkMountChildSpec spec_;
   uint64_t quota_bytes_ = 0;
   std::unique_ptr<ScratchDir> stage_dir_;  // overlay only: created by Prepare, removed with the Staging
-  std::map<std::string, std::string> preexisting_symlinks_;  // host's own links, copied in (kCopy)
+  std::map<std::string, std::string> preexisting_symlinks_;  // host's own links, copied in (kCopy) or by --copy
   StagedOriginals originals_;  // what the copy-in took and left out (kCopy)
   std::vector<std::string> scaffolding_;  // mount points (and parents) the host dir lacks, deepest first
   int tree_fd_ = -1;

@@ -122,6 +122,12 @@ Status CopyFile(int src_dir, const std::string& name, int dst_dir, const std::st
   }
   // Never carry setuid/setgid/sticky across.
   if (fchmod(out.get(), mode & 0777) != 0) return ErrnoError("chmod '" + dst_name + "'");
+  // The copy keeps the source's access and modification times: a result's
+  // mtime (`touch -d`, an archive's extraction, a build's outputs) matters
+  // to make and to the next pipeline step, and was reset to the commit's
+  // time. As of the fstat above, before the copy read it.
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  if (futimens(out.get(), times) != 0) return ErrnoError("setting the times of '" + dst_name + "'");
   if (bytes) *bytes += total;
   return Status::Ok();
 }

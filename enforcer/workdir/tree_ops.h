@@ -38,7 +38,8 @@ struct Owner;
 Result<Fd> OpenDirPath(int root_fd, const std::string& relative, CreateMissing create, const Owner* owner = nullptr);
 
 // Copies the regular file src_dir/name to a NEW file dst_dir/dst_name
-// (O_CREAT|O_EXCL|O_NOFOLLOW), contents via sendfile, mode & 0777.
+// (O_CREAT|O_EXCL|O_NOFOLLOW), contents via sendfile, mode & 0777, and the
+// source's atime and mtime.
 // `between_chunks` (when set) is asked after every kCopyChunkBytes; an error
 // from it stops the copy: a file of gigabytes takes seconds, and a cancel
 // must not wait for all of it.

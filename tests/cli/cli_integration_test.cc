@@ -1968,6 +1968,53 @@ TEST(CocoonRun, OpeningFlagsAreOverridesAndExplainDoesNotRun) {
   for (const auto& o : j["overrides"]) EXPECT_EQ(o.get<std::string>().find("limits."), std::string::npos) << o;
 }
 
+// A runtime's heap cap follows --mem: node's --max-old-space-size stayed at
+// 96 MiB (written for strict's 128 MiB) under --mem 1G, and a program that
+// needed 500 MiB died of V8's heap limit far below the one asked for.
+TEST(CocoonRun, TheRuntimesHeapFlagFollowsTheMemoryLimit) {
+  auto command_of = [](std::vector<std::string> args) {
+    json j = Json(Cocoon(std::move(args)));
+    std::string joined;
+    for (const auto& word : j["command"]) joined += word.get<std::string>() + " ";
+    return joined;
+  };
+  Ran probe = Cocoon({"run", "--explain", "--json", "-r", "node", "-c", "1"});
+  if (probe.status != 0 && probe.err.find("not installed") != std::string::npos) {
+    GTEST_SKIP() << "SKIPPED, NOT PASSED: node is not installed, so its heap flag was not checked: " << probe.err;
+  }
+  EXPECT_NE(command_of({"run", "--explain", "--json", "-r", "node", "-c", "1"}).find("--max-old-space-size=96 "),
+            std::string::npos)
+      << "three quarters of strict's 128 MiB";
+  const std::string big = command_of({"run", "--explain", "--json", "--mem", "1G", "-r", "node", "-c", "1"});
+  EXPECT_NE(big.find("--max-old-space-size=768 "), std::string::npos) << big;
+  EXPECT_EQ(big.find("memory_mib"), std::string::npos) << big;
+}
+
+// `cocoon run` binds the current directory read-only at its own path; under
+// /tmp that is inside the sandbox's writable tmpfs, whose Landlock write
+// rights reach into the bind, so a host FIFO there can be opened for
+// writing (a review fed a host reader that way). The Outcome says so; a
+// directory outside every writable mount gets no such note.
+TEST(CocoonRun, ACurrentDirectoryUnderTheSandboxesTmpfsIsNotedForItsFifos) {
+  char templ[] = "/tmp/cocoon-fifo-note-XXXXXX";
+  ASSERT_NE(mkdtemp(templ), nullptr);
+  const std::string under_tmp = templ;
+  json j = Json(Cocoon({"run", "--json", "--", "/bin/true"}, under_tmp));
+  EXPECT_EQ(j["exit_code"], 0) << j.dump();
+  EXPECT_NE(j["notes"].dump().find(under_tmp + " is bound read-only inside the sandbox's writable /tmp"),
+            std::string::npos)
+      << j["notes"].dump();
+  EXPECT_NE(j["notes"].dump().find("FIFOs can be opened for writing"), std::string::npos) << j["notes"].dump();
+  fs::remove_all(under_tmp);
+  char elsewhere_templ[] = "/var/tmp/cocoon-fifo-note-XXXXXX";
+  ASSERT_NE(mkdtemp(elsewhere_templ), nullptr);
+  const std::string elsewhere = elsewhere_templ;
+  ASSERT_EQ(chmod(elsewhere.c_str(), 0755), 0);
+  json outside = Json(Cocoon({"run", "--json", "--", "/bin/true"}, elsewhere));
+  EXPECT_EQ(outside["notes"].dump().find("FIFOs"), std::string::npos) << outside["notes"].dump();
+  fs::remove_all(elsewhere);
+}
+
 // An agent asking what a run would do gets JSON when it asks for JSON, and
 // nothing runs.
 TEST(CocoonRun, ExplainWithJsonPrintsOneObject) {
@@ -4720,6 +4767,35 @@ TEST(CocoonDoctor, DefaultPolicyEnforceableHere) {
   EXPECT_TRUE(userns) << j.dump(2);
   Ran text = Cocoon({"doctor"});
   EXPECT_NE(text.out.find("ok    user namespaces"), std::string::npos) << text.out;
+}
+
+// Without strict.cocoon in the policy search path every `cocoon run`
+// without --policy fails ("strict.cocoon not found"); doctor said the
+// default policy could be enforced and exited 0. It is a required check.
+TEST(CocoonDoctor, ADefaultPolicyThatCannotBeFoundIsARequiredFailure) {
+  const std::vector<std::pair<std::string, std::string>> nowhere = {{"COCOON_POLICY_PATH", "/nonexistent"}};
+  Ran ran = Cocoon({"doctor", "--json"}, "/tmp", nowhere);
+  EXPECT_EQ(ran.status, 1) << ran.out << ran.err;
+  json j = Json(ran);
+  EXPECT_EQ(j["default_policy_enforceable"], false);
+  bool found = false;
+  for (const auto& c : j["checks"]) {
+    if (c["name"] != "default policy") continue;
+    found = true;
+    EXPECT_EQ(c["status"], "fail") << c;
+    EXPECT_NE(c.value("fix", "").find("COCOON_POLICY_PATH"), std::string::npos) << c;
+  }
+  EXPECT_TRUE(found) << j.dump(2);
+  Ran text = Cocoon({"doctor"}, "/tmp", nowhere);
+  EXPECT_EQ(text.status, 1);
+  EXPECT_NE(text.out.find("CANNOT be enforced"), std::string::npos) << text.out;
+  // Where it is found, the check passes.
+  json here = Json(Cocoon({"doctor", "--json"}, "/tmp"));
+  for (const auto& c : here["checks"]) {
+    if (c["name"] == "default policy") {
+      EXPECT_EQ(c["status"], "ok") << c;
+    }
+  }
 }
 
 // Rootless on a host whose memory and pids controllers are on cgroup v1

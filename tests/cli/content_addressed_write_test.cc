@@ -9,9 +9,12 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -122,6 +125,53 @@ TEST_F(ContentAddressedWriteTest, StagedCodeIsRemovedWhenItsLastHolderLetsGo) {
   second->reset();
   EXPECT_NE(access(path.c_str(), F_OK), 0) << "left behind by its last holder";
   EXPECT_TRUE(QuickFiles().empty());
+}
+
+// A run killed while it held its staged code (SIGKILL, the OOM killer) ran
+// no destructor: the agent's code stayed in the cache. A later sweep
+// removes what nobody holds, and nothing that is held or is not staged code.
+TEST_F(ContentAddressedWriteTest, StagedCodeOfAKilledRunIsSweptAndHeldCodeIsNot) {
+  const std::string killed_code = "class M { /* the killed run's */ }\n";
+  const std::string held_code = "class M { /* a live run's */ }\n";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto staged = StagedCodeFile::Stage(killed_code, ".java");
+    char byte = staged.ok() ? 'y' : 'n';
+    (void)!write(ready[1], &byte, 1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  close(ready[0]);
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_EQ(byte, 'y') << "the child could not stage its code";
+  auto held = StagedCodeFile::Stage(held_code, ".java");
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  auto policy = WriteContentAddressed("policy {}\n", ".cocoon");
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  ASSERT_EQ(QuickFiles().size(), 3u) << "the killed run's file, the held one and the policy";
+
+  const std::string quick = cache_ + "/quick";
+  // Stage sweeps on one call in 16 (enforcer/sweep_sampler.h): sixteen
+  // runs of other code, each ending, sweep at least once.
+  for (int run = 0; run < 16; ++run) {
+    auto other = StagedCodeFile::Stage("class M { /* run " + std::to_string(run) + " */ }\n", ".java");
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+  }
+  std::vector<std::string> left = QuickFiles();
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> expected = {(*held)->path().substr(quick.size() + 1), policy->substr(quick.size() + 1)};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(left, expected) << "the killed run's code stays, or a held file or the policy went";
+  held->reset();
+  EXPECT_EQ(QuickFiles().size(), 1u);
 }
 
 // Runs of the same code from many threads, each starting and ending at its

@@ -211,6 +211,68 @@ TEST_P(StagingTest, ANewLinkThroughTheHostsOwnEscapingLinkIsLeftOut) {
   EXPECT_EQ(ReadText(parent_ / "sibling/victim"), "outside\n");
 }
 
+// The host's own links that --copy brings in are the host's like the work
+// dir's own: one the sandbox left alone is kept and not reported (they were
+// reported as breakouts and dropped). One the sandbox changed, or made at a
+// path where the work dir had a link --copy replaced, is judged as before.
+TEST_P(StagingTest, LinksBroughtInByCopyAreTheHostsOwnUnlessTheSandboxChangedThem) {
+  testing::MakeDirs(extra_ / "tree");
+  ASSERT_EQ(symlink("/usr/share", (extra_ / "tree/abs").c_str()), 0);
+  ASSERT_EQ(symlink("/usr/share", (extra_ / "tree/retarget").c_str()), 0);
+  testing::MakeDirs(host_ + "/tree");
+  ASSERT_EQ(symlink("/usr/share", (host_ + "/tree/was-here").c_str()), 0);  // replaced by --copy
+  StagingOptions options = Options();
+  options.copies.push_back(ir::Copy{extra_ / "tree", "tree"});
+  auto staging = Staging::Prepare(options);
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    if (!std::filesystem::is_symlink(work + "/tree/abs")) return 1;
+    if (std::filesystem::exists(std::filesystem::symlink_status(work + "/tree/was-here"))) return 2;
+    if (unlink((work + "/tree/retarget").c_str()) != 0 || symlink("/etc", (work + "/tree/retarget").c_str()) != 0) {
+      return 3;
+    }
+    if (symlink("/usr/share", (work + "/tree/was-here").c_str()) != 0) return 4;
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  EXPECT_TRUE(result.committed);
+  std::set<std::string> flagged;
+  for (const auto& finding : result.scan.findings) flagged.insert(finding.path + ":" + finding.kind);
+  EXPECT_EQ(flagged, (std::set<std::string>{"tree/retarget:symlink-escape", "tree/was-here:symlink-escape"}));
+  ASSERT_TRUE(std::filesystem::is_symlink(host_ + "/tree/abs")) << "the --copy source's own link was dropped";
+  EXPECT_EQ(std::filesystem::read_symlink(host_ + "/tree/abs"), "/usr/share");
+  EXPECT_FALSE(std::filesystem::is_symlink(host_ + "/tree/retarget"));
+  EXPECT_FALSE(std::filesystem::is_symlink(host_ + "/tree/was-here"));
+}
+
+// A file's modification time set in the sandbox (touch -d, an unpacked
+// archive) reaches the host: the commit's copy was dated the commit.
+TEST_P(StagingTest, TimesSetInTheSandboxAreKeptAtCommit) {
+  auto staging = Staging::Prepare(Options());
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  int rc = RunStaged(**staging, target_.path(), [](const std::string& work) {
+    WriteText(work + "/out.o", "b\n");
+    WriteText(work + "/input.txt", "edited\n");
+    const struct timespec times[2] = {{1000000000, 0}, {1012608000, 0}};  // 2001-09-09, 2002-02-02
+    if (utimensat(AT_FDCWD, (work + "/out.o").c_str(), times, 0) != 0) return 1;
+    if (utimensat(AT_FDCWD, (work + "/input.txt").c_str(), times, 0) != 0) return 2;
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  auto result = (*staging)->VerifyAndCommit();
+  ASSERT_TRUE(result.error.ok()) << result.error.ToString();
+  ASSERT_TRUE(result.committed);
+  for (const char* name : {"/out.o", "/input.txt"}) {
+    struct stat st {};
+    ASSERT_EQ(stat((host_ + name).c_str(), &st), 0) << name;
+    EXPECT_EQ(st.st_mtim.tv_sec, 1012608000) << name << ": the mtime the sandbox set";
+    EXPECT_EQ(st.st_atim.tv_sec, 1000000000) << name << ": the atime the sandbox set";
+  }
+  EXPECT_EQ(ReadText(host_ + "/input.txt"), "edited\n");
+}
+
 // Someone edits the host work dir while the sandbox runs. The overlay's
 // commit starts from the host dir as it is then and keeps the edit; the
 // copy's commit would replace the dir with the copy-in plus the sandbox's

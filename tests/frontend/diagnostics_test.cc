@@ -62,6 +62,17 @@ const Case kCases[] = {
      "ERROR: t.cocoon:6:14: '/opt' is both read-only (line 5) and writable\n"
      " |     writable /opt\n"
      " |              ^~~~\n"},
+    // Landlock's write rights for the tmpfs reach into the read-only bind
+    // below it: a host FIFO there could be opened for writing.
+    {"readonly_under_a_writable_mount",
+     "import \"strict\"\nprofile p extends strict {\n  filesystem { readonly /tmp/x }\n}\n",
+     "WARNING: t.cocoon:3:25: read-only '/tmp/x' is inside the tmpfs '/tmp', whose write access reaches into it "
+     "(Landlock rights follow paths across mounts): its files cannot be changed, but a FIFO in it can be opened for "
+     "writing, so a host process reading one there can be fed by the sandbox\n"
+     " |   filesystem { readonly /tmp/x }\n"
+     " |                         ^~~~~~\n"
+     " = help: bind it at a target no writable mount is above, or keep FIFOs that host processes use out of it "
+     "(docs/security.md, Limitations)\n"},
     {"unknown_syscall",
      "import \"strict\"\nprofile p extends strict {\n  syscalls { allow openn }\n}\n",
      "ERROR: t.cocoon:3:20: unknown syscall 'openn'\n"
@@ -424,6 +435,13 @@ const Case kCases[] = {
     {"copy_under_a_mount",
      "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /tmp/x as /work/vendor\n"
      "    copy \"in.txt\" to \"vendor/in.txt\"\n  }\n}\n",
+     "WARNING: t.cocoon:4:14: read-only '/work/vendor' is inside the work dir '/work', whose write access reaches "
+     "into it (Landlock rights follow paths across mounts): its files cannot be changed, but a FIFO in it can be "
+     "opened for writing, so a host process reading one there can be fed by the sandbox\n"
+     " |     readonly /tmp/x as /work/vendor\n"
+     " |              ^~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: bind it at a target no writable mount is above, or keep FIFOs that host processes use out of it "
+     "(docs/security.md, Limitations)\n"
      "ERROR: t.cocoon:5:22: copy to 'vendor/in.txt' lands at '/work/vendor/in.txt', under the read-only mount of "
      "'/work/vendor' (t.cocoon:4): the mount hides the copy from the sandbox, and what it hides is lost\n"
      " |     copy \"in.txt\" to \"vendor/in.txt\"\n"
@@ -441,7 +459,13 @@ const Case kCases[] = {
     {"copy_beside_a_mount",
      "import \"strict\"\nprofile p extends strict {\n  filesystem {\n    readonly /tmp/x as /work/vendor\n"
      "    copy \"in.txt\" to \"vendored/in.txt\"\n  }\n}\n",
-     ""},
+     "WARNING: t.cocoon:4:14: read-only '/work/vendor' is inside the work dir '/work', whose write access reaches "
+     "into it (Landlock rights follow paths across mounts): its files cannot be changed, but a FIFO in it can be "
+     "opened for writing, so a host process reading one there can be fed by the sandbox\n"
+     " |     readonly /tmp/x as /work/vendor\n"
+     " |              ^~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: bind it at a target no writable mount is above, or keep FIFOs that host processes use out of it "
+     "(docs/security.md, Limitations)\n"},
     {"syntax_expectation",
      "profile x {\n  network offf\n}\n",
      "ERROR: t.cocoon:2:11: unexpected 'offf'; expected 'off', 'on' or 'allow'\n"
