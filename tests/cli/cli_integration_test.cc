@@ -4842,3 +4842,93 @@ TEST(CocoonMcp, AClientThatClosedStdoutStopsTheServer) {
             std::string::npos)
       << ran.err;
 }
+
+// Binds are recursive, so a procfs mounted below a bound directory showed
+// the host's processes (PID 1's cmdline, /proc/PID/root) in the sandbox,
+// through `--ro`, the current directory, a policy's `readonly` and a
+// `--copy`, root and rootless: only the bound path was checked. Each launch
+// is now refused before anything runs, naming the bind and the mount. In a
+// throwaway mount namespace (nothing is mounted on the host). Seen failing
+// before the fix: every launch ran and listed the host's PIDs.
+void CheckAProcBelowABindIsRefused(bool rootless) {
+  if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
+  }
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): needs root to mount a proc to bind";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-subproc-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "m" / "p");
+  fs::create_directories(dir / "home");
+  fs::create_directories(dir / "work");
+  const std::string m = (dir / "m").string();
+  std::ofstream(dir / "ro.cocoon") << "import \"strict\"\nprofile ro extends strict {\n  filesystem {\n    readonly \"" +
+                                          m + "\"\n  }\n}\n";
+  for (const fs::path& p : {dir, dir / "m", dir / "home", dir / "work", dir / "ro.cocoon"}) {
+    ASSERT_EQ(chown(p.c_str(), rootless ? 65534 : 0, rootless ? 65534 : 0), 0) << p;
+  }
+  const std::string probe = "ls " + m + "/p /p 2>/dev/null | grep -c '^[0-9]'; echo ran";
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    std::string cwd;
+  };
+  std::vector<Case> cases = {
+      {"--ro", {"run", "--json", "--ro", m, "--", "/bin/sh", "-c", probe}, "/"},
+      {"cwd", {"run", "--json", "--", "/bin/sh", "-c", "ls p | grep -c '^[0-9]'; echo ran"}, m},
+      {"policy readonly", {"enforce", (dir / "ro.cocoon").string(), "--json", "--", "/bin/sh", "-c", probe}, "/"},
+      {"--copy", {"run", "--json", "--work", (dir / "work").string(), "--copy", m, "--", "/bin/sh", "-c",
+                  "ls /work/m/p | grep -c '^[0-9]'; echo ran"}, "/"},
+  };
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(report[0]);
+    std::string text;
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("proc", (dir / "m" / "p").c_str(), "proc", 0, nullptr) != 0) {
+      text = std::string("namespace setup: ") + strerror(errno);
+    } else {
+      for (const Case& c : cases) {
+        std::vector<std::string> args = c.args;
+        std::string binary = COCOON_BINARY;
+        if (rootless) {
+          args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+          binary = "/usr/bin/setpriv";
+        }
+        Ran ran = Cocoon(args, c.cwd,
+                         {{"HOME", (dir / "home").string()}, {"XDG_CACHE_HOME", (dir / "home").string()},
+                          {"COCOON_CACHE_DIR", (dir / "home" / "cache").string()}},
+                         binary);
+        text += std::string("case ") + c.name + " status=" + std::to_string(ran.status) + "\n" + ran.out + ran.err +
+                "\n";
+      }
+    }
+    (void)!write(report[1], text.data(), text.size());
+    _exit(0);
+  }
+  close(report[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(report[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  close(report[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_EQ(text.find("namespace setup"), std::string::npos) << text;
+  for (const Case& c : cases) {
+    const std::string head = std::string("case ") + c.name + " status=";
+    const size_t at = text.find(head);
+    ASSERT_NE(at, std::string::npos) << text;
+    const size_t next = text.find("case ", at + head.size());
+    const std::string part = text.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    EXPECT_EQ(part.find("\nran"), std::string::npos) << c.name << ": the command ran:\n" << part;
+    EXPECT_EQ(part.rfind(head + "0", 0), std::string::npos) << c.name << ":\n" << part;
+    EXPECT_NE(part.find("proc at " + m + "/p"), std::string::npos) << c.name << ": no message naming the mount:\n"
+                                                                    << part;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CocoonRun, AProcMountedBelowABoundDirectoryIsRefused) { CheckAProcBelowABindIsRefused(false); }
+TEST(CocoonRun, AProcMountedBelowABoundDirectoryIsRefusedRootless) { CheckAProcBelowABindIsRefused(true); }
