@@ -266,6 +266,17 @@ bool IsSystemTree(const std::string& dir) {
   return false;
 }
 
+// The hidden host path (HostPathsToGuard::hidden_host_paths) that `path`
+// is, is inside or holds, said so; or "".
+std::string HiddenOverlap(const std::string& path, const std::vector<std::string>& hidden_host_paths) {
+  for (const std::string& given : hidden_host_paths) {
+    const std::string hidden = RealOrAsGiven(given);
+    if (Within(path, hidden)) return (path == hidden ? "is " : "is inside ") + hidden + ", which the policy hides";
+    if (Within(hidden, path)) return "holds " + hidden + ", which the policy hides";
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
@@ -300,6 +311,11 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
                                   "; the sandbox's writes are committed there. Give a project directory of its own");
     };
     if (IsSystemTree(work)) return refuse("a system directory");
+    if (std::string hidden = HiddenOverlap(work, paths.hidden_host_paths); !hidden.empty()) {
+      return InvalidArgumentError("work dir " + work + ": " + hidden + " (`hide`); the sandbox would see it in its "
+                                  "work dir, and a flag does not undo a policy's hide. Give a directory that holds "
+                                  "nothing hidden");
+    }
     if (!cache.empty() && (Within(cache, work) || (Within(work, cache) && !paths.work_dir_is_ours))) {
       return refuse("overlaps Cocoon's artifact cache " + cache + " (compiled policies every launch trusts)");
     }
@@ -328,6 +344,10 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return refuse("a kernel or system tree");
     }
     if (!cache.empty() && (Within(source, cache) || Within(cache, source))) return refuse("overlaps Cocoon's artifact cache");
+    if (std::string hidden = HiddenOverlap(source, paths.hidden_host_paths); !hidden.empty()) {
+      return InvalidArgumentError("--copy " + copy + ": " + hidden + " (`hide`); a flag does not undo a policy's "
+                                  "hide. Copy a path that holds nothing hidden");
+    }
     if (holds_key(source)) return refuse("is or holds the audit key " + key);
     if (holds_log(source)) return refuse("is or holds the audit log " + log);
     guarded.copies.push_back(source);

@@ -35,6 +35,9 @@ struct HostPathsToGuard {
   // one would let the sandbox rewrite, or shadow, the policy of later runs.
   std::vector<std::string> policy_sources;
   std::vector<std::string> policy_shadowing_paths;
+  // The host paths the policy hides (its `hide`s, through the bind that
+  // shows each): a work dir or copy must not hand them to the sandbox.
+  std::vector<std::string> hidden_host_paths;
 };
 
 // The work dir and copies as checked, symlinks resolved: the launch uses

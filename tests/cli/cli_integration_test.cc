@@ -4932,3 +4932,45 @@ void CheckAProcBelowABindIsRefused(bool rootless) {
 
 TEST(CocoonRun, AProcMountedBelowABoundDirectoryIsRefused) { CheckAProcBelowABindIsRefused(false); }
 TEST(CocoonRun, AProcMountedBelowABoundDirectoryIsRefusedRootless) { CheckAProcBelowABindIsRefused(true); }
+
+// A policy's `hide` held against --work and --copy: `--ro` of a hidden path
+// was refused, but a work dir or copy at, inside or holding it handed the
+// hidden file to the sandbox (and a work dir committed it back). Each is
+// refused before anything runs, for `run` with the policy as its base and
+// for `enforce` of the policy itself. Seen failing before the fix: every
+// case ran and printed the secret.
+TEST(CocoonRun, AWorkDirOrCopyCannotShowWhatThePolicyHides) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-hidden-work-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "proj" / "secrets");
+  fs::create_directories(dir / "w");
+  std::ofstream(dir / "proj" / "secrets" / "key") << "TOPSECRET\n";
+  std::ofstream(dir / "proj" / "readme") << "hello\n";
+  const std::string proj = (dir / "proj").string(), secrets = (dir / "proj" / "secrets").string();
+  std::ofstream(dir / "base.cocoon") << "import \"strict\"\nprofile base extends strict {\n  filesystem {\n"
+                                        "    readonly \"" + proj + "\"\n    hide \"" + secrets + "\"\n  }\n}\n";
+  const std::string base = (dir / "base.cocoon").string(), w = (dir / "w").string();
+  const std::string show = "cat /work/key /work/secrets/key /work/proj/secrets/key 2>/dev/null; echo ran";
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", "--json", "--policy", base, "--work", w, "--copy", secrets, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--policy", base, "--work", w, "--copy", proj, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--policy", base, "--work", secrets, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--policy", base, "--work", proj, "--", "/bin/sh", "-c", show},
+      {"enforce", base, "--json", "--work", proj, "--", "/bin/sh", "-c", show},
+      {"enforce", base, "--json", "--work", w, "--copy", secrets, "--", "/bin/sh", "-c", show},
+  };
+  for (const auto& args : cases) {
+    Ran ran = Cocoon(args, "/");
+    const std::string what = args[0] + " " + args[4] + " " + args[5] + (args.size() > 7 ? " " + args[7] : "");
+    EXPECT_EQ(ran.status, 1) << what << ": " << ran.out << ran.err;
+    EXPECT_EQ(ran.out.find("TOPSECRET"), std::string::npos) << what << ": the hidden file reached the sandbox";
+    EXPECT_NE(ran.out.find("which the policy hides"), std::string::npos) << what << ": " << ran.out << ran.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "w" / "secrets")) << "a hidden file was committed to the work dir";
+  // What is not hidden still goes in.
+  Ran fine = Cocoon({"run", "--json", "--policy", base, "--work", w, "--copy", (dir / "proj" / "readme").string(),
+                     "--", "/bin/cat", "/work/readme"}, "/");
+  EXPECT_EQ(fine.status, 0) << fine.out << fine.err;
+  EXPECT_NE(fine.out.find("hello"), std::string::npos) << fine.out;
+  fs::remove_all(dir);
+}
