@@ -1,5 +1,7 @@
 #include "cli/host_overlap_guard.h"
 
+#include <pwd.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -279,6 +281,62 @@ std::string HiddenOverlap(const std::string& path, const std::vector<std::string
 
 }  // namespace
 
+std::vector<std::string> CallersHomes() {
+  std::vector<std::string> named;
+  if (const char* home = getenv("HOME"); home != nullptr && home[0] == '/') named.push_back(home);
+  // Under sudo the caller is the user who ran it: their home counts too
+  // (root's sandbox reads what is world-readable there).
+  std::optional<uid_t> sudo_uid;
+  if (const char* sudo = getenv("SUDO_UID"); sudo != nullptr && sudo[0] != '\0') {
+    char* end = nullptr;
+    unsigned long value = strtoul(sudo, &end, 10);
+    if (*end == '\0') sudo_uid = static_cast<uid_t>(value);
+  }
+  // fgetpwent reads /etc/passwd itself: getpwuid goes through NSS modules,
+  // which a static cocoon cannot load.
+  if (FILE* passwd = fopen("/etc/passwd", "re")) {
+    while (const struct passwd* entry = fgetpwent(passwd)) {
+      const bool callers = entry->pw_uid == geteuid() || (sudo_uid && entry->pw_uid == *sudo_uid);
+      if (callers && entry->pw_dir != nullptr && entry->pw_dir[0] == '/') named.push_back(entry->pw_dir);
+    }
+    fclose(passwd);
+  }
+  std::vector<std::string> homes;
+  for (const std::string& home : named) {
+    std::error_code ec;
+    std::string canonical = std::filesystem::weakly_canonical(home, ec).string();
+    while (canonical.size() > 1 && canonical.back() == '/') canonical.pop_back();
+    if (ec || canonical.empty() || std::find(homes.begin(), homes.end(), canonical) != homes.end()) continue;
+    homes.push_back(canonical);
+  }
+  return homes;
+}
+
+bool HoldsCallersHome(const std::string& dir) {
+  std::vector<std::string> homes = CallersHomes();
+  homes.push_back("/home");  // every user's, when the caller's is there
+  for (const std::string& home : homes) {
+    if (Within(home, dir)) return true;
+  }
+  return false;
+}
+
+std::string CallersCredentialsOverlap(const std::string& path) {
+  // Keys, tokens and passwords by their usual names: ssh and gpg keys, the
+  // cloud CLIs' credentials, container registry and cluster logins, pass(1)'s
+  // store, and the files git, curl and psql read passwords from.
+  static const char* kStores[] = {".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
+                                  ".config/gcloud", ".config/gh", ".netrc", ".git-credentials", ".pgpass"};
+  for (const std::string& home : CallersHomes()) {
+    for (const char* store : kStores) {
+      const std::string credentials = (home == "/" ? "" : home) + "/" + store;
+      if (Within(path, credentials)) return (path == credentials ? "is " : "is inside ") + credentials;
+      if (Within(credentials, path)) return "holds " + credentials;
+    }
+  }
+  return "";
+}
+
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
   // Resolved only when there is a work dir or a copy to hold it against: a
   // plain launch (the warm-cache hot path) pays no realpath for it.
@@ -311,6 +369,15 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
                                   "; the sandbox's writes are committed there. Give a project directory of its own");
     };
     if (IsSystemTree(work)) return refuse("a system directory");
+    if (HoldsCallersHome(work)) {
+      return InvalidArgumentError("work dir " + work + ": is or holds your home directory, whose credentials "
+                                  "(~/.ssh, tokens) the sandbox would read and whose dotfiles (~/.bashrc, "
+                                  "~/.ssh/authorized_keys) it would rewrite; its writes are committed there. Give a "
+                                  "project directory of its own");
+    }
+    if (std::string credentials = CallersCredentialsOverlap(work); !credentials.empty()) {
+      return refuse(credentials + " (your credentials)");
+    }
     if (std::string hidden = HiddenOverlap(work, paths.hidden_host_paths); !hidden.empty()) {
       return InvalidArgumentError("work dir " + work + ": " + hidden + " (`hide`); the sandbox would see it in its "
                                   "work dir, and a flag does not undo a policy's hide. Give a directory that holds "
@@ -344,6 +411,12 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return refuse("a kernel or system tree");
     }
     if (!cache.empty() && (Within(source, cache) || Within(cache, source))) return refuse("overlaps Cocoon's artifact cache");
+    if (HoldsCallersHome(source)) {
+      return refuse("is or holds your home directory, with its credentials (~/.ssh, tokens)");
+    }
+    if (std::string credentials = CallersCredentialsOverlap(source); !credentials.empty()) {
+      return refuse(credentials + " (your credentials)");
+    }
     if (std::string hidden = HiddenOverlap(source, paths.hidden_host_paths); !hidden.empty()) {
       return InvalidArgumentError("--copy " + copy + ": " + hidden + " (`hide`); a flag does not undo a policy's "
                                   "hide. Copy a path that holds nothing hidden");

@@ -48,6 +48,20 @@ struct GuardedHostPaths {
   std::vector<std::string> copies;
 };
 
+// The caller's home directories, canonical: $HOME, the password database's
+// entry for the effective uid and, under sudo, for SUDO_UID.
+std::vector<std::string> CallersHomes();
+
+// Whether `dir` (canonical) is the caller's home directory or a directory
+// above it (/home). The sandbox reads with the caller's permissions (rootless
+// it is the caller's own uid), so a read-only bind of the home shows its
+// credentials: ~/.ssh, ~/.gnupg, cloud and API tokens.
+bool HoldsCallersHome(const std::string& dir);
+
+// The caller's credential store that `path` (canonical) is, is inside or
+// holds (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, ...), or "".
+std::string CallersCredentialsOverlap(const std::string& path);
+
 // InvalidArgument naming the flag and the path it collides with.
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths);
 

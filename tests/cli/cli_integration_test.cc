@@ -4974,3 +4974,49 @@ TEST(CocoonRun, AWorkDirOrCopyCannotShowWhatThePolicyHides) {
   EXPECT_NE(fine.out.find("hello"), std::string::npos) << fine.out;
   fs::remove_all(dir);
 }
+
+// The caller's home as a work dir (or a dir above it, or its credential
+// stores) let the sandbox read ~/.ssh and rewrite ~/.bashrc and
+// authorized_keys, while the implicit current-directory bind already
+// refused a home. Refused now for --work and --copy, in `run` and
+// `enforce`. Seen failing before the fix: the runs were accepted.
+TEST(CocoonRun, AWorkDirOrCopyCannotBeTheCallersHomeOrItsCredentials) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-home-work-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "home" / ".ssh");
+  fs::create_directories(dir / "home" / "project");
+  fs::create_directories(dir / "w");
+  std::ofstream(dir / "home" / ".ssh" / "id_ed25519") << "PRIVATEKEY\n";
+  std::ofstream(dir / "home" / ".netrc") << "machine x password PASSWORD\n";
+  const std::string home = (dir / "home").string(), w = (dir / "w").string();
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"HOME", home}, {"XDG_CACHE_HOME", (dir / "cache").string()}};
+  const std::string show = "cat /work/.ssh/id_ed25519 /work/id_ed25519 /work/.netrc /work/home/.netrc 2>/dev/null; "
+                           "echo ran";
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", "--json", "--work", home, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", dir.string(), "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", home + "/.ssh", "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", w, "--copy", home + "/.ssh/id_ed25519", "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", w, "--copy", home + "/.netrc", "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", w, "--copy", home, "--", "/bin/sh", "-c", show},
+      {"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--json", "--work", home, "--", "/bin/sh", "-c", show},
+  };
+  for (const auto& args : cases) {
+    Ran ran = Cocoon(args, "/", env);
+    std::string what;
+    for (const auto& a : args) what += a + " ";
+    EXPECT_EQ(ran.status, 1) << what << ": " << ran.out << ran.err;
+    EXPECT_EQ(ran.out.find("PRIVATEKEY"), std::string::npos) << what;
+    EXPECT_EQ(ran.out.find("PASSWORD"), std::string::npos) << what;
+    EXPECT_TRUE(ran.out.find("home directory") != std::string::npos ||
+                ran.out.find("(your credentials)") != std::string::npos)
+        << what << ": " << ran.out << ran.err;
+  }
+  // A project inside the home is still a work dir.
+  Ran fine = Cocoon({"run", "--json", "--work", home + "/project", "--", "/bin/sh", "-c", "echo ok > /work/out"}, "/",
+                    env);
+  EXPECT_EQ(fine.status, 0) << fine.out << fine.err;
+  EXPECT_TRUE(fs::exists(dir / "home" / "project" / "out"));
+  fs::remove_all(dir);
+}
