@@ -17,6 +17,7 @@
 #include "compiler/frontend/search_paths.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/workdir/host_path.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::cli {
 namespace {
@@ -268,6 +269,26 @@ bool IsSystemTree(const std::string& dir) {
   return false;
 }
 
+// Where Cocoon keeps its per-run state (enforcer/workdir/scratch_dir.h):
+// the new root's mount point, the overlay's stage dirs, the work dir locks.
+// A sandbox that could write there could break or subvert later runs. Every
+// place a run of this user may choose, not only this process's choice: a
+// later run without $XDG_RUNTIME_DIR would use /tmp/.cocoon-<uid>.
+std::string StateDirOverlap(const std::string& path) {
+  std::vector<std::string> places = {"/run/cocoon", "/tmp/.cocoon-" + std::to_string(geteuid())};
+  if (const char* xdg = getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
+    places.push_back(RealOrAsGiven(xdg) + "/cocoon");
+  }
+  if (auto chosen = enforcer::PrivateStateDir(); chosen.ok()) places.push_back(RealOrAsGiven(*chosen));
+  for (const std::string& place : places) {
+    if (Within(path, place) || Within(place, path)) return place;
+  }
+  // A fallback state dir of some process: /tmp/.cocoon-<uid>-XXXXXX.
+  const std::string fallback = "/tmp/.cocoon-";
+  if (path.compare(0, fallback.size(), fallback) == 0) return path.substr(0, path.find('/', fallback.size()));
+  return "";
+}
+
 // The hidden host path (HostPathsToGuard::hidden_host_paths) that `path`
 // is, is inside or holds, said so; or "".
 std::string HiddenOverlap(const std::string& path, const std::vector<std::string>& hidden_host_paths) {
@@ -378,6 +399,9 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     if (std::string credentials = CallersCredentialsOverlap(work); !credentials.empty()) {
       return refuse(credentials + " (your credentials)");
     }
+    if (std::string state = StateDirOverlap(work); !state.empty()) {
+      return refuse("overlaps Cocoon's state dir " + state + " (what later runs are built from)");
+    }
     if (std::string hidden = HiddenOverlap(work, paths.hidden_host_paths); !hidden.empty()) {
       return InvalidArgumentError("work dir " + work + ": " + hidden + " (`hide`); the sandbox would see it in its "
                                   "work dir, and a flag does not undo a policy's hide. Give a directory that holds "
@@ -416,6 +440,9 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     }
     if (std::string credentials = CallersCredentialsOverlap(source); !credentials.empty()) {
       return refuse(credentials + " (your credentials)");
+    }
+    if (std::string state = StateDirOverlap(source); !state.empty()) {
+      return refuse("overlaps Cocoon's state dir " + state + " (what later runs are built from)");
     }
     if (std::string hidden = HiddenOverlap(source, paths.hidden_host_paths); !hidden.empty()) {
       return InvalidArgumentError("--copy " + copy + ": " + hidden + " (`hide`); a flag does not undo a policy's "

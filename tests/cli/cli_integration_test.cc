@@ -5020,3 +5020,48 @@ TEST(CocoonRun, AWorkDirOrCopyCannotBeTheCallersHomeOrItsCredentials) {
   EXPECT_TRUE(fs::exists(dir / "home" / "project" / "out"));
   fs::remove_all(dir);
 }
+
+// Cocoon's own state dir (rootless: $XDG_RUNTIME_DIR/cocoon, else
+// /tmp/.cocoon-UID) as a work dir or copy let a sandbox plant what later
+// runs use (the new root's mount point, stage dirs, locks). Refused now.
+// Rootless with a private $XDG_RUNTIME_DIR, so the state dir is the test's
+// own. Seen failing before the fix: the run was accepted.
+TEST(CocoonRun, AWorkDirOrCopyCannotOverlapCocoonsStateDir) {
+  const bool root = geteuid() == 0;
+  if (root && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
+  }
+  const uid_t uid = root ? 65534 : geteuid();
+  fs::path dir = fs::temp_directory_path() / ("cocoon-state-work-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "xdg");
+  fs::create_directories(dir / "home");
+  fs::create_directories(dir / "w");
+  for (const fs::path& p : {dir, dir / "xdg", dir / "home", dir / "w"}) ASSERT_EQ(chown(p.c_str(), uid, uid), 0) << p;
+  ASSERT_EQ(chmod((dir / "xdg").c_str(), 0700), 0);
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"HOME", (dir / "home").string()}, {"XDG_CACHE_HOME", (dir / "home").string()},
+      {"XDG_RUNTIME_DIR", (dir / "xdg").string()}};
+  auto cocoon = [&](std::vector<std::string> args) {
+    std::string binary = COCOON_BINARY;
+    if (root) {
+      args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+      binary = "/usr/bin/setpriv";
+    }
+    return Cocoon(args, "/", env, binary);
+  };
+  Ran first = cocoon({"run", "--", "/bin/true"});  // makes the state dir
+  ASSERT_EQ(first.status, 0) << first.err;
+  const std::string state = (dir / "xdg" / "cocoon").string();
+  ASSERT_TRUE(fs::is_directory(state)) << "the state dir is not where the test expects it";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "--json", "--work", state, "--", "/bin/sh", "-c", "echo ran"},
+           {"run", "--json", "--work", (dir / "xdg").string(), "--", "/bin/sh", "-c", "echo ran"},
+           {"run", "--json", "--work", (dir / "w").string(), "--copy", state, "--", "/bin/sh", "-c", "echo ran"}}) {
+    Ran ran = cocoon(args);
+    EXPECT_EQ(ran.status, 1) << args[3] << ": " << ran.out << ran.err;
+    EXPECT_NE(ran.out.find("Cocoon's state dir"), std::string::npos) << args[3] << ": " << ran.out << ran.err;
+    EXPECT_EQ(ran.out.find("\"ran"), std::string::npos) << ran.out;
+  }
+  fs::remove_all(dir);
+}
