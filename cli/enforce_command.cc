@@ -39,7 +39,9 @@ int RunEnforce(const EnforceOptions& options) {
   refusal_output.command_name = "cocoon enforce";
   auto usage = [&](const std::string& why) {
     ReportRefusal(InvalidArgumentError(why), {}, refusal_output);
-    return kExitUsage;
+    // With --json the refusal is on stdout: 1, as every refusal there
+    // (docs/agents.md); 2 means nothing was printed there.
+    return options.json ? kExitRefused : kExitUsage;
   };
   if (options.command.empty()) {
     return usage("missing command; usage: cocoon enforce POLICY [options] -- CMD [ARG...]");

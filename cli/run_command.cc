@@ -205,10 +205,14 @@ int RunRun(const RunFlags& flags) {
   output.mode = flags.stream ? RunOutputMode::kStream : flags.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;
   output.log_json = flags.log_json;
   output.command_name = "cocoon run";
+  // With --json a refusal is the one JSON object on stdout (refused: true)
+  // and exits 1; 2 is left to what the flag parser rejects, with nothing on
+  // stdout (docs/agents.md), so a caller can tell the two apart.
+  const bool json_refusal = output.mode == RunOutputMode::kJson;
   auto spec = SpecFromFlags(flags);
   if (!spec.ok()) {
     ReportRefusal(spec.status(), {}, output);
-    return kExitUsage;
+    return json_refusal ? kExitRefused : kExitUsage;
   }
   // The command reads the caller's stdin (`cocoon run -- ./solution <
   // input.txt`), as under `cocoon enforce`, unless that was its code.
@@ -216,7 +220,7 @@ int RunRun(const RunFlags& flags) {
   auto prepared = PrepareRun(std::move(*spec));
   if (!prepared.ok()) {
     ReportRefusal(prepared.status(), {}, output);
-    return prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
+    return !json_refusal && prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
   }
   // Not policy, but host paths the run reads from or writes back to: the
   // launch event and the Outcome name them with the overrides.

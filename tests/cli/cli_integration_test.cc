@@ -1703,7 +1703,7 @@ TEST(CocoonRun, AScriptsArgumentsAreNeverCocoonsOptions) {
   EXPECT_EQ(help.status, 0) << help.err;
   EXPECT_EQ(help.out, "['--help']\n");
   Ran enforce = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "/bin/echo", "--json"});
-  EXPECT_EQ(enforce.status, 2);
+  EXPECT_EQ(enforce.status, 1) << "refused with the JSON object on stdout: " << enforce.out;
   EXPECT_NE(enforce.err.find("after `--`"), std::string::npos) << enforce.err;
   Ran echoed = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/echo", "--json", "--work", "/"});
   EXPECT_EQ(echoed.status, 0) << echoed.err;
@@ -3780,7 +3780,7 @@ TEST(CocoonRun, ARefusedRunReplacesAStaleLogJson) {
     std::vector<std::string> args = {"run", "--log-json", log.string(), "-r", "cobol", "-c", "x"};
     if (*mode != '\0') args.insert(args.begin() + 1, mode);
     Ran ran = Cocoon(args);
-    EXPECT_EQ(ran.status, 2) << ran.err;
+    EXPECT_EQ(ran.status, *mode != '\0' ? 1 : 2) << mode << ": " << ran.err;  // --json: the refusal is on stdout
     std::ifstream in(log);
     json j = json::parse(in, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << mode;
@@ -5064,4 +5064,28 @@ TEST(CocoonRun, AWorkDirOrCopyCannotOverlapCocoonsStateDir) {
     EXPECT_EQ(ran.out.find("\"ran"), std::string::npos) << ran.out;
   }
   fs::remove_all(dir);
+}
+
+// With --json, a refusal is the one JSON object on stdout and exits 1, as
+// documented (docs/agents.md); 2 is for what the flag parser rejects, with
+// nothing on stdout. A refused --ro and an unknown runtime exited 2 with
+// the JSON printed, so a caller following the docs took them for usage
+// errors. Seen failing before the fix (status 2).
+TEST(CocoonRun, EveryJsonRefusalExitsOne) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", "--json", "--ro", "/etc", "--", "/bin/true"},
+      {"run", "--json", "-r", "nosuch", "-c", "1"},
+      {"run", "--json", "--work", "/", "--", "/bin/true"},
+      {"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--json", "--copy", "/etc/hostname", "--", "/bin/true"},
+  };
+  for (const auto& args : cases) {
+    Ran ran = Cocoon(args);
+    EXPECT_EQ(ran.status, 1) << args[2] << " " << args[3] << ": " << ran.out << ran.err;
+    json j = json::parse(ran.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << ran.out;
+    EXPECT_EQ(j["refused"], true) << j.dump();
+  }
+  Ran parser = Cocoon({"run", "--json", "--timeout", "0", "--", "/bin/true"});
+  EXPECT_EQ(parser.status, 2) << parser.err;
+  EXPECT_EQ(parser.out, "");
 }
