@@ -120,7 +120,9 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "the Outcome or the command's output could not be written in full (a full\n"
       "disk, a closed pipe); stderr says so. A work dir or writable mount that\n"
       "holds the policy or what it imports is refused (the next run would read\n"
-      "what the sandbox left there).\n\n"
+      "what the sandbox left there); so is a --work or --copy that is or holds\n"
+      "your home, a credential store (~/.ssh, ~/.aws...), Cocoon's state dir, or\n"
+      "a path the policy hides.\n\n"
       "Examples:\n"
       "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");
