@@ -205,10 +205,11 @@ int RunRun(const RunFlags& flags) {
   output.mode = flags.stream ? RunOutputMode::kStream : flags.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;
   output.log_json = flags.log_json;
   output.command_name = "cocoon run";
-  // With --json a refusal is the one JSON object on stdout (refused: true)
-  // and exits 1; 2 is left to what the flag parser rejects, with nothing on
-  // stdout (docs/agents.md), so a caller can tell the two apart.
-  const bool json_refusal = output.mode == RunOutputMode::kJson;
+  // With --json (and --stream, as its final line) a refusal is a JSON
+  // object on stdout (refused: true) and exits 1; 2 is left to what the flag
+  // parser rejects, with nothing on stdout (docs/agents.md), so a caller can
+  // tell the two apart.
+  const bool json_refusal = output.mode != RunOutputMode::kPassThrough;
   auto spec = SpecFromFlags(flags);
   if (!spec.ok()) {
     ReportRefusal(spec.status(), {}, output);
