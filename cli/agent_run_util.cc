@@ -16,6 +16,7 @@
 #include <set>
 
 #include "enforcer/workdir/host_path.h"
+#include "cli/host_overlap_guard.h"
 #include "cli/host_probe_util.h"
 #include "cli/runtime_util.h"
 #include "compiler/backends/host_paths.h"
@@ -284,42 +285,6 @@ bool PolicyCanNamePath(const std::string& path) {
 
 }  // namespace
 
-// Whether `dir` (canonical) is the caller's home directory or a directory
-// above it (/home). The sandbox reads with the caller's permissions (rootless
-// it is the caller's own uid), so a read-only bind of the home shows its
-// credentials: ~/.ssh, ~/.gnupg, cloud and API tokens. A home is named by
-// $HOME and by the password database, which may differ.
-bool HoldsCallersHome(const std::string& dir) {
-  std::vector<std::string> homes;
-  if (const char* home = getenv("HOME"); home != nullptr && home[0] == '/') homes.push_back(home);
-  // Under sudo the caller is the user who ran it: their home counts too
-  // (root's sandbox reads what is world-readable there).
-  std::optional<uid_t> sudo_uid;
-  if (const char* sudo = getenv("SUDO_UID"); sudo != nullptr && sudo[0] != '\0') {
-    char* end = nullptr;
-    unsigned long value = strtoul(sudo, &end, 10);
-    if (*end == '\0') sudo_uid = static_cast<uid_t>(value);
-  }
-  // fgetpwent reads /etc/passwd itself: getpwuid goes through NSS modules,
-  // which a static cocoon cannot load.
-  if (FILE* passwd = fopen("/etc/passwd", "re")) {
-    while (const struct passwd* entry = fgetpwent(passwd)) {
-      const bool callers = entry->pw_uid == geteuid() || (sudo_uid && entry->pw_uid == *sudo_uid);
-      if (callers && entry->pw_dir != nullptr) homes.push_back(entry->pw_dir);
-    }
-    fclose(passwd);
-  }
-  homes.push_back("/home/");  // every user's, when the caller's is there
-  for (const std::string& home : homes) {
-    std::error_code ec;
-    std::string canonical = fs::weakly_canonical(home, ec).string();
-    if (ec || canonical.empty()) continue;
-    if (canonical.back() != '/') canonical += '/';
-    const std::string prefix = dir == "/" ? dir : dir + "/";
-    if (canonical.compare(0, prefix.size(), prefix) == 0) return true;
-  }
-  return false;
-}
 
 Result<std::string> CanonicalHostPath(const std::string& path, const char* flag) {
   // As root, only root's symlinks are followed (enforcer/workdir/host_path.h).

@@ -39,7 +39,9 @@ int RunEnforce(const EnforceOptions& options) {
   refusal_output.command_name = "cocoon enforce";
   auto usage = [&](const std::string& why) {
     ReportRefusal(InvalidArgumentError(why), {}, refusal_output);
-    return kExitUsage;
+    // With --json the refusal is on stdout: 1, as every refusal there
+    // (docs/agents.md); 2 means nothing was printed there.
+    return options.json ? kExitRefused : kExitUsage;
   };
   if (options.command.empty()) {
     return usage("missing command; usage: cocoon enforce POLICY [options] -- CMD [ARG...]");
@@ -121,7 +123,9 @@ void SetUpEnforceCommand(CLI::App& app, CommandResult& result) {
       "the Outcome or the command's output could not be written in full (a full\n"
       "disk, a closed pipe); stderr says so. A work dir or writable mount that\n"
       "holds the policy or what it imports is refused (the next run would read\n"
-      "what the sandbox left there).\n\n"
+      "what the sandbox left there); so is a --work or --copy that is or holds\n"
+      "your home, a credential store (~/.ssh, ~/.aws...), Cocoon's state dir, or\n"
+      "a path the policy hides.\n\n"
       "Examples:\n"
       "  cocoon enforce policies/strict.cocoon -- /bin/sh -c 'id; ls /'\n"
       "  cocoon enforce policies/strict.cocoon --work ./out --json -- python3 job.py");

@@ -1,5 +1,7 @@
 #include "cli/host_overlap_guard.h"
 
+#include <pwd.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "compiler/frontend/search_paths.h"
 #include "enforcer/artifact_cache.h"
 #include "enforcer/workdir/host_path.h"
+#include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::cli {
 namespace {
@@ -266,7 +269,94 @@ bool IsSystemTree(const std::string& dir) {
   return false;
 }
 
+// Where Cocoon keeps its per-run state (enforcer/workdir/scratch_dir.h):
+// the new root's mount point, the overlay's stage dirs, the work dir locks.
+// A sandbox that could write there could break or subvert later runs. Every
+// place a run of this user may choose, not only this process's choice: a
+// later run without $XDG_RUNTIME_DIR would use /tmp/.cocoon-<uid>.
+std::string StateDirOverlap(const std::string& path) {
+  std::vector<std::string> places = {"/run/cocoon", "/tmp/.cocoon-" + std::to_string(geteuid())};
+  if (const char* xdg = getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
+    places.push_back(RealOrAsGiven(xdg) + "/cocoon");
+  }
+  if (auto chosen = enforcer::PrivateStateDir(); chosen.ok()) places.push_back(RealOrAsGiven(*chosen));
+  for (const std::string& place : places) {
+    if (Within(path, place) || Within(place, path)) return place;
+  }
+  // A fallback state dir of some process: /tmp/.cocoon-<uid>-XXXXXX.
+  const std::string fallback = "/tmp/.cocoon-";
+  if (path.compare(0, fallback.size(), fallback) == 0) return path.substr(0, path.find('/', fallback.size()));
+  return "";
+}
+
+// The hidden host path (HostPathsToGuard::hidden_host_paths) that `path`
+// is, is inside or holds, said so; or "".
+std::string HiddenOverlap(const std::string& path, const std::vector<std::string>& hidden_host_paths) {
+  for (const std::string& given : hidden_host_paths) {
+    const std::string hidden = RealOrAsGiven(given);
+    if (Within(path, hidden)) return (path == hidden ? "is " : "is inside ") + hidden + ", which the policy hides";
+    if (Within(hidden, path)) return "holds " + hidden + ", which the policy hides";
+  }
+  return "";
+}
+
 }  // namespace
+
+std::vector<std::string> CallersHomes() {
+  std::vector<std::string> named;
+  if (const char* home = getenv("HOME"); home != nullptr && home[0] == '/') named.push_back(home);
+  // Under sudo the caller is the user who ran it: their home counts too
+  // (root's sandbox reads what is world-readable there).
+  std::optional<uid_t> sudo_uid;
+  if (const char* sudo = getenv("SUDO_UID"); sudo != nullptr && sudo[0] != '\0') {
+    char* end = nullptr;
+    unsigned long value = strtoul(sudo, &end, 10);
+    if (*end == '\0') sudo_uid = static_cast<uid_t>(value);
+  }
+  // fgetpwent reads /etc/passwd itself: getpwuid goes through NSS modules,
+  // which a static cocoon cannot load.
+  if (FILE* passwd = fopen("/etc/passwd", "re")) {
+    while (const struct passwd* entry = fgetpwent(passwd)) {
+      const bool callers = entry->pw_uid == geteuid() || (sudo_uid && entry->pw_uid == *sudo_uid);
+      if (callers && entry->pw_dir != nullptr && entry->pw_dir[0] == '/') named.push_back(entry->pw_dir);
+    }
+    fclose(passwd);
+  }
+  std::vector<std::string> homes;
+  for (const std::string& home : named) {
+    std::error_code ec;
+    std::string canonical = std::filesystem::weakly_canonical(home, ec).string();
+    while (canonical.size() > 1 && canonical.back() == '/') canonical.pop_back();
+    if (ec || canonical.empty() || std::find(homes.begin(), homes.end(), canonical) != homes.end()) continue;
+    homes.push_back(canonical);
+  }
+  return homes;
+}
+
+bool HoldsCallersHome(const std::string& dir) {
+  std::vector<std::string> homes = CallersHomes();
+  homes.push_back("/home");  // every user's, when the caller's is there
+  for (const std::string& home : homes) {
+    if (Within(home, dir)) return true;
+  }
+  return false;
+}
+
+std::string CallersCredentialsOverlap(const std::string& path) {
+  // Keys, tokens and passwords by their usual names: ssh and gpg keys, the
+  // cloud CLIs' credentials, container registry and cluster logins, pass(1)'s
+  // store, and the files git, curl and psql read passwords from.
+  static const char* kStores[] = {".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
+                                  ".config/gcloud", ".config/gh", ".netrc", ".git-credentials", ".pgpass"};
+  for (const std::string& home : CallersHomes()) {
+    for (const char* store : kStores) {
+      const std::string credentials = (home == "/" ? "" : home) + "/" + store;
+      if (Within(path, credentials)) return (path == credentials ? "is " : "is inside ") + credentials;
+      if (Within(credentials, path)) return "holds " + credentials;
+    }
+  }
+  return "";
+}
 
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
   // Resolved only when there is a work dir or a copy to hold it against: a
@@ -300,6 +390,23 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
                                   "; the sandbox's writes are committed there. Give a project directory of its own");
     };
     if (IsSystemTree(work)) return refuse("a system directory");
+    if (HoldsCallersHome(work)) {
+      return InvalidArgumentError("work dir " + work + ": is or holds your home directory, whose credentials "
+                                  "(~/.ssh, tokens) the sandbox would read and whose dotfiles (~/.bashrc, "
+                                  "~/.ssh/authorized_keys) it would rewrite; its writes are committed there. Give a "
+                                  "project directory of its own");
+    }
+    if (std::string credentials = CallersCredentialsOverlap(work); !credentials.empty()) {
+      return refuse(credentials + " (your credentials)");
+    }
+    if (std::string state = StateDirOverlap(work); !state.empty()) {
+      return refuse("overlaps Cocoon's state dir " + state + " (what later runs are built from)");
+    }
+    if (std::string hidden = HiddenOverlap(work, paths.hidden_host_paths); !hidden.empty()) {
+      return InvalidArgumentError("work dir " + work + ": " + hidden + " (`hide`); the sandbox would see it in its "
+                                  "work dir, and a flag does not undo a policy's hide. Give a directory that holds "
+                                  "nothing hidden");
+    }
     if (!cache.empty() && (Within(cache, work) || (Within(work, cache) && !paths.work_dir_is_ours))) {
       return refuse("overlaps Cocoon's artifact cache " + cache + " (compiled policies every launch trusts)");
     }
@@ -328,6 +435,19 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return refuse("a kernel or system tree");
     }
     if (!cache.empty() && (Within(source, cache) || Within(cache, source))) return refuse("overlaps Cocoon's artifact cache");
+    if (HoldsCallersHome(source)) {
+      return refuse("is or holds your home directory, with its credentials (~/.ssh, tokens)");
+    }
+    if (std::string credentials = CallersCredentialsOverlap(source); !credentials.empty()) {
+      return refuse(credentials + " (your credentials)");
+    }
+    if (std::string state = StateDirOverlap(source); !state.empty()) {
+      return refuse("overlaps Cocoon's state dir " + state + " (what later runs are built from)");
+    }
+    if (std::string hidden = HiddenOverlap(source, paths.hidden_host_paths); !hidden.empty()) {
+      return InvalidArgumentError("--copy " + copy + ": " + hidden + " (`hide`); a flag does not undo a policy's "
+                                  "hide. Copy a path that holds nothing hidden");
+    }
     if (holds_key(source)) return refuse("is or holds the audit key " + key);
     if (holds_log(source)) return refuse("is or holds the audit log " + log);
     guarded.copies.push_back(source);

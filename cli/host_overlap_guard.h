@@ -35,6 +35,9 @@ struct HostPathsToGuard {
   // one would let the sandbox rewrite, or shadow, the policy of later runs.
   std::vector<std::string> policy_sources;
   std::vector<std::string> policy_shadowing_paths;
+  // The host paths the policy hides (its `hide`s, through the bind that
+  // shows each): a work dir or copy must not hand them to the sandbox.
+  std::vector<std::string> hidden_host_paths;
 };
 
 // The work dir and copies as checked, symlinks resolved: the launch uses
@@ -44,6 +47,20 @@ struct GuardedHostPaths {
   std::string work_dir;
   std::vector<std::string> copies;
 };
+
+// The caller's home directories, canonical: $HOME, the password database's
+// entry for the effective uid and, under sudo, for SUDO_UID.
+std::vector<std::string> CallersHomes();
+
+// Whether `dir` (canonical) is the caller's home directory or a directory
+// above it (/home). The sandbox reads with the caller's permissions (rootless
+// it is the caller's own uid), so a read-only bind of the home shows its
+// credentials: ~/.ssh, ~/.gnupg, cloud and API tokens.
+bool HoldsCallersHome(const std::string& dir);
+
+// The caller's credential store that `path` (canonical) is, is inside or
+// holds (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, ...), or "".
+std::string CallersCredentialsOverlap(const std::string& path);
 
 // InvalidArgument naming the flag and the path it collides with.
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths);

@@ -240,6 +240,39 @@ Status CheckCopiesBesideMounts(const backends::LaunchPlan& plan, const std::vect
   return Status::Ok();
 }
 
+// The host path of each `hide` (a kMask mount): through the innermost bind
+// that shows it (`hide /app/secrets` under `readonly /opt/app as /app`:
+// /opt/app/secrets), else the path itself. A work dir or copy is checked
+// against them (host_overlap_guard.h).
+std::vector<std::string> HiddenHostPaths(const backends::LaunchPlan& plan) {
+  auto at_or_under = [](const std::string& path, const std::string& dir) {
+    return dir == "/" || path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                                         path[dir.size()] == '/');
+  };
+  std::vector<std::string> hidden;
+  for (const backends::PlanMount& mask : plan.mounts) {
+    // The optional masks are the defaults (/proc/kcore, /sys/firmware...),
+    // in trees no work dir or copy may be in anyway.
+    if (mask.kind != backends::PlanMountKind::kMask || mask.optional) continue;
+    const backends::PlanMount* shown_by = nullptr;
+    for (const backends::PlanMount& bind : plan.mounts) {
+      const bool is_bind = bind.kind == backends::PlanMountKind::kBindReadOnly ||
+                           bind.kind == backends::PlanMountKind::kBindWritable;
+      if (is_bind && at_or_under(mask.target, bind.target) &&
+          (shown_by == nullptr || bind.target.size() > shown_by->target.size())) {
+        shown_by = &bind;
+      }
+    }
+    if (shown_by == nullptr) {
+      hidden.push_back(mask.target);
+    } else {
+      const std::string rest = mask.target.substr(shown_by->target == "/" ? 0 : shown_by->target.size());
+      hidden.push_back(shown_by->source + (shown_by->source == "/" && !rest.empty() ? rest.substr(1) : rest));
+    }
+  }
+  return hidden;
+}
+
 }  // namespace
 
 Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, LaunchRequest request) {
@@ -264,7 +297,8 @@ Result<enforcer::Outcome> LaunchSandboxed(const PolicyArtifacts& artifacts, Laun
                           CheckHostPathsForLaunch({request.work_dir, request.work_dir_is_ours, request.copies,
                                                    std::move(bound_sources), std::move(writable_sources),
                                                    request.audit.log_path, request.audit.key_path,
-                                                   artifacts.source_files, artifacts.shadowing_paths}));
+                                                   artifacts.source_files, artifacts.shadowing_paths,
+                                                   HiddenHostPaths(artifacts.plan)}));
   // The audit log is opened before anything runs: a run whose record cannot
   // be written is refused. Like the allow-list's resolver, it needs the
   // dynamic loader: the launcher hands over to cocoon-full here

@@ -205,10 +205,15 @@ int RunRun(const RunFlags& flags) {
   output.mode = flags.stream ? RunOutputMode::kStream : flags.json ? RunOutputMode::kJson : RunOutputMode::kPassThrough;
   output.log_json = flags.log_json;
   output.command_name = "cocoon run";
+  // With --json (and --stream, as its final line) a refusal is a JSON
+  // object on stdout (refused: true) and exits 1; 2 is left to what the flag
+  // parser rejects, with nothing on stdout (docs/agents.md), so a caller can
+  // tell the two apart.
+  const bool json_refusal = output.mode != RunOutputMode::kPassThrough;
   auto spec = SpecFromFlags(flags);
   if (!spec.ok()) {
     ReportRefusal(spec.status(), {}, output);
-    return kExitUsage;
+    return json_refusal ? kExitRefused : kExitUsage;
   }
   // The command reads the caller's stdin (`cocoon run -- ./solution <
   // input.txt`), as under `cocoon enforce`, unless that was its code.
@@ -216,7 +221,7 @@ int RunRun(const RunFlags& flags) {
   auto prepared = PrepareRun(std::move(*spec));
   if (!prepared.ok()) {
     ReportRefusal(prepared.status(), {}, output);
-    return prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
+    return !json_refusal && prepared.status().code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitRefused;
   }
   // Not policy, but host paths the run reads from or writes back to: the
   // launch event and the Outcome name them with the overrides.
@@ -288,8 +293,11 @@ void SetUpRun(CLI::App& app, CommandResult& result) {
       "any dir holding the artifact cache, the audit log or key (also under\n"
       "another name: a bind mount), the --policy file and what it imports (its\n"
       "contents are committed back), or a dir of the policy search path\n"
-      "($COCOON_POLICY_PATH, else the shipped policies/), or one inside it. An\n"
-      "audit key or log with a second hard link is refused.\n\n"
+      "($COCOON_POLICY_PATH, else the shipped policies/), or one inside it.\n"
+      "--work and --copy refuse your home or a dir above it, your credential\n"
+      "stores (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc...), Cocoon's state dir, and a\n"
+      "path the policy hides, one inside it or one holding it. An audit key or\n"
+      "log with a second hard link is refused.\n\n"
       "Examples:\n"
       "  cocoon run -r python -c 'print(1)'\n"
       "  cocoon run --json -r node -c 'console.log(process.version)'\n"

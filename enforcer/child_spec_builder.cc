@@ -439,6 +439,13 @@ Status PreparedChild::AddMount(const PlanMount& mount) {
                                     "sandbox, with every host process and its root directory; the sandbox has a /proc "
                                     "of its own");
       }
+      // Binds are recursive: a procfs, sysfs or the like mounted below the
+      // source would come along (mounts.cc, open_tree AT_RECURSIVE).
+      if (std::string shown = HostInterfaceShownBy(inputs_.interface_mounts, *real); !shown.empty()) {
+        return InvalidArgumentError("the mount of " + mount.source + " (" + *real + ") " + shown +
+                                    ", which the bind would carry into the sandbox and show the host's kernel "
+                                    "interfaces or services there; unmount it, or bind a directory that holds none");
+      }
       COCOON_ASSIGN_OR_RETURN(struct stat st, resolver_.StatResolved(*real));
       if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
         return InvalidArgumentError(mount.source + " is neither a directory nor a regular file");

@@ -16,6 +16,7 @@
 #include "compiler/backends/plan/launch_plan.h"
 #include "compiler/common/status.h"
 #include "enforcer/child_spec.h"
+#include "enforcer/workdir/host_mounts.h"
 #include "enforcer/workdir/host_path.h"
 
 namespace cocoon::enforcer {
@@ -41,6 +42,9 @@ struct ChildSpecInputs {
   // Values for the plan's `pass` names, ahead of this process's environ
   // (SandboxRequest::passed_values).
   std::map<std::string, std::string> passed_values;
+  // The host's kernel-interface mounts (HostCapabilities::interface_mounts):
+  // a bind whose source holds one is refused.
+  std::vector<HostInterfaceMount> interface_mounts;
 };
 
 // Whether `op` binds a host directory or file writable into the sandbox (a

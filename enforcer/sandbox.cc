@@ -44,6 +44,8 @@
 #include "enforcer/seccomp_loader.h"
 #include "enforcer/supervisor.h"
 #include "enforcer/userns.h"
+#include "enforcer/workdir/host_mounts.h"
+#include "enforcer/workdir/host_path.h"
 #include "enforcer/workdir/scratch_dir.h"
 
 namespace cocoon::enforcer {
@@ -200,6 +202,27 @@ Status Sandbox::Impl::PrepareAll() {
 
   std::vector<ir::Copy> copies = plan.copies;
   copies.insert(copies.end(), request.extra_copies.begin(), request.extra_copies.end());
+  // A copy reads through every mount below its source, and a direct work
+  // dir is bound with its submounts: neither may bring the host's kernel
+  // interfaces along (workdir/host_mounts.h), as no bind may.
+  for (const ir::Copy& copy : copies) {
+    auto source = ResolveHostPath(copy.source);
+    if (!source.ok()) continue;  // Staging reports it, with its context
+    if (std::string shown = HostInterfaceShownBy(host.interface_mounts, *source); !shown.empty()) {
+      return InvalidArgumentError("the copy of " + copy.source + " (" + *source + ") " + shown +
+                                  ", which the copy would read from and hand to the sandbox; unmount it, or copy a "
+                                  "directory that holds none");
+    }
+  }
+  if (!request.work_host_dir.empty()) {
+    auto work = ResolveHostPath(request.work_host_dir);
+    if (work.ok()) {
+      if (std::string shown = HostInterfaceShownBy(host.interface_mounts, *work); !shown.empty()) {
+        return InvalidArgumentError("the work dir " + request.work_host_dir + " (" + *work + ") " + shown +
+                                    ", which the sandbox would see there; unmount it, or choose another work dir");
+      }
+    }
+  }
   if (!request.work_host_dir.empty()) {
     StagingOptions staging_options;
     staging_options.host_dir = request.work_host_dir;
@@ -251,6 +274,7 @@ Status Sandbox::Impl::PrepareAll() {
   child_inputs.drop_supplementary_groups = id_maps.caller_is_root;
   child_inputs.extra_mounts = std::move(extra_mounts);
   child_inputs.passed_values = request.passed_values;
+  child_inputs.interface_mounts = host.interface_mounts;
 
   namespaces = plan.namespaces;
   if (request.stdin_mode == StdinMode::kData) {

@@ -147,6 +147,7 @@ Result<HostCapabilities> DetectHostCapabilities() {
   std::string proc_cgroup = ReadSmallFile("/proc/self/cgroup");
   if (mountinfo.empty()) return FailedPreconditionError("cannot read /proc/self/mountinfo (is /proc mounted?)");
   HostCapabilities caps = ParseCgroupLayout(mountinfo, proc_cgroup);
+  caps.interface_mounts = ParseHostInterfaceMounts(mountinfo);
   caps.privilege = geteuid() == 0 ? Privilege::kRoot : Privilege::kUnprivileged;
   caps.sandbox_host_uid = geteuid();
   for (CgroupHierarchy* h : {&caps.v2, &caps.v1_memory, &caps.v1_pids, &caps.v1_cpu, &caps.v1_freezer}) {

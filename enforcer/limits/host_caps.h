@@ -15,6 +15,7 @@
 #include <string>
 
 #include "compiler/common/status.h"
+#include "enforcer/workdir/host_mounts.h"
 
 namespace cocoon::enforcer {
 
@@ -62,6 +63,10 @@ struct HostCapabilities {
   CgroupHierarchy v1_freezer;  // used by Cgroup::KillAll to stop fork races
   bool v1_memsw = false;       // memory.memsw.limit_in_bytes exists (swap accounting on)
   bool v1_kmem_tcp = false;    // memory.kmem.tcp.limit_in_bytes exists (socket buffer accounting)
+
+  // The mounts no bind may carry into a sandbox (workdir/host_mounts.h),
+  // from the same read of /proc/self/mountinfo.
+  std::vector<HostInterfaceMount> interface_mounts;
 };
 
 // Reads /proc/self/mountinfo and /proc/self/cgroup. Never fails because a

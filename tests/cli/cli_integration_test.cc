@@ -1929,7 +1929,8 @@ TEST(CocoonRun, AScriptsArgumentsAreNeverCocoonsOptions) {
   EXPECT_EQ(help.status, 0) << help.err;
   EXPECT_EQ(help.out, "['--help']\n");
   Ran enforce = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "/bin/echo", "--json"});
-  EXPECT_EQ(enforce.status, 2);
+  EXPECT_EQ(enforce.status, 2);  // --json is the command's here: a usage error, nothing on stdout
+  EXPECT_EQ(enforce.out, "");
   EXPECT_NE(enforce.err.find("after `--`"), std::string::npos) << enforce.err;
   Ran echoed = Cocoon({"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--", "/bin/echo", "--json", "--work", "/"});
   EXPECT_EQ(echoed.status, 0) << echoed.err;
@@ -3250,7 +3251,7 @@ TEST(CocoonRun, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
   // the --stream's final line.
   for (const char* mode : {"--json", "--stream"}) {
     Ran refused = Cocoon({"run", mode, "-r", "nosuch", "-c", "1"});
-    EXPECT_EQ(refused.status, 2);
+    EXPECT_EQ(refused.status, 1) << mode << ": a refusal on stdout exits 1 (docs/agents.md)";
     json line = json::parse(refused.out, nullptr, false);
     ASSERT_TRUE(line.is_object()) << mode << ": " << refused.out;
     EXPECT_EQ(line["refused"], true);
@@ -4147,7 +4148,7 @@ TEST(CocoonRun, ARefusedRunReplacesAStaleLogJson) {
     std::vector<std::string> args = {"run", "--log-json", log.string(), "-r", "cobol", "-c", "x"};
     if (*mode != '\0') args.insert(args.begin() + 1, mode);
     Ran ran = Cocoon(args);
-    EXPECT_EQ(ran.status, 2) << ran.err;
+    EXPECT_EQ(ran.status, *mode != '\0' ? 1 : 2) << mode << ": " << ran.err;  // --json: the refusal is on stdout
     std::ifstream in(log);
     json j = json::parse(in, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << mode;
@@ -5237,4 +5238,251 @@ TEST(CocoonMcp, AClientThatClosedStdoutStopsTheServer) {
                          "not be written in full"),
             std::string::npos)
       << ran.err;
+}
+
+// Binds are recursive, so a procfs mounted below a bound directory showed
+// the host's processes (PID 1's cmdline, /proc/PID/root) in the sandbox,
+// through `--ro`, the current directory, a policy's `readonly` and a
+// `--copy`, root and rootless: only the bound path was checked. Each launch
+// is now refused before anything runs, naming the bind and the mount. In a
+// throwaway mount namespace (nothing is mounted on the host). Seen failing
+// before the fix: every launch ran and listed the host's PIDs.
+void CheckAProcBelowABindIsRefused(bool rootless) {
+  if (rootless && geteuid() == 0 && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
+  }
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): needs root to mount a proc to bind";
+  fs::path dir = fs::temp_directory_path() / ("cocoon-subproc-" + std::to_string(getpid()) + (rootless ? "-rl" : ""));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "m" / "p");
+  fs::create_directories(dir / "home");
+  fs::create_directories(dir / "work");
+  const std::string m = (dir / "m").string();
+  std::ofstream(dir / "ro.cocoon") << "import \"strict\"\nprofile ro extends strict {\n  filesystem {\n    readonly \"" +
+                                          m + "\"\n  }\n}\n";
+  for (const fs::path& p : {dir, dir / "m", dir / "home", dir / "work", dir / "ro.cocoon"}) {
+    ASSERT_EQ(chown(p.c_str(), rootless ? 65534 : 0, rootless ? 65534 : 0), 0) << p;
+  }
+  const std::string probe = "ls " + m + "/p /p 2>/dev/null | grep -c '^[0-9]'; echo ran";
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    std::string cwd;
+  };
+  std::vector<Case> cases = {
+      {"--ro", {"run", "--json", "--ro", m, "--", "/bin/sh", "-c", probe}, "/"},
+      {"cwd", {"run", "--json", "--", "/bin/sh", "-c", "ls p | grep -c '^[0-9]'; echo ran"}, m},
+      {"policy readonly", {"enforce", (dir / "ro.cocoon").string(), "--json", "--", "/bin/sh", "-c", probe}, "/"},
+      {"--copy", {"run", "--json", "--work", (dir / "work").string(), "--copy", m, "--", "/bin/sh", "-c",
+                  "ls /work/m/p | grep -c '^[0-9]'; echo ran"}, "/"},
+  };
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(report[0]);
+    std::string text;
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("proc", (dir / "m" / "p").c_str(), "proc", 0, nullptr) != 0) {
+      text = std::string("namespace setup: ") + strerror(errno);
+    } else {
+      for (const Case& c : cases) {
+        std::vector<std::string> args = c.args;
+        std::string binary = COCOON_BINARY;
+        if (rootless) {
+          args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+          binary = "/usr/bin/setpriv";
+        }
+        Ran ran = Cocoon(args, c.cwd,
+                         {{"HOME", (dir / "home").string()}, {"XDG_CACHE_HOME", (dir / "home").string()},
+                          {"COCOON_CACHE_DIR", (dir / "home" / "cache").string()}},
+                         binary);
+        text += std::string("case ") + c.name + " status=" + std::to_string(ran.status) + "\n" + ran.out + ran.err +
+                "\n";
+      }
+    }
+    (void)!write(report[1], text.data(), text.size());
+    _exit(0);
+  }
+  close(report[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(report[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  close(report[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_EQ(text.find("namespace setup"), std::string::npos) << text;
+  for (const Case& c : cases) {
+    const std::string head = std::string("case ") + c.name + " status=";
+    const size_t at = text.find(head);
+    ASSERT_NE(at, std::string::npos) << text;
+    const size_t next = text.find("case ", at + head.size());
+    const std::string part = text.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    EXPECT_EQ(part.find("\nran"), std::string::npos) << c.name << ": the command ran:\n" << part;
+    EXPECT_EQ(part.rfind(head + "0", 0), std::string::npos) << c.name << ":\n" << part;
+    EXPECT_NE(part.find("proc at " + m + "/p"), std::string::npos) << c.name << ": no message naming the mount:\n"
+                                                                    << part;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CocoonRun, AProcMountedBelowABoundDirectoryIsRefused) { CheckAProcBelowABindIsRefused(false); }
+TEST(CocoonRun, AProcMountedBelowABoundDirectoryIsRefusedRootless) { CheckAProcBelowABindIsRefused(true); }
+
+// A policy's `hide` held against --work and --copy: `--ro` of a hidden path
+// was refused, but a work dir or copy at, inside or holding it handed the
+// hidden file to the sandbox (and a work dir committed it back). Each is
+// refused before anything runs, for `run` with the policy as its base and
+// for `enforce` of the policy itself. Seen failing before the fix: every
+// case ran and printed the secret.
+TEST(CocoonRun, AWorkDirOrCopyCannotShowWhatThePolicyHides) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-hidden-work-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "proj" / "secrets");
+  fs::create_directories(dir / "w");
+  std::ofstream(dir / "proj" / "secrets" / "key") << "TOPSECRET\n";
+  std::ofstream(dir / "proj" / "readme") << "hello\n";
+  const std::string proj = (dir / "proj").string(), secrets = (dir / "proj" / "secrets").string();
+  std::ofstream(dir / "base.cocoon") << "import \"strict\"\nprofile base extends strict {\n  filesystem {\n"
+                                        "    readonly \"" + proj + "\"\n    hide \"" + secrets + "\"\n  }\n}\n";
+  const std::string base = (dir / "base.cocoon").string(), w = (dir / "w").string();
+  const std::string show = "cat /work/key /work/secrets/key /work/proj/secrets/key 2>/dev/null; echo ran";
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", "--json", "--policy", base, "--work", w, "--copy", secrets, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--policy", base, "--work", w, "--copy", proj, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--policy", base, "--work", secrets, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--policy", base, "--work", proj, "--", "/bin/sh", "-c", show},
+      {"enforce", base, "--json", "--work", proj, "--", "/bin/sh", "-c", show},
+      {"enforce", base, "--json", "--work", w, "--copy", secrets, "--", "/bin/sh", "-c", show},
+  };
+  for (const auto& args : cases) {
+    Ran ran = Cocoon(args, "/");
+    const std::string what = args[0] + " " + args[4] + " " + args[5] + (args.size() > 7 ? " " + args[7] : "");
+    EXPECT_EQ(ran.status, 1) << what << ": " << ran.out << ran.err;
+    EXPECT_EQ(ran.out.find("TOPSECRET"), std::string::npos) << what << ": the hidden file reached the sandbox";
+    EXPECT_NE(ran.out.find("which the policy hides"), std::string::npos) << what << ": " << ran.out << ran.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "w" / "secrets")) << "a hidden file was committed to the work dir";
+  // What is not hidden still goes in.
+  Ran fine = Cocoon({"run", "--json", "--policy", base, "--work", w, "--copy", (dir / "proj" / "readme").string(),
+                     "--", "/bin/cat", "/work/readme"}, "/");
+  EXPECT_EQ(fine.status, 0) << fine.out << fine.err;
+  EXPECT_NE(fine.out.find("hello"), std::string::npos) << fine.out;
+  fs::remove_all(dir);
+}
+
+// The caller's home as a work dir (or a dir above it, or its credential
+// stores) let the sandbox read ~/.ssh and rewrite ~/.bashrc and
+// authorized_keys, while the implicit current-directory bind already
+// refused a home. Refused now for --work and --copy, in `run` and
+// `enforce`. Seen failing before the fix: the runs were accepted.
+TEST(CocoonRun, AWorkDirOrCopyCannotBeTheCallersHomeOrItsCredentials) {
+  fs::path dir = fs::temp_directory_path() / ("cocoon-home-work-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "home" / ".ssh");
+  fs::create_directories(dir / "home" / "project");
+  fs::create_directories(dir / "w");
+  std::ofstream(dir / "home" / ".ssh" / "id_ed25519") << "PRIVATEKEY\n";
+  std::ofstream(dir / "home" / ".netrc") << "machine x password PASSWORD\n";
+  const std::string home = (dir / "home").string(), w = (dir / "w").string();
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"HOME", home}, {"XDG_CACHE_HOME", (dir / "cache").string()}};
+  const std::string show = "cat /work/.ssh/id_ed25519 /work/id_ed25519 /work/.netrc /work/home/.netrc 2>/dev/null; "
+                           "echo ran";
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", "--json", "--work", home, "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", dir.string(), "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", home + "/.ssh", "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", w, "--copy", home + "/.ssh/id_ed25519", "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", w, "--copy", home + "/.netrc", "--", "/bin/sh", "-c", show},
+      {"run", "--json", "--work", w, "--copy", home, "--", "/bin/sh", "-c", show},
+      {"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--json", "--work", home, "--", "/bin/sh", "-c", show},
+  };
+  for (const auto& args : cases) {
+    Ran ran = Cocoon(args, "/", env);
+    std::string what;
+    for (const auto& a : args) what += a + " ";
+    EXPECT_EQ(ran.status, 1) << what << ": " << ran.out << ran.err;
+    EXPECT_EQ(ran.out.find("PRIVATEKEY"), std::string::npos) << what;
+    EXPECT_EQ(ran.out.find("PASSWORD"), std::string::npos) << what;
+    EXPECT_TRUE(ran.out.find("home directory") != std::string::npos ||
+                ran.out.find("(your credentials)") != std::string::npos)
+        << what << ": " << ran.out << ran.err;
+  }
+  // A project inside the home is still a work dir.
+  Ran fine = Cocoon({"run", "--json", "--work", home + "/project", "--", "/bin/sh", "-c", "echo ok > /work/out"}, "/",
+                    env);
+  EXPECT_EQ(fine.status, 0) << fine.out << fine.err;
+  EXPECT_TRUE(fs::exists(dir / "home" / "project" / "out"));
+  fs::remove_all(dir);
+}
+
+// Cocoon's own state dir (rootless: $XDG_RUNTIME_DIR/cocoon, else
+// /tmp/.cocoon-UID) as a work dir or copy let a sandbox plant what later
+// runs use (the new root's mount point, stage dirs, locks). Refused now.
+// Rootless with a private $XDG_RUNTIME_DIR, so the state dir is the test's
+// own. Seen failing before the fix: the run was accepted.
+TEST(CocoonRun, AWorkDirOrCopyCannotOverlapCocoonsStateDir) {
+  const bool root = geteuid() == 0;
+  if (root && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "SKIPPED, NOT PASSED (security check): no setpriv to run cocoon as uid 65534";
+  }
+  const uid_t uid = root ? 65534 : geteuid();
+  fs::path dir = fs::temp_directory_path() / ("cocoon-state-work-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "xdg");
+  fs::create_directories(dir / "home");
+  fs::create_directories(dir / "w");
+  for (const fs::path& p : {dir, dir / "xdg", dir / "home", dir / "w"}) ASSERT_EQ(chown(p.c_str(), uid, uid), 0) << p;
+  ASSERT_EQ(chmod((dir / "xdg").c_str(), 0700), 0);
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"HOME", (dir / "home").string()}, {"XDG_CACHE_HOME", (dir / "home").string()},
+      {"XDG_RUNTIME_DIR", (dir / "xdg").string()}};
+  auto cocoon = [&](std::vector<std::string> args) {
+    std::string binary = COCOON_BINARY;
+    if (root) {
+      args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+      binary = "/usr/bin/setpriv";
+    }
+    return Cocoon(args, "/", env, binary);
+  };
+  Ran first = cocoon({"run", "--", "/bin/true"});  // makes the state dir
+  ASSERT_EQ(first.status, 0) << first.err;
+  const std::string state = (dir / "xdg" / "cocoon").string();
+  ASSERT_TRUE(fs::is_directory(state)) << "the state dir is not where the test expects it";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "--json", "--work", state, "--", "/bin/sh", "-c", "echo ran"},
+           {"run", "--json", "--work", (dir / "xdg").string(), "--", "/bin/sh", "-c", "echo ran"},
+           {"run", "--json", "--work", (dir / "w").string(), "--copy", state, "--", "/bin/sh", "-c", "echo ran"}}) {
+    Ran ran = cocoon(args);
+    EXPECT_EQ(ran.status, 1) << args[3] << ": " << ran.out << ran.err;
+    EXPECT_NE(ran.out.find("Cocoon's state dir"), std::string::npos) << args[3] << ": " << ran.out << ran.err;
+    EXPECT_EQ(ran.out.find("\"ran"), std::string::npos) << ran.out;
+  }
+  fs::remove_all(dir);
+}
+
+// With --json, a refusal is the one JSON object on stdout and exits 1, as
+// documented (docs/agents.md); 2 is for what the flag parser rejects, with
+// nothing on stdout. A refused --ro and an unknown runtime exited 2 with
+// the JSON printed, so a caller following the docs took them for usage
+// errors. Seen failing before the fix (status 2).
+TEST(CocoonRun, EveryJsonRefusalExitsOne) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", "--json", "--ro", "/etc", "--", "/bin/true"},
+      {"run", "--json", "-r", "nosuch", "-c", "1"},
+      {"run", "--json", "--work", "/", "--", "/bin/true"},
+      {"enforce", COCOON_POLICIES_DIR "/strict.cocoon", "--json", "--copy", "/etc/hostname", "--", "/bin/true"},
+  };
+  for (const auto& args : cases) {
+    Ran ran = Cocoon(args);
+    EXPECT_EQ(ran.status, 1) << args[2] << " " << args[3] << ": " << ran.out << ran.err;
+    json j = json::parse(ran.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << ran.out;
+    EXPECT_EQ(j["refused"], true) << j.dump();
+  }
+  Ran parser = Cocoon({"run", "--json", "--timeout", "0", "--", "/bin/true"});
+  EXPECT_EQ(parser.status, 2) << parser.err;
+  EXPECT_EQ(parser.out, "");
 }

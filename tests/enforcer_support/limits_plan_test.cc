@@ -5,6 +5,7 @@
 
 #include "enforcer/limits/host_caps.h"
 #include "enforcer/limits/limit_plan.h"
+#include "enforcer/workdir/host_mounts.h"
 
 namespace cocoon::enforcer {
 namespace {
@@ -363,4 +364,32 @@ TEST(HostCapsTest, ParsesPureV2WithCombinedCpuCpuacct) {
 }
 
 }  // namespace
+// The mounts no bind may carry along (workdir/host_mounts.h): kernel
+// interfaces wherever mounted, and /run's filesystem bound elsewhere (a
+// docker.sock), but not every mount of a filesystem that also has a bind
+// in /run (a container's /run/secrets from the root filesystem).
+TEST(HostInterfaceMountsTest, FindsKernelInterfacesAndRunAliasesBelowABind) {
+  const char* mountinfo =
+      "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+      "23 22 0:5 / /proc rw - proc proc rw\n"
+      "24 22 0:26 / /run rw - tmpfs tmpfs rw\n"
+      "25 24 8:1 /var/lib/c/secrets /run/secrets rw - ext4 /dev/sda1 rw\n"
+      "26 22 8:1 /home /home rw - ext4 /dev/sda1 rw\n"
+      "40 22 0:5 / /srv/a\\040b/p rw - proc proc rw\n"
+      "41 22 0:26 /docker.sock /srv/c/sock rw - tmpfs tmpfs rw\n"
+      "42 22 0:44 / /srv/d/t rw - tmpfs tmpfs rw\n"
+      "43 22 0:21 / /srv/e/s rw - sysfs sysfs rw\n";
+  auto mounts = ParseHostInterfaceMounts(mountinfo);
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/a b"), "");
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/a b/p"), "");
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/a b/p/1"), "") << "inside a proc";
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv"), "");
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/c").find("/run"), std::string::npos);
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/e").find("sysfs at /srv/e/s"), std::string::npos);
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/srv/d"), "") << "a tmpfs of its own";
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/home"), "") << "the root filesystem is not /run's";
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/srv/ab"), "");
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/usr"), "");
+}
+
 }  // namespace cocoon::enforcer
