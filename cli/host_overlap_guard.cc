@@ -134,6 +134,20 @@ class AliasCheck {
 };
 
 
+// `place` (resolved) against a protected `target` by inode, for what path
+// comparison misses, a second name made by a bind mount: whether `place` is
+// `target` or lies inside it (`inside` too), or shows it (is one of its
+// directories, or holds a mount that is: AliasCheck).
+bool OverlapsByAnotherName(const std::string& place, const std::string& target, bool inside, AliasCheck& alias) {
+  auto target_id = IdOf(target);
+  if (!target_id) return false;
+  if (inside) {
+    const std::vector<FileId> place_ids = IdChain(place);
+    if (std::find(place_ids.begin(), place_ids.end(), *target_id) != place_ids.end()) return true;
+  }
+  return alias.Shows(place, IdChain(target));
+}
+
 // Where a file created at `path` would land: its symlinks followed as far
 // as they exist (a dangling one too: creating through it makes its
 // target), the missing rest taken as written. Never fails.
@@ -291,11 +305,15 @@ std::string StateDirOverlap(const std::string& path) {
 
 // The hidden host path (HostPathsToGuard::hidden_host_paths) that `path`
 // is, is inside or holds, said so; or "".
-std::string HiddenOverlap(const std::string& path, const std::vector<std::string>& hidden_host_paths) {
+std::string HiddenOverlap(const std::string& path, const std::vector<std::string>& hidden_host_paths,
+                          AliasCheck& alias) {
   for (const std::string& given : hidden_host_paths) {
     const std::string hidden = RealOrAsGiven(given);
     if (Within(path, hidden)) return (path == hidden ? "is " : "is inside ") + hidden + ", which the policy hides";
     if (Within(hidden, path)) return "holds " + hidden + ", which the policy hides";
+    if (OverlapsByAnotherName(path, hidden, true, alias)) {
+      return "is, is inside or holds " + hidden + ", which the policy hides, by another name (a bind mount)";
+    }
   }
   return "";
 }
@@ -342,14 +360,15 @@ bool HoldsCallersHome(const std::string& dir) {
   return false;
 }
 
+// Keys, tokens and passwords by their usual names: ssh and gpg keys, the
+// cloud CLIs' credentials, container registry and cluster logins, pass(1)'s
+// store, and the files git, curl and psql read passwords from.
+constexpr const char* kCredentialStores[] = {".ssh",  ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
+                                             ".config/gcloud", ".config/gh", ".netrc", ".git-credentials", ".pgpass"};
+
 std::string CallersCredentialsOverlap(const std::string& path) {
-  // Keys, tokens and passwords by their usual names: ssh and gpg keys, the
-  // cloud CLIs' credentials, container registry and cluster logins, pass(1)'s
-  // store, and the files git, curl and psql read passwords from.
-  static const char* kStores[] = {".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
-                                  ".config/gcloud", ".config/gh", ".netrc", ".git-credentials", ".pgpass"};
   for (const std::string& home : CallersHomes()) {
-    for (const char* store : kStores) {
+    for (const char* store : kCredentialStores) {
       const std::string credentials = (home == "/" ? "" : home) + "/" + store;
       if (Within(path, credentials)) return (path == credentials ? "is " : "is inside ") + credentials;
       if (Within(credentials, path)) return "holds " + credentials;
@@ -357,6 +376,32 @@ std::string CallersCredentialsOverlap(const std::string& path) {
   }
   return "";
 }
+
+namespace {
+
+// HoldsCallersHome and CallersCredentialsOverlap by inode: a bind mount of
+// the home (or of /home, or a credential store) is the same directory under
+// a name the path comparison cannot see.
+bool HoldsCallersHomeByAnotherName(const std::string& dir, AliasCheck& alias) {
+  std::vector<std::string> homes = CallersHomes();
+  homes.push_back("/home");
+  for (const std::string& home : homes) {
+    if (OverlapsByAnotherName(dir, home, false, alias)) return true;
+  }
+  return false;
+}
+
+std::string CallersCredentialsByAnotherName(const std::string& path, AliasCheck& alias) {
+  for (const std::string& home : CallersHomes()) {
+    for (const char* store : kCredentialStores) {
+      const std::string credentials = (home == "/" ? "" : home) + "/" + store;
+      if (OverlapsByAnotherName(path, credentials, true, alias)) return credentials + " by another name (a bind mount)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
   // Resolved only when there is a work dir or a copy to hold it against: a
@@ -390,7 +435,7 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
                                   "; the sandbox's writes are committed there. Give a project directory of its own");
     };
     if (IsSystemTree(work)) return refuse("a system directory");
-    if (HoldsCallersHome(work)) {
+    if (HoldsCallersHome(work) || HoldsCallersHomeByAnotherName(work, alias)) {
       return InvalidArgumentError("work dir " + work + ": is or holds your home directory, whose credentials "
                                   "(~/.ssh, tokens) the sandbox would read and whose dotfiles (~/.bashrc, "
                                   "~/.ssh/authorized_keys) it would rewrite; its writes are committed there. Give a "
@@ -399,10 +444,13 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
     if (std::string credentials = CallersCredentialsOverlap(work); !credentials.empty()) {
       return refuse(credentials + " (your credentials)");
     }
+    if (std::string credentials = CallersCredentialsByAnotherName(work, alias); !credentials.empty()) {
+      return refuse("is, is inside or holds " + credentials + " (your credentials)");
+    }
     if (std::string state = StateDirOverlap(work); !state.empty()) {
       return refuse("overlaps Cocoon's state dir " + state + " (what later runs are built from)");
     }
-    if (std::string hidden = HiddenOverlap(work, paths.hidden_host_paths); !hidden.empty()) {
+    if (std::string hidden = HiddenOverlap(work, paths.hidden_host_paths, alias); !hidden.empty()) {
       return InvalidArgumentError("work dir " + work + ": " + hidden + " (`hide`); the sandbox would see it in its "
                                   "work dir, and a flag does not undo a policy's hide. Give a directory that holds "
                                   "nothing hidden");
@@ -435,16 +483,19 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return refuse("a kernel or system tree");
     }
     if (!cache.empty() && (Within(source, cache) || Within(cache, source))) return refuse("overlaps Cocoon's artifact cache");
-    if (HoldsCallersHome(source)) {
+    if (HoldsCallersHome(source) || HoldsCallersHomeByAnotherName(source, alias)) {
       return refuse("is or holds your home directory, with its credentials (~/.ssh, tokens)");
     }
     if (std::string credentials = CallersCredentialsOverlap(source); !credentials.empty()) {
       return refuse(credentials + " (your credentials)");
     }
+    if (std::string credentials = CallersCredentialsByAnotherName(source, alias); !credentials.empty()) {
+      return refuse("is, is inside or holds " + credentials + " (your credentials)");
+    }
     if (std::string state = StateDirOverlap(source); !state.empty()) {
       return refuse("overlaps Cocoon's state dir " + state + " (what later runs are built from)");
     }
-    if (std::string hidden = HiddenOverlap(source, paths.hidden_host_paths); !hidden.empty()) {
+    if (std::string hidden = HiddenOverlap(source, paths.hidden_host_paths, alias); !hidden.empty()) {
       return InvalidArgumentError("--copy " + copy + ": " + hidden + " (`hide`); a flag does not undo a policy's "
                                   "hide. Copy a path that holds nothing hidden");
     }

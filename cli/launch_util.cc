@@ -15,6 +15,7 @@
 #include "cli/policy_compile.h"
 #include "compiler/driver/manifest.h"
 #include "enforcer/artifact_cache.h"
+#include "enforcer/owned_fd.h"
 #include "enforcer/spare_child.h"
 #include "enforcer/started_child.h"
 
@@ -42,30 +43,40 @@ void StartChildBeforeParsing(std::string_view plan_json, LaunchRequest* launch) 
 // each directory above it and the files read from it must be owned by the
 // caller or root and writable by nobody else (the cache's walk,
 // OpenTrustedCacheDir), else another user could have written the policy
-// that runs. Checked after the load: the dir being trusted, only the caller
-// or root could have swapped a file meanwhile.
-Status CheckCompiledDirIsTrusted(const std::string& dir, const std::vector<std::string>& files) {
+// that runs. The dir is resolved, checked and opened first, and everything
+// is read through that fd: a check by path after a load by path let
+// another user's symlink in the path point at their dir for the load and
+// at a trusted one for the check. The dir being trusted, only the caller or
+// root can swap a file in it, so its files are checked by fd after.
+constexpr const char* kUntrustedCompiledDirAdvice =
+    "; refusing to run it: compile into a directory of your own (`cocoon compile POLICY -o DIR`), or make it and its "
+    "files yours (or root's) and not group- or world-writable";
+
+Result<int> OpenTrustedCompiledDir(const std::string& dir, std::string& resolved) {
   char real[PATH_MAX];
-  if (realpath(dir.c_str(), real) == nullptr) return ErrnoError("compiled dir " + dir);
-  const std::string advice = "; refusing to run it: compile into a directory of your own (`cocoon compile POLICY -o "
-                             "DIR`), or make it and its files yours (or root's) and not group- or world-writable";
+  if (realpath(dir.c_str(), real) == nullptr) return ErrnoError("open compiled dir " + dir);
+  resolved = real;
   Result<int> fd = enforcer::OpenTrustedCacheDir(real, enforcer::CacheDirCreation::kExisting);
-  if (!fd.ok()) return PermissionDeniedError("compiled dir " + dir + ": " + fd.status().message() + advice);
+  if (!fd.ok()) {
+    return PermissionDeniedError("compiled dir " + dir + ": " + fd.status().message() + kUntrustedCompiledDirAdvice);
+  }
+  return fd;
+}
+
+Status CheckCompiledFilesAreTrusted(int dir_fd, const std::string& dir, const std::vector<std::string>& files) {
   for (const std::string& name : files) {
     struct stat st{};
-    const bool ok = fstatat(*fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    const bool ok = fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     const bool owner_ok = ok && (st.st_uid == geteuid() || st.st_uid == 0);
     if (!owner_ok || (st.st_mode & 022) != 0) {
-      close(*fd);
       return PermissionDeniedError(
           dir + "/" + name +
           (!ok ? " cannot be inspected"
                : !owner_ok ? " is owned by uid " + std::to_string(st.st_uid) + ", not by you or root"
                            : " is writable by group or others") +
-          advice);
+          kUntrustedCompiledDirAdvice);
     }
   }
-  close(*fd);
   return Status::Ok();
 }
 
@@ -81,7 +92,10 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, const std::strin
   constexpr const char* kSidecar = "linux.seccomp.json";
   driver::LoadOptions options;
   options.only = {kPlan, kBpf, kSidecar};
-  Result<driver::CompiledPolicy> compiled = driver::LoadCompiledDir(dir, options);
+  std::string resolved;  // resolved once: the path checked is the path recorded
+  COCOON_ASSIGN_OR_RETURN(int trusted_fd, OpenTrustedCompiledDir(dir, resolved));
+  enforcer::OwnedFd trusted(trusted_fd);
+  Result<driver::CompiledPolicy> compiled = driver::LoadCompiledDirAt(trusted.get(), dir, options);
   if (!compiled.ok()) {
     if (compiled.status().code() == ErrorCode::kInvalidArgument || compiled.status().code() == ErrorCode::kNotFound) {
       return InvalidArgumentError(compiled.status().message() + "; refusing to run it");
@@ -101,14 +115,15 @@ Result<PolicyArtifacts> LoadCompiledDir(const std::string& dir, const std::strin
                                 "--profile, or compile that profile with `cocoon compile POLICY --profile " + profile +
                                 " -o DIR`, or enforce the policy file itself");
   }
-  COCOON_RETURN_IF_ERROR(CheckCompiledDirIsTrusted(dir, {std::string(driver::kManifestFile), kPlan, kBpf, kSidecar}));
+  COCOON_RETURN_IF_ERROR(
+      CheckCompiledFilesAreTrusted(trusted.get(), dir, {std::string(driver::kManifestFile), kPlan, kBpf, kSidecar}));
   PolicyArtifacts artifacts;
   artifacts.origin = "dir";
   artifacts.profile = compiled->manifest.profile;
   artifacts.policy_path = dir;
   // The manifest's hashes sit beside what they check: whoever can write
   // the dir can rewrite both.
-  if (char real[PATH_MAX]; realpath(dir.c_str(), real) != nullptr) artifacts.source_files.push_back(real);
+  artifacts.source_files.push_back(resolved);
   std::string plan_text = std::move(compiled->files[kPlan]);
   artifacts.seccomp_bpf = std::move(compiled->files[kBpf]);
   artifacts.seccomp_sidecar_json = std::move(compiled->files[kSidecar]);

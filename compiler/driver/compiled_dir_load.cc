@@ -114,6 +114,12 @@ Result<Manifest> ReadManifest(int root_fd, const std::string& dir, uint64_t max_
 Result<CompiledPolicy> LoadCompiledDir(const std::string& dir, const LoadOptions& options) {
   Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (root.get() < 0) return ErrnoError("open compiled dir " + dir);
+  return LoadCompiledDirAt(root.get(), dir, options);
+}
+
+Result<CompiledPolicy> LoadCompiledDirAt(int dir_fd, const std::string& dir, const LoadOptions& options) {
+  Fd root(dup(dir_fd));
+  if (root.get() < 0) return ErrnoError("open compiled dir " + dir);
   CompiledPolicy compiled;
   compiled.dir = dir;
   COCOON_ASSIGN_OR_RETURN(compiled.manifest, ReadManifest(root.get(), dir, options.max_manifest_bytes));

@@ -75,5 +75,8 @@ struct LoadOptions {
 // file, or any size or SHA-256 mismatch; InvalidArgument on a bad manifest
 // (ParseManifest); NotFound when there is no manifest.json.
 Result<CompiledPolicy> LoadCompiledDir(const std::string& dir, const LoadOptions& options = {});
+// The same, from a directory the caller already opened (and checked):
+// `dir` only names it in messages.
+Result<CompiledPolicy> LoadCompiledDirAt(int dir_fd, const std::string& dir, const LoadOptions& options = {});
 
 }  // namespace cocoon::driver

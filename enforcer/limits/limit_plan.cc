@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "compiler/ir/cpu_time_rlimit.h"
+
 namespace cocoon::enforcer {
 namespace {
 
@@ -230,7 +232,7 @@ Status Planner::PlanCpuTime() {
   // With soft = hard - 1 the command ran a whole second past the limit
   // (`cpu_time 100ms` let a 1.9 s spin exit normally), and a descendant with
   // a SIGXCPU handler too. Every process gets the same limit.
-  const uint64_t seconds = std::max<uint64_t>(1, (limit.value + 999) / 1000);
+  const uint64_t seconds = ir::CpuTimeRlimitSeconds(limit);
   std::string note = "requested " + std::to_string(limit.value) + " ms; enforced as RLIMIT_CPU " +
                      std::to_string(seconds) +
                      " s per process (SIGKILL at that much CPU time of its own; whole seconds, rounded up); the "

@@ -133,10 +133,24 @@ std::string HostInterfaceShownBy(const std::vector<HostInterfaceMount>& mounts, 
       }
       return where + " a mount of the host's " + mount.fstype + " at " + mount.mount_point;
     }
+    if (!PathAtOrUnder(resolved, mount.mount_point)) continue;
     // A bind of a directory inside a procfs, wherever it is mounted, shows
     // the host's processes as /proc itself does (ShowsHostProc, by mount).
-    if (mount.fstype == "proc" && PathAtOrUnder(resolved, mount.mount_point)) {
-      return "is inside the host's proc mounted at " + mount.mount_point;
+    if (mount.fstype == "proc") return "is inside the host's proc mounted at " + mount.mount_point;
+    // Inside a second name of the host's /run, or of a kernel interface
+    // mounted away from the trees that hold them (/sys, /dev, /proc): the
+    // path names neither /run nor /sys, which `--ro` and the docs refuse by
+    // name, yet shows what they hold (a bind of /run/svc's sockets, a copy
+    // of /sys/class/net). Paths inside the interface trees themselves stay
+    // allowed: a policy that names /sys/devices/system/cpu means it.
+    if (mount.run_alias) {
+      return "is inside a mount of the host's /run filesystem at " + mount.mount_point + " (" + mount.root +
+             " there: the host's service sockets)";
+    }
+    if (!PathAtOrUnder(mount.mount_point, "/sys") && !PathAtOrUnder(mount.mount_point, "/dev") &&
+        !PathAtOrUnder(mount.mount_point, "/proc")) {
+      return "is inside a mount of the host's " + mount.fstype + " at " + mount.mount_point +
+             ", a second name for a kernel interface";
     }
   }
   return "";

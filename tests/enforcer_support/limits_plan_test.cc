@@ -392,4 +392,23 @@ TEST(HostInterfaceMountsTest, FindsKernelInterfacesAndRunAliasesBelowABind) {
   EXPECT_EQ(HostInterfaceShownBy(mounts, "/usr"), "");
 }
 
+// A path inside a second name of a kernel interface, or of /run, shows what
+// the first name would (a re-review bound /srv/e/s/class/net, and a socket
+// under a bind of /run, before this was refused); inside the interface
+// trees themselves a policy names what it means.
+TEST(HostInterfaceMountsTest, APathInsideASecondNameOfAnInterfaceOrOfRunIsRefused) {
+  const char* mountinfo =
+      "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+      "23 22 0:21 / /sys rw - sysfs sysfs rw\n"
+      "24 22 0:26 / /run rw - tmpfs tmpfs rw\n"
+      "30 22 0:26 / /srv/runa rw - tmpfs tmpfs rw\n"
+      "31 22 0:21 / /srv/s1 rw - sysfs sysfs rw\n"
+      "32 23 0:30 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+  auto mounts = ParseHostInterfaceMounts(mountinfo);
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/s1/class/net").find("second name"), std::string::npos);
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/runa/svc").find("/run"), std::string::npos);
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/sys/devices/system/cpu"), "") << "named inside /sys itself";
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/sys/fs/cgroup/memory/x"), "") << "named inside /sys itself";
+}
+
 }  // namespace cocoon::enforcer

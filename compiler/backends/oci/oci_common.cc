@@ -1,6 +1,7 @@
 #include "compiler/backends/oci/oci_common.h"
 
 #include "cocoon_version.h"
+#include "compiler/ir/cpu_time_rlimit.h"
 #include "compiler/ir/file_size_rlimit.h"
 
 namespace cocoon::backends::oci {
@@ -8,8 +9,8 @@ namespace cocoon::backends::oci {
 std::vector<Rlimit> Rlimits(const ir::Limits& limits, const ir::WorkDir& work) {
   std::vector<Rlimit> out = {{"RLIMIT_CORE", 0, 0}, {"RLIMIT_RTPRIO", 0, 0}};
   if (limits.cpu_time_ms.set) {
-    const uint64_t seconds = (limits.cpu_time_ms.value + 999) / 1000;
-    out.push_back({"RLIMIT_CPU", seconds, seconds + 1});  // SIGXCPU, then SIGKILL a second later
+    const uint64_t seconds = ir::CpuTimeRlimitSeconds(limits.cpu_time_ms);
+    out.push_back({"RLIMIT_CPU", seconds, seconds});  // the container's pid 1 gets no SIGXCPU (cpu_time_rlimit.h)
   }
   // As the enforcer (enforcer/limits/limit_plan.h): these are always set,
   // with its defaults when the policy sets none (`unlimited` included).

@@ -8,6 +8,7 @@
 
 #include "compiler/backends/default_kernel_paths.h"
 #include "compiler/backends/plan/launch_plan.h"
+#include "compiler/ir/cpu_time_rlimit.h"
 #include "compiler/ir/file_size_rlimit.h"
 
 namespace cocoon::backends {
@@ -137,9 +138,9 @@ void AddLimits(const ir::Limits& limits, const ir::WorkDir& work, LaunchPlan& pl
   const uint64_t fsize = ir::FileSizeRlimitBytes(limits, work);
   plan.rlimits.push_back({"RLIMIT_FSIZE", fsize, fsize});
   if (limits.cpu_time_ms.set) {
-    // RLIMIT_CPU is in whole seconds: SIGXCPU at the soft limit, SIGKILL one second later.
-    uint64_t seconds = (limits.cpu_time_ms.value + 999) / 1000;
-    plan.rlimits.push_back({"RLIMIT_CPU", seconds, seconds + 1});
+    // Whole seconds, soft = hard: the command gets no SIGXCPU (cpu_time_rlimit.h).
+    const uint64_t seconds = ir::CpuTimeRlimitSeconds(limits.cpu_time_ms);
+    plan.rlimits.push_back({"RLIMIT_CPU", seconds, seconds});
   }
   AddLimit(limits.wall_time_ms, "wall_time", "ms", plan);
   AddLimit(limits.cpu_time_ms, "cpu_time", "ms", plan);
