@@ -238,27 +238,17 @@ nlohmann::json RuntimesToJson(const std::vector<RuntimeInfo>& runtimes) {
 Result<std::vector<std::string>> ScaleMemoryFlags(const ir::Runtime& runtime, uint64_t memory_bytes) {
   std::vector<std::string> flags;
   for (const std::string& flag : runtime.flags) {
-    const size_t at = flag.find(kMemoryMibPlaceholder);
-    if (at == std::string::npos) {
+    const ir::MemoryFlagPart part = ir::ParseMemoryFlag(flag);
+    if (!part.present) {
       flags.push_back(flag);
       continue;
     }
-    const size_t digits = at + std::string_view(kMemoryMibPlaceholder).size();
-    const size_t close = flag.find("%}", digits);
-    unsigned percent = 0;
-    bool valid = close != std::string::npos && close > digits && close - digits <= 3;
-    for (size_t i = digits; valid && i < close; ++i) {
-      if (flag[i] < '0' || flag[i] > '9') valid = false;
-      percent = percent * 10 + static_cast<unsigned>(flag[i] - '0');
-    }
-    if (!valid || percent < 1 || percent > 100 ||
-        flag.find(kMemoryMibPlaceholder, close) != std::string::npos) {
-      return InvalidArgumentError("runtime " + runtime.name + " flag '" + flag + "': write the memory limit's share as " +
-                                  kMemoryMibPlaceholder + "N%} with N from 1 to 100, once in the flag");
+    if (!part.valid) {
+      return InvalidArgumentError("runtime " + runtime.name + " flag '" + flag + "': " + ir::MemoryFlagAdvice());
     }
     if (memory_bytes == 0) continue;  // no limit to follow: the runtime's own default
-    const uint64_t mib = std::max<uint64_t>(1, memory_bytes / (1024 * 1024) * percent / 100);
-    flags.push_back(flag.substr(0, at) + std::to_string(mib) + flag.substr(close + 2));
+    const uint64_t mib = std::max<uint64_t>(1, memory_bytes / (1024 * 1024) * part.percent / 100);
+    flags.push_back(flag.substr(0, part.begin) + std::to_string(mib) + flag.substr(part.end));
   }
   return flags;
 }

@@ -14,6 +14,7 @@
 #include "compiler/common/diagnostics.h"
 #include "compiler/common/status.h"
 #include "compiler/ir/policy_ir.h"
+#include "compiler/ir/runtime_memory_flag.h"
 
 namespace cocoon::cli {
 
@@ -58,12 +59,11 @@ nlohmann::json RuntimesToJson(const std::vector<RuntimeInfo>& runtimes);
 // compile to /tmp/cocoon-main inside the sandbox, then exec it (rust).
 inline constexpr const char* kCompileAndRun = "@compile-and-run";
 
-// A runtime flag's part that follows the memory limit: "{memory_mib:75%}"
-// becomes 75% of the run's memory limit in MiB (node's
-// "--max-old-space-size={memory_mib:75%}", java's "-Xmx{memory_mib:50%}m"),
-// so that a heap cap written for the preset's limit moves with --mem. A
-// flag holding it is left out when the run has no memory limit.
-inline constexpr const char* kMemoryMibPlaceholder = "{memory_mib:";
+// A runtime flag's part that follows the memory limit
+// (compiler/ir/runtime_memory_flag.h), so that a heap cap written for the
+// preset's limit moves with --mem. A flag holding it is left out when the
+// run has no memory limit.
+using ir::kMemoryMibPlaceholder;
 
 // The runtime's flags with every kMemoryMibPlaceholder filled in for
 // `memory_bytes` (0: no limit, such flags are dropped). A malformed one

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "compiler/frontend/checker_internal.h"
+#include "compiler/ir/runtime_memory_flag.h"
 
 namespace cocoon::frontend::internal {
 namespace {
@@ -284,6 +285,11 @@ void ApplyRuntime(Layer& layer, const ast::Statement& stmt) {
         std::string path;
         if (layer.AbsolutePath(word, path)) runtime.interpreters.push_back(path);
       } else if (key == "flags") {
+        // Checked here as `cocoon run` reads it: a preset that checks runs.
+        if (const ir::MemoryFlagPart part = ir::ParseMemoryFlag(word.text); part.present && !part.valid) {
+          layer.Error(word.span, "runtime flag " + Quote(word.text) + " has a malformed memory limit share",
+                      ir::MemoryFlagAdvice());
+        }
         runtime.flags.push_back(word.text);
       } else if (key == "version_args") {
         runtime.version_args.push_back(word.text);

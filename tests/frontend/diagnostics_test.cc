@@ -618,6 +618,15 @@ const Case kCases[] = {
      " |   filesystem { tmpfs /tmp size -5MiB }\n"
      " |                                ^~~~~\n"
      " = help: sizes, counts, durations and ids are 0 or more; for no limit at all, write `unlimited`\n"},
+    // What `cocoon run` refuses (ir/runtime_memory_flag.h), at the flag: a
+    // preset that checks is one that runs.
+    {"malformed_memory_share_in_a_runtime_flag",
+     "import \"strict\"\nprofile p extends strict {\n  runtime r {\n    interpreter /usr/bin/node\n"
+     "    flags \"--max-old-space-size={memory_mib:0%}\"\n  }\n}\n",
+     "ERROR: t.cocoon:5:11: runtime flag '--max-old-space-size={memory_mib:0%}' has a malformed memory limit share\n"
+     " |     flags \"--max-old-space-size={memory_mib:0%}\"\n"
+     " |           ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     " = help: write the memory limit's share as {memory_mib:N%} with N from 1 to 100, once in the flag\n"},
     // What `cocoon enforce` refuses (ir/work_dir_rules.h), at the work line.
     {"work_dir_inside_a_read_only_bind",
      "import \"strict\"\nprofile p extends strict {\n  filesystem { work /usr/local/bin }\n}\n",
