@@ -369,9 +369,13 @@ constexpr const char* kCredentialStores[] = {".ssh",  ".gnupg", ".aws", ".azure"
 std::string CallersCredentialsOverlap(const std::string& path) {
   for (const std::string& home : CallersHomes()) {
     for (const char* store : kCredentialStores) {
-      const std::string credentials = (home == "/" ? "" : home) + "/" + store;
-      if (Within(path, credentials)) return (path == credentials ? "is " : "is inside ") + credentials;
-      if (Within(credentials, path)) return "holds " + credentials;
+      const std::string named = (home == "/" ? "" : home) + "/" + store;
+      // A store that is a symlink (a dotfiles repo's gnupg/) is where it
+      // points: a work dir holding the target holds the keys.
+      for (const std::string& credentials : {named, RealOrAsGiven(named)}) {
+        if (Within(path, credentials)) return (path == credentials ? "is " : "is inside ") + credentials;
+        if (Within(credentials, path)) return "holds " + credentials;
+      }
     }
   }
   return "";
@@ -394,7 +398,7 @@ bool HoldsCallersHomeByAnotherName(const std::string& dir, AliasCheck& alias) {
 std::string CallersCredentialsByAnotherName(const std::string& path, AliasCheck& alias) {
   for (const std::string& home : CallersHomes()) {
     for (const char* store : kCredentialStores) {
-      const std::string credentials = (home == "/" ? "" : home) + "/" + store;
+      const std::string credentials = RealOrAsGiven((home == "/" ? "" : home) + "/" + store);
       if (OverlapsByAnotherName(path, credentials, true, alias)) return credentials + " by another name (a bind mount)";
     }
   }

@@ -237,8 +237,10 @@ bool NdjsonStreamer::Finish(nlohmann::json outcome) {
   return written;
 }
 
-Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request) {
+Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request,
+                                         const std::function<void()>& before_launch) {
   COCOON_ASSIGN_OR_RETURN(PolicyArtifacts artifacts, QuickPolicyArtifacts(run.policy, &request));
+  if (before_launch) before_launch();
   request.argv = run.argv;
   request.overrides = run.policy.overrides;
   request.passed_values = run.policy.passed_values;
@@ -304,9 +306,6 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
   NdjsonStreamer streamer(STDOUT_FILENO);
   PassThroughWriter out(STDOUT_FILENO), err(STDERR_FILENO);  // never blocks the supervisor
   if (output.mode == RunOutputMode::kPassThrough) {
-    // The JSON modes carry the notes (a clamped limit, a --ro dir the sandbox
-    // user cannot read); here stderr is the only place a person sees them.
-    for (const std::string& note : run.policy.notes) std::cerr << output.command_name << ": note: " << note << "\n";
     request.output_mode = enforcer::OutputMode::kStreamOnly;
     request.on_output = [&out, &err](enforcer::OutputStream stream, std::string_view chunk) {
       (stream == enforcer::OutputStream::kStdout ? out : err).Write(chunk);
@@ -325,7 +324,14 @@ int LaunchAndReport(const PreparedRun& run, const std::string& work_dir, const s
     }
     output.log_json_destination = *std::move(destination);
   }
-  auto outcome = LaunchPrepared(run, std::move(request));
+  // The JSON modes carry the notes (a clamped limit, a --ro dir the sandbox
+  // user cannot read); in pass-through stderr is the only place a person
+  // sees them: printed by the process that launches (LaunchPrepared).
+  auto print_notes = [&] {
+    if (output.mode != RunOutputMode::kPassThrough) return;
+    for (const std::string& note : run.policy.notes) std::cerr << output.command_name << ": note: " << note << "\n";
+  };
+  auto outcome = LaunchPrepared(run, std::move(request), print_notes);
   // Recorded: from here a signal ends cocoon as usual. One that came while
   // the run was recorded is said in the Outcome (exit 130).
   const int late_cancel = enforcer::SignalGuard::ReleaseCancelSignals();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +40,11 @@ std::string EnvOr(const std::string& value, const char* name);
 
 // The quick policy's artifacts, then LaunchSandboxed: the same path as
 // `cocoon enforce`. The request's argv and overrides are filled in here.
-Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request);
+// `before_launch` runs once the artifacts are in hand, in the process that
+// launches: a cache miss hands the whole command over to cocoon-full
+// (policy_compile.h), and what was printed before that was printed twice.
+Result<enforcer::Outcome> LaunchPrepared(const PreparedRun& run, LaunchRequest request,
+                                         const std::function<void()>& before_launch = {});
 
 // OutcomeToJson plus what the flags did: {"overrides": [...], "notes": [...]},
 // and the profile they started from: {"base_policy": {"profile", "source"}}.

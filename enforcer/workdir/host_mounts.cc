@@ -96,7 +96,14 @@ std::vector<HostInterfaceMount> ParseHostInterfaceMounts(std::string_view mounti
     line.mount.root = UnescapeMountField(fields[3]);
     line.mount.mount_point = UnescapeMountField(fields[4]);
     line.mount.fstype = std::string(fields[dash + 1]);
-    if (PathAtOrUnder(line.mount.mount_point, "/run") || PathAtOrUnder(line.mount.mount_point, "/var/run")) {
+    // Only memory filesystems at /run count as /run's (the tmpfs at /run,
+    // /run/user/UID, /run/lock): what is mounted there from a disk is data of
+    // that disk, not service sockets. Toolbox and distrobox bind the host's
+    // `/` at /run/host, which made every mount of the root filesystem a /run
+    // alias, and every bind, work dir and copy of it refused.
+    const bool memory_fs = line.mount.fstype == "tmpfs" || line.mount.fstype == "ramfs";
+    if (memory_fs &&
+        (PathAtOrUnder(line.mount.mount_point, "/run") || PathAtOrUnder(line.mount.mount_point, "/var/run"))) {
       run_trees.emplace_back(line.device, line.mount.root);
     }
     lines.push_back(std::move(line));

@@ -411,4 +411,21 @@ TEST(HostInterfaceMountsTest, APathInsideASecondNameOfAnInterfaceOrOfRunIsRefuse
   EXPECT_EQ(HostInterfaceShownBy(mounts, "/sys/fs/cgroup/memory/x"), "") << "named inside /sys itself";
 }
 
+// Toolbox and distrobox bind the host's / at /run/host: a disk filesystem
+// under /run is not /run's, and every other mount of it stays usable (a
+// re-review saw every launch refused, "inside a mount of the host's /run
+// filesystem at /").
+TEST(HostInterfaceMountsTest, ADiskFilesystemMountedUnderRunIsNotRuns) {
+  const char* mountinfo =
+      "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+      "24 22 0:26 / /run rw - tmpfs tmpfs rw\n"
+      "25 24 8:1 / /run/host rw - ext4 /dev/sda1 rw\n"
+      "26 22 8:1 /home /home rw - ext4 /dev/sda1 rw\n"
+      "27 22 0:26 /user/1000 /srv/u rw - tmpfs tmpfs rw\n";
+  auto mounts = ParseHostInterfaceMounts(mountinfo);
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/etc/alternatives"), "");
+  EXPECT_EQ(HostInterfaceShownBy(mounts, "/home/u/proj"), "");
+  EXPECT_NE(HostInterfaceShownBy(mounts, "/srv/u/bus").find("/run"), std::string::npos) << "the /run tmpfs, elsewhere";
+}
+
 }  // namespace cocoon::enforcer
