@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <list>
+#include <map>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -652,6 +653,33 @@ void CheckCopiesUnderMounts(const State& state, Diagnostics& diagnostics) {
 void CheckOverriddenRules(const State& state, const ast::Profile* checked, Diagnostics& diagnostics) {
   using internal::ActionText;
   using internal::RuleEntry;
+  // A group's kill or trap under `arch x86`: the members i386 reaches
+  // through socketcall or ipc get the compiler's ENOSYS instead
+  // (I386MultiplexerProblem, which reports a rule naming one such call as
+  // an error). Said once per group statement, naming those members.
+  std::map<std::pair<const void*, size_t>, std::pair<const RuleEntry*, std::vector<std::string>>> group_members;
+  const std::vector<ir::Arch> rule_arches(state.arches.begin(), state.arches.end());
+  for (const auto& [key, entry] : state.rules) {
+    if (entry.profile != checked || !entry.from_group || entry.source == nullptr || !key.conditions.empty()) continue;
+    std::optional<internal::I386Multiplexing> m = internal::I386MultiplexerProblem(entry.rule, rule_arches);
+    if (!m || !m->error) continue;
+    auto& [first, members] = group_members[{entry.source.get(), entry.span.begin}];
+    if (first == nullptr) first = &entry;
+    members.push_back(key.name);
+  }
+  for (const auto& [where, found] : group_members) {
+    const auto& [entry, members] = found;
+    std::string names;
+    for (size_t i = 0; i < members.size() && i < 8; ++i) names += (i == 0 ? "" : ", ") + members[i];
+    if (members.size() > 8) names += " and " + std::to_string(members.size() - 8) + " more";
+    diagnostics.Warning(entry->source, entry->span,
+                        "on x86 this " + ActionText(entry->rule.action) + " rule for " + entry->rule.group +
+                            " does not " + ActionText(entry->rule.action) + " " + names +
+                            " when i386 programs reach them through socketcall or ipc: the compiler refuses every "
+                            "i386 socketcall and ipc call with errno ENOSYS, before any rule",
+                        "the calls are refused either way; name a call on its own for the rule to be checked, or "
+                        "remove `arch x86` (docs/language.md, Syscalls)");
+  }
   for (const auto& [key, entry] : state.rules) {
     if (entry.profile != checked || entry.from_group || entry.source == nullptr) continue;
     const bool netlink_refused = state.policy.network.mode == ir::NetworkMode::kOff;

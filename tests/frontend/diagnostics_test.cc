@@ -572,6 +572,17 @@ const Case kCases[] = {
     // Under `arch x86` a rule on a call the i386 socketcall/ipc multiplexers
     // carry is not enforced as written there (they are refused with ENOSYS):
     // said at the rule; an error where the rule's action is stronger (kill).
+    // A group's kill or trap under `arch x86`: its members i386 reaches
+    // through ipc or socketcall get ENOSYS; said once, at the group rule.
+    {"i386_trap_of_a_group_with_multiplexed_calls",
+     "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch x86\n    trap @ipc\n  }\n}\n",
+     "NOTE: t.cocoon:5:10: on x86 (i386) the socketcall and ipc multiplexers fail with ENOSYS whatever the policy says: their arguments sit behind a pointer seccomp cannot read; i386 programs must use the direct socket and SysV IPC syscalls (Linux 4.3+)\n"
+     " |     arch x86\n"
+     " |          ^~~\n"
+     "WARNING: t.cocoon:6:5: on x86 this trap rule for @ipc does not trap ipc, msgctl, msgget, msgrcv, msgsnd, semctl, semget, semop and 5 more when i386 programs reach them through socketcall or ipc: the compiler refuses every i386 socketcall and ipc call with errno ENOSYS, before any rule\n"
+     " |     trap @ipc\n"
+     " |     ^~~~~~~~~\n"
+     " = help: the calls are refused either way; name a call on its own for the rule to be checked, or remove `arch x86` (docs/language.md, Syscalls)\n"},
     {"i386_kill_of_a_multiplexed_call_is_an_error",
      "import \"strict\"\nprofile p extends strict {\n  relaxes syscalls\n  syscalls {\n    arch x86\n    kill connect\n    allow accept4\n    allow socketcall\n  }\n}\n",
      "NOTE: t.cocoon:5:10: on x86 (i386) the socketcall and ipc multiplexers fail with ENOSYS whatever the policy says: their arguments sit behind a pointer seccomp cannot read; i386 programs must use the direct socket and SysV IPC syscalls (Linux 4.3+)\n"
