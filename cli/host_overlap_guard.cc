@@ -366,46 +366,55 @@ bool HoldsCallersHome(const std::string& dir) {
 constexpr const char* kCredentialStores[] = {".ssh",  ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
                                              ".config/gcloud", ".config/gh", ".netrc", ".git-credentials", ".pgpass"};
 
-std::string CallersCredentialsOverlap(const std::string& path) {
-  for (const std::string& home : CallersHomes()) {
+namespace {
+
+// The caller's credential stores, each as named and where it points (a
+// store that is a symlink, a dotfiles repo's gnupg/, is where it points: a
+// work dir holding the target holds the keys). Worked out once per launch:
+// CallersHomes reads the password database.
+std::vector<std::string> CredentialStores(const std::vector<std::string>& homes) {
+  std::vector<std::string> stores;
+  for (const std::string& home : homes) {
     for (const char* store : kCredentialStores) {
       const std::string named = (home == "/" ? "" : home) + "/" + store;
-      // A store that is a symlink (a dotfiles repo's gnupg/) is where it
-      // points: a work dir holding the target holds the keys.
-      for (const std::string& credentials : {named, RealOrAsGiven(named)}) {
-        if (Within(path, credentials)) return (path == credentials ? "is " : "is inside ") + credentials;
-        if (Within(credentials, path)) return "holds " + credentials;
-      }
+      stores.push_back(named);
+      if (std::string real = RealOrAsGiven(named); real != named) stores.push_back(real);
     }
+  }
+  return stores;
+}
+
+std::string CredentialsOverlap(const std::string& path, const std::vector<std::string>& stores) {
+  for (const std::string& credentials : stores) {
+    if (Within(path, credentials)) return (path == credentials ? "is " : "is inside ") + credentials;
+    if (Within(credentials, path)) return "holds " + credentials;
   }
   return "";
 }
 
-namespace {
-
-// HoldsCallersHome and CallersCredentialsOverlap by inode: a bind mount of
-// the home (or of /home, or a credential store) is the same directory under
-// a name the path comparison cannot see.
-bool HoldsCallersHomeByAnotherName(const std::string& dir, AliasCheck& alias) {
-  std::vector<std::string> homes = CallersHomes();
-  homes.push_back("/home");
+// The two checks above by inode: a bind mount of the home (or of /home, or
+// a credential store) is the same directory under a name the path
+// comparison cannot see.
+bool HoldsHomeByAnotherName(const std::string& dir, const std::vector<std::string>& homes, AliasCheck& alias) {
   for (const std::string& home : homes) {
     if (OverlapsByAnotherName(dir, home, false, alias)) return true;
   }
-  return false;
+  return OverlapsByAnotherName(dir, "/home", false, alias);
 }
 
-std::string CallersCredentialsByAnotherName(const std::string& path, AliasCheck& alias) {
-  for (const std::string& home : CallersHomes()) {
-    for (const char* store : kCredentialStores) {
-      const std::string credentials = RealOrAsGiven((home == "/" ? "" : home) + "/" + store);
-      if (OverlapsByAnotherName(path, credentials, true, alias)) return credentials + " by another name (a bind mount)";
-    }
+std::string CredentialsByAnotherName(const std::string& path, const std::vector<std::string>& stores,
+                                     AliasCheck& alias) {
+  for (const std::string& credentials : stores) {
+    if (OverlapsByAnotherName(path, credentials, true, alias)) return credentials + " by another name (a bind mount)";
   }
   return "";
 }
 
 }  // namespace
+
+std::string CallersCredentialsOverlap(const std::string& path) {
+  return CredentialsOverlap(path, CredentialStores(CallersHomes()));
+}
 
 Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) {
   // Resolved only when there is a work dir or a copy to hold it against: a
@@ -418,6 +427,16 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
   // mount of one of their directories, a hard link (which audit/keys.cc and
   // audit/sink.cc refuse for the key and the log, later, when they are opened).
   AliasCheck alias;
+  // Read once for the work dir and every copy (the password database).
+  const std::vector<std::string> homes = writes_or_copies ? CallersHomes() : std::vector<std::string>();
+  const std::vector<std::string> stores = CredentialStores(homes);
+  auto holds_home = [&](const std::string& dir) {
+    if (Within("/home", dir)) return true;  // every user's, when the caller's is there
+    for (const std::string& home : homes) {
+      if (Within(home, dir)) return true;
+    }
+    return HoldsHomeByAnotherName(dir, homes, alias);
+  };
   std::optional<std::vector<FileId>> log_ids, key_ids;  // stat'd when first needed
   auto holds_log = [&](const std::string& dir) {
     if (log.empty()) return false;
@@ -439,16 +458,16 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
                                   "; the sandbox's writes are committed there. Give a project directory of its own");
     };
     if (IsSystemTree(work)) return refuse("a system directory");
-    if (HoldsCallersHome(work) || HoldsCallersHomeByAnotherName(work, alias)) {
+    if (holds_home(work)) {
       return InvalidArgumentError("work dir " + work + ": is or holds your home directory, whose credentials "
                                   "(~/.ssh, tokens) the sandbox would read and whose dotfiles (~/.bashrc, "
                                   "~/.ssh/authorized_keys) it would rewrite; its writes are committed there. Give a "
                                   "project directory of its own");
     }
-    if (std::string credentials = CallersCredentialsOverlap(work); !credentials.empty()) {
+    if (std::string credentials = CredentialsOverlap(work, stores); !credentials.empty()) {
       return refuse(credentials + " (your credentials)");
     }
-    if (std::string credentials = CallersCredentialsByAnotherName(work, alias); !credentials.empty()) {
+    if (std::string credentials = CredentialsByAnotherName(work, stores, alias); !credentials.empty()) {
       return refuse("is, is inside or holds " + credentials + " (your credentials)");
     }
     if (std::string state = StateDirOverlap(work); !state.empty()) {
@@ -487,13 +506,13 @@ Result<GuardedHostPaths> CheckHostPathsForLaunch(const HostPathsToGuard& paths) 
       return refuse("a kernel or system tree");
     }
     if (!cache.empty() && (Within(source, cache) || Within(cache, source))) return refuse("overlaps Cocoon's artifact cache");
-    if (HoldsCallersHome(source) || HoldsCallersHomeByAnotherName(source, alias)) {
+    if (holds_home(source)) {
       return refuse("is or holds your home directory, with its credentials (~/.ssh, tokens)");
     }
-    if (std::string credentials = CallersCredentialsOverlap(source); !credentials.empty()) {
+    if (std::string credentials = CredentialsOverlap(source, stores); !credentials.empty()) {
       return refuse(credentials + " (your credentials)");
     }
-    if (std::string credentials = CallersCredentialsByAnotherName(source, alias); !credentials.empty()) {
+    if (std::string credentials = CredentialsByAnotherName(source, stores, alias); !credentials.empty()) {
       return refuse("is, is inside or holds " + credentials + " (your credentials)");
     }
     if (std::string state = StateDirOverlap(source); !state.empty()) {
